@@ -26,6 +26,7 @@ DECLARATIONS = HERE.parent / "ops" / "declarations.py"
 # schema type -> (C++ parameter type, C++ value type, Python annotation)
 CPP_PARAM = {
     "Tensor": "const Tensor&", "Tensor?": "const std::optional<Tensor>&", "Tensor[]": "const std::vector<Tensor>&",
+    "Tensor?[]": "const std::vector<std::optional<Tensor>>&",
     "int": "int64_t", "int?": "std::optional<int64_t>", "int[]": "const IntList&",
     "int[]?": "const std::optional<IntList>&", "float": "double", "float?": "std::optional<double>",
     "bool": "bool", "str": "const std::string&", "str?": "const std::optional<std::string>&",
@@ -36,7 +37,8 @@ CPP_PARAM = {
 CPP_RETURN = {"Tensor": "Tensor", "Tensor[]": "std::vector<Tensor>", "int": "int64_t", "float": "double",
               "bool": "bool"}
 PY_TYPE = {
-    "Tensor": "Tensor", "Tensor?": "Tensor | None", "Tensor[]": "Sequence[Tensor]", "int": "int",
+    "Tensor": "Tensor", "Tensor?": "Tensor | None", "Tensor[]": "Sequence[Tensor]", "Tensor?[]": "Sequence[Tensor | None]",
+    "int": "int",
     "int?": "int | None", "int[]": "int | Sequence[int]", "int[]?": "int | Sequence[int] | None",
     "float": "float", "float?": "float | None", "bool": "bool", "str": "str", "str?": "str | None",
     "Scalar": "Number", "Scalar?": "Number | None", "ScalarType": "dtype", "ScalarType?": "dtype | None",
@@ -53,7 +55,7 @@ def load_ops():
     return module.OPS
 
 
-ARG = re.compile(r"^(?P<type>[A-Za-z]+(?:\[\d*\])?\??)\s+(?P<name>\w+)(?:=(?P<default>.+))?$")
+ARG = re.compile(r"^(?P<type>[A-Za-z]+\??(?:\[\d*\])?\??)\s+(?P<name>\w+)(?:=(?P<default>.+))?$")
 
 
 def split_top_level(text: str) -> list[str]:

@@ -110,6 +110,13 @@ OPS: list[Op] = [
     Op("masked_select(Tensor self, Tensor mask) -> Tensor", test={"family": "none"}),
     Op("nonzero(Tensor self) -> Tensor", test={"family": "none"}),
     Op("take(Tensor self, Tensor index) -> Tensor", test={"family": "none"}),
+    # advanced indexing (src/ops/indexing/advanced.cpp): x[i, j] and x[i, j] = v
+    Op("index(Tensor self, Tensor?[] indices) -> Tensor", method=False, test={"family": "none"}),
+    Op("index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+       test={"family": "none"}),
+    Op("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+       test={"family": "none"}),
+    Op("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", test={"family": "none"}),
     # ---- sorting and selection (src/ops/sorting, kernel in backend/cpu/sort_kernels.cpp) --------
     Op("sort(Tensor self, int dim=-1, bool descending=False, *, bool stable=False) -> (Tensor, Tensor)",
        test={"family": "none"}),

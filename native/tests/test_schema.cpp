@@ -12,6 +12,7 @@ EMBER_TEST(parses_and_prints_round_trip) {
       "aten::pad(Tensor self, int[] pad, str mode='constant', float? value=None) -> Tensor",
       "ns::noop() -> ()",
       "ns::cat(Tensor[] tensors, int dim=0) -> Tensor",
+      "aten::index(Tensor self, Tensor?[] indices) -> Tensor",
   };
   for (const char* t : texts) {
     Schema s = Schema::parse(t);
@@ -34,4 +35,5 @@ EMBER_TEST(rejects_bad_schemas_with_positions) {
   CHECK_THROWS(ValueError, Schema::parse("ns::f(int x=1, int y) -> Tensor"), "before those with defaults");
   CHECK_THROWS(ValueError, Schema::parse("ns::f() -> Tensor junk junk"), "end of the schema");
   CHECK_THROWS(ValueError, Schema::parse("ns::f(int x=99999999999999999999) -> int"), "in range");
+  CHECK_THROWS(ValueError, Schema::parse("ns::f(int?[] x) -> int"), "only of Tensor");
 }

@@ -17,24 +17,25 @@ namespace ember {
 
 class EMBER_API IValue {
  public:
-  using Payload =
-      std::variant<std::monostate, bool, int64_t, double, std::string, Tensor, IntList, std::vector<double>,
-                   std::vector<Tensor>, DType, Device, std::shared_ptr<Generator>>;
+  using Payload = std::variant<std::monostate, bool, int64_t, double, std::string, Tensor, IntList,
+                               std::vector<double>, std::vector<Tensor>, DType, Device,
+                               std::shared_ptr<Generator>, std::vector<std::optional<Tensor>>>;
 
   IValue() = default;
-  IValue(bool v) : v_(v) {}                            // NOLINT(google-explicit-constructor)
-  IValue(int64_t v) : v_(v) {}                         // NOLINT
-  IValue(int v) : v_(static_cast<int64_t>(v)) {}       // NOLINT
-  IValue(double v) : v_(v) {}                          // NOLINT
-  IValue(std::string v) : v_(std::move(v)) {}          // NOLINT
-  IValue(const char* v) : v_(std::string(v)) {}        // NOLINT
-  IValue(Tensor v) : v_(std::move(v)) {}               // NOLINT
-  IValue(IntList v) : v_(std::move(v)) {}              // NOLINT
-  IValue(std::vector<double> v) : v_(std::move(v)) {}  // NOLINT
-  IValue(std::vector<Tensor> v) : v_(std::move(v)) {}  // NOLINT
-  IValue(DType v) : v_(v) {}                           // NOLINT
-  IValue(Device v) : v_(v) {}                          // NOLINT
-  IValue(std::shared_ptr<Generator> v) {               // NOLINT: a null generator is None (the default one)
+  IValue(bool v) : v_(v) {}                                           // NOLINT(google-explicit-constructor)
+  IValue(int64_t v) : v_(v) {}                                        // NOLINT
+  IValue(int v) : v_(static_cast<int64_t>(v)) {}                      // NOLINT
+  IValue(double v) : v_(v) {}                                         // NOLINT
+  IValue(std::string v) : v_(std::move(v)) {}                         // NOLINT
+  IValue(const char* v) : v_(std::string(v)) {}                       // NOLINT
+  IValue(Tensor v) : v_(std::move(v)) {}                              // NOLINT
+  IValue(IntList v) : v_(std::move(v)) {}                             // NOLINT
+  IValue(std::vector<double> v) : v_(std::move(v)) {}                 // NOLINT
+  IValue(std::vector<Tensor> v) : v_(std::move(v)) {}                 // NOLINT
+  IValue(std::vector<std::optional<Tensor>> v) : v_(std::move(v)) {}  // NOLINT
+  IValue(DType v) : v_(v) {}                                          // NOLINT
+  IValue(Device v) : v_(v) {}                                         // NOLINT
+  IValue(std::shared_ptr<Generator> v) {  // NOLINT: a null generator is None (the default one)
     if (v) v_ = std::move(v);
   }
   IValue(std::optional<Tensor> v) {  // NOLINT
@@ -94,6 +95,10 @@ inline const char* IValue::kind_name_of<std::vector<double>>() {
 template <>
 inline const char* IValue::kind_name_of<std::vector<Tensor>>() {
   return "Tensor[]";
+}
+template <>
+inline const char* IValue::kind_name_of<std::vector<std::optional<Tensor>>>() {
+  return "Tensor?[]";
 }
 template <>
 inline const char* IValue::kind_name_of<DType>() {

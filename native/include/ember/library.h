@@ -41,6 +41,10 @@ struct ArgTypeOf;  // the schema type a C++ kernel parameter type accepts
 EMBER_ARG_TYPE(Tensor, Tensor, false, false)
 EMBER_ARG_TYPE(std::optional<Tensor>, Tensor, false, true)
 EMBER_ARG_TYPE(std::vector<Tensor>, Tensor, true, false)
+template <>
+struct ArgTypeOf<std::vector<std::optional<Tensor>>> {
+  static ArgType get() { return ArgType{BaseType::Tensor, true, false, true}; }
+};
 EMBER_ARG_TYPE(int64_t, Int, false, false)
 EMBER_ARG_TYPE(std::optional<int64_t>, Int, false, true)
 EMBER_ARG_TYPE(IntList, Int, true, false)

@@ -1,7 +1,7 @@
 #pragma once
 // An op's schema, written as in PyTorch's native_functions.yaml:
 //   "myops::scale_add(Tensor x, Tensor y, *, float alpha=1.0) -> Tensor"
-// Types: Tensor, Tensor?, Tensor[], int, int?, int[], float, float?, float[], bool, bool?, str,
+// Types: Tensor, Tensor?, Tensor[], Tensor?[], int, int?, int[], float, float?, float[], bool, bool?, str,
 // str?, Scalar, Scalar?, ScalarType, ScalarType?, Device, Device?, Generator?. Defaults: numbers, True,
 // False, None, quoted strings, [lists of numbers]. Arguments after `*` are keyword-only.
 #include <optional>
@@ -19,9 +19,11 @@ struct EMBER_API ArgType {
   BaseType base = BaseType::Tensor;
   bool is_list = false;
   bool is_optional = false;
-  std::string str() const;  // "Tensor?", "int[]"
+  bool elem_optional = false;  // Tensor?[]: list elements may be None
+  std::string str() const;     // "Tensor?", "int[]", "Tensor?[]"
   bool operator==(const ArgType& o) const {
-    return base == o.base && is_list == o.is_list && is_optional == o.is_optional;
+    return base == o.base && is_list == o.is_list && is_optional == o.is_optional &&
+           elem_optional == o.elem_optional;
   }
 };
 

@@ -45,7 +45,8 @@ bool matches(const ArgType& t, const IValue& v) {
   if (v.is_none()) return t.is_optional;
   if (t.is_list) {
     switch (t.base) {
-      case BaseType::Tensor: return v.is<std::vector<Tensor>>();
+      case BaseType::Tensor:
+        return t.elem_optional ? v.is<std::vector<std::optional<Tensor>>>() : v.is<std::vector<Tensor>>();
       case BaseType::Int: return v.is<IntList>();
       case BaseType::Float: return v.is<std::vector<double>>();
       default: return false;
@@ -82,6 +83,11 @@ void for_each_tensor(const Stack& args, Fn fn) {
     if (v.is<Tensor>()) fn(v.get<Tensor>(""));
     if (v.is<std::vector<Tensor>>()) {
       for (const Tensor& t : v.get<std::vector<Tensor>>("")) fn(t);
+    }
+    if (v.is<std::vector<std::optional<Tensor>>>()) {
+      for (const std::optional<Tensor>& t : v.get<std::vector<std::optional<Tensor>>>("")) {
+        if (t) fn(*t);
+      }
     }
   }
 }

@@ -123,6 +123,12 @@ class Parser {
     else
       fail("a type (Tensor, int, float, bool, str, Scalar, ScalarType, Device, Generator), not '" + name +
            "'");
+    // Tensor?[]: a list whose elements may be None (advanced indexing's index list).
+    if (s_.compare(pos_, 2, "?[") == 0) {
+      if (t.base != BaseType::Tensor) fail("element-optional lists only of Tensor (Tensor?[])");
+      ++pos_;
+      t.elem_optional = true;
+    }
     if (consume("[")) {
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
       expect("]");
@@ -260,7 +266,8 @@ void write_default(std::ostream& out, const IValue& v) {
 }  // namespace
 
 std::string ArgType::str() const {
-  return std::string(base_name(base)) + (is_list ? "[]" : "") + (is_optional ? "?" : "");
+  return std::string(base_name(base)) + (elem_optional ? "?" : "") + (is_list ? "[]" : "") +
+         (is_optional ? "?" : "");
 }
 
 Schema Schema::parse(const std::string& text) {

@@ -137,6 +137,15 @@ using IndexFn = void (*)(IndexOp, const Tensor& out, const Tensor& self, int64_t
                          const Tensor& src);
 extern DispatchStub<IndexFn> index_stub;
 
+// Advanced indexing (x[i, j], x[i, j] = v, index_put_): for every pair (b, r),
+//   dst[dst_b[b] + dst_r[r]]  (=, or += when accumulating)  src[src_b[b] + src_r[r]]
+// with element offsets from each tensor's data pointer (int64, contiguous). The ops layer has
+// bounds-checked every offset; Put and Accumulate run in order, so duplicates are deterministic.
+enum class AdvancedIndexMode { Get, Put, Accumulate };
+using AdvancedIndexFn = void (*)(AdvancedIndexMode, const Tensor& dst, const Tensor& src, const Tensor& dst_b,
+                                 const Tensor& src_b, const Tensor& dst_r, const Tensor& src_r);
+extern DispatchStub<AdvancedIndexFn> advanced_index_stub;
+
 // Sorts each row (last dim) of contiguous `in` into contiguous `values` and int64 `indices`,
 // stably; NaN sorts after every number ascending and before them descending (as PyTorch).
 using SortFn = void (*)(const Tensor& values, const Tensor& indices, const Tensor& in, bool descending);

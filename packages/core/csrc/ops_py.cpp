@@ -85,6 +85,17 @@ IValue to_ivalue(const ArgType& t, py::handle obj, const std::string& where) {
       return v;
     }
     case BaseType::Tensor: {
+      if (t.elem_optional) {
+        std::vector<std::optional<Tensor>> v;
+        for (py::handle x : seq) {
+          if (x.is_none()) {
+            v.emplace_back(std::nullopt);
+          } else {
+            v.emplace_back(to_scalar_value(element, x, where + " element").get<Tensor>(""));
+          }
+        }
+        return v;
+      }
       std::vector<Tensor> v;
       for (py::handle x : seq) v.push_back(to_scalar_value(element, x, where + " element").get<Tensor>(""));
       return v;

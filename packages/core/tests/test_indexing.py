@@ -119,7 +119,6 @@ def test_advanced_getitem_and_setitem():
         (lambda: t(A)[ember.tensor([9])], IndexError, r"index 9 is out of bounds for dimension 0 with size 4"),
         (lambda: t(A)[ember.tensor([True, False])], IndexError, r"The shape of the mask \[2\] at index 0 does not match"),
         (lambda: t(A)[ember.tensor([0.5])], IndexError, r"tensors used as indices must be long, int, byte or bool"),
-        (lambda: t(A)[ember.tensor([0]), 1], TypeError, r"a tensor index combined with other indices is not supported"),
     ],
 )
 def test_bad_indices(call, error, message):

@@ -1,6 +1,8 @@
 // CPU gather/scatter kernel (interface in src/ops/kernels.h).
+#include <algorithm>
 #include <vector>
 
+#include "ember/parallel.h"
 #include "loops.h"
 #include "ops/kernels.h"
 
@@ -78,6 +80,50 @@ void index_kernel(IndexOp op, const Tensor& out, const Tensor& self, int64_t dim
 }
 
 EMBER_REGISTER_CPU_KERNEL(index_stub, &index_kernel);
+
+void advanced_index_kernel(AdvancedIndexMode mode, const Tensor& dst, const Tensor& src, const Tensor& dst_b,
+                           const Tensor& src_b, const Tensor& dst_r, const Tensor& src_r) {
+  const int64_t nb = dst_b.numel();
+  const int64_t nr = dst_r.numel();
+  const int64_t* db = dst_b.data<int64_t>();
+  const int64_t* sb = src_b.data<int64_t>();
+  const int64_t* dr = dst_r.data<int64_t>();
+  const int64_t* sr = src_r.data<int64_t>();
+  // The common layout: the untouched dims are one contiguous run on both sides.
+  bool dense = true;
+  for (int64_t r = 0; r < nr && dense; ++r) dense = dr[r] == r && sr[r] == r;
+  visit<kAll>(dst.dtype(), "index", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* d = dst.data<T>();
+    const T* s = src.data<T>();
+    auto row = [&](int64_t b) {
+      T* drow = d + db[b];
+      const T* srow = s + sb[b];
+      if (mode == AdvancedIndexMode::Accumulate) {
+        using A = acc_t<T>;
+        for (int64_t r = 0; r < nr; ++r) {
+          T& target = dense ? drow[r] : drow[dr[r]];
+          target =
+              static_cast<T>(wrap_add(static_cast<A>(target), static_cast<A>(dense ? srow[r] : srow[sr[r]])));
+        }
+      } else if (dense) {
+        for (int64_t r = 0; r < nr; ++r) drow[r] = srow[r];
+      } else {
+        for (int64_t r = 0; r < nr; ++r) drow[dr[r]] = srow[sr[r]];
+      }
+    };
+    if (mode == AdvancedIndexMode::Get) {  // distinct destinations: rows can run in parallel
+      const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(nr, 1));
+      parallel_for(0, nb, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) row(b);
+      });
+    } else {
+      for (int64_t b = 0; b < nb; ++b) row(b);
+    }
+  });
+}
+
+EMBER_REGISTER_CPU_KERNEL(advanced_index_stub, &advanced_index_kernel);
 
 }  // namespace
 }  // namespace ember::EMBER_CPU_NS

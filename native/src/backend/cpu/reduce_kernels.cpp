@@ -148,9 +148,8 @@ float extreme_avx2(const float* p, int64_t n) {
 template <typename T, typename Op>
 acc_t<T> extreme_run(const T* p, int64_t n) {
   using A = acc_t<T>;
-  constexpr bool is_max = std::is_same_v<Op, MaxOp<A>>;
 #if defined(__AVX2__)
-  if constexpr (std::is_same_v<T, float>) return extreme_avx2<is_max>(p, n);
+  if constexpr (std::is_same_v<T, float>) return extreme_avx2<std::is_same_v<Op, MaxOp<A>>>(p, n);
 #endif
   A acc = Op::init();
   for (int64_t i = 0; i < n; ++i) acc = Op::step(acc, static_cast<A>(p[i]));

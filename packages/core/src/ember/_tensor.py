@@ -216,102 +216,89 @@ def _index(self: _C.Tensor) -> int:
 _C.Tensor.__index__ = _index
 
 
-def _as_index_tensor(index: object) -> _C.Tensor | None:
-    """A tensor (or list) used as an index, as an int64 or bool tensor; None for other indices."""
-    if isinstance(index, list):
-        index = tensor(index)
-    if not isinstance(index, _C.Tensor):
-        return None
-    if index.dtype in (_C.bool, _C.uint8):
-        return index if index.dtype == _C.bool else _C.to_dtype(index, _C.bool, False)
-    if index.dtype.is_floating_point or index.dtype.is_complex:
+def _as_index(item: object) -> object:
+    """A list or NumPy array index as a tensor (as PyTorch reads them); other items unchanged."""
+    if isinstance(item, (list, np.ndarray)):
+        item = tensor(item)
+    if isinstance(item, _C.Tensor) and (item.dtype.is_floating_point or item.dtype.is_complex):
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-    return _C.to_dtype(index, _C.int64, False)
+    return item
 
 
-def _leading_tensor_index(index: object) -> _C.Tensor | None:
-    """The index tensor of x[t] or x[t, :, ...] (a tensor on dim 0, then only full slices)."""
+def _dims_taken(item: object) -> int:
+    if item is None or item is Ellipsis or isinstance(item, builtins.bool):
+        return 0
+    if isinstance(item, _C.Tensor) and item.dtype in (_C.bool, _C.uint8):
+        return item.dim()
+    return 1
+
+
+def _apply_index(self: _C.Tensor, index: object) -> tuple[_C.Tensor, list | None]:
+    """PyTorch's indexing, first step: ints, slices, None and Ellipsis become a view; tensor
+    indices (and lists, arrays, Python bools) are collected per dim of that view for
+    ember.index / index_put_ (None where a dim is not indexed). Returns (view, indices or None)."""
     items = index if isinstance(index, tuple) else (index,)
-    first = _as_index_tensor(items[0]) if items else None
-    if first is None:
-        return None
-    for rest in items[1:]:
-        if not (rest is Ellipsis or (isinstance(rest, builtins.slice) and rest == builtins.slice(None))):
-            raise TypeError("[index] a tensor index combined with other indices is not supported yet; "
-                            "index with the tensor alone (x[t]) or use index_select / gather")
-    return first
-
-
-def _rows_of(self: _C.Tensor, mask: _C.Tensor) -> _C.Tensor:
-    """The flat positions a boolean mask selects over self's leading dims."""
-    if tuple(self.shape[: mask.dim()]) != tuple(mask.shape):
-        raise IndexError(f"The shape of the mask {list(mask.shape)} at index 0 does not match the shape of the "
-                         f"indexed tensor {list(self.shape)} at index 0")
-    return _C.nonzero(mask.reshape(-1)).reshape(-1)
-
-
-def _basic_index(self: _C.Tensor, index: object) -> _C.Tensor:
-    """Indexing: ints, slices (with steps), None and Ellipsis give views (PyTorch's basic
-    indexing); an integer or boolean tensor on the first dim gives a copy (advanced indexing)."""
-    idx = _leading_tensor_index(index)
-    if idx is not None:
-        if idx.dtype == _C.bool:
-            rest = list(self.shape[idx.dim():])
-            return _C.index_select(self.reshape([-1, *rest]), 0, _rows_of(self, idx))
-        if self.dim() == 0:
-            raise IndexError("too many indices for tensor of dimension 0")
-        picked = _C.index_select(self, 0, idx.reshape(-1))
-        return picked.reshape([*idx.shape, *self.shape[1:]])
-    items = index if isinstance(index, tuple) else (index,)
-    consumed = sum(1 for i in items if i is not None and i is not Ellipsis)
+    items = tuple(_as_index(i) for i in items)
     if sum(1 for i in items if i is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(_dims_taken(i) for i in items)
     if consumed > self.dim():
         raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
-    out, dim = self, 0
+    out, dim, picked = self, 0, []
     for item in items:
         if item is Ellipsis:
             dim += self.dim() - consumed
         elif item is None:
             out = _C.unsqueeze(out, dim)
             dim += 1
+        elif isinstance(item, builtins.bool):  # x[True]: a new dim of size 1, kept or emptied
+            out = _C.unsqueeze(out, dim)
+            picked.append((dim, _C.arange(0, builtins.int(item), 1, dtype=_C.int64)))
+            dim += 1
         elif isinstance(item, builtins.slice):
-            start, stop, step = item.start, item.stop, 1 if item.step is None else item.step
+            step = 1 if item.step is None else item.step
             if step <= 0:
                 raise ValueError("step must be greater than zero")
-            out = _C.slice(out, dim, start, stop, step)
+            out = _C.slice(out, dim, item.start, item.stop, step)
             dim += 1
-        elif isinstance(item, (builtins.int, np.integer)) and not isinstance(item, builtins.bool):
+        elif isinstance(item, (builtins.int, np.integer)):
             out = _C.select(out, dim, builtins.int(item))
+        elif isinstance(item, _C.Tensor):
+            picked.append((dim, item))
+            dim += _dims_taken(item)
         else:
-            raise TypeError(
-                f"[index] only integers, slices (`:`), ellipsis (`...`) and None are supported as indices "
-                f"so far, but got {type(item).__name__}"
-            )
-    return out if out is not self else _C.detach(self)
+            raise TypeError(f"[index] only integers, slices (`:`), ellipsis (`...`), None, bools and integer or "
+                            f"boolean tensors are valid indices, but got {type(item).__name__}")
+    if not picked:
+        return out, None
+    indices, at = [], 0
+    for d, t in picked:
+        indices += [None] * (d - at) + [t]
+        at = d + _dims_taken(t)
+    return out, indices
+
+
+def _getitem(self: _C.Tensor, index: object) -> _C.Tensor:
+    view, indices = _apply_index(self, index)
+    if indices is not None:
+        return _C.index(view, indices)
+    return view if view is not self else _C.detach(self)
 
 
 def _setitem(self: _C.Tensor, index: object, value: object) -> None:
-    idx = _leading_tensor_index(index)
-    if idx is not None:
-        rest = list(self.shape[idx.dim():]) if idx.dtype == _C.bool else list(self.shape[1:])
-        rows = _rows_of(self, idx) if idx.dtype == _C.bool else idx.reshape(-1)
-        flat = self.reshape([-1, *rest]) if idx.dtype == _C.bool else self
+    view, indices = _apply_index(self, index)
+    if indices is None:
         if isinstance(value, _C.Tensor):
-            source = _C.expand(_C.to_dtype(value, self.dtype, False), [rows.numel(), *rest]).contiguous()
-            result = _C.index_copy(flat, 0, rows, source)
+            _C.copy_(view, value)
         else:
-            result = _C.index_fill(flat, 0, rows, value)
-        _C.copy_(self, result.reshape(list(self.shape)))
+            _C.fill_(view, value)
         return
-    target = _basic_index(self, index)
-    if isinstance(value, _C.Tensor):
-        _C.copy_(target, value)
-    else:
-        _C.fill_(target, value)
+    if not isinstance(value, _C.Tensor):
+        value = tensor(value, dtype=self.dtype)
+    _C.index_put_(view, indices, _C.to_dtype(value, self.dtype, False), False)
 
 
-_C.Tensor.__getitem__ = _basic_index
+_C.Tensor.__getitem__ = _getitem
 _C.Tensor.__setitem__ = _setitem
 
 
@@ -382,7 +369,8 @@ def _in_place(name: str):
     return method
 
 
-for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "masked_fill"):
+for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "masked_fill",
+              "masked_scatter"):
     setattr(_C.Tensor, _name + "_", _in_place(_name))
 _C.Tensor.clip = _C.Tensor.clamp
 _C.Tensor.clip_ = _C.Tensor.clamp_
