@@ -217,10 +217,14 @@ OPS: list[Op] = [
     unary("erfc", "np.vectorize(math.erfc, otypes=[float])(a)"),
     unary("lgamma", "np.vectorize(lambda v: v if math.isnan(v) else math.inf if math.isinf(v) or "
           "(v <= 0 and v == math.floor(v)) else math.lgamma(v), otypes=[float])(a)", domain=(0.1, 10.0)),
+    # erfinv_ref / digamma_ref: float64 references written independently in test_opdb.py
+    unary("erfinv", "erfinv_ref(a)", domain=(-0.999, 0.999)),
+    unary("digamma", "digamma_ref(a)", domain=(-4.0, 8.0)),
     unary("floor", "np.floor(a)", dtypes="numeric"),
     unary("ceil", "np.ceil(a)", dtypes="numeric"),
     unary("trunc", "np.trunc(a)", dtypes="numeric"),
-    unary("round", "np.round(a)", dtypes="numeric"),
+    Op("round(Tensor self, *, int decimals=0, Tensor? out=None) -> Tensor", inplace=True,
+       test={"family": "unary", "ref": "np.round(a)", "dtypes": "numeric"}),
     unary("frac", "a - np.trunc(a)"),
     unary("relu", "np.maximum(a, 0)", dtypes="numeric"),
     unary("bitwise_not", "np.invert(a)", dtypes="bool_int"),

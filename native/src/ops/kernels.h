@@ -8,49 +8,61 @@
 
 namespace ember {
 
-// Unary ops whose output has the input's (compute) dtype.
+// Unary ops whose output has the input's (compute) dtype, with the op names errors use.
+#define EMBER_FORALL_UNARY_OPS(_) \
+  _(Neg, "neg")                   \
+  _(Abs, "abs")                   \
+  _(Sign, "sign")                 \
+  _(Exp, "exp")                   \
+  _(Exp2, "exp2")                 \
+  _(Expm1, "expm1")               \
+  _(Log, "log")                   \
+  _(Log2, "log2")                 \
+  _(Log10, "log10")               \
+  _(Log1p, "log1p")               \
+  _(Sqrt, "sqrt")                 \
+  _(Rsqrt, "rsqrt")               \
+  _(Reciprocal, "reciprocal")     \
+  _(Sin, "sin")                   \
+  _(Cos, "cos")                   \
+  _(Tan, "tan")                   \
+  _(Asin, "asin")                 \
+  _(Acos, "acos")                 \
+  _(Atan, "atan")                 \
+  _(Sinh, "sinh")                 \
+  _(Cosh, "cosh")                 \
+  _(Tanh, "tanh")                 \
+  _(Asinh, "asinh")               \
+  _(Acosh, "acosh")               \
+  _(Atanh, "atanh")               \
+  _(Sigmoid, "sigmoid")           \
+  _(Erf, "erf")                   \
+  _(Erfc, "erfc")                 \
+  _(Erfinv, "erfinv")             \
+  _(Lgamma, "lgamma")             \
+  _(Digamma, "digamma")           \
+  _(Floor, "floor")               \
+  _(Ceil, "ceil")                 \
+  _(Trunc, "trunc")               \
+  _(Round, "round")               \
+  _(Frac, "frac")                 \
+  _(Relu, "relu")                 \
+  _(BitwiseNot, "bitwise_not")    \
+  _(LogicalNot, "logical_not")    \
+  _(IsNan, "isnan")               \
+  _(IsInf, "isinf")               \
+  _(IsFinite, "isfinite")
 enum class UnaryOp {
-  Neg,
-  Abs,
-  Sign,
-  Exp,
-  Exp2,
-  Expm1,
-  Log,
-  Log2,
-  Log10,
-  Log1p,
-  Sqrt,
-  Rsqrt,
-  Reciprocal,
-  Sin,
-  Cos,
-  Tan,
-  Asin,
-  Acos,
-  Atan,
-  Sinh,
-  Cosh,
-  Tanh,
-  Asinh,
-  Acosh,
-  Atanh,
-  Sigmoid,
-  Erf,
-  Erfc,
-  Lgamma,
-  Floor,
-  Ceil,
-  Trunc,
-  Round,
-  Frac,
-  Relu,
-  BitwiseNot,
-  LogicalNot,
-  IsNan,
-  IsInf,
-  IsFinite
+#define EMBER_UNARY_ENUM(op, name) op,
+  EMBER_FORALL_UNARY_OPS(EMBER_UNARY_ENUM)
+#undef EMBER_UNARY_ENUM
 };
+inline const char* unary_op_name(UnaryOp op) {
+#define EMBER_UNARY_NAME(op, name) name,
+  static constexpr const char* kNames[] = {EMBER_FORALL_UNARY_OPS(EMBER_UNARY_NAME)};
+#undef EMBER_UNARY_NAME
+  return kNames[static_cast<int>(op)];
+}
 // out (of `out`'s dtype, bool for predicates) = op(in), in already of the compute dtype.
 using UnaryFn = void (*)(UnaryOp, const Tensor& out, const Tensor& in);
 extern DispatchStub<UnaryFn> unary_stub;

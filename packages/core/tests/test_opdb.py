@@ -32,6 +32,51 @@ TOLERANCE = {"float32": 2e-6, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6
 EXTREMES = [np.inf, -np.inf, np.nan, -0.0, 0.0, 1e30, -1e30, 1e-40, -1e-40, 3.0, -2.5]
 
 
+def _erfinv_scalar(y: float) -> float:
+    """erfinv by bisection on math.erf / math.erfc (the tail), to float64 resolution."""
+    if math.isnan(y) or abs(y) > 1:
+        return math.nan
+    if abs(y) == 1:
+        return math.copysign(math.inf, y)
+    if y == 0:
+        return y
+    a, lo, hi = abs(y), 0.0, 6.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        below = math.erf(mid) < a if a <= 0.5 else math.erfc(mid) > 1 - a
+        lo, hi = (mid, hi) if below else (lo, mid)
+    return math.copysign((lo + hi) / 2, y)
+
+
+def _digamma_scalar(x: float) -> float:
+    """digamma by reflection, the recurrence psi(x) = psi(x+1) - 1/x up to 40 (the kernel stops at
+    10) and eight asymptotic terms (the kernel uses seven)."""
+    if x == 0:
+        return math.copysign(math.inf, -x)
+    if math.isnan(x) or x == -math.inf or (x < 0 and x == math.floor(x)):
+        return math.nan
+    if x == math.inf:
+        return math.inf
+    if x < 0.5:
+        return _digamma_scalar(1 - x) - math.pi / math.tan(math.pi * x)
+    shift = 0.0
+    while x < 40:
+        shift -= 1 / x
+        x += 1
+    bernoulli = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510]
+    z = 1 / (x * x)
+    tail = sum(b / (2 * (k + 1)) * z ** (k + 1) for k, b in enumerate(bernoulli))
+    return shift + math.log(x) - 1 / (2 * x) - tail
+
+
+def erfinv_ref(a):
+    return np.vectorize(_erfinv_scalar, otypes=[float])(a)
+
+
+def digamma_ref(a):
+    return np.vectorize(_digamma_scalar, otypes=[float])(a)
+
+
 def to_numpy(t: ember.Tensor) -> np.ndarray:
     if t.dtype in (ember.bfloat16,):
         t = t.to(ember.float32)
@@ -87,7 +132,7 @@ def check(out: ember.Tensor, expected: np.ndarray, dtype: str, where: str) -> No
 def reference(rec, **arrays):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return eval(rec["ref"], {"np": np, "math": math}, arrays)  # the ref is declared data, not input
+        return eval(rec["ref"], {"np": np, "math": math, "erfinv_ref": erfinv_ref, "digamma_ref": digamma_ref}, arrays)  # the ref is declared data, not input
 
 
 def cases():

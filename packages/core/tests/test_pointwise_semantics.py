@@ -1,5 +1,6 @@
 """Pointwise and reduction semantics beyond the op database: out=, in-place, errors, threads."""
 
+import math
 import os
 import subprocess
 import sys
@@ -172,3 +173,68 @@ def test_integer_overflow_wraps_like_numpy():
         assert (-t).tolist() == (-big).tolist()
         assert ember.abs(t).tolist() == np.abs(big).tolist()
         assert ember.cumsum(t, 0).tolist() == np.cumsum(big).tolist()
+
+
+EULER_GAMMA = 0.57721566490153286061
+RNG_DECIMALS = np.random.default_rng(5)
+
+
+def test_digamma_exact_values_and_poles():
+    n = np.arange(1, 30)
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / n[:-1])])  # H_{n-1}
+    got = ember.digamma(ember.tensor(n.astype(np.float64))).numpy()
+    np.testing.assert_allclose(got, harmonic - EULER_GAMMA, rtol=1e-14, atol=1e-15)
+    half = ember.digamma(ember.tensor([0.5, 1.5, -0.5], dtype=ember.float64)).numpy()
+    psi_half = -EULER_GAMMA - 2 * math.log(2)  # psi(1.5) = psi(0.5) + 2 = psi(-0.5)
+    np.testing.assert_allclose(half, [psi_half, psi_half + 2, psi_half + 2], rtol=1e-14, atol=1e-15)
+    special = ember.digamma(ember.tensor([0.0, -0.0, -1.0, -3.0, math.inf, -math.inf, math.nan])).numpy()
+    assert special[0] == -math.inf and special[1] == math.inf
+    assert np.isnan(special[2:4]).all() and special[4] == math.inf and np.isnan(special[5:]).all()
+    # the recurrence psi(x + 1) = psi(x) + 1/x holds across the kernel's branch points
+    x = np.linspace(-3.7, 12.3, 41)
+    lhs = ember.digamma(ember.tensor(x + 1)).numpy()
+    rhs = ember.digamma(ember.tensor(x)).numpy() + 1 / x
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-11, atol=1e-11)
+
+
+def test_erfinv_inverts_erf_to_the_tails():
+    y = np.concatenate([np.linspace(-0.999999, 0.999999, 101), [1 - 2.0**-52, -(1 - 2.0**-52), 1e-300]])
+    x = ember.erfinv(ember.tensor(y)).numpy()
+    back = np.array([math.erf(v) for v in x])
+    np.testing.assert_allclose(back, y, rtol=4e-16, atol=0)
+    assert ember.erfinv(ember.tensor(0.5, dtype=ember.float64)).item() == pytest.approx(0.4769362762044699, rel=1e-15)
+    edge = ember.erfinv(ember.tensor([1.0, -1.0, 1.5, -0.0])).numpy()
+    assert edge[0] == math.inf and edge[1] == -math.inf and np.isnan(edge[2]) and np.signbit(edge[3])
+    with pytest.raises(NotImplementedError, match=r"\[erfinv\] not implemented for complex dtype complex64"):
+        ember.erfinv(ember.tensor([1j]))
+
+
+@pytest.mark.parametrize("decimals", [-2, -1, 0, 1, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_round_decimals_matches_numpy(decimals, dtype):
+    a = (RNG_DECIMALS.standard_normal((4, 5)) * 1000).astype(dtype)
+    got = ember.round(ember.from_numpy(a).t(), decimals=decimals)
+    np.testing.assert_array_equal(got.numpy(), np.round(a.T, decimals))
+    x = ember.from_numpy(a.copy())
+    x.round_(decimals=decimals)
+    np.testing.assert_array_equal(x.numpy(), np.round(a, decimals))
+    assert ember.tensor(2.5).round(decimals=0).item() == 2.0  # half to even
+    with pytest.raises(NotImplementedError, match=r"round with decimals is not implemented for int64"):
+        ember.round(ember.tensor([1, 2]), decimals=1)
+
+
+def test_as_tensor_shares_memory_when_it_can():
+    a = np.arange(6.0)
+    t = ember.as_tensor(a)
+    a[0] = 42.0
+    assert t[0].item() == 42.0 and t.dtype == ember.float64
+    converted = ember.as_tensor(a, dtype=ember.float32)
+    a[1] = -1.0
+    assert converted[1].item() == 1.0 and converted.dtype == ember.float32
+    x = ember.ones(3)
+    assert ember.as_tensor(x).data_ptr() == x.data_ptr()
+    assert ember.as_tensor(x, dtype=ember.float32).data_ptr() == x.data_ptr()
+    assert ember.as_tensor([1, 2]).dtype == ember.int64
+    assert ember.as_tensor(3.5).dim() == 0
+    with pytest.raises(NotImplementedError, match=r"\[as_tensor\] not implemented for cuda:0"):
+        ember.as_tensor([1.0], device="cuda:0")

@@ -45,7 +45,9 @@ A wrap_add(A a, A b) {
 }
 template <typename A>
 A wrap_mul(A a, A b) {
-  if constexpr (std::is_integral_v<A> && std::is_signed_v<A>) {
+  if constexpr (std::is_same_v<A, bool>) {
+    return a && b;
+  } else if constexpr (std::is_integral_v<A> && std::is_signed_v<A>) {
     using U = std::make_unsigned_t<A>;
     return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
   } else {

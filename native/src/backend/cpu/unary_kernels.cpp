@@ -1,5 +1,6 @@
 // CPU kernels of the unary pointwise ops (interfaces in src/ops/kernels.h).
 #include <cmath>
+#include <limits>
 
 #include "loops.h"
 #include "ops/kernels.h"
@@ -29,6 +30,56 @@ A lgamma_of(A x) {
   } else {
     return lgamma_r(x, &sign);
   }
+}
+
+// erfinv in double (float inputs too: the tails need it). A rough closed-form start (Winitzki's
+// approximation, ~2e-3 relative) refined by Halley steps on erf(x) = y, or on erfc(x) = 1 - y
+// past |y| = 0.5, where 1 - y is exact and erf() would have lost the tail's digits.
+double erfinv_double(double y) {
+  if (std::isnan(y) || y < -1.0 || y > 1.0) return std::numeric_limits<double>::quiet_NaN();
+  if (y == 1.0 || y == -1.0) return std::copysign(std::numeric_limits<double>::infinity(), y);
+  if (y == 0.0) return y;  // keeps -0.0
+  const double a = std::fabs(y);
+  constexpr double kPi = 3.14159265358979323846;
+  constexpr double kW = 0.147;
+  const double ln = std::log1p(-a * a);
+  const double t = 2.0 / (kPi * kW) + ln / 2.0;
+  double x = std::sqrt(std::sqrt(t * t - ln / kW) - t);
+  const double two_over_sqrt_pi = 1.12837916709551257390;
+  for (int i = 0; i < 4; ++i) {
+    const double f = a <= 0.5 ? std::erf(x) - a : (1.0 - a) - std::erfc(x);
+    const double u = f / (two_over_sqrt_pi * std::exp(-x * x));  // Newton step f / f'
+    x -= u / (1.0 + x * u);                                      // Halley's correction (f'' = -2x f')
+  }
+  return std::copysign(x, y);
+}
+
+// digamma in double, PyTorch's special values: +-0 -> -+inf, negative integers -> nan.
+// Reflection below 0.5, the recurrence psi(x) = psi(x + 1) - 1/x up to 10, then the asymptotic
+// series ln x - 1/2x - sum B_2k / (2k x^2k).
+double digamma_double(double x) {
+  constexpr double kPi = 3.14159265358979323846;
+  if (x == 0.0) return std::copysign(std::numeric_limits<double>::infinity(), -x);
+  if (std::isnan(x) || x == -std::numeric_limits<double>::infinity())
+    return std::numeric_limits<double>::quiet_NaN();
+  if (x < 0.0 && x == std::trunc(x)) return std::numeric_limits<double>::quiet_NaN();
+  if (x == std::numeric_limits<double>::infinity()) return x;
+  double result = 0.0;
+  if (x < 0.5) {  // psi(x) = psi(1 - x) - pi / tan(pi x)
+    result = -kPi / std::tan(kPi * x);
+    x = 1.0 - x;
+  }
+  while (x < 10.0) {
+    result -= 1.0 / x;
+    x += 1.0;
+  }
+  const double z = 1.0 / (x * x);
+  // B_2k / 2k for k = 1..7
+  const double series =
+      z *
+      (1.0 / 12 -
+       z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z / 12))))));
+  return result + std::log(x) - 0.5 / x - series;
 }
 
 template <typename A>
@@ -84,6 +135,8 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
     EMBER_REAL(Erf, std::erf(x))
     EMBER_REAL(Erfc, std::erfc(x))
     EMBER_REAL(Lgamma, lgamma_of(x))
+    EMBER_REAL(Erfinv, static_cast<decltype(x)>(erfinv_double(x)))
+    EMBER_REAL(Digamma, static_cast<decltype(x)>(digamma_double(x)))
     EMBER_REAL(Frac, x - std::trunc(x))
 #undef EMBER_REAL
 #undef EMBER_ANY

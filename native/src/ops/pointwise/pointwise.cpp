@@ -83,16 +83,9 @@ namespace {
 
 enum class Kind { Any, Float, Integral, NoBool, NoComplex };
 
-const char* kUnaryNames[] = {"neg",         "abs",         "sign",  "exp",   "exp2",    "expm1",      "log",
-                             "log2",        "log10",       "log1p", "sqrt",  "rsqrt",   "reciprocal", "sin",
-                             "cos",         "tan",         "asin",  "acos",  "atan",    "sinh",       "cosh",
-                             "tanh",        "asinh",       "acosh", "atanh", "sigmoid", "erf",        "erfc",
-                             "lgamma",      "floor",       "ceil",  "trunc", "round",   "frac",       "relu",
-                             "bitwise_not", "logical_not", "isnan", "isinf", "isfinite"};
-
 // Unary ops computed in floating point: integers and bool become the default dtype.
 Tensor unary_float(UnaryOp op, const Tensor& self, const std::optional<Tensor>& out, bool allow_complex) {
-  const char* name = kUnaryNames[static_cast<int>(op)];
+  const char* name = unary_op_name(op);
   EMBER_CHECK(allow_complex || !is_complex(self.dtype()), NotImplementedError, "[", name,
               "] not implemented for complex dtype ", dtype_name(self.dtype()));
   const DType compute =
@@ -104,7 +97,7 @@ Tensor unary_float(UnaryOp op, const Tensor& self, const std::optional<Tensor>& 
 
 // Unary ops that keep the input dtype (checked against `kind`).
 Tensor unary_same(UnaryOp op, const Tensor& self, const std::optional<Tensor>& out, Kind kind) {
-  const char* name = kUnaryNames[static_cast<int>(op)];
+  const char* name = unary_op_name(op);
   const DType d = self.dtype();
   EMBER_CHECK(!(kind == Kind::Integral && !is_integral(d, true)), Error, "[", name,
               "] expected integral or bool tensors, but got ", dtype_name(d));
@@ -120,8 +113,7 @@ Tensor unary_same(UnaryOp op, const Tensor& self, const std::optional<Tensor>& o
 
 // Predicates: bool output of the input's shape.
 Tensor unary_predicate(UnaryOp op, const Tensor& self, const std::optional<Tensor>& out) {
-  Tensor result =
-      make_output(kUnaryNames[static_cast<int>(op)], out, self.sizes(), DType::Bool, self.device());
+  Tensor result = make_output(unary_op_name(op), out, self.sizes(), DType::Bool, self.device());
   unary_stub.get(self.device().type)(op, result, self);
   return finish(result, out);
 }
@@ -272,6 +264,8 @@ EMBER_UNARY_FLOAT(sigmoid, Sigmoid, false)
 EMBER_UNARY_FLOAT(erf, Erf, false)
 EMBER_UNARY_FLOAT(erfc, Erfc, false)
 EMBER_UNARY_FLOAT(lgamma, Lgamma, false)
+EMBER_UNARY_FLOAT(erfinv, Erfinv, false)
+EMBER_UNARY_FLOAT(digamma, Digamma, false)
 EMBER_UNARY_FLOAT(frac, Frac, false)
 #undef EMBER_UNARY_FLOAT
 
@@ -284,10 +278,26 @@ EMBER_UNARY_SAME(sign, Sign, NoComplex)
 EMBER_UNARY_SAME(floor, Floor, NoComplex)
 EMBER_UNARY_SAME(ceil, Ceil, NoComplex)
 EMBER_UNARY_SAME(trunc, Trunc, NoComplex)
-EMBER_UNARY_SAME(round, Round, NoComplex)
 EMBER_UNARY_SAME(relu, Relu, NoComplex)
 EMBER_UNARY_SAME(bitwise_not, BitwiseNot, Integral)
 #undef EMBER_UNARY_SAME
+
+// round(decimals=d): round-half-even of x * 10^d, divided back (PyTorch's definition, computed in
+// x's dtype; for d < 0 the scale divides first).
+Tensor round(const Tensor& self, int64_t decimals, const std::optional<Tensor>& out) {
+  if (decimals == 0) return unary_same(UnaryOp::Round, self, out, Kind::NoComplex);
+  EMBER_CHECK(is_floating_point(self.dtype()), NotImplementedError,
+              "[round] round with decimals is not implemented for ", dtype_name(self.dtype()));
+  const Tensor scale = wrapped_number(Scalar(std::pow(10.0, static_cast<double>(std::abs(decimals)))));
+  if (decimals > 0) {
+    const Tensor whole =
+        unary_same(UnaryOp::Round, mul(self, scale, std::nullopt), std::nullopt, Kind::NoComplex);
+    return div(whole, scale, std::nullopt, out);
+  }
+  const Tensor whole =
+      unary_same(UnaryOp::Round, div(self, scale, std::nullopt, std::nullopt), std::nullopt, Kind::NoComplex);
+  return mul(whole, scale, out);
+}
 
 Tensor abs(const Tensor& self, const std::optional<Tensor>& out) {
   const DType d = to_real_dtype(self.dtype());  // |complex| is real

@@ -31,7 +31,7 @@ from ._C import (
     uint8,
 )
 from ._info import finfo, iinfo
-from ._tensor import empty, tensor
+from ._tensor import as_tensor, empty, tensor
 
 
 def _export_generated_ops() -> list[str]:
@@ -202,7 +202,7 @@ dtype.__module__ = "ember"
 device.__module__ = "ember"
 
 __all__ = [
-    "Tensor", "dtype", "device", "tensor", "from_numpy", "empty", "ops",
+    "Tensor", "dtype", "device", "tensor", "as_tensor", "from_numpy", "empty", "ops",
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "max", "min", "aminmax", "var_mean", "std_mean", "return_types", "sort", "topk", "kthvalue", "median", "tensor_split", "unique", "unique_consecutive", "where", "norm",
     "finfo", "iinfo", "concat", "clip", "broadcast_shapes", "broadcast_tensors", "meshgrid", "zeros", "ones",

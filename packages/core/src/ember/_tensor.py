@@ -65,6 +65,18 @@ def tensor(data: object, *, dtype: _C.dtype | None = None, device: object = None
     return _C.to_dtype(src, dtype if dtype is not None else inferred, True)
 
 
+def as_tensor(data: object, dtype: _C.dtype | None = None, device: object = None) -> _C.Tensor:
+    """Like tensor(), but shares memory with ``data`` when it can: a tensor (or a NumPy array,
+    on the CPU) already of the requested dtype is returned without a copy."""
+    if device is not None and _C.device(device).type != "cpu":
+        raise NotImplementedError(f"[as_tensor] not implemented for {_C.device(device)}")
+    if isinstance(data, np.ndarray) and data.dtype.kind in "biufc" and data.dtype.byteorder in "=|":
+        data = _C.from_numpy(data)
+    if isinstance(data, _C.Tensor):
+        return data if dtype is None or dtype == data.dtype else _C.to_dtype(data, dtype, False)
+    return tensor(data, dtype=dtype)
+
+
 def empty(*size: int | Sequence[int], dtype: _C.dtype | None = None, device: object = None) -> _C.Tensor:
     """Uninitialized tensor of the given size (``ember.empty(2, 3)`` or ``ember.empty((2, 3))``)."""
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
