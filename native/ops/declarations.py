@@ -135,6 +135,12 @@ OPS: list[Op] = [
        " -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
     Op("unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False)"
        " -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("unique_dim(Tensor self, int dim, bool sorted=True, bool return_inverse=False, bool return_counts=False)"
+       " -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("unique_dim_consecutive(Tensor self, int dim, bool return_inverse=False, bool return_counts=False)"
+       " -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("nanmedian(Tensor self, int dim, bool keepdim=False) -> (Tensor, Tensor)", test={"family": "none"}),
+    Op("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor, Tensor)", test={"family": "none"}),
     Op("norm(Tensor self, Scalar p=2, int[1]? dim=None, bool keepdim=False) -> Tensor", test={"family": "none"}),
     # ---- randomness (src/ops/random; Philox, Note [reproducible randomness]) -----------------
     Op("rand(int[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None) -> Tensor",
@@ -352,6 +358,9 @@ OPS: list[Op] = [
     Op("count_nonzero(Tensor self, int[1]? dim=None) -> Tensor", test={"family": "none"}),
     Op("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", test={"family": "none"}),
     Op("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", test={"family": "none"}),
+    Op("cummax(Tensor self, int dim) -> (Tensor, Tensor)", test={"family": "none"}),
+    Op("cummin(Tensor self, int dim) -> (Tensor, Tensor)", test={"family": "none"}),
+    Op("logcumsumexp(Tensor self, int dim) -> Tensor", test={"family": "none"}),
     Op("var(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
        test={"family": "reduction", "ref": "np.var(a, axis=dim, keepdims=keepdim, ddof=1)", "dtypes": "float"}),
     Op("std(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",

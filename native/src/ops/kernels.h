@@ -124,8 +124,11 @@ using ReduceFn = void (*)(ReduceOp, const Tensor& out, const Tensor& in, int64_t
 extern DispatchStub<ReduceFn> reduce_stub;
 
 // Inclusive scans along the last dim of contiguous `in` into contiguous `out` (same dtype).
-enum class ScanOp { Sum, Prod };
-using ScanFn = void (*)(ScanOp, const Tensor& out, const Tensor& in);
+// Max/Min also write the position of each running extreme into contiguous int64 `indices`
+// (PyTorch's rule: ties and NaNs move it to the newer element; a NaN, once seen, stays).
+// LogSumExp accumulates log(exp(acc) + exp(x)) stably (real floats).
+enum class ScanOp { Sum, Prod, Max, Min, LogSumExp };
+using ScanFn = void (*)(ScanOp, const Tensor& out, const Tensor& indices, const Tensor& in);
 extern DispatchStub<ScanFn> scan_stub;
 
 // Random draws into contiguous `out` from Philox blocks starting at `state` (Note
@@ -162,6 +165,12 @@ extern DispatchStub<AdvancedIndexFn> advanced_index_stub;
 // stably; NaN sorts after every number ascending and before them descending (as PyTorch).
 using SortFn = void (*)(const Tensor& values, const Tensor& indices, const Tensor& in, bool descending);
 extern DispatchStub<SortFn> sort_stub;
+
+// The most frequent value of each row (last dim) of contiguous, stably sorted `sorted` (with the
+// original positions `order`): the smallest such value, and the last position holding it.
+using ModeFn = void (*)(const Tensor& values, const Tensor& indices, const Tensor& sorted,
+                        const Tensor& order);
+extern DispatchStub<ModeFn> mode_stub;
 
 // Strided copy with dtype conversion, same shape (the existing copy kernel).
 using CopyFn = void (*)(const Tensor& dst, const Tensor& src);

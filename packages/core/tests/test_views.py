@@ -126,3 +126,10 @@ def test_setitem_broadcasts_and_casts():
     t[1, 1:] = 7
     t[:, 0] = ember.tensor([5])
     assert t.tolist() == [[5, 2, 3], [5, 7, 7]]
+
+
+def test_movedim_of_a_zero_dim_tensor_is_itself():
+    s = ember.tensor(3.0)
+    assert s.movedim(0, -1).item() == 3.0 and s.movedim(0, -1).dim() == 0
+    with pytest.raises(IndexError, match=r"Dimension out of range"):
+        s.movedim(0, 2)

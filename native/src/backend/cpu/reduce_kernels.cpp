@@ -319,8 +319,17 @@ void reduce_kernel(ReduceOp op, const Tensor& out, const Tensor& in, int64_t red
   }
 }
 
-void scan_kernel(ScanOp op, const Tensor& out, const Tensor& in) {
-  visit<kReal | kComplex>(in.dtype(), "cumsum", [&](auto tag) {
+template <typename A>
+A log_add_exp(A acc, A x) {
+  if (acc != acc || x != x) return std::numeric_limits<A>::quiet_NaN();
+  const A lo = std::min(acc, x);
+  const A hi = std::max(acc, x);
+  if (lo == hi && !std::isfinite(lo)) return x;  // both +inf or both -inf
+  return hi + std::log1p(std::exp(lo - hi));
+}
+
+void scan_kernel(ScanOp op, const Tensor& out, const Tensor& indices, const Tensor& in) {
+  visit<kReal | kBool | kComplex>(in.dtype(), "cumsum", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = acc_t<T>;
     const int64_t n = in.dim() == 0 ? 1 : in.sizes().back();
@@ -329,11 +338,37 @@ void scan_kernel(ScanOp op, const Tensor& out, const Tensor& in) {
     T* dst = out.data<T>();
     parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
-        A acc = op == ScanOp::Sum ? A(0) : A(1);
-        for (int64_t i = 0; i < n; ++i) {
-          const A x = static_cast<A>(src[r * n + i]);
-          acc = op == ScanOp::Sum ? wrap_add(acc, x) : wrap_mul(acc, x);
-          dst[r * n + i] = static_cast<T>(acc);
+        const T* row = src + r * n;
+        T* o = dst + r * n;
+        if (op == ScanOp::Sum || op == ScanOp::Prod) {
+          A acc = op == ScanOp::Sum ? A(0) : A(1);
+          for (int64_t i = 0; i < n; ++i) {
+            const A x = static_cast<A>(row[i]);
+            acc = op == ScanOp::Sum ? wrap_add(acc, x) : wrap_mul(acc, x);
+            o[i] = static_cast<T>(acc);
+          }
+        } else if constexpr (!is_complex_v<A>) {
+          if (op == ScanOp::LogSumExp) {
+            if constexpr (std::is_floating_point_v<A>) {
+              A acc = -std::numeric_limits<A>::infinity();
+              for (int64_t i = 0; i < n; ++i)
+                o[i] = static_cast<T>(acc = log_add_exp(acc, static_cast<A>(row[i])));
+            }
+            continue;
+          }
+          int64_t* at = indices.data<int64_t>() + r * n;
+          A best = static_cast<A>(row[0]);
+          int64_t where = 0;
+          for (int64_t i = 0; i < n; ++i) {
+            const A x = static_cast<A>(row[i]);
+            const bool better = op == ScanOp::Max ? x >= best : x <= best;
+            if (x != x || (best == best && better)) {
+              best = x;
+              where = i;
+            }
+            o[i] = static_cast<T>(best);
+            at[i] = where;
+          }
         }
       }
     });

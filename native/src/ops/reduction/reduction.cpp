@@ -167,23 +167,45 @@ Tensor std(const Tensor& self, const std::optional<IntList>& dim, const std::opt
 }
 
 namespace {
-// Scans run on a contiguous copy with `dim` moved last, then move back.
-Tensor scan(ScanOp op, const char* name, const Tensor& self, int64_t dim, std::optional<DType> dtype) {
+// Scans run on a contiguous copy (in `out_dtype`) with `dim` moved last, then move back.
+// Returns (values, indices); indices only for Max/Min.
+std::tuple<Tensor, Tensor> scan(ScanOp op, const char* name, const Tensor& self, int64_t dim,
+                                DType out_dtype) {
   const int64_t d = dims::wrap(name, dim, self.dim());
-  const DType out_dtype = sum_dtype(self, dtype);
-  if (self.dim() == 0) return pointwise::cast_to(self, out_dtype).clone();
+  const bool with_indices = op == ScanOp::Max || op == ScanOp::Min;
   const Tensor moved = movedim(pointwise::cast_to(self, out_dtype), {d}, {-1}).contiguous();
   Tensor out = empty(moved.sizes(), out_dtype, self.device());
-  if (out.numel() > 0) scan_stub.get(self.device().type)(op, out, moved);
-  return movedim(out, {-1}, {d}).contiguous();
+  Tensor indices = with_indices ? empty(moved.sizes(), DType::Int64, self.device()) : Tensor();
+  if (out.numel() > 0) scan_stub.get(self.device().type)(op, out, indices, moved);
+  if (self.dim() == 0) return {out, indices};
+  return {movedim(out, {-1}, {d}).contiguous(),
+          with_indices ? movedim(indices, {-1}, {d}).contiguous() : indices};
+}
+
+std::tuple<Tensor, Tensor> cumulative_extreme(ScanOp op, const char* name, const Tensor& self, int64_t dim) {
+  EMBER_CHECK(!is_complex(self.dtype()), NotImplementedError, "[", name,
+              "] not implemented for complex dtype ", dtype_name(self.dtype()));
+  return scan(op, name, self, dim, self.dtype());
 }
 }  // namespace
 
 Tensor cumsum(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
-  return scan(ScanOp::Sum, "cumsum", self, dim, dtype);
+  return std::get<0>(scan(ScanOp::Sum, "cumsum", self, dim, sum_dtype(self, dtype)));
 }
 Tensor cumprod(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
-  return scan(ScanOp::Prod, "cumprod", self, dim, dtype);
+  return std::get<0>(scan(ScanOp::Prod, "cumprod", self, dim, sum_dtype(self, dtype)));
+}
+std::tuple<Tensor, Tensor> cummax(const Tensor& self, int64_t dim) {
+  return cumulative_extreme(ScanOp::Max, "cummax", self, dim);
+}
+std::tuple<Tensor, Tensor> cummin(const Tensor& self, int64_t dim) {
+  return cumulative_extreme(ScanOp::Min, "cummin", self, dim);
+}
+Tensor logcumsumexp(const Tensor& self, int64_t dim) {
+  EMBER_CHECK(is_floating_point(self.dtype()), NotImplementedError,
+              "[logcumsumexp] not implemented for dtype ", dtype_name(self.dtype()),
+              " (floating-point inputs only)");
+  return std::get<0>(scan(ScanOp::LogSumExp, "logcumsumexp", self, dim, self.dtype()));
 }
 
 Tensor logsumexp(const Tensor& self, const IntList& dim, bool keepdim) {

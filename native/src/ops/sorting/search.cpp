@@ -88,6 +88,57 @@ std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& self, bool r
   return unique_runs(self, false);
 }
 
+namespace {
+// unique / unique_consecutive over slices along `dim`: the slices, flattened to rows, are sorted
+// lexicographically (stable argsorts from the last column to the first) when `sort_first`, then
+// runs of equal rows are merged.
+std::tuple<Tensor, Tensor, Tensor> unique_slices(const char* name, const Tensor& self, int64_t dim,
+                                                 bool sort_first) {
+  EMBER_CHECK(self.dim() > 0, IndexError, "[", name, "] a 0-dim tensor has no dim ", dim,
+              " to take slices along");
+  const int64_t d = dims::wrap(name, dim, self.dim());
+  const Tensor moved = movedim(self, {d}, {0}).contiguous();
+  const int64_t n = moved.sizes()[0];
+  const Tensor rows = reshape(moved, {n, n == 0 ? 0 : moved.numel() / n});
+  const int64_t m = rows.sizes()[1];
+  Tensor order = arange(Scalar(int64_t(0)), Scalar(n), Scalar(int64_t(1)), DType::Int64, self.device());
+  if (sort_first) {
+    for (int64_t c = m - 1; c >= 0; --c) {
+      const Tensor key = index_select(select(rows, 1, c), 0, order);
+      order = index_select(order, 0, argsort(key, 0, false, true));
+    }
+  }
+  const Tensor sorted_rows = index_select(rows, 0, order);
+  Tensor starts = ones({n}, DType::Bool, self.device());
+  if (n > 1 && m > 0) {
+    const Tensor differs =
+        ne(narrow(sorted_rows, 0, 1, n - 1), narrow(sorted_rows, 0, 0, n - 1), std::nullopt);
+    copy_(narrow(starts, 0, 1, n - 1), any(differs, IntList{1}, false));
+  } else if (n > 1) {
+    fill_(narrow(starts, 0, 1, n - 1), Scalar(false));  // rows with no elements are all equal
+  }
+  const Tensor run_id = sub(cumsum(starts, 0, DType::Int64), wrapped_number(Scalar(int64_t(1))),
+                            Scalar(int64_t(1)), std::nullopt);
+  const Tensor firsts = reshape(nonzero(starts), {-1});
+  const int64_t k = firsts.numel();
+  IntList shape = moved.sizes();
+  shape[0] = k;
+  const Tensor values = movedim(reshape(index_select(sorted_rows, 0, firsts), shape), {0}, {d}).contiguous();
+  const Tensor inverse = sort_first ? scatter(empty_like(run_id, std::nullopt), 0, order, run_id) : run_id;
+  return {values, inverse, bincount(run_id, std::nullopt, k)};
+}
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> unique_dim(const Tensor& self, int64_t dim, bool sorted,
+                                              bool return_inverse, bool return_counts) {
+  return unique_slices("unique_dim", self, dim, true);
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique_dim_consecutive(const Tensor& self, int64_t dim,
+                                                          bool return_inverse, bool return_counts) {
+  return unique_slices("unique_dim_consecutive", self, dim, false);
+}
+
 Tensor norm(const Tensor& self, const Scalar& p, const std::optional<IntList>& dim, bool keepdim) {
   EMBER_CHECK(is_floating_point(self.dtype()) || is_complex(self.dtype()), Error,
               "[norm] norm(): input dtype should be either floating point or complex. Got ",

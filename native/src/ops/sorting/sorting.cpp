@@ -2,12 +2,14 @@
 // (kernel: src/backend/cpu/sort_kernels.cpp).
 #include "ember/error.h"
 #include "ember/ops.h"
+#include "ember/promotion.h"
 #include "ops/dims.h"
 #include "ops/kernels.h"
 
 namespace ember {
 
 DispatchStub<SortFn> sort_stub("sort");
+DispatchStub<ModeFn> mode_stub("mode");
 
 std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending, bool stable) {
   EMBER_CHECK(!is_complex(self.dtype()), Error, "[sort] sort(): not implemented for complex dtype ",
@@ -77,6 +79,46 @@ std::tuple<Tensor, Tensor> median(const Tensor& self, int64_t dim, bool keepdim)
     i = squeeze(i, IntList{d});
   }
   return {v.contiguous(), i.contiguous()};
+}
+
+// nanmedian: the lower median of the non-NaN values (NaN, at the first NaN, when all are NaN).
+std::tuple<Tensor, Tensor> nanmedian(const Tensor& self, int64_t dim, bool keepdim) {
+  const int64_t d = dims::wrap("nanmedian", dim, self.dim());
+  const int64_t size = self.dim() == 0 ? 1 : self.sizes()[d];
+  EMBER_CHECK(size > 0, IndexError, "[nanmedian] nanmedian(): Expected reduction dim ", d,
+              " to have non-zero size.");
+  auto [values, indices] = sort(self, d, false, true);  // NaNs sort last
+  if (self.dim() == 0) return {values, indices};
+  const Tensor numbers = sum(logical_not(isnan(self), std::nullopt), IntList{d}, true, DType::Int64);
+  // (count - 1) / 2, or 0 (the first NaN) when there are no numbers
+  const Tensor k =
+      div(clamp(sub(numbers, wrapped_number(Scalar(int64_t(1))), Scalar(int64_t(1)), std::nullopt),
+                Scalar(int64_t(0)), std::nullopt, std::nullopt),
+          wrapped_number(Scalar(int64_t(2))), std::string("floor"), std::nullopt);
+  Tensor v = gather(values, d, k);
+  Tensor i = gather(indices, d, k);
+  if (!keepdim) {
+    v = squeeze(v, IntList{d});
+    i = squeeze(i, IntList{d});
+  }
+  return {v, i};
+}
+
+std::tuple<Tensor, Tensor> mode(const Tensor& self, int64_t dim, bool keepdim) {
+  const int64_t d = dims::wrap("mode", dim, self.dim());
+  EMBER_CHECK(!is_complex(self.dtype()), NotImplementedError, "[mode] not implemented for complex dtype ",
+              dtype_name(self.dtype()));
+  if (self.dim() == 0) return {self.clone(), zeros({}, DType::Int64, self.device())};
+  EMBER_CHECK(self.sizes()[d] > 0, IndexError, "[mode] mode(): Expected reduction dim ", d,
+              " to have non-zero size.");
+  const Tensor moved = movedim(self, {d}, {-1}).contiguous();
+  auto [sorted, order] = sort(moved, -1, false, true);
+  const IntList shape(moved.sizes().begin(), moved.sizes().end() - 1);
+  Tensor values = empty(shape, self.dtype(), self.device());
+  Tensor indices = empty(shape, DType::Int64, self.device());
+  if (values.numel() > 0) mode_stub.get(self.device().type)(values, indices, sorted, order);
+  if (keepdim) return {unsqueeze(values, d), unsqueeze(indices, d)};
+  return {values, indices};
 }
 
 }  // namespace ember

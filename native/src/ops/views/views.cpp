@@ -311,6 +311,13 @@ Tensor movedim(const Tensor& self, const IntList& source, const IntList& destina
               " dims) should contain the same number of dims as destination (", dims::str(destination),
               " dims)");
   const int64_t n = self.dim();
+  if (n == 0) {  // a 0-dim tensor accepts dims 0 and -1 and stays as it is
+    for (size_t i = 0; i < source.size(); ++i) {
+      dims::wrap("movedim", source[i], n);
+      dims::wrap("movedim", destination[i], n);
+    }
+    return self;
+  }
   IntList order(n, -1);
   std::vector<bool> used_src(n, false), used_dst(n, false);
   for (size_t i = 0; i < source.size(); ++i) {
@@ -326,7 +333,7 @@ Tensor movedim(const Tensor& self, const IntList& source, const IntList& destina
     while (used_src[next]) ++next;
     order[d] = next++;
   }
-  return n == 0 ? self : permute(self, order);
+  return permute(self, order);
 }
 
 std::vector<Tensor> unbind(const Tensor& self, int64_t dim) {

@@ -50,10 +50,14 @@ _GENERATED_OPS = _export_generated_ops()
 
 from ._overloads import (  # noqa: E402 - they replace generated entries of the same name
     aminmax,
+    cummax,
+    cummin,
     kthvalue,
     max,  # noqa: A004
     median,
     min,  # noqa: A004
+    mode,
+    nanmedian,
     norm,
     return_types,
     sort,
@@ -204,7 +208,8 @@ device.__module__ = "ember"
 __all__ = [
     "Tensor", "dtype", "device", "tensor", "as_tensor", "from_numpy", "empty", "ops",
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
-    "max", "min", "aminmax", "var_mean", "std_mean", "return_types", "sort", "topk", "kthvalue", "median", "tensor_split", "unique", "unique_consecutive", "where", "norm",
+    "max", "min", "aminmax", "var_mean", "std_mean", "return_types", "sort", "topk", "kthvalue", "median", "nanmedian", "mode",
+    "cummax", "cummin", "tensor_split", "unique", "unique_consecutive", "where", "norm",
     "finfo", "iinfo", "concat", "clip", "broadcast_shapes", "broadcast_tensors", "meshgrid", "zeros", "ones",
     "cmake_prefix_path", "get_include", "get_lib", "__version__", "result_type", "promote_types",
     "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", *_GENERATED_OPS,

@@ -12,7 +12,8 @@ from collections import namedtuple
 from . import _C
 
 return_types = type("return_types", (), {})
-for _name in ("sort", "topk", "kthvalue", "median", "max", "min", "aminmax", "var_mean", "std_mean"):
+for _name in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "max", "min", "aminmax",
+              "var_mean", "std_mean"):
     _fields = ("min", "max") if _name == "aminmax" else ("values", "indices")
     if _name in ("var_mean", "std_mean"):
         _fields = (_name.split("_")[0], "mean")
@@ -36,6 +37,25 @@ def median(input, dim=None, keepdim=False):
     if dim is None:
         return _C.median(_C.reshape(input, [-1]), 0, False)[0]
     return return_types.median(*_C.median(input, dim, keepdim))
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """median ignoring NaNs: of all elements (a value) or along dim ((values, indices))."""
+    if dim is None:
+        return _C.nanmedian(_C.reshape(input, [-1]), 0, False)[0]
+    return return_types.nanmedian(*_C.nanmedian(input, dim, keepdim))
+
+
+def mode(input, dim=-1, keepdim=False):
+    return return_types.mode(*_C.mode(input, dim, keepdim))
+
+
+def cummax(input, dim):
+    return return_types.cummax(*_C.cummax(input, dim))
+
+
+def cummin(input, dim):
+    return return_types.cummin(*_C.cummin(input, dim))
 
 
 def _extreme(name: str, reduce, arg, elementwise):
@@ -87,15 +107,17 @@ def tensor_split(input, indices_or_sections, dim=0):
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """Sorted unique values; with return_inverse / return_counts, a tuple as torch.unique gives."""
     if dim is not None:
-        raise NotImplementedError("[unique] unique with dim= is not implemented yet")
-    values, inverse, counts = _C.unique(input, sorted, return_inverse, return_counts)
+        values, inverse, counts = _C.unique_dim(input, dim, sorted, return_inverse, return_counts)
+    else:
+        values, inverse, counts = _C.unique(input, sorted, return_inverse, return_counts)
     return _pick(values, inverse, counts, return_inverse, return_counts)
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     if dim is not None:
-        raise NotImplementedError("[unique_consecutive] unique_consecutive with dim= is not implemented yet")
-    values, inverse, counts = _C.unique_consecutive(input, return_inverse, return_counts)
+        values, inverse, counts = _C.unique_dim_consecutive(input, dim, return_inverse, return_counts)
+    else:
+        values, inverse, counts = _C.unique_consecutive(input, return_inverse, return_counts)
     return _pick(values, inverse, counts, return_inverse, return_counts)
 
 
@@ -123,6 +145,6 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return _C.norm(x, p, dim, keepdim)
 
 
-for _name in ("sort", "topk", "kthvalue", "median", "max", "min", "aminmax", "var_mean", "std_mean", "tensor_split",
-              "unique", "unique_consecutive", "norm"):
+for _name in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "max", "min", "aminmax",
+              "var_mean", "std_mean", "tensor_split", "unique", "unique_consecutive", "norm"):
     setattr(_C.Tensor, _name, globals()[_name])
