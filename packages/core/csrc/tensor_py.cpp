@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <string_view>
 
 #include "bindings.h"
 
@@ -119,6 +120,31 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
   m.def("from_numpy", &from_numpy, py::arg("ndarray"));
   m.def("_empty", [](const IntList& sizes, py::handle dtype, const Device& device) {
     return empty(sizes, dtype_from_object(dtype, "empty"), device);
+  });
+  // Raw element bytes for the checkpoint format (ember/serialization.py): no Python objects, so
+  // reading one back cannot run code.
+  m.def("_to_bytes", [](const Tensor& t) {
+    EMBER_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "[serialize] not implemented for ",
+                t.device().str());
+    const Tensor c = t.contiguous();
+    return py::bytes(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.nbytes()));
+  });
+  m.def("_from_bytes", [](py::bytes data, const IntList& sizes, py::handle dtype_obj) {
+    const DType dtype = dtype_from_object(dtype_obj, "deserialize");
+    for (int64_t s : sizes) EMBER_CHECK(s >= 0, ValueError, "[deserialize] negative size ", s, " in the shape");
+    const int64_t nbytes = checked_numel(sizes, "deserialize") * itemsize(dtype);
+    const std::string_view raw = data;
+    EMBER_CHECK(static_cast<int64_t>(raw.size()) == nbytes, ValueError, "[deserialize] expected ", nbytes,
+                " bytes of ", dtype_name(dtype), " data for shape ", std::string(py::str(py::cast(sizes))),
+                ", but the record holds ", raw.size());
+    if (dtype == DType::Bool) {  // any other byte would not be a valid C++ bool
+      for (char c : raw) {
+        EMBER_CHECK(c == 0 || c == 1, ValueError, "[deserialize] a bool tensor's bytes must be 0 or 1");
+      }
+    }
+    Tensor out = empty(sizes, dtype, Device());
+    if (nbytes > 0) std::memcpy(out.data_ptr(), raw.data(), raw.size());
+    return out;
   });
   m.def("_as_strided",
         static_cast<Tensor (*)(const Tensor&, const IntList&, const IntList&, int64_t)>(&as_strided));

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os as _os
 
-from . import _C, _ops
+from . import _C, _ops, serialization  # serialization also makes Tensors pickle as checkpoint records
 from ._C import (
     Tensor,
     bfloat16,
@@ -18,6 +18,7 @@ from ._C import (
     float16,
     float32,
     float64,
+    from_dlpack,
     from_numpy,
     get_default_dtype,
     get_num_threads,
@@ -31,7 +32,7 @@ from ._C import (
     uint8,
 )
 from ._info import finfo, iinfo
-from ._tensor import as_tensor, empty, tensor
+from ._tensor import as_tensor, empty, set_printoptions, tensor
 
 
 def _export_generated_ops() -> list[str]:
@@ -206,7 +207,7 @@ dtype.__module__ = "ember"
 device.__module__ = "ember"
 
 __all__ = [
-    "Tensor", "dtype", "device", "tensor", "as_tensor", "from_numpy", "empty", "ops",
+    "Tensor", "dtype", "device", "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "ops", "set_printoptions", "serialization",
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "max", "min", "aminmax", "var_mean", "std_mean", "return_types", "sort", "topk", "kthvalue", "median", "nanmedian", "mode",
     "cummax", "cummin", "tensor_split", "unique", "unique_consecutive", "where", "norm",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -91,17 +92,51 @@ def _as_numpy_for_print(t: _C.Tensor) -> np.ndarray:
     return t.numpy()
 
 
+_PROFILES = {
+    "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": float("inf"), "edgeitems": 3, "linewidth": 80},
+}
+_PRINT_OPTIONS: dict[str, object] = {**_PROFILES["default"], "sci_mode": None}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None, edgeitems: int | None = None,
+                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """How tensors print (torch.set_printoptions): digits after the point, the element count above
+    which the middle is summarized as "...", the items kept at each edge, the line width, a preset
+    profile ("default", "short", "full") and scientific notation (None: chosen per tensor)."""
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"[set_printoptions] profile must be one of {sorted(_PROFILES)}, but got {profile!r}")
+        _PRINT_OPTIONS.update(_PROFILES[profile])
+    for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                        ("linewidth", linewidth)):
+        if value is not None:
+            if isinstance(value, builtins.bool) or not isinstance(value, (builtins.int, builtins.float)) or value < 0:
+                raise ValueError(f"[set_printoptions] {name} must be a non-negative number, but got {value!r}")
+            _PRINT_OPTIONS[name] = value
+    _PRINT_OPTIONS["sci_mode"] = sci_mode
+
+
 def _float_formatter(values: np.ndarray) -> object:
-    """PyTorch's rules: integer-valued floats print as "1.", otherwise 4 decimals, switching
-    to scientific notation when the finite magnitudes span more than 1000x or exceed 1e8."""
+    """PyTorch's rules: integer-valued floats print as "1.", otherwise `precision` decimals,
+    switching to scientific notation when the finite magnitudes span more than 1000x or exceed
+    1e8 (or always / never, as set_printoptions(sci_mode=) says)."""
+    precision, sci_mode = _PRINT_OPTIONS["precision"], _PRINT_OPTIONS["sci_mode"]
     finite = np.abs(values[np.isfinite(values)]).astype(np.float64)
     nonzero = finite[finite != 0]
-    if finite.size and np.all(finite == np.round(finite)) and (nonzero.size == 0 or nonzero.max() < 1e8):
-        fmt = "{:.0f}."
-    elif nonzero.size and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8 or nonzero.min() < 1e-4):
-        fmt = "{:.4e}"
+    integral = finite.size and np.all(finite == np.round(finite))
+    if sci_mode is None:
+        sci = bool(nonzero.size) and (nonzero.max() / nonzero.min() > 1000.0 or nonzero.max() > 1e8 or
+                                      (not integral and nonzero.min() < 1e-4))
     else:
-        fmt = "{:.4f}"
+        sci = sci_mode
+    if sci:
+        fmt = f"{{:.{precision}e}}"
+    elif integral:
+        fmt = "{:.0f}."
+    else:
+        fmt = f"{{:.{precision}f}}"
 
     def one(v: float) -> str:
         return ("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")) if not np.isfinite(v) else fmt.format(v)
@@ -112,7 +147,12 @@ def _float_formatter(values: np.ndarray) -> object:
 
 def _tensor_repr(self: _C.Tensor) -> str:
     arr = _as_numpy_for_print(self)
-    options: dict[str, object] = {"separator": ", ", "threshold": 1000, "edgeitems": 3, "prefix": "tensor("}
+    threshold = _PRINT_OPTIONS["threshold"]
+    options: dict[str, object] = {
+        "separator": ", ", "prefix": "tensor(", "edgeitems": builtins.int(_PRINT_OPTIONS["edgeitems"]),
+        "threshold": sys.maxsize if threshold == float("inf") else builtins.int(threshold),
+        "max_line_width": builtins.int(_PRINT_OPTIONS["linewidth"]),
+    }
     if arr.dtype.kind == "f":
         options["formatter"] = {"float_kind": _float_formatter(arr)}
     elif arr.dtype.kind == "c":
