@@ -131,7 +131,8 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
   });
   m.def("_from_bytes", [](py::bytes data, const IntList& sizes, py::handle dtype_obj) {
     const DType dtype = dtype_from_object(dtype_obj, "deserialize");
-    for (int64_t s : sizes) EMBER_CHECK(s >= 0, ValueError, "[deserialize] negative size ", s, " in the shape");
+    for (int64_t s : sizes)
+      EMBER_CHECK(s >= 0, ValueError, "[deserialize] negative size ", s, " in the shape");
     const int64_t nbytes = checked_numel(sizes, "deserialize") * itemsize(dtype);
     const std::string_view raw = data;
     EMBER_CHECK(static_cast<int64_t>(raw.size()) == nbytes, ValueError, "[deserialize] expected ", nbytes,
