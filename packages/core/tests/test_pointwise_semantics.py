@@ -238,3 +238,15 @@ def test_as_tensor_shares_memory_when_it_can():
     assert ember.as_tensor(3.5).dim() == 0
     with pytest.raises(NotImplementedError, match=r"\[as_tensor\] not implemented for cuda:0"):
         ember.as_tensor([1.0], device="cuda:0")
+
+
+def test_in_place_methods_return_self():
+    x = ember.zeros(4)
+    assert x.add_(1) is x and x.mul_(2) is x and x.clamp_(max=1.5) is x and x.fill_(3) is x
+    assert x.copy_(ember.ones(4)) is x and x.uniform_() is x and x.round_(decimals=1) is x
+    assert x.index_put_([ember.tensor([0])], ember.tensor(1.0)) is x
+    assert x.scatter_(0, ember.tensor([1]), ember.tensor([2.0])) is x
+    assert x.masked_fill_(x > 1, 0.0) is x and x.zero_() is x
+    assert x.tolist() == [0.0, 0.0, 0.0, 0.0]
+    with pytest.raises(TypeError):
+        x.add_("a")

@@ -415,7 +415,8 @@ def _in_place(name: str):
     fn = getattr(_C, name)
 
     def method(self, *args, **kwargs):
-        return _C.copy_(self, fn(self, *args, **kwargs))
+        _C.copy_(self, fn(self, *args, **kwargs))
+        return self
     method.__name__ = name + "_"
     method.__doc__ = f"In-place {name}: writes the result into self."
     return method
