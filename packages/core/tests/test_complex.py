@@ -59,3 +59,12 @@ def test_real_imag_conj_angle_sgn_polar_complex():
 def test_complex_errors(call, message):
     with pytest.raises(RuntimeError, match=message):
         call()
+
+
+def test_conj_is_materialized_so_no_conj_bit():
+    z = ember.tensor([1 + 2j, -3j])
+    c = z.conj()
+    assert c.tolist() == [1 - 2j, 3j] and c.data_ptr() != z.data_ptr()
+    assert not c.is_conj() and not ember.is_conj(c) and ember.resolve_conj(c) is c and c.resolve_neg() is c
+    r = ember.ones(2)
+    assert r.conj().data_ptr() == r.data_ptr()  # real: conj is the tensor itself, as in PyTorch

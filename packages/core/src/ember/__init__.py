@@ -32,7 +32,7 @@ from ._C import (
     uint8,
 )
 from ._info import finfo, iinfo
-from ._tensor import as_tensor, empty, set_printoptions, tensor
+from ._tensor import as_tensor, empty, is_conj, resolve_conj, set_printoptions, tensor
 
 
 def _export_generated_ops() -> list[str]:
@@ -208,6 +208,7 @@ device.__module__ = "ember"
 
 __all__ = [
     "Tensor", "dtype", "device", "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "ops", "set_printoptions", "serialization",
+    "is_conj", "resolve_conj",
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "max", "min", "aminmax", "var_mean", "std_mean", "return_types", "sort", "topk", "kthvalue", "median", "nanmedian", "mode",
     "cummax", "cummin", "tensor_split", "unique", "unique_consecutive", "where", "norm",

@@ -430,3 +430,19 @@ _C.Tensor.clip_ = _C.Tensor.clamp_
 # x.real and x.imag are views (writes reach x), as in PyTorch.
 _C.Tensor.real = property(lambda self: _C.real(self))
 _C.Tensor.imag = property(lambda self: _C.imag(self))
+
+
+# Ember has no lazy conjugate / negative bits: conj() of a complex tensor materializes the
+# conjugate (and is self for real tensors), so these report "no bit" and resolving is a no-op.
+def is_conj(input: _C.Tensor) -> builtins.bool:  # noqa: A002 - PyTorch's argument name
+    return False
+
+
+def resolve_conj(input: _C.Tensor) -> _C.Tensor:  # noqa: A002
+    return input
+
+
+_C.Tensor.is_conj = is_conj
+_C.Tensor.resolve_conj = resolve_conj
+_C.Tensor.is_neg = is_conj
+_C.Tensor.resolve_neg = resolve_conj
