@@ -72,6 +72,8 @@ OPS: list[Op] = [
     Op("as_strided(Tensor self, int[] size, int[] stride, int? storage_offset=None) -> Tensor",
        test={"family": "none"}),
     Op("detach(Tensor self) -> Tensor", test={"family": "none"}),
+    Op("clone(Tensor self) -> Tensor", test={"family": "none"}),
+    Op("contiguous(Tensor self) -> Tensor", test={"family": "none"}),
     Op("to_dtype(Tensor self, ScalarType dtype, bool copy=False) -> Tensor", method=False, test={"family": "none"}),
     Op("copy_(Tensor self, Tensor src) -> Tensor", test={"family": "none"}),
     # ---- creation (src/ops/creation) -------------------------------------------------------
@@ -366,3 +368,143 @@ OPS: list[Op] = [
     Op("std(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
        test={"family": "reduction", "ref": "np.std(a, axis=dim, keepdims=keepdim, ddof=1)", "dtypes": "float"}),
 ]
+
+
+# ---- derivatives -------------------------------------------------------------------------------
+# Reverse-mode formulas, per op and differentiable input: C++ expressions over `grad`, the op's
+# arguments, `result` and `<input>_sizes`, evaluated in ember::autograd with the helpers of
+# native/src/autograd/formulas.h (docs/dev/autograd.md). Complex inputs follow PyTorch's
+# conjugate Wirtinger convention (hence the conj()). The engine sums broadcast gradients back to
+# each input's shape and casts them to its dtype. An op with a floating result that is missing
+# here raises "the derivative for '<op>' is not implemented" when backward reaches it.
+_N = "std::nullopt"
+_ONE = "Scalar(int64_t(1))"
+
+
+def _mul(a: str, b: str) -> str:
+    return f"mul({a}, {b}, {_N})"
+
+
+def _div(a: str, b: str) -> str:
+    return f"div({a}, {b}, {_N}, {_N})"
+
+
+def _add(a: str, b: str) -> str:
+    return f"add({a}, {b}, {_ONE}, {_N})"
+
+
+def _sub(a: str, b: str) -> str:
+    return f"sub({a}, {b}, {_ONE}, {_N})"
+
+
+def _sq(a: str) -> str:
+    return _mul(a, a)
+
+
+def _neg(a: str) -> str:
+    return f"neg({a}, {_N})"
+
+
+def _sqrt(a: str) -> str:
+    return f"sqrt({a}, {_N})"
+
+
+def _chain(expr: str) -> str:
+    """grad * conj(d result / d self) for a unary op."""
+    return _mul("grad", f"conj({expr})")
+
+
+_SELF_SIZES = "reshape(grad, self_sizes)"
+DERIVATIVES: dict[str, dict[str, str]] = {
+    # views and copies
+    "view": {"self": _SELF_SIZES}, "reshape": {"self": _SELF_SIZES}, "flatten": {"self": _SELF_SIZES},
+    "unflatten": {"self": _SELF_SIZES}, "squeeze": {"self": _SELF_SIZES}, "unsqueeze": {"self": _SELF_SIZES},
+    "permute": {"self": "permute(grad, inverse_permutation(dims))"},
+    "transpose": {"self": "transpose(grad, dim0, dim1)"}, "t": {"self": "t(grad)"},
+    "movedim": {"self": "movedim(grad, destination, source)"},
+    "expand": {"self": "grad"}, "broadcast_to": {"self": "grad"},
+    "select": {"self": "select_backward(grad, self_sizes, dim, index)"},
+    "slice": {"self": "slice_backward(grad, self_sizes, dim, start, step)"},
+    "narrow": {"self": "slice_backward(grad, self_sizes, dim, start, 1)"},
+    "to_dtype": {"self": "grad"}, "clone": {"self": "grad"}, "contiguous": {"self": "grad"},
+    "copy_": {"self": "zeros_of(grad)", "src": "grad"},
+    "fill_": {"self": "zeros_of(grad)"}, "zero_": {"self": "zeros_of(grad)"},
+    # indexing
+    "index_select": {"self": "index_select_backward(grad, self_sizes, dim, index)"},
+    "gather": {"self": f"scatter_add(zeros(self_sizes, grad.dtype(), grad.device()), dim, index, grad)"},
+    "index_add": {"self": "grad", "source": "scale(index_select(grad, dim, index), alpha)"},
+    "masked_fill": {"self": "masked_fill(grad, mask, Scalar(0.0))"},
+    "index": {"self": "index_put(zeros(self_sizes, grad.dtype(), grad.device()), indices, grad, true)"},
+    "index_put": {"self": "accumulate ? grad : index_put(grad, indices, num(0.0), false)",
+                  "values": "index(grad, indices)"},
+    "index_put_": {"self": "accumulate ? grad : index_put(grad, indices, num(0.0), false)",
+                   "values": "index(grad, indices)"},
+    "where": {"self": "mask_backward(grad, condition)", "other": "mask_backward(grad, logical_not(condition, " + _N + "))"},
+    # arithmetic
+    "add": {"self": "grad", "other": "scale(grad, alpha)"},
+    "sub": {"self": "grad", "other": "neg(scale(grad, alpha), " + _N + ")"},
+    "mul": {"self": _mul("grad", "conj(other)"), "other": _mul("grad", "conj(self)")},
+    "div": {"self": f"rounding_mode ? zeros_of(grad) : {_div('grad', 'conj(other)')}",
+            "other": f"rounding_mode ? zeros_of(grad) : neg({_mul('grad', 'conj(' + _div(_div('self', 'other'), 'other') + ')')}, {_N})"},
+    "true_divide": {"self": _div("grad", "conj(other)"),
+                    "other": f"neg({_mul('grad', 'conj(' + _div(_div('self', 'other'), 'other') + ')')}, {_N})"},
+    "pow": {"self": "pow_self_backward(grad, self, other)", "other": "pow_other_backward(grad, self, other, result)"},
+    "atan2": {"self": _mul("grad", _div("other", _add(_sq("self"), _sq("other")))),
+              "other": _mul("grad", _div(f"neg(self, {_N})", _add(_sq("self"), _sq("other"))))},
+    "hypot": {"self": _mul("grad", _div("self", "result")), "other": _mul("grad", _div("other", "result"))},
+    "maximum": {"self": "pick_backward(grad, self, other, true, true)",
+                "other": "pick_backward(grad, self, other, false, true)"},
+    "minimum": {"self": "pick_backward(grad, self, other, true, false)",
+                "other": "pick_backward(grad, self, other, false, false)"},
+    "neg": {"self": f"neg(grad, {_N})"},
+    "abs": {"self": _mul("grad", f"sgn(self)")},
+    "exp": {"self": _chain("result")},
+    "exp2": {"self": _chain(_mul("result", "num(0.69314718055994530942)"))},
+    "expm1": {"self": _chain(_add("result", "num(1.0)"))},
+    "log": {"self": _div("grad", "conj(self)")},
+    "log2": {"self": _div("grad", f"conj({_mul('self', 'num(0.69314718055994530942)')})")},
+    "log10": {"self": _div("grad", f"conj({_mul('self', 'num(2.30258509299404568402)')})")},
+    "log1p": {"self": _div("grad", f"conj({_add('self', 'num(1.0)')})")},
+    "sqrt": {"self": _div("grad", f"conj({_mul('num(2.0)', 'result')})")},
+    "rsqrt": {"self": _chain(_mul("num(-0.5)", _mul("result", _sq("result"))))},
+    "reciprocal": {"self": f"neg({_chain(_sq('result'))}, {_N})"},
+    "sin": {"self": _chain(f"cos(self, {_N})")},
+    "cos": {"self": f"neg({_chain(f'sin(self, {_N})')}, {_N})"},
+    "tan": {"self": _chain(_add("num(1.0)", _sq("result")))},
+    "asin": {"self": _div("grad", f"sqrt({_sub('num(1.0)', _sq('self'))}, {_N})")},
+    "acos": {"self": _neg(_div("grad", _sqrt(_sub("num(1.0)", _sq("self")))))},
+    "atan": {"self": _div("grad", _add("num(1.0)", _sq("self")))},
+    "sinh": {"self": _chain(f"cosh(self, {_N})")},
+    "cosh": {"self": _chain(f"sinh(self, {_N})")},
+    "tanh": {"self": _chain(_sub("num(1.0)", _sq("result")))},
+    "asinh": {"self": _div("grad", f"sqrt({_add(_sq('self'), 'num(1.0)')}, {_N})")},
+    "acosh": {"self": _div("grad", f"sqrt({_sub(_sq('self'), 'num(1.0)')}, {_N})")},
+    "atanh": {"self": _div("grad", _sub("num(1.0)", _sq("self")))},
+    "sigmoid": {"self": _chain(_mul("result", _sub("num(1.0)", "result")))},
+    "erf": {"self": _mul("grad", _mul("num(1.12837916709551257390)", f"exp(neg({_sq('self')}, {_N}), {_N})"))},
+    "erfc": {"self": _mul("grad", _mul("num(-1.12837916709551257390)", f"exp(neg({_sq('self')}, {_N}), {_N})"))},
+    "erfinv": {"self": _mul("grad", _mul("num(0.88622692545275801365)", f"exp({_sq('result')}, {_N})"))},
+    "lgamma": {"self": _mul("grad", f"digamma(self, {_N})")},
+    "floor": {"self": "zeros_of(grad)"}, "ceil": {"self": "zeros_of(grad)"}, "trunc": {"self": "zeros_of(grad)"},
+    "round": {"self": "zeros_of(grad)"}, "sign": {"self": "zeros_of(grad)"}, "frac": {"self": "grad"},
+    "relu": {"self": f"mask_backward(grad, gt(result, num(0.0), {_N}))"},
+    "clamp": {"self": "clamp_backward(grad, self, min, max)"},
+    "conj": {"self": "conj(grad)"},
+    "silu": {"self": _mul("grad", _mul(f"sigmoid(self, {_N})",
+                                       _add("num(1.0)", _mul("self", _sub("num(1.0)", f"sigmoid(self, {_N})")))))},
+    "leaky_relu": {"self": f"where(gt(self, num(0.0), {_N}), grad, {_mul('grad', 'num(negative_slope)')})"},
+    "hardtanh": {"self": f"mask_backward(grad, logical_and(gt(self, num(min_val), {_N}), lt(self, num(max_val), {_N}), {_N}))"},
+    # reductions
+    "sum": {"self": "sum_backward(grad, self_sizes, dim, keepdim)"},
+    "mean": {"self": "mean_backward(grad, self_sizes, dim, keepdim)"},
+    "amax": {"self": "extreme_backward(grad, self, result, dim, keepdim)"},
+    "amin": {"self": "extreme_backward(grad, self, result, dim, keepdim)"},
+    "logsumexp": {"self": "logsumexp_backward(grad, self, result, dim, keepdim)"},
+    "softmax": {"self": "softmax_backward(grad, result, dim)"},
+    "log_softmax": {"self": "log_softmax_backward(grad, result, dim)"},
+    "cumsum": {"self": "cumsum_backward(grad, dim)"},
+}
+
+# Ops whose floating results carry no gradient (PyTorch's non-differentiable outputs).
+NONDIFFERENTIABLE = {"detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
+                     "bernoulli", "bernoulli_", "multinomial", "histc", "bincount"}

@@ -45,6 +45,8 @@ struct VersionCounter {
   std::atomic<uint32_t> version{0};
 };
 
+struct AutogradMeta;  // ember/autograd.h
+
 struct EMBER_API TensorImpl {
   std::shared_ptr<Storage> storage;
   IntList sizes;
@@ -53,6 +55,7 @@ struct EMBER_API TensorImpl {
   DType dtype = DType::Float32;
   std::shared_ptr<VersionCounter> version_counter;
   bool requires_grad = false;
+  std::shared_ptr<AutogradMeta> autograd_meta;  // grad, grad_fn, ...: set once autograd touches it
   // A Python number wrapped as a 0-dim tensor for an op call; it ranks lowest in type
   // promotion (Note [type promotion]).
   bool is_wrapped_number = false;
@@ -86,6 +89,7 @@ class EMBER_API Tensor {
   void bump_version() const;
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
   Tensor contiguous() const;  // self if already contiguous, else a contiguous copy
   Tensor clone() const;       // always a fresh contiguous copy

@@ -197,6 +197,7 @@ PYBIND11_MODULE(_C, m) {
   py::class_<Tensor> tensor = bind_tensor(m);
   bind_ops(m);
   bind_dlpack(m, tensor);
+  bind_autograd(m, tensor);
   bind_generated_ops(m, tensor);
   m.def("result_type", [](const std::vector<TensorArg>& operands) {
     std::vector<Tensor> ts;

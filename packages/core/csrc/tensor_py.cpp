@@ -111,10 +111,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       .def_property_readonly("nbytes", &Tensor::nbytes)
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
-      .def("contiguous", &Tensor::contiguous)
-      .def("clone", &Tensor::clone)
       .def_property_readonly("_version", &Tensor::version)
-      .def_property_readonly("requires_grad", [](const Tensor& t) { return t.impl()->requires_grad; })
       .def("numpy", &to_numpy);
 
   m.def("from_numpy", &from_numpy, py::arg("ndarray"));

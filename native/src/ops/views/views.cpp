@@ -409,4 +409,7 @@ Tensor copy_(const Tensor& self, const Tensor& src) {
   return self;
 }
 
+Tensor clone(const Tensor& self) { return self.clone(); }
+Tensor contiguous(const Tensor& self) { return self.contiguous(); }
+
 }  // namespace ember

@@ -52,8 +52,6 @@ def _infer(data: object) -> tuple[np.ndarray, _C.dtype]:
 def tensor(data: object, *, dtype: _C.dtype | None = None, device: object = None,
            requires_grad: builtins.bool = False) -> _C.Tensor:
     """Copies ``data`` (nested sequences, scalars, NumPy arrays or tensors) into a new tensor."""
-    if requires_grad:
-        raise NotImplementedError("[tensor] requires_grad=True needs the autograd engine, which is not built yet")
     if device is not None and _C.device(device).type != "cpu":
         raise NotImplementedError(f"[tensor] not implemented for {_C.device(device)}")
     if isinstance(data, _C.Tensor):
@@ -62,8 +60,11 @@ def tensor(data: object, *, dtype: _C.dtype | None = None, device: object = None
     else:
         arr, inferred = _infer(data)
         src = _C.from_numpy(np.array(arr, order="C", copy=None))  # keeps 0-d arrays 0-d
-    # copy=True: always a fresh buffer, never a view of the caller's data
-    return _C.to_dtype(src, dtype if dtype is not None else inferred, True)
+    # copy=True: always a fresh buffer, never a view of the caller's data (and no autograd history)
+    out = _C.detach(_C.to_dtype(src, dtype if dtype is not None else inferred, True))
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
 
 
 def as_tensor(data: object, dtype: _C.dtype | None = None, device: object = None) -> _C.Tensor:
@@ -87,6 +88,7 @@ def empty(*size: int | Sequence[int], dtype: _C.dtype | None = None, device: obj
 
 
 def _as_numpy_for_print(t: _C.Tensor) -> np.ndarray:
+    t = _C.detach(t)
     if t.dtype in (_C.bfloat16, _C.float8_e4m3fn, _C.float8_e5m2):
         return _C.to_dtype(t, _C.float32, False).numpy()
     return t.numpy()
@@ -167,6 +169,10 @@ def _tensor_repr(self: _C.Tensor) -> str:
         extras.append(f"dtype={self.dtype!r}")
     if self.numel() == 0 and self.dim() != 1:
         extras.append(f"size={tuple(self.shape)}")
+    if self.grad_fn is not None:
+        extras.append(f"grad_fn=<{self.grad_fn.name()}>")
+    elif self.requires_grad:
+        extras.append("requires_grad=True")
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"
 
 
@@ -446,3 +452,14 @@ _C.Tensor.is_conj = is_conj
 _C.Tensor.resolve_conj = resolve_conj
 _C.Tensor.is_neg = is_conj
 _C.Tensor.resolve_neg = resolve_conj
+
+
+def _backward(self: _C.Tensor, gradient: _C.Tensor | None = None, retain_graph: builtins.bool | None = None,
+              create_graph: builtins.bool = False, inputs=None) -> None:
+    """Accumulates the gradient of this tensor into the .grad of the leaves it depends on."""
+    from . import autograd
+
+    autograd.backward(self, gradient, retain_graph, create_graph, inputs)
+
+
+_C.Tensor.backward = _backward

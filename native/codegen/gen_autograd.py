@@ -1,0 +1,139 @@
+"""The autograd half of the generator: for every declared op, a wrapper ember::autograd::<op>
+that calls the op and records its backward node, and (for ops with derivative formulas in
+declarations.DERIVATIVES) the node class itself. Used by gen_ops.py.
+
+A formula is a C++ expression, evaluated inside namespace ember::autograd (so the ops it calls
+record graphs too, which makes create_graph=True work). It may use `grad` (the gradient of the
+output), the op's arguments by name (tensors are saved for backward), `result` (the output) and
+`<arg>_sizes` (an input's shape, saved instead of the tensor).
+"""
+
+from __future__ import annotations
+
+import re
+
+DIFF_TENSOR = ("Tensor", "Tensor?")
+
+
+def camel(name: str) -> str:
+    """add -> AddBackward0, index_put_ -> IndexPutBackward1 (the in-place form), as PyTorch names them."""
+    return "".join(part.capitalize() for part in name.strip("_").split("_")) + ("Backward1" if name.endswith("_")
+                                                                                else "Backward0")
+
+
+def value_type(cpp_param: str) -> str:
+    t = cpp_param.strip()
+    if t.startswith("const "):
+        t = t[len("const "):]
+    return t.rstrip("&").strip()
+
+
+def qualify(formula: str, op_names: set[str]) -> str:
+    """Calls to ops become ember::autograd:: calls (unqualified, argument-dependent lookup would
+    also find the ember:: op of the same name and the call would be ambiguous)."""
+    names = sorted(op_names, key=len, reverse=True)
+    return re.sub(r"(?<![\w:.])(" + "|".join(map(re.escape, names)) + r")\(", r"autograd::\1(", formula)
+
+
+def uses(formulas: dict[str, str], word: str) -> bool:
+    return any(re.search(rf"\b{re.escape(word)}\b", f) for f in formulas.values())
+
+
+def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
+             derivatives: dict | None, nondifferentiable: bool, op_names: set[str]) -> str:
+    """The definitions (for autograd_ops.cpp) of ember::autograd::<name> and its node."""
+    params = ", ".join(cpp_param[a["type"]] + " " + a["name"] for a in args)
+    call = ", ".join(a["name"] for a in args)
+    raw = f"ember::{name}({call})"
+    head = f"{cpp_return} {name}({params}) {{"
+    if not rets or any(r not in ("Tensor", "Tensor[]") for r in rets):
+        return f"{head}\n  return {raw};\n}}\n"
+
+    tensors = [a for a in args if a["type"] in DIFF_TENSOR and a["name"] != "out"]
+    lists = [a for a in args if a["type"] == "Tensor[]"]
+    has_out = any(a["name"] == "out" for a in args)
+    has_self = any(a["name"] == "self" and a["type"] == "Tensor" for a in args)
+    by_name = name.endswith("_") and has_self
+    ptrs = ", ".join(f"{a['name']} ? &*{a['name']} : nullptr" if a["type"] == "Tensor?" else f"&{a['name']}"
+                     for a in tensors)
+    inputs = ", ".join(f"{a['name']}.value_or(Tensor())" if a["type"] == "Tensor?" else a["name"] for a in tensors)
+    body = [head, f"  bool needed = any_requires_grad({{{ptrs}}});"]
+    for a in lists:
+        body.append(f"  for (const Tensor& t : {a['name']}) needed = needed || any_requires_grad({{&t}});")
+    body.append(f"  if (!needed) return {raw};")
+    if nondifferentiable:
+        body.append(f"  return {raw};")
+        return "\n".join(body) + "\n}\n"
+    if has_out:
+        body += ["  const bool in_place = out.has_value() && out->is_same(self);",
+                 "  EMBER_CHECK(!out.has_value() || in_place, Error, \"[" + name + "] functions with out=... arguments "
+                 "don't support automatic differentiation, but one of the arguments requires grad.\");"]
+    else:
+        body.append(f"  const bool in_place = {'true' if by_name else 'false'};")
+    body.append("  (void)in_place;")
+    if has_self:
+        body.append(f'  if (in_place) check_inplace("{name}", self);')
+    rebase = "rebase_history(self, node)" if has_self else "(void)0"
+    history = f"  if (in_place) {rebase}; else set_history({{&result}}, node, inputs);"
+    all_inputs = f"std::vector<Tensor> inputs{{{inputs}}};"
+    body.append("  " + all_inputs)
+    for a in lists:
+        body.append(f"  inputs.insert(inputs.end(), {a['name']}.begin(), {a['name']}.end());")
+
+    if not derivatives or rets != ["Tensor"]:
+        body.append(f'  auto node = not_implemented("{name}");')
+        if rets == ["Tensor"]:
+            body += [f"  Tensor result = {raw};",
+                     history, "  return result;"]
+        elif rets == ["Tensor[]"]:
+            body += [f"  std::vector<Tensor> result = {raw};", "  std::vector<Tensor*> outs;",
+                     "  for (Tensor& r : result) outs.push_back(&r);", "  set_history(outs, node, inputs);",
+                     "  return result;"]
+        else:
+            body += [f"  auto result = {raw};",
+                     "  set_history({" + ", ".join(f"&std::get<{i}>(result)" for i in range(len(rets)))
+                     + "}, node, inputs);", "  return result;"]
+        return "\n".join(body) + "\n}\n"
+
+    unknown = set(derivatives) - {a["name"] for a in tensors}
+    if unknown:
+        raise SystemExit(f"gen_ops: derivatives of {name} name non-tensor or unknown inputs {sorted(unknown)}")
+    cls = camel(name)
+    members, saves, unpacks, releases = [], [], [], []
+    for a in args:
+        if a["name"] == "out":
+            continue
+        if a["type"] in DIFF_TENSOR and uses(derivatives, a["name"]):
+            members.append(f"  SavedVariable {a['name']}_;")
+            # an in-place op overwrites self: keep a copy of the value the formula needs
+            src = f"(in_place ? {a['name']}.clone() : {a['name']})" if a["name"] == "self" else a["name"]
+            saves.append(f"  node->{a['name']}_ = SavedVariable({src}, false);")
+            unpacks.append(f"    const Tensor {a['name']} = {a['name']}_.unpack(owner);")
+            releases.append(f"{a['name']}_.reset();")
+        elif a["type"] not in DIFF_TENSOR and a["type"] != "Tensor[]" and uses(derivatives, a["name"]):
+            members.append(f"  {value_type(cpp_param[a['type']])} {a['name']};")
+            saves.append(f"  node->{a['name']} = {a['name']};")
+        if a["type"] in DIFF_TENSOR and uses(derivatives, a["name"] + "_sizes"):
+            members.append(f"  IntList {a['name']}_sizes;")
+            saves.append(f"  node->{a['name']}_sizes = {a['name']}.sizes();")
+    if uses(derivatives, "result"):
+        members.append("  SavedVariable result_;")
+        unpacks.append("    const Tensor result = result_.unpack(owner);")
+        releases.append("result_.reset();")
+    lines = [f"struct {cls} final : Node {{", f'  std::string name() const override {{ return "{cls}"; }}', *members,
+             f"  void release_variables() override {{ {' '.join(releases)} }}",
+             "  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {",
+             "    const Tensor grad = grads.at(0);", "    const std::shared_ptr<Node> owner = shared_from_this();",
+             *unpacks, f"    std::vector<Tensor> out({len(tensors)});"]
+    for i, a in enumerate(tensors):
+        if a["name"] in derivatives:
+            formula = qualify(derivatives[a["name"]], op_names)
+            lines.append(f"    if (should_compute_output({i})) out[{i}] = {formula};")
+    lines += ["    return out;", "  }", "};", ""]
+    body += [f"  auto node = std::make_shared<{cls}>();", f"  collect_edges(*node, {{{ptrs}}});", *saves,
+             f"  Tensor result = {raw};",
+             history]
+    if uses(derivatives, "result"):
+        body.append("  node->result_ = SavedVariable(result, true);")
+    body.append("  return result;")
+    return "\n".join(lines) + "\n".join(body) + "\n}\n"

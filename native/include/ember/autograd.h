@@ -1,0 +1,137 @@
+#pragma once
+// Reverse-mode autograd (docs/dev/autograd.md).
+//
+// A differentiable op called on tensors that require grad records a Node holding what its
+// backward needs (SavedVariables, sizes, scalars). Its next_edges point at the nodes that made
+// its inputs (an Edge is (node, input number)); a leaf's edge points at its AccumulateGrad sink.
+// backward() counts each node's incoming edges from the roots, then runs nodes from a ready queue
+// once every incoming gradient has been summed into the node's input buffer.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ember/export.h"
+#include "ember/tensor.h"
+
+namespace ember {
+
+class Node;
+
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+// Per-tensor autograd state (TensorImpl::autograd_meta; absent for tensors that never took part).
+struct EMBER_API AutogradMeta {
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;  // null for leaves
+  uint32_t output_nr = 0;
+  std::weak_ptr<Node> grad_accumulator;  // a leaf's AccumulateGrad, created on first use
+  bool retains_grad = false;
+  bool is_view = false;  // shares storage with the input of the op that made it
+};
+
+// Shape and dtype of one gradient a node hands on: the engine sums a broadcast gradient back to
+// `sizes` and casts it to `dtype` (a real input gets the real part of a complex gradient).
+struct InputMeta {
+  IntList sizes;
+  DType dtype = DType::Float32;
+  Device device;
+};
+
+class EMBER_API Node : public std::enable_shared_from_this<Node> {
+ public:
+  Node();
+  virtual ~Node();  // releases long chains iteratively (no deep recursion)
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  virtual std::string name() const = 0;
+  // grads[i] is the gradient of output i (a zero tensor when that output got none).
+  virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
+  // Frees saved tensors once backward has used them (unless retain_graph).
+  virtual void release_variables() {}
+
+  bool should_compute_output(size_t i) const { return i < next_edges.size() && next_edges[i].valid(); }
+
+  std::vector<Edge> next_edges;
+  std::vector<InputMeta> input_meta;   // one per next edge: what the gradient must look like
+  std::vector<InputMeta> output_meta;  // one per output: to make zeros for a missing gradient
+  uint64_t sequence_nr;                // creation order; later nodes run first when several are ready
+  // Called with the gradient of output `first` before apply (retain_grad() of non-leaf outputs).
+  std::vector<std::pair<uint32_t, std::function<void(const Tensor&)>>> pre_hooks;
+};
+
+// A saved input or output of an op. Outputs are saved without their grad_fn (which would be a
+// cycle through this node) and get it back on unpack. Unpacking checks the version counter.
+class EMBER_API SavedVariable {
+ public:
+  SavedVariable() = default;
+  SavedVariable(const Tensor& t, bool is_output);
+  Tensor unpack(const std::shared_ptr<Node>& owner) const;
+  void reset();
+  bool defined() const { return was_defined_; }
+
+ private:
+  Tensor data_;
+  bool is_output_ = false;
+  bool was_defined_ = false;
+  bool released_ = false;
+  uint32_t saved_version_ = 0;
+  uint32_t output_nr_ = 0;
+  bool requires_grad_ = false;
+};
+
+// Thread-local grad mode (no_grad / enable_grad / set_grad_enabled).
+struct EMBER_API GradMode {
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
+};
+struct GradModeGuard {
+  explicit GradModeGuard(bool enabled) : prev_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
+  ~GradModeGuard() { GradMode::set_enabled(prev_); }
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+namespace autograd {
+
+EMBER_API bool requires_grad(const Tensor& t);
+EMBER_API AutogradMeta& meta(const Tensor& t);  // created on first use
+EMBER_API std::shared_ptr<Node> grad_fn(const Tensor& t);
+EMBER_API bool is_leaf(const Tensor& t);
+EMBER_API void set_requires_grad(const Tensor& t, bool requires_grad);
+// The edge a gradient for `t` flows into: its grad_fn, or its leaf's AccumulateGrad.
+EMBER_API Edge gradient_edge(const Tensor& t);
+
+// Used by the generated autograd wrappers (ember::autograd::<op>).
+EMBER_API bool any_requires_grad(std::initializer_list<const Tensor*> tensors);
+EMBER_API void collect_edges(Node& node, std::initializer_list<const Tensor*> tensors);
+// Attaches `node` as the history of `outputs` (an output that is one of the inputs' own impl is
+// first replaced by an alias, so the input's history is never overwritten).
+EMBER_API void set_history(std::vector<Tensor*> outputs, const std::shared_ptr<Node>& node,
+                           const std::vector<Tensor>& inputs);
+// In-place op on `self`: checks it is allowed, then makes `node` self's history.
+EMBER_API void check_inplace(const char* op, const Tensor& self);
+EMBER_API void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node);
+// Raises (at backward) for a floating output of an op whose derivative is not declared yet.
+EMBER_API std::shared_ptr<Node> not_implemented(const char* op);
+
+// Runs backward from `roots` (with gradients `grad_roots`). With `inputs` empty, accumulates
+// into leaves' .grad; otherwise returns the gradients flowing into each of `inputs`' edges
+// (undefined where none arrives) and, when accumulate is false, leaves .grad untouched.
+EMBER_API std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
+                                           const std::vector<Tensor>& grad_roots, bool keep_graph,
+                                           bool create_graph, const std::vector<Tensor>& inputs,
+                                           bool accumulate);
+
+}  // namespace autograd
+}  // namespace ember

@@ -1,0 +1,180 @@
+#pragma once
+// Helpers the derivative formulas of native/ops/declarations.py (DERIVATIVES) call. They live in
+// ember::autograd and call the autograd-recording ops, so every formula is itself differentiable
+// (create_graph=True). The engine sums broadcast gradients back to each input's shape and casts
+// them to its dtype, so formulas need not.
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "ember/autograd.h"
+#include "ember/error.h"
+#include "ember/ops.h"
+#include "ember/promotion.h"
+
+namespace ember::autograd {
+
+inline Tensor num(double v) {
+  return wrapped_number(Scalar(v));
+}
+inline Tensor num(const Scalar& v) {
+  return wrapped_number(v);
+}
+
+inline Tensor scale(const Tensor& grad, const Scalar& alpha) {
+  if (!alpha.is_complex() && alpha.to_double() == 1.0) return grad;
+  return autograd::mul(grad, num(alpha), std::nullopt);
+}
+
+inline Tensor zeros_of(const Tensor& like) {
+  return autograd::zeros_like(like, std::nullopt);
+}
+
+inline Tensor real_part(const Tensor& t) {
+  return is_complex(t.dtype()) ? autograd::real(t) : t;
+}
+
+inline int64_t wrap_dim(int64_t d, int64_t n) {
+  return d < 0 ? d + std::max<int64_t>(n, 1) : d;
+}
+
+// The gradient of a reduction over `dim` (all dims when absent or empty), broadcast back.
+inline Tensor sum_backward(const Tensor& grad, const IntList& sizes, const std::optional<IntList>& dim,
+                           bool keepdim) {
+  Tensor g = grad;
+  const int64_t n = static_cast<int64_t>(sizes.size());
+  if (!keepdim && n > 0) {
+    IntList dims = dim.value_or(IntList{});
+    if (dims.empty()) {
+      g = autograd::reshape(g, IntList(sizes.size(), 1));
+    } else {
+      for (int64_t& d : dims) d = wrap_dim(d, n);
+      std::sort(dims.begin(), dims.end());
+      for (int64_t d : dims) g = autograd::unsqueeze(g, d);
+    }
+  }
+  return autograd::expand(g, sizes);
+}
+
+inline Tensor mean_backward(const Tensor& grad, const IntList& sizes, const std::optional<IntList>& dim,
+                            bool keepdim) {
+  const Tensor g = sum_backward(grad, sizes, dim, keepdim);
+  const int64_t total = checked_numel(sizes, "mean");
+  const int64_t kept = std::max<int64_t>(grad.numel(), 1);
+  return autograd::div(g, num(static_cast<double>(total) / static_cast<double>(kept)), std::nullopt,
+                       std::nullopt);
+}
+
+// amax/amin: the gradient is shared evenly among the elements equal to the extreme.
+inline Tensor extreme_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                               const IntList& dim, bool keepdim) {
+  const std::optional<IntList> d = dim;
+  const Tensor hit = autograd::to_dtype(
+      autograd::eq(self, sum_backward(result, self.sizes(), d, keepdim), std::nullopt), grad.dtype(), false);
+  const Tensor count = autograd::sum(hit, dim, true, std::nullopt);
+  return autograd::div(autograd::mul(sum_backward(grad, self.sizes(), d, keepdim), hit, std::nullopt), count,
+                       std::nullopt, std::nullopt);
+}
+
+inline Tensor logsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                                 const IntList& dim, bool keepdim) {
+  const std::optional<IntList> d = dim;
+  const Tensor r = sum_backward(result, self.sizes(), d, keepdim);
+  return autograd::mul(sum_backward(grad, self.sizes(), d, keepdim),
+                       autograd::exp(autograd::sub(self, r, Scalar(int64_t(1)), std::nullopt), std::nullopt),
+                       std::nullopt);
+}
+
+// Gradients of ops that pick positions `index` along `dim`: added into zeros of the input shape.
+inline Tensor index_select_backward(const Tensor& grad, const IntList& sizes, int64_t dim,
+                                    const Tensor& index) {
+  return autograd::index_add(autograd::zeros(sizes, grad.dtype(), grad.device()), dim,
+                             autograd::reshape(index, {-1}), grad, Scalar(int64_t(1)));
+}
+
+inline Tensor select_backward(const Tensor& grad, const IntList& sizes, int64_t dim, int64_t index) {
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(sizes.size()));
+  const int64_t i = index < 0 ? index + sizes[d] : index;
+  return index_select_backward(autograd::unsqueeze(grad, d), sizes, d,
+                               autograd::full({1}, Scalar(i), DType::Int64, grad.device()));
+}
+
+inline Tensor slice_backward(const Tensor& grad, const IntList& sizes, int64_t dim,
+                             std::optional<int64_t> start, int64_t step) {
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(sizes.size()));
+  int64_t s = start.value_or(0);
+  if (s < 0) s += sizes[d];
+  s = std::clamp<int64_t>(s, 0, sizes[d]);
+  const int64_t count = grad.sizes()[d];
+  const Tensor index =
+      autograd::arange(Scalar(s), Scalar(s + count * step), Scalar(step), DType::Int64, grad.device());
+  return index_select_backward(grad, sizes, d, index);
+}
+
+inline IntList inverse_permutation(const IntList& dims) {
+  IntList inv(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inv[wrap_dim(dims[i], static_cast<int64_t>(dims.size()))] = i;
+  return inv;
+}
+
+inline Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  const Tensor dot =
+      autograd::sum(autograd::mul(grad, result, std::nullopt), IntList{dim}, true, std::nullopt);
+  return autograd::mul(autograd::sub(grad, dot, Scalar(int64_t(1)), std::nullopt), result, std::nullopt);
+}
+
+inline Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  const Tensor total = autograd::sum(grad, IntList{dim}, true, std::nullopt);
+  return autograd::sub(grad, autograd::mul(autograd::exp(result, std::nullopt), total, std::nullopt),
+                       Scalar(int64_t(1)), std::nullopt);
+}
+
+// d/dself and d/dother of pow(self, other); 0 ** 0 contributes nothing, as in PyTorch.
+inline Tensor pow_self_backward(const Tensor& grad, const Tensor& self, const Tensor& other) {
+  const Tensor power =
+      autograd::pow(self, autograd::sub(other, num(1.0), Scalar(int64_t(1)), std::nullopt), std::nullopt);
+  const Tensor g =
+      autograd::mul(grad, autograd::conj(autograd::mul(other, power, std::nullopt)), std::nullopt);
+  return autograd::where(autograd::eq(other, num(0.0), std::nullopt), zeros_of(g), g);
+}
+inline Tensor pow_other_backward(const Tensor& grad, const Tensor& self, const Tensor& other,
+                                 const Tensor& result) {
+  const Tensor g = autograd::mul(
+      grad, autograd::conj(autograd::mul(result, autograd::log(self, std::nullopt), std::nullopt)),
+      std::nullopt);
+  const Tensor zero_base =
+      autograd::logical_and(autograd::eq(self, num(0.0), std::nullopt),
+                            autograd::ge(real_part(other), num(0.0), std::nullopt), std::nullopt);
+  return autograd::where(zero_base, zeros_of(g), g);
+}
+
+// maximum/minimum: the winner gets the gradient; ties split it.
+inline Tensor pick_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool for_self,
+                            bool is_max) {
+  const Tensor wins =
+      for_self ? (is_max ? autograd::gt(self, other, std::nullopt) : autograd::lt(self, other, std::nullopt))
+               : (is_max ? autograd::gt(other, self, std::nullopt) : autograd::lt(other, self, std::nullopt));
+  const Tensor ties = autograd::eq(self, other, std::nullopt);
+  const Tensor half = autograd::div(grad, num(2.0), std::nullopt, std::nullopt);
+  return autograd::where(wins, grad, autograd::where(ties, half, zeros_of(grad)));
+}
+
+inline Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& min,
+                             const std::optional<Scalar>& max) {
+  Tensor keep = autograd::ones_like(self, DType::Bool);
+  if (min) keep = autograd::logical_and(keep, autograd::ge(self, num(*min), std::nullopt), std::nullopt);
+  if (max) keep = autograd::logical_and(keep, autograd::le(self, num(*max), std::nullopt), std::nullopt);
+  return autograd::where(keep, grad, zeros_of(grad));
+}
+
+inline Tensor mask_backward(const Tensor& grad, const Tensor& keep) {
+  return autograd::where(keep, grad, zeros_of(grad));
+}
+
+inline Tensor cumsum_backward(const Tensor& grad, int64_t dim) {
+  if (grad.dim() == 0) return grad;
+  return autograd::flip(autograd::cumsum(autograd::flip(grad, IntList{dim}), dim, std::nullopt),
+                        IntList{dim});
+}
+
+}  // namespace ember::autograd

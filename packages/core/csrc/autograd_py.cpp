@@ -1,0 +1,106 @@
+// Python side of autograd: Tensor.requires_grad / grad / grad_fn / is_leaf / retain_grad,
+// graph nodes (grad_fn.name(), next_functions), grad mode, and the engine entry point that
+// ember.autograd.backward / grad call (ember/autograd/__init__.py builds the user API on it).
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "ember/autograd.h"
+
+namespace ember::python {
+
+void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
+  py::class_<Node, std::shared_ptr<Node>>(m, "Node", "A node of the backward graph (a Tensor's grad_fn).")
+      .def("name", &Node::name)
+      .def_property_readonly("next_functions",
+                             [](const Node& n) {
+                               py::list out;
+                               for (const Edge& e : n.next_edges) {
+                                 out.append(py::make_tuple(e.fn ? py::cast(e.fn) : py::none(), e.input_nr));
+                               }
+                               return py::tuple(out);
+                             })
+      .def("__repr__", [](const Node& n) { return "<" + n.name() + ">"; });
+
+  tensor
+      .def_property(
+          "requires_grad", [](const Tensor& t) { return autograd::requires_grad(t); },
+          [](const Tensor& t, bool flag) { autograd::set_requires_grad(t, flag); })
+      .def(
+          "requires_grad_",
+          [](py::object self, bool flag) {
+            autograd::set_requires_grad(self.cast<Tensor>(), flag);
+            return self;
+          },
+          py::arg("requires_grad") = true)
+      .def_property(
+          "grad",
+          [](const Tensor& t) -> py::object {
+            if (!t.impl()->autograd_meta || !t.impl()->autograd_meta->grad.defined()) return py::none();
+            return py::cast(t.impl()->autograd_meta->grad);
+          },
+          [](const Tensor& t, std::optional<Tensor> g) {
+            if (g) {
+              EMBER_CHECK(g->sizes() == t.sizes() && g->dtype() == t.dtype(), Error,
+                          "[grad] assigned grad has data of a different size or type than the tensor");
+            }
+            autograd::meta(t).grad = g.value_or(Tensor());
+          })
+      .def_property_readonly("grad_fn",
+                             [](const Tensor& t) -> py::object {
+                               auto fn = autograd::grad_fn(t);
+                               return fn ? py::cast(fn) : py::none();
+                             })
+      .def_property_readonly("is_leaf", [](const Tensor& t) { return autograd::is_leaf(t); })
+      .def_property_readonly(
+          "retains_grad",
+          [](const Tensor& t) { return t.impl()->autograd_meta && t.impl()->autograd_meta->retains_grad; })
+      .def("retain_grad",
+           [](const Tensor& t) {
+             EMBER_CHECK(autograd::requires_grad(t), Error,
+                         "[retain_grad] can't retain_grad on Tensor that has requires_grad=False");
+             AutogradMeta& m = autograd::meta(t);
+             if (autograd::is_leaf(t) || m.retains_grad) return;
+             m.retains_grad = true;
+             std::weak_ptr<TensorImpl> weak = t.impl_ptr();
+             m.grad_fn->pre_hooks.emplace_back(m.output_nr, [weak](const Tensor& g) {
+               auto impl = weak.lock();
+               if (!impl) return;
+               Tensor self(impl);
+               AutogradMeta& meta = autograd::meta(self);
+               Tensor value = GradMode::is_enabled() ? g : g.clone();
+               meta.grad = meta.grad.defined()
+                               ? autograd::add(meta.grad, value, Scalar(int64_t(1)), std::nullopt)
+                               : value;
+             });
+           })
+      .def("detach_", [](py::object self) {
+        const Tensor t = self.cast<Tensor>();
+        if (t.impl()->autograd_meta) {
+          t.impl()->autograd_meta->grad_fn = nullptr;
+          t.impl()->autograd_meta->is_view = false;
+        }
+        t.impl()->requires_grad = false;
+        return self;
+      });
+
+  m.def("_is_grad_enabled", &GradMode::is_enabled);
+  m.def("_set_grad_enabled", &GradMode::set_enabled, py::arg("mode"));
+  m.def(
+      "_run_backward",
+      [](const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors, bool keep_graph,
+         bool create_graph, const std::vector<Tensor>& inputs, bool accumulate) {
+        std::vector<Tensor> grads;
+        {
+          py::gil_scoped_release no_gil;
+          grads = autograd::run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs, accumulate);
+        }
+        py::list out;  // an input no gradient reached is None
+        for (const Tensor& g : grads) out.append(g.defined() ? py::cast(g) : py::none());
+        return out;
+      },
+      py::arg("tensors"), py::arg("grad_tensors"), py::arg("keep_graph"), py::arg("create_graph"),
+      py::arg("inputs"), py::arg("accumulate"));
+}
+
+}  // namespace ember::python

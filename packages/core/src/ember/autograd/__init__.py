@@ -1,0 +1,208 @@
+"""Reverse-mode automatic differentiation (torch.autograd's API over Ember's C++ engine).
+
+The engine and the per-op backward nodes live in native/ (ember/autograd.h, generated from the
+op declarations); this module gives the Python entry points: backward, grad, grad modes and
+gradcheck. docs/dev/autograd.md explains how the engine works.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+from .. import _C
+
+
+def _as_tuple(x) -> tuple:
+    if x is None:
+        return ()
+    return tuple(x) if isinstance(x, (list, tuple)) else (x,)
+
+
+def _make_grads(outputs: tuple, grad_outputs: tuple) -> list:
+    grads = []
+    for i, out in enumerate(outputs):
+        g = grad_outputs[i] if i < len(grad_outputs) else None
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = _C.ones_like(out)
+        elif not isinstance(g, _C.Tensor):
+            raise TypeError(f"gradients must be Tensors or None, but got {type(g).__name__}")
+        grads.append(g)
+    return grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+    """Accumulates d(tensors)/d(leaf) into each leaf's .grad (only `inputs`' when given)."""
+    outputs = _as_tuple(tensors)
+    grads = _make_grads(outputs, _as_tuple(grad_tensors))
+    keep = create_graph if retain_graph is None else retain_graph
+    wanted = list(_as_tuple(inputs))
+    if inputs is not None and not wanted:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    if not wanted:
+        _C._run_backward(list(outputs), grads, keep, create_graph, [], True)
+        return
+    # backward(inputs=...): gradients reach only these tensors, accumulated into their .grad
+    received = _C._run_backward(list(outputs), grads, keep, create_graph, wanted, False)
+    for tensor, g in zip(wanted, received, strict=True):
+        if g is not None:
+            g = g if create_graph else g.detach().clone()
+            tensor.grad = g if tensor.grad is None else tensor.grad + g
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False) -> tuple:
+    """The gradients of `outputs` with respect to `inputs` (a tuple), leaving .grad untouched."""
+    if is_grads_batched:
+        raise NotImplementedError("[grad] is_grads_batched=True needs vmap, which Ember does not have yet")
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    if not ins:
+        raise RuntimeError("grad requires at least one input")
+    allow_unused = materialize_grads if allow_unused is None else allow_unused
+    if materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True")
+    keep = create_graph if retain_graph is None else retain_graph
+    result = _C._run_backward(list(outs), _make_grads(outs, _as_tuple(grad_outputs)), keep, create_graph,
+                              list(ins), False)
+    for i, g in enumerate(result):
+        if g is None:
+            if materialize_grads:
+                result[i] = _C.zeros_like(ins[i])
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
+    return tuple(result)
+
+
+class _GradModeContext:
+    """A context manager that is also a decorator (as torch's grad-mode classes are)."""
+
+    mode: bool
+
+    def __enter__(self):
+        self._prev = _C._is_grad_enabled()
+        _C._set_grad_enabled(self.mode)
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev)
+        return False
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev = _C._is_grad_enabled()
+            _C._set_grad_enabled(mode)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _C._set_grad_enabled(prev)
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Ops inside record no graph (their results do not require grad)."""
+
+    mode = False
+
+
+class enable_grad(_GradModeContext):
+    mode = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """set_grad_enabled(False) switches recording off now, or for a `with` block, or (as a
+    decorator) while a function runs."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._prev = _C._is_grad_enabled()
+        _C._set_grad_enabled(self.mode)
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, fn):
+        _C._set_grad_enabled(self._prev)  # used as a decorator: only while fn runs
+        return super().__call__(fn)
+
+
+def is_grad_enabled() -> bool:
+    return _C._is_grad_enabled()
+
+
+def _flat_inputs(inputs) -> list:
+    return [x for x in _as_tuple(inputs) if isinstance(x, _C.Tensor) and x.requires_grad]
+
+
+def _numerical_column(fn, inputs: Sequence, tensor, k: int, eps: float) -> list:
+    """d outputs / d tensor.flat[k] by central differences, on copies (inputs stay untouched)."""
+    def run(delta: float) -> list:
+        args = []
+        for x in inputs:
+            if isinstance(x, _C.Tensor):
+                y = x.detach().clone()
+                if x is tensor:
+                    flat = y.reshape(-1)
+                    flat[k] = flat[k].item() + delta
+                args.append(y)
+            else:
+                args.append(x)
+        with no_grad():
+            return [o.detach().to(_C.float64).reshape(-1) for o in _as_tuple(fn(*args))]
+    plus, minus = run(eps), run(-eps)
+    return [(p - m) / (2 * eps) for p, m in zip(plus, minus, strict=True)]
+
+
+def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+              raise_exception: bool = True, **unsupported) -> bool:
+    """Compares the analytical Jacobian (from backward) with central finite differences, for
+    every output element and every input that requires grad (use float64 inputs)."""
+    if unsupported:
+        raise NotImplementedError(f"[gradcheck] options not supported yet: {sorted(unsupported)}")
+    inputs = _as_tuple(inputs)
+    diff_inputs = _flat_inputs(inputs)
+    if not diff_inputs:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient")
+    for x in diff_inputs:
+        if x.dtype.is_complex:
+            raise NotImplementedError("[gradcheck] complex inputs are not supported yet")
+        if x.dtype != _C.float64:
+            raise ValueError(f"[gradcheck] inputs must be float64 (got {x.dtype}): finite differences need it")
+    outputs = [o for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
+    numeric = {}  # (input number, element) -> d outputs / d that element, computed once
+    for out_index, out in enumerate(outputs):
+        if not out.requires_grad:
+            continue
+        for j in range(out.numel()):
+            seed = _C.zeros_like(out).reshape(-1)
+            seed[j] = 1.0
+            analytical = grad([out], diff_inputs, [seed.reshape(list(out.shape))], retain_graph=True,
+                              allow_unused=True)
+            for i, (x, a) in enumerate(zip(diff_inputs, analytical, strict=True)):
+                a = (_C.zeros_like(x) if a is None else a).reshape(-1).to(_C.float64)
+                for k in range(x.numel()):
+                    if (i, k) not in numeric:
+                        numeric[(i, k)] = _numerical_column(func, inputs, x, k, eps)
+                    expected = numeric[(i, k)][out_index][j].item()
+                    got = a[k].item()
+                    if abs(got - expected) > atol + rtol * abs(expected):
+                        if raise_exception:
+                            raise GradcheckError(
+                                f"Jacobian mismatch for output {out_index} element {j} with respect to input {i} "
+                                f"element {k}: analytical {got!r}, numerical {expected!r}")
+                        return False
+    return True
+
+
+class GradcheckError(RuntimeError):
+    pass
+
+
+__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
+           "GradcheckError"]
