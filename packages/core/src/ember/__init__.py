@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import os as _os
 
 # serialization also makes Tensors pickle as checkpoint records
@@ -160,6 +161,22 @@ def zeros(*size: object, dtype: dtype | None = None, device: object = None) -> T
 def ones(*size: object, dtype: dtype | None = None, device: object = None) -> Tensor:
     """ember.ones(2, 3) or ember.ones((2, 3)), as torch.ones."""
     return _C.ones(size[0] if len(size) == 1 else list(size), dtype=dtype, device=device)
+
+
+
+def _with_requires_grad(fn):
+    """Factories take requires_grad=, as torch's do: the new tensor is a leaf that requires grad."""
+    def factory(*args: object, requires_grad: builtins.bool = False, **kwargs: object) -> Tensor:
+        out = fn(*args, **kwargs)
+        return out.requires_grad_() if requires_grad else out
+    factory.__name__ = fn.__name__
+    factory.__doc__ = fn.__doc__
+    return factory
+
+
+for _name in ("zeros", "ones", "empty", "full", "rand", "randn", "arange", "linspace", "logspace", "eye",
+              "zeros_like", "ones_like", "full_like", "empty_like", "normal"):
+    globals()[_name] = _with_requires_grad(globals()[_name])
 
 __version__: str = _C.__version__
 

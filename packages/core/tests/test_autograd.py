@@ -1,0 +1,322 @@
+"""Reverse-mode autograd: float64 gradcheck of every op with declared derivatives in the op
+database, hand-written checks of the structural ops, engine behaviour and error messages."""
+
+import gc
+import json
+import math
+import pathlib
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+from ember.autograd import grad, gradcheck
+
+RECORDS = json.loads((pathlib.Path(ember.__file__).parent / "opdb.json").read_text())
+RNG = np.random.default_rng(17)
+
+
+def leaf(a):
+    return ember.tensor(np.asarray(a, dtype=np.float64), requires_grad=True)
+
+
+def sample(shape, lo=-2.0, hi=2.0):
+    return RNG.uniform(lo, hi, shape)
+
+
+def test_the_issue_example():
+    x = ember.tensor([0.5, 0.75], requires_grad=True)
+    y = ember.log(x[0] * x[1]) * ember.sin(x[1])
+    y.backward()
+    assert [round(v, 4) for v in x.grad.tolist()] == [1.3633, 0.1912]
+
+
+UNARY = [r for r in RECORDS if r["family"] == "unary" and r["derivatives"]]
+BINARY = [r for r in RECORDS if r["family"] in ("binary",) and r["derivatives"]]
+
+
+@pytest.mark.parametrize("rec", UNARY, ids=lambda r: r["name"])
+def test_unary_gradcheck(rec):
+    lo, hi = rec.get("domain", (-2.0, 2.0))
+    lo, hi = lo + 0.05 * (hi - lo), hi - 0.05 * (hi - lo)  # stay clear of domain edges
+    if rec["name"] in ("floor", "ceil", "trunc", "round", "sign", "frac", "relu"):
+        base = np.array([[0.3, -1.2, 1.7], [2.4, -0.6, 0.45]])  # away from the jumps
+    else:
+        base = sample((2, 3), lo, hi)
+    fn = getattr(ember, rec["name"])
+    assert gradcheck(fn, (leaf(base),))
+    assert gradcheck(fn, (leaf(base.T.copy()).t(),))  # non-contiguous (a non-leaf input is fine)
+    assert gradcheck(fn, (leaf(base[0, 1]),))  # 0-dim
+    out = fn(leaf(np.zeros((0, 3)) + (lo + hi) / 2))
+    out.sum().backward()  # zero-size: runs, nothing to compare
+
+
+@pytest.mark.parametrize("rec", BINARY, ids=lambda r: r["name"])
+def test_binary_gradcheck(rec):
+    fn = getattr(ember, rec["name"])
+    a, b = sample((2, 3), 0.5, 2.0), sample((2, 3), 0.6, 1.9)
+    assert gradcheck(fn, (leaf(a), leaf(b)))
+    assert gradcheck(fn, (leaf(a), leaf(b[0])))  # broadcast: the gradient is summed back to [3]
+    assert gradcheck(fn, (leaf(a[0, 0]), leaf(b)))  # 0-dim with a matrix
+    assert gradcheck(lambda x: fn(x, 1.5), (leaf(a),))  # a Python number operand
+
+
+@pytest.mark.parametrize(
+    "name, fn, shape",
+    [
+        ("sum dim", lambda x: x.sum(1), (2, 3)),
+        ("sum all keepdim", lambda x: ember.sum(x, [0, 1], True), (2, 3)),
+        ("mean", lambda x: x.mean((0,)), (3, 2)),
+        ("amax ties", lambda x: ember.amax(ember.round(x), 1), (3, 4)),
+        ("logsumexp", lambda x: ember.logsumexp(x, [1]), (2, 3)),
+        ("softmax", lambda x: ember.softmax(x, 1), (2, 3)),
+        ("log_softmax", lambda x: ember.log_softmax(x, 0), (2, 3)),
+        ("cumsum", lambda x: ember.cumsum(x, 1), (2, 3)),
+        ("select and slice", lambda x: x[1, ::2] * x[0, 1::2], (2, 4)),
+        ("advanced index", lambda x: x[[0, 1, 1], [2, 0, 0]], (2, 3)),
+        ("mask index", lambda x: x[x > 0], (3, 3)),
+        ("narrow", lambda x: x.narrow(1, 1, 2), (2, 4)),
+        ("views", lambda x: x.t().reshape(6).view(3, 2).permute(1, 0).unsqueeze(0).squeeze(0), (2, 3)),
+        ("expand", lambda x: x.expand(4, 2, 3) * 2.0, (2, 3)),
+        ("movedim transpose", lambda x: x.movedim(0, 2).transpose(0, 1), (2, 3, 2)),
+        ("index_select", lambda x: ember.index_select(x, 1, ember.tensor([2, 0, 2])), (2, 3)),
+        ("gather", lambda x: ember.gather(x, 1, ember.tensor([[0, 0], [2, 1]])), (2, 3)),
+        ("where", lambda x: ember.where(x > 0, x * x, -x), (2, 3)),
+        ("clamp", lambda x: ember.clamp(x, -0.5, 0.7), (2, 3)),
+        ("masked_fill", lambda x: ember.masked_fill(x, x < 0, 0.25), (2, 3)),
+        ("activations", lambda x: ember.silu(x) + ember.leaky_relu(x, 0.2) + ember.hardtanh(x * 0.3), (2, 3)),
+        ("to and clone", lambda x: x.to(ember.float64).clone().t().contiguous(), (2, 3)),
+        ("flatten", lambda x: x.flatten(), (2, 2, 2)),
+    ],
+)
+def test_structural_gradcheck(name, fn, shape):
+    assert gradcheck(fn, (leaf(sample(shape)),))
+
+
+def test_index_put_and_copy_gradients():
+    values = leaf([1.0, 2.0])
+    base = leaf(np.zeros(4))
+    assert gradcheck(lambda b, v: ember.index_put(b, [ember.tensor([1, 1])], v, True), (base, values))
+    assert gradcheck(lambda b, v: ember.index_put(b, [ember.tensor([3, 0])], v, False), (base, values))
+    x = leaf(sample(3))
+    y = ember.zeros(3)
+    y.copy_(x * 2)  # in place into a tensor without history: y now depends on x
+    y.mul_(x)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 4 * x.detach().numpy())
+
+
+def test_gradients_accumulate_and_paths_sum():
+    x = leaf([1.0, 2.0])
+    (x * x).sum().backward()
+    (x * 3.0).sum().backward()
+    assert x.grad.tolist() == [5.0, 7.0]
+    a = leaf(2.0)
+    b = a * a  # two paths meet in c
+    c = b * a + b
+    c.backward()
+    assert a.grad.item() == 3 * 4 + 2 * 2
+
+
+def test_grad_function_and_unused_inputs():
+    x, z = leaf([1.0, 2.0]), leaf([3.0])
+    y = (x ** 2).sum()
+    (gx,) = grad(y, x, retain_graph=True)
+    assert gx.tolist() == [2.0, 4.0] and x.grad is None
+    with pytest.raises(RuntimeError, match=r"appears to not have been used in the graph"):
+        grad(y, [x, z], retain_graph=True)
+    gx, gz = grad(y, [x, z], allow_unused=True, retain_graph=True)
+    assert gz is None
+    _, gz = grad(y, [x, z], materialize_grads=True)
+    assert gz.tolist() == [0.0]
+
+
+def test_create_graph_gives_higher_derivatives():
+    x = leaf([0.5, -1.5])
+    y = (x ** 3).sum()
+    (g,) = grad(y, x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), 3 * x.detach().numpy() ** 2)
+    (h,) = grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), 6 * x.detach().numpy())
+    s = leaf(0.3)
+    (d1,) = grad(ember.sin(s), s, create_graph=True)
+    (d2,) = grad(d1, s, create_graph=True)
+    (d3,) = grad(d2, s)
+    assert d3.item() == pytest.approx(-math.cos(0.3))
+
+
+def test_backward_options():
+    x = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match=r"grad can be implicitly created only for scalar outputs"):
+        (x * 2).backward()
+    (x * 2).backward(ember.tensor([1.0, 0.5], dtype=ember.float64))
+    assert x.grad.tolist() == [2.0, 1.0]
+    w, v = leaf([1.0]), leaf([2.0])
+    (w * v).sum().backward(inputs=[w])
+    assert w.grad.tolist() == [2.0] and v.grad is None
+    with pytest.raises(RuntimeError, match=r"Mismatch in shape"):
+        (x * 2).backward(ember.ones(3, dtype=ember.float64))
+    with pytest.raises(RuntimeError, match=r"does not require grad and does not have a grad_fn"):
+        ember.ones(2).sum().backward()
+
+
+def test_graph_inspection():
+    x = leaf([1.0, 2.0])
+    assert x.is_leaf and x.grad_fn is None and x.requires_grad
+    y = ember.exp(x * 2.0)
+    assert y.grad_fn.name() == "ExpBackward0" and not y.is_leaf
+    (mul_node, nr), = y.grad_fn.next_functions
+    assert mul_node.name() == "MulBackward0" and nr == 0
+    assert mul_node.next_functions[0][0].name() == "AccumulateGrad" and mul_node.next_functions[1][0] is None
+    assert "grad_fn=<ExpBackward0>" in repr(y) and "requires_grad=True" in repr(x)
+    d = y.detach()
+    assert not d.requires_grad and d.data_ptr() == y.data_ptr()
+    z = x * 1.0
+    z.detach_()
+    assert z.grad_fn is None and not z.requires_grad
+    assert ember.argmax(y).requires_grad is False  # integer outputs carry no gradient
+
+
+def test_retain_grad_on_non_leaf():
+    x = leaf([1.0, 3.0])
+    h = x * 2.0
+    h.retain_grad()
+    (h * h).sum().backward()
+    assert h.retains_grad and h.grad.tolist() == [4.0, 12.0]
+
+
+def test_requires_grad_rules():
+    with pytest.raises(RuntimeError, match=r"only Tensors of floating point and complex dtype can require"):
+        ember.tensor([1, 2]).requires_grad_()
+    y = leaf([1.0]) * 2
+    with pytest.raises(RuntimeError, match=r"you can only change requires_grad flags of leaf variables"):
+        y.requires_grad = False
+    t = ember.ones(2)
+    assert t.requires_grad_() is t and t.requires_grad
+
+
+def test_grad_modes():
+    x = leaf([1.0])
+    with ember.no_grad():
+        assert not (x * 2).requires_grad and not ember.is_grad_enabled()
+        with ember.enable_grad():
+            assert (x * 2).requires_grad
+    assert ember.is_grad_enabled()
+
+    @ember.no_grad()
+    def f(t):
+        return t * 2
+
+    assert not f(x).requires_grad
+    with ember.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert (x * 2).requires_grad
+    ember.set_grad_enabled(False)
+    assert not ember.is_grad_enabled()
+    ember.set_grad_enabled(True)
+    seen = []
+    with ember.no_grad():  # grad mode is per thread
+        worker = threading.Thread(target=lambda: seen.append(ember.is_grad_enabled()))
+        worker.start()
+        worker.join()
+    assert seen == [True]
+
+
+def test_second_backward_through_freed_graph_raises():
+    x = leaf([1.0, 2.0])
+    y = (ember.exp(x)).sum()
+    y.backward(retain_graph=True)
+    y.backward()  # the retained graph works once more
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match=r"Trying to backward through the graph a second time"):
+        y.backward()
+
+
+def test_modified_saved_tensor_raises_version_error():
+    x = leaf([1.0, 2.0])
+    h = x * 1.0
+    y = (h * h).sum()  # saves h
+    h.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: .*MulBackward0.*is at version 1; "
+                                           r"expected version 0"):
+        y.backward()
+
+
+def test_in_place_rules():
+    x = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match=r"a leaf Variable that requires grad is being used in an in-place"):
+        x.add_(1.0)
+    with pytest.raises(NotImplementedError, match=r"in-place operations on a view of a tensor that requires grad"):
+        x[0] = 5.0  # x[0] is a view with history
+    h = x * 2.0
+    c = ember.tensor([1.5, 0.5], dtype=ember.float64)
+    h.mul_(c)  # in place on a non-leaf: history is rebased
+    h.exp_()
+    h.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(2 * c.numpy() * [1.0, 2.0]) * 2 * c.numpy(), rtol=1e-12)
+    g = x * 1.0
+    saved_by_mul = g.detach()  # shares g's version counter, as in PyTorch
+    y = (g * saved_by_mul).sum()
+    g.mul_(2.0)
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation"):
+        y.backward()
+    with pytest.raises(NotImplementedError, match=r"in-place operations on a view of a tensor that requires grad"):
+        (x * 1.0)[0].mul_(2.0)
+    with pytest.raises(RuntimeError, match=r"out=\.\.\. arguments don't support automatic differentiation"):
+        ember.exp(x, out=ember.empty(2, dtype=ember.float64))
+    with ember.no_grad():
+        x.add_(1.0)  # allowed without grad mode
+    assert x.tolist() == [2.0, 3.0]
+
+
+def test_missing_derivative_raises_at_backward():
+    x = leaf([3.0, 1.0, 2.0])
+    values, _ = ember.sort(x)
+    assert values.requires_grad
+    with pytest.raises(NotImplementedError, match=r"the derivative for 'sort' is not implemented"):
+        values.sum().backward()
+
+
+def test_long_chain_backward_and_release_do_not_overflow_the_stack():
+    x = leaf([1.0])
+    y = x
+    for _ in range(150_000):
+        y = y * 1.0
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0]
+    del y
+    gc.collect()
+
+
+def test_two_threads_backward_like_serial():
+    def run(out, seed):
+        rng = np.random.default_rng(seed)
+        a = leaf(rng.standard_normal((20, 20)))
+        y = ember.tanh(a * a).sum(0)
+        for _ in range(50):
+            y = ember.sin(y) * 1.1
+        y.sum().backward()
+        out[seed] = a.grad.numpy()
+
+    serial, threaded = {}, {}
+    for s in (1, 2):
+        run(serial, s)
+    workers = [threading.Thread(target=run, args=(threaded, s)) for s in (1, 2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for s in (1, 2):
+        np.testing.assert_array_equal(serial[s], threaded[s])
+
+
+def test_gradcheck_catches_a_wrong_gradient():
+    # floor's declared gradient is 0; finite differences with a wide step see its jump
+    x = leaf([0.3])
+    assert gradcheck(ember.floor, (x,), raise_exception=False)
+    assert not gradcheck(ember.floor, (x,), eps=0.6, raise_exception=False)
+    with pytest.raises(ember.autograd.GradcheckError, match=r"analytical 0.0, numerical 0.83"):
+        gradcheck(ember.floor, (x,), eps=0.6)
+    with pytest.raises(ValueError, match=r"inputs must be float64"):
+        gradcheck(ember.exp, (ember.ones(1, requires_grad=True),))
