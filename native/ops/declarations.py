@@ -431,7 +431,7 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "fill_": {"self": "zeros_of(grad)"}, "zero_": {"self": "zeros_of(grad)"},
     # indexing
     "index_select": {"self": "index_select_backward(grad, self_sizes, dim, index)"},
-    "gather": {"self": f"scatter_add(zeros(self_sizes, grad.dtype(), grad.device()), dim, index, grad)"},
+    "gather": {"self": "scatter_add(zeros(self_sizes, grad.dtype(), grad.device()), dim, index, grad)"},
     "index_add": {"self": "grad", "source": "scale(index_select(grad, dim, index), alpha)"},
     "masked_fill": {"self": "masked_fill(grad, mask, Scalar(0.0))"},
     "index": {"self": "index_put(zeros(self_sizes, grad.dtype(), grad.device()), indices, grad, true)"},
@@ -457,7 +457,7 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "minimum": {"self": "pick_backward(grad, self, other, true, false)",
                 "other": "pick_backward(grad, self, other, false, false)"},
     "neg": {"self": f"neg(grad, {_N})"},
-    "abs": {"self": _mul("grad", f"sgn(self)")},
+    "abs": {"self": _mul("grad", "sgn(self)")},
     "exp": {"self": _chain("result")},
     "exp2": {"self": _chain(_mul("result", "num(0.69314718055994530942)"))},
     "expm1": {"self": _chain(_add("result", "num(1.0)"))},
