@@ -409,7 +409,11 @@ Tensor copy_(const Tensor& self, const Tensor& src) {
   return self;
 }
 
-Tensor clone(const Tensor& self) { return self.clone(); }
-Tensor contiguous(const Tensor& self) { return self.contiguous(); }
+Tensor clone(const Tensor& self) {
+  return self.clone();
+}
+Tensor contiguous(const Tensor& self) {
+  return self.contiguous();
+}
 
 }  // namespace ember
