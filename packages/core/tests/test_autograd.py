@@ -320,3 +320,23 @@ def test_gradcheck_catches_a_wrong_gradient():
         gradcheck(ember.floor, (x,), eps=0.6)
     with pytest.raises(ValueError, match=r"inputs must be float64"):
         gradcheck(ember.exp, (ember.ones(1, requires_grad=True),))
+
+
+@pytest.mark.parametrize("fn", [lambda z: ember.abs(ember.exp(z) * z), lambda z: ember.abs(ember.sin(z) / (z + 2.0)),
+                                lambda z: ember.abs(ember.sqrt(z) - ember.log(z) * ember.tanh(z))])
+def test_complex_gradients_follow_pytorchs_convention(fn):
+    """A real loss of complex z gets z.grad = dL/dx + i dL/dy (conjugate Wirtinger, as PyTorch)."""
+    values = np.array([1.0 + 1.0j, 0.3 - 0.8j])
+    z = ember.tensor(values, dtype=ember.complex128, requires_grad=True)
+    fn(z).sum().backward()
+
+    def loss(v):
+        return fn(ember.tensor(v, dtype=ember.complex128)).sum().item()
+
+    eps = 1e-6
+    for k in range(values.size):
+        step = np.zeros_like(values)
+        step[k] = eps
+        d_re = (loss(values + step) - loss(values - step)) / (2 * eps)
+        d_im = (loss(values + 1j * step) - loss(values - 1j * step)) / (2 * eps)
+        assert z.grad[k].item() == pytest.approx(d_re + 1j * d_im, rel=1e-6)
