@@ -177,4 +177,120 @@ inline Tensor cumsum_backward(const Tensor& grad, int64_t dim) {
                         IntList{dim});
 }
 
+// ---- activations ------------------------------------------------------------------------------
+
+inline Tensor gt0(const Tensor& t) {
+  return autograd::gt(t, num(0.0), std::nullopt);
+}
+
+inline Tensor softplus_backward(const Tensor& grad, const Tensor& self, double beta, double threshold) {
+  const Tensor scaled = autograd::mul(self, num(beta), std::nullopt);
+  const Tensor slope = autograd::sigmoid(scaled, std::nullopt);
+  return autograd::where(autograd::gt(scaled, num(threshold), std::nullopt), grad,
+                         autograd::mul(grad, slope, std::nullopt));
+}
+
+inline Tensor hardswish_backward(const Tensor& grad, const Tensor& self) {
+  const Tensor middle = autograd::div(
+      autograd::add(autograd::mul(self, num(2.0), std::nullopt), num(3.0), Scalar(int64_t(1)), std::nullopt),
+      num(6.0), std::nullopt, std::nullopt);
+  const Tensor slope = autograd::where(autograd::lt(self, num(-3.0), std::nullopt), zeros_of(self),
+                                       autograd::where(autograd::gt(self, num(3.0), std::nullopt),
+                                                       autograd::ones_like(self, std::nullopt), middle));
+  return autograd::mul(grad, slope, std::nullopt);
+}
+
+// elu family: scale for x > 0, else input_scale * (result + alpha * scale).
+inline Tensor elu_backward(const Tensor& grad, const Tensor& self, const Tensor& result, double alpha,
+                           double scale, double input_scale) {
+  const Tensor negative =
+      autograd::mul(autograd::add(result, num(alpha * scale), Scalar(int64_t(1)), std::nullopt),
+                    num(input_scale), std::nullopt);
+  const Tensor slope =
+      autograd::where(gt0(self), autograd::full_like(self, Scalar(scale), std::nullopt), negative);
+  return autograd::mul(grad, slope, std::nullopt);
+}
+
+inline Tensor mish_backward(const Tensor& grad, const Tensor& self) {
+  const Tensor t = autograd::tanh(autograd::softplus(self, 1.0, 20.0), std::nullopt);
+  const Tensor one_minus_t2 =
+      autograd::sub(num(1.0), autograd::mul(t, t, std::nullopt), Scalar(int64_t(1)), std::nullopt);
+  const Tensor slope =
+      autograd::add(t,
+                    autograd::mul(autograd::mul(self, autograd::sigmoid(self, std::nullopt), std::nullopt),
+                                  one_minus_t2, std::nullopt),
+                    Scalar(int64_t(1)), std::nullopt);
+  return autograd::mul(grad, slope, std::nullopt);
+}
+
+inline Tensor gelu_backward(const Tensor& grad, const Tensor& self, const std::string& approximate) {
+  const auto mul = [](const Tensor& a, const Tensor& b) { return autograd::mul(a, b, std::nullopt); };
+  const auto add = [](const Tensor& a, const Tensor& b) {
+    return autograd::add(a, b, Scalar(int64_t(1)), std::nullopt);
+  };
+  if (approximate == "tanh") {  // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2), t = tanh(k (x + c x^3))
+    const double k = 0.79788456080286535588;
+    const double c = 0.044715;
+    const Tensor x2 = mul(self, self);
+    const Tensor inner = mul(num(k), add(self, mul(num(c), mul(x2, self))));
+    const Tensor t = autograd::tanh(inner, std::nullopt);
+    const Tensor left = mul(num(0.5), add(num(1.0), t));
+    const Tensor dt = autograd::sub(num(1.0), mul(t, t), Scalar(int64_t(1)), std::nullopt);
+    const Tensor right = mul(mul(mul(num(0.5), self), dt), mul(num(k), add(num(1.0), mul(num(3.0 * c), x2))));
+    return mul(grad, add(left, right));
+  }
+  // Phi(x) + x phi(x)
+  const Tensor cdf =
+      mul(num(0.5), add(num(1.0), autograd::erf(mul(self, num(0.70710678118654752440)), std::nullopt)));
+  const Tensor pdf =
+      mul(num(0.39894228040143267794), autograd::exp(mul(num(-0.5), mul(self, self)), std::nullopt));
+  return mul(grad, add(cdf, mul(self, pdf)));
+}
+
+inline Tensor logit_backward(const Tensor& grad, const Tensor& self, std::optional<double> eps) {
+  const Tensor denom =
+      autograd::mul(self, autograd::sub(num(1.0), self, Scalar(int64_t(1)), std::nullopt), std::nullopt);
+  const Tensor g = autograd::div(grad, denom, std::nullopt, std::nullopt);
+  if (!eps) return g;
+  const Tensor inside =
+      autograd::logical_and(autograd::ge(self, num(*eps), std::nullopt),
+                            autograd::le(self, num(1.0 - *eps), std::nullopt), std::nullopt);
+  return mask_backward(g, inside);
+}
+
+// ---- reductions -------------------------------------------------------------------------------
+
+inline Tensor var_backward(const Tensor& grad, const Tensor& self, const std::optional<IntList>& dim,
+                           const std::optional<Scalar>& correction, bool keepdim) {
+  const IntList dims = dim.value_or(IntList{});
+  const Tensor centered =
+      autograd::sub(self, autograd::mean(self, dims, true, std::nullopt), Scalar(int64_t(1)), std::nullopt);
+  const int64_t n = self.numel() / std::max<int64_t>(grad.numel(), 1);
+  const double dof = static_cast<double>(n) - (correction ? correction->to_double() : 1.0);
+  const Tensor g = sum_backward(grad, self.sizes(), dim, keepdim);
+  return autograd::mul(autograd::mul(g, num(2.0 / dof), std::nullopt), centered, std::nullopt);
+}
+
+// Vector p-norm: sgn(x) |x|^(p-1) / norm^(p-1); p = inf picks the largest |x| (ties split).
+inline Tensor norm_backward(const Tensor& grad, const Tensor& self, const Tensor& result, const Scalar& p,
+                            const std::optional<IntList>& dim, bool keepdim) {
+  const double q = p.to_double();
+  const Tensor g = sum_backward(grad, self.sizes(), dim, keepdim);
+  const Tensor r = sum_backward(result, self.sizes(), dim, keepdim);
+  const Tensor a = autograd::abs(self, std::nullopt);
+  if (q == 0.0) return zeros_of(self);
+  if (std::isinf(q)) {
+    const Tensor hit = autograd::to_dtype(autograd::eq(a, r, std::nullopt), g.dtype(), false);
+    const Tensor count = sum_backward(autograd::sum(hit, dim, true, std::nullopt), self.sizes(), dim, true);
+    return autograd::div(
+        autograd::mul(autograd::mul(g, autograd::sgn(self), std::nullopt), hit, std::nullopt), count,
+        std::nullopt, std::nullopt);
+  }
+  const Tensor ratio = autograd::div(a, r, std::nullopt, std::nullopt);  // |x| / norm
+  const Tensor local =
+      autograd::mul(autograd::sgn(self), autograd::pow(ratio, num(q - 1.0), std::nullopt), std::nullopt);
+  const Tensor out = autograd::mul(g, autograd::conj(local), std::nullopt);
+  return autograd::where(autograd::eq(r, num(0.0), std::nullopt), zeros_of(out), out);
+}
+
 }  // namespace ember::autograd

@@ -88,6 +88,29 @@ def test_binary_gradcheck(rec):
         ("activations", lambda x: ember.silu(x) + ember.leaky_relu(x, 0.2) + ember.hardtanh(x * 0.3), (2, 3)),
         ("to and clone", lambda x: x.to(ember.float64).clone().t().contiguous(), (2, 3)),
         ("flatten", lambda x: x.flatten(), (2, 2, 2)),
+        ("relu6 threshold", lambda x: ember.relu6(x * 4.0) + ember.threshold(x, 0.1, -2.0), (2, 3)),
+        ("softplus", lambda x: ember.softplus(x, 2.0, 3.0), (2, 3)),
+        ("logsigmoid softsign tanhshrink", lambda x: ember.logsigmoid(x) + ember.softsign(x) + ember.tanhshrink(x),
+         (2, 3)),
+        ("hard activations", lambda x: ember.hardsigmoid(x * 2.5) + ember.hardswish(x * 2.5), (2, 3)),
+        ("elu family", lambda x: ember.elu(x, 0.7, 1.2, 0.9) + ember.selu(x) + ember.celu(x, 0.5), (2, 3)),
+        ("mish", lambda x: ember.mish(x), (2, 3)),
+        ("gelu", lambda x: ember.gelu(x) + ember.gelu(x, approximate="tanh"), (2, 3)),
+        ("logit", lambda x: ember.logit(ember.sigmoid(x), 0.2), (2, 3)),
+        ("nan_to_num", lambda x: ember.nan_to_num(ember.log(x)), (2, 3)),
+        ("lerp addcmul addcdiv", lambda x: ember.lerp(x, x * x, ember.sigmoid(x)) + ember.addcmul(x, x, x, value=0.5)
+         + ember.addcdiv(x, x, x * x + 1.0, value=2.0), (2, 3)),
+        ("remainder fmod", lambda x: ember.remainder(x * 3.0, x + 2.5) + ember.fmod(x * 3.0, x - 2.5), (2, 3)),
+        ("tril triu flip", lambda x: ember.tril(x, 0) * 2.0 + ember.triu(x, 1) + ember.flip(x, [1]), (3, 3)),
+        ("atleast narrow_copy", lambda x: ember.atleast_3d(x).sum(2) + ember.narrow_copy(x, 1, 0, 3), (2, 3)),
+        ("scatter family", lambda x: ember.scatter(x, 1, ember.tensor([[2], [0]]), x[:, :1] * 3.0)
+         + ember.scatter_add(x, 1, ember.tensor([[1, 1], [0, 2]]), x[:, 1:] * x[:, 1:]), (2, 3)),
+        ("index_copy index_fill", lambda x: ember.index_copy(x, 0, ember.tensor([1]), x[:1] * 2.0)
+         + ember.index_fill(x, 1, ember.tensor([0]), 1.5), (2, 3)),
+        ("var std", lambda x: ember.var(x, [1]) + ember.std(x, [0], correction=0, keepdim=True).sum()
+         + ember.var(x), (3, 4)),
+        ("norms", lambda x: ember.norm(x) + ember.norm(x, 3.0, [1]).sum() + ember.norm(x, 1.0)
+         + ember.norm(x, float("inf"), [0]).sum(), (3, 4)),
     ],
 )
 def test_structural_gradcheck(name, fn, shape):
