@@ -105,6 +105,8 @@ struct GradModeGuard {
 namespace autograd {
 
 EMBER_API bool requires_grad(const Tensor& t);
+// A new tensor viewing the same memory and version counter, without autograd state.
+EMBER_API Tensor alias(const Tensor& t);
 EMBER_API AutogradMeta& meta(const Tensor& t);  // created on first use
 EMBER_API std::shared_ptr<Node> grad_fn(const Tensor& t);
 EMBER_API bool is_leaf(const Tensor& t);

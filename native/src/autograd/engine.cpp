@@ -165,6 +165,10 @@ bool requires_grad(const Tensor& t) {
   return t.defined() && t.impl()->requires_grad;
 }
 
+Tensor alias(const Tensor& t) {
+  return shallow_alias(t);
+}
+
 AutogradMeta& meta(const Tensor& t) {
   auto& m = t.impl()->autograd_meta;
   if (!m) m = std::make_shared<AutogradMeta>();

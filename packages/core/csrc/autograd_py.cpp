@@ -104,3 +104,82 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
 }
 
 }  // namespace ember::python
+
+namespace ember::python {
+namespace {
+
+// The backward node of a Python ember.autograd.Function: calls the Function's backward (through
+// `callback`, holding the GIL) with one gradient per output, and expects one per tensor input.
+class PythonNode final : public Node {
+ public:
+  PythonNode(std::string name, py::object callback)
+      : name_(std::move(name)), callback_(new py::object(callback)) {}
+  ~PythonNode() override { release_variables(); }
+  std::string name() const override { return name_; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
+    py::gil_scoped_acquire gil;
+    EMBER_CHECK(
+        callback_ != nullptr, Error,
+        "[backward] Trying to backward through the graph a second time (or directly access saved tensors "
+        "after they have already been freed). Specify retain_graph=True if you need to backward through "
+        "the graph a second time.");
+    py::list in;
+    for (const Tensor& g : grads) in.append(g.defined() ? py::cast(g) : py::none());
+    py::object result = (*callback_)(in);
+    std::vector<Tensor> out;
+    for (py::handle r : result) out.push_back(r.is_none() ? Tensor() : r.cast<Tensor>());
+    EMBER_CHECK(out.size() == next_edges.size(), Error, "[", name_, "] backward returned ", out.size(),
+                " gradients, but the function has ", next_edges.size(), " tensor inputs");
+    return out;
+  }
+  void release_variables() override {
+    if (!callback_) return;
+    if (Py_IsInitialized()) {
+      py::gil_scoped_acquire gil;
+      delete callback_;
+    }
+    callback_ = nullptr;
+  }
+
+ private:
+  std::string name_;
+  py::object* callback_;  // owned; deleted with the GIL held
+};
+
+}  // namespace
+
+void bind_python_function(py::module_& m) {
+  // Records a Function call: inputs (tensors, in order), outputs to attach, the dirty (modified in
+  // place) inputs among them, and the non-differentiable outputs. Returns the outputs to hand back.
+  m.def("_record_function", [](const std::string& name, py::object callback,
+                               const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
+                               const std::vector<bool>& dirty, const std::vector<bool>& non_differentiable) {
+    auto node = std::make_shared<PythonNode>(name, callback);
+    for (const Tensor& t : inputs) {
+      const bool flows = autograd::requires_grad(t);
+      node->next_edges.push_back(flows ? autograd::gradient_edge(t) : Edge{});
+      node->input_meta.push_back(flows ? InputMeta{t.sizes(), t.dtype(), t.device()} : InputMeta{});
+    }
+    node->output_meta.assign(outputs.size(), InputMeta{});
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Tensor& out = outputs[i];
+      if (dirty[i]) {  // modified in place: its history moves onto this node
+        autograd::check_inplace(name.c_str(), out);
+        out.bump_version();
+      } else {
+        for (const Tensor& in : inputs) {
+          if (in.is_same(out)) out = autograd::alias(out);  // an input returned as is
+        }
+      }
+      if (non_differentiable[i] || !(is_floating_point(out.dtype()) || is_complex(out.dtype()))) continue;
+      AutogradMeta& meta = autograd::meta(out);
+      meta.grad_fn = node;
+      meta.output_nr = static_cast<uint32_t>(i);
+      out.impl()->requires_grad = true;
+      node->output_meta[i] = InputMeta{out.sizes(), out.dtype(), out.device()};
+    }
+    return outputs;
+  });
+}
+
+}  // namespace ember::python

@@ -10,6 +10,7 @@ namespace py = pybind11;
 py::class_<Tensor> bind_tensor(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_autograd(py::module_& m, py::class_<Tensor>& tensor);
+void bind_python_function(py::module_& m);
 void bind_dlpack(py::module_& m, py::class_<Tensor>& tensor);
 // The Python object of a dtype / device (ember.float32, ember.device("cpu")).
 py::object dtype_object(DType d);

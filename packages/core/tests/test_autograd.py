@@ -363,3 +363,95 @@ def test_complex_gradients_follow_pytorchs_convention(fn):
         d_re = (loss(values + step) - loss(values - step)) / (2 * eps)
         d_im = (loss(values + 1j * step) - loss(values - 1j * step)) / (2 * eps)
         assert z.grad[k].item() == pytest.approx(d_re + 1j * d_im, rel=1e-6)
+
+
+class MyExp(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = ember.exp(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        (y,) = ctx.saved_tensors
+        return grad_out * y
+
+
+class ScaleAndSplit(ember.autograd.Function):
+    """Two outputs, a non-tensor argument, a non-differentiable output."""
+
+    @staticmethod
+    def forward(x, factor):
+        return x * factor, ember.argmax(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.factor = inputs[1]
+        ctx.mark_non_differentiable(output[1])
+
+    @staticmethod
+    def backward(ctx, grad_scaled, grad_index):
+        return grad_scaled * ctx.factor, None
+
+
+def test_custom_function_matches_builtin_and_gradchecks():
+    x = leaf(sample((2, 3)))
+    y = MyExp.apply(x)
+    assert y.grad_fn.name() == "MyExpBackward" and y.requires_grad
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(x.detach().numpy()))
+    assert gradcheck(MyExp.apply, (leaf(sample(3)),))
+    with ember.no_grad():
+        assert not MyExp.apply(x).requires_grad
+    # backward uses ember ops, so it is differentiable again
+    assert ember.autograd.gradgradcheck(MyExp.apply, (leaf(sample(3)),))
+
+
+def test_custom_function_setup_context_and_non_differentiable_output():
+    x = leaf([1.0, 5.0, 2.0])
+    scaled, index = ScaleAndSplit.apply(x, 3.0)
+    assert index.item() == 1 and not index.requires_grad
+    scaled.sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+def test_custom_function_errors():
+    class WrongCount(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a, b = leaf([1.0]), leaf([2.0])
+    with pytest.raises(RuntimeError, match=r"returned an incorrect number of gradients \(expected 2, got 1\)"):
+        WrongCount.apply(a, b).backward()
+
+    class Saves(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 2.0
+
+    h = leaf([1.0]) * 1.0
+    out = Saves.apply(h)
+    h.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation"):
+        out.backward()
+    out2 = Saves.apply(leaf([1.0]) * 1.0)
+    out2.backward()
+    with pytest.raises(RuntimeError, match=r"backward through the graph a second time"):
+        out2.backward()
+
+
+def test_gradgradcheck_of_builtin_ops():
+    for fn in (ember.tanh, ember.sigmoid, lambda t: t * t * t, lambda t: ember.softmax(t, 0), ember.log1p):
+        assert ember.autograd.gradgradcheck(fn, (leaf(sample(3, 0.1, 1.0)),))

@@ -150,11 +150,11 @@ def _numerical_column(fn, inputs: Sequence, tensor, k: int, eps: float) -> list:
                 if x is tensor:
                     flat = y.reshape(-1)
                     flat[k] = flat[k].item() + delta
-                args.append(y)
+                # as differentiable as the original: fn may itself differentiate (gradgradcheck)
+                args.append(y.requires_grad_() if x.requires_grad else y)
             else:
                 args.append(x)
-        with no_grad():
-            return [o.detach().to(_C.float64).reshape(-1) for o in _as_tuple(fn(*args))]
+        return [o.detach().to(_C.float64).reshape(-1) for o in _as_tuple(fn(*args))]
     plus, minus = run(eps), run(-eps)
     return [(p - m) / (2 * eps) for p, m in zip(plus, minus, strict=True)]
 
@@ -204,5 +204,27 @@ class GradcheckError(RuntimeError):
     pass
 
 
-__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+                  raise_exception: bool = True) -> bool:
+    """gradcheck of the backward pass itself: the vector-Jacobian product of `func` (built with
+    create_graph=True) is checked as a function of the inputs."""
+    inputs = _as_tuple(inputs)
+    diff_positions = [i for i, x in enumerate(inputs) if isinstance(x, _C.Tensor) and x.requires_grad]
+    outputs = [o for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor) and o.requires_grad]
+    if grad_outputs is None:  # fixed random directions, so the check is of a fixed function
+        gen = _C.Generator()
+        gen.manual_seed(0)
+        grad_outputs = [_C.randn(list(o.shape), generator=gen, dtype=o.dtype) for o in outputs]
+
+    def vjp(*args):
+        outs = [o for o in _as_tuple(func(*args)) if isinstance(o, _C.Tensor) and o.requires_grad]
+        diff = [args[i] for i in diff_positions]
+        return grad(outs, diff, list(grad_outputs), create_graph=True, allow_unused=True, materialize_grads=True)
+
+    return gradcheck(vjp, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)
+
+
+from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
+
+__all__ = ["Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
            "GradcheckError"]

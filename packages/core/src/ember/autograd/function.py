@@ -1,0 +1,141 @@
+"""ember.autograd.Function: ops written in Python with their own backward (torch.autograd.Function).
+
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            (y,) = ctx.saved_tensors
+            return grad * y
+
+    y = Exp.apply(x)
+
+forward runs without recording; when an input requires grad, a node calling `backward` becomes the
+outputs' grad_fn (see _C._record_function).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .. import _C
+
+
+class FunctionCtx:
+    """The `ctx` of forward/backward: saved tensors and flags."""
+
+    def __init__(self) -> None:
+        self._saved: tuple = ()
+        self._saved_versions: tuple = ()
+        self._dirty: tuple = ()
+        self._non_differentiable: tuple = ()
+        self.materialize_grads = True
+        self.needs_input_grad: tuple = ()
+
+    def save_for_backward(self, *tensors) -> None:
+        for t in tensors:
+            if t is not None and not isinstance(t, _C.Tensor):
+                raise TypeError(f"save_for_backward can only save tensors or None, but got {type(t).__name__}")
+        self._saved = tensors
+        self._saved_versions = tuple(None if t is None else t._version for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        for t, version in zip(self._saved, self._saved_versions, strict=True):
+            if t is not None and t._version != version:
+                raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
+                                   f"inplace operation: [{t.dtype} tensor of shape {list(t.shape)}], saved by "
+                                   f"{type(self).__name__}, is at version {t._version}; expected version {version} "
+                                   f"instead.")
+        return self._saved
+
+    def mark_dirty(self, *tensors) -> None:
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+
+def _contains(group: tuple, t) -> bool:
+    return any(t is g for g in group)
+
+
+class Function:
+    """Subclass with staticmethods forward(ctx, *args) and backward(ctx, *grads); call .apply().
+    forward may instead take (*args) with a separate setup_context(ctx, inputs, output)."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = type(cls.__name__ + "Backward", (FunctionCtx,), {})()
+        ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad for a in args)
+        separate_setup = "setup_context" in cls.__dict__ or any(
+            "setup_context" in base.__dict__ for base in cls.__mro__[1:-1] if base is not Function)
+        prev = _C._is_grad_enabled()
+        _C._set_grad_enabled(False)
+        try:
+            output = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
+        finally:
+            _C._set_grad_enabled(prev)
+        if separate_setup:
+            cls.setup_context(ctx, args, output)
+        single = not isinstance(output, tuple)
+        outputs = (output,) if single else output
+        tensor_inputs = [a for a in args if isinstance(a, _C.Tensor)]
+        if not (prev and any(t.requires_grad for t in tensor_inputs)):
+            return output
+        out_tensors = [o for o in outputs if isinstance(o, _C.Tensor)]
+        n_out = len(out_tensors)
+        dirty = [_contains(ctx._dirty, o) for o in out_tensors]
+        non_diff = [_contains(ctx._non_differentiable, o) for o in out_tensors]
+
+        def run_backward(grads):
+            # The engine always hands over a gradient per output (zeros where none arrived), so
+            # set_materialize_grads(False) changes nothing: backward never sees None.
+            result = cls.backward(ctx, *grads[:n_out])
+            result = result if isinstance(result, tuple) else (result,)
+            if len(result) != len(args):
+                raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of gradients "
+                                   f"(expected {len(args)}, got {len(result)})")
+            picked = [g for g, a in zip(result, args, strict=True) if isinstance(a, _C.Tensor)]
+            for g, t in zip(picked, tensor_inputs, strict=True):
+                if g is not None and not t.requires_grad:
+                    continue
+                if g is not None and not isinstance(g, _C.Tensor):
+                    raise TypeError(f"function {cls.__name__}Backward returned a gradient of type "
+                                    f"{type(g).__name__}, expected a Tensor or None")
+            return picked
+
+        recorded = _C._record_function(cls.__name__ + "Backward", run_backward, tensor_inputs, out_tensors, dirty,
+                                       non_diff)
+        it = iter(recorded)
+        wrapped = tuple(next(it) if isinstance(o, _C.Tensor) else o for o in outputs)
+        return wrapped[0] if single else wrapped
+
+
+def once_differentiable(fn):
+    """Runs backward without recording, so differentiating it again raises instead of being wrong."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        prev = _C._is_grad_enabled()
+        _C._set_grad_enabled(False)
+        try:
+            return fn(ctx, *args)
+        finally:
+            _C._set_grad_enabled(prev)
+    return wrapper
