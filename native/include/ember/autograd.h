@@ -34,6 +34,10 @@ struct EMBER_API AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;  // a leaf's AccumulateGrad, created on first use
   bool retains_grad = false;
   bool is_view = false;  // shares storage with the input of the op that made it
+  // register_post_accumulate_grad_hook: run after a leaf's .grad was updated.
+  std::vector<std::function<void()>> post_accumulate_hooks;
+  // A leaf's register_hook hooks (by id): run on each gradient before it is accumulated.
+  std::vector<std::pair<uint64_t, std::function<Tensor(const Tensor&)>>> leaf_hooks;
 };
 
 // Shape and dtype of one gradient a node hands on: the engine sums a broadcast gradient back to
@@ -63,8 +67,15 @@ class EMBER_API Node : public std::enable_shared_from_this<Node> {
   std::vector<InputMeta> input_meta;   // one per next edge: what the gradient must look like
   std::vector<InputMeta> output_meta;  // one per output: to make zeros for a missing gradient
   uint64_t sequence_nr;                // creation order; later nodes run first when several are ready
-  // Called with the gradient of output `first` before apply (retain_grad() of non-leaf outputs).
-  std::vector<std::pair<uint32_t, std::function<void(const Tensor&)>>> pre_hooks;
+  // Tensor.register_hook: called with the gradient of output `nr` before apply; a defined result
+  // replaces it. Then the retain_grad() hooks see the final gradient.
+  struct Hook {
+    uint64_t id;
+    uint32_t nr;
+    std::function<Tensor(const Tensor&)> fn;
+  };
+  std::vector<Hook> pre_hooks;
+  std::vector<std::pair<uint32_t, std::function<void(const Tensor&)>>> retain_hooks;
 };
 
 // A saved input or output of an op. Outputs are saved without their grad_fn (which would be a

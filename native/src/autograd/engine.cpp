@@ -57,9 +57,15 @@ class AccumulateGrad final : public Node {
     Tensor g = grads.at(0);
     if (!g.defined()) return {};
     // Without create_graph the stored gradient is plain data: a fresh buffer the user may modify.
-    if (!GradMode::is_enabled()) g = g.clone();
     AutogradMeta& m = autograd::meta(leaf_);
+    for (const auto& [id, hook] :
+         std::vector<std::pair<uint64_t, std::function<Tensor(const Tensor&)>>>(m.leaf_hooks)) {
+      Tensor replaced = hook(g);
+      if (replaced.defined()) g = replaced;
+    }
+    if (!GradMode::is_enabled()) g = g.clone();
     m.grad = m.grad.defined() ? autograd::add(m.grad, g, Scalar(int64_t(1)), std::nullopt) : g;
+    for (const auto& hook : std::vector<std::function<void()>>(m.post_accumulate_hooks)) hook();
     return {};
   }
 
@@ -401,7 +407,13 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         for (size_t pos : c->second) captured[pos] = grads[k];
       }
     }
-    for (auto& [nr, hook] : n->pre_hooks) {
+    for (const Node::Hook& hook : std::vector<Node::Hook>(n->pre_hooks)) {  // a hook may remove hooks
+      if (hook.nr < grads.size() && grads[hook.nr].defined()) {
+        Tensor replaced = hook.fn(grads[hook.nr]);
+        if (replaced.defined()) grads[hook.nr] = replaced;
+      }
+    }
+    for (auto& [nr, hook] : n->retain_hooks) {
       if (nr < grads.size() && grads[nr].defined()) hook(grads[nr]);
     }
     const bool is_sink = dynamic_cast<AccumulateGrad*>(n) != nullptr;

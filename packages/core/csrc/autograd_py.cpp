@@ -9,7 +9,44 @@
 
 namespace ember::python {
 
+namespace {
+
+// A Python callable kept by C++ (hooks): released with the GIL held.
+std::shared_ptr<py::object> share_python(py::function fn) {
+  return std::shared_ptr<py::object>(new py::object(std::move(fn)), [](py::object* p) {
+    if (Py_IsInitialized()) {
+      py::gil_scoped_acquire gil;
+      delete p;
+    }
+  });
+}
+
+struct RemovableHandle {
+  std::weak_ptr<Node> node;        // a non-leaf's hook sits on its grad_fn
+  std::weak_ptr<TensorImpl> leaf;  // a leaf's on the tensor
+  uint64_t id;
+  void remove() const {
+    if (auto n = node.lock()) {
+      auto& hooks = n->pre_hooks;
+      hooks.erase(
+          std::remove_if(hooks.begin(), hooks.end(), [this](const Node::Hook& h) { return h.id == id; }),
+          hooks.end());
+    }
+    if (auto impl = leaf.lock()) {
+      auto& hooks = autograd::meta(Tensor(impl)).leaf_hooks;
+      hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [this](const auto& h) { return h.first == id; }),
+                  hooks.end());
+    }
+  }
+};
+
+}  // namespace
+
 void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
+  py::class_<RemovableHandle>(m, "RemovableHandle", "Returned by register_hook; remove() takes the hook off.")
+      .def("remove", &RemovableHandle::remove)
+      .def("__enter__", [](RemovableHandle& h) { return h; })
+      .def("__exit__", [](RemovableHandle& h, py::args) { h.remove(); });
   py::class_<Node, std::shared_ptr<Node>>(m, "Node", "A node of the backward graph (a Tensor's grad_fn).")
       .def("name", &Node::name)
       .def_property_readonly("next_functions",
@@ -63,7 +100,7 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
              if (autograd::is_leaf(t) || m.retains_grad) return;
              m.retains_grad = true;
              std::weak_ptr<TensorImpl> weak = t.impl_ptr();
-             m.grad_fn->pre_hooks.emplace_back(m.output_nr, [weak](const Tensor& g) {
+             m.grad_fn->retain_hooks.emplace_back(m.output_nr, [weak](const Tensor& g) {
                auto impl = weak.lock();
                if (!impl) return;
                Tensor self(impl);
@@ -74,6 +111,45 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
                                : value;
              });
            })
+      .def(
+          "register_hook",
+          [](const Tensor& t, py::function fn) {
+            EMBER_CHECK(autograd::requires_grad(t), Error,
+                        "[register_hook] cannot register a hook on a tensor that doesn't require gradient");
+            static std::atomic<uint64_t> next_id{0};
+            const uint64_t id = next_id++;
+            auto callable = share_python(fn);
+            auto hook = [callable](const Tensor& g) {
+              py::gil_scoped_acquire gil;
+              py::object r = (*callable)(g);
+              return r.is_none() ? Tensor() : r.cast<Tensor>();
+            };
+            if (autograd::is_leaf(t)) {  // kept on the tensor; its AccumulateGrad runs them
+              autograd::meta(t).leaf_hooks.emplace_back(id, hook);
+              return RemovableHandle{{}, t.impl_ptr(), id};
+            }
+            const Edge edge = autograd::gradient_edge(t);
+            edge.fn->pre_hooks.push_back({id, edge.input_nr, hook});
+            return RemovableHandle{edge.fn, {}, id};
+          },
+          py::arg("hook"))
+      .def(
+          "register_post_accumulate_grad_hook",
+          [](const Tensor& t, py::function fn) {
+            EMBER_CHECK(
+                autograd::requires_grad(t) && autograd::is_leaf(t), Error,
+                "[register_post_accumulate_grad_hook] post accumulate grad hooks cannot be registered on "
+                "non-leaf tensors or tensors that don't require grad");
+            auto callable = share_python(fn);
+            std::weak_ptr<TensorImpl> weak = t.impl_ptr();
+            autograd::meta(t).post_accumulate_hooks.push_back([callable, weak] {
+              auto impl = weak.lock();
+              if (!impl) return;
+              py::gil_scoped_acquire gil;
+              (*callable)(Tensor(impl));
+            });
+          },
+          py::arg("hook"))
       .def("detach_", [](py::object self) {
         const Tensor t = self.cast<Tensor>();
         if (t.impl()->autograd_meta) {

@@ -455,3 +455,35 @@ def test_custom_function_errors():
 def test_gradgradcheck_of_builtin_ops():
     for fn in (ember.tanh, ember.sigmoid, lambda t: t * t * t, lambda t: ember.softmax(t, 0), ember.log1p):
         assert ember.autograd.gradgradcheck(fn, (leaf(sample(3, 0.1, 1.0)),))
+
+
+def test_tensor_hooks():
+    x = leaf([1.0, 2.0])
+    seen = []
+    handle = x.register_hook(lambda g: seen.append(g.tolist()))
+    doubled = x.register_hook(lambda g: g * 2)  # a returned tensor replaces the gradient
+    (x * 3.0).sum().backward()
+    assert seen == [[3.0, 3.0]] and x.grad.tolist() == [6.0, 6.0]
+    handle.remove()
+    doubled.remove()
+    x.grad = None
+    (x * 3.0).sum().backward()
+    assert seen == [[3.0, 3.0]] and x.grad.tolist() == [3.0, 3.0]
+
+    h = x * 1.0
+    h.register_hook(lambda g: g + 1.0)  # non-leaf: changes what flows on
+    h.retain_grad()
+    (h * h).sum().backward()
+    assert h.grad.tolist() == [3.0, 5.0]  # retain_grad sees the hooked gradient
+    with pytest.raises(RuntimeError, match=r"cannot register a hook on a tensor that doesn't require gradient"):
+        ember.ones(1).register_hook(lambda g: g)
+
+
+def test_post_accumulate_grad_hook():
+    w = leaf([1.0, -1.0])
+    calls = []
+    w.register_post_accumulate_grad_hook(lambda t: calls.append(t.grad.tolist()))
+    (w * w).sum().backward()
+    assert calls == [[2.0, -2.0]]
+    with pytest.raises(RuntimeError, match=r"post accumulate grad hooks cannot be registered on non-leaf"):
+        (w * 1.0).register_post_accumulate_grad_hook(lambda t: None)
