@@ -80,7 +80,8 @@ def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_
     for a in lists:
         body.append(f"  inputs.insert(inputs.end(), {a['name']}.begin(), {a['name']}.end());")
 
-    if not derivatives or rets != ["Tensor"]:
+    list_formula = bool(derivatives) and any(a["name"] in derivatives for a in lists)
+    if not derivatives or rets not in (["Tensor"], ["Tensor[]"]) or (list_formula and (tensors or rets != ["Tensor"])):
         body.append(f'  auto node = not_implemented("{name}");')
         if rets == ["Tensor"]:
             body += [f"  Tensor result = {raw};",
@@ -95,7 +96,7 @@ def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_
                      + "}, node, inputs);", "  return result;"]
         return "\n".join(body) + "\n}\n"
 
-    unknown = set(derivatives) - {a["name"] for a in tensors}
+    unknown = set(derivatives) - {a["name"] for a in tensors} - {a["name"] for a in lists}
     if unknown:
         raise SystemExit(f"gen_ops: derivatives of {name} name non-tensor or unknown inputs {sorted(unknown)}")
     cls = camel(name)
@@ -116,6 +117,9 @@ def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_
         if a["type"] in DIFF_TENSOR and uses(derivatives, a["name"] + "_sizes"):
             members.append(f"  IntList {a['name']}_sizes;")
             saves.append(f"  node->{a['name']}_sizes = {a['name']}.sizes();")
+        if a["type"] == "Tensor[]" and uses(derivatives, a["name"] + "_sizes"):
+            members.append(f"  std::vector<IntList> {a['name']}_sizes;")
+            saves.append(f"  for (const Tensor& t : {a['name']}) node->{a['name']}_sizes.push_back(t.sizes());")
     if uses(derivatives, "result"):
         members.append("  SavedVariable result_;")
         unpacks.append("    const Tensor result = result_.unpack(owner);")
@@ -124,15 +128,28 @@ def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_
              f"  void release_variables() override {{ {' '.join(releases)} }}",
              "  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {",
              "    const Tensor grad = grads.at(0);", "    const std::shared_ptr<Node> owner = shared_from_this();",
-             *unpacks, f"    std::vector<Tensor> out({len(tensors)});"]
+             *unpacks]
+    if list_formula:  # one Tensor[] input (cat, stack): the formula gives one gradient per element
+        (arg,) = lists
+        lines.append(f"    return {qualify(derivatives[arg['name']], op_names)};")
+    else:
+        lines.append(f"    std::vector<Tensor> out({len(tensors)});")
     for i, a in enumerate(tensors):
         if a["name"] in derivatives:
             formula = qualify(derivatives[a["name"]], op_names)
             lines.append(f"    if (should_compute_output({i})) out[{i}] = {formula};")
-    lines += ["    return out;", "  }", "};", ""]
-    body += [f"  auto node = std::make_shared<{cls}>();", f"  collect_edges(*node, {{{ptrs}}});", *saves,
-             f"  Tensor result = {raw};",
-             history]
+    if not list_formula:
+        lines.append("    return out;")
+    lines += ["  }", "};", ""]
+    body += [f"  auto node = std::make_shared<{cls}>();", f"  collect_edges(*node, {{{ptrs}}});"]
+    if list_formula:
+        body.append(f"  for (const Tensor& t : {lists[0]['name']}) collect_edges(*node, {{&t}});")
+    body += saves
+    if rets == ["Tensor[]"]:  # split, chunk, unbind: the formula combines `grads`, one per output
+        body += [f"  std::vector<Tensor> result = {raw};", "  std::vector<Tensor*> outs;",
+                 "  for (Tensor& r : result) outs.push_back(&r);", "  set_history(outs, node, inputs);"]
+    else:
+        body += [f"  Tensor result = {raw};", history]
     if uses(derivatives, "result"):
         body.append("  node->result_ = SavedVariable(result, true);")
     body.append("  return result;")

@@ -527,6 +527,11 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "scatter_add": {"self": "grad", "src": "gather(grad, dim, index)"},
     "index_copy": {"self": "index_fill(grad, dim, index, Scalar(0.0))", "source": "index_select(grad, dim, index)"},
     "index_fill": {"self": "index_fill(grad, dim, index, Scalar(0.0))"},
+    # joining and splitting (Tensor[] inputs and outputs)
+    "cat": {"tensors": "cat_backward(grad, tensors_sizes, dim)"},
+    "stack": {"tensors": "unbind(grad, dim)"},
+    "split": {"self": "cat(grads, dim)"}, "chunk": {"self": "cat(grads, dim)"},
+    "tensor_split": {"self": "cat(grads, dim)"}, "unbind": {"self": "stack(grads, dim)"},
     # reductions
     "var": {"self": "var_backward(grad, self, dim, correction, keepdim)"},
     "std": {"self": _div("var_backward(grad, self, dim, correction, keepdim)",

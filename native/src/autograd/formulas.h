@@ -293,4 +293,20 @@ inline Tensor norm_backward(const Tensor& grad, const Tensor& self, const Tensor
   return autograd::where(autograd::eq(r, num(0.0), std::nullopt), zeros_of(out), out);
 }
 
+// cat: each input's slice of the gradient (the legacy 1-d empty inputs cat skips get zeros).
+inline std::vector<Tensor> cat_backward(const Tensor& grad, const std::vector<IntList>& sizes, int64_t dim) {
+  std::vector<Tensor> out;
+  const int64_t d = wrap_dim(dim, grad.dim());
+  int64_t at = 0;
+  for (const IntList& s : sizes) {
+    if (s.size() == 1 && s[0] == 0 && grad.dim() != 1) {
+      out.push_back(autograd::zeros(s, grad.dtype(), grad.device()));
+      continue;
+    }
+    out.push_back(autograd::narrow(grad, d, at, s[d]));
+    at += s[d];
+  }
+  return out;
+}
+
 }  // namespace ember::autograd

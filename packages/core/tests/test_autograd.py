@@ -109,6 +109,10 @@ def test_binary_gradcheck(rec):
          + ember.index_fill(x, 1, ember.tensor([0]), 1.5), (2, 3)),
         ("var std", lambda x: ember.var(x, [1]) + ember.std(x, [0], correction=0, keepdim=True).sum()
          + ember.var(x), (3, 4)),
+        ("cat stack", lambda x: ember.cat([x, x * 2.0, ember.ones(1, 3, dtype=ember.float64)], 0).sum(1)
+         + ember.stack([x, x * x], 1).sum((1, 2)).sum(), (2, 3)),
+        ("split chunk unbind", lambda x: sum(p.sum() * (i + 1) for i, p in enumerate(x.split([1, 2], 1)))
+         + x.chunk(2, 0)[1].sum() + ember.unbind(x, 1)[2] * 3.0 + ember.tensor_split(x, [1], 1)[0].sum(), (2, 3)),
         ("norms", lambda x: ember.norm(x) + ember.norm(x, 3.0, [1]).sum() + ember.norm(x, 1.0)
          + ember.norm(x, float("inf"), [0]).sum(), (3, 4)),
     ],
