@@ -201,7 +201,7 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
 
 
 class GradcheckError(RuntimeError):
-    pass
+    """gradcheck found an analytical gradient that disagrees with finite differences."""
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,

@@ -20,9 +20,8 @@ outputs' grad_fn (see _C._record_function).
 
 from __future__ import annotations
 
-import functools
-
 from .. import _C
+from . import no_grad  # defined before ember.autograd imports this module
 
 
 class FunctionCtx:
@@ -84,14 +83,10 @@ class Function:
     def apply(cls, *args, **kwargs):
         ctx = type(cls.__name__ + "Backward", (FunctionCtx,), {})()
         ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad for a in args)
-        separate_setup = "setup_context" in cls.__dict__ or any(
-            "setup_context" in base.__dict__ for base in cls.__mro__[1:-1] if base is not Function)
+        separate_setup = getattr(cls, "setup_context", None) is not None  # Function itself has none
         prev = _C._is_grad_enabled()
-        _C._set_grad_enabled(False)
-        try:
+        with no_grad():
             output = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
-        finally:
-            _C._set_grad_enabled(prev)
         if separate_setup:
             cls.setup_context(ctx, args, output)
         single = not isinstance(output, tuple)
@@ -113,9 +108,7 @@ class Function:
                 raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of gradients "
                                    f"(expected {len(args)}, got {len(result)})")
             picked = [g for g, a in zip(result, args, strict=True) if isinstance(a, _C.Tensor)]
-            for g, t in zip(picked, tensor_inputs, strict=True):
-                if g is not None and not t.requires_grad:
-                    continue
+            for g in picked:
                 if g is not None and not isinstance(g, _C.Tensor):
                     raise TypeError(f"function {cls.__name__}Backward returned a gradient of type "
                                     f"{type(g).__name__}, expected a Tensor or None")
@@ -130,12 +123,4 @@ class Function:
 
 def once_differentiable(fn):
     """Runs backward without recording, so differentiating it again raises instead of being wrong."""
-    @functools.wraps(fn)
-    def wrapper(ctx, *args):
-        prev = _C._is_grad_enabled()
-        _C._set_grad_enabled(False)
-        try:
-            return fn(ctx, *args)
-        finally:
-            _C._set_grad_enabled(prev)
-    return wrapper
+    return no_grad()(fn)
