@@ -39,13 +39,28 @@ def uses(formulas: dict[str, str], word: str) -> bool:
     return any(re.search(rf"\b{re.escape(word)}\b", f) for f in formulas.values())
 
 
+JVP_KEYS = ("result",)
+
+
 def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
              derivatives: dict | None, nondifferentiable: bool, op_names: set[str]) -> str:
-    """The definitions (for autograd_ops.cpp) of ember::autograd::<name> and its node."""
+    """The definitions (for autograd_ops.cpp) of ember::autograd::<name>: its backward node, the
+    reverse-mode wrapper (<name>_reverse) and the public wrapper that adds forward mode."""
+    derivatives = derivatives or {}
+    vjps = {k: v for k, v in derivatives.items() if k not in JVP_KEYS}
+    jvp = derivatives.get("result")
+    if vjps and jvp is None:
+        raise SystemExit(f"gen_ops: {name} declares reverse-mode derivatives but no JVP ('result')")
+    return (generate_reverse(name, args, rets, cpp_param, cpp_return, vjps, nondifferentiable, op_names)
+            + generate_forward(name, args, rets, cpp_param, cpp_return, vjps, jvp, nondifferentiable, op_names))
+
+
+def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
+                     derivatives: dict, nondifferentiable: bool, op_names: set[str]) -> str:
     params = ", ".join(cpp_param[a["type"]] + " " + a["name"] for a in args)
     call = ", ".join(a["name"] for a in args)
     raw = f"ember::{name}({call})"
-    head = f"{cpp_return} {name}({params}) {{"
+    head = f"static {cpp_return} {name}_reverse({params}) {{"
     if not rets or any(r not in ("Tensor", "Tensor[]") for r in rets):
         return f"{head}\n  return {raw};\n}}\n"
 
@@ -154,3 +169,115 @@ def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_
         body.append("  node->result_ = SavedVariable(result, true);")
     body.append("  return result;")
     return "\n".join(lines) + "\n".join(body) + "\n}\n"
+
+
+def jvp_expression(name: str, args: list[dict], vjps: dict, jvp: str, op_names: set[str]) -> str:
+    """The C++ expression of the result's tangent. `auto_linear`: the op applied to the inputs'
+    tangents; `auto_element_wise`: the sum over inputs of conj(vjp(grad := conj(tangent))), valid
+    for ops whose VJP is elementwise in grad (PyTorch's two shortcuts); otherwise a formula over
+    `<input>_t`, the arguments and `result`."""
+    if jvp == "auto_linear":
+        parts = []
+        for a in args:
+            if a["name"] == "out":
+                parts.append("std::nullopt")
+            elif a["name"] in vjps and a["type"] == "Tensor?":
+                parts.append(f"({a['name']} ? std::optional<Tensor>({a['name']}_t) : std::nullopt)")
+            elif a["name"] in vjps:
+                parts.append(a["name"] + "_t")
+            else:
+                parts.append(a["name"])
+        return f"autograd::{name.rstrip('_')}({', '.join(parts)})"
+    if jvp == "auto_element_wise":
+        terms = []
+        for a in args:
+            if a["name"] in vjps:
+                t = a["name"] + "_t"
+                vjp = re.sub(r"\bgrad\b", f"conj({t})", vjps[a["name"]])
+                terms.append(f"({t}.defined() ? conj({vjp}) : Tensor())")
+        expr = terms[0]
+        for term in terms[1:]:
+            expr = f"add_tangents({expr}, {term})"
+        return qualify(expr, op_names)
+    # the JVP runs with the inputs at hand: `<input>_sizes` is just their shape
+    return qualify(re.sub(r"\b(\w+)_sizes\b", r"\1.sizes()", jvp), op_names)
+
+
+def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
+                     vjps: dict, jvp: str | None, nondifferentiable: bool, op_names: set[str]) -> str:
+    """ember::autograd::<name>: without tangents it is <name>_reverse; with them it also computes
+    the result's tangent (formulas run paused, on primals, but still record reverse-mode graphs)."""
+    params = ", ".join(cpp_param[a["type"]] + " " + a["name"] for a in args)
+    call = ", ".join(a["name"] for a in args)
+    reverse = f"{name}_reverse({call})"
+    head = f"{cpp_return} {name}({params}) {{"
+    tensors = [a for a in args if a["type"] in DIFF_TENSOR and a["name"] != "out"]
+    lists = [a for a in args if a["type"] == "Tensor[]"]
+    differentiable_rets = rets and all(r in ("Tensor", "Tensor[]") for r in rets)
+    if not (tensors or lists) or not differentiable_rets:
+        return f"{head}\n  return {reverse};\n}}\n"
+    ptrs = ", ".join(f"{a['name']} ? &*{a['name']} : nullptr" if a["type"] == "Tensor?" else f"&{a['name']}"
+                     for a in tensors)
+    check = " || ".join([f"forward_ad::any_tangent({{{ptrs}}})"] * bool(tensors)
+                        + [f"forward_ad::any_tangent({a['name']})" for a in lists])
+    body = [head, f"  if (!({check})) return {reverse};"]
+    has_out = any(a["name"] == "out" for a in args)
+    has_self = any(a["name"] == "self" and a["type"] == "Tensor" for a in args)
+    if has_out:
+        body += ["  const bool in_place = out.has_value() && out->is_same(self);",
+                 "  EMBER_CHECK(!out.has_value() || in_place, Error, \"[" + name + "] functions with out=... arguments "
+                 "don't support forward-mode automatic differentiation, but one of the arguments has a tangent.\");"]
+    else:
+        body.append(f"  const bool in_place = {'true' if name.endswith('_') and has_self else 'false'};")
+    body.append("  (void)in_place;")
+    target = "(in_place ? self : result)" if has_self else "result"
+    outputs = ("std::get<0>(result)" if len(rets) > 1 else "result")
+    if nondifferentiable:
+        body += [f"  auto result = {reverse};", "  if (in_place) forward_ad::set_tangent(self, Tensor());" * has_self,
+                 "  return result;"]
+        return "\n".join(body) + "\n}\n"
+    if jvp is None:
+        # a floating result would need a tangent the op cannot compute; integer and bool ones need none
+        floating = ("for (const Tensor& r : result) if (is_floating_point(r.dtype()) || is_complex(r.dtype())) "
+                    f"forward_ad::not_implemented(\"{name}\");" if rets == ["Tensor[]"] else
+                    f"if (is_floating_point({outputs}.dtype()) || is_complex({outputs}.dtype())) "
+                    f"forward_ad::not_implemented(\"{name}\");")
+        body += [f"  auto result = {reverse};", "  " + floating, "  return result;"]
+        return "\n".join(body) + "\n}\n"
+    lazy = jvp == "auto_element_wise"  # only inputs that carry a tangent contribute
+    get = "forward_ad::tangent" if lazy else "forward_ad::tangent_or_zeros"
+    fn_params = [cpp_param[a["type"]] + " " + a["name"] for a in args]
+    fn_args = [a["name"] for a in args]
+    for a in tensors:
+        fn_params.append(f"const Tensor& {a['name']}_t")
+        if a["type"] == "Tensor?":
+            body.append(f"  const Tensor {a['name']}_t = {a['name']} ? {get}(*{a['name']}) : Tensor();")
+        else:
+            body.append(f"  const Tensor {a['name']}_t = {get}({a['name']});")
+        fn_args.append(a["name"] + "_t")
+    for a in lists:
+        fn_params.append(f"const std::vector<Tensor>& {a['name']}_t")
+        body.append(f"  const std::vector<Tensor> {a['name']}_t = forward_ad::tangents_or_zeros({a['name']});")
+        fn_args.append(a["name"] + "_t")
+    if len(rets) > 1:
+        fn_params += [f"const Tensor& result{i}" for i in range(len(rets))]
+        fn_args += [f"std::get<{i}>(result)" for i in range(len(rets))]
+    else:
+        fn_params.append(("const std::vector<Tensor>& " if rets == ["Tensor[]"] else "const Tensor& ") + "result")
+        fn_args.append("result")
+    expr = jvp_expression(name, args, vjps, jvp, op_names)
+    fn_ret = "std::vector<Tensor>" if rets == ["Tensor[]"] else "Tensor"
+    fn = [f"static {fn_ret} {name}_jvp({', '.join(fn_params)}) {{", f"  return {expr};", "}"]
+    if has_self and re.search(r"\bself\b", expr):  # an in-place op overwrites self: the formula needs its old value
+        body.append("  const Tensor self_before = in_place ? [&] { forward_ad::PauseGuard p; return autograd::clone(self); }()"
+                    " : self;")
+        fn_args[[a["name"] for a in args].index("self")] = "self_before"
+    body += [f"  auto result = {reverse};", "  forward_ad::PauseGuard pause;"]
+    if rets == ["Tensor[]"]:
+        body += [f"  const std::vector<Tensor> tangents = {name}_jvp({', '.join(fn_args)});",
+                 "  for (size_t i = 0; i < result.size(); ++i) forward_ad::set_tangent(result[i], tangents.at(i));"]
+    else:
+        body.append(f"  forward_ad::set_tangent({target if len(rets) == 1 else outputs}, "
+                    f"{name}_jvp({', '.join(fn_args)}));")
+    body.append("  return result;")
+    return "\n".join(fn) + "\n" + "\n".join(body) + "\n}\n"

@@ -242,7 +242,8 @@ def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None
         py_ret = PY_RETURN[rets[0]] if len(rets) == 1 else "tuple[" + ", ".join(PY_RETURN[r] for r in rets) + "]"
         stubs.append(f"def {name}({', '.join(sig)}) -> {py_ret}: ...")
         records.append({"name": name, "schema": op.schema, "method": op.method, "inplace": op.inplace,
-                        "derivatives": sorted(derivatives.get(name, {})),
+                        "derivatives": sorted(set(derivatives.get(name, {})) - {"result"}),
+                        "forward": "result" in derivatives.get(name, {}),
                         **{k: list(v) if isinstance(v, tuple) else v for k, v in op.test.items()}})
     header += ["", "// The same ops, recording autograd history (generated from declarations.DERIVATIVES).",
                "namespace autograd {", *autograd_decls, "}  // namespace autograd", "", "}  // namespace ember", ""]

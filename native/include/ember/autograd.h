@@ -38,6 +38,9 @@ struct EMBER_API AutogradMeta {
   std::vector<std::function<void()>> post_accumulate_hooks;
   // A leaf's register_hook hooks (by id): run on each gradient before it is accumulated.
   std::vector<std::pair<uint64_t, std::function<Tensor(const Tensor&)>>> leaf_hooks;
+  // Forward mode: the tangent at dual level `fw_level` (stale once that level has exited).
+  Tensor fw_grad;
+  uint64_t fw_level = 0;
 };
 
 // Shape and dtype of one gradient a node hands on: the engine sums a broadcast gradient back to
@@ -147,4 +150,43 @@ EMBER_API std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
                                            bool accumulate);
 
 }  // namespace autograd
+
+// Forward-mode AD (docs/dev/autograd.md, "Forward mode"). Inside a dual level a tensor may carry a
+// tangent; every differentiable op called on such tensors computes its result's tangent with the
+// op's JVP formula (declared next to its VJP). As in PyTorch, one level is active at a time.
+namespace forward_ad {
+
+EMBER_API uint64_t enter_dual_level();  // raises if a level is already active
+EMBER_API void exit_dual_level(uint64_t level);  // drops every tangent of that level
+// A level is active and this thread is not evaluating a JVP formula (which sees primals only).
+EMBER_API bool enabled();
+EMBER_API bool any_tangent(std::initializer_list<const Tensor*> tensors);
+EMBER_API bool any_tangent(const std::vector<Tensor>& tensors);
+EMBER_API Tensor tangent(const Tensor& t);  // undefined when t has none at the active level
+EMBER_API Tensor tangent_or_zeros(const Tensor& t);
+EMBER_API std::vector<Tensor> tangents_or_zeros(const std::vector<Tensor>& ts);
+// Gives `t` the tangent (broadcast to t's shape and cast to its dtype); an undefined one clears it.
+EMBER_API void set_tangent(const Tensor& t, const Tensor& tangent);
+// forward_ad.make_dual / unpack_dual: a view of `primal` carrying `tangent`, and the pair back.
+EMBER_API Tensor make_dual(const Tensor& primal, const Tensor& tangent);
+EMBER_API Tensor primal_view(const Tensor& t);
+// Raised when a floating result's op has no JVP formula and an input carries a tangent.
+[[noreturn]] EMBER_API void not_implemented(const char* op);
+
+// Sets whether this thread's ops ignore tangents; returns the previous setting.
+EMBER_API bool set_paused(bool paused);
+
+// While alive, this thread's ops ignore tangents (JVP formulas are evaluated on primals).
+class EMBER_API PauseGuard {
+ public:
+  PauseGuard();
+  ~PauseGuard();
+  PauseGuard(const PauseGuard&) = delete;
+  PauseGuard& operator=(const PauseGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+}  // namespace forward_ad
 }  // namespace ember

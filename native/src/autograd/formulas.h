@@ -30,6 +30,19 @@ inline Tensor zeros_of(const Tensor& like) {
   return autograd::zeros_like(like, std::nullopt);
 }
 
+// Sums the tangent contributions of several inputs (undefined where an input has none).
+inline Tensor add_tangents(const Tensor& a, const Tensor& b) {
+  if (!a.defined()) return b;
+  if (!b.defined()) return a;
+  return autograd::add(a, b, Scalar(int64_t(1)), std::nullopt);
+}
+
+// The tangent of a real reduction over `dim` (all dims when absent or empty): the local
+// derivative `d` (the VJP of ones) contracted with the tangent.
+inline Tensor reduction_jvp(const Tensor& d, const Tensor& t, const std::optional<IntList>& dim, bool keepdim) {
+  return autograd::sum(autograd::mul(autograd::conj(d), t, std::nullopt), dim, keepdim, std::nullopt);
+}
+
 inline Tensor real_part(const Tensor& t) {
   return is_complex(t.dtype()) ? autograd::real(t) : t;
 }

@@ -177,6 +177,18 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
       },
       py::arg("tensors"), py::arg("grad_tensors"), py::arg("keep_graph"), py::arg("create_graph"),
       py::arg("inputs"), py::arg("accumulate"));
+
+  // forward mode (ember.autograd.forward_ad)
+  m.def("_enter_dual_level", &forward_ad::enter_dual_level);
+  m.def("_exit_dual_level", &forward_ad::exit_dual_level, py::arg("level"));
+  m.def("_make_dual", &forward_ad::make_dual, py::arg("tensor"), py::arg("tangent"));
+  m.def("_unpack_dual", [](const Tensor& t) -> py::tuple {
+    const Tensor tangent = forward_ad::tangent(t);
+    if (!tangent.defined()) return py::make_tuple(t, py::none());
+    return py::make_tuple(forward_ad::primal_view(t), tangent);
+  });
+  m.def("_set_tangent", &forward_ad::set_tangent, py::arg("tensor"), py::arg("tangent"));
+  m.def("_set_forward_ad_paused", &forward_ad::set_paused, py::arg("paused"));
 }
 
 }  // namespace ember::python

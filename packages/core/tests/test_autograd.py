@@ -45,9 +45,9 @@ def test_unary_gradcheck(rec):
     else:
         base = sample((2, 3), lo, hi)
     fn = getattr(ember, rec["name"])
-    assert gradcheck(fn, (leaf(base),))
-    assert gradcheck(fn, (leaf(base.T.copy()).t(),))  # non-contiguous (a non-leaf input is fine)
-    assert gradcheck(fn, (leaf(base[0, 1]),))  # 0-dim
+    assert gradcheck(fn, (leaf(base),), check_forward_ad=True)
+    assert gradcheck(fn, (leaf(base.T.copy()).t(),), check_forward_ad=True)  # non-contiguous (a non-leaf input is fine)
+    assert gradcheck(fn, (leaf(base[0, 1]),), check_forward_ad=True)  # 0-dim
     empty = leaf(np.zeros((0, 3)) + (lo + hi) / 2)
     fn(empty).sum().backward()  # zero-size: the gradient is an empty tensor of the input's shape
     assert tuple(empty.grad.shape) == (0, 3)
@@ -57,10 +57,10 @@ def test_unary_gradcheck(rec):
 def test_binary_gradcheck(rec):
     fn = getattr(ember, rec["name"])
     a, b = sample((2, 3), 0.5, 2.0), sample((2, 3), 0.6, 1.9)
-    assert gradcheck(fn, (leaf(a), leaf(b)))
-    assert gradcheck(fn, (leaf(a), leaf(b[0])))  # broadcast: the gradient is summed back to [3]
-    assert gradcheck(fn, (leaf(a[0, 0]), leaf(b)))  # 0-dim with a matrix
-    assert gradcheck(lambda x: fn(x, 1.5), (leaf(a),))  # a Python number operand
+    assert gradcheck(fn, (leaf(a), leaf(b)), check_forward_ad=True)
+    assert gradcheck(fn, (leaf(a), leaf(b[0])), check_forward_ad=True)  # broadcast: the gradient is summed back to [3]
+    assert gradcheck(fn, (leaf(a[0, 0]), leaf(b)), check_forward_ad=True)  # 0-dim with a matrix
+    assert gradcheck(lambda x: fn(x, 1.5), (leaf(a),), check_forward_ad=True)  # a Python number operand
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_binary_gradcheck(rec):
     ],
 )
 def test_structural_gradcheck(name, fn, shape):
-    assert gradcheck(fn, (leaf(sample(shape)),))
+    assert gradcheck(fn, (leaf(sample(shape)),), check_forward_ad=True)
 
 
 def test_index_put_and_copy_gradients():

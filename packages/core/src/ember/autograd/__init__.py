@@ -140,9 +140,24 @@ def _flat_inputs(inputs) -> list:
     return [x for x in _as_tuple(inputs) if isinstance(x, _C.Tensor) and x.requires_grad]
 
 
-def _numerical_column(fn, inputs: Sequence, tensor, k: int, eps: float) -> list:
-    """d outputs / d tensor.flat[k] by central differences, on copies (inputs stay untouched)."""
-    def run(delta: float) -> list:
+def _directions(t) -> tuple:
+    """The real directions of one element: 1, and also 1j for a complex tensor."""
+    return (1.0, 1j) if t.dtype.is_complex else (1.0,)
+
+
+def _as_numpy(t, like=None):
+    import numpy as np
+
+    if t is None:
+        return np.zeros(like.numel(), dtype=np.complex128 if like.dtype.is_complex else np.float64)
+    t = t.detach()
+    return np.array(t.to(_C.complex128 if t.dtype.is_complex else _C.float64).numpy()).reshape(-1)
+
+
+def _numerical_columns(fn, inputs: Sequence, tensor, k: int, eps: float) -> list:
+    """d outputs / d tensor.flat[k] along each real direction of that element, by central
+    differences on copies (inputs stay untouched): one list of output vectors per direction."""
+    def run(delta) -> list:
         args = []
         for x in inputs:
             if isinstance(x, _C.Tensor):
@@ -154,49 +169,111 @@ def _numerical_column(fn, inputs: Sequence, tensor, k: int, eps: float) -> list:
                 args.append(y.requires_grad_() if x.requires_grad else y)
             else:
                 args.append(x)
-        return [o.detach().to(_C.float64).reshape(-1) for o in _as_tuple(fn(*args))]
-    plus, minus = run(eps), run(-eps)
-    return [(p - m) / (2 * eps) for p, m in zip(plus, minus, strict=True)]
+        return [_as_numpy(o) for o in _as_tuple(fn(*args)) if isinstance(o, _C.Tensor)]
+    columns = []
+    for d in _directions(tensor):
+        plus, minus = run(eps * d), run(-eps * d)
+        columns.append([(p - m) / (2 * eps) for p, m in zip(plus, minus, strict=True)])
+    return columns
+
+
+def _forward_columns(fn, inputs: Sequence, tensor, k: int) -> list:
+    """The same derivatives as _numerical_columns, by forward-mode AD (tangent = the direction)."""
+    from . import forward_ad
+
+    columns = []
+    for d in _directions(tensor):
+        with forward_ad.dual_level():
+            args = []
+            for x in inputs:
+                if x is tensor:
+                    tangent = _C.zeros_like(x).reshape(-1)
+                    tangent[k] = d
+                    x = forward_ad.make_dual(x, tangent.reshape(list(x.shape)))
+                args.append(x)
+            outs = [o for o in _as_tuple(fn(*args)) if isinstance(o, _C.Tensor)]
+            columns.append([_as_numpy(forward_ad.unpack_dual(o).tangent, like=o) for o in outs])
+    return columns
+
+
+def _number(v):
+    """A NumPy scalar as a plain Python number (real when it has no imaginary part)."""
+    return complex(v) if complex(v).imag else float(complex(v).real)
+
+
+def _fail(raise_exception: bool, message: str) -> bool:
+    if raise_exception:
+        raise GradcheckError(message)
+    return False
 
 
 def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-              raise_exception: bool = True, **unsupported) -> bool:
-    """Compares the analytical Jacobian (from backward) with central finite differences, for
-    every output element and every input that requires grad (use float64 inputs)."""
-    if unsupported:
-        raise NotImplementedError(f"[gradcheck] options not supported yet: {sorted(unsupported)}")
+              raise_exception: bool = True, nondet_tol: float = 0.0, check_undefined_grad: bool = True,
+              check_grad_dtypes: bool = False, check_batched_grad: bool = False,
+              check_batched_forward_grad: bool = False, check_forward_ad: bool = False,
+              check_backward_ad: bool = True, fast_mode: bool = False, masked: bool | None = None) -> bool:
+    """Compares the Jacobian from backward (and, with check_forward_ad, from forward mode) with
+    central finite differences, for every output element and every input that requires grad.
+    Inputs must be float64 or complex128. Complex numbers are checked as PyTorch defines their
+    gradients (conjugate Wirtinger): each real direction of an input and each real part of an
+    output separately. Every element is checked, so fast_mode only changes speed in PyTorch;
+    Ember's backward is deterministic, so nondet_tol has nothing to allow for."""
+    if check_batched_grad or check_batched_forward_grad:
+        raise NotImplementedError("[gradcheck] check_batched_grad needs vmap, which Ember does not have yet")
     inputs = _as_tuple(inputs)
     diff_inputs = _flat_inputs(inputs)
     if not diff_inputs:
         raise ValueError("gradcheck expects at least one input tensor to require gradient")
     for x in diff_inputs:
-        if x.dtype.is_complex:
-            raise NotImplementedError("[gradcheck] complex inputs are not supported yet")
-        if x.dtype != _C.float64:
-            raise ValueError(f"[gradcheck] inputs must be float64 (got {x.dtype}): finite differences need it")
+        if x.dtype not in (_C.float64, _C.complex128):
+            raise ValueError(f"[gradcheck] inputs must be float64 or complex128 (got {x.dtype}): finite "
+                             f"differences need the precision")
     outputs = [o for o in _as_tuple(func(*inputs)) if isinstance(o, _C.Tensor)]
-    numeric = {}  # (input number, element) -> d outputs / d that element, computed once
+    numeric = {}  # (input number, element) -> per direction, d outputs / d that element
+
+    def numerical(i: int, k: int) -> list:
+        if (i, k) not in numeric:
+            numeric[(i, k)] = _numerical_columns(func, inputs, diff_inputs[i], k, eps)
+        return numeric[(i, k)]
+
+    def close(got: float, expected: float) -> bool:
+        return abs(got - expected) <= atol + rtol * abs(expected)
+
     for out_index, out in enumerate(outputs):
-        if not out.requires_grad:
+        if not check_backward_ad or not out.requires_grad:
             continue
         for j in range(out.numel()):
-            seed = _C.zeros_like(out).reshape(-1)
-            seed[j] = 1.0
-            analytical = grad([out], diff_inputs, [seed.reshape(list(out.shape))], retain_graph=True,
-                              allow_unused=True)
-            for i, (x, a) in enumerate(zip(diff_inputs, analytical, strict=True)):
-                a = (_C.zeros_like(x) if a is None else a).reshape(-1).to(_C.float64)
-                for k in range(x.numel()):
-                    if (i, k) not in numeric:
-                        numeric[(i, k)] = _numerical_column(func, inputs, x, k, eps)
-                    expected = numeric[(i, k)][out_index][j].item()
-                    got = a[k].item()
-                    if abs(got - expected) > atol + rtol * abs(expected):
-                        if raise_exception:
-                            raise GradcheckError(
-                                f"Jacobian mismatch for output {out_index} element {j} with respect to input {i} "
-                                f"element {k}: analytical {got!r}, numerical {expected!r}")
-                        return False
+            for part in _directions(out):  # d Re(out[j]), then d Im(out[j]) by the seed 1j
+                seed = _C.zeros_like(out).reshape(-1)
+                seed[j] = part
+                analytical = grad([out], diff_inputs, [seed.reshape(list(out.shape))], retain_graph=True,
+                                  allow_unused=True)
+                for i, (x, a) in enumerate(zip(diff_inputs, analytical, strict=True)):
+                    if check_grad_dtypes and a is not None and a.dtype != x.dtype:
+                        return _fail(raise_exception, f"Gradient has dtype mismatch for input {i}: got {a.dtype}, "
+                                                      f"expected {x.dtype}")
+                    a = _as_numpy(a, like=x)
+                    for k in range(x.numel()):
+                        for d, column in zip(_directions(x), numerical(i, k), strict=True):
+                            got = a[k].real if d == 1.0 else a[k].imag
+                            value = column[out_index][j]
+                            expected = value.real if part == 1.0 else value.imag
+                            if not close(got, expected):
+                                return _fail(raise_exception, f"Jacobian mismatch for output {out_index} element {j}"
+                                             f"{' (imaginary part)' if part != 1.0 else ''} with respect to input {i}"
+                                             f" element {k}{' (imaginary direction)' if d != 1.0 else ''}: "
+                                             f"analytical {float(got)!r}, numerical {float(expected)!r}")
+    if check_forward_ad:
+        for i, x in enumerate(diff_inputs):
+            for k in range(x.numel()):
+                for d_index, column in enumerate(_forward_columns(func, inputs, x, k)):
+                    for out_index, got_vec in enumerate(column):
+                        expected_vec = numerical(i, k)[d_index][out_index]
+                        for j, (got, expected) in enumerate(zip(got_vec, expected_vec, strict=True)):
+                            if not (close(got.real, expected.real) and close(got.imag, expected.imag)):
+                                return _fail(raise_exception, f"Jacobian computed with forward mode mismatch for "
+                                             f"output {out_index} element {j} with respect to input {i} element "
+                                             f"{k}: forward {_number(got)!r}, numerical {_number(expected)!r}")
     return True
 
 
@@ -224,7 +301,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     return gradcheck(vjp, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)
 
 
+from . import forward_ad  # noqa: E402
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
 
-__all__ = ["Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
+__all__ = ["forward_ad", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
            "GradcheckError"]

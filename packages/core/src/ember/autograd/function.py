@@ -79,18 +79,32 @@ class Function:
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = type(cls.__name__ + "Backward", (FunctionCtx,), {})()
         ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad for a in args)
         separate_setup = getattr(cls, "setup_context", None) is not None  # Function itself has none
         prev = _C._is_grad_enabled()
-        with no_grad():
-            output = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
+        # forward sees primals only (its ops neither record nor propagate tangents); jvp does that
+        tangents = [_C._unpack_dual(a)[1] if isinstance(a, _C.Tensor) else None for a in args]
+        was_paused = _C._set_forward_ad_paused(True)
+        try:
+            with no_grad():
+                output = cls.forward(*args, **kwargs) if separate_setup else cls.forward(ctx, *args, **kwargs)
+        finally:
+            _C._set_forward_ad_paused(was_paused)
         if separate_setup:
             cls.setup_context(ctx, args, output)
         single = not isinstance(output, tuple)
         outputs = (output,) if single else output
+        if any(t is not None for t in tangents):
+            outputs = _forward_tangents(cls, ctx, args, outputs, tangents)
+            output = outputs[0] if single else outputs
         tensor_inputs = [a for a in args if isinstance(a, _C.Tensor)]
         if not (prev and any(t.requires_grad for t in tensor_inputs)):
             return output
@@ -119,6 +133,30 @@ class Function:
         it = iter(recorded)
         wrapped = tuple(next(it) if isinstance(o, _C.Tensor) else o for o in outputs)
         return wrapped[0] if single else wrapped
+
+
+def _forward_tangents(cls, ctx, args, outputs, tangents):
+    """Forward mode: gives the outputs the tangents cls.jvp computes from the inputs' tangents."""
+    if ctx.materialize_grads:
+        tangents = [_C.zeros_like(a) if t is None and isinstance(a, _C.Tensor) and (a.dtype.is_floating_point or
+                                                                                   a.dtype.is_complex) else t
+                    for a, t in zip(args, tangents, strict=True)]
+    result = cls.jvp(ctx, *tangents)
+    result = result if isinstance(result, tuple) else (result,)
+    if len(result) != len(outputs):
+        raise RuntimeError(f"function {cls.__name__}.jvp returned an incorrect number of tangents (expected "
+                           f"{len(outputs)}, got {len(result)})")
+    marked = []
+    for out, tangent in zip(outputs, result, strict=True):
+        if isinstance(out, _C.Tensor) and not _contains(ctx._dirty, out) and any(out is a for a in args):
+            out = out.view_as(out)  # an input returned as is: the tangent goes on a new view
+        if isinstance(out, _C.Tensor) and tangent is not None and not _contains(ctx._non_differentiable, out):
+            if not isinstance(tangent, _C.Tensor) or list(tangent.shape) != list(out.shape):
+                raise RuntimeError(f"function {cls.__name__}.jvp returned an invalid tangent: expected a Tensor of "
+                                   f"shape {list(out.shape)}")
+            _C._set_tangent(out, tangent)
+        marked.append(out)
+    return tuple(marked)
 
 
 def once_differentiable(fn):
