@@ -6,7 +6,7 @@ import builtins
 import os as _os
 
 # serialization also makes Tensors pickle as checkpoint records
-from . import _C, _ops, autograd, serialization
+from . import _C, _ops, autograd, func, serialization  # noqa: F401 - func: ember.func, as torch.func
 from ._C import (
     Tensor,
     bfloat16,

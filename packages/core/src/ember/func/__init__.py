@@ -1,0 +1,331 @@
+"""Function transforms (torch.func's API): grad, grad_and_value, vjp and jacrev, over Ember's
+reverse-mode engine.
+
+Arguments are pytrees: a Tensor, or tuples, lists and dicts of them (nested); the differentiated
+arguments must hold only Tensors, and each derivative has its argument's structure.
+
+Note [Nesting transforms on one graph]
+torch.func gives every transform its own level of wrapped tensors. Ember has one autograd graph,
+so each transform instead works out whether anything outside it can differentiate its results:
+  - an input that already requires grad (an outer transform, or the user, tracks it) reaches f as
+    a differentiable alias, so f's output stays connected to the outer graph;
+  - any other input reaches f as an alias of a detached copy; if f's output still reaches a leaf
+    other than through those aliases (f closes over a tracked tensor), the outside is tracking too.
+If something outside tracks, derivatives are taken with create_graph=True and stay differentiable
+(grad(grad(f)) and jacrev(jacrev(f)) work); if nothing does, create_graph=False and every returned
+tensor (derivatives, values, aux) is free of graph, as torch.func's results are. Under no_grad
+nothing outside tracks, but the transform still differentiates (torch.func ignores an outer no_grad).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from .. import _C
+from .. import autograd as _autograd
+
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev"]
+
+
+# --- pytrees -----------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _TreeSpec:
+    """A pytree's structure: kind is None for a leaf, else the container type (keys for a dict)."""
+
+    kind: type | None = None
+    keys: tuple = ()
+    children: tuple = ()
+
+    def __str__(self) -> str:
+        if self.kind is None:
+            return "*"
+        parts = [str(c) for c in self.children]
+        if self.kind is dict:
+            return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(self.keys, parts, strict=True)) + "}"
+        if self.kind is list:
+            return "[" + ", ".join(parts) + "]"
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+_LEAF = _TreeSpec()
+
+
+def _flatten(tree) -> tuple[list, _TreeSpec]:
+    """The leaves of tree (depth first) and its structure; containers are tuples (namedtuples
+    included), lists and dicts, anything else is a leaf."""
+    if isinstance(tree, dict):
+        keys, values = tuple(tree.keys()), tuple(tree.values())
+    elif isinstance(tree, (tuple, list)):
+        keys, values = (), tuple(tree)
+    else:
+        return [tree], _LEAF
+    leaves, specs = [], []
+    for value in values:
+        sub_leaves, sub_spec = _flatten(value)
+        leaves += sub_leaves
+        specs.append(sub_spec)
+    return leaves, _TreeSpec(type(tree), keys, tuple(specs))
+
+
+def _unflatten(spec: _TreeSpec, leaves):
+    """Rebuilds the structure of spec from leaves (an iterable consumed in order)."""
+    leaves = iter(leaves)
+
+    def build(s: _TreeSpec):
+        if s.kind is None:
+            return next(leaves)
+        children = [build(c) for c in s.children]
+        if issubclass(s.kind, dict):
+            return s.kind(zip(s.keys, children, strict=True))
+        if issubclass(s.kind, tuple) and hasattr(s.kind, "_fields"):  # a namedtuple
+            return s.kind(*children)
+        return s.kind(children)
+
+    return build(spec)
+
+
+def _tree_map(fn, tree):
+    leaves, spec = _flatten(tree)
+    return _unflatten(spec, [fn(leaf) for leaf in leaves])
+
+
+# --- argnums -----------------------------------------------------------------------------------
+
+def _positions(argnums, num_args: int) -> tuple[int, ...]:
+    """argnums (an int or a tuple of ints, negative counting from the end) as positions."""
+    if not isinstance(argnums, (int, tuple)):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    numbers = argnums if isinstance(argnums, tuple) else (argnums,)
+    if not numbers:
+        raise RuntimeError("argnums must be non-empty")
+    positions = []
+    for n in numbers:
+        if not isinstance(n, int):
+            raise RuntimeError(f"argnum must be int, got: {type(n)}")
+        if not -num_args <= n < num_args:
+            raise RuntimeError(f"Got argnum={n}, but only {num_args} positional inputs")
+        positions.append(n % num_args)
+    if len(set(positions)) != len(positions):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    return tuple(positions)
+
+
+# --- one transform's inputs (Note [Nesting transforms on one graph]) ----------------------------
+
+class _Inputs:
+    """The differentiated arguments of one transform call: their structures, the aliases that f
+    receives, and whether the caller's graph tracks them."""
+
+    def __init__(self, trees: tuple, grad_mode: bool) -> None:
+        self.grad_mode = grad_mode  # the caller's, from before the transform enabled grad
+        self.specs, self.aliases, self.tracked = [], [], False
+        for tree in trees:
+            leaves, spec = _flatten(tree)
+            for leaf in leaves:
+                if not isinstance(leaf, _C.Tensor):
+                    raise ValueError(f"Thing passed to transform API must be Tensor, got {type(leaf)}")
+            self.specs.append(spec)
+            self.aliases.append([self._alias(leaf) for leaf in leaves])
+        self.flat = [a for group in self.aliases for a in group]
+        self.own_nodes = [a.grad_fn for a in self.flat]  # kept alive, so their ids stay theirs
+
+    def _alias(self, x):
+        if self.grad_mode and x.requires_grad:
+            self.tracked = True
+            return x.view_as(x)
+        local = x.detach().requires_grad_()
+        return local.view_as(local)
+
+    def trees(self) -> list:
+        """The differentiated arguments rebuilt from the aliases, for calling f."""
+        return [_unflatten(spec, group) for spec, group in zip(self.specs, self.aliases, strict=True)]
+
+    def outside_tracks(self, outputs) -> bool:
+        """Whether anything outside this transform can differentiate these outputs of f."""
+        if not self.grad_mode:
+            return False
+        if self.tracked:
+            return True
+        own = {id(node) for node in self.own_nodes}
+        seen, visited = set(), []  # visited keeps each node's wrapper alive, so ids are not reused
+        stack = []
+        for out in outputs:
+            if isinstance(out, _C.Tensor) and out.requires_grad:
+                if out.grad_fn is None:
+                    return True  # a leaf f closed over
+                stack.append(out.grad_fn)
+        while stack:
+            node = stack.pop()
+            if id(node) in own or id(node) in seen:
+                continue
+            seen.add(id(node))
+            visited.append(node)
+            if node.name() == "AccumulateGrad":
+                return True
+            stack.extend(n for n, _ in node.next_functions if n is not None)
+        return False
+
+    def group(self, flat_results, argnums) -> object:
+        """Per-leaf results arranged as the differentiated arguments: one argument's structure
+        for an int argnums, a tuple of them for a tuple."""
+        results = iter(flat_results)
+        trees = [_unflatten(spec, [next(results) for _ in group]) for spec, group in
+                 zip(self.specs, self.aliases, strict=True)]
+        return tuple(trees) if isinstance(argnums, tuple) else trees[0]
+
+
+def _call(func, args: tuple, kwargs: dict, argnums) -> tuple[_Inputs, object]:
+    """Runs func with grad enabled on aliases of the argnums arguments."""
+    positions = _positions(argnums, len(args))
+    grad_mode = _autograd.is_grad_enabled()
+    with _autograd.enable_grad():
+        inputs = _Inputs(tuple(args[p] for p in positions), grad_mode)
+        call_args = list(args)
+        for p, tree in zip(positions, inputs.trees(), strict=True):
+            call_args[p] = tree
+        return inputs, func(*call_args, **kwargs)
+
+
+def _split_aux(output, has_aux: bool, api: str):
+    if not has_aux:
+        return output, None
+    if not (isinstance(output, tuple) and len(output) == 2):
+        raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    return output
+
+
+def _detach_tree(tree, keep_graph: bool):
+    if keep_graph:
+        return tree
+    return _tree_map(lambda t: t.detach() if isinstance(t, _C.Tensor) else t, tree)
+
+
+def _grads(outputs: list, inputs: list, seeds: list | None, create_graph: bool, retain_graph: bool) -> list:
+    """d outputs / d inputs, zeros for an input no output depends on."""
+    seeds = seeds if seeds is not None else [None] * len(outputs)
+    live = [(o, s) for o, s in zip(outputs, seeds, strict=True) if o.requires_grad]
+    got = [None] * len(inputs)
+    if live:
+        outs, live_seeds = zip(*live, strict=True)
+        got = _autograd.grad(list(outs), inputs, list(live_seeds), retain_graph=retain_graph,
+                             create_graph=create_graph, allow_unused=True)
+    return [_C.zeros_like(x) if g is None else g for g, x in zip(got, inputs, strict=True)]
+
+
+def _tensor_outputs(leaves: list, api: str, what: str) -> None:
+    if not leaves or (len(leaves) == 1 and leaves[0] is None):
+        raise RuntimeError(f"{api}: Expected f to be a function that has non-empty output (got output = {leaves})")
+    for leaf in leaves:
+        if not isinstance(leaf, _C.Tensor):
+            raise RuntimeError(f"{api}: expected {what} to return only tensors, got unsupported type {type(leaf)}")
+
+
+# --- transforms --------------------------------------------------------------------------------
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """A function returning (gradient, value) of func, which must return a 0-dim tensor (or
+    (tensor, aux) with has_aux, giving (gradient, (value, aux))). The gradient is with respect to
+    the argument(s) argnums: that argument's structure for an int, a tuple for a tuple."""
+    api = "grad_and_value(f)(*args)"
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        inputs, output = _call(func, args, kwargs, argnums)
+        output, aux = _split_aux(output, has_aux, api)
+        if not isinstance(output, _C.Tensor):
+            raise RuntimeError(f"{api}: Expected f(*args) to return a Tensor, got {type(output)}")
+        if output.dim() != 0:
+            raise RuntimeError(f"{api}: Expected f(*args) to return a scalar Tensor, got tensor with "
+                               f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
+        keep = inputs.outside_tracks([output, *_flatten(aux)[0]])
+        flat = _grads([output], inputs.flat, None, create_graph=keep, retain_graph=keep)
+        result = inputs.group(flat, argnums)
+        value = output if keep else output.detach()
+        if has_aux:
+            return result, (value, _detach_tree(aux, keep))
+        return result, value
+
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """A function returning the gradient of func (which must return a 0-dim tensor) with respect
+    to the argument(s) argnums; with has_aux, func returns (tensor, aux) and this (gradient, aux).
+    Nests: grad(grad(f)) is the second derivative (Note [Nesting transforms on one graph])."""
+    inner = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        result, value = inner(*args, **kwargs)
+        return (result, value[1]) if has_aux else result
+
+    return wrapper
+
+
+def vjp(func, *primals, has_aux=False):
+    """(func(*primals), vjp_fn) [, aux]: vjp_fn(cotangents), with cotangents structured as the
+    output, returns a tuple holding, per primal, the vector-Jacobian product in its structure.
+    vjp_fn may be called more than once."""
+    api = "vjp(f, *primals)"
+    if not primals:
+        raise RuntimeError(f"{api}: expected at least one primal to differentiate with respect to")
+    argnums = tuple(range(len(primals)))
+    inputs, output = _call(func, primals, {}, argnums)
+    output, aux = _split_aux(output, has_aux, api)
+    flat_out, out_spec = _flatten(output)
+    _tensor_outputs(flat_out, api, "f(*primals)")
+    keep = inputs.outside_tracks(flat_out + _flatten(aux)[0])
+
+    def vjp_fn(cotangents, retain_graph=True, create_graph=None):
+        flat_ct, ct_spec = _flatten(cotangents)
+        if ct_spec != out_spec:
+            raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree structure of outputs "
+                               f"to the function. cotangents: {ct_spec}, primal output: {out_spec}")
+        if create_graph is None:
+            create_graph = _autograd.is_grad_enabled() and (
+                keep or any(isinstance(c, _C.Tensor) and c.requires_grad for c in flat_ct))
+        with _autograd.set_grad_enabled(create_graph or _autograd.is_grad_enabled()):
+            flat = _grads(flat_out, inputs.flat, flat_ct, create_graph=create_graph, retain_graph=retain_graph)
+        return inputs.group(flat, argnums)
+
+    result = (_detach_tree(output, keep), vjp_fn)
+    return (*result, _detach_tree(aux, keep)) if has_aux else result
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+    """A function returning the Jacobian of func with respect to the argument(s) argnums: for each
+    output leaf, a tensor of shape output.shape + input.shape per differentiated leaf, arranged as
+    the output's structure around the arguments' structure. With has_aux, (jacobian, aux).
+    Rows are built by one vjp (backward pass) per output element in a Python loop, as Ember has no
+    vmap; chunk_size is accepted for torch.func compatibility and changes nothing."""
+    if chunk_size is not None and chunk_size <= 0:
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+    api = "jacrev(f, ...)(*args)"
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        inputs, output = _call(func, args, kwargs, argnums)
+        with _autograd.enable_grad():  # the rows are picked out of the output on the graph
+            output, aux = _split_aux(output, has_aux, api)
+            flat_out, out_spec = _flatten(output)
+            _tensor_outputs(flat_out, api, "f(*args)")
+            keep = inputs.outside_tracks(flat_out + _flatten(aux)[0])
+            per_output = []
+            for out in flat_out:
+                rows = [[] for _ in inputs.flat]
+                flat = out.reshape(-1)
+                for k in range(out.numel()):
+                    for j, g in enumerate(_grads([flat[k]], inputs.flat, None, create_graph=keep, retain_graph=True)):
+                        rows[j].append(g)
+                shape = list(out.shape)
+                # A zero-size output has no rows: its Jacobian is empty, of the same shape.
+                jac = [_C.stack(r, 0).reshape(shape + list(x.shape)) if r else
+                       _C.zeros(shape + list(x.shape), dtype=x.dtype, device=x.device)
+                       for r, x in zip(rows, inputs.flat, strict=True)]
+                per_output.append(inputs.group(jac, argnums))
+        result = _unflatten(out_spec, per_output)
+        return (result, _detach_tree(aux, keep)) if has_aux else result
+
+    return wrapper
