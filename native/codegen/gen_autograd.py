@@ -96,7 +96,8 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
         body.append(f"  inputs.insert(inputs.end(), {a['name']}.begin(), {a['name']}.end());")
 
     list_formula = bool(derivatives) and any(a["name"] in derivatives for a in lists)
-    if not derivatives or rets not in (["Tensor"], ["Tensor[]"]) or (list_formula and (tensors or rets != ["Tensor"])):
+    tuple_ret = len(rets) > 1 and all(r == "Tensor" for r in rets)
+    if not derivatives or not (rets in (["Tensor"], ["Tensor[]"]) or tuple_ret) or (list_formula and tensors):
         body.append(f'  auto node = not_implemented("{name}");')
         if rets == ["Tensor"]:
             body += [f"  Tensor result = {raw};",
@@ -123,6 +124,7 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
             members.append(f"  SavedVariable {a['name']}_;")
             # an in-place op overwrites self: keep a copy of the value the formula needs
             src = f"(in_place ? {a['name']}.clone() : {a['name']})" if a["name"] == "self" else a["name"]
+            src = f"{a['name']}.value_or(Tensor())" if a["type"] == "Tensor?" else src
             saves.append(f"  node->{a['name']}_ = SavedVariable({src}, false);")
             unpacks.append(f"    const Tensor {a['name']} = {a['name']}_.unpack(owner);")
             releases.append(f"{a['name']}_.reset();")
@@ -139,6 +141,11 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
         members.append("  SavedVariable result_;")
         unpacks.append("    const Tensor result = result_.unpack(owner);")
         releases.append("result_.reset();")
+    saved_results = [i for i in range(len(rets)) if tuple_ret and uses(derivatives, f"result{i}")]
+    for i in saved_results:  # (values, indices) outputs: formulas name them result0, result1
+        members.append(f"  SavedVariable result{i}_;")
+        unpacks.append(f"    const Tensor result{i} = result{i}_.unpack(owner);")
+        releases.append(f"result{i}_.reset();")
     lines = [f"struct {cls} final : Node {{", f'  std::string name() const override {{ return "{cls}"; }}', *members,
              f"  void release_variables() override {{ {' '.join(releases)} }}",
              "  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {",
@@ -163,6 +170,11 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
     if rets == ["Tensor[]"]:  # split, chunk, unbind: the formula combines `grads`, one per output
         body += [f"  std::vector<Tensor> result = {raw};", "  std::vector<Tensor*> outs;",
                  "  for (Tensor& r : result) outs.push_back(&r);", "  set_history(outs, node, inputs);"]
+    elif tuple_ret:  # integer outputs (indices) get no history
+        body += [f"  auto result = {raw};",
+                 "  set_history({" + ", ".join(f"&std::get<{i}>(result)" for i in range(len(rets)))
+                 + "}, node, inputs);"]
+        body += [f"  node->result{i}_ = SavedVariable(std::get<{i}>(result), true);" for i in saved_results]
     else:
         body += [f"  Tensor result = {raw};", history]
     if uses(derivatives, "result"):
@@ -267,17 +279,17 @@ def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: di
         fn_args.append("result")
     expr = jvp_expression(name, args, vjps, jvp, op_names)
     fn_ret = "std::vector<Tensor>" if rets == ["Tensor[]"] else "Tensor"
-    fn = [f"static {fn_ret} {name}_jvp({', '.join(fn_params)}) {{", f"  return {expr};", "}"]
+    fn = [f"static {fn_ret} {name}_result_tangent({', '.join(fn_params)}) {{", f"  return {expr};", "}"]
     if has_self and re.search(r"\bself\b", expr):  # an in-place op overwrites self: the formula needs its old value
         body.append("  const Tensor self_before = in_place ? [&] { forward_ad::PauseGuard p; return autograd::clone(self); }()"
                     " : self;")
         fn_args[[a["name"] for a in args].index("self")] = "self_before"
     body += [f"  auto result = {reverse};", "  forward_ad::PauseGuard pause;"]
     if rets == ["Tensor[]"]:
-        body += [f"  const std::vector<Tensor> tangents = {name}_jvp({', '.join(fn_args)});",
+        body += [f"  const std::vector<Tensor> tangents = {name}_result_tangent({', '.join(fn_args)});",
                  "  for (size_t i = 0; i < result.size(); ++i) forward_ad::set_tangent(result[i], tangents.at(i));"]
     else:
         body.append(f"  forward_ad::set_tangent({target if len(rets) == 1 else outputs}, "
-                    f"{name}_jvp({', '.join(fn_args)}));")
+                    f"{name}_result_tangent({', '.join(fn_args)}));")
     body.append("  return result;")
     return "\n".join(fn) + "\n" + "\n".join(body) + "\n}\n"

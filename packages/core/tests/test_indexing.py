@@ -82,6 +82,13 @@ def test_masked_ops_nonzero_take():
     np.testing.assert_array_equal(ember.take(t(A), t([[0, 23], [-1, 5]])).numpy(), np.take(A, [[0, 23], [-1, 5]]))
     np.testing.assert_array_equal(ember.take_along_dim(t(A), t([[1], [0], [5], [2]]), 1).numpy(),
                                   np.take_along_axis(A, np.array([[1], [0], [5], [2]]), 1))
+    # broadcast in the other dims, as numpy.take_along_axis; no dim: both flattened
+    np.testing.assert_array_equal(ember.take_along_dim(t(A), t([[1, 5, 0]]), 1).numpy(),
+                                  np.take_along_axis(A, np.array([[1, 5, 0]] * 4), 1))
+    np.testing.assert_array_equal(ember.take_along_dim(t(A[:1]), t([[1], [2]]), 1).numpy(), A[0, [[1], [2]]])
+    np.testing.assert_array_equal(ember.take_along_dim(t(A), t([[7, 0]])).numpy(), A.reshape(-1)[[7, 0]])
+    with pytest.raises(ValueError, match=r"same number of dimensions"):
+        ember.take_along_dim(t(A), t([1, 2]), 1)
 
 
 def test_advanced_getitem_and_setitem():

@@ -75,9 +75,22 @@ Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
   return out;
 }
 
+// As PyTorch: without dim both are flattened; with dim, self and indices broadcast against each
+// other in every dim but `dim` (numpy.take_along_axis).
 Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<int64_t> dim) {
-  if (!dim) return take(self, indices);
-  return gather(self, *dim, indices);
+  if (!dim) return gather(reshape(self, {-1}), 0, reshape(indices, {-1}));
+  EMBER_CHECK(self.dim() == indices.dim(), ValueError,
+              "[take_along_dim] input and indices should have the same number of dimensions, but got ", self.dim(),
+              " dimensions for input, and ", indices.dim(), " dimensions for indices");
+  if (self.dim() == 0) return gather(self, *dim, indices);
+  const int64_t d = dims::wrap("take_along_dim", *dim, self.dim());
+  IntList self_rest = self.sizes(), index_rest = indices.sizes();
+  self_rest[d] = index_rest[d] = 1;
+  IntList self_shape = pointwise::broadcast_shapes("take_along_dim", self_rest, index_rest);
+  IntList index_shape = self_shape;
+  self_shape[d] = self.sizes()[d];
+  index_shape[d] = indices.sizes()[d];
+  return gather(expand(self, self_shape), d, expand(indices, index_shape));
 }
 
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {

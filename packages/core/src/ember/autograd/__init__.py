@@ -301,8 +301,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     return gradcheck(vjp, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)
 
 
-from . import forward_ad  # noqa: E402
+from . import forward_ad, functional  # noqa: E402
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
 
-__all__ = ["forward_ad", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
+__all__ = ["forward_ad", "functional", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
            "GradcheckError"]
