@@ -284,6 +284,14 @@ def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: di
         body.append("  const Tensor self_before = in_place ? [&] { forward_ad::PauseGuard p; return autograd::clone(self); }()"
                     " : self;")
         fn_args[[a["name"] for a in args].index("self")] = "self_before"
+        for a in tensors:  # x.mul_(x): the other operand is self too, and needs its old value as well
+            if a["name"] != "self" and re.search(rf"\b{a['name']}\b", expr):
+                i = [b["name"] for b in args].index(a["name"])
+                n = a["name"]
+                if a["type"] == "Tensor?":
+                    fn_args[i] = f"(in_place && {n} && {n}->is_same(self) ? std::optional<Tensor>(self_before) : {n})"
+                else:
+                    fn_args[i] = f"(in_place && {n}.is_same(self) ? self_before : {n})"
     body += [f"  auto result = {reverse};", "  forward_ad::PauseGuard pause;"]
     if rets == ["Tensor[]"]:
         body += [f"  const std::vector<Tensor> tangents = {name}_result_tangent({', '.join(fn_args)});",

@@ -38,9 +38,15 @@ struct EMBER_API AutogradMeta {
   std::vector<std::function<void()>> post_accumulate_hooks;
   // A leaf's register_hook hooks (by id): run on each gradient before it is accumulated.
   std::vector<std::pair<uint64_t, std::function<Tensor(const Tensor&)>>> leaf_hooks;
-  // Forward mode: the tangent at dual level `fw_level` (stale once that level has exited).
-  Tensor fw_grad;
-  uint64_t fw_level = 0;
+  // Forward mode: the tangent (shared with the copies of this tensor that backward nodes save, so
+  // a formula using a saved output sees the tangent set after it was saved).
+  std::shared_ptr<struct ForwardGrad> fw;
+};
+
+// A tangent and its dual level (stale once that level has exited).
+struct ForwardGrad {
+  Tensor value;
+  uint64_t level = 0;
 };
 
 // Shape and dtype of one gradient a node hands on: the engine sums a broadcast gradient back to
@@ -99,6 +105,7 @@ class EMBER_API SavedVariable {
   uint32_t saved_version_ = 0;
   uint32_t output_nr_ = 0;
   bool requires_grad_ = false;
+  std::shared_ptr<ForwardGrad> fw_;  // a saved output's tangent slot
 };
 
 // Thread-local grad mode (no_grad / enable_grad / set_grad_enabled).

@@ -123,6 +123,9 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output)
   if (is_output) {  // the owner node is this output's grad_fn: keep only the data
     output_nr_ = t.impl()->autograd_meta ? t.impl()->autograd_meta->output_nr : 0;
     data_ = shallow_alias(t);
+    auto& fw = autograd::meta(t).fw;  // its tangent is set after the node saved it (forward mode)
+    if (!fw) fw = std::make_shared<ForwardGrad>();
+    fw_ = fw;
   } else {
     data_ = t;
   }
@@ -142,9 +145,11 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
       "operation: [",
       describe(data_), "], saved by ", owner ? owner->name() : std::string("a node"), ", is at version ",
       data_.version(), "; expected version ", saved_version_, " instead.");
-  if (!is_output_ || !requires_grad_) return data_;
-  Tensor out = shallow_alias(data_);  // give the output its history back
+  if (!is_output_) return data_;
+  Tensor out = shallow_alias(data_);  // give the output its history and tangent back
   AutogradMeta& m = autograd::meta(out);
+  m.fw = fw_;
+  if (!requires_grad_) return out;
   m.grad_fn = owner;
   m.output_nr = output_nr_;
   out.impl()->requires_grad = true;
@@ -153,6 +158,7 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
 
 void SavedVariable::reset() {
   data_ = Tensor();
+  fw_ = nullptr;
   released_ = was_defined_;
 }
 

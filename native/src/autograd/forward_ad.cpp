@@ -19,8 +19,8 @@ namespace {
 std::atomic<uint64_t> active_level{0};
 uint64_t last_level = 0;
 std::mutex levels_mutex;
-// The metas holding a tangent of the active level, cleared when it exits.
-std::vector<std::weak_ptr<AutogradMeta>> holders;
+// The slots holding a tangent of the active level, cleared when it exits.
+std::vector<std::weak_ptr<ForwardGrad>> holders;
 thread_local bool paused = false;
 
 std::string dims_text(const IntList& sizes) {
@@ -44,7 +44,7 @@ uint64_t enter_dual_level() {
 }
 
 void exit_dual_level(uint64_t level) {
-  std::vector<std::weak_ptr<AutogradMeta>> to_clear;
+  std::vector<std::weak_ptr<ForwardGrad>> to_clear;
   {
     std::lock_guard<std::mutex> lock(levels_mutex);
     EMBER_CHECK(level != 0 && active_level.load() == level, Error, "[exit_dual_level] Trying to exit a forward AD level ",
@@ -53,9 +53,9 @@ void exit_dual_level(uint64_t level) {
     to_clear.swap(holders);
   }
   for (auto& weak : to_clear) {
-    if (auto m = weak.lock(); m && m->fw_level == level) {
-      m->fw_grad = Tensor();
-      m->fw_level = 0;
+    if (auto slot = weak.lock(); slot && slot->level == level) {
+      slot->value = Tensor();
+      slot->level = 0;
     }
   }
 }
@@ -67,8 +67,8 @@ bool enabled() {
 Tensor tangent(const Tensor& t) {
   if (!t.defined() || !enabled()) return Tensor();
   const auto& m = t.impl()->autograd_meta;
-  if (!m || !m->fw_grad.defined() || m->fw_level != active_level.load()) return Tensor();
-  return m->fw_grad;
+  if (!m || !m->fw || !m->fw->value.defined() || m->fw->level != active_level.load()) return Tensor();
+  return m->fw->value;
 }
 
 bool any_tangent(std::initializer_list<const Tensor*> tensors) {
@@ -108,8 +108,7 @@ void set_tangent(const Tensor& t, const Tensor& tangent_value) {
   if (level == 0) return;
   AutogradMeta& m = autograd::meta(t);
   if (!tangent_value.defined() || !differentiable(t.dtype())) {
-    m.fw_grad = Tensor();
-    m.fw_level = 0;
+    if (m.fw) *m.fw = ForwardGrad{};
     return;
   }
   PauseGuard pause;
@@ -117,12 +116,13 @@ void set_tangent(const Tensor& t, const Tensor& tangent_value) {
   if (value.sizes() != t.sizes()) value = autograd::expand(value, t.sizes());
   if (is_complex(value.dtype()) && !is_complex(t.dtype())) value = autograd::real(value);
   if (value.dtype() != t.dtype()) value = autograd::to_dtype(value, t.dtype(), false);
-  const bool registered = m.fw_level == level;
-  m.fw_grad = value;
-  m.fw_level = level;
+  if (!m.fw) m.fw = std::make_shared<ForwardGrad>();
+  const bool registered = m.fw->level == level;
+  m.fw->value = value;
+  m.fw->level = level;
   if (!registered) {
     std::lock_guard<std::mutex> lock(levels_mutex);
-    holders.push_back(t.impl()->autograd_meta);
+    holders.push_back(m.fw);
   }
 }
 

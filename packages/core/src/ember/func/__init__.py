@@ -1,5 +1,5 @@
-"""Function transforms (torch.func's API): grad, grad_and_value, vjp and jacrev, over Ember's
-reverse-mode engine.
+"""Function transforms (torch.func's API): grad, grad_and_value, vjp, jacrev and hessian over
+Ember's reverse-mode engine; jvp and jacfwd over forward mode (ember.autograd.forward_ad).
 
 Arguments are pytrees: a Tensor, or tuples, lists and dicts of them (nested); the differentiated
 arguments must hold only Tensors, and each derivative has its argument's structure.
@@ -25,7 +25,7 @@ import functools
 from .. import _C
 from .. import autograd as _autograd
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev"]
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian"]
 
 
 # --- pytrees -----------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ class _Inputs:
         if self.grad_mode and x.requires_grad:
             self.tracked = True
             return x.view_as(x)
-        local = x.detach().requires_grad_()
+        local = _detach(x).requires_grad_()
         return local.view_as(local)
 
     def trees(self) -> list:
@@ -196,10 +196,20 @@ def _split_aux(output, has_aux: bool, api: str):
     return output
 
 
+def _detach(t):
+    """t without reverse-mode history, keeping its forward-mode tangent (so jvp(grad(f)), forward
+    over reverse, sees through the transform)."""
+    out = t.detach()
+    tangent = _C._unpack_dual(t)[1]
+    if tangent is not None:
+        _C._set_tangent(out, tangent)
+    return out
+
+
 def _detach_tree(tree, keep_graph: bool):
     if keep_graph:
         return tree
-    return _tree_map(lambda t: t.detach() if isinstance(t, _C.Tensor) else t, tree)
+    return _tree_map(lambda t: _detach(t) if isinstance(t, _C.Tensor) else t, tree)
 
 
 def _grads(outputs: list, inputs: list, seeds: list | None, create_graph: bool, retain_graph: bool) -> list:
@@ -242,7 +252,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
         keep = inputs.outside_tracks([output, *_flatten(aux)[0]])
         flat = _grads([output], inputs.flat, None, create_graph=keep, retain_graph=keep)
         result = inputs.group(flat, argnums)
-        value = output if keep else output.detach()
+        value = output if keep else _detach(output)
         if has_aux:
             return result, (value, _detach_tree(aux, keep))
         return result, value
@@ -329,3 +339,113 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
         return (result, _detach_tree(aux, keep)) if has_aux else result
 
     return wrapper
+
+
+# --- forward mode ------------------------------------------------------------------------------
+
+def _check_tuple(value, api: str, what: str) -> tuple:
+    if not isinstance(value, (tuple, list)):
+        raise RuntimeError(f"{api}: Expected {what} to be a tuple. E.g. it should be valid to call f(*{what}).")
+    return tuple(value)
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), the Jacobian of func at primals applied to tangents), by forward-mode AD
+    (one pass; tangents have the primals' structure). With has_aux, also the aux output. As in
+    PyTorch, forward-mode levels do not nest: jvp inside jvp raises."""
+    api = "jvp(f, primals, tangents)"
+    if strict:
+        raise RuntimeError(f"{api}: strict=True is not implemented")
+    primals = _check_tuple(primals, api, "primals")
+    tangents = _check_tuple(tangents, api, "tangents")
+    flat_p, spec_p = _flatten(primals)
+    flat_t, spec_t = _flatten(tangents)
+    if spec_p != spec_t:
+        raise RuntimeError(f"{api}: Expected primals and tangents to have the same python structure. For example, "
+                           f"if primals is a tuple of 3 tensors, tangents also must be. Got primals with structure "
+                           f"{spec_p} and tangents with structure {spec_t}")
+    for p, t in zip(flat_p, flat_t, strict=True):
+        if not isinstance(p, _C.Tensor) or not isinstance(t, _C.Tensor):
+            raise RuntimeError(f"{api}: Expected primals and tangents to be tensors")
+        if list(p.shape) != list(t.shape):
+            raise RuntimeError(f"{api}: Expected primals and tangents to have the same shape, got {list(p.shape)} "
+                               f"and {list(t.shape)}")
+    fwd = _autograd.forward_ad
+    with fwd.dual_level():
+        duals = _unflatten(spec_p, [fwd.make_dual(p, t) for p, t in zip(flat_p, flat_t, strict=True)])
+        output = func(*duals)
+        output, aux = _split_aux(output, has_aux, api)
+        flat_out, spec_out = _flatten(output)
+        _tensor_outputs(flat_out, api, "f(*primals)")
+        unpacked = [fwd.unpack_dual(o) for o in flat_out]
+        primals_out = [u.primal for u in unpacked]
+        tangents_out = [_C.zeros_like(o) if u.tangent is None else u.tangent for o, u in zip(flat_out, unpacked,
+                                                                                               strict=True)]
+    result = (_unflatten(spec_out, primals_out), _unflatten(spec_out, tangents_out))
+    return (*result, aux) if has_aux else result
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """Like jacrev, by forward mode: one jvp per input element (a Python loop, as Ember has no
+    vmap) gives one column of the Jacobian (output.shape + input.shape per differentiated leaf)."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    api = "jacfwd(f, ...)(*args)"
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        positions = _positions(argnums, len(args))
+        specs, flat_inputs = [], []
+        for p in positions:
+            leaves, spec = _flatten(args[p])
+            for leaf in leaves:
+                if not isinstance(leaf, _C.Tensor):
+                    raise ValueError(f"Thing passed to transform API must be Tensor, got {type(leaf)}")
+            specs.append((p, spec, len(leaves)))
+            flat_inputs.extend(leaves)
+
+        def call(flat):
+            call_args, it = list(args), iter(flat)
+            for p, spec, n in specs:
+                call_args[p] = _unflatten(spec, [next(it) for _ in range(n)])
+            return func(*call_args, **kwargs)
+
+        columns = [[] for _ in flat_inputs]  # per input leaf, per element: the output tangents
+        output = aux = None
+        for j, x in enumerate(flat_inputs):
+            for k in range(x.numel()):
+                basis = [_C.zeros_like(t) for t in flat_inputs]
+                basis[j].reshape(-1)[k] = 1.0
+                result = jvp(lambda *flat: call(flat), tuple(flat_inputs), tuple(basis), has_aux=has_aux)
+                output, tangent = result[0], result[1]
+                aux = result[2] if has_aux else None
+                columns[j].append(_flatten(tangent)[0])
+        if output is None:  # no input element at all: evaluate once for the output's structure
+            output = call(flat_inputs)
+            output, aux = _split_aux(output, has_aux, api)
+        flat_out, out_spec = _flatten(output)
+        _tensor_outputs(flat_out, api, "f(*args)")
+        per_output = []
+        for i, out in enumerate(flat_out):
+            jac = []
+            for j, x in enumerate(flat_inputs):
+                shape = list(out.shape) + list(x.shape)
+                if columns[j]:
+                    cols = [c[i].reshape(-1) for c in columns[j]]
+                    jac.append(_C.stack(cols, 1).reshape(shape))
+                else:
+                    jac.append(_C.zeros(shape, dtype=out.dtype, device=out.device))
+            grouped, it = [], iter(jac)
+            for _, spec, n in specs:
+                grouped.append(_unflatten(spec, [next(it) for _ in range(n)]))
+            per_output.append(tuple(grouped) if isinstance(argnums, tuple) else grouped[0])
+        result = _unflatten(out_spec, per_output)
+        return (result, aux) if has_aux else result
+
+    return wrapper
+
+
+def hessian(func, argnums=0):
+    """The second derivatives of a scalar func: jacrev(jacrev(func)) (torch.func nests jacfwd over
+    jacrev; on Ember's single graph, reverse over reverse gives the same matrix)."""
+    return jacrev(jacrev(func, argnums), argnums)
