@@ -163,7 +163,7 @@ EMBER_API std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
 // op's JVP formula (declared next to its VJP). As in PyTorch, one level is active at a time.
 namespace forward_ad {
 
-EMBER_API uint64_t enter_dual_level();  // raises if a level is already active
+EMBER_API uint64_t enter_dual_level();           // raises if a level is already active
 EMBER_API void exit_dual_level(uint64_t level);  // drops every tangent of that level
 // A level is active and this thread is not evaluating a JVP formula (which sees primals only).
 EMBER_API bool enabled();

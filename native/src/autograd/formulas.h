@@ -39,7 +39,8 @@ inline Tensor add_tangents(const Tensor& a, const Tensor& b) {
 
 // The tangent of a real reduction over `dim` (all dims when absent or empty): the local
 // derivative `d` (the VJP of ones) contracted with the tangent.
-inline Tensor reduction_jvp(const Tensor& d, const Tensor& t, const std::optional<IntList>& dim, bool keepdim) {
+inline Tensor reduction_jvp(const Tensor& d, const Tensor& t, const std::optional<IntList>& dim,
+                            bool keepdim) {
   return autograd::sum(autograd::mul(autograd::conj(d), t, std::nullopt), dim, keepdim, std::nullopt);
 }
 

@@ -47,7 +47,8 @@ inline Tensor unfold_backward(const Tensor& grad, const IntList& sizes, int64_t 
   const int64_t windows = grad.sizes()[d];
   const Tensor starts = ember::mul(ember::unsqueeze(int_range(windows, grad.device()), 1), int_num(step));
   const Tensor index = ember::reshape(
-      ember::add(starts, ember::unsqueeze(int_range(size, grad.device()), 0), Scalar(int64_t(1))), IntList{-1});
+      ember::add(starts, ember::unsqueeze(int_range(size, grad.device()), 0), Scalar(int64_t(1))),
+      IntList{-1});
   Tensor g = autograd::movedim(grad, IntList{grad.dim() - 1}, IntList{d + 1});
   g = autograd::flatten(g, d, d + 1);
   return autograd::index_add(zeros_shaped(sizes, grad), d, index, g, Scalar(int64_t(1)));
@@ -76,7 +77,8 @@ inline Tensor storage_positions(const IntList& sizes, const IntList& strides, in
   for (size_t i = 0; i < sizes.size(); ++i) {
     IntList shape(sizes.size(), 1);
     shape[i] = sizes[i];
-    pos = ember::add(pos, ember::reshape(ember::mul(int_range(sizes[i], device), int_num(strides[i])), shape));
+    pos =
+        ember::add(pos, ember::reshape(ember::mul(int_range(sizes[i], device), int_num(strides[i])), shape));
   }
   return ember::reshape(ember::expand(pos, sizes), IntList{-1});
 }
@@ -93,19 +95,20 @@ inline int64_t storage_extent(const IntList& sizes, const IntList& strides, int6
 // as_strided reads self's storage: gradients (and tangents) are moved through a flat buffer
 // indexed by storage position. Storage shared by several elements of self splits evenly.
 inline Tensor as_strided_through_storage(const Tensor& values, const Tensor& self, const IntList& from_sizes,
-                                         const IntList& from_strides, int64_t from_offset, const IntList& to_sizes,
-                                         const IntList& to_strides, int64_t to_offset, bool average_to) {
+                                         const IntList& from_strides, int64_t from_offset,
+                                         const IntList& to_sizes, const IntList& to_strides,
+                                         int64_t to_offset, bool average_to) {
   const int64_t extent = std::max(storage_extent(from_sizes, from_strides, from_offset),
                                   storage_extent(to_sizes, to_strides, to_offset));
   const Tensor from = storage_positions(from_sizes, from_strides, from_offset, values.device());
   const Tensor to = storage_positions(to_sizes, to_strides, to_offset, values.device());
-  Tensor buffer = autograd::index_add(zeros_shaped(IntList{extent}, values), 0, from, flat(values),
-                                      Scalar(int64_t(1)));
+  Tensor buffer =
+      autograd::index_add(zeros_shaped(IntList{extent}, values), 0, from, flat(values), Scalar(int64_t(1)));
   Tensor picked = autograd::index_select(buffer, 0, to);
   if (average_to) {
     const Tensor ones = ember::ones(IntList{to.numel()}, values.dtype(), values.device());
-    const Tensor count = ember::index_add(ember::zeros(IntList{extent}, values.dtype(), values.device()), 0, to,
-                                          ones, Scalar(int64_t(1)));
+    const Tensor count = ember::index_add(ember::zeros(IntList{extent}, values.dtype(), values.device()), 0,
+                                          to, ones, Scalar(int64_t(1)));
     picked = autograd::div(picked, ember::index_select(count, 0, to), std::nullopt, std::nullopt);
   }
   (void)self;
@@ -118,14 +121,14 @@ inline Tensor as_strided_backward(const Tensor& grad, const Tensor& self, const 
                                     self.sizes(), self.strides(), self.storage_offset(), true);
 }
 
-inline Tensor as_strided_jvp(const Tensor& self_t, const Tensor& self, const IntList& size, const IntList& stride,
-                             std::optional<int64_t> storage_offset) {
+inline Tensor as_strided_jvp(const Tensor& self_t, const Tensor& self, const IntList& size,
+                             const IntList& stride, std::optional<int64_t> storage_offset) {
   // the tangent is laid out as self is; storage shared by several elements of self averages
-  const Tensor spread = as_strided_through_storage(
-      self_t, self, self.sizes(), self.strides(), self.storage_offset(), self.sizes(), self.strides(),
-      self.storage_offset(), true);
-  return as_strided_through_storage(spread, self, self.sizes(), self.strides(), self.storage_offset(), size, stride,
-                                    storage_offset.value_or(self.storage_offset()), false);
+  const Tensor spread =
+      as_strided_through_storage(self_t, self, self.sizes(), self.strides(), self.storage_offset(),
+                                 self.sizes(), self.strides(), self.storage_offset(), true);
+  return as_strided_through_storage(spread, self, self.sizes(), self.strides(), self.storage_offset(), size,
+                                    stride, storage_offset.value_or(self.storage_offset()), false);
 }
 
 // repeat / tile: the result is [r0, s0, r1, s1, ...] folded; sum the repeat axes back.
@@ -159,19 +162,25 @@ inline IntList negated(IntList v) {
 }
 
 // hstack / vstack / dstack: a cat of atleast_{1,2,3}d views, split back and reshaped.
-inline std::vector<Tensor> stack_like_backward(const Tensor& grad, const std::vector<IntList>& sizes, int rank) {
+inline std::vector<Tensor> stack_like_backward(const Tensor& grad, const std::vector<IntList>& sizes,
+                                               int rank) {
   std::vector<IntList> lifted;
   for (const IntList& s : sizes) {
     IntList l = s;
     if (rank == 1 && l.empty()) l = {1};
     if (rank == 2) {
-      if (l.empty()) l = {1, 1};
-      else if (l.size() == 1) l = {1, l[0]};
+      if (l.empty())
+        l = {1, 1};
+      else if (l.size() == 1)
+        l = {1, l[0]};
     }
     if (rank == 3) {
-      if (l.empty()) l = {1, 1, 1};
-      else if (l.size() == 1) l = {1, l[0], 1};
-      else if (l.size() == 2) l = {l[0], l[1], 1};
+      if (l.empty())
+        l = {1, 1, 1};
+      else if (l.size() == 1)
+        l = {1, l[0], 1};
+      else if (l.size() == 2)
+        l = {l[0], l[1], 1};
     }
     lifted.push_back(l);
   }
@@ -183,8 +192,8 @@ inline std::vector<Tensor> stack_like_backward(const Tensor& grad, const std::ve
 
 // meshgrid: output i varies along one dim (i, or the first two swapped for 'xy'); its gradient
 // sums the others away.
-inline std::vector<Tensor> meshgrid_backward(const std::vector<Tensor>& grads, const std::vector<IntList>& sizes,
-                                             const std::string& indexing) {
+inline std::vector<Tensor> meshgrid_backward(const std::vector<Tensor>& grads,
+                                             const std::vector<IntList>& sizes, const std::string& indexing) {
   std::vector<Tensor> out;
   const int64_t n = static_cast<int64_t>(grads.size());
   for (int64_t i = 0; i < n; ++i) {
@@ -208,7 +217,8 @@ inline Tensor repeat_interleave_backward(const Tensor& grad, const IntList& self
   const int64_t n = dim && !self_sizes.empty() ? self_sizes[d] : numel;
   const Tensor source = ember::repeat_interleave(int_range(n, grad.device()), repeats, 0);
   if (!dim || self_sizes.empty()) {
-    const Tensor g = autograd::index_add(zeros_shaped(IntList{n}, grad), 0, source, flat(grad), Scalar(int64_t(1)));
+    const Tensor g =
+        autograd::index_add(zeros_shaped(IntList{n}, grad), 0, source, flat(grad), Scalar(int64_t(1)));
     return autograd::reshape(g, self_sizes);
   }
   return autograd::index_add(zeros_shaped(self_sizes, grad), d, source, grad, Scalar(int64_t(1)));
@@ -216,8 +226,8 @@ inline Tensor repeat_interleave_backward(const Tensor& grad, const IntList& self
 
 // diff: the n-th forward difference of cat(prepend, self, append) along dim. One difference
 // x[1:] - x[:-1] sends g back as [0, g] - [g, 0].
-inline Tensor diff_backward(const Tensor& grad, int64_t n, int64_t dim, const Tensor& self, const Tensor& prepend,
-                            const Tensor& append, int which) {
+inline Tensor diff_backward(const Tensor& grad, int64_t n, int64_t dim, const Tensor& self,
+                            const Tensor& prepend, const Tensor& append, int which) {
   const int64_t d = wrap_dim(dim, self.dim());
   const int64_t pre = prepend.defined() ? (prepend.dim() == 0 ? 1 : prepend.sizes()[d]) : 0;
   const int64_t mid = self.sizes()[d];
@@ -246,15 +256,17 @@ inline Tensor take_backward(const Tensor& grad, const IntList& self_sizes, const
   const int64_t n = checked_numel(self_sizes, "take");
   Tensor idx = ember::reshape(index, IntList{-1});
   idx = ember::where(ember::lt(idx, int_num(0)), ember::add(idx, int_num(n)), idx);  // negative: from the end
-  const Tensor g = autograd::index_add(zeros_shaped(IntList{n}, grad), 0, idx, flat(grad), Scalar(int64_t(1)));
+  const Tensor g =
+      autograd::index_add(zeros_shaped(IntList{n}, grad), 0, idx, flat(grad), Scalar(int64_t(1)));
   return autograd::reshape(g, self_sizes);
 }
 
 inline Tensor take_along_dim_backward(const Tensor& grad, const IntList& self_sizes, const Tensor& indices,
                                       std::optional<int64_t> dim) {
   if (!dim) {
-    const Tensor g = autograd::scatter_add(zeros_shaped(IntList{checked_numel(self_sizes, "take_along_dim")}, grad),
-                                           0, ember::reshape(indices, IntList{-1}), flat(grad));
+    const Tensor g =
+        autograd::scatter_add(zeros_shaped(IntList{checked_numel(self_sizes, "take_along_dim")}, grad), 0,
+                              ember::reshape(indices, IntList{-1}), flat(grad));
     return autograd::reshape(g, self_sizes);
   }
   const int64_t d = wrap_dim(*dim, grad.dim());
@@ -268,7 +280,8 @@ inline Tensor masked_select_backward(const Tensor& grad, const Tensor& self, con
   return autograd::masked_scatter(zeros_shaped(shape, grad), ember::expand(mask, shape), grad);
 }
 
-inline Tensor masked_scatter_source_backward(const Tensor& grad, const Tensor& mask, const IntList& source_sizes) {
+inline Tensor masked_scatter_source_backward(const Tensor& grad, const Tensor& mask,
+                                             const IntList& source_sizes) {
   Tensor taken = autograd::masked_select(grad, mask);
   const int64_t missing = checked_numel(source_sizes, "masked_scatter") - taken.numel();
   if (missing > 0) taken = autograd::cat({taken, zeros_shaped(IntList{missing}, grad)}, 0);
@@ -307,11 +320,12 @@ struct ScatterReduceParts {
 };
 
 inline ScatterReduceParts scatter_reduce_parts(const Tensor& self, int64_t dim, const Tensor& index,
-                                               const Tensor& src, const std::string& reduce, bool include_self,
-                                               const Tensor& result) {
+                                               const Tensor& src, const std::string& reduce,
+                                               bool include_self, const Tensor& result) {
   const DType real = is_complex(self.dtype()) ? DType::Float64 : self.dtype();
   const Tensor ones_src = ember::ones(src.sizes(), real, src.device());
-  const Tensor landed = ember::scatter_add(ember::zeros(self.sizes(), real, self.device()), dim, index, ones_src);
+  const Tensor landed =
+      ember::scatter_add(ember::zeros(self.sizes(), real, self.device()), dim, index, ones_src);
   ScatterReduceParts p;
   p.touched = ember::gt(landed, num(0.0));
   const Tensor self_in = include_self ? ember::ones(self.sizes(), real, self.device())
@@ -331,27 +345,28 @@ inline ScatterReduceParts scatter_reduce_parts(const Tensor& self, int64_t dim, 
     p.src_share = ember::div(src_hit, ember::gather(count, dim, index));
   } else {
     EMBER_CHECK(reduce == "prod", ValueError, "[scatter_reduce] unknown reduce '", reduce, "'");
-    EMBER_CHECK(!(include_self && has_zero(self)) && !has_zero(src), NotImplementedError,
-                "[scatter_reduce] the derivative of reduce='prod' with zero-valued inputs is not implemented");
+    EMBER_CHECK(
+        !(include_self && has_zero(self)) && !has_zero(src), NotImplementedError,
+        "[scatter_reduce] the derivative of reduce='prod' with zero-valued inputs is not implemented");
   }
   return p;
 }
 
-inline Tensor scatter_reduce_self_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& index,
-                                           const Tensor& src, const std::string& reduce, bool include_self,
-                                           const Tensor& result) {
+inline Tensor scatter_reduce_self_backward(const Tensor& grad, const Tensor& self, int64_t dim,
+                                           const Tensor& index, const Tensor& src, const std::string& reduce,
+                                           bool include_self, const Tensor& result) {
   const ScatterReduceParts p = scatter_reduce_parts(self, dim, index, src, reduce, include_self, result);
   if (reduce == "prod") {  // d result / d self = result / self where self took part
-    const Tensor g = autograd::div(autograd::mul(grad, autograd::conj(result), std::nullopt), autograd::conj(self),
-                                   std::nullopt, std::nullopt);
+    const Tensor g = autograd::div(autograd::mul(grad, autograd::conj(result), std::nullopt),
+                                   autograd::conj(self), std::nullopt, std::nullopt);
     return include_self ? g : autograd::where(p.touched, zeros_of(grad), grad);
   }
   return autograd::mul(grad, p.self_share, std::nullopt);
 }
 
-inline Tensor scatter_reduce_src_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& index,
-                                          const Tensor& src, const std::string& reduce, bool include_self,
-                                          const Tensor& result) {
+inline Tensor scatter_reduce_src_backward(const Tensor& grad, const Tensor& self, int64_t dim,
+                                          const Tensor& index, const Tensor& src, const std::string& reduce,
+                                          bool include_self, const Tensor& result) {
   const ScatterReduceParts p = scatter_reduce_parts(self, dim, index, src, reduce, include_self, result);
   if (reduce == "prod") {
     const Tensor g = autograd::gather(autograd::mul(grad, autograd::conj(result), std::nullopt), dim, index);
@@ -361,23 +376,25 @@ inline Tensor scatter_reduce_src_backward(const Tensor& grad, const Tensor& self
 }
 
 inline Tensor scatter_reduce_jvp(const Tensor& self_t, const Tensor& src_t, const Tensor& self, int64_t dim,
-                                 const Tensor& index, const Tensor& src, const std::string& reduce, bool include_self,
-                                 const Tensor& result) {
+                                 const Tensor& index, const Tensor& src, const std::string& reduce,
+                                 bool include_self, const Tensor& result) {
   const ScatterReduceParts p = scatter_reduce_parts(self, dim, index, src, reduce, include_self, result);
   if (reduce == "prod") {  // d result = result * (sum of t / x over what took part)
-    const Tensor from_src = autograd::mul(
-        result,
-        autograd::scatter_add(zeros_of(self_t), dim, index, autograd::div(src_t, src, std::nullopt, std::nullopt)),
-        std::nullopt);
+    const Tensor from_src =
+        autograd::mul(result,
+                      autograd::scatter_add(zeros_of(self_t), dim, index,
+                                            autograd::div(src_t, src, std::nullopt, std::nullopt)),
+                      std::nullopt);
     const Tensor from_self =
-        include_self ? autograd::mul(result, autograd::div(self_t, self, std::nullopt, std::nullopt), std::nullopt)
-                     : autograd::where(p.touched, zeros_of(self_t), self_t);
+        include_self
+            ? autograd::mul(result, autograd::div(self_t, self, std::nullopt, std::nullopt), std::nullopt)
+            : autograd::where(p.touched, zeros_of(self_t), self_t);
     return autograd::add(from_self, from_src, Scalar(int64_t(1)), std::nullopt);
   }
-  return autograd::add(autograd::mul(self_t, p.self_share, std::nullopt),
-                       autograd::scatter_add(zeros_of(self_t), dim, index,
-                                             autograd::mul(src_t, p.src_share, std::nullopt)),
-                       Scalar(int64_t(1)), std::nullopt);
+  return autograd::add(
+      autograd::mul(self_t, p.self_share, std::nullopt),
+      autograd::scatter_add(zeros_of(self_t), dim, index, autograd::mul(src_t, p.src_share, std::nullopt)),
+      Scalar(int64_t(1)), std::nullopt);
 }
 
 inline Tensor imag_unit() {
@@ -399,11 +416,12 @@ inline Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor
   IntList edge = x.sizes();
   edge.back() = 1;
   const Tensor one = ember::ones(edge, x.dtype(), x.device());
-  const Tensor before = autograd::cumprod(autograd::cat({one, autograd::narrow(x, -1, 0, n - 1)}, -1), -1,
-                                          std::nullopt);
+  const Tensor before =
+      autograd::cumprod(autograd::cat({one, autograd::narrow(x, -1, 0, n - 1)}, -1), -1, std::nullopt);
   const Tensor after = autograd::flip(
-      autograd::cumprod(autograd::flip(autograd::cat({autograd::narrow(x, -1, 1, n - 1), one}, -1), IntList{-1}), -1,
-                        std::nullopt),
+      autograd::cumprod(
+          autograd::flip(autograd::cat({autograd::narrow(x, -1, 1, n - 1), one}, -1), IntList{-1}), -1,
+          std::nullopt),
       IntList{-1});
   Tensor others = autograd::mul(before, after, std::nullopt);
   others = all ? autograd::reshape(others, self.sizes()) : autograd::movedim(others, IntList{-1}, IntList{d});
@@ -429,8 +447,8 @@ inline Tensor cumprod_backward(const Tensor& grad, const Tensor& self, const Ten
     const Tensor at_i = ember::eq(pos, int_num(i));
     const Tensor without_i = autograd::where(at_i, ember::ones(IntList{}, self.dtype(), self.device()), self);
     const Tensor from_i = ember::ge(pos, int_num(i));
-    const Tensor terms = autograd::mul(grad, autograd::conj(autograd::cumprod(without_i, d, std::nullopt)),
-                                       std::nullopt);
+    const Tensor terms =
+        autograd::mul(grad, autograd::conj(autograd::cumprod(without_i, d, std::nullopt)), std::nullopt);
     parts.push_back(autograd::sum(mask_backward(terms, from_i), IntList{d}, true, std::nullopt));
   }
   return autograd::cat(parts, d);
@@ -440,8 +458,9 @@ inline Tensor cumprod_jvp(const Tensor& self_t, const Tensor& self, const Tensor
   if (self.dim() == 0 || self.numel() == 0) return self_t;
   const int64_t d = wrap_dim(dim, self.dim());
   if (!has_zero(self)) {
-    return autograd::mul(result, autograd::cumsum(autograd::div(self_t, self, std::nullopt, std::nullopt), d,
-                                                  std::nullopt), std::nullopt);
+    return autograd::mul(
+        result, autograd::cumsum(autograd::div(self_t, self, std::nullopt, std::nullopt), d, std::nullopt),
+        std::nullopt);
   }
   const int64_t n = self.sizes()[d];
   IntList line(self.dim(), 1);
@@ -453,7 +472,8 @@ inline Tensor cumprod_jvp(const Tensor& self_t, const Tensor& self, const Tensor
     const Tensor without_i = autograd::where(at_i, ember::ones(IntList{}, self.dtype(), self.device()), self);
     const Tensor t_i = autograd::narrow(self_t, d, i, 1);
     const Tensor term = autograd::mul(autograd::cumprod(without_i, d, std::nullopt), t_i, std::nullopt);
-    total = autograd::add(total, mask_backward(term, ember::ge(pos, int_num(i))), Scalar(int64_t(1)), std::nullopt);
+    total = autograd::add(total, mask_backward(term, ember::ge(pos, int_num(i))), Scalar(int64_t(1)),
+                          std::nullopt);
   }
   return total;
 }
@@ -465,32 +485,37 @@ inline Tensor minus_inf_like(const Tensor& t) {
 // log(t) - y for t >= 0: -inf where t = 0, with zero (not NaN) derivatives there.
 inline Tensor log_minus(const Tensor& t, const Tensor& y) {
   const Tensor positive = ember::gt(t, num(0.0));
-  const Tensor logs = autograd::sub(
-      autograd::log(autograd::where(positive, t, ember::ones(IntList{}, t.dtype(), t.device())), std::nullopt),
-      autograd::where(positive, y, zeros_of(y)), Scalar(int64_t(1)), std::nullopt);
+  const Tensor logs =
+      autograd::sub(autograd::log(autograd::where(positive, t, ember::ones(IntList{}, t.dtype(), t.device())),
+                                  std::nullopt),
+                    autograd::where(positive, y, zeros_of(y)), Scalar(int64_t(1)), std::nullopt);
   return autograd::where(positive, logs, minus_inf_like(logs));
 }
 
 // exp(a + b), and 0 wherever a or b is -inf (also when the other is +inf: no NaN).
 inline Tensor exp_sum(const Tensor& a, const Tensor& b) {
   const Tensor none = ember::logical_or(ember::eq(a, minus_inf_like(a)), ember::eq(b, minus_inf_like(b)));
-  const Tensor e = autograd::exp(autograd::where(none, zeros_of(a), autograd::add(a, b, Scalar(int64_t(1)),
-                                                                                   std::nullopt)), std::nullopt);
+  const Tensor e =
+      autograd::exp(autograd::where(none, zeros_of(a), autograd::add(a, b, Scalar(int64_t(1)), std::nullopt)),
+                    std::nullopt);
   return autograd::where(none, zeros_of(e), e);
 }
 
 // logcumsumexp: grad_i = sum_{k >= i} grad_k exp(x_i - y_k), summed in log space for the positive
 // and the negative part of grad (no overflow): exp(x_i + log sum_{k >= i} exp(log grad_k - y_k)).
-inline Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result, int64_t dim) {
+inline Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                                    int64_t dim) {
   if (self.dim() == 0) return grad;
   const int64_t d = wrap_dim(dim, self.dim());
   auto part = [&](const Tensor& g) {
     const Tensor terms = log_minus(g, result);
-    const Tensor tail = autograd::flip(autograd::logcumsumexp(autograd::flip(terms, IntList{d}), d), IntList{d});
+    const Tensor tail =
+        autograd::flip(autograd::logcumsumexp(autograd::flip(terms, IntList{d}), d), IntList{d});
     return exp_sum(self, tail);
   };
   const Tensor positive = autograd::clamp(grad, Scalar(0.0), std::nullopt, std::nullopt);
-  const Tensor negative = autograd::clamp(autograd::neg(grad, std::nullopt), Scalar(0.0), std::nullopt, std::nullopt);
+  const Tensor negative =
+      autograd::clamp(autograd::neg(grad, std::nullopt), Scalar(0.0), std::nullopt, std::nullopt);
   return autograd::sub(part(positive), part(negative), Scalar(int64_t(1)), std::nullopt);
 }
 
@@ -503,8 +528,8 @@ inline Tensor logcumsumexp_jvp(const Tensor& self_t, const Tensor& self, const T
     return exp_sum(head, autograd::neg(result, std::nullopt));
   };
   const Tensor positive = autograd::clamp(self_t, Scalar(0.0), std::nullopt, std::nullopt);
-  const Tensor negative = autograd::clamp(autograd::neg(self_t, std::nullopt), Scalar(0.0), std::nullopt,
-                                          std::nullopt);
+  const Tensor negative =
+      autograd::clamp(autograd::neg(self_t, std::nullopt), Scalar(0.0), std::nullopt, std::nullopt);
   return autograd::sub(part(positive), part(negative), Scalar(int64_t(1)), std::nullopt);
 }
 
@@ -513,8 +538,9 @@ inline Tensor nan_kept(const Tensor& self) {
 }
 
 inline Tensor nanmean_count(const Tensor& self, const std::optional<IntList>& dim, bool keepdim) {
-  return ember::sum(ember::to_dtype(nan_kept(self), is_complex(self.dtype()) ? DType::Float64 : self.dtype(), false),
-                    dim, keepdim, std::nullopt);
+  return ember::sum(
+      ember::to_dtype(nan_kept(self), is_complex(self.dtype()) ? DType::Float64 : self.dtype(), false), dim,
+      keepdim, std::nullopt);
 }
 
 inline Tensor nanmean_backward(const Tensor& grad, const Tensor& self, const std::optional<IntList>& dim,
@@ -533,9 +559,10 @@ inline Tensor nanmean_jvp(const Tensor& self_t, const Tensor& self, const std::o
 // ---- elementwise ------------------------------------------------------------------------------
 
 // fmax / fmin: the gradient goes to the operand that was picked (self on ties, the number over NaN).
-inline Tensor fpick_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool for_self, bool max) {
-  const Tensor self_wins = ember::logical_or(max ? ember::ge(self, other) : ember::le(self, other),
-                                             ember::isnan(other));
+inline Tensor fpick_backward(const Tensor& grad, const Tensor& self, const Tensor& other, bool for_self,
+                             bool max) {
+  const Tensor self_wins =
+      ember::logical_or(max ? ember::ge(self, other) : ember::le(self, other), ember::isnan(other));
   return mask_backward(grad, for_self ? self_wins : ember::logical_not(self_wins));
 }
 
@@ -545,7 +572,9 @@ inline Tensor fpick_backward(const Tensor& grad, const Tensor& self, const Tenso
 // can be differentiated twice.
 inline Tensor trigamma(const Tensor& self) {
   const double pi = 3.14159265358979323846;
-  auto add = [](const Tensor& a, const Tensor& b) { return autograd::add(a, b, Scalar(int64_t(1)), std::nullopt); };
+  auto add = [](const Tensor& a, const Tensor& b) {
+    return autograd::add(a, b, Scalar(int64_t(1)), std::nullopt);
+  };
   auto mul = [](const Tensor& a, const Tensor& b) { return autograd::mul(a, b, std::nullopt); };
   const Tensor reflect = ember::lt(self, num(0.5));
   Tensor x = autograd::where(reflect, autograd::sub(num(1.0), self, Scalar(int64_t(1)), std::nullopt), self);
@@ -563,8 +592,8 @@ inline Tensor trigamma(const Tensor& self) {
   b = add(num(1.0 / 6.0), mul(r2, b));
   const Tensor value = add(acc, add(add(r, mul(r2, num(0.5))), mul(mul(r, r2), b)));
   const Tensor s = autograd::sin(mul(self, num(pi)), std::nullopt);
-  const Tensor reflected = autograd::sub(autograd::div(num(pi * pi), mul(s, s), std::nullopt, std::nullopt), value,
-                                         Scalar(int64_t(1)), std::nullopt);
+  const Tensor reflected = autograd::sub(autograd::div(num(pi * pi), mul(s, s), std::nullopt, std::nullopt),
+                                         value, Scalar(int64_t(1)), std::nullopt);
   return autograd::where(reflect, reflected, value);
 }
 
@@ -573,8 +602,9 @@ inline Tensor sgn_backward(const Tensor& grad, const Tensor& self, const Tensor&
   if (!is_complex(self.dtype())) return zeros_of(grad);
   const Tensor r = autograd::abs(self, std::nullopt);
   const Tensor along = autograd::real(autograd::mul(grad, autograd::conj(result), std::nullopt));
-  const Tensor g = autograd::div(autograd::sub(grad, autograd::mul(result, along, std::nullopt), Scalar(int64_t(1)),
-                                               std::nullopt), r, std::nullopt, std::nullopt);
+  const Tensor g = autograd::div(
+      autograd::sub(grad, autograd::mul(result, along, std::nullopt), Scalar(int64_t(1)), std::nullopt), r,
+      std::nullopt, std::nullopt);
   return autograd::where(ember::eq(r, num(0.0)), zeros_of(g), g);
 }
 
@@ -582,8 +612,9 @@ inline Tensor sgn_jvp(const Tensor& self_t, const Tensor& self, const Tensor& re
   if (!is_complex(self.dtype())) return zeros_of(self_t);
   const Tensor r = autograd::abs(self, std::nullopt);
   const Tensor along = autograd::real(autograd::mul(autograd::conj(result), self_t, std::nullopt));
-  const Tensor t = autograd::div(autograd::sub(self_t, autograd::mul(result, along, std::nullopt), Scalar(int64_t(1)),
-                                               std::nullopt), r, std::nullopt, std::nullopt);
+  const Tensor t = autograd::div(
+      autograd::sub(self_t, autograd::mul(result, along, std::nullopt), Scalar(int64_t(1)), std::nullopt), r,
+      std::nullopt, std::nullopt);
   return autograd::where(ember::eq(r, num(0.0)), zeros_of(t), t);
 }
 
@@ -593,8 +624,8 @@ inline Tensor angle_backward(const Tensor& grad, const Tensor& self) {
   if (!is_complex(self.dtype())) return zeros_of(grad);
   const Tensor r = autograd::abs(self, std::nullopt);
   const Tensor i_z = autograd::mul(self, imag_unit(), std::nullopt);
-  const Tensor g = autograd::mul(grad, autograd::div(i_z, autograd::mul(r, r, std::nullopt), std::nullopt,
-                                                     std::nullopt), std::nullopt);
+  const Tensor g = autograd::mul(
+      grad, autograd::div(i_z, autograd::mul(r, r, std::nullopt), std::nullopt, std::nullopt), std::nullopt);
   return autograd::where(ember::eq(r, num(0.0)), zeros_of(g), g);
 }
 

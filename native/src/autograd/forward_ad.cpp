@@ -47,8 +47,9 @@ void exit_dual_level(uint64_t level) {
   std::vector<std::weak_ptr<ForwardGrad>> to_clear;
   {
     std::lock_guard<std::mutex> lock(levels_mutex);
-    EMBER_CHECK(level != 0 && active_level.load() == level, Error, "[exit_dual_level] Trying to exit a forward AD level ",
-                level, " that was not the last one created");
+    EMBER_CHECK(level != 0 && active_level.load() == level, Error,
+                "[exit_dual_level] Trying to exit a forward AD level ", level,
+                " that was not the last one created");
     active_level.store(0);
     to_clear.swap(holders);
   }
@@ -130,19 +131,21 @@ Tensor make_dual(const Tensor& primal, const Tensor& tangent_value) {
   EMBER_CHECK(active_level.load() != 0, Error,
               "[make_dual] make_dual can only be used inside a dual level (with forward_ad.dual_level())");
   EMBER_CHECK(primal.defined() && tangent_value.defined(), TypeError, "[make_dual] expected two Tensors");
-  EMBER_CHECK(differentiable(primal.dtype()), TypeError,
-              "[make_dual] Expected primal to be floating point or complex, but got: ", dtype_name(primal.dtype()));
+  EMBER_CHECK(
+      differentiable(primal.dtype()), TypeError,
+      "[make_dual] Expected primal to be floating point or complex, but got: ", dtype_name(primal.dtype()));
   EMBER_CHECK(differentiable(tangent_value.dtype()), TypeError,
               "[make_dual] Expected tangent to be floating point or complex, but got: ",
               dtype_name(tangent_value.dtype()));
-  EMBER_CHECK(tangent_value.sizes() == primal.sizes(), ValueError,
-              "[make_dual] Trying to set a forward gradient that has a different size than that of the original "
-              "Tensor, this is not supported. Tensor is of size ",
-              dims_text(primal.sizes()), " while the given forward gradient is of size ",
-              dims_text(tangent_value.sizes()), ".");
+  EMBER_CHECK(
+      tangent_value.sizes() == primal.sizes(), ValueError,
+      "[make_dual] Trying to set a forward gradient that has a different size than that of the original "
+      "Tensor, this is not supported. Tensor is of size ",
+      dims_text(primal.sizes()), " while the given forward gradient is of size ",
+      dims_text(tangent_value.sizes()), ".");
   EMBER_CHECK(tangent_value.dtype() == primal.dtype(), TypeError,
-              "[make_dual] Expected tangent to have the same dtype as the primal (", dtype_name(primal.dtype()),
-              "), but got ", dtype_name(tangent_value.dtype()));
+              "[make_dual] Expected tangent to have the same dtype as the primal (",
+              dtype_name(primal.dtype()), "), but got ", dtype_name(tangent_value.dtype()));
   EMBER_CHECK(tangent_value.device() == primal.device(), ValueError,
               "[make_dual] Expected tangent to be on the same device as the primal");
   Tensor dual = primal_view(primal);

@@ -80,8 +80,8 @@ Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
 Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<int64_t> dim) {
   if (!dim) return gather(reshape(self, {-1}), 0, reshape(indices, {-1}));
   EMBER_CHECK(self.dim() == indices.dim(), ValueError,
-              "[take_along_dim] input and indices should have the same number of dimensions, but got ", self.dim(),
-              " dimensions for input, and ", indices.dim(), " dimensions for indices");
+              "[take_along_dim] input and indices should have the same number of dimensions, but got ",
+              self.dim(), " dimensions for input, and ", indices.dim(), " dimensions for indices");
   if (self.dim() == 0) return gather(self, *dim, indices);
   const int64_t d = dims::wrap("take_along_dim", *dim, self.dim());
   IntList self_rest = self.sizes(), index_rest = indices.sizes();
