@@ -42,6 +42,15 @@ def uses(formulas: dict[str, str], word: str) -> bool:
 JVP_KEYS = ("result",)
 
 
+def in_place_lines(name: str, has_out: bool, by_name: bool, unsupported: str) -> list[str]:
+    """`in_place`: the op writes self (out=self, or a name ending in _); another out= raises."""
+    if not has_out:
+        return [f"  const bool in_place = {'true' if by_name else 'false'};", "  (void)in_place;"]
+    return ["  const bool in_place = out.has_value() && out->is_same(self);",
+            f'  EMBER_CHECK(!out.has_value() || in_place, Error, "[{name}] functions with out=... arguments '
+            f"don't support {unsupported}.\");", "  (void)in_place;"]
+
+
 def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
              derivatives: dict | None, nondifferentiable: bool, op_names: set[str]) -> str:
     """The definitions (for autograd_ops.cpp) of ember::autograd::<name>: its backward node, the
@@ -79,13 +88,7 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
     if nondifferentiable:
         body.append(f"  return {raw};")
         return "\n".join(body) + "\n}\n"
-    if has_out:
-        body += ["  const bool in_place = out.has_value() && out->is_same(self);",
-                 "  EMBER_CHECK(!out.has_value() || in_place, Error, \"[" + name + "] functions with out=... arguments "
-                 "don't support automatic differentiation, but one of the arguments requires grad.\");"]
-    else:
-        body.append(f"  const bool in_place = {'true' if by_name else 'false'};")
-    body.append("  (void)in_place;")
+    body += in_place_lines(name, has_out, by_name, "automatic differentiation, but one of the arguments requires grad")
     if has_self:
         body.append(f'  if (in_place) check_inplace("{name}", self);')
     rebase = "rebase_history(self, node)" if has_self else "(void)0"
@@ -235,13 +238,8 @@ def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: di
     body = [head, f"  if (!({check})) return {reverse};"]
     has_out = any(a["name"] == "out" for a in args)
     has_self = any(a["name"] == "self" and a["type"] == "Tensor" for a in args)
-    if has_out:
-        body += ["  const bool in_place = out.has_value() && out->is_same(self);",
-                 "  EMBER_CHECK(!out.has_value() || in_place, Error, \"[" + name + "] functions with out=... arguments "
-                 "don't support forward-mode automatic differentiation, but one of the arguments has a tangent.\");"]
-    else:
-        body.append(f"  const bool in_place = {'true' if name.endswith('_') and has_self else 'false'};")
-    body.append("  (void)in_place;")
+    body += in_place_lines(name, has_out, name.endswith("_") and has_self,
+                           "forward-mode automatic differentiation, but one of the arguments has a tangent")
     target = "(in_place ? self : result)" if has_self else "result"
     outputs = ("std::get<0>(result)" if len(rets) > 1 else "result")
     if nondifferentiable:

@@ -94,7 +94,7 @@ inline int64_t storage_extent(const IntList& sizes, const IntList& strides, int6
 
 // as_strided reads self's storage: gradients (and tangents) are moved through a flat buffer
 // indexed by storage position. Storage shared by several elements of self splits evenly.
-inline Tensor as_strided_through_storage(const Tensor& values, const Tensor& self, const IntList& from_sizes,
+inline Tensor as_strided_through_storage(const Tensor& values, const IntList& from_sizes,
                                          const IntList& from_strides, int64_t from_offset,
                                          const IntList& to_sizes, const IntList& to_strides,
                                          int64_t to_offset, bool average_to) {
@@ -111,13 +111,12 @@ inline Tensor as_strided_through_storage(const Tensor& values, const Tensor& sel
                                           to, ones, Scalar(int64_t(1)));
     picked = autograd::div(picked, ember::index_select(count, 0, to), std::nullopt, std::nullopt);
   }
-  (void)self;
   return autograd::reshape(picked, to_sizes);
 }
 
 inline Tensor as_strided_backward(const Tensor& grad, const Tensor& self, const IntList& size,
                                   const IntList& stride, std::optional<int64_t> storage_offset) {
-  return as_strided_through_storage(grad, self, size, stride, storage_offset.value_or(self.storage_offset()),
+  return as_strided_through_storage(grad, size, stride, storage_offset.value_or(self.storage_offset()),
                                     self.sizes(), self.strides(), self.storage_offset(), true);
 }
 
@@ -125,10 +124,10 @@ inline Tensor as_strided_jvp(const Tensor& self_t, const Tensor& self, const Int
                              const IntList& stride, std::optional<int64_t> storage_offset) {
   // the tangent is laid out as self is; storage shared by several elements of self averages
   const Tensor spread =
-      as_strided_through_storage(self_t, self, self.sizes(), self.strides(), self.storage_offset(),
-                                 self.sizes(), self.strides(), self.storage_offset(), true);
-  return as_strided_through_storage(spread, self, self.sizes(), self.strides(), self.storage_offset(), size,
-                                    stride, storage_offset.value_or(self.storage_offset()), false);
+      as_strided_through_storage(self_t, self.sizes(), self.strides(), self.storage_offset(), self.sizes(),
+                                 self.strides(), self.storage_offset(), true);
+  return as_strided_through_storage(spread, self.sizes(), self.strides(), self.storage_offset(), size, stride,
+                                    storage_offset.value_or(self.storage_offset()), false);
 }
 
 // repeat / tile: the result is [r0, s0, r1, s1, ...] folded; sum the repeat axes back.
@@ -405,8 +404,8 @@ inline Tensor imag_unit() {
 
 // prod: d prod / d x_i is the product of the others, from exclusive cumulative products on both
 // sides (exact when some x are zero).
-inline Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
-                            const std::optional<IntList>& dim, bool keepdim) {
+inline Tensor prod_backward(const Tensor& grad, const Tensor& self, const std::optional<IntList>& dim,
+                            bool keepdim) {
   if (self.numel() == 0) return zeros_of(self);
   const bool all = !dim || dim->empty();
   const int64_t d = all ? 0 : wrap_dim((*dim)[0], self.dim());
@@ -425,7 +424,6 @@ inline Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor
       IntList{-1});
   Tensor others = autograd::mul(before, after, std::nullopt);
   others = all ? autograd::reshape(others, self.sizes()) : autograd::movedim(others, IntList{-1}, IntList{d});
-  (void)result;
   return autograd::mul(sum_backward(grad, self.sizes(), dim, keepdim), autograd::conj(others), std::nullopt);
 }
 
