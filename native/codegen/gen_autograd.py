@@ -52,23 +52,22 @@ def in_place_lines(name: str, has_out: bool, by_name: bool, unsupported: str) ->
 
 
 def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
-             derivatives: dict | None, nondifferentiable: bool, op_names: set[str]) -> str:
+             derivatives: dict | None, nondifferentiable: bool, op_names: set[str], kernel: str) -> str:
     """The definitions (for autograd_ops.cpp) of ember::autograd::<name>: its backward node, the
-    reverse-mode wrapper (<name>_reverse) and the public wrapper that adds forward mode."""
+    reverse-mode wrapper (<name>_reverse, which computes the op by calling `kernel`) and the public
+    wrapper that adds forward mode."""
     derivatives = derivatives or {}
     vjps = {k: v for k, v in derivatives.items() if k not in JVP_KEYS}
     jvp = derivatives.get("result")
     if vjps and jvp is None:
         raise SystemExit(f"gen_ops: {name} declares reverse-mode derivatives but no JVP ('result')")
-    return (generate_reverse(name, args, rets, cpp_param, cpp_return, vjps, nondifferentiable, op_names)
+    return (generate_reverse(name, args, rets, cpp_param, cpp_return, vjps, nondifferentiable, op_names, kernel)
             + generate_forward(name, args, rets, cpp_param, cpp_return, vjps, jvp, nondifferentiable, op_names))
 
 
 def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
-                     derivatives: dict, nondifferentiable: bool, op_names: set[str]) -> str:
+                     derivatives: dict, nondifferentiable: bool, op_names: set[str], raw: str) -> str:
     params = ", ".join(cpp_param[a["type"]] + " " + a["name"] for a in args)
-    call = ", ".join(a["name"] for a in args)
-    raw = f"ember::{name}({call})"
     head = f"static {cpp_return} {name}_reverse({params}) {{"
     if not rets or any(r not in ("Tensor", "Tensor[]") for r in rets):
         return f"{head}\n  return {raw};\n}}\n"

@@ -634,3 +634,39 @@ DERIVATIVES: dict[str, dict[str, str]] = {
 # Ops whose floating results carry no gradient (PyTorch's non-differentiable outputs).
 NONDIFFERENTIABLE = {"detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
                      "bernoulli", "bernoulli_", "multinomial", "histc", "bincount"}
+
+# vmap batching rules (native/codegen/gen_batching.py says what each kind means). An op with
+# tensor arguments and no rule here runs as a loop over the batch inside vmap, with a one-time
+# performance warning (Note [fallback] in native/src/vmap/vmap.cpp).
+_DIM = {"dim": "dim"}
+BATCHING = {
+    **{op.schema.split("(")[0]: "pointwise" for op in OPS if op.test.get("family") in ("unary", "binary", "compare")},
+    **{name: "pointwise" for name in (
+        "clamp", "where", "threshold", "nan_to_num", "lerp", "addcmul", "addcdiv", "view_as_real", "view_as_complex",
+        "real", "imag", "conj", "conj_physical", "complex", "polar", "detach", "clone", "contiguous", "to_dtype",
+        "copy_", "zeros_like", "ones_like", "full_like", "empty_like", "fill_", "zero_")},
+    # shapes and views
+    "view": {"size": "shape"}, "reshape": {"shape": "shape"},
+    "flatten": {"start_dim": "dim", "end_dim": "dim"}, "unflatten": _DIM,
+    "permute": {"dims": "permutation"}, "transpose": {"dim0": "dim", "dim1": "dim"}, "t": "t",
+    "expand": "expand", "broadcast_to": "broadcast_to",
+    "squeeze": {"dim": "squeeze"}, "unsqueeze": {"dim": "new_dim"},
+    "movedim": {"source": "dims", "destination": "dims"},
+    "diagonal": {"dim1": "dim", "dim2": "dim"}, "unfold": {"dimension": "dim"}, "flip": {"dims": "dims"},
+    **{name: _DIM for name in ("narrow", "select", "slice", "narrow_copy", "unbind", "split", "chunk",
+                               "tensor_split")},
+    "tril": {"min_rank": 2}, "triu": {"min_rank": 2},
+    # one index shared by the batch
+    "index_select": _DIM, "index_fill": _DIM, "index_add": "index_add", "index_copy": "index_add",
+    "cat": "cat", "stack": "stack",
+    # along one dim
+    **{name: _DIM for name in ("softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
+                               "sort", "argsort", "topk", "kthvalue", "median", "nanmedian", "mode")},
+    # reductions
+    **{name: {"dim": "reduce_dims"} for name in ("sum", "prod", "mean", "amax", "amin", "all", "any", "logsumexp",
+                                                  "nansum", "nanmean", "count_nonzero", "var", "std", "norm")},
+    "argmax": {"dim": "dim?"}, "argmin": {"dim": "dim?"},
+    # random numbers follow vmap's randomness argument
+    **{name: "random_factory" for name in ("rand", "randn", "randint", "normal")},
+    **{name: "random" for name in ("randperm", "uniform_", "normal_", "bernoulli", "bernoulli_", "multinomial")},
+}

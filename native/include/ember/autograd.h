@@ -55,6 +55,7 @@ struct InputMeta {
   IntList sizes;
   DType dtype = DType::Float32;
   Device device;
+  std::vector<int64_t> vmap_levels;  // the input's batch levels (Note [gradients across vmap levels])
 };
 
 class EMBER_API Node : public std::enable_shared_from_this<Node> {

@@ -46,6 +46,7 @@ struct VersionCounter {
 };
 
 struct AutogradMeta;  // ember/autograd.h
+struct BatchedInfo;   // ember/vmap.h
 
 struct EMBER_API TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -59,6 +60,8 @@ struct EMBER_API TensorImpl {
   // A Python number wrapped as a 0-dim tensor for an op call; it ranks lowest in type
   // promotion (Note [type promotion]).
   bool is_wrapped_number = false;
+  // Inside vmap: this tensor is the logical view of a batched value (Note [batched tensors]).
+  std::shared_ptr<BatchedInfo> batched;
 };
 
 class EMBER_API Tensor {

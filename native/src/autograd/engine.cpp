@@ -10,6 +10,7 @@
 #include "ember/autograd.h"
 #include "ember/error.h"
 #include "ember/ops.h"
+#include "ember/vmap.h"
 
 namespace ember {
 
@@ -42,7 +43,7 @@ bool is_differentiable_dtype(DType d) {
 
 InputMeta meta_of(const Tensor& t) {
   if (!t.defined()) return {};
-  return {t.sizes(), t.dtype(), t.device()};
+  return {t.sizes(), t.dtype(), t.device(), vmap::levels_of(t)};
 }
 
 // The sink of a leaf: adds each gradient that reaches it into leaf.grad.
@@ -298,6 +299,7 @@ Tensor conform(const Node& node, size_t i, Tensor g) {
     if (!reduce.empty()) g = autograd::sum(g, reduce, true, std::nullopt);
     g = autograd::reshape(g, want.sizes);
   }
+  g = vmap::sum_exited_levels(g, want.vmap_levels);
   if (is_complex(g.dtype()) && !is_complex(want.dtype)) g = autograd::real(g);
   if (g.dtype() != want.dtype) g = autograd::to_dtype(g, want.dtype, false);
   return g;

@@ -72,6 +72,11 @@ void Tensor::bump_version() const {
 
 void* Tensor::data_ptr() const {
   const TensorImpl& t = checked(impl_);
+  // Note [batched tensors]: only a batching rule may look inside, at the value
+  EMBER_CHECK(t.batched == nullptr, Error,
+              "vmap: this operation reads a batched tensor's data (item(), "
+              "tolist(), numpy(), data-dependent control flow or an op without a batching rule that reads "
+              "it directly), which vmap does not support");
   return static_cast<char*>(t.storage->data()) + t.storage_offset * itemsize(t.dtype);
 }
 

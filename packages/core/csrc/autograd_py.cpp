@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "ember/autograd.h"
+#include "ember/vmap.h"
 
 namespace ember::python {
 
@@ -189,6 +190,30 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
   });
   m.def("_set_tangent", &forward_ad::set_tangent, py::arg("tensor"), py::arg("tangent"));
   m.def("_set_forward_ad_paused", &forward_ad::set_paused, py::arg("paused"));
+
+  // vmap (ember/func/_vmap.py builds the transform on these)
+  m.def("_vmap_enter_level", [](int64_t batch_size, const std::string& randomness) {
+    const vmap::Randomness r = randomness == "error"       ? vmap::Randomness::Error
+                               : randomness == "different" ? vmap::Randomness::Different
+                               : randomness == "same"      ? vmap::Randomness::Same
+                                                           : throw ValueError(
+                                                            "[vmap] Only allowed values for "
+                                                                 "randomness are 'error', 'different', "
+                                                                 "or 'same'. Got " +
+                                                            randomness);
+    return vmap::enter_level(batch_size, r);
+  });
+  m.def("_vmap_exit_level", &vmap::exit_level);
+  m.def("_vmap_current_level", &vmap::current_level);
+  m.def("_add_batch_dim", &vmap::add_batch_dim, py::arg("tensor"), py::arg("bdim"), py::arg("level"));
+  m.def("_remove_batch_dim", &vmap::remove_batch_dim, py::arg("tensor"), py::arg("level"),
+        py::arg("batch_size"), py::arg("out_dim"));
+  m.def("_vmap_info", [](const Tensor& t) -> py::object {
+    const BatchedInfo* b = vmap::batched_info(t);
+    if (!b) return py::none();
+    return py::make_tuple(b->level, b->bdim, b->value);
+  });
+  m.def("_vmap_take_fallbacks", &vmap::take_new_fallbacks);
 }
 
 }  // namespace ember::python

@@ -222,12 +222,14 @@ def _dtype_by_name(name: str) -> dtype:
 
 
 Tensor.__module__ = "ember"
+vmap = func.vmap  # torch.vmap
+
 dtype.__module__ = "ember"
 device.__module__ = "ember"
 
 __all__ = [
     "Tensor", "dtype", "device", "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "ops", "set_printoptions", "serialization",
-    "is_conj", "resolve_conj", "autograd", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "is_conj", "resolve_conj", "autograd", "vmap", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "max", "min", "aminmax", "var_mean", "std_mean", "return_types", "sort", "topk", "kthvalue", "median", "nanmedian", "mode",
     "cummax", "cummin", "tensor_split", "unique", "unique_consecutive", "where", "norm",

@@ -148,6 +148,11 @@ def _float_formatter(values: np.ndarray) -> object:
 
 
 def _tensor_repr(self: _C.Tensor) -> str:
+    batched = _C._vmap_info(self)
+    if batched is not None:  # inside vmap: the value, whose dimension bdim is the batch of level lvl
+        level, bdim, value = batched
+        inner = "\n".join("    " + line for line in repr(value).splitlines())
+        return f"BatchedTensor(lvl={level}, bdim={bdim}, value=\n{inner}\n)"
     arr = _as_numpy_for_print(self)
     threshold = _PRINT_OPTIONS["threshold"]
     options: dict[str, object] = {

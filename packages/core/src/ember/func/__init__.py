@@ -19,76 +19,14 @@ nothing outside tracks, but the transform still differentiates (torch.func ignor
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 from .. import _C
 from .. import autograd as _autograd
+from ._pytree import _flatten, _tree_map, _unflatten
+from ._vmap import vmap
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian"]
-
-
-# --- pytrees -----------------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class _TreeSpec:
-    """A pytree's structure: kind is None for a leaf, else the container type (keys for a dict)."""
-
-    kind: type | None = None
-    keys: tuple = ()
-    children: tuple = ()
-
-    def __str__(self) -> str:
-        if self.kind is None:
-            return "*"
-        parts = [str(c) for c in self.children]
-        if self.kind is dict:
-            return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(self.keys, parts, strict=True)) + "}"
-        if self.kind is list:
-            return "[" + ", ".join(parts) + "]"
-        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-
-
-_LEAF = _TreeSpec()
-
-
-def _flatten(tree) -> tuple[list, _TreeSpec]:
-    """The leaves of tree (depth first) and its structure; containers are tuples (namedtuples
-    included), lists and dicts, anything else is a leaf."""
-    if isinstance(tree, dict):
-        keys, values = tuple(tree.keys()), tuple(tree.values())
-    elif isinstance(tree, (tuple, list)):
-        keys, values = (), tuple(tree)
-    else:
-        return [tree], _LEAF
-    leaves, specs = [], []
-    for value in values:
-        sub_leaves, sub_spec = _flatten(value)
-        leaves += sub_leaves
-        specs.append(sub_spec)
-    return leaves, _TreeSpec(type(tree), keys, tuple(specs))
-
-
-def _unflatten(spec: _TreeSpec, leaves):
-    """Rebuilds the structure of spec from leaves (an iterable consumed in order)."""
-    leaves = iter(leaves)
-
-    def build(s: _TreeSpec):
-        if s.kind is None:
-            return next(leaves)
-        children = [build(c) for c in s.children]
-        if issubclass(s.kind, dict):
-            return s.kind(zip(s.keys, children, strict=True))
-        if issubclass(s.kind, tuple) and hasattr(s.kind, "_fields"):  # a namedtuple
-            return s.kind(*children)
-        return s.kind(children)
-
-    return build(spec)
-
-
-def _tree_map(fn, tree):
-    leaves, spec = _flatten(tree)
-    return _unflatten(spec, [fn(leaf) for leaf in leaves])
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian", "vmap"]
 
 
 # --- argnums -----------------------------------------------------------------------------------
@@ -308,8 +246,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     """A function returning the Jacobian of func with respect to the argument(s) argnums: for each
     output leaf, a tensor of shape output.shape + input.shape per differentiated leaf, arranged as
     the output's structure around the arguments' structure. With has_aux, (jacobian, aux).
-    Rows are built by one vjp (backward pass) per output element in a Python loop, as Ember has no
-    vmap; chunk_size is accepted for torch.func compatibility and changes nothing."""
+    The rows are vjps along every output element, run together by vmap (batched gradients);
+    chunk_size bounds how many run at once."""
     if chunk_size is not None and chunk_size <= 0:
         raise ValueError("jacrev: `chunk_size` should be greater than 0.")
     api = "jacrev(f, ...)(*args)"
@@ -324,16 +262,14 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             keep = inputs.outside_tracks(flat_out + _flatten(aux)[0])
             per_output = []
             for out in flat_out:
-                rows = [[] for _ in inputs.flat]
-                flat = out.reshape(-1)
-                for k in range(out.numel()):
-                    for j, g in enumerate(_grads([flat[k]], inputs.flat, None, create_graph=keep, retain_graph=True)):
-                        rows[j].append(g)
                 shape = list(out.shape)
-                # A zero-size output has no rows: its Jacobian is empty, of the same shape.
-                jac = [_C.stack(r, 0).reshape(shape + list(x.shape)) if r else
-                       _C.zeros(shape + list(x.shape), dtype=x.dtype, device=x.device)
-                       for r, x in zip(rows, inputs.flat, strict=True)]
+                if out.numel() == 0:  # no rows: the Jacobian is empty, of the same shape
+                    jac = [_C.zeros(shape + list(x.shape), dtype=x.dtype, device=x.device) for x in inputs.flat]
+                else:
+                    basis = _C.eye(out.numel(), dtype=out.dtype, device=out.device).reshape([out.numel(), *shape])
+                    rows = vmap(lambda v, out=out: _grads([out], inputs.flat, [v], create_graph=keep, retain_graph=True),
+                                chunk_size=chunk_size)(basis)
+                    jac = [r.reshape(shape + list(x.shape)) for r, x in zip(rows, inputs.flat, strict=True)]
                 per_output.append(inputs.group(jac, argnums))
         result = _unflatten(out_spec, per_output)
         return (result, _detach_tree(aux, keep)) if has_aux else result
@@ -385,9 +321,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     return (*result, aux) if has_aux else result
 
 
-def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
-    """Like jacrev, by forward mode: one jvp per input element (a Python loop, as Ember has no
-    vmap) gives one column of the Jacobian (output.shape + input.shape per differentiated leaf)."""
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error", chunk_size=None):
+    """Like jacrev, by forward mode: jvps along every input element, run together by vmap, give
+    the columns of the Jacobian (output.shape + input.shape per differentiated leaf)."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
     api = "jacfwd(f, ...)(*args)"
@@ -410,16 +346,21 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                 call_args[p] = _unflatten(spec, [next(it) for _ in range(n)])
             return func(*call_args, **kwargs)
 
-        columns = [[] for _ in flat_inputs]  # per input leaf, per element: the output tangents
+        # One vmap per input leaf over the basis of its elements: column k is the jvp along e_k.
+        columns = [None] * len(flat_inputs)  # per input leaf: the output tangents, batch first
         output = aux = None
         for j, x in enumerate(flat_inputs):
-            for k in range(x.numel()):
-                basis = [_C.zeros_like(t) for t in flat_inputs]
-                basis[j].reshape(-1)[k] = 1.0
-                result = jvp(lambda *flat: call(flat), tuple(flat_inputs), tuple(basis), has_aux=has_aux)
-                output, tangent = result[0], result[1]
-                aux = result[2] if has_aux else None
-                columns[j].append(_flatten(tangent)[0])
+            if x.numel() == 0:
+                continue
+
+            def column(v, j=j):
+                tangents = [v if i == j else _C.zeros_like(t) for i, t in enumerate(flat_inputs)]
+                result = jvp(lambda *flat: call(flat), tuple(flat_inputs), tuple(tangents), has_aux=has_aux)
+                return _flatten(result[1])[0], result[0], result[2] if has_aux else None
+
+            basis = _C.eye(x.numel(), dtype=x.dtype, device=x.device).reshape([x.numel(), *x.shape])
+            columns[j], output, aux = vmap(column, out_dims=(0, None, None), randomness=randomness,
+                                           chunk_size=chunk_size)(basis)
         if output is None:  # no input element at all: evaluate once for the output's structure
             output = call(flat_inputs)
             output, aux = _split_aux(output, has_aux, api)
@@ -430,9 +371,8 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
             jac = []
             for j, x in enumerate(flat_inputs):
                 shape = list(out.shape) + list(x.shape)
-                if columns[j]:
-                    cols = [c[i].reshape(-1) for c in columns[j]]
-                    jac.append(_C.stack(cols, 1).reshape(shape))
+                if columns[j] is not None:
+                    jac.append(columns[j][i].reshape([x.numel(), -1]).t().reshape(shape))
                 else:
                     jac.append(_C.zeros(shape, dtype=out.dtype, device=out.device))
             grouped, it = [], iter(jac)
