@@ -115,8 +115,11 @@ def rule_lines(name: str, args: list[dict], rets: list[str], rule) -> list[str]:
         value, call = "vmap::reduction_input(self, level)", f"vmap::reduction_result({call}, rank)"
     else:
         value = "vmap::front(self, level)"
-    return ([f"  if ({' && '.join(conds) or 'true'}) {{", "    const int64_t rank = self.dim();", "    (void)rank;",
-             f"    const Tensor self_p = {value};"] + _wrap(rets, call) + ["  }"])
+    body = ["    const int64_t rank = self.dim();", "    (void)rank;", f"    const Tensor self_p = {value};",
+            *_wrap(rets, call)]
+    if not conds:  # always applies: no loop after it
+        return [line[2:] for line in body]
+    return [f"  if ({' && '.join(conds)}) {{", *body, "  }"]
 
 
 def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str, rule) -> tuple[str, str]:
@@ -164,10 +167,12 @@ def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_
                  "    size = vmap::batch_size_of(level);",
                  f"  }} else {{\n    size = {size};\n  }}" if tensor_args else "  }"]
         size = "size"
-    if any(a["name"] == "self" and a["type"] == "Tensor" for a in args):
+    if (has_out or by_name) and any(a["name"] == "self" and a["type"] == "Tensor" for a in args):
         body.append(f'  if (in_place && !vmap::batched_at(self, level)) vmap::unbatched_inplace("{name}");')
     if rule is not None and not random:
         body += rule_lines(name, args, rets, rule)
+        if body[-1].startswith("  return "):  # the rule always applies
+            return "\n".join(body + ["}"]) + "\n" + kernel, f"{name}_kernel({call})"
     slices = ", ".join(f"s({a['name']})" for a in args)
     body += [f'  return vmap::fallback<{cpp_return}>("{name}", level, in_place ? &self : nullptr, {gen}, {size},'
              if any(a["name"] == "self" and a["type"] == "Tensor" for a in args) else

@@ -135,11 +135,6 @@ std::vector<Tensor> fronts(const std::vector<Tensor>& ts, int64_t level);
 [[noreturn]] void random_in_error_mode();
 void check_random_allowed();  // raises in randomness='error' at any active level
 
-// Factory random ops (rand(size), ...): one draw per batch element of every level in
-// randomness='different' (the size gains those batch dims), one shared draw for 'same'.
-template <class F>
-Tensor random_factory(const IntList& size, F&& draw);
-
 // The loop that runs an op without a batching rule: once per batch element, on the slices,
 // stacking the results (Note [fallback]).
 class Slicer {
@@ -248,6 +243,8 @@ R fallback(const char* op, int64_t level, const Tensor* self, Generator* generat
   return results.finish(op, level);
 }
 
+// Factory random ops (rand(size), ...): one draw per batch element of every level in
+// randomness='different' (the size gains those batch dims), one shared draw for 'same'.
 template <class F>
 Tensor random_factory(const IntList& size, F&& draw) {
   check_random_allowed();

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "batching.h"
+#include "ops/dims.h"
 
 namespace ember::vmap {
 
@@ -27,15 +28,6 @@ thread_local int rule_depth = 0;
 std::mutex fallback_mutex;
 std::set<std::string> fallbacks_seen;
 std::vector<std::string> fallbacks_new;
-
-int64_t normalize(int64_t dim, int64_t rank, const char* op) {
-  const int64_t lo = rank == 0 ? -1 : -rank;
-  const int64_t hi = rank == 0 ? 0 : rank - 1;
-  EMBER_CHECK(dim >= lo && dim <= hi, IndexError, "[", op,
-              "] Dimension out of range (expected to be in range of [", lo, ", ", hi, "], but got ", dim,
-              ")");
-  return dim < 0 ? dim + std::max<int64_t>(rank, 1) : dim;
-}
 
 Tensor make_batched(const Tensor& value, int64_t bdim, int64_t level) {
   auto impl = std::make_shared<TensorImpl>();
@@ -153,7 +145,7 @@ Tensor extract_level(const Tensor& t, int64_t level, int64_t out) {
 Tensor add_batch_dim(const Tensor& physical, int64_t bdim, int64_t level) {
   EMBER_CHECK(physical.defined(), ValueError, "[vmap] expected a defined tensor");
   EMBER_CHECK(physical.dim() > 0, ValueError, "[vmap] can't map over a 0-dim tensor");
-  bdim = normalize(bdim, physical.dim(), "vmap");
+  bdim = dims::wrap("vmap", bdim, physical.dim());
   Tensor out = insert_level(physical, bdim, level);
   if (autograd::any_requires_grad({&physical})) {
     auto node = std::make_shared<AddBatchDimBackward>();
@@ -172,7 +164,7 @@ Tensor add_batch_dim(const Tensor& physical, int64_t bdim, int64_t level) {
 }
 
 Tensor remove_batch_dim(const Tensor& logical, int64_t level, int64_t batch_size, int64_t out_dim) {
-  const int64_t d = normalize(out_dim, logical.dim() + 1, "vmap");
+  const int64_t d = dims::wrap("vmap", out_dim, logical.dim() + 1);
   if (!contains_level(logical, level)) {  // the same for every batch element: expanded (a view, as PyTorch)
     IntList sizes = logical.sizes();
     sizes.insert(sizes.begin() + d, batch_size);
@@ -274,7 +266,7 @@ bool same_rank(const std::vector<Tensor>& ts) {
 }
 
 int64_t shift_dim(int64_t dim, int64_t rank, const char* op) {
-  return normalize(dim, rank, op) + 1;
+  return dims::wrap(op, dim, rank) + 1;
 }
 
 IntList shift_dims(const IntList& dims, int64_t rank, const char* op) {
@@ -285,7 +277,7 @@ IntList shift_dims(const IntList& dims, int64_t rank, const char* op) {
 
 IntList reduce_dims(const std::optional<IntList>& dims, int64_t rank, const char* op) {
   if (rank == 0) {
-    for (int64_t d : dims.value_or(IntList{})) (void)normalize(d, 0, op);
+    for (int64_t d : dims.value_or(IntList{})) (void)dims::wrap(op, d, 0);
     return {1};
   }
   if (dims && !dims->empty()) return shift_dims(*dims, rank, op);

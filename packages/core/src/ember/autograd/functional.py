@@ -283,16 +283,23 @@ def _scalar_output(func, inputs: tuple, strict: bool, name: str):
     return outputs
 
 
+def _gradient_of_scalar(func, inputs, v, create_graph: bool, strict: bool, name: str):
+    """vhp/hvp's first half (grad enabled by the caller): the checked inputs and v, the
+    one-element output and its gradient with a graph (the second backward differentiates it)."""
+    inputs_tuple, inputs = _tensors(inputs, "inputs", name)
+    inputs = _prepare(inputs, create_graph, need_graph=True)
+    v = _prepare_v(v, inputs, inputs_tuple, create_graph, name, _V_NONE_INPUT)
+    outputs = _scalar_output(func, inputs, strict, name)
+    jac = _grad(outputs, inputs, create_graph=True)
+    _strict_requires_grad(jac, "jacobian", strict)
+    return inputs_tuple, inputs, v, outputs, jac
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(*inputs), v^T H): the vector-Hessian product of a one-element function, shaped like
     the inputs (equal to hvp when the Hessian is symmetric)."""
     with _autograd.enable_grad():
-        inputs_tuple, inputs = _tensors(inputs, "inputs", "vhp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, inputs_tuple, create_graph, "vhp", _V_NONE_INPUT)
-        outputs = _scalar_output(func, inputs, strict, "vhp")
-        jac = _grad(outputs, inputs, create_graph=True)
-        _strict_requires_grad(jac, "jacobian", strict)
+        inputs_tuple, inputs, v, outputs, jac = _gradient_of_scalar(func, inputs, v, create_graph, strict, "vhp")
     with _autograd.set_grad_enabled(create_graph or _autograd.is_grad_enabled()):
         result = _grad(jac, inputs, v, create_graph=create_graph)
         result = _zeros_for_missing(result, inputs, strict, create_graph, "double_back")
@@ -303,12 +310,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(*inputs), H v): the Hessian-vector product of a one-element function, shaped like the
     inputs, by the double-backward trick applied to v^T H (see the module docstring)."""
     with _autograd.enable_grad():
-        inputs_tuple, inputs = _tensors(inputs, "inputs", "hvp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, inputs_tuple, create_graph, "hvp", _V_NONE_INPUT)
-        outputs = _scalar_output(func, inputs, strict, "hvp")
-        jac = _grad(outputs, inputs, create_graph=True)
-        _strict_requires_grad(jac, "jacobian", strict)
+        inputs_tuple, inputs, v, outputs, jac = _gradient_of_scalar(func, inputs, v, create_graph, strict, "hvp")
         dummies = tuple(_C.zeros_like(x).requires_grad_() for x in inputs)
         double_back = _grad(jac, inputs, dummies, create_graph=True)  # u^T H, linear in u
     with _autograd.set_grad_enabled(create_graph or _autograd.is_grad_enabled()):

@@ -28,12 +28,11 @@ def _prefix_dims(dims, tree, what: str, api: str) -> list:
     if dims is None or isinstance(dims, int):
         return [dims] * len(_flatten(tree)[0])
     same_kind = (isinstance(dims, dict) and isinstance(tree, dict) and set(dims) == set(tree)) or (
-        isinstance(dims, (tuple, list)) and isinstance(tree, (tuple, list)) and type(dims) is type(tree)
-        and len(dims) == len(tree)) or (isinstance(dims, tuple) and isinstance(tree, tuple) and len(dims) == len(tree))
+        isinstance(dims, (tuple, list)) and isinstance(tree, (tuple, list)) and len(dims) == len(tree))
     if not same_kind:
-        raise ValueError(f"{api}: {what} is not compatible with the structure of `{'inputs' if what == 'in_dims' else 'outputs'}`. "
-                         f"{what} has structure {_flatten(dims)[1]} but the {'inputs' if what == 'in_dims' else 'outputs'} "
-                         f"have structure {_flatten(tree)[1]}.")
+        side = "inputs" if what == "in_dims" else "outputs"
+        raise ValueError(f"{api}: {what} is not compatible with the structure of `{side}`. {what} has structure "
+                         f"{_flatten(dims)[1]} but the {side} have structure {_flatten(tree)[1]}.")
     if isinstance(dims, dict):
         return [d for k in tree for d in _prefix_dims(dims[k], tree[k], what, api)]
     return [d for sub_dims, sub in zip(dims, tree, strict=True) for d in _prefix_dims(sub_dims, sub, what, api)]
