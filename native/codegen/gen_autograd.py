@@ -83,7 +83,19 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
     body = [head, f"  bool needed = any_requires_grad({{{ptrs}}});"]
     for a in lists:
         body.append(f"  for (const Tensor& t : {a['name']}) needed = needed || any_requires_grad({{&t}});")
-    body.append(f"  if (!needed) return {raw};")
+    # Nothing requires grad: still, a write into a view made under no_grad of memory whose base
+    # requires grad raises, and a view made here knows its base (Note [in-place on views]).
+    fast = []
+    if has_self and (by_name or has_out) and not nondifferentiable:
+        when = "" if by_name else "if (out.has_value() && out->is_same(self)) "
+        fast.append(f'    {when}check_inplace("{name}", self);')
+    if tensors and not by_name and not nondifferentiable and rets in (["Tensor"], ["Tensor[]"]):
+        outs = "{&r}" if rets == ["Tensor"] else "r"
+        only = "if (!out.has_value()) " if has_out else ""
+        fast += [f"    auto r = {raw};", f"    {only}note_views({outs}, {{{ptrs}}});", "    return r;"]
+    elif fast:
+        fast.append(f"    return {raw};")
+    body.append("  if (!needed) {\n" + "\n".join(fast) + "\n  }" if fast else f"  if (!needed) return {raw};")
     if nondifferentiable:
         body.append(f"  return {raw};")
         return "\n".join(body) + "\n}\n"
@@ -124,8 +136,10 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
             continue
         if a["type"] in DIFF_TENSOR and uses(derivatives, a["name"]):
             members.append(f"  SavedVariable {a['name']}_;")
-            # an in-place op overwrites self: keep a copy of the value the formula needs
-            src = f"(in_place ? {a['name']}.clone() : {a['name']})" if a["name"] == "self" else a["name"]
+            # an in-place op overwrites self: keep a copy of the value the formula needs, recorded
+            # (a clone of self's old history) so that create_graph differentiates through it too
+            src = (f"(in_place ? [&] {{ forward_ad::PauseGuard p; return autograd::clone({a['name']}); }}() : "
+                   f"{a['name']})") if a["name"] == "self" else a["name"]
             src = f"{a['name']}.value_or(Tensor())" if a["type"] == "Tensor?" else src
             saves.append(f"  node->{a['name']}_ = SavedVariable({src}, false);")
             unpacks.append(f"    const Tensor {a['name']} = {a['name']}_.unpack(owner);")

@@ -72,3 +72,55 @@ EMBER_TEST(devices_parse_like_torch_device) {
   CHECK_THROWS(Error, Device("cuda:-1"), "device index");
   CHECK_THROWS(Error, Device("cpu:1"), "index 0 or none");
 }
+
+EMBER_TEST(declared_derivatives_record_and_run) {
+  Library lib("regtest3", "test_registry.cpp");
+  lib.def("scale(Tensor x, float alpha=2.0) -> Tensor");
+  lib.impl("scale", DispatchKey::CPU, &scale);
+  lib.derivatives(
+      "scale",
+      {{"x", [](const FormulaContext& c) { return autograd::mul(c.grad(), c.number("alpha")); }},
+       {"result", [](const FormulaContext& c) { return autograd::mul(c.tangent("x"), c.number("alpha")); }}});
+  Tensor x = full({3}, Scalar(1.0), DType::Float32);
+  autograd::set_requires_grad(x, true);
+  const Tensor y = OpRegistry::global().get("regtest3::scale").call({x, 3.0})[0].get<Tensor>("y");
+  CHECK_EQ(autograd::grad_fn(y)->name(), std::string("ScaleBackward0"));
+  const std::vector<Tensor> g =
+      autograd::run_backward({y}, {full({3}, Scalar(1.0), DType::Float32)}, false, false, {x}, false);
+  CHECK_EQ(g[0].contiguous().data<float>()[1], 3.0f);
+}
+
+EMBER_TEST(derivative_declarations_are_checked) {
+  Library lib("regtest4", "test_registry.cpp");
+  lib.def("f(Tensor x, float alpha) -> Tensor");
+  lib.impl("f", DispatchKey::CPU, &scale);
+  const DerivativeFormula id = [](const FormulaContext& c) { return c.grad(); };
+  CHECK_THROWS(ValueError, lib.derivatives("f", {{"z", id}, {"result", id}}), "no Tensor argument named 'z'");
+  CHECK_THROWS(ValueError, lib.derivatives("f", {{"alpha", id}, {"result", id}}),
+               "no Tensor argument named 'alpha'");
+  CHECK_THROWS(ValueError, lib.derivatives("f", {{"x", id}}), "no forward-mode one (\"result\")");
+  lib.def("g(Tensor x) -> (Tensor, int)");
+  CHECK_THROWS(ValueError, lib.derivatives("g", {{"result", id}}), "ops returning one Tensor");
+}
+
+EMBER_TEST(ops_without_derivatives_raise_at_backward) {
+  Tensor x = full({2}, Scalar(1.0), DType::Float32);
+  autograd::set_requires_grad(x, true);
+  const Tensor y = OpRegistry::global().get("regtest::scale").call({x, 2.0})[0].get<Tensor>("y");
+  CHECK(autograd::requires_grad(y));
+  CHECK_THROWS(NotImplementedError,
+               autograd::run_backward({y}, {full({2}, Scalar(1.0), DType::Float32)}, false, false, {}, true),
+               "the derivative for 'regtest::scale' is not implemented");
+  Library lib("regtest5", "test_registry.cpp");
+  lib.def("two(Tensor x, Tensor y) -> Tensor");
+  lib.impl("two", DispatchKey::CPU, +[](const Tensor& a, const Tensor&) { return a.clone(); });
+  lib.derivatives("two", {{"x", [](const FormulaContext& c) { return c.grad(); }},
+                          {"result", [](const FormulaContext& c) { return c.tangent("x"); }}});
+  Tensor b = full({2}, Scalar(1.0), DType::Float32);
+  autograd::set_requires_grad(b, true);
+  const Tensor z = OpRegistry::global().get("regtest5::two").call({x, b})[0].get<Tensor>("z");
+  CHECK_THROWS(
+      NotImplementedError,
+      autograd::run_backward({z}, {full({2}, Scalar(1.0), DType::Float32)}, false, false, {b}, false),
+      "[regtest5::two] the derivative for 'y' is not implemented");
+}

@@ -1,7 +1,10 @@
-// example::scale_add(x, y, *, alpha=1.0) = x + alpha * y, for same-shape float tensors.
+// example::scale_add(x, y, *, alpha=1.0) = x + alpha * y, for same-shape float tensors, and
+// example::soft_clamp(x, *, limit=1.0) = limit * tanh(x / limit).
 //
 // The whole recipe for an out-of-tree op: declare it once with its schema, give it a kernel per
-// device, and let EMBER_LIBRARY register both when ember.ops.load_library() loads the file.
+// device, declare its derivatives as built-in ops do (one formula per Tensor argument, and
+// "result" for forward mode), and let EMBER_LIBRARY register all of it when
+// ember.ops.load_library() loads the file.
 #include <ember/ember.h>
 
 namespace {
@@ -37,9 +40,43 @@ ember::Tensor scale_add_cpu(const ember::Tensor& x, const ember::Tensor& y, doub
   return out;
 }
 
+ember::Tensor soft_clamp_cpu(const ember::Tensor& x, double limit) {
+  EMBER_CHECK(limit > 0, ember::ValueError, "[example::soft_clamp] expected limit > 0, but got ", limit);
+  EMBER_CHECK(x.dtype() == ember::DType::Float32 || x.dtype() == ember::DType::Float64, ember::TypeError,
+              "[example::soft_clamp] expected float32 or float64, but got ", ember::dtype_name(x.dtype()));
+  return ember::mul(ember::tanh(ember::div(x, ember::wrapped_number(limit))), ember::wrapped_number(limit));
+}
+
+using ember::FormulaContext;
+namespace ag = ember::autograd;  // formulas use the recording ops, so they differentiate again
+
+// d soft_clamp / dx = 1 - (result / limit)^2, written with the saved output.
+ember::Tensor soft_clamp_slope(const FormulaContext& c) {
+  const ember::Tensor ratio = ag::div(c.result(), c.number("limit"));
+  return ag::sub(ember::wrapped_number(1.0), ag::mul(ratio, ratio));
+}
+
 }  // namespace
 
 EMBER_LIBRARY(example, m) {
   m.def("scale_add(Tensor x, Tensor y, *, float alpha=1.0) -> Tensor");
   m.impl("scale_add", ember::DispatchKey::CPU, &scale_add_cpu);
+  m.derivatives("scale_add",
+                {
+                    {"x", [](const FormulaContext& c) { return c.grad(); }},
+                    {"y", [](const FormulaContext& c) { return ag::mul(c.grad(), c.number("alpha")); }},
+                    {"result",
+                     [](const FormulaContext& c) {
+                       return ag::add(c.tangent("x"), ag::mul(c.tangent("y"), c.number("alpha")));
+                     }},
+                });
+
+  m.def("soft_clamp(Tensor x, *, float limit=1.0) -> Tensor");
+  m.impl("soft_clamp", ember::DispatchKey::CPU, &soft_clamp_cpu);
+  m.derivatives(
+      "soft_clamp",
+      {
+          {"x", [](const FormulaContext& c) { return ag::mul(c.grad(), soft_clamp_slope(c)); }},
+          {"result", [](const FormulaContext& c) { return ag::mul(c.tangent("x"), soft_clamp_slope(c)); }},
+      });
 }

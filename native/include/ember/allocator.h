@@ -26,5 +26,7 @@ EMBER_API void set_allocator(DeviceType type, Allocator* allocator);
 // The CPU allocator's cache of large blocks (Note [caching CPU allocator]).
 EMBER_API void cpu_empty_cache();
 EMBER_API size_t cpu_cached_bytes();
+// Bytes held by live CPU tensors' buffers (as requested; not counting the cache).
+EMBER_API size_t cpu_allocated_bytes();
 
 }  // namespace ember

@@ -33,7 +33,13 @@ struct EMBER_API AutogradMeta {
   uint32_t output_nr = 0;
   std::weak_ptr<Node> grad_accumulator;  // a leaf's AccumulateGrad, created on first use
   bool retains_grad = false;
-  bool is_view = false;  // shares storage with the input of the op that made it
+  // Note [in-place on views]: a tensor sharing memory with the input of the op that made it
+  // keeps that memory's base (the first tensor of the chain of views) and the version at which
+  // its grad_fn was set. Writing the view in place rebases the base onto a CopySlices node; a
+  // view whose version moved on (its memory was written through another alias) gets its grad_fn
+  // regenerated as as_strided of the base when asked for it.
+  Tensor view_base;
+  uint32_t view_version = 0;
   // register_post_accumulate_grad_hook: run after a leaf's .grad was updated.
   std::vector<std::function<void()>> post_accumulate_hooks;
   // A leaf's register_hook hooks (by id): run on each gradient before it is accumulated.
@@ -86,6 +92,18 @@ class EMBER_API Node : public std::enable_shared_from_this<Node> {
   };
   std::vector<Hook> pre_hooks;
   std::vector<std::pair<uint32_t, std::function<void(const Tensor&)>>> retain_hooks;
+  // grad_fn.register_prehook / register_hook (by id). A pre hook sees the gradients of the
+  // node's outputs after the tensor hooks; a post hook sees the gradients the node computed for
+  // its inputs and those it was given. Either may return replacements (nullopt keeps them).
+  using GradList = std::vector<Tensor>;
+  std::vector<std::pair<uint64_t, std::function<std::optional<GradList>(const GradList&)>>> node_pre_hooks;
+  std::vector<std::pair<uint64_t, std::function<std::optional<GradList>(const GradList&, const GradList&)>>>
+      post_hooks;
+  // false: an output that received no gradient is handed to apply undefined, not as zeros
+  // (a custom Function's ctx.set_materialize_grads(False)).
+  bool materialize_grads = true;
+  // Anomaly mode: the stack of the forward call that created this node.
+  std::string creation_trace;
 };
 
 // A saved input or output of an op. Outputs are saved without their grad_fn (which would be a
@@ -124,9 +142,22 @@ struct GradModeGuard {
   bool prev_;
 };
 
+// ember.autograd.set_detect_anomaly (process-wide, as PyTorch's): nodes record the stack of the
+// forward call that created them; backward raises when a node returns NaN (check_nan) and names
+// that stack in any error a node raises.
+struct EMBER_API AnomalyMode {
+  static bool is_enabled();
+  static bool check_nan();
+  static void set_enabled(bool enabled, bool check_nan = true);
+  // Where creation stacks come from (the Python bindings install a traceback reader).
+  static void set_trace_source(std::function<std::string()> source);
+};
+
 namespace autograd {
 
 EMBER_API bool requires_grad(const Tensor& t);
+// The base whose memory `t` views (undefined when t is not a view).
+EMBER_API Tensor view_base(const Tensor& t);
 // A new tensor viewing the same memory and version counter, without autograd state.
 EMBER_API Tensor alias(const Tensor& t);
 EMBER_API AutogradMeta& meta(const Tensor& t);  // created on first use
@@ -143,7 +174,13 @@ EMBER_API void collect_edges(Node& node, std::initializer_list<const Tensor*> te
 // first replaced by an alias, so the input's history is never overwritten).
 EMBER_API void set_history(std::vector<Tensor*> outputs, const std::shared_ptr<Node>& node,
                            const std::vector<Tensor>& inputs);
-// In-place op on `self`: checks it is allowed, then makes `node` self's history.
+// Marks outputs that share memory with an input as views of that input's base (ops called while
+// nothing requires grad record no node, but a later in-place write must still reach the base).
+EMBER_API void note_views(std::initializer_list<Tensor*> outputs,
+                          std::initializer_list<const Tensor*> inputs);
+EMBER_API void note_views(std::vector<Tensor>& outputs, std::initializer_list<const Tensor*> inputs);
+// In-place op on `self`: checks it is allowed, then makes `node` self's history (through
+// CopySlices on the base when self is a view).
 EMBER_API void check_inplace(const char* op, const Tensor& self);
 EMBER_API void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node);
 // Raises (at backward) for a floating output of an op whose derivative is not declared yet.

@@ -1,6 +1,8 @@
 #pragma once
 // Everything an extension needs: tensors, dtypes, devices, errors and op registration.
 #include "ember/allocator.h"
+#include "ember/autograd.h"
+#include "ember/derivatives.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/error.h"

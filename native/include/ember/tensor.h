@@ -41,8 +41,18 @@ class EMBER_API Storage {
 };
 
 // Shared by a tensor and all its views; bumped by every in-place write (autograd checks it).
+// `inference`: the memory was allocated in inference mode (Tensor::is_inference).
 struct VersionCounter {
   std::atomic<uint32_t> version{0};
+  bool inference = false;
+};
+
+// Thread-local inference mode (ember.inference_mode): tensors allocated while it is on are
+// inference tensors, which cannot be written in place, saved for backward or made to require
+// grad once it is off. (The Python context manager also switches grad mode off.)
+struct EMBER_API InferenceMode {
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
 };
 
 struct AutogradMeta;  // ember/autograd.h
@@ -89,7 +99,8 @@ class EMBER_API Tensor {
   }
   const std::shared_ptr<Storage>& storage() const;
   uint32_t version() const;
-  void bump_version() const;
+  void bump_version() const;  // raises for an inference tensor outside inference mode
+  bool is_inference() const;
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

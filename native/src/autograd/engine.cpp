@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "autograd/formulas_select.h"
 #include "ember/autograd.h"
 #include "ember/error.h"
 #include "ember/ops.h"
@@ -86,11 +87,104 @@ class NotImplementedBackward final : public Node {
   std::string op_;
 };
 
+bool shares_memory(const Tensor& a, const Tensor& b) {
+  return a.storage() != nullptr && a.storage() == b.storage();
+}
+
+// The first tensor of the chain of views `t` belongs to (t itself when it is not a view).
+Tensor root_of(const Tensor& t) {
+  const auto& m = t.impl()->autograd_meta;
+  return m && m->view_base.defined() ? m->view_base : t;
+}
+
+// Note [in-place on views]: the history of a base after one of its views was written in place.
+// The base's gradient passes through unchanged, except on the view's elements, where it becomes
+// what the in-place op's backward (`fn`) gives for the view's previous values. Gradients move
+// between the base's and the view's layouts through storage positions (as as_strided's do).
+class CopySlices final : public Node {
+ public:
+  CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<Node> fn)
+      : base_sizes_(base.sizes()),
+        base_strides_(base.strides()),
+        base_offset_(base.storage_offset()),
+        view_sizes_(view.sizes()),
+        view_strides_(view.strides()),
+        view_offset_(view.storage_offset()),
+        fn_(std::move(fn)) {
+    const bool flows = autograd::requires_grad(base);
+    next_edges.push_back(flows ? autograd::gradient_edge(base) : Edge{});
+    input_meta.push_back(flows ? meta_of(base) : InputMeta{});
+    for (size_t i = 1; i < fn_->next_edges.size(); ++i) {
+      next_edges.push_back(fn_->next_edges[i]);
+      input_meta.push_back(fn_->input_meta[i]);
+    }
+  }
+  std::string name() const override { return "CopySlices"; }
+  void release_variables() override { fn_->release_variables(); }
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+
+ private:
+  IntList base_sizes_, base_strides_;
+  int64_t base_offset_;
+  IntList view_sizes_, view_strides_;
+  int64_t view_offset_;
+  std::shared_ptr<Node> fn_;  // the in-place op's node (its input 0 is the view)
+};
+
+// Gives a view whose memory was written through another alias the history "as_strided of the
+// base" (Note [in-place on views]).
+void regenerate_view(const Tensor& view, AutogradMeta& m) {
+  m.view_version = view.version();
+  const Tensor base = m.view_base;
+  EMBER_CHECK(
+      base.dtype() == view.dtype(), NotImplementedError,
+      "[autograd] a view whose dtype differs from its base's (view_as_real, view_as_complex) cannot be "
+      "used after its base was modified in place while requiring grad");
+  GradModeGuard recording(true);
+  forward_ad::PauseGuard no_tangents;
+  const Tensor fresh = autograd::as_strided(base, view.sizes(), view.strides(), view.storage_offset());
+  m.grad_fn = fresh.impl()->autograd_meta->grad_fn;
+  m.output_nr = 0;
+  view.impl()->requires_grad = true;
+}
+
+void refresh_view(const Tensor& t) {
+  const auto& m = t.impl()->autograd_meta;
+  if (!m || !m->view_base.defined() || m->view_version == t.version()) return;
+  if (autograd::requires_grad(m->view_base)) {
+    regenerate_view(t, *m);
+  } else {
+    m->view_version = t.version();
+  }
+}
+
 }  // namespace
 
 // ---- nodes --------------------------------------------------------------------------------
 
-Node::Node() : sequence_nr(next_sequence_nr++) {}
+namespace {
+std::atomic<bool> anomaly_enabled{false};
+std::atomic<bool> anomaly_check_nan{true};
+std::function<std::string()> anomaly_trace_source;
+}  // namespace
+
+bool AnomalyMode::is_enabled() {
+  return anomaly_enabled.load();
+}
+bool AnomalyMode::check_nan() {
+  return anomaly_check_nan.load();
+}
+void AnomalyMode::set_enabled(bool enabled, bool check_nan) {
+  anomaly_enabled = enabled;
+  anomaly_check_nan = check_nan;
+}
+void AnomalyMode::set_trace_source(std::function<std::string()> source) {
+  anomaly_trace_source = std::move(source);
+}
+
+Node::Node() : sequence_nr(next_sequence_nr++) {
+  if (anomaly_enabled.load() && anomaly_trace_source) creation_trace = anomaly_trace_source();
+}
 
 // Note [iterative node release]: dropping the last reference to the head of a long chain would
 // destroy node after node recursively and overflow the stack. The outermost destructor on a
@@ -119,6 +213,9 @@ Node::~Node() {
 SavedVariable::SavedVariable(const Tensor& t, bool is_output)
     : is_output_(is_output), was_defined_(t.defined()) {
   if (!t.defined()) return;
+  EMBER_CHECK(is_output || !t.is_inference() || InferenceMode::is_enabled(), Error,
+              "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
+              "normal tensor and use it in autograd.");
   saved_version_ = t.version();
   requires_grad_ = autograd::requires_grad(t);
   if (is_output) {  // the owner node is this output's grad_fn: keep only the data
@@ -175,7 +272,13 @@ void GradMode::set_enabled(bool enabled) {
 namespace autograd {
 
 bool requires_grad(const Tensor& t) {
-  return t.defined() && t.impl()->requires_grad;
+  if (!t.defined()) return false;
+  refresh_view(t);
+  return t.impl()->requires_grad;
+}
+
+Tensor view_base(const Tensor& t) {
+  return t.defined() && t.impl()->autograd_meta ? t.impl()->autograd_meta->view_base : Tensor();
 }
 
 Tensor alias(const Tensor& t) {
@@ -189,7 +292,9 @@ AutogradMeta& meta(const Tensor& t) {
 }
 
 std::shared_ptr<Node> grad_fn(const Tensor& t) {
-  return t.defined() && t.impl()->autograd_meta ? t.impl()->autograd_meta->grad_fn : nullptr;
+  if (!t.defined() || !t.impl()->autograd_meta) return nullptr;
+  refresh_view(t);
+  return t.impl()->autograd_meta->grad_fn;
 }
 
 bool is_leaf(const Tensor& t) {
@@ -205,6 +310,8 @@ void set_requires_grad(const Tensor& t, bool flag) {
       !flag || is_differentiable_dtype(t.dtype()), Error,
       "[requires_grad_] only Tensors of floating point and complex dtype can require gradients, but got ",
       dtype_name(t.dtype()));
+  EMBER_CHECK(!flag || !t.is_inference() || InferenceMode::is_enabled(), Error,
+              "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
   t.impl()->requires_grad = flag;
   if (flag) meta(t);
 }
@@ -240,36 +347,81 @@ void set_history(std::vector<Tensor*> outputs, const std::shared_ptr<Node>& node
   for (size_t i = 0; i < outputs.size(); ++i) {
     Tensor& out = *outputs[i];
     if (!out.defined() || !is_differentiable_dtype(out.dtype())) continue;
-    bool shares = false;
+    const Tensor* viewed = nullptr;
     for (const Tensor& in : inputs) {
       if (!in.defined()) continue;
       if (in.is_same(out)) out = shallow_alias(out);  // never overwrite an input's own history
-      shares = shares || in.storage() == out.storage();
+      if (!viewed && shares_memory(in, out)) viewed = &in;
     }
     AutogradMeta& m = meta(out);
     m.grad_fn = node;
     m.output_nr = static_cast<uint32_t>(i);
-    m.is_view = shares;
+    m.view_base = viewed ? root_of(*viewed) : Tensor();
+    m.view_version = out.version();
     out.impl()->requires_grad = true;
     node->output_meta[i] = meta_of(out);
   }
 }
 
+void note_views(std::initializer_list<Tensor*> outputs, std::initializer_list<const Tensor*> inputs) {
+  if (InferenceMode::is_enabled()) return;  // inference tensors never take part in autograd
+  for (Tensor* out : outputs) {
+    if (!out->defined() || !is_differentiable_dtype(out->dtype())) continue;
+    for (const Tensor* in : inputs) {
+      if (!in || !in->defined() || in->is_same(*out) || !shares_memory(*in, *out)) continue;
+      AutogradMeta& m = meta(*out);
+      if (!m.view_base.defined()) m.view_base = root_of(*in);
+      m.view_version = out->version();
+      break;
+    }
+  }
+}
+
+void note_views(std::vector<Tensor>& outputs, std::initializer_list<const Tensor*> inputs) {
+  for (Tensor& out : outputs) note_views({&out}, inputs);
+}
+
 void check_inplace(const char* op, const Tensor& self) {
-  if (!GradMode::is_enabled() || !requires_grad(self)) return;
+  if (!GradMode::is_enabled()) return;
+  const Tensor base = view_base(self);
+  if (base.defined() && requires_grad(base)) {
+    EMBER_CHECK(!is_leaf(base), Error, "[", op,
+                "] a view of a leaf Variable that requires grad is being used in an in-place operation.");
+    EMBER_CHECK(
+        requires_grad(self), Error, "[", op,
+        "] A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+        "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+        "code by moving both the view and the inplace either both inside the no_grad block (if you "
+        "don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).");
+    EMBER_CHECK(base.dtype() == self.dtype(), NotImplementedError, "[", op,
+                "] in-place operations on a view whose dtype differs from its base's (view_as_real, "
+                "view_as_complex) are not supported when the base requires grad; apply the op out of place");
+  }
+  if (!requires_grad(self)) return;
   EMBER_CHECK(!is_leaf(self), Error, "[", op,
               "] a leaf Variable that requires grad is being used in an in-place operation.");
-  EMBER_CHECK(!self.impl()->autograd_meta->is_view, NotImplementedError, "[", op,
-              "] in-place operations on a view of a tensor that requires grad are not supported yet; "
-              "apply the op out of place (or clone() the view first)");
 }
 
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
   AutogradMeta& m = meta(self);
-  m.grad_fn = node;
-  m.output_nr = 0;
   self.impl()->requires_grad = true;
+  if (!m.view_base.defined()) {
+    m.grad_fn = node;
+    m.output_nr = 0;
+    node->output_meta = {meta_of(self)};
+    return;
+  }
+  // Note [in-place on views]: the base's history becomes CopySlices (the op's backward applied to
+  // the view's part of the base's gradient), and the view is regenerated from the new base.
+  const Tensor base = m.view_base;
   node->output_meta = {meta_of(self)};
+  auto copy = std::make_shared<CopySlices>(base, self, node);
+  AutogradMeta& bm = meta(base);
+  bm.grad_fn = copy;
+  bm.output_nr = 0;
+  base.impl()->requires_grad = true;
+  copy->output_meta = {meta_of(base)};
+  regenerate_view(self, m);
 }
 
 std::shared_ptr<Node> not_implemented(const char* op) {
@@ -305,12 +457,61 @@ Tensor conform(const Node& node, size_t i, Tensor g) {
   return g;
 }
 
+// Anomaly mode: an error raised while a node runs gets the stack of the forward call that
+// created the node appended (keeping the error's class).
+[[noreturn]] void rethrow_with(const Error& e, const std::string& extra) {
+  const std::string message = std::string(e.what()) + extra;
+  if (dynamic_cast<const IndexError*>(&e)) throw IndexError(message);
+  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(message);
+  if (dynamic_cast<const TypeError*>(&e)) throw TypeError(message);
+  if (dynamic_cast<const NotImplementedError*>(&e)) throw NotImplementedError(message);
+  throw Error(message);
+}
+
+// With check_nan: a NaN among the gradients a node returned is an error.
+void check_for_nan(const Node& n, const std::vector<Tensor>& outs) {
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Tensor& g = outs[i];
+    // (read on the CPU; a batched gradient inside vmap has no single value to check)
+    if (!g.defined() || !is_differentiable_dtype(g.dtype()) || g.numel() == 0 || vmap::is_batched(g) ||
+        g.device().type != DeviceType::CPU)
+      continue;
+    GradModeGuard plain(false);
+    const Tensor has_nan = ember::any(ember::isnan(g));
+    EMBER_CHECK(!*static_cast<const bool*>(has_nan.data_ptr()), Error, "Function '", n.name(),
+                "' returned nan values in its ", i, "th output.");
+  }
+}
+
 Tensor zeros_for(const InputMeta& m) {
   if (!is_differentiable_dtype(m.dtype)) return Tensor();
   return ember::zeros(m.sizes, m.dtype, m.device);
 }
 
 }  // namespace
+}  // namespace autograd
+
+std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grads) {
+  const Tensor& grad = grads.at(0);
+  const Device device = grad.device();
+  const Tensor base_at = autograd::storage_positions(base_sizes_, base_strides_, base_offset_, device);
+  const Tensor view_at = autograd::storage_positions(view_sizes_, view_strides_, view_offset_, device);
+  const int64_t extent = std::max(autograd::storage_extent(base_sizes_, base_strides_, base_offset_),
+                                  autograd::storage_extent(view_sizes_, view_strides_, view_offset_));
+  Tensor memory = autograd::index_add(autograd::zeros_shaped(IntList{extent}, grad), 0, base_at,
+                                      autograd::flat(grad), Scalar(int64_t(1)));
+  const Tensor view_grad = autograd::reshape(autograd::index_select(memory, 0, view_at), view_sizes_);
+  std::vector<Tensor> res = fn_->apply({view_grad});
+  const Tensor old_view_grad = !res.empty() && res[0].defined() ? autograd::conform(*fn_, 0, res[0])
+                                                                : autograd::zeros_shaped(view_sizes_, grad);
+  memory = autograd::index_copy(memory, 0, view_at, autograd::flat(old_view_grad));
+  std::vector<Tensor> out(next_edges.size());
+  out[0] = autograd::reshape(autograd::index_select(memory, 0, base_at), base_sizes_);
+  for (size_t i = 1; i < out.size() && i < res.size(); ++i) out[i] = res[i];
+  return out;
+}
+
+namespace autograd {
 
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
                                  bool keep_graph, bool create_graph, const std::vector<Tensor>& inputs,
@@ -409,7 +610,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     buffers.erase(n);
     grads.resize(n->output_meta.size());
     for (size_t k = 0; k < grads.size(); ++k) {
-      if (!grads[k].defined()) grads[k] = zeros_for(n->output_meta[k]);
+      if (!grads[k].defined() && n->materialize_grads) grads[k] = zeros_for(n->output_meta[k]);
       auto c = captures.find({n, static_cast<uint32_t>(k)});
       if (c != captures.end()) {
         for (size_t pos : c->second) captured[pos] = grads[k];
@@ -427,9 +628,18 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     const bool is_sink = dynamic_cast<AccumulateGrad*>(n) != nullptr;
     if (!needed.count(n) || (is_sink && !accumulate)) continue;
     std::vector<Tensor> outs;
-    {
+    try {
       GradModeGuard mode(create_graph);
+      for (const auto& [id, hook] : decltype(n->node_pre_hooks)(n->node_pre_hooks)) {
+        if (auto replaced = hook(grads)) grads = std::move(*replaced);
+      }
+      std::vector<Tensor> given;
+      if (!n->post_hooks.empty()) given = grads;
       outs = n->apply(std::move(grads));
+      if (anomaly_enabled.load() && AnomalyMode::check_nan()) check_for_nan(*n, outs);
+      for (const auto& [id, hook] : decltype(n->post_hooks)(n->post_hooks)) {
+        if (auto replaced = hook(outs, given)) outs = std::move(*replaced);
+      }
       EMBER_CHECK(is_sink || outs.size() == n->next_edges.size(), Error, "[backward] ", n->name(),
                   " returned ", outs.size(), " gradients, expected ", n->next_edges.size());
       for (size_t i = 0; i < outs.size(); ++i) {
@@ -437,6 +647,10 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         if (!e.fn) continue;
         if (outs[i].defined()) add_to_buffer(e.fn.get(), e.input_nr, conform(*n, i, outs[i]));
       }
+    } catch (const Error& e) {
+      if (!anomaly_enabled.load() || n->creation_trace.empty()) throw;
+      rethrow_with(e, "\n\nError detected in " + n->name() +
+                          ". Traceback of forward call that caused the error:\n" + n->creation_trace);
     }
     for (const Edge& e : n->next_edges) {
       if (e.fn && --deps[e.fn.get()] == 0 && needed.count(e.fn.get()) && buffers.count(e.fn.get()))

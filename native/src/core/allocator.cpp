@@ -1,6 +1,7 @@
 #include "ember/allocator.h"
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -24,8 +25,12 @@ class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
     if (nbytes < kCacheMin) {
-      return DataPtr(raw_alloc(round_up(nbytes == 0 ? 1 : nbytes, kCpuAlignment), nbytes),
-                     [](void* q) { std::free(q); });
+      void* p = raw_alloc(round_up(nbytes == 0 ? 1 : nbytes, kCpuAlignment), nbytes);
+      allocated_bytes_ += nbytes;
+      return DataPtr(p, [this, nbytes](void* q) {
+        allocated_bytes_ -= nbytes;
+        std::free(q);
+      });
     }
     const size_t size = round_up(nbytes, kClassStep);
     void* p = nullptr;
@@ -39,8 +44,13 @@ class CpuAllocator final : public Allocator {
       }
     }
     if (p == nullptr) p = raw_alloc(size, nbytes);
-    return DataPtr(p, [this, size](void* q) { release(q, size); });
+    allocated_bytes_ += nbytes;
+    return DataPtr(p, [this, size, nbytes](void* q) {
+      allocated_bytes_ -= nbytes;
+      release(q, size);
+    });
   }
+  size_t allocated_bytes() const { return allocated_bytes_.load(); }
 
   void empty_cache() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -78,6 +88,7 @@ class CpuAllocator final : public Allocator {
   std::mutex mutex_;
   std::map<size_t, std::vector<void*>> cache_;
   size_t cached_bytes_ = 0;
+  std::atomic<size_t> allocated_bytes_{0};  // bytes asked for by live buffers
 };
 
 // Leaked: tensors may be freed during static destruction, after a static allocator would be gone.
@@ -108,6 +119,9 @@ void cpu_empty_cache() {
 }
 size_t cpu_cached_bytes() {
   return cpu_allocator().cached_bytes();
+}
+size_t cpu_allocated_bytes() {
+  return cpu_allocator().allocated_bytes();
 }
 
 }  // namespace ember

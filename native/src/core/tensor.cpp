@@ -67,7 +67,33 @@ uint32_t Tensor::version() const {
   return checked(impl_).version_counter->version.load();
 }
 void Tensor::bump_version() const {
-  checked(impl_).version_counter->version.fetch_add(1);
+  VersionCounter& counter = *checked(impl_).version_counter;
+  EMBER_CHECK(
+      !counter.inference || InferenceMode::is_enabled(), Error,
+      "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to "
+      "get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
+      "more details.");
+  counter.version.fetch_add(1);
+}
+bool Tensor::is_inference() const {
+  return checked(impl_).version_counter->inference;
+}
+
+namespace {
+thread_local bool inference_mode = false;
+
+std::shared_ptr<VersionCounter> new_version_counter() {
+  auto counter = std::make_shared<VersionCounter>();
+  counter->inference = inference_mode;
+  return counter;
+}
+}  // namespace
+
+bool InferenceMode::is_enabled() {
+  return inference_mode;
+}
+void InferenceMode::set_enabled(bool enabled) {
+  inference_mode = enabled;
 }
 
 void* Tensor::data_ptr() const {
@@ -136,7 +162,7 @@ Tensor empty(const IntList& sizes, DType dtype, Device device) {
   impl->sizes = sizes;
   impl->strides = contiguous_strides(sizes);
   impl->dtype = dtype;
-  impl->version_counter = std::make_shared<VersionCounter>();
+  impl->version_counter = new_version_counter();
   return Tensor(std::move(impl));
 }
 
@@ -192,7 +218,7 @@ Tensor from_blob(void* data, const IntList& sizes, const IntList& strides, DType
   impl->sizes = sizes;
   impl->strides = strides;
   impl->dtype = dtype;
-  impl->version_counter = std::make_shared<VersionCounter>();
+  impl->version_counter = new_version_counter();
   return Tensor(std::move(impl));
 }
 

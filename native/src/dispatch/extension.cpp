@@ -104,6 +104,11 @@ Library& Library::impl_boxed(const std::string& name, DispatchKey key, BoxedKern
   return *this;
 }
 
+Library& Library::derivatives(const std::string& name, DerivativeFormulas formulas) {
+  const Operator& op = OpRegistry::global().get(qualify(name));
+  return impl_boxed(name, DispatchKey::Autograd, derivative_kernel(op, std::move(formulas)));
+}
+
 void check_core_compatible(const std::string& built_for, const std::string& what) {
   const auto [major, minor] = major_minor(built_for, what);
   EMBER_CHECK(major == EMBER_VERSION_MAJOR && minor == EMBER_VERSION_MINOR, ImportError, what,

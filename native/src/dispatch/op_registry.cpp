@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ember/autograd.h"
 #include "ember/error.h"
 #include "ember/library.h"
 
@@ -103,7 +104,7 @@ DispatchKey Operator::select_key(const Stack& args) const {
     EMBER_CHECK(*device == t.device(), Error, "[", qualified_name(),
                 "] expected all tensors to be on the same device, but got ", device->str(), " and ",
                 t.device().str());
-    requires_grad = requires_grad || t.impl()->requires_grad;
+    requires_grad = requires_grad || t.impl()->requires_grad || forward_ad::any_tangent({&t});
   });
   if (!device) {  // factory ops: the device argument decides
     for (const IValue& v : args) {
@@ -132,7 +133,28 @@ Stack Operator::call(Stack args) const {
     names.push_back(a.name);
   }
   check_stack(qualified_name(), types, names, args, "argument");
-  return call_key(select_key(args), std::move(args));
+  const DispatchKey key = select_key(args);
+  if (key == DispatchKey::Autograd || has_kernel(DispatchKey::Autograd))
+    return call_key(key, std::move(args));
+  // An op without declared derivatives (an extension's) must not look differentiable: its
+  // floating outputs raise when backward reaches them, and a tangent raises now.
+  std::vector<Tensor> inputs;
+  bool needed = false;
+  for_each_tensor(args, [&](const Tensor& t) {
+    if (!t.defined()) return;
+    inputs.push_back(t);
+    needed = needed || autograd::any_requires_grad({&t});
+    if (forward_ad::any_tangent({&t})) forward_ad::not_implemented(qualified_name().c_str());
+  });
+  Stack out = call_key(key, std::move(args));
+  if (!needed) return out;
+  for (IValue& v : out) {
+    if (!v.is<Tensor>()) continue;
+    Tensor r = v.get<Tensor>("result");
+    autograd::set_history({&r}, autograd::not_implemented(qualified_name().c_str()), inputs);
+    v = IValue(r);
+  }
+  return out;
 }
 
 Stack Operator::call_key(DispatchKey key, Stack args) const {

@@ -22,24 +22,50 @@ std::shared_ptr<py::object> share_python(py::function fn) {
   });
 }
 
+// What register_hook returns: remove() takes the hook off (the hook's owner may be gone).
 struct RemovableHandle {
-  std::weak_ptr<Node> node;        // a non-leaf's hook sits on its grad_fn
-  std::weak_ptr<TensorImpl> leaf;  // a leaf's on the tensor
-  uint64_t id;
+  std::function<void()> remover;
   void remove() const {
-    if (auto n = node.lock()) {
-      auto& hooks = n->pre_hooks;
-      hooks.erase(
-          std::remove_if(hooks.begin(), hooks.end(), [this](const Node::Hook& h) { return h.id == id; }),
-          hooks.end());
-    }
-    if (auto impl = leaf.lock()) {
-      auto& hooks = autograd::meta(Tensor(impl)).leaf_hooks;
-      hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [this](const auto& h) { return h.first == id; }),
-                  hooks.end());
-    }
+    if (remover) remover();
   }
 };
+
+uint64_t next_hook_id() {
+  static std::atomic<uint64_t> next{0};
+  return next++;
+}
+
+// Removes the entry with `id` from the hook list `member` of the node, if the node still lives.
+template <typename List>
+RemovableHandle node_hook_handle(const std::shared_ptr<Node>& node, List Node::* member, uint64_t id) {
+  std::weak_ptr<Node> weak = node;
+  return {[weak, member, id] {
+    if (auto n = weak.lock()) {
+      auto& hooks = (*n).*member;
+      hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [id](const auto& h) { return h.first == id; }),
+                  hooks.end());
+    }
+  }};
+}
+
+py::tuple grads_to_python(const std::vector<Tensor>& grads) {
+  py::list out;
+  for (const Tensor& g : grads) out.append(g.defined() ? py::cast(g) : py::none());
+  return py::tuple(out);
+}
+
+// A node hook's result: None keeps the gradients, else a sequence of as many (Tensor or None).
+std::optional<std::vector<Tensor>> grads_from_python(const py::object& result, size_t expected,
+                                                     const std::string& hook_name) {
+  if (result.is_none()) return std::nullopt;
+  const py::sequence seq = result.cast<py::sequence>();
+  EMBER_CHECK(seq.size() == expected, Error, "hook '", hook_name,
+              "' has returned an incorrect number of values (got ", seq.size(), ", but expected ", expected,
+              ")");
+  std::vector<Tensor> out;
+  for (py::handle r : seq) out.push_back(r.is_none() ? Tensor() : r.cast<Tensor>());
+  return out;
+}
 
 }  // namespace
 
@@ -58,6 +84,34 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
                                }
                                return py::tuple(out);
                              })
+      .def(
+          "register_prehook",
+          [](const std::shared_ptr<Node>& node, py::function fn) {
+            auto callable = share_python(fn);
+            const uint64_t id = next_hook_id();
+            node->node_pre_hooks.emplace_back(id, [callable](const Node::GradList& grads) {
+              py::gil_scoped_acquire gil;
+              py::object r = (*callable)(grads_to_python(grads));
+              return grads_from_python(r, grads.size(), py::str(callable->attr("__name__")));
+            });
+            return node_hook_handle(node, &Node::node_pre_hooks, id);
+          },
+          py::arg("fn"), "fn(grad_outputs) -> new grad_outputs or None, called before the node runs.")
+      .def(
+          "register_hook",
+          [](const std::shared_ptr<Node>& node, py::function fn) {
+            auto callable = share_python(fn);
+            const uint64_t id = next_hook_id();
+            node->post_hooks.emplace_back(
+                id, [callable](const Node::GradList& grad_inputs, const Node::GradList& grad_outputs) {
+                  py::gil_scoped_acquire gil;
+                  py::object r = (*callable)(grads_to_python(grad_inputs), grads_to_python(grad_outputs));
+                  return grads_from_python(r, grad_inputs.size(), py::str(callable->attr("__name__")));
+                });
+            return node_hook_handle(node, &Node::post_hooks, id);
+          },
+          py::arg("fn"),
+          "fn(grad_inputs, grad_outputs) -> new grad_inputs or None, called after the node ran.")
       .def("__repr__", [](const Node& n) { return "<" + n.name() + ">"; });
 
   tensor
@@ -117,8 +171,7 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
           [](const Tensor& t, py::function fn) {
             EMBER_CHECK(autograd::requires_grad(t), Error,
                         "[register_hook] cannot register a hook on a tensor that doesn't require gradient");
-            static std::atomic<uint64_t> next_id{0};
-            const uint64_t id = next_id++;
+            const uint64_t id = next_hook_id();
             auto callable = share_python(fn);
             auto hook = [callable](const Tensor& g) {
               py::gil_scoped_acquire gil;
@@ -127,11 +180,27 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
             };
             if (autograd::is_leaf(t)) {  // kept on the tensor; its AccumulateGrad runs them
               autograd::meta(t).leaf_hooks.emplace_back(id, hook);
-              return RemovableHandle{{}, t.impl_ptr(), id};
+              std::weak_ptr<TensorImpl> leaf = t.impl_ptr();
+              return RemovableHandle{[leaf, id] {
+                if (auto impl = leaf.lock()) {
+                  auto& hooks = autograd::meta(Tensor(impl)).leaf_hooks;
+                  hooks.erase(std::remove_if(hooks.begin(), hooks.end(),
+                                             [id](const auto& h) { return h.first == id; }),
+                              hooks.end());
+                }
+              }};
             }
             const Edge edge = autograd::gradient_edge(t);
             edge.fn->pre_hooks.push_back({id, edge.input_nr, hook});
-            return RemovableHandle{edge.fn, {}, id};
+            std::weak_ptr<Node> node = edge.fn;
+            return RemovableHandle{[node, id] {
+              if (auto n = node.lock()) {
+                auto& hooks = n->pre_hooks;
+                hooks.erase(std::remove_if(hooks.begin(), hooks.end(),
+                                           [id](const Node::Hook& h) { return h.id == id; }),
+                            hooks.end());
+              }
+            }};
           },
           py::arg("hook"))
       .def(
@@ -155,12 +224,31 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
         const Tensor t = self.cast<Tensor>();
         if (t.impl()->autograd_meta) {
           t.impl()->autograd_meta->grad_fn = nullptr;
-          t.impl()->autograd_meta->is_view = false;
+          t.impl()->autograd_meta->view_base = Tensor();
         }
         t.impl()->requires_grad = false;
         return self;
       });
 
+  tensor.def("is_inference", &Tensor::is_inference);
+  m.def("_is_inference_mode_enabled", &InferenceMode::is_enabled);
+  m.def(
+      "_set_inference_mode",
+      [](bool enabled) {
+        const bool prev = InferenceMode::is_enabled();
+        InferenceMode::set_enabled(enabled);
+        return prev;
+      },
+      py::arg("enabled"), "Switches this thread's inference mode; returns the previous setting.");
+  m.def("_is_anomaly_enabled", &AnomalyMode::is_enabled);
+  m.def("_is_anomaly_check_nan_enabled", &AnomalyMode::check_nan);
+  m.def("_set_anomaly_enabled", &AnomalyMode::set_enabled, py::arg("enabled"), py::arg("check_nan") = true);
+  AnomalyMode::set_trace_source([] {
+    py::gil_scoped_acquire gil;
+    return py::str("")
+        .attr("join")(py::module_::import("traceback").attr("format_stack")())
+        .cast<std::string>();
+  });
   m.def("_is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled, py::arg("mode"));
   m.def(
@@ -264,35 +352,41 @@ class PythonNode final : public Node {
 void bind_python_function(py::module_& m) {
   // Records a Function call: inputs (tensors, in order), outputs to attach, the dirty (modified in
   // place) inputs among them, and the non-differentiable outputs. Returns the outputs to hand back.
-  m.def("_record_function", [](const std::string& name, py::object callback,
-                               const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
-                               const std::vector<bool>& dirty, const std::vector<bool>& non_differentiable) {
-    auto node = std::make_shared<PythonNode>(name, callback);
-    for (const Tensor& t : inputs) {
-      const bool flows = autograd::requires_grad(t);
-      node->next_edges.push_back(flows ? autograd::gradient_edge(t) : Edge{});
-      node->input_meta.push_back(flows ? InputMeta{t.sizes(), t.dtype(), t.device()} : InputMeta{});
-    }
-    node->output_meta.assign(outputs.size(), InputMeta{});
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      Tensor& out = outputs[i];
-      if (dirty[i]) {  // modified in place: its history moves onto this node
-        autograd::check_inplace(name.c_str(), out);
-        out.bump_version();
-      } else {
-        for (const Tensor& in : inputs) {
-          if (in.is_same(out)) out = autograd::alias(out);  // an input returned as is
+  m.def(
+      "_record_function",
+      [](const std::string& name, py::object callback, const std::vector<Tensor>& inputs,
+         std::vector<Tensor> outputs, const std::vector<bool>& dirty,
+         const std::vector<bool>& non_differentiable, bool materialize_grads) {
+        auto node = std::make_shared<PythonNode>(name, callback);
+        node->materialize_grads = materialize_grads;
+        for (const Tensor& t : inputs) {
+          const bool flows = autograd::requires_grad(t);
+          node->next_edges.push_back(flows ? autograd::gradient_edge(t) : Edge{});
+          node->input_meta.push_back(flows ? InputMeta{t.sizes(), t.dtype(), t.device(), vmap::levels_of(t)}
+                                           : InputMeta{});
         }
-      }
-      if (non_differentiable[i] || !(is_floating_point(out.dtype()) || is_complex(out.dtype()))) continue;
-      AutogradMeta& meta = autograd::meta(out);
-      meta.grad_fn = node;
-      meta.output_nr = static_cast<uint32_t>(i);
-      out.impl()->requires_grad = true;
-      node->output_meta[i] = InputMeta{out.sizes(), out.dtype(), out.device()};
-    }
-    return outputs;
-  });
+        node->output_meta.assign(outputs.size(), InputMeta{});
+        for (size_t i = 0; i < outputs.size(); ++i) {
+          Tensor& out = outputs[i];
+          if (dirty[i]) {  // modified in place: its history moves onto this node
+            autograd::check_inplace(name.c_str(), out);
+            out.bump_version();
+          } else {
+            for (const Tensor& in : inputs) {
+              if (in.is_same(out)) out = autograd::alias(out);  // an input returned as is
+            }
+          }
+          if (non_differentiable[i] || !(is_floating_point(out.dtype()) || is_complex(out.dtype()))) continue;
+          AutogradMeta& meta = autograd::meta(out);
+          meta.grad_fn = node;
+          meta.output_nr = static_cast<uint32_t>(i);
+          out.impl()->requires_grad = true;
+          node->output_meta[i] = InputMeta{out.sizes(), out.dtype(), out.device()};
+        }
+        return outputs;
+      },
+      py::arg("name"), py::arg("callback"), py::arg("inputs"), py::arg("outputs"), py::arg("dirty"),
+      py::arg("non_differentiable"), py::arg("materialize_grads") = true);
 }
 
 }  // namespace ember::python

@@ -142,6 +142,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cpu_capability", [] { return cpu_capability_name(cpu_capability()); });
   m.def("_cpu_empty_cache", &cpu_empty_cache);
   m.def("_cpu_cached_bytes", &cpu_cached_bytes);
+  m.def("_cpu_allocated_bytes", &cpu_allocated_bytes);
 
   // Generators: shared with ops through the Generator? schema type; state is 16 bytes
   // (seed, then Philox offset, little-endian) in a uint8 tensor, as torch's ByteTensor states.

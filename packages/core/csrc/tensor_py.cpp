@@ -111,7 +111,12 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       .def_property_readonly("nbytes", &Tensor::nbytes)
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
-      .def_property_readonly("_version", &Tensor::version)
+      .def_property_readonly("_version",
+                             [](const Tensor& t) {
+                               EMBER_CHECK(!t.is_inference(), Error,
+                                           "Inference tensors do not track version counter.");
+                               return t.version();
+                             })
       .def("numpy", &to_numpy);
 
   m.def("from_numpy", &from_numpy, py::arg("ndarray"));

@@ -35,7 +35,14 @@ from ._C import (
 )
 from ._info import finfo, iinfo
 from ._tensor import as_tensor, empty, is_conj, resolve_conj, set_printoptions, tensor
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 
 
 def _export_generated_ops() -> list[str]:
@@ -229,7 +236,8 @@ device.__module__ = "ember"
 
 __all__ = [
     "Tensor", "dtype", "device", "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "ops", "set_printoptions", "serialization",
-    "is_conj", "resolve_conj", "autograd", "vmap", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "is_conj", "resolve_conj", "autograd", "vmap", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "is_inference_mode_enabled",
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "max", "min", "aminmax", "var_mean", "std_mean", "return_types", "sort", "topk", "kthvalue", "median", "nanmedian", "mode",
     "cummax", "cummin", "tensor_split", "unique", "unique_consecutive", "where", "norm",

@@ -345,7 +345,7 @@ def _getitem(self: _C.Tensor, index: object) -> _C.Tensor:
     view, indices = _apply_index(self, index)
     if indices is not None:
         return _C.index(view, indices)
-    return view if view is not self else _C.detach(self)
+    return view if view is not self else _C.view(self, list(self.shape))  # x[...]: an alias, keeping history
 
 
 def _setitem(self: _C.Tensor, index: object, value: object) -> None:

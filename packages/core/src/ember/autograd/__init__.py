@@ -302,7 +302,15 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
 
 
 from . import forward_ad, functional  # noqa: E402
+from .anomaly_mode import (  # noqa: E402
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
+from .grad_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
 
 __all__ = ["forward_ad", "functional", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
-           "GradcheckError"]
+           "GradcheckError", "inference_mode", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]

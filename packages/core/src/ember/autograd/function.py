@@ -114,8 +114,8 @@ class Function:
         non_diff = [_contains(ctx._non_differentiable, o) for o in out_tensors]
 
         def run_backward(grads):
-            # The engine always hands over a gradient per output (zeros where none arrived), so
-            # set_materialize_grads(False) changes nothing: backward never sees None.
+            # An output that received no gradient arrives as zeros, or as None after
+            # ctx.set_materialize_grads(False) (the node is recorded with that flag).
             result = cls.backward(ctx, *grads[:n_out])
             result = result if isinstance(result, tuple) else (result,)
             if len(result) != len(args):
@@ -129,7 +129,7 @@ class Function:
             return picked
 
         recorded = _C._record_function(cls.__name__ + "Backward", run_backward, tensor_inputs, out_tensors, dirty,
-                                       non_diff)
+                                       non_diff, materialize_grads=ctx.materialize_grads)
         it = iter(recorded)
         wrapped = tuple(next(it) if isinstance(o, _C.Tensor) else o for o in outputs)
         return wrapped[0] if single else wrapped
