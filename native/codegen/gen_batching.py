@@ -9,7 +9,8 @@ Rules, as declared:
                     the batch dimension. Kinds: dim, new_dim (one past the rank, as unsqueeze),
                     dims, permutation (the batch stays first), reduce_dims (None or empty: every dim), dim? (None: the loop), shape,
                     squeeze; "min_rank": n needs a logical rank of at least n;
-  "expand", "broadcast_to", "t", "cat", "stack", "index_add"   rules of their own;
+  "expand", "broadcast_to", "t", "cat", "stack", "index_add", "gather", "scatter",
+  "take_along_dim", "masked_fill", "repeat", "tile", "roll", "fliplr", "flipud"   rules of their own;
   "random_factory"  a random op with a size: one draw per batch element in randomness='different';
   "random"          any other random op: the loop, drawing as vmap's randomness says.
 """
@@ -84,6 +85,42 @@ def rule_lines(name: str, args: list[dict], rets: list[str], rule) -> list[str]:
                 "    const std::vector<Tensor> p = vmap::fronts({self, source}, level);",
                 f'    return vmap::wrap(autograd::{name}(p[0], vmap::shift_dim(dim, self.dim(), "{name}"), index, p[1]'
                 + (f", {rest}" if rest else "") + "), level);", "  }"]
+    if rule in ("gather", "scatter"):  # self, index (and src) batched alike, of one logical rank
+        tensors = [a["name"] for a in args if a["type"] == "Tensor"]
+        same = " && ".join(f"{n}.dim() == self.dim()" for n in tensors[1:])
+        rest = ", ".join(a["name"] for a in args if a["type"] != "Tensor" and a["name"] != "dim")
+        call = [f"p[{i}]" for i in range(len(tensors))]
+        call.insert(1, f'vmap::shift_dim(dim, self.dim(), "{name}")')
+        return [f"  if (self.dim() > 0 && {same}) {{",
+                f"    const std::vector<Tensor> p = vmap::fronts({{{', '.join(tensors)}}}, level);",
+                f"    return vmap::wrap(autograd::{name}({', '.join(call + ([rest] if rest else []))}), level);", "  }"]
+    if rule == "take_along_dim":
+        return ["  if (dim.has_value() && self.dim() > 0 && indices.dim() == self.dim()) {",
+                "    const std::vector<Tensor> p = vmap::fronts({self, indices}, level);",
+                '    return vmap::wrap(autograd::take_along_dim(p[0], p[1], vmap::shift_dim(*dim, self.dim(), '
+                '"take_along_dim")), level);', "  }"]
+    if rule == "masked_fill":  # the mask broadcasts against self from the right, as logically
+        return ["  if (mask.dim() <= self.dim()) {",
+                "    const Tensor s = vmap::fronts({self, mask}, level)[0];",
+                "    return vmap::wrap(autograd::masked_fill(s, vmap::aligned(mask, level, self.dim()), value), level);",
+                "  }"]
+    if rule in ("repeat", "tile"):
+        if rule == "tile":  # tile pads its dims to self's rank: always applies
+            return ["  return vmap::wrap(vmap::repeat_value(self, level, dims), level);"]
+        return ["  if (repeats.size() >= static_cast<size_t>(self.dim())) return vmap::wrap(vmap::repeat_value(self, "
+                "level, repeats), level);"]
+    if rule == "roll":  # no dims: the flattened tensor rolls
+        return ['  if (!dims.empty() && self.dim() > 0) return vmap::wrap(autograd::roll(vmap::front(self, level), '
+                'shifts, vmap::shift_dims(dims, self.dim(), "roll")), level);',
+                "  if (dims.empty() && shifts.size() == 1) {",
+                "    const Tensor v = vmap::front(self, level);",
+                "    const Tensor flat = autograd::reshape(v, IntList{v.size(0), -1});",
+                "    return vmap::wrap(autograd::reshape(autograd::roll(flat, shifts, IntList{1}), v.sizes()), level);",
+                "  }"]
+    if rule in ("fliplr", "flipud"):
+        rank, dim = (2, 2) if rule == "fliplr" else (1, 1)
+        return [f"  if (self.dim() >= {rank}) return vmap::wrap(autograd::flip(vmap::front(self, level), IntList{{{dim}}}), "
+                "level);"]
     if rule in ("cat", "stack"):
         extra = " + 1" if rule == "stack" else ""
         min_rank = 0 if rule == "stack" else 1

@@ -659,6 +659,10 @@ BATCHING = {
     # one index shared by the batch
     "index_select": _DIM, "index_fill": _DIM, "index_add": "index_add", "index_copy": "index_add",
     "cat": "cat", "stack": "stack",
+    # indices batched like the data
+    "gather": "gather", "scatter": "scatter", "scatter_add": "scatter", "scatter_reduce": "scatter",
+    "take_along_dim": "take_along_dim", "masked_fill": "masked_fill",
+    "repeat": "repeat", "tile": "tile", "roll": "roll", "fliplr": "fliplr", "flipud": "flipud",
     # along one dim
     **{name: _DIM for name in ("softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
                                "sort", "argsort", "topk", "kthvalue", "median", "nanmedian", "mode")},

@@ -339,6 +339,16 @@ std::vector<Tensor> fronts(const std::vector<Tensor>& ts, int64_t level) {
   return out;
 }
 
+Tensor repeat_value(const Tensor& self, int64_t level, IntList repeats) {
+  while (repeats.size() < static_cast<size_t>(self.dim())) repeats.insert(repeats.begin(), 1);  // tile
+  const Tensor v = front(self, level);
+  IntList shape{v.size(0)};
+  shape.insert(shape.end(), repeats.size() - static_cast<size_t>(self.dim()), 1);
+  for (int64_t d = 1; d < v.dim(); ++d) shape.push_back(v.size(d));
+  repeats.insert(repeats.begin(), 1);
+  return autograd::repeat(autograd::reshape(v, shape), repeats);
+}
+
 void unbatched_inplace(const char* op) {
   throw Error(std::string("vmap: ") + op +
               "(self, *extra_args) is not possible because self is not batched "

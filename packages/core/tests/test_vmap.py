@@ -163,6 +163,42 @@ def test_in_place_on_a_batched_tensor_writes_the_input():
     np.testing.assert_allclose(n(out), 2 * before)
 
 
+def test_index_and_repeat_rules():
+    """gather / scatter family / take_along_dim / masked_fill with the indices batched, the data
+    batched or both, and repeat / tile / roll / fliplr / flipud: each equals the loop and runs
+    without the fallback."""
+    x = rand(4, 3, 5)
+    idx = t(RNG.integers(0, 3, size=(4, 2, 5))).to(ember.int64)
+    one_idx = idx[0]
+    src = rand(4, 2, 5)
+    for dim in (0, -2):
+        check(lambda a, i, d=dim: a.gather(d, i), x, idx)  # both batched
+        check(lambda a, d=dim: a.gather(d, one_idx), x)  # the index shared
+        check(lambda i, d=dim: x[0].gather(d, i), idx)  # only the index batched
+        check(lambda a, i, s, d=dim: ember.scatter(a, d, i, s), x, idx, src)
+        check(lambda a, i, s, d=dim: ember.scatter_add(a, d, i, s), x, idx, src)
+        for reduce in ("sum", "prod", "mean", "amax", "amin"):
+            check(lambda a, i, s, d=dim, r=reduce: ember.scatter_reduce(a, d, i, s, r, include_self=False), x, idx, src)
+        check(lambda i, s, d=dim: ember.scatter_add(x[0], d, i, s), idx, src)  # self unbatched
+        check(lambda a, i, d=dim: ember.take_along_dim(a, i, d), x, idx)
+    check(lambda a, i: a.gather(1, i), x.transpose(0, 2), idx.transpose(0, 2), in_dims=2)  # non-contiguous
+    check(lambda a, i: a.gather(0, i), rand(4, 0, 3), t(np.zeros((4, 0, 3))).to(ember.int64))  # zero-size
+    mask = t(RNG.integers(0, 2, size=(4, 3, 5))).to(ember.bool)
+    check(lambda a, m: a.masked_fill(m, -7.0), x, mask)
+    check(lambda m: x[0].masked_fill(m, -7.0), mask)  # only the mask batched
+    check(lambda a, m: a.masked_fill(m, 2.5), x, mask[:, 0])  # a mask of lower rank broadcasts
+    check(lambda a: a.masked_fill(mask[0, 0], 1.0), rand(4, 5))
+    check(lambda a: a.masked_fill(t(1.0).to(ember.bool), 3.0), rand(4))  # 0-dim examples
+    for f in (lambda a: a.repeat(2, 1, 3), lambda a: a.repeat(2, 2, 1, 1), lambda a: a.tile((2,)),
+              lambda a: a.tile((2, 1, 1, 2)), lambda a: ember.roll(a, 1), lambda a: ember.roll(a, (1, -2), (0, 2)),
+              lambda a: ember.roll(a, 2, -1), ember.fliplr, ember.flipud):
+        check(f, x)
+        check(f, x.transpose(0, 1), in_dims=1)
+    check(lambda a: a.repeat(3), rand(4))  # 0-dim examples
+    check(lambda a: ember.roll(a, 1), rand(4))
+    check(lambda a: a.tile((2,)), rand(4, 0))
+
+
 # --- the fallback --------------------------------------------------------------------------------
 
 def test_op_without_rule_loops_and_warns_once():
