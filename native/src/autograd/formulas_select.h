@@ -344,21 +344,51 @@ inline ScatterReduceParts scatter_reduce_parts(const Tensor& self, int64_t dim, 
     p.src_share = ember::div(src_hit, ember::gather(count, dim, index));
   } else {
     EMBER_CHECK(reduce == "prod", ValueError, "[scatter_reduce] unknown reduce '", reduce, "'");
-    EMBER_CHECK(
-        !(include_self && has_zero(self)) && !has_zero(src), NotImplementedError,
-        "[scatter_reduce] the derivative of reduce='prod' with zero-valued inputs is not implemented");
   }
   return p;
+}
+
+// reduce='prod': d result / d x for each factor x is the product of the other factors of its
+// output: result / x where x != 0; where x is its output's only zero factor, the product of the
+// non-zero ones; 0 where there are more zeros. Both are computed per output position.
+struct ScatterProdParts {
+  Tensor zeros;         // how many zero factors each output has
+  Tensor nonzero_prod;  // the product of its non-zero factors (recorded: it has derivatives too)
+};
+
+inline ScatterProdParts scatter_prod_parts(const Tensor& self, int64_t dim, const Tensor& index,
+                                           const Tensor& src, bool include_self) {
+  const DType real = is_complex(self.dtype()) ? DType::Float64 : self.dtype();
+  const Tensor src_zero = ember::eq(src, num(0.0), std::nullopt);
+  const Tensor self_zero = ember::eq(self, num(0.0), std::nullopt);
+  const Tensor self_count = include_self ? ember::to_dtype(self_zero, real, false)
+                                         : ember::zeros(self.sizes(), real, self.device());
+  ScatterProdParts p;
+  p.zeros = ember::scatter_add(self_count, dim, index, ember::to_dtype(src_zero, real, false));
+  const Tensor self_nonzero = autograd::where(self_zero, num(1.0), self);
+  const Tensor src_nonzero = autograd::where(src_zero, num(1.0), src);
+  p.nonzero_prod = autograd::scatter_reduce(self_nonzero, dim, index, src_nonzero, "prod", include_self);
+  return p;
+}
+
+// The derivative for factors `x` whose outputs' result / zero count / non-zero product are given.
+inline Tensor prod_factor_derivative(const Tensor& x, const Tensor& result, const Tensor& zeros,
+                                     const Tensor& nonzero_prod) {
+  const Tensor x_zero = ember::eq(x, num(0.0), std::nullopt);
+  const Tensor lone_zero = autograd::where(ember::eq(zeros, num(1.0), std::nullopt), nonzero_prod, num(0.0));
+  const Tensor safe_x = autograd::where(x_zero, num(1.0), x);
+  return autograd::where(x_zero, lone_zero, autograd::div(result, safe_x, std::nullopt, std::nullopt));
 }
 
 inline Tensor scatter_reduce_self_backward(const Tensor& grad, const Tensor& self, int64_t dim,
                                            const Tensor& index, const Tensor& src, const std::string& reduce,
                                            bool include_self, const Tensor& result) {
   const ScatterReduceParts p = scatter_reduce_parts(self, dim, index, src, reduce, include_self, result);
-  if (reduce == "prod") {  // d result / d self = result / self where self took part
-    const Tensor g = autograd::div(autograd::mul(grad, autograd::conj(result), std::nullopt),
-                                   autograd::conj(self), std::nullopt, std::nullopt);
-    return include_self ? g : autograd::where(p.touched, zeros_of(grad), grad);
+  if (reduce == "prod") {  // self took part where include_self; else untouched places pass grad on
+    if (!include_self) return autograd::where(p.touched, zeros_of(grad), grad);
+    const ScatterProdParts q = scatter_prod_parts(self, dim, index, src, include_self);
+    return autograd::mul(grad, autograd::conj(prod_factor_derivative(self, result, q.zeros, q.nonzero_prod)),
+                         std::nullopt);
   }
   return autograd::mul(grad, p.self_share, std::nullopt);
 }
@@ -368,8 +398,11 @@ inline Tensor scatter_reduce_src_backward(const Tensor& grad, const Tensor& self
                                           bool include_self, const Tensor& result) {
   const ScatterReduceParts p = scatter_reduce_parts(self, dim, index, src, reduce, include_self, result);
   if (reduce == "prod") {
-    const Tensor g = autograd::gather(autograd::mul(grad, autograd::conj(result), std::nullopt), dim, index);
-    return autograd::div(g, autograd::conj(src), std::nullopt, std::nullopt);
+    const ScatterProdParts q = scatter_prod_parts(self, dim, index, src, include_self);
+    const Tensor d =
+        prod_factor_derivative(src, autograd::gather(result, dim, index), ember::gather(q.zeros, dim, index),
+                               autograd::gather(q.nonzero_prod, dim, index));
+    return autograd::mul(autograd::gather(grad, dim, index), autograd::conj(d), std::nullopt);
   }
   return autograd::mul(autograd::gather(grad, dim, index), p.src_share, std::nullopt);
 }
@@ -378,16 +411,17 @@ inline Tensor scatter_reduce_jvp(const Tensor& self_t, const Tensor& src_t, cons
                                  const Tensor& index, const Tensor& src, const std::string& reduce,
                                  bool include_self, const Tensor& result) {
   const ScatterReduceParts p = scatter_reduce_parts(self, dim, index, src, reduce, include_self, result);
-  if (reduce == "prod") {  // d result = result * (sum of t / x over what took part)
+  if (reduce == "prod") {  // d result = sum over the factors that took part of t * (d result / d x)
+    const ScatterProdParts q = scatter_prod_parts(self, dim, index, src, include_self);
+    const Tensor src_d =
+        prod_factor_derivative(src, autograd::gather(result, dim, index), ember::gather(q.zeros, dim, index),
+                               autograd::gather(q.nonzero_prod, dim, index));
     const Tensor from_src =
-        autograd::mul(result,
-                      autograd::scatter_add(zeros_of(self_t), dim, index,
-                                            autograd::div(src_t, src, std::nullopt, std::nullopt)),
-                      std::nullopt);
+        autograd::scatter_add(zeros_of(self_t), dim, index, autograd::mul(src_t, src_d, std::nullopt));
     const Tensor from_self =
-        include_self
-            ? autograd::mul(result, autograd::div(self_t, self, std::nullopt, std::nullopt), std::nullopt)
-            : autograd::where(p.touched, zeros_of(self_t), self_t);
+        include_self ? autograd::mul(self_t, prod_factor_derivative(self, result, q.zeros, q.nonzero_prod),
+                                     std::nullopt)
+                     : autograd::where(p.touched, zeros_of(self_t), self_t);
     return autograd::add(from_self, from_src, Scalar(int64_t(1)), std::nullopt);
   }
   return autograd::add(

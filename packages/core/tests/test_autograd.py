@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.autograd import grad, gradcheck
+from ember.autograd import grad, gradcheck, gradgradcheck
 
 RECORDS = json.loads((pathlib.Path(ember.__file__).parent / "opdb.json").read_text())
 RNG = np.random.default_rng(17)
@@ -524,6 +524,11 @@ SELECTION_AND_SHAPE_CASES = [
  ("scatter_reduce amax", lambda x: ember.scatter_reduce(x, 1, ember.tensor([[0, 0], [2, 1]]), x[:, 1:] * 2, "amax"), (2, 3)),
  ("scatter_reduce amin", lambda x: ember.scatter_reduce(x, 1, ember.tensor([[0, 0], [2, 1]]), x[:, 1:] * 2, "amin", include_self=False), (2, 3)),
  ("scatter_reduce prod", lambda x: ember.scatter_reduce(x, 1, ember.tensor([[0, 0], [2, 1]]), x[:, 1:] * 2, "prod"), (2, 3)),
+ # zero factors: one zero in an output (its derivative is the product of the others), two zeros
+ ("scatter_reduce prod zeros", lambda x: ember.scatter_reduce(x * ember.tensor([[0., 1., 1., 0.], [1., 0., 1., 1.]]).double(), 1,
+  ember.tensor([[0, 0, 3], [2, 2, 1]]), x[:, 1:] * ember.tensor([[1., 0., 1.], [1., 1., 0.]]).double(), "prod"), (2, 4)),
+ ("scatter_reduce prod zeros no self", lambda x: ember.scatter_reduce(x, 1, ember.tensor([[0, 0, 2], [1, 1, 1]]),
+  x[:, 1:] * ember.tensor([[0., 1., 0.], [1., 0., 1.]]).double(), "prod", include_self=False), (2, 4)),
  ("sort", lambda x: ember.sort(x, 1, True)[0], (2, 4)),
  ("topk", lambda x: ember.topk(x, 2, 0)[0], (3, 2)),
  ("msort", lambda x: ember.msort(x), (3, 2)),
@@ -545,6 +550,13 @@ SELECTION_AND_SHAPE_CASES = [
 @pytest.mark.parametrize("name, fn, shape", SELECTION_AND_SHAPE_CASES, ids=[c[0] for c in SELECTION_AND_SHAPE_CASES])
 def test_selection_shape_and_scan_gradcheck(name, fn, shape):
     assert gradcheck(fn, (leaf(sample(shape)),), check_forward_ad=True)
+
+def test_scatter_reduce_prod_with_zeros_second_order():
+    mask = ember.tensor([[0., 1., 1., 0.], [1., 0., 1., 1.]], dtype=ember.float64)
+    index = ember.tensor([[0, 0, 3], [2, 2, 1]])
+    assert gradgradcheck(lambda x: ember.scatter_reduce(x * mask, 1, index, x[:, 1:] * 3.0, "prod"),
+                         (leaf(sample((2, 4))),))
+
 
 COMPLEX = [r for r in RECORDS if r["family"] in ("unary", "binary") and r.get("complex") and r["derivatives"]]
 def cleaf(shape, lo=0.3, hi=1.5):
