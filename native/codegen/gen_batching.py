@@ -10,7 +10,8 @@ Rules, as declared:
                     dims, permutation (the batch stays first), reduce_dims (None or empty: every dim), dim? (None: the loop), shape,
                     squeeze; "min_rank": n needs a logical rank of at least n;
   "expand", "broadcast_to", "t", "cat", "stack", "index_add", "gather", "scatter",
-  "take_along_dim", "masked_fill", "repeat", "tile", "roll", "fliplr", "flipud"   rules of their own;
+  "take_along_dim", "masked_fill", "repeat", "tile", "roll", "fliplr", "flipud", "matmul"   rules of
+  their own;
   "random_factory"  a random op with a size: one draw per batch element in randomness='different';
   "random"          any other random op: the loop, drawing as vmap's randomness says.
 """
@@ -121,6 +122,13 @@ def rule_lines(name: str, args: list[dict], rets: list[str], rule) -> list[str]:
         rank, dim = (2, 2) if rule == "fliplr" else (1, 1)
         return [f"  if (self.dim() >= {rank}) return vmap::wrap(autograd::flip(vmap::front(self, level), IntList{{{dim}}}), "
                 "level);"]
+    if rule == "matmul":  # both operands' logical ranks as the op needs (else the loop raises its error)
+        a, b = [x["name"] for x in args if x["type"] == "Tensor"]
+        ranks = {"mm": (2, 2), "bmm": (3, 3), "mv": (2, 1), "dot": (1, 1)}.get(name)
+        cond = f"{a}.dim() == {ranks[0]} && {b}.dim() == {ranks[1]}" if ranks else f"{a}.dim() > 0 && {b}.dim() > 0"
+        if name == "bmm":
+            cond += f" && {a}.size(0) == {b}.size(0)"
+        return [f"  if ({cond}) return vmap::wrap(vmap::matmul_value({a}, {b}, level), level);"]
     if rule in ("cat", "stack"):
         extra = " + 1" if rule == "stack" else ""
         min_rank = 0 if rule == "stack" else 1

@@ -337,6 +337,22 @@ OPS: list[Op] = [
     Op("bincount(Tensor self, Tensor? weights=None, int minlength=0) -> Tensor", test={"family": "none"}),
     Op("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", test={"family": "none"}),
     Op("meshgrid(Tensor[] tensors, *, str indexing='ij') -> Tensor[]", test={"family": "none"}),
+    # ---- matrix products (src/ops/linalg/matmul.cpp, kernel in backend/cpu/gemm_kernels.cpp) --------
+    Op("mm(Tensor self, Tensor mat2, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
+    Op("bmm(Tensor self, Tensor mat2, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
+    Op("matmul(Tensor self, Tensor other, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
+    Op("mv(Tensor self, Tensor vec, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
+    Op("dot(Tensor self, Tensor tensor, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
+    Op("vdot(Tensor self, Tensor other, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
+    Op("outer(Tensor self, Tensor vec2) -> Tensor", test={"family": "none"}),
+    Op("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor? out=None) -> Tensor",
+       test={"family": "none"}),
+    Op("addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor? out=None) -> Tensor",
+       test={"family": "none"}),
+    Op("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor? out=None) "
+       "-> Tensor", test={"family": "none"}),
+    Op("addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor? out=None) "
+       "-> Tensor", test={"family": "none"}),
     # ---- reductions (src/ops/reduction, kernels in backend/cpu/reduce_kernels.cpp) ------------------
     reduction("sum", "np.sum(a, axis=dim, keepdims=keepdim)", dtypes="all", extra=", *, ScalarType? dtype=None"),
     reduction("prod", "np.prod(a, axis=dim, keepdims=keepdim)", extra=", *, ScalarType? dtype=None"),
@@ -629,6 +645,35 @@ DERIVATIVES: dict[str, dict[str, str]] = {
               "angle": _mul("grad", f"conj({_mul('result', 'imag_unit()')})"), "result": _ELEMENTWISE},
     "angle": {"self": "angle_backward(grad, self)", "result": _ELEMENTWISE},
     "sgn": {"self": "sgn_backward(grad, self, result)", "result": "sgn_jvp(self_t, self, result)"},
+    # matrix products (helpers in native/src/autograd/formulas_linalg.h)
+    "mm": {"self": "mm(grad, mH(mat2))", "mat2": "mm(mH(self), grad)",
+           "result": "product_tangent(self, self_t, mat2, mat2_t, [](const Tensor& a, const Tensor& b) { return mm(a, b); })"},
+    "bmm": {"self": "bmm(grad, mH(mat2))", "mat2": "bmm(mH(self), grad)",
+            "result": "product_tangent(self, self_t, mat2, mat2_t, [](const Tensor& a, const Tensor& b) { return bmm(a, b); })"},
+    "matmul": {"self": "matmul_backward(grad, self, other, true)", "other": "matmul_backward(grad, self, other, false)",
+               "result": "matmul_tangent(self, self_t, other, other_t)"},
+    "mv": {"self": "outer(grad, conj(vec))", "vec": "mv(mH(self), grad)",
+           "result": "product_tangent(self, self_t, vec, vec_t, [](const Tensor& a, const Tensor& b) { return mv(a, b); })"},
+    "dot": {"self": _mul("grad", "conj(tensor)"), "tensor": _mul("grad", "conj(self)"),
+            "result": "product_tangent(self, self_t, tensor, tensor_t, [](const Tensor& a, const Tensor& b) { return dot(a, b); })"},
+    "vdot": {"self": _mul("conj(grad)", "other"), "other": _mul("grad", "self"),
+             "result": "product_tangent(self, self_t, other, other_t, [](const Tensor& a, const Tensor& b) { return vdot(a, b); })"},
+    "outer": {"self": "mv(grad, conj(vec2))", "vec2": "mv(transpose(grad, 0, 1), conj(self))",
+              "result": "product_tangent(self, self_t, vec2, vec2_t, [](const Tensor& a, const Tensor& b) { return outer(a, b); })"},
+    "addmm": {"self": "scale(grad, beta)", "mat1": "scale(mm(grad, mH(mat2)), alpha)", "mat2": "scale(mm(mH(mat1), grad), alpha)",
+              "result": "add_tangents(self_t.defined() ? scale(self_t, beta) : Tensor(), product_tangent(mat1, mat1_t, mat2, mat2_t, "
+                        "[&](const Tensor& a, const Tensor& b) { return scale(mm(a, b), alpha); }))"},
+    "addmv": {"self": "scale(grad, beta)", "mat": "scale(outer(grad, conj(vec)), alpha)", "vec": "scale(mv(mH(mat), grad), alpha)",
+              "result": "add_tangents(self_t.defined() ? scale(self_t, beta) : Tensor(), product_tangent(mat, mat_t, vec, vec_t, "
+                        "[&](const Tensor& a, const Tensor& b) { return scale(mv(a, b), alpha); }))"},
+    "baddbmm": {"self": "scale(grad, beta)", "batch1": "scale(bmm(grad, mH(batch2)), alpha)",
+                "batch2": "scale(bmm(mH(batch1), grad), alpha)",
+                "result": "add_tangents(self_t.defined() ? scale(self_t, beta) : Tensor(), product_tangent(batch1, batch1_t, batch2, "
+                          "batch2_t, [&](const Tensor& a, const Tensor& b) { return scale(bmm(a, b), alpha); }))"},
+    "addbmm": {"self": "scale(grad, beta)", "batch1": "scale(bmm(addbmm_grad_per_batch(grad, batch1), mH(batch2)), alpha)",
+               "batch2": "scale(bmm(mH(batch1), addbmm_grad_per_batch(grad, batch1)), alpha)",
+               "result": "add_tangents(self_t.defined() ? scale(self_t, beta) : Tensor(), product_tangent(batch1, batch1_t, batch2, "
+                         "batch2_t, [&](const Tensor& a, const Tensor& b) { return scale(sum(bmm(a, b), IntList{0}), alpha); }))"},
 }
 
 # Ops whose floating results carry no gradient (PyTorch's non-differentiable outputs).
@@ -659,6 +704,8 @@ BATCHING = {
     # one index shared by the batch
     "index_select": _DIM, "index_fill": _DIM, "index_add": "index_add", "index_copy": "index_add",
     "cat": "cat", "stack": "stack",
+    # matrix products: the batch broadcasts through matmul
+    **{name: "matmul" for name in ("mm", "bmm", "matmul", "mv", "dot")},
     # indices batched like the data
     "gather": "gather", "scatter": "scatter", "scatter_add": "scatter", "scatter_reduce": "scatter",
     "take_along_dim": "take_along_dim", "masked_fill": "masked_fill",

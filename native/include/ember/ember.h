@@ -8,6 +8,7 @@
 #include "ember/error.h"
 #include "ember/ivalue.h"
 #include "ember/library.h"
+#include "ember/linalg.h"
 #include "ember/op_registry.h"
 #include "ember/ops.h"
 #include "ember/parallel.h"

@@ -172,6 +172,12 @@ using ModeFn = void (*)(const Tensor& values, const Tensor& indices, const Tenso
                         const Tensor& order);
 extern DispatchStub<ModeFn> mode_stub;
 
+// out[i] = beta * out[i] + alpha * a[i] @ b[i] for 3-D (batch, rows, cols) tensors of out's dtype,
+// any strides (out must not overlap a or b). beta = 0 ignores out's values, NaN included.
+using GemmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
+                        const Scalar& beta);
+extern DispatchStub<GemmFn> gemm_stub;
+
 // Strided copy with dtype conversion, same shape (the existing copy kernel).
 using CopyFn = void (*)(const Tensor& dst, const Tensor& src);
 extern DispatchStub<CopyFn> copy_stub;

@@ -128,6 +128,10 @@ bool pointwise_promotes_alike(std::initializer_list<const Tensor*> tensors, int6
 Tensor expand_value(const Tensor& t, int64_t level, const IntList& sizes, bool broadcast_to);
 // cat / stack: every tensor's value with the batch in front (unbatched ones expanded to it).
 std::vector<Tensor> fronts(const std::vector<Tensor>& ts, int64_t level);
+// matmul of logical operands a and b (either batched at `level`): vectors become the row / column
+// matmul makes of them, the batched value's batch dims are padded so that they broadcast as the
+// logical ones do, and the added dims are dropped again. The result's batch is in front.
+Tensor matmul_value(const Tensor& a, const Tensor& b, int64_t level);
 // repeat / tile of a batched self: the value, with ones for the new leading logical dims after
 // the batch, repeated once along the batch.
 Tensor repeat_value(const Tensor& self, int64_t level, IntList repeats);

@@ -339,6 +339,24 @@ std::vector<Tensor> fronts(const std::vector<Tensor>& ts, int64_t level) {
   return out;
 }
 
+Tensor matmul_value(const Tensor& a, const Tensor& b, int64_t level) {
+  const int64_t rank = std::max<int64_t>({a.dim(), b.dim(), 2});  // logical rank once vectors are matrices
+  auto physical = [&](const Tensor& t, int64_t vector_dim) {
+    const bool batched = batched_at(t, level);
+    Tensor v = batched ? front(t, level) : t;
+    if (t.dim() == 1) v = autograd::unsqueeze(v, vector_dim + (batched ? 1 : 0));
+    if (batched) {  // [B, 1, ..., sizes]: the logical batch dims line up from the right
+      while (v.dim() < rank + 1) v = autograd::unsqueeze(v, 1);
+    }
+    return v;
+  };
+  // [B, logical batch dims (rank - 2 of them), m, n]; then the vectors' dims go again
+  Tensor r = autograd::matmul(physical(a, 0), physical(b, 1));
+  if (b.dim() == 1) r = autograd::squeeze(r, IntList{-1});
+  if (a.dim() == 1) r = autograd::squeeze(r, IntList{b.dim() == 1 ? -1 : -2});
+  return r;
+}
+
 Tensor repeat_value(const Tensor& self, int64_t level, IntList repeats) {
   while (repeats.size() < static_cast<size_t>(self.dim())) repeats.insert(repeats.begin(), 1);  // tile
   const Tensor v = front(self, level);

@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 #include "ember/dispatch_stub.h"
+#include "ember/linalg.h"
 #include "op_binding_support.h"
 
 namespace ember::python {
@@ -143,6 +144,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cpu_empty_cache", &cpu_empty_cache);
   m.def("_cpu_cached_bytes", &cpu_cached_bytes);
   m.def("_cpu_allocated_bytes", &cpu_allocated_bytes);
+  m.def("set_float32_matmul_precision", &set_float32_matmul_precision, py::arg("precision"));
+  m.def("get_float32_matmul_precision", &get_float32_matmul_precision);
 
   // Generators: shared with ops through the Generator? schema type; state is 16 bytes
   // (seed, then Philox offset, little-endian) in a uint8 tensor, as torch's ByteTensor states.

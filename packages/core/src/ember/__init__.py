@@ -23,6 +23,7 @@ from ._C import (
     from_dlpack,
     from_numpy,
     get_default_dtype,
+    get_float32_matmul_precision,
     get_num_threads,
     int8,
     int16,
@@ -30,6 +31,7 @@ from ._C import (
     int64,
     promote_types,
     set_default_dtype,
+    set_float32_matmul_precision,
     set_num_threads,
     uint8,
 )
@@ -243,7 +245,8 @@ __all__ = [
     "cummax", "cummin", "tensor_split", "unique", "unique_consecutive", "where", "norm",
     "finfo", "iinfo", "concat", "clip", "broadcast_shapes", "broadcast_tensors", "meshgrid", "zeros", "ones",
     "cmake_prefix_path", "get_include", "get_lib", "__version__", "result_type", "promote_types",
-    "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", *_GENERATED_OPS,
+    "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", "set_float32_matmul_precision",
+    "get_float32_matmul_precision", *_GENERATED_OPS,
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
 ]

@@ -249,6 +249,18 @@ for _dunder, _op in [("rsub", "sub"), ("rtruediv", "div"), ("rfloordiv", "floor_
     setattr(_C.Tensor, f"__{_dunder}__", _binary(_op, reflected=True))
 for _dunder, _op in [("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")]:
     setattr(_C.Tensor, f"__{_dunder}__", _binary(_op))
+def _matmul(self, other):
+    return _C.matmul(self, other) if isinstance(other, _C.Tensor) else NotImplemented
+
+
+def _imatmul(self, other):
+    # PyTorch: a @= b computes out of place, then writes the result back into a
+    return _C.copy_(self, _C.matmul(self, other))
+
+
+_C.Tensor.__matmul__ = _matmul
+_C.Tensor.__rmatmul__ = lambda self, other: _C.matmul(other, self) if isinstance(other, _C.Tensor) else NotImplemented
+_C.Tensor.__imatmul__ = _imatmul
 _C.Tensor.__neg__ = lambda self: _C.neg(self)
 _C.Tensor.__pos__ = lambda self: self
 _C.Tensor.__abs__ = lambda self: _C.abs(self)
@@ -256,6 +268,8 @@ _C.Tensor.__invert__ = lambda self: _C.bitwise_not(self)
 _C.Tensor.__hash__ = object.__hash__  # tensors hash by identity, as in PyTorch
 _C.Tensor.T = property(lambda self: _C.permute(self, list(range(self.dim() - 1, -1, -1))))
 _C.Tensor.mT = property(lambda self: _C.transpose(self, -2, -1))
+_C.Tensor.mH = property(lambda self: _C.conj(_C.transpose(self, -2, -1)))
+_C.Tensor.H = property(lambda self: _C.conj(_C.permute(self, list(range(self.dim() - 1, -1, -1)))))
 
 
 def _bool(self: _C.Tensor) -> builtins.bool:
