@@ -238,3 +238,65 @@ def test_float32_matmul_precision_flag():
             ember.set_float32_matmul_precision("low")
     finally:
         ember.set_float32_matmul_precision("highest")
+
+
+# ---- einsum, tensordot, kron, inner, multi_dot ---------------------------------------------------
+
+EINSUM_CASES = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(3, 4), (4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ii->i", [(4, 4)]), ("ii", [(4, 4)]), ("ij->", [(3, 4)]), ("ij->ji", [(3, 4)]), ("i,i->", [(5,), (5,)]),
+    ("i,j->ij", [(3,), (4,)]), ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]), ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("ijk,ikl,lm->jm", [(2, 3, 4), (2, 4, 5), (5, 6)]), ("iij->j", [(3, 3, 2)]), ("Ab,ba->A", [(2, 3), (3, 2)]),
+    ("i,i,i->i", [(4,), (4,), (4,)]), ("ij,ij->i", [(3, 0), (3, 0)]), ("ab,cd->abcd", [(2, 1), (1, 3)]),
+    ("...,...->...", [(2, 3), (3,)]),
+]
+
+
+@pytest.mark.parametrize("equation, shapes", EINSUM_CASES, ids=[c[0] for c in EINSUM_CASES])
+def test_einsum_matches_numpy(equation, shapes):
+    arrays = [arr(*s) for s in shapes]
+    close(ember.einsum(equation, *[t(a) for a in arrays]), np.einsum(equation, *arrays), tol=1e-10)
+    close(ember.einsum(equation, [t(a) for a in arrays]), np.einsum(equation, *arrays), tol=1e-10)  # a list
+
+
+def test_einsum_gradients_and_errors():
+    a, b = t(arr(3, 4, complex_=True), True), t(arr(4, 2, complex_=True), True)
+    assert gradcheck(lambda x, y: ember.einsum("ij,jk->ik", x, y), (a, b), check_forward_ad=True)
+    c = t(arr(3, 3), True)
+    assert gradcheck(lambda x: ember.einsum("ii->i", x), (c,), check_forward_ad=True)
+    assert gradgradcheck(lambda x, y: ember.einsum("ij,jk,kl->il", x, y, x), (t(arr(3, 3), True), t(arr(3, 3), True)))
+    with pytest.raises(RuntimeError, match=r"more operands were provided than specified"):
+        ember.einsum("ij->i", t(arr(2, 2)), t(arr(2, 2)))
+    with pytest.raises(RuntimeError, match=r"number of subscripts in the equation \(2\) does not match the number of "
+                                           r"dimensions \(3\)"):
+        ember.einsum("ij->i", t(arr(2, 2, 2)))
+    with pytest.raises(RuntimeError, match=r"subscript j has size 3 for an operand which does not broadcast"):
+        ember.einsum("ij,jk->ik", t(arr(2, 2)), t(arr(3, 2)))
+    with pytest.raises(RuntimeError, match=r"output subscript k does not appear"):
+        ember.einsum("ij->k", t(arr(2, 2)))
+
+
+def test_tensordot_kron_inner_multi_dot():
+    a, b = arr(3, 4, 5), arr(4, 5, 2)
+    close(ember.tensordot(t(a), t(b)), np.tensordot(a, b), tol=1e-10)
+    close(ember.tensordot(t(a), t(b), dims=([1, 2], [0, 1])), np.tensordot(a, b, axes=([1, 2], [0, 1])), tol=1e-10)
+    c = arr(2, 3)
+    close(ember.tensordot(t(a), t(c), dims=0), np.tensordot(a, c, 0), tol=1e-10)
+    for x, y in ((arr(2, 3), arr(4, 5)), (arr(3), arr(2, 2)), (arr(2, 1, 3), arr(2, 2))):
+        close(ember.kron(t(x), t(y)), np.kron(x, y))
+    x, y = arr(2, 4), arr(3, 4)
+    close(ember.inner(t(x), t(y)), np.inner(x, y))
+    close(ember.inner(t(x), t(np.array(2.0))), x * 2)
+    mats = [arr(2, 30), arr(30, 3), arr(3, 40), arr(40)]
+    close(ember.linalg.multi_dot([t(m) for m in mats]), np.linalg.multi_dot(mats), tol=1e-10)
+    close(ember.chain_matmul(*[t(m) for m in mats[:3]]), np.linalg.multi_dot(mats[:3]), tol=1e-10)
+    v = arr(4, complex_=True)
+    close(ember.linalg.vecdot(t(v), t(v)), np.vdot(v, v))
+    xs = [t(arr(2, 3), True), t(arr(3, 4), True), t(arr(4), True)]
+    assert gradcheck(lambda p, q, r: ember.linalg.multi_dot([p, q, r]), xs, check_forward_ad=True)
+    assert gradcheck(lambda p, q: ember.kron(p, q), (xs[0], xs[1]), check_forward_ad=True)
+    assert gradcheck(lambda p, q: ember.tensordot(p, q, 1), (xs[0], xs[1]), check_forward_ad=True)
+    with pytest.raises(RuntimeError, match=r"multi_dot\(\): expected at least 2 tensors but got 1"):
+        ember.linalg.multi_dot([xs[0]])
+    with pytest.raises(RuntimeError, match=r"contracted dimensions need to match"):
+        ember.tensordot(xs[0], xs[0], 1)
