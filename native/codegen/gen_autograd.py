@@ -308,7 +308,8 @@ def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: di
         body += [f"  const std::vector<Tensor> tangents = {name}_result_tangent({', '.join(fn_args)});",
                  "  for (size_t i = 0; i < result.size(); ++i) forward_ad::set_tangent(result[i], tangents.at(i));"]
     else:
+        written = ", in_place" if has_self and len(rets) == 1 and "in_place" in target else ""
         body.append(f"  forward_ad::set_tangent({target if len(rets) == 1 else outputs}, "
-                    f"{name}_result_tangent({', '.join(fn_args)}));")
+                    f"{name}_result_tangent({', '.join(fn_args)}){written});")
     body.append("  return result;")
     return "\n".join(fn) + "\n" + "\n".join(body) + "\n}\n"

@@ -49,10 +49,12 @@ struct EMBER_API AutogradMeta {
   std::shared_ptr<struct ForwardGrad> fw;
 };
 
-// A tangent and its dual level (stale once that level has exited).
+// A tangent, its dual level (stale once that level has exited) and the tensor's version when it
+// was set (Note [tangents of views]).
 struct ForwardGrad {
   Tensor value;
   uint64_t level = 0;
+  uint32_t version = 0;
 };
 
 // Shape and dtype of one gradient a node hands on: the engine sums a broadcast gradient back to
@@ -211,7 +213,8 @@ EMBER_API Tensor tangent(const Tensor& t);  // undefined when t has none at the 
 EMBER_API Tensor tangent_or_zeros(const Tensor& t);
 EMBER_API std::vector<Tensor> tangents_or_zeros(const std::vector<Tensor>& ts);
 // Gives `t` the tangent (broadcast to t's shape and cast to its dtype); an undefined one clears it.
-EMBER_API void set_tangent(const Tensor& t, const Tensor& tangent);
+// `written_in_place`: an in-place op wrote t, so a view's new tangent also goes into its base's.
+EMBER_API void set_tangent(const Tensor& t, const Tensor& tangent, bool written_in_place = false);
 // forward_ad.make_dual / unpack_dual: a view of `primal` carrying `tangent`, and the pair back.
 EMBER_API Tensor make_dual(const Tensor& primal, const Tensor& tangent);
 EMBER_API Tensor primal_view(const Tensor& t);

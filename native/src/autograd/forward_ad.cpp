@@ -1,11 +1,13 @@
 // Forward-mode AD: dual levels and tangents (interface in ember/autograd.h; the per-op JVP
 // formulas are generated into autograd_ops.cpp from native/ops/declarations.py).
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "autograd/formulas_select.h"
 #include "ember/autograd.h"
 #include "ember/error.h"
 #include "ember/ops.h"
@@ -65,11 +67,61 @@ bool enabled() {
   return active_level.load(std::memory_order_relaxed) != 0 && !paused;
 }
 
-Tensor tangent(const Tensor& t) {
-  if (!t.defined() || !enabled()) return Tensor();
+namespace {
+
+// The tangent stored on `t` for the active level (undefined if none), pausing aside.
+Tensor stored_tangent(const Tensor& t) {
   const auto& m = t.impl()->autograd_meta;
   if (!m || !m->fw || !m->fw->value.defined() || m->fw->level != active_level.load()) return Tensor();
   return m->fw->value;
+}
+
+// Note [tangents of views]: a view's tangent is the view's part of its base's tangent. Each
+// tensor keeps its own tangent, so after an in-place write the written view's new tangent is
+// copied into the base's (set_tangent with written_in_place), and a view whose tangent was set
+// at an older version than the memory's (another alias was written since) reads it again from
+// the base's. Both go through storage positions, as CopySlices does for gradients.
+Tensor view_part_of_base(const Tensor& view, const Tensor& base, const Tensor& base_t) {
+  return autograd::as_strided_through_storage(base_t, base.sizes(), base.strides(), base.storage_offset(),
+                                              view.sizes(), view.strides(), view.storage_offset(), false);
+}
+
+Tensor base_with_view_part(const Tensor& base, const Tensor& base_t, const Tensor& view,
+                           const Tensor& view_t) {
+  const Device device = base.device();
+  const Tensor base_at =
+      autograd::storage_positions(base.sizes(), base.strides(), base.storage_offset(), device);
+  const Tensor view_at =
+      autograd::storage_positions(view.sizes(), view.strides(), view.storage_offset(), device);
+  const int64_t extent =
+      std::max(autograd::storage_extent(base.sizes(), base.strides(), base.storage_offset()),
+               autograd::storage_extent(view.sizes(), view.strides(), view.storage_offset()));
+  Tensor memory = autograd::index_add(autograd::zeros_shaped(IntList{extent}, base_t), 0, base_at,
+                                      autograd::flat(base_t), Scalar(int64_t(1)));
+  memory = autograd::index_copy(memory, 0, view_at, autograd::flat(view_t));
+  return autograd::reshape(autograd::index_select(memory, 0, base_at), base.sizes());
+}
+
+bool tangent_is_current(const Tensor& t) {
+  const auto& m = t.impl()->autograd_meta;
+  return m && m->fw && m->fw->value.defined() && m->fw->level == active_level.load() &&
+         m->fw->version == t.version();
+}
+
+}  // namespace
+
+Tensor tangent(const Tensor& t) {
+  if (!t.defined() || !enabled()) return Tensor();
+  const auto& m = t.impl()->autograd_meta;
+  if (!m) return Tensor();
+  if (m->view_base.defined() && !tangent_is_current(t) && m->view_base.dtype() == t.dtype()) {
+    const Tensor base_t = stored_tangent(m->view_base);
+    if (base_t.defined()) {
+      PauseGuard pause;
+      set_tangent(t, view_part_of_base(t, m->view_base, base_t));
+    }
+  }
+  return stored_tangent(t);
 }
 
 bool any_tangent(std::initializer_list<const Tensor*> tensors) {
@@ -103,7 +155,7 @@ std::vector<Tensor> tangents_or_zeros(const std::vector<Tensor>& ts) {
   return out;
 }
 
-void set_tangent(const Tensor& t, const Tensor& tangent_value) {
+void set_tangent(const Tensor& t, const Tensor& tangent_value, bool written_in_place) {
   if (!t.defined()) return;
   const uint64_t level = active_level.load();
   if (level == 0) return;
@@ -121,9 +173,16 @@ void set_tangent(const Tensor& t, const Tensor& tangent_value) {
   const bool registered = m.fw->level == level;
   m.fw->value = value;
   m.fw->level = level;
+  m.fw->version = t.version();
   if (!registered) {
     std::lock_guard<std::mutex> lock(levels_mutex);
     holders.push_back(m.fw);
+  }
+  const Tensor base = m.view_base;
+  if (written_in_place && base.defined() && base.dtype() == t.dtype()) {  // Note [tangents of views]
+    Tensor base_t = stored_tangent(base);
+    if (!base_t.defined()) base_t = autograd::zeros_like(base, std::nullopt);
+    set_tangent(base, base_with_view_part(base, base_t, t, value));
   }
 }
 

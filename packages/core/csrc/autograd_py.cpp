@@ -276,7 +276,8 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
     if (!tangent.defined()) return py::make_tuple(t, py::none());
     return py::make_tuple(forward_ad::primal_view(t), tangent);
   });
-  m.def("_set_tangent", &forward_ad::set_tangent, py::arg("tensor"), py::arg("tangent"));
+  m.def("_set_tangent", &forward_ad::set_tangent, py::arg("tensor"), py::arg("tangent"),
+        py::arg("written_in_place") = false);
   m.def("_set_forward_ad_paused", &forward_ad::set_paused, py::arg("paused"));
 
   // vmap (ember/func/_vmap.py builds the transform on these)

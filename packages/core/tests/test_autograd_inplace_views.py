@@ -1,6 +1,8 @@
 """In-place writes through views (Note [in-place on views] in native/src/autograd/engine.cpp): the
 base's history becomes CopySlices, the written view and its stale siblings are regenerated as
-as_strided of the base, and gradients match finite differences (gradcheck, float64)."""
+as_strided of the base, and gradients match finite differences (gradcheck, float64); in forward
+mode the written view's tangent reaches its base and stale views reread theirs from the base
+(Note [tangents of views])."""
 
 from __future__ import annotations
 
@@ -101,7 +103,7 @@ def test_gradcheck_through_in_place_view_writes(fn, c_shape):
     n = 12 if fn in (_write_chain_of_views, _write_transposed, _unbind_output_written) else 4
     a = ember.randn([n], generator=gen, dtype=ember.float64).requires_grad_()
     c = ember.randn(c_shape, generator=gen, dtype=ember.float64).requires_grad_()
-    assert gradcheck(fn, (a, c))
+    assert gradcheck(fn, (a, c), check_forward_ad=True)  # forward mode: Note [tangents of views]
     assert gradgradcheck(fn, (a, c))
 
 
