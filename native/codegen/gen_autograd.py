@@ -289,7 +289,10 @@ def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: di
         fn_params.append(("const std::vector<Tensor>& " if rets == ["Tensor[]"] else "const Tensor& ") + "result")
         fn_args.append("result")
     expr = jvp_expression(name, args, vjps, jvp, op_names)
-    fn_ret = "std::vector<Tensor>" if rets == ["Tensor[]"] else "Tensor"
+    # A tuple-returning op may give every output's tangent as a brace list "{t0, t1}"; otherwise
+    # its formula gives output 0's.
+    per_output = len(rets) > 1 and jvp.lstrip().startswith("{")
+    fn_ret = "std::vector<Tensor>" if rets == ["Tensor[]"] or per_output else "Tensor"
     fn = [f"static {fn_ret} {name}_result_tangent({', '.join(fn_params)}) {{", f"  return {expr};", "}"]
     if has_self and re.search(r"\bself\b", expr):  # an in-place op overwrites self: the formula needs its old value
         body.append("  const Tensor self_before = in_place ? [&] { forward_ad::PauseGuard p; return autograd::clone(self); }()"
@@ -307,6 +310,9 @@ def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: di
     if rets == ["Tensor[]"]:
         body += [f"  const std::vector<Tensor> tangents = {name}_result_tangent({', '.join(fn_args)});",
                  "  for (size_t i = 0; i < result.size(); ++i) forward_ad::set_tangent(result[i], tangents.at(i));"]
+    elif per_output:
+        body.append(f"  const std::vector<Tensor> tangents = {name}_result_tangent({', '.join(fn_args)});")
+        body += [f"  forward_ad::set_tangent(std::get<{i}>(result), tangents.at({i}));" for i in range(len(rets))]
     else:
         written = ", in_place" if has_self and len(rets) == 1 and "in_place" in target else ""
         body.append(f"  forward_ad::set_tangent({target if len(rets) == 1 else outputs}, "

@@ -353,6 +353,16 @@ OPS: list[Op] = [
        "-> Tensor", test={"family": "none"}),
     Op("addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor? out=None) "
        "-> Tensor", test={"family": "none"}),
+    # ---- linear algebra (src/ops/linalg/linalg.cpp, kernels in backend/cpu/linalg_kernels.cpp) -------
+    Op("linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor", method=False, test={"family": "none"}),
+    Op("linalg_inv(Tensor A) -> Tensor", method=False, test={"family": "none"}),
+    Op("linalg_det(Tensor A) -> Tensor", method=False, test={"family": "none"}),
+    Op("linalg_slogdet(Tensor A) -> (Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("linalg_cholesky(Tensor A, *, bool upper=False) -> Tensor", method=False, test={"family": "none"}),
+    Op("linalg_cholesky_ex(Tensor A, *, bool upper=False, bool check_errors=False) -> (Tensor, Tensor)", method=False,
+       test={"family": "none"}),
+    Op("linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor",
+       method=False, test={"family": "none"}),
     # ---- reductions (src/ops/reduction, kernels in backend/cpu/reduce_kernels.cpp) ------------------
     reduction("sum", "np.sum(a, axis=dim, keepdims=keepdim)", dtypes="all", extra=", *, ScalarType? dtype=None"),
     reduction("prod", "np.prod(a, axis=dim, keepdims=keepdim)", extra=", *, ScalarType? dtype=None"),
@@ -670,6 +680,17 @@ DERIVATIVES: dict[str, dict[str, str]] = {
                 "batch2": "scale(bmm(mH(batch1), grad), alpha)",
                 "result": "add_tangents(self_t.defined() ? scale(self_t, beta) : Tensor(), product_tangent(batch1, batch1_t, batch2, "
                           "batch2_t, [&](const Tensor& a, const Tensor& b) { return scale(bmm(a, b), alpha); }))"},
+    "linalg_solve": {"A": "solve_backward_A(grad, A, B, result, left)", "B": "linalg_solve(mH(A), grad, left)",
+                     "result": "solve_tangent(A, A_t, B, B_t, result, left)"},
+    "linalg_inv": {"A": "neg(matmul(mH(result), matmul(grad, mH(result))))",
+                   "result": "neg(matmul(result, matmul(A_t, result)))"},
+    "linalg_det": {"A": "det_backward(grad, A, result)", "result": "det_tangent(A, A_t, result)"},
+    "linalg_slogdet": {"A": "slogdet_backward(grads, A, result0)", "result": "{slogdet_sign_tangent(A, A_t, result0), slogdet_logabsdet_tangent(A, A_t)}"},
+    "linalg_cholesky": {"A": "cholesky_backward(grad, result, upper)", "result": "cholesky_tangent(A_t, result, upper)"},
+    "linalg_cholesky_ex": {"A": "cholesky_backward(grad, result0, upper)", "result": "cholesky_tangent(A_t, result0, upper)"},
+    "linalg_solve_triangular": {"A": "solve_triangular_grad_A(grad, A, result, upper, left, unitriangular)",
+                                "B": "solve_triangular_grad_B(grad, A, upper, left, unitriangular)",
+                                "result": "solve_triangular_tangent(A, A_t, B_t, result, upper, left, unitriangular)"},
     "addbmm": {"self": "scale(grad, beta)", "batch1": "scale(bmm(addbmm_grad_per_batch(grad, batch1), mH(batch2)), alpha)",
                "batch2": "scale(bmm(mH(batch1), addbmm_grad_per_batch(grad, batch1)), alpha)",
                "result": "add_tangents(self_t.defined() ? scale(self_t, beta) : Tensor(), product_tangent(batch1, batch1_t, batch2, "

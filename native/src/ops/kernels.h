@@ -178,6 +178,20 @@ using GemmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, con
                         const Scalar& beta);
 extern DispatchStub<GemmFn> gemm_stub;
 
+// Factorizations of contiguous row-major [B, n, n] matrices, in place, one matrix per task.
+// LU with partial pivoting: pivots int32 [B, n] (1-based row swaps, LAPACK's convention), info
+// int32 [B]: 0, or the 1-based index of the first zero pivot (U singular).
+using LuFn = void (*)(const Tensor& a, const Tensor& pivots, const Tensor& info);
+extern DispatchStub<LuFn> lu_stub;
+// The lower Cholesky factor (strict upper part zeroed); info: 0, or the order of the first
+// leading minor that is not positive-definite.
+using CholeskyFn = void (*)(const Tensor& a, const Tensor& info);
+extern DispatchStub<CholeskyFn> cholesky_stub;
+// Solves T X = B in place of contiguous b [B, n, k]; t is [B, n, n] or [1, n, n] (shared),
+// upper or lower triangular, with a unit diagonal when `unit` (then not read).
+using TriangularSolveFn = void (*)(const Tensor& t, const Tensor& b, bool upper, bool unit);
+extern DispatchStub<TriangularSolveFn> triangular_solve_stub;
+
 // Strided copy with dtype conversion, same shape (the existing copy kernel).
 using CopyFn = void (*)(const Tensor& dst, const Tensor& src);
 extern DispatchStub<CopyFn> copy_stub;

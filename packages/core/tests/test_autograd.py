@@ -631,13 +631,19 @@ def test_ops_reached_through_indexing_and_methods_gradcheck(name, fn):
 
 def test_every_differentiable_op_is_checked():
     """Each op with declared derivatives is gradchecked (with forward mode) in this file or in its
-    family's file (test_matmul.py for the matrix products)."""
+    family's file (test_matmul.py, test_linalg.py, where ember.linalg.x calls the op linalg_x)."""
     import re
 
     here = pathlib.Path(__file__)
-    source = here.read_text() + (here.parent / "test_matmul.py").read_text()
+    source = "".join((here.parent / name).read_text() for name in (here.name, "test_matmul.py", "test_linalg.py"))
+
+    def called(name: str) -> bool:
+        short = name.removeprefix("linalg_")
+        return bool(re.search(rf"[.\s(]{re.escape(name)}\(", source) or
+                    (short != name and re.search(rf"LA\.{re.escape(short)}[(,)]", source)))
+
     family_checked = {r["name"] for r in UNARY + BINARY}
     missing = [r["name"] for r in RECORDS if r["derivatives"] and r["name"] not in family_checked
-               and not re.search(rf"[.\s(]{re.escape(r['name'])}\(", source)]
+               and not called(r["name"])]
     assert not missing
     assert all(r["forward"] for r in RECORDS if r["derivatives"])
