@@ -119,3 +119,96 @@ def test_activation_wrappers():
     close(F.mse_loss(t([1.0, 2.0]), t([0.0, 4.0]), reduction="sum"), 5.0)
     with pytest.raises(ValueError, match=r"bad is not a valid value for reduction"):
         F.mse_loss(x, x, reduction="bad")
+
+
+# ---- losses ----------------------------------------------------------------------------------------
+
+def _log_softmax(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def test_cross_entropy_and_nll_against_numpy():
+    x = RNG.standard_normal((5, 4))
+    y = np.array([0, 3, 1, 3, 2])
+    w = np.array([0.5, 1.0, 2.0, 1.5])
+    logp = _log_softmax(x, 1)
+    picked = -logp[np.arange(5), y]
+    close(F.cross_entropy(t(x), ember.tensor(y)), picked.mean())
+    close(F.cross_entropy(t(x), ember.tensor(y), reduction="none"), picked)
+    close(F.cross_entropy(t(x), ember.tensor(y), weight=t(w)), (picked * w[y]).sum() / w[y].sum())
+    y_ignored = y.copy()
+    y_ignored[1] = -100
+    keep = y_ignored != -100
+    close(F.cross_entropy(t(x), ember.tensor(y_ignored)), picked[keep].mean())
+    # label smoothing: the target mixes with the uniform distribution
+    eps = 0.2
+    smooth = -(logp.sum(1))
+    close(F.cross_entropy(t(x), ember.tensor(y), label_smoothing=eps), ((1 - eps) * picked + eps / 4 * smooth).mean())
+    probs = np.exp(_log_softmax(RNG.standard_normal((5, 4)), 1))
+    close(F.cross_entropy(t(x), t(probs)), -(probs * logp).sum(1).mean())
+    # spatial: (N, C, d) with targets (N, d); and one unbatched sample
+    xs, ys = RNG.standard_normal((2, 3, 4)), np.array([[0, 2, 1, 1], [2, 2, 0, 1]])
+    lp = _log_softmax(xs, 1)
+    close(F.nll_loss(t(lp), ember.tensor(ys), reduction="sum"),
+          -sum(lp[n, ys[n, d], d] for n in range(2) for d in range(4)))
+    close(F.cross_entropy(t(x[0]), ember.tensor(2)), -logp[0, 2])
+    xg = t(x, True)
+    assert gradcheck(lambda a: F.cross_entropy(a, ember.tensor(y), weight=t(w), label_smoothing=0.1), (xg,),
+                     check_forward_ad=True)
+    assert gradcheck(lambda a: F.cross_entropy(a, t(probs)), (xg,), check_forward_ad=True)
+    with pytest.raises(IndexError, match=r"Target 4 is out of bounds"):
+        F.cross_entropy(t(x), ember.tensor([0, 4, 1, 1, 1]))
+    with pytest.raises(ValueError, match=r"Expected input batch_size \(5\) to match target batch_size \(2\)"):
+        F.nll_loss(t(logp), ember.tensor([0, 1]))
+
+
+def test_elementwise_losses_against_numpy():
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    d = a - b
+    close(F.l1_loss(t(a), t(b)), np.abs(d).mean())
+    close(F.smooth_l1_loss(t(a), t(b), beta=0.5),
+          np.where(np.abs(d) < 0.5, 0.5 * d * d / 0.5, np.abs(d) - 0.25).mean())
+    close(F.huber_loss(t(a), t(b), delta=0.7), np.where(np.abs(d) <= 0.7, 0.5 * d * d, 0.7 * (np.abs(d) - 0.35)).mean())
+    p = 1 / (1 + np.exp(-a))
+    target = (b > 0).astype(float)
+    bce = -(target * np.log(p) + (1 - target) * np.log(1 - p))
+    close(F.binary_cross_entropy(t(p), t(target)), bce.mean())
+    close(F.binary_cross_entropy_with_logits(t(a), t(target)), bce.mean())
+    pw = np.array([1.0, 2.0, 0.5, 3.0])
+    close(F.binary_cross_entropy_with_logits(t(a), t(target), pos_weight=t(pw), reduction="sum"),
+          (-(pw * target * np.log(p) + (1 - target) * np.log(1 - p))).sum())
+    lp, q = _log_softmax(a, 1), np.exp(_log_softmax(b, 1))
+    close(F.kl_div(t(lp), t(q), reduction="batchmean"), (q * (np.log(q) - lp)).sum() / 3)
+    close(F.kl_div(t(lp), t(np.log(q)), reduction="sum", log_target=True), (q * (np.log(q) - lp)).sum())
+    close(F.poisson_nll_loss(t(a), t(np.abs(b))), (np.exp(a) - np.abs(b) * a).mean())
+    var = np.abs(b) + 0.1
+    close(F.gaussian_nll_loss(t(a), t(b), t(var)), (0.5 * (np.log(var) + (a - b) ** 2 / var)).mean())
+    y = np.sign(b)
+    close(F.margin_ranking_loss(t(a[0]), t(b[0]), t(y[0]), margin=0.1), np.maximum(0, -y[0] * (a[0] - b[0]) + 0.1).mean())
+    close(F.hinge_embedding_loss(t(a), t(y)), np.where(y == 1, a, np.maximum(0, 1 - a)).mean())
+    close(F.soft_margin_loss(t(a), t(y)), np.log1p(np.exp(-y * a)).mean())
+    close(F.multilabel_soft_margin_loss(t(a), t(target)), bce.mean(1).mean())
+    cos = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1))
+    yy = np.array([1.0, -1.0, 1.0])
+    close(F.cosine_similarity(t(a), t(b)), cos)
+    close(F.cosine_embedding_loss(t(a), t(b), t(yy), margin=0.1), np.where(yy == 1, 1 - cos, np.maximum(0, cos - 0.1)).mean())
+    c = RNG.standard_normal((3, 4))
+    dp = np.sqrt(((a - b + 1e-6) ** 2).sum(1))
+    dn = np.sqrt(((a - c + 1e-6) ** 2).sum(1))
+    close(F.pairwise_distance(t(a), t(b)), dp)
+    close(F.triplet_margin_loss(t(a), t(b), t(c)), np.maximum(0, dp - dn + 1).mean())
+    yk = np.array([1, 0, 3])
+    m = np.maximum(0, 1 - a[np.arange(3), yk][:, None] + a)
+    m[np.arange(3), yk] = 0
+    close(F.multi_margin_loss(t(a), ember.tensor(yk)), (m.sum(1) / 4).mean())
+    assert F.one_hot(ember.tensor([0, 2]), 3).tolist() == [[1, 0, 0], [0, 0, 1]]
+    for fn in (lambda u, v: F.smooth_l1_loss(u, v), lambda u, v: F.huber_loss(u, v),
+               lambda u, v: F.binary_cross_entropy_with_logits(u, (v > 0).to(ember.float64)),
+               lambda u, v: F.cosine_embedding_loss(u, v, t(yy)),
+               lambda u, v: F.triplet_margin_loss(u, v, t(c))):
+        assert gradcheck(fn, (t(a, True), t(b, True)), check_forward_ad=True)
+    with pytest.raises(ValueError, match=r"Using a target size \(\[3\]\) that is different to the input size"):
+        F.binary_cross_entropy(t(p), t(target[0, :3]))
+    with pytest.raises(RuntimeError, match=r"all elements of input should be between 0 and 1"):
+        F.binary_cross_entropy(t(a), t(target))
