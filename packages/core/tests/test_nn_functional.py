@@ -212,3 +212,110 @@ def test_elementwise_losses_against_numpy():
         F.binary_cross_entropy(t(p), t(target[0, :3]))
     with pytest.raises(RuntimeError, match=r"all elements of input should be between 0 and 1"):
         F.binary_cross_entropy(t(a), t(target))
+
+
+# ---- convolution and pooling -----------------------------------------------------------------------
+
+def _conv_ref(x, w, b, stride, pads, dilation, groups):
+    """Direct cross-correlation in float64 (x: [N, C, *s], w: [O, C/g, *k])."""
+    n = x.ndim - 2
+    x = np.pad(x, [(0, 0), (0, 0)] + list(pads))
+    out_sizes = [(x.shape[2 + i] - dilation[i] * (w.shape[2 + i] - 1) - 1) // stride[i] + 1 for i in range(n)]
+    out = np.zeros([x.shape[0], w.shape[0]] + out_sizes)
+    per_out = w.shape[0] // groups
+    for o in range(w.shape[0]):
+        g = o // per_out
+        xs = x[:, g * w.shape[1]:(g + 1) * w.shape[1]]
+        for idx in np.ndindex(*out_sizes):
+            window = xs[(slice(None), slice(None)) + tuple(
+                slice(idx[i] * stride[i], idx[i] * stride[i] + dilation[i] * (w.shape[2 + i] - 1) + 1, dilation[i])
+                for i in range(n))]
+            out[(slice(None), o) + idx] = (window * w[o]).reshape(x.shape[0], -1).sum(1)
+    return out + (0 if b is None else b.reshape([1, -1] + [1] * n))
+
+
+@pytest.mark.parametrize("n, shape, kernel, stride, padding, dilation, groups", [
+    (1, (2, 4, 9), (3,), 1, 0, 1, 1), (1, (2, 4, 9), (3,), 2, 1, 2, 2), (2, (2, 3, 7, 6), (3, 2), (2, 1), 1, 1, 1),
+    (2, (1, 4, 6, 6), (3, 3), 1, "same", (2, 1), 4), (2, (2, 2, 5, 5), (2, 2), 1, "valid", 1, 1),
+    (3, (1, 2, 4, 5, 4), (2, 3, 2), (1, 2, 1), (1, 0, 1), 1, 2),
+])
+def test_conv_matches_direct_loops(n, shape, kernel, stride, padding, dilation, groups):
+    x = RNG.standard_normal(shape)
+    w = RNG.standard_normal((4, shape[1] // groups) + kernel)
+    b = RNG.standard_normal(4)
+    fn = getattr(F, f"conv{n}d")
+    st, dl = (stride,) * n if isinstance(stride, int) else stride, (dilation,) * n if isinstance(dilation, int) \
+        else dilation
+    if padding == "same":
+        pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for d, k in zip(dl, kernel, strict=True)]
+    elif padding == "valid":
+        pads = [(0, 0)] * n
+    else:
+        pads = [(p, p) for p in ((padding,) * n if isinstance(padding, int) else padding)]
+    got = fn(t(x), t(w), t(b), stride=stride, padding=padding, dilation=dilation, groups=groups)
+    close(got, _conv_ref(x, w, b, st, pads, dl, groups), tol=1e-10)
+    close(fn(t(x[0]), t(w), None, stride=stride, padding=padding, dilation=dilation, groups=groups),
+          _conv_ref(x[:1], w, None, st, pads, dl, groups)[0], tol=1e-10)  # unbatched
+
+
+def test_conv_gradients_and_errors():
+    x, w, b = t(RNG.standard_normal((2, 2, 5, 4)), True), t(RNG.standard_normal((4, 1, 2, 3)), True), \
+        t(RNG.standard_normal(4), True)
+    assert gradcheck(lambda a, c, d: F.conv2d(a, c, d, stride=(2, 1), padding=1, groups=2), (x, w, b),
+                     check_forward_ad=True)
+    assert gradgradcheck(lambda a, c: F.conv1d(a, c, padding="same"), (t(RNG.standard_normal((1, 2, 6)), True),
+                                                                         t(RNG.standard_normal((3, 2, 3)), True)))
+    with pytest.raises(RuntimeError, match=r"expected input\[2, 2, 5, 4\] to have 3 channels, but got 2 channels"):
+        F.conv2d(x, t(RNG.standard_normal((4, 3, 2, 2))))
+    with pytest.raises(ValueError, match=r"padding='same' is not supported for strided convolutions"):
+        F.conv2d(x, w, padding="same", stride=2, groups=2)
+    with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to conv2d"):
+        F.conv2d(t(np.ones(3)), w)
+
+
+def _pool_ref(x, k, s, p, ceil, op, count_include_pad=True):
+    n = x.ndim - 2
+    out_sizes = []
+    for i in range(n):
+        top = x.shape[2 + i] + 2 * p[i] - k[i]
+        o = (-(-top // s[i]) if ceil else top // s[i]) + 1
+        if ceil and (o - 1) * s[i] >= x.shape[2 + i] + p[i]:
+            o -= 1
+        out_sizes.append(o)
+    out = np.zeros(list(x.shape[:2]) + out_sizes)
+    for idx in np.ndindex(*out_sizes):
+        lo = [idx[i] * s[i] - p[i] for i in range(n)]
+        hi = [lo[i] + k[i] for i in range(n)]
+        sl = tuple(slice(max(lo[i], 0), min(hi[i], x.shape[2 + i])) for i in range(n))
+        window = x[(slice(None), slice(None)) + sl]
+        if op == "max":
+            out[(slice(None), slice(None)) + idx] = window.reshape(*x.shape[:2], -1).max(-1)
+        else:
+            inside_pad = np.prod([min(hi[i], x.shape[2 + i] + p[i]) - max(lo[i], -p[i]) for i in range(n)])
+            count = inside_pad if count_include_pad else window[0, 0].size
+            out[(slice(None), slice(None)) + idx] = window.reshape(*x.shape[:2], -1).sum(-1) / count
+    return out
+
+
+@pytest.mark.parametrize("n, shape, k, s, p, ceil", [
+    (1, (2, 3, 9), (3,), (2,), (1,), False), (1, (2, 3, 8), (3,), (2,), (0,), True),
+    (2, (2, 2, 7, 6), (3, 2), (2, 2), (1, 0), True), (2, (1, 1, 5, 5), (2, 2), (2, 2), (0, 0), False),
+    (3, (1, 2, 4, 5, 3), (2, 2, 2), (2, 1, 2), (1, 0, 0), True),
+])
+def test_pooling_matches_direct_loops(n, shape, k, s, p, ceil):
+    x = RNG.standard_normal(shape)
+    close(getattr(F, f"max_pool{n}d")(t(x), k, s, p, ceil_mode=ceil), _pool_ref(x, k, s, p, ceil, "max"))
+    close(getattr(F, f"avg_pool{n}d")(t(x), k, s, p, ceil_mode=ceil), _pool_ref(x, k, s, p, ceil, "avg"))
+    close(getattr(F, f"avg_pool{n}d")(t(x), k, s, p, ceil_mode=ceil, count_include_pad=False),
+          _pool_ref(x, k, s, p, ceil, "avg", count_include_pad=False))
+
+
+def test_pooling_gradients_and_errors():
+    x = t(RNG.standard_normal((1, 2, 5, 4)), True)
+    assert gradcheck(lambda a: F.max_pool2d(a, 2, 1, ceil_mode=True), (x,), check_forward_ad=True)
+    assert gradcheck(lambda a: F.avg_pool2d(a, (2, 3), 2, 1, divisor_override=3), (x,), check_forward_ad=True)
+    close(F.max_pool1d(t([[1.0, 5.0, 2.0, 7.0, 3.0]]), 2, dilation=2), [[2.0, 3.0]])  # windows (1, 2), (2, 3)
+    with pytest.raises(RuntimeError, match=r"pad should be at most half of effective kernel size"):
+        F.max_pool2d(x, 2, padding=2)
+    with pytest.raises(NotImplementedError, match=r"return_indices=True\) is not implemented yet"):
+        F.max_pool2d(x, 2, return_indices=True)

@@ -1,22 +1,26 @@
 """ember.nn.functional (torch.nn.functional): the functions the layers call.
 
-linear and batch_norm are written with Ember's registered ops (matmul, mean, var, ...), so they
-differentiate in every mode and batch under vmap through those ops' derivatives and batching
-rules. Fused kernels for them belong to the neural-network kernels of issue "Core runtime II";
-until then these composites are the implementation. The activations are the registered ops.
+linear, batch_norm, the convolutions, pooling and the losses are written with Ember's registered
+ops (matmul, einsum, unfold, mean, var, log_softmax, ...), so they differentiate in every mode and
+batch under vmap through those ops' derivatives and batching rules. Fused kernels for them belong
+to the neural-network kernels of issue "Core runtime II"; until then these compositions are the
+implementation. The activations are the registered ops.
 """
 
 from __future__ import annotations
 
 from .. import _C
 from .. import autograd as _autograd
+from .._products import einsum
 
 __all__ = ["linear", "batch_norm", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
            "leaky_relu", "elu", "softplus", "one_hot", "cosine_similarity", "pairwise_distance",
            "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
            "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
-           "multilabel_soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss", "multi_margin_loss"]
+           "multilabel_soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss", "multi_margin_loss",
+           "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
+           "avg_pool3d"]
 
 
 def linear(input, weight, bias=None):
@@ -115,6 +119,184 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _C.log_softmax(input, _softmax_dim(input.dim()) if dim is None else dim, dtype)
+
+
+# ---- convolution and pooling ----------------------------------------------------------------------
+# Sliding windows come from Tensor.unfold (a view per spatial dim), so these compose registered ops
+# and differentiate (and batch under vmap) through them.
+
+def _ntuple(value, n: int, name: str) -> tuple:
+    values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+    if len(values) != n:
+        raise ValueError(f"{name} must be an int or a tuple of {n} ints, but got {value!r}")
+    return values
+
+
+def _pad_spatial(x, pads: list[tuple[int, int]], value: float):
+    """Pads the trailing len(pads) dims by (before, after) each with `value`, by concatenation."""
+    first = x.dim() - len(pads)
+    for i, (before, after) in enumerate(pads):
+        dim = first + i
+        parts = []
+        for size in (before, after):
+            shape = list(x.shape)
+            shape[dim] = size
+            parts.append(_C.full(shape, value, dtype=x.dtype) if size else None)
+        pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
+        x = _C.cat(pieces, dim) if len(pieces) > 1 else x
+    return x
+
+
+def _windows(x, kernel: tuple, stride: tuple, dilation: tuple):
+    """[N, C, *spatial] -> [N, C, *out, *kernel]: every window, its taps spaced by dilation."""
+    n = len(kernel)
+    for i in range(n):
+        x = x.unfold(2 + i, dilation[i] * (kernel[i] - 1) + 1, stride[i])
+    if any(d != 1 for d in dilation):
+        x = x[(Ellipsis,) + tuple(slice(None, None, d) for d in dilation)]
+    return x
+
+
+def _batched(input, n: int, name: str):
+    if input.dim() == n + 1:
+        return _C.unsqueeze(input, 0), True
+    if input.dim() != n + 2:
+        raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of "
+                           f"size: {list(input.shape)}")
+    return input, False
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups: int, n: int):
+    name = f"conv{n}d"
+    x, unbatched = _batched(input, n, name)
+    if weight.dim() != n + 2:
+        raise RuntimeError(f"{name}: weight must be {n + 2}-D, but got {weight.dim()}-D")
+    stride, dilation = _ntuple(stride, n, "stride"), _ntuple(dilation, n, "dilation")
+    kernel = tuple(weight.shape[2:])
+    out_channels, per_group = weight.shape[0], weight.shape[1]
+    if groups <= 0 or x.shape[1] != per_group * groups or out_channels % groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(x.shape)} to have {per_group * groups} channels, but got {x.shape[1]} channels "
+                           f"instead")
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * n
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for d, k in zip(dilation, kernel, strict=True)]
+        else:
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+    else:
+        pads = [(p, p) for p in _ntuple(padding, n, "padding")]
+    x = _pad_spatial(x, pads, 0.0)
+    for size, k, d in zip(x.shape[2:], kernel, dilation, strict=True):
+        if size < d * (k - 1) + 1:
+            raise RuntimeError(f"Calculated padded input size per channel: ({size}). Kernel size: ({k}). Kernel size "
+                               f"can't be greater than actual input size")
+    win = _windows(x, kernel, stride, dilation)  # [N, C, *out, *k]
+    out_shape = list(win.shape[2:2 + n])
+    win = _C.reshape(win, [x.shape[0], groups, per_group] + out_shape + list(kernel))
+    w = _C.reshape(weight, [groups, out_channels // groups, per_group] + list(kernel))
+    o, k = "".join("opq"[:n]), "".join("uvw"[:n])
+    out = _C.reshape(einsum(f"ngc{o}{k},gdc{k}->ngd{o}", win, w), [x.shape[0], out_channels] + out_shape)
+    if bias is not None:
+        out = out + _C.reshape(bias, [1, out_channels] + [1] * n)
+    return _C.squeeze(out, [0]) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+def _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode: bool, n: int):
+    """Per spatial dim: (before, after) padding, where `after` also covers ceil_mode's last window."""
+    pads = []
+    for size, k, s, p, d in zip(x.shape[2:], kernel, stride, padding, dilation, strict=True):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} "
+                               f"and dilation={d}")
+        span = d * (k - 1) + 1
+        top = size + 2 * p - span
+        out = (-(-top // s) if ceil_mode else top // s) + 1
+        if ceil_mode and (out - 1) * s >= size + p:  # the last window must start inside the input or left pad
+            out -= 1
+        if out <= 0:
+            raise RuntimeError(f"Given input size: {list(x.shape[1:])}. Calculated output size is too small")
+        pads.append((p, max(p, (out - 1) * s + span - size - p)))
+    return pads
+
+
+def _pool_args(kernel_size, stride, padding, dilation, n):
+    kernel = _ntuple(kernel_size, n, "kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else _ntuple(stride, n, "stride")
+    return kernel, stride, _ntuple(padding, n, "padding"), _ntuple(dilation, n, "dilation")
+
+
+def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, n):
+    if return_indices:
+        raise NotImplementedError(f"max_pool{n}d(return_indices=True) is not implemented yet")
+    x, unbatched = _batched(input, n, f"max_pool{n}d")
+    kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation, n)
+    pads = _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode, n)
+    win = _windows(_pad_spatial(x, pads, float("-inf")), kernel, stride, dilation)
+    out = win.amax(list(range(2 + n, 2 + 2 * n)))
+    return _C.squeeze(out, [0]) if unbatched else out
+
+
+def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, n):
+    x, unbatched = _batched(input, n, f"avg_pool{n}d")
+    kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, 1, n)
+    pads = _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode, n)
+    dims = list(range(2 + n, 2 + 2 * n))
+    total = _windows(_pad_spatial(x, pads, 0.0), kernel, stride, dilation).sum(dims)
+    if divisor_override:
+        out = total / divisor_override
+    else:
+        # each window's divisor: its elements inside the input, plus inside the padding when
+        # count_include_pad (never the extra right side ceil_mode adds)
+        ones = _C.ones([1, 1] + list(x.shape[2:]), dtype=x.dtype)
+        if count_include_pad:
+            ones = _pad_spatial(ones, [(p, p) for p in padding], 1.0)
+            ones = _pad_spatial(ones, [(0, after - p) for (_, after), p in zip(pads, padding, strict=True)], 0.0)
+        else:
+            ones = _pad_spatial(ones, pads, 0.0)
+        out = total / _windows(ones, kernel, stride, dilation).sum(dims)
+    return _C.squeeze(out, [0]) if unbatched else out
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
 
 
 def one_hot(tensor, num_classes=-1):
