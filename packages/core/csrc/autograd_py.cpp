@@ -115,6 +115,9 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
       .def("__repr__", [](const Node& n) { return "<" + n.name() + ">"; });
 
   tensor
+      .def(py::init([](const Tensor& data) { return autograd::alias(data); }), py::arg("data"),
+           "A new tensor sharing data's memory and version counter, without its history (what "
+           "nn.Parameter(data) builds on).")
       .def_property(
           "requires_grad", [](const Tensor& t) { return autograd::requires_grad(t); },
           [](const Tensor& t, bool flag) { autograd::set_requires_grad(t, flag); })

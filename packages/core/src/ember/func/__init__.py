@@ -23,10 +23,11 @@ import functools
 
 from .. import _C
 from .. import autograd as _autograd
+from ._functional_call import functional_call
 from ._pytree import _flatten, _tree_map, _unflatten
 from ._vmap import vmap
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian", "vmap"]
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian", "vmap", "functional_call"]
 
 
 # --- argnums -----------------------------------------------------------------------------------
