@@ -143,15 +143,42 @@ def test_jacobian_strict():
     close(F.jacobian(lambda x: x * 2, t(a), strict=True), 2 * np.eye(3))
 
 
-def test_jacobian_options_that_need_vmap_raise():
+def test_vectorized_and_forward_mode_jacobians():
+    """vectorize=True (one batched backward per output) and strategy="forward-mode" give the
+    Jacobians of the loop over output elements: tuple inputs/outputs, 0-dim, zero-size and
+    non-contiguous inputs, and create_graph through the vectorized path."""
+    def f(a, b):
+        return (a * b.sum()).sin(), a.prod() * b
+    a = ember.tensor(np.array([[0.3, -1.2], [0.7, 2.0]]), dtype=ember.float64).t()  # non-contiguous
+    b = t([0.5, -0.25, 1.5])
+    want = F.jacobian(f, (a, b))
+    for kwargs in ({"vectorize": True}, {"vectorize": True, "strategy": "forward-mode"}):
+        got = F.jacobian(f, (a, b), **kwargs)
+        for i in range(2):
+            for j in range(2):
+                assert got[i][j].shape == want[i][j].shape
+                np.testing.assert_allclose(got[i][j].numpy(), want[i][j].numpy(), rtol=1e-12, atol=1e-12)
+    x0 = ember.tensor(1.5, dtype=ember.float64)  # 0-dim in and out
+    for strategy in ("reverse-mode", "forward-mode"):
+        assert F.jacobian(lambda x: x ** 3, x0, vectorize=True, strategy=strategy).item() == pytest.approx(6.75)
+        empty = F.jacobian(lambda x: x * 2, ember.zeros([0], dtype=ember.float64), vectorize=True, strategy=strategy)
+        assert tuple(empty.shape) == (0, 0)
     x = t([1.0, 2.0])
-    with pytest.raises(NotImplementedError, match="vectorize=True needs vmap, which Ember does not have"):
-        F.jacobian(lambda x: x**3, x, vectorize=True)
-    with pytest.raises(NotImplementedError, match='strategy="forward-mode" needs vmap'):
+    hv = F.hessian(lambda x: (x ** 3).sum(), x, vectorize=True)
+    hf = F.hessian(lambda x: (x ** 3).sum(), x, vectorize=True, outer_jacobian_strategy="forward-mode")
+    np.testing.assert_allclose(hv.numpy(), np.diag([6.0, 12.0]))
+    np.testing.assert_allclose(hf.numpy(), np.diag([6.0, 12.0]))
+    xg = ember.tensor([0.5, -1.0], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda x: F.jacobian(lambda y: y.sin() * y.sum(), x, create_graph=True,
+                                                         vectorize=True), (xg,))
+
+
+def test_jacobian_option_errors():
+    x = t([1.0, 2.0])
+    with pytest.raises(NotImplementedError, match="Computing Jacobian using forward-AD or forward-over-reverse "
+                                                  "Hessian is only implemented for `vectorize=True`"):
         F.jacobian(lambda x: x**3, x, strategy="forward-mode")
-    with pytest.raises(NotImplementedError, match="vectorize=True needs vmap"):
-        F.hessian(lambda x: (x**3).sum(), x, vectorize=True)
-    with pytest.raises(NotImplementedError, match='strategy="forward-mode" needs vmap'):
+    with pytest.raises(NotImplementedError, match="only implemented for `vectorize=True`"):
         F.hessian(lambda x: (x**3).sum(), x, outer_jacobian_strategy="forward-mode")
     # combinations PyTorch rejects are rejected the same way
     with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not supported together"):

@@ -55,9 +55,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False) -> tuple:
     """The gradients of `outputs` with respect to `inputs` (a tuple), leaving .grad untouched."""
-    if is_grads_batched:
-        raise NotImplementedError("[grad] is_grads_batched=True needs vmap, which Ember does not have yet")
     outs = _as_tuple(outputs)
+    if is_grads_batched:  # dim 0 of every grad_output is a batch: one vmapped backward
+        return _batched_grad(outs, _as_tuple(inputs), _as_tuple(grad_outputs), retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     ins = _as_tuple(inputs)
     if not ins:
         raise RuntimeError("grad requires at least one input")
@@ -75,6 +76,40 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
     return tuple(result)
+
+
+def _batched_grad(outs: tuple, ins: tuple, grad_outputs: tuple, retain_graph, create_graph, allow_unused,
+                  materialize_grads) -> tuple:
+    from ..func import vmap
+
+    if len(grad_outputs) != len(outs) or any(g is None for g in grad_outputs):
+        raise RuntimeError("If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the "
+                           "batch dimension. The sizes of the remaining dimensions are expected to match the shape of "
+                           "corresponding output, but a grad_output was None or missing.")
+    for i, (o, g) in enumerate(zip(outs, grad_outputs, strict=True)):
+        if g.dim() == 0 or tuple(g.shape[1:]) != tuple(o.shape):
+            raise RuntimeError(f"If `is_grads_batched=True`, we interpret the first dimension of each grad_output as "
+                               f"the batch dimension. The sizes of the remaining dimensions are expected to match the "
+                               f"shape of corresponding output, but a mismatch was detected: grad_output[{i}] has a "
+                               f"shape of {list(g.shape)} and output[{i}] has a shape of {list(o.shape)}.")
+    size = grad_outputs[0].shape[0] if grad_outputs else 0
+    if size == 0:  # nothing to map over: empty results of the inputs' shapes
+        return tuple(_C.zeros([0] + list(x.shape), dtype=x.dtype) for x in ins)
+
+    unused: list = []
+
+    def one(*gs):
+        result = grad(outs, ins, gs, retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
+        unused[:] = [r is None for r in result]
+        return tuple(_C.zeros_like(x) if r is None else r for r, x in zip(result, ins, strict=True))
+
+    results = vmap(one)(*grad_outputs)  # batching sits below autograd: one backward for the whole batch
+    allow = materialize_grads if allow_unused is None else allow_unused
+    if any(unused) and not (allow or materialize_grads):
+        raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
+                           "Set allow_unused=True if this is the desired behavior.")
+    return tuple(None if was_unused and not materialize_grads else r
+                 for r, was_unused in zip(results, unused, strict=True))
 
 
 class _GradModeContext:
@@ -218,8 +253,6 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     gradients (conjugate Wirtinger): each real direction of an input and each real part of an
     output separately. Every element is checked, so fast_mode only changes speed in PyTorch;
     Ember's backward is deterministic, so nondet_tol has nothing to allow for."""
-    if check_batched_grad or check_batched_forward_grad:
-        raise NotImplementedError("[gradcheck] check_batched_grad needs vmap, which Ember does not have yet")
     inputs = _as_tuple(inputs)
     diff_inputs = _flat_inputs(inputs)
     if not diff_inputs:
@@ -263,6 +296,12 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
                                              f"{' (imaginary part)' if part != 1.0 else ''} with respect to input {i}"
                                              f" element {k}{' (imaginary direction)' if d != 1.0 else ''}: "
                                              f"analytical {float(got)!r}, numerical {float(expected)!r}")
+    if check_batched_grad and check_backward_ad and not _batched_matches_loop(func, inputs, diff_inputs, outputs,
+                                                                                 atol, rtol, raise_exception, False):
+        return False
+    if check_batched_forward_grad and not _batched_matches_loop(func, inputs, diff_inputs, outputs, atol, rtol,
+                                                                raise_exception, True):
+        return False
     if check_forward_ad:
         for i, x in enumerate(diff_inputs):
             for k in range(x.numel()):
@@ -274,6 +313,49 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
                                 return _fail(raise_exception, f"Jacobian computed with forward mode mismatch for "
                                              f"output {out_index} element {j} with respect to input {i} element "
                                              f"{k}: forward {_number(got)!r}, numerical {_number(expected)!r}")
+    return True
+
+
+def _batched_matches_loop(func, inputs, diff_inputs, outputs, atol, rtol, raise_exception, forward) -> bool:
+    """check_batched_grad / check_batched_forward_grad: vector-Jacobian (or Jacobian-vector)
+    products of a batch of random vectors under vmap equal the products taken one at a time."""
+    from ..func import jvp, vmap
+
+    gen = _C.Generator()
+    gen.manual_seed(0)
+    batch = 3
+    if forward:
+        positions = [i for i, x in enumerate(inputs) if isinstance(x, _C.Tensor) and x.requires_grad]
+
+        def of_diff(*xs):
+            args = list(inputs)
+            for p, x in zip(positions, xs, strict=True):
+                args[p] = x
+            return tuple(o for o in _as_tuple(func(*args)) if isinstance(o, _C.Tensor))
+
+        primals = tuple(x.detach() for x in diff_inputs)
+        vectors = [_C.randn([batch] + list(x.shape), generator=gen, dtype=x.dtype) for x in diff_inputs]
+        batched = vmap(lambda *ts: jvp(of_diff, primals, ts)[1])(*vectors)
+        singles = [jvp(of_diff, primals, tuple(v[b] for v in vectors))[1] for b in range(batch)]
+        kind = "forward"
+    else:
+        outs = [o for o in outputs if o.requires_grad]
+        if not outs:
+            return True
+        vectors = [_C.randn([batch] + list(o.shape), generator=gen, dtype=o.dtype) for o in outs]
+        batched = grad(outs, diff_inputs, vectors, retain_graph=True, allow_unused=True, materialize_grads=True,
+                       is_grads_batched=True)
+        singles = [grad(outs, diff_inputs, [v[b] for v in vectors], retain_graph=True, allow_unused=True,
+                        materialize_grads=True) for b in range(batch)]
+        kind = ""
+    for b, single in enumerate(singles):
+        for i, (got, want) in enumerate(zip(batched, single, strict=True)):
+            g, w = _as_numpy(got[b]), _as_numpy(want)
+            if not all(abs(x - y) <= atol + rtol * abs(y) for x, y in zip(g, w, strict=True)):
+                return _fail(raise_exception, f"While computing batched {kind + ' ' if kind else ''}gradients, got: "
+                             f"{got[b]}\nExpected: {want}\n(batch element {b}, {'output' if forward else 'input'} {i}: "
+                             f"vmap of the {'Jacobian-vector' if forward else 'vector-Jacobian'} products disagrees "
+                             f"with taking them one at a time)")
     return True
 
 

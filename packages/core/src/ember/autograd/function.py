@@ -84,8 +84,25 @@ class Function:
         raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
                                   "with forward mode AD.")
 
+    # vmap: generate_vmap_rule=True runs forward/backward/jvp on the batched tensors themselves
+    # (every op inside batches itself); otherwise the vmap staticmethod says how to batch.
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override the vmap staticmethod "
+                                  "or set generate_vmap_rule=True.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
+        level = max((_C._vmap_info(a)[0] for a in args if isinstance(a, _C.Tensor) and _C._vmap_info(a) is not None),
+                    default=0)
+        if level and not cls.generate_vmap_rule:
+            return _apply_vmap_staticmethod(cls, level, args, kwargs)
+        return cls._apply_unbatched(*args, **kwargs)
+
+    @classmethod
+    def _apply_unbatched(cls, *args, **kwargs):
         ctx = type(cls.__name__ + "Backward", (FunctionCtx,), {})()
         ctx.needs_input_grad = tuple(isinstance(a, _C.Tensor) and a.requires_grad for a in args)
         separate_setup = getattr(cls, "setup_context", None) is not None  # Function itself has none
@@ -133,6 +150,54 @@ class Function:
         it = iter(recorded)
         wrapped = tuple(next(it) if isinstance(o, _C.Tensor) else o for o in outputs)
         return wrapped[0] if single else wrapped
+
+
+class VmapInfo:
+    """What a Function's vmap staticmethod learns about the vmap it runs under."""
+
+    def __init__(self, batch_size: int, randomness: str) -> None:
+        self.batch_size = batch_size
+        self.randomness = randomness
+
+
+def _apply_vmap_staticmethod(cls, level: int, args, kwargs):
+    """Takes the batch of `level` off the arguments (differentiably), calls cls.vmap(info,
+    in_dims, *args) -> (outputs, out_dims), and puts the batch back on the outputs."""
+    from ..func._vmap import RANDOMNESS_OF_LEVEL
+
+    if cls.vmap is Function.vmap:
+        raise RuntimeError("To use autograd.Function with vmap, you must either override the vmap staticmethod or "
+                           "set generate_vmap_rule=True.")
+    unwrapped, in_dims, size = [], [], None
+    for a in args:
+        info = _C._vmap_info(a) if isinstance(a, _C.Tensor) else None
+        if info is not None and info[0] == level:
+            _, bdim, value = info
+            size = value.shape[bdim]
+            unwrapped.append(_C._remove_batch_dim(a, level, size, 0))
+            in_dims.append(0)
+        else:
+            unwrapped.append(a)
+            in_dims.append(None)
+    result = cls.vmap(VmapInfo(size, RANDOMNESS_OF_LEVEL.get(level, "error")), tuple(in_dims), *unwrapped, **kwargs)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError(f"{cls.__name__}.vmap must return a tuple (outputs, out_dims), got {type(result).__name__}")
+    outputs, out_dims = result
+    single = not isinstance(outputs, tuple)
+    outs = (outputs,) if single else outputs
+    dims = (out_dims,) * len(outs) if out_dims is None or isinstance(out_dims, int) else tuple(out_dims)
+    if len(dims) != len(outs):
+        raise RuntimeError(f"{cls.__name__}.vmap returned {len(outs)} outputs but {len(dims)} out_dims")
+    wrapped = []
+    for out, d in zip(outs, dims, strict=True):
+        if not isinstance(out, _C.Tensor):
+            wrapped.append(out)
+            continue
+        if d is None:  # the same for every element of the batch
+            out = _C.expand(_C.unsqueeze(out, 0), [size] + list(out.shape))
+            d = 0
+        wrapped.append(_C._add_batch_dim(out, d, level))
+    return wrapped[0] if single else tuple(wrapped)
 
 
 def _forward_tangents(cls, ctx, args, outputs, tangents):

@@ -9,8 +9,9 @@ respect to inputs that require grad; otherwise results carry no graph.
 
 jvp and hvp use the double-backward trick: the vector-Jacobian product u -> J^T u is linear in u,
 so differentiating it with respect to a dummy u (any value; zeros here) in direction v gives J v.
-The vectorized paths (vectorize=True, strategy="forward-mode") need vmap, which Ember lacks:
-they raise NotImplementedError.
+jacobian/hessian with vectorize=True run one batched backward per output (grad with
+is_grads_batched, on vmap); strategy="forward-mode" (vectorize=True only, as in PyTorch) uses
+ember.func.jacfwd.
 """
 
 from __future__ import annotations
@@ -36,9 +37,17 @@ def _tensors(value, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
 def _prepare(tensors: tuple, create_graph: bool, need_graph: bool) -> tuple:
     """New tensor objects for the user's function. Always new ones, so that a tensor the function
     captures from outside is told apart from the same tensor passed as an input; a differentiable
-    alias when create_graph keeps the link to the caller's graph, else a detached copy."""
-    return tuple(t.view_as(t) if create_graph and t.requires_grad else t.detach().requires_grad_(need_graph)
-                 for t in tensors)
+    alias when create_graph keeps the link to the caller's graph, else a detached copy. A tangent
+    (forward mode around this call, as in forward-over-reverse Hessians) stays on the copy."""
+    def prepared(t):
+        if create_graph and t.requires_grad:
+            return t.view_as(t)
+        copy = t.detach().requires_grad_(need_graph)
+        tangent = _C._unpack_dual(t)[1]
+        if tangent is not None:
+            _C._set_tangent(copy, tangent)
+        return copy
+    return tuple(prepared(t) for t in tensors)
 
 
 def _finish(results: tuple, create_graph: bool) -> tuple:
@@ -208,15 +217,15 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
             raise RuntimeError('ember.autograd.functional.jacobian: `strict=True` and `strategy="forward-mode"` are '
                                'not supported together (yet). Please either set `strict=False` or '
                                '`strategy="reverse-mode"`.')
-        raise NotImplementedError('ember.autograd.functional.jacobian: strategy="forward-mode" needs vmap (PyTorch '
-                                  "supports it only with vectorize=True), which Ember does not have yet; use "
-                                  'strategy="reverse-mode"')
+        if not vectorize:
+            raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
+                                      "implemented for `vectorize=True`.")
+        return _forward_jacobian(func, inputs)
     if vectorize:
         if strict:
             raise RuntimeError("ember.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
                                "supported together. Please either set `strict=False` or `vectorize=False`.")
-        raise NotImplementedError("ember.autograd.functional.jacobian: vectorize=True needs vmap, which Ember does not "
-                                  "have yet; use vectorize=False (one backward pass per output element)")
+        return _vectorized_jacobian(func, inputs, create_graph)
     with _autograd.enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "jacobian")
         inputs = _prepare(inputs, create_graph, need_graph=True)
@@ -246,6 +255,38 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
     return _unpack(_finish(tuple(jac), create_graph), (outputs_tuple, inputs_tuple))
 
 
+def _vectorized_jacobian(func, inputs, create_graph: bool):
+    """Reverse mode, one batched backward per output: the seeds are the rows of an identity."""
+    with _autograd.enable_grad():
+        inputs_tuple, inputs = _tensors(inputs, "inputs", "jacobian")
+        inputs = _prepare(inputs, create_graph, need_graph=True)
+        outputs_tuple, outputs = _tensors(func(*inputs), "outputs of the user-provided function", "jacobian")
+        jac = []
+        for out in outputs:
+            n, shape = out.numel(), list(out.shape)
+            if n == 0 or not out.requires_grad:
+                rows = (None,) * len(inputs)
+            else:
+                seeds = _C.reshape(_C.eye(n, dtype=out.dtype), [n] + shape)
+                rows = _autograd.grad([out], list(inputs), [seeds], retain_graph=True, create_graph=create_graph,
+                                      allow_unused=True, is_grads_batched=True)
+            jac.append(tuple(_C.zeros(shape + list(x.shape), dtype=x.dtype) if r is None else
+                             _C.reshape(r, shape + list(x.shape)) for r, x in zip(rows, inputs, strict=True)))
+    return _unpack(_finish(tuple(jac), create_graph), (outputs_tuple, inputs_tuple))
+
+
+def _forward_jacobian(func, inputs):
+    """Forward mode: ember.func.jacfwd (tangents of an identity, pushed through func by vmap)."""
+    from ..func import jacfwd
+
+    inputs_tuple, inputs = _tensors(inputs, "inputs", "jacobian")
+    inputs = tuple(x.detach() for x in inputs)
+    outputs_tuple, _ = _tensors(func(*inputs), "outputs of the user-provided function", "jacobian")
+    jac = jacfwd(func, argnums=tuple(range(len(inputs))))(*inputs)
+    jac = jac if outputs_tuple else (jac,)
+    return _unpack(_finish(tuple(jac), False), (outputs_tuple, inputs_tuple))
+
+
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
     """The Hessian of a function returning one element: for inputs i and j a tensor of shape
     inputs[i].shape + inputs[j].shape, nested as tuple[i][j] when the inputs are a tuple. The
@@ -264,7 +305,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
         return out.reshape([])  # so the inner Jacobian is shaped like the inputs
 
     def jac_func(*args):
-        jac = jacobian(scalar_func, args, create_graph=True)
+        jac = jacobian(scalar_func, args, create_graph=True, vectorize=vectorize)
         _strict_requires_grad(jac, "jacobian", strict)
         return jac
 

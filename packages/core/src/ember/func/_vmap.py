@@ -74,8 +74,13 @@ def _warn_fallbacks() -> None:
                       "the result is right, but slower than a batching rule would be.", UserWarning, stacklevel=3)
 
 
+# level -> the randomness it was entered with (autograd.Function's vmap staticmethod reads it)
+RANDOMNESS_OF_LEVEL: dict[int, str] = {}
+
+
 def _run(func, flat_args, flat_dims, args_spec, kwargs, size, out_dims, randomness, api):
     level = _C._vmap_enter_level(size, randomness)
+    RANDOMNESS_OF_LEVEL[level] = randomness
     try:
         batched = [x if d is None else _C._add_batch_dim(x, d, level) for x, d in zip(flat_args, flat_dims,
                                                                                      strict=True)]
@@ -97,6 +102,7 @@ def _run(func, flat_args, flat_dims, args_spec, kwargs, size, out_dims, randomne
             results.append(_C._remove_batch_dim(out, level, size, d))
         return results, out_spec, dims
     finally:
+        RANDOMNESS_OF_LEVEL.pop(level, None)
         _C._vmap_exit_level(level)
         _warn_fallbacks()
 
