@@ -185,6 +185,7 @@ def test_functional_call_semantics():
     with pytest.raises(RuntimeError, match=r"Error\(s\) in reparametrizing for Scale:\n\tMissing key\(s\): 'b', "
                                            r"'count', 'scratch'\."):
         functional_call(m, {"w": w}, x, strict=True)
+    assert functional_call(m, {"w": w, "not.a.name": w}, x).tolist() == [10.0, 20.0, 30.0]  # ignored
     with pytest.raises(ValueError, match=r"w appeared in multiple dictionaries"):
         functional_call(m, ({"w": w}, {"w": w}), x)
 

@@ -59,12 +59,10 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     swapped = []  # (store, leaf, original)
     try:
         for key, value in replacements.items():
+            if key not in known:
+                continue  # a name the module does not have (strict=False): ignored, as in PyTorch
             owner, leaf = _owner(module, key)
-            store = owner._parameters if leaf in owner._parameters else owner._buffers if leaf in owner._buffers \
-                else None
-            if store is None:
-                if key not in known:
-                    continue  # a name the module does not have (strict=False): ignored, as in PyTorch
+            store = owner._parameters if leaf in owner._parameters else owner._buffers
             swapped.append((store, leaf, store[leaf]))
             store[leaf] = value
         args = () if args is None else (args if isinstance(args, tuple) else (args,))
