@@ -106,10 +106,7 @@ def test_function_with_a_vmap_staticmethod():
             return g, g
 
         @staticmethod
-        def vmap(info, in_dims, x, y):
-            x_dim, y_dim = in_dims
-            if y_dim is None:
-                return x + y, 0
+        def vmap(info, in_dims, x, y):  # x's batch is dim 0; an unbatched y broadcasts against it
             return x + y, 0
 
     y = t([10.0, 20.0, 30.0])

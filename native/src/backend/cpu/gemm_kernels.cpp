@@ -52,7 +52,7 @@ T madd(T acc, T a, T b) {
 }
 
 struct Strided2D {
-  int64_t rows, cols, row_stride, col_stride;
+  int64_t row_stride, col_stride;
 };
 
 // Packs rows [i0, i0 + mc) x inner [k0, k0 + kc) of A into MR-high panels, k-major within a panel
@@ -130,7 +130,7 @@ void gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T 
   const T* A = a.data<T>();
   const T* B = b.data<T>();
   T* C = out.data<T>();
-  const Strided2D as{M, K, a.stride(1), a.stride(2)}, bs{K, N, b.stride(1), b.stride(2)};
+  const Strided2D as{a.stride(1), a.stride(2)}, bs{b.stride(1), b.stride(2)};
   const int64_t cs0 = out.stride(1), cs1 = out.stride(2);
   const int64_t row_blocks = (M + MC - 1) / MC;
   // The cost of one task decides the grain: small products stay on one thread.

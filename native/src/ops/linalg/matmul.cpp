@@ -68,6 +68,17 @@ void check_rank(const char* op, const char* what, const Tensor& t, int64_t rank)
               t.dim(), "D tensor");
 }
 
+// baddbmm / addbmm: two [B, m, k] @ [B, k, n] batches of self's dtype.
+void check_batch_products(const char* op, const Tensor& self, const Tensor& batch1, const Tensor& batch2) {
+  check_rank(op, "batch1", batch1, 3);
+  check_rank(op, "batch2", batch2, 3);
+  check_operands(op, batch1, batch2);
+  check_operands(op, self, batch1);
+  EMBER_CHECK(batch1.size(0) == batch2.size(0) && batch1.size(2) == batch2.size(1), Error, "[", op,
+              "] batch1 and batch2 shapes cannot be multiplied (", dims::str(batch1.sizes()), " and ",
+              dims::str(batch2.sizes()), ")");
+}
+
 Tensor mm_impl(const char* op, const Tensor& a, const Tensor& b) {
   check_operands(op, a, b);
   EMBER_CHECK(a.size(1) == b.size(0), Error, "[", op, "] mat1 and mat2 shapes cannot be multiplied (",
@@ -212,25 +223,13 @@ Tensor addmv(const Tensor& self, const Tensor& mat, const Tensor& vec, const Sca
 
 Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha, const std::optional<Tensor>& out) {
-  check_rank("baddbmm", "batch1", batch1, 3);
-  check_rank("baddbmm", "batch2", batch2, 3);
-  check_operands("baddbmm", batch1, batch2);
-  check_operands("baddbmm", self, batch1);
-  EMBER_CHECK(batch1.size(0) == batch2.size(0) && batch1.size(2) == batch2.size(1), Error,
-              "[baddbmm] batch1 and batch2 shapes cannot be multiplied (", dims::str(batch1.sizes()), " and ",
-              dims::str(batch2.sizes()), ")");
+  check_batch_products("baddbmm", self, batch1, batch2);
   return to_out("baddbmm", batched_product("baddbmm", batch1, batch2, self, beta, alpha), out);
 }
 
 Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
               const Scalar& alpha, const std::optional<Tensor>& out) {
-  check_rank("addbmm", "batch1", batch1, 3);
-  check_rank("addbmm", "batch2", batch2, 3);
-  check_operands("addbmm", batch1, batch2);
-  check_operands("addbmm", self, batch1);
-  EMBER_CHECK(batch1.size(0) == batch2.size(0) && batch1.size(2) == batch2.size(1), Error,
-              "[addbmm] batch1 and batch2 shapes cannot be multiplied (", dims::str(batch1.sizes()), " and ",
-              dims::str(batch2.sizes()), ")");
+  check_batch_products("addbmm", self, batch1, batch2);
   // sum over the batch of batch1[i] @ batch2[i] = [m, B*k] @ [B*k, n]
   const int64_t b = batch1.size(0), m = batch1.size(1), k = batch1.size(2), n = batch2.size(2);
   const Tensor left = reshape(movedim(batch1, {0}, {1}), {m, b * k});

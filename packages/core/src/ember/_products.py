@@ -183,8 +183,6 @@ def tensordot(a, b, dims=2, out=None):
         dims_a, dims_b = list(range(a.dim() - dims, a.dim())), list(range(dims))
     else:
         dims_a, dims_b = (list(d) if isinstance(d, (list, tuple)) else [d] for d in dims)
-        if isinstance(dims_a, _C.Tensor):
-            dims_a, dims_b = dims_a.tolist(), dims_b.tolist()
     if len(dims_a) != len(dims_b):
         raise RuntimeError("both dimension lists should have same length")
     dims_a = [d % a.dim() for d in dims_a] if a.dim() else dims_a

@@ -388,9 +388,8 @@ def _iter(self: _C.Tensor):
 _C.Tensor.__iter__ = _iter
 
 
-def _to(self: _C.Tensor, *args: object, dtype: _C.dtype | None = None, device: object = None,
-        copy: builtins.bool = False, non_blocking: builtins.bool = False) -> _C.Tensor:
-    """Tensor.to(dtype), .to(device), .to(device, dtype), .to(other): a copy only when needed."""
+def _to_arguments(args: tuple, dtype, device) -> tuple:
+    """(dtype, device) from to()'s positional forms: a dtype, a device, or a tensor to match."""
     for arg in args:
         if isinstance(arg, _C.dtype):
             dtype = arg
@@ -398,6 +397,13 @@ def _to(self: _C.Tensor, *args: object, dtype: _C.dtype | None = None, device: o
             dtype, device = arg.dtype, arg.device
         else:
             device = arg
+    return dtype, device
+
+
+def _to(self: _C.Tensor, *args: object, dtype: _C.dtype | None = None, device: object = None,
+        copy: builtins.bool = False, non_blocking: builtins.bool = False) -> _C.Tensor:
+    """Tensor.to(dtype), .to(device), .to(device, dtype), .to(other): a copy only when needed."""
+    dtype, device = _to_arguments(args, dtype, device)
     if device is not None and _C.device(device) != self.device:
         raise NotImplementedError(f"[to] not implemented for copies to {_C.device(device)}")
     return _C.to_dtype(self, dtype if dtype is not None else self.dtype, copy)

@@ -488,10 +488,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """target (log target - input) pointwise (input: log-probabilities); 'batchmean' divides the
     sum by the batch size."""
-    if reduction == "batchmean":
-        loss = _C.exp(target) * (target - input) if log_target else _xlogy(target) - target * input
-        return loss.sum() / (input.shape[0] if input.dim() else 1)
     loss = _C.exp(target) * (target - input) if log_target else _xlogy(target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.dim() else 1)
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 

@@ -9,6 +9,7 @@ from collections import OrderedDict, namedtuple
 
 from ... import _C
 from ... import autograd as _autograd
+from ..._tensor import _to_arguments
 from ..parameter import Parameter
 
 __all__ = ["Module"]
@@ -230,21 +231,23 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return module
 
-    def get_parameter(self, target: str):
+    def _get_member(self, target: str):
+        """(owning module, attribute name) of a dotted target; AttributeError if it is missing."""
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
         if not hasattr(module, name):
             raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        return module, name
+
+    def get_parameter(self, target: str):
+        module, name = self._get_member(target)
         param = getattr(module, name)
         if not isinstance(param, Parameter):
             raise AttributeError(f"`{name}` is not an nn.Parameter")
         return param
 
     def get_buffer(self, target: str):
-        module_path, _, name = target.rpartition(".")
-        module = self.get_submodule(module_path)
-        if not hasattr(module, name):
-            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        module, name = self._get_member(target)
         if name not in module._buffers:
             raise AttributeError(f"`{name}` is not a buffer")
         return module._buffers[name]
@@ -357,15 +360,7 @@ class Module:
     def to(self, *args, **kwargs):
         """to(dtype), to(device), to(device, dtype), to(tensor): floating parameters and buffers
         take the dtype (integer ones keep theirs)."""
-        dtype = kwargs.get("dtype")
-        device = kwargs.get("device")
-        for arg in args:
-            if isinstance(arg, _C.dtype):
-                dtype = arg
-            elif isinstance(arg, _C.Tensor):
-                dtype, device = arg.dtype, arg.device
-            else:
-                device = arg
+        dtype, device = _to_arguments(args, kwargs.get("dtype"), kwargs.get("device"))
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype="
                             f"{dtype}")
