@@ -15,4 +15,9 @@ function(ember_add_extension target)
     VISIBILITY_INLINES_HIDDEN ON
     BUILD_RPATH "${_ember_libdir}"
     INSTALL_RPATH "${_ember_libdir}")
+  # A statically linked libstdc++ must stay private to the extension (Note [private static
+  # runtime] in Ember's native/CMakeLists.txt).
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang" AND NOT APPLE)
+    target_link_options(${target} PRIVATE "LINKER:--exclude-libs,ALL")
+  endif()
 endfunction()
