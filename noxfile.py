@@ -33,7 +33,8 @@ RELEASE = release.load(ROOT)
 DIST = ROOT / "dist"
 STAMPS = DIST / ".stamps"
 BUILDER = ROOT / ".nox" / "_wheel-builder"  # one persistent env, so CMake's cache stays valid
-TEST_REQUIREMENTS = ["pytest>=8", "hypothesis>=6.100", "cmake>=3.21", "ninja>=1.10"]
+# safetensors: the checkpoint tests prove files cross between its reader/writer and ember's.
+TEST_REQUIREMENTS = ["pytest>=8", "hypothesis>=6.100", "cmake>=3.21", "ninja>=1.10", "safetensors>=0.4"]
 BUILD_REQUIREMENTS = [
     "scikit-build-core>=0.10",
     f"pybind11=={RELEASE.build.pybind11}",
