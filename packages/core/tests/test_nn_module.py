@@ -229,3 +229,99 @@ def test_grad_and_vmap_through_functional_call():
     stacked = {"w": f64([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]), "b": f64([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])}
     outs = vmap(lambda p: functional_call(m, p, (x,)))(stacked)
     assert outs.tolist() == [[1.0, 2.0, 3.0], [3.0, 5.0, 7.0]]
+
+
+def test_state_dict_hooks():
+    net = Net()
+    calls = []
+    pre = net.first.register_state_dict_pre_hook(lambda m, prefix, keep_vars: calls.append(("pre", prefix, keep_vars)))
+
+    def post(module, state_dict, prefix, local_metadata):
+        calls.append(("post", prefix, local_metadata["version"]))
+        state_dict[prefix + "note"] = f64([1.0])
+
+    post_handle = net.first.register_state_dict_post_hook(post)
+    sd = net.state_dict(keep_vars=True)
+    assert calls == [("pre", "first.", True), ("post", "first.", 1)]
+    assert "first.note" in sd and sd._metadata["first"] == {"version": 1} and sd._metadata[""] == {"version": 1}
+    assert sd["first.w"] is net.first.w  # keep_vars keeps the Parameters themselves
+    pre.remove()
+    post_handle.remove()
+    assert "first.note" not in net.state_dict()
+
+    net.second.register_state_dict_post_hook(lambda *a: {})
+    with pytest.raises(RuntimeError, match=r"state_dict post-hook must return None"):
+        net.state_dict()
+    old_style = Scale()
+    old_style._register_state_dict_hook(lambda m, sd, prefix, meta: {"only": sd["w"]})
+    assert list(old_style.state_dict()) == ["only"]  # the older hook's returned dict replaces it
+
+
+def test_load_state_dict_hooks_and_versions():
+    source, target = Net(), Net()
+    with ember.no_grad():
+        source.first.w.mul_(5.0)
+    sd = source.state_dict()
+    seen = []
+
+    def rename(module, state_dict, prefix, local_metadata, strict, missing, unexpected, errors):
+        seen.append((prefix, local_metadata, strict))
+        if prefix + "old_w" in state_dict:
+            state_dict[prefix + "w"] = state_dict.pop(prefix + "old_w")
+
+    target.first.register_load_state_dict_pre_hook(rename)
+    renamed = {("first.old_w" if k == "first.w" else k): v for k, v in sd.items()}
+    assert target.load_state_dict(renamed) == ([], [])
+    assert seen == [("first.", {}, True)]  # a plain dict carries no _metadata, so no version
+    assert target.first.w.tolist() == [5.0, 10.0, 15.0]
+
+    def forgive(module, incompatible):
+        incompatible.missing_keys.remove("second.b")
+
+    handle = target.register_load_state_dict_post_hook(forgive)
+    partial = {k: v for k, v in sd.items() if k != "second.b"}
+    assert target.load_state_dict(partial).missing_keys == []  # strict sees what the hook left
+    handle.remove()
+    target.register_load_state_dict_post_hook(lambda m, keys: keys)
+    with pytest.raises(RuntimeError, match=r"load_state_dict post-hook must return None"):
+        target.load_state_dict(sd)
+    with pytest.raises(TypeError, match=r"Expected state_dict to be dict-like, got <class 'list'>"):
+        target.load_state_dict([1])
+
+    # BatchNorm's version 1 checkpoints had no num_batches_tracked; loading one starts it at 0.
+    bn = nn.BatchNorm1d(3)
+    bn.num_batches_tracked.fill_(5)
+    legacy = {k: v for k, v in nn.BatchNorm1d(3).state_dict().items() if k != "num_batches_tracked"}
+    assert bn.load_state_dict(legacy).missing_keys == []
+    assert bn.num_batches_tracked.item() == 5
+    versioned = nn.BatchNorm1d(3).state_dict()
+    del versioned["num_batches_tracked"]
+    assert versioned._metadata[""]["version"] == 2
+    with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: "num_batches_tracked"'):
+        bn.load_state_dict(versioned)
+
+
+def test_extra_state_and_unexpected_nested_keys():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.steps = 0
+
+        def get_extra_state(self):
+            return {"steps": self.steps}
+
+        def set_extra_state(self, state):
+            self.steps = state["steps"]
+
+    holder = nn.Sequential(Counter())
+    holder[0].steps = 7
+    sd = holder.state_dict()
+    assert sd["0._extra_state"] == {"steps": 7}
+    fresh = nn.Sequential(Counter())
+    fresh.load_state_dict(sd)
+    assert fresh[0].steps == 7
+    with pytest.raises(RuntimeError, match=r'Missing key\(s\) in state_dict: "0._extra_state"'):
+        fresh.load_state_dict({})
+    net = Net()
+    keys = net.load_state_dict({**net.state_dict(), "first.w.x": f64([1.0]), "nope.w": f64([1.0])}, strict=False)
+    assert keys.unexpected_keys == ["nope.w", "first.w.x"] and keys.missing_keys == []

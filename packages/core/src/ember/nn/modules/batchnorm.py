@@ -13,6 +13,7 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
 class _BatchNorm(Module):
+    _version = 2
     _input_dims: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
@@ -73,6 +74,16 @@ class _BatchNorm(Module):
         keep = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if keep else None, self.running_var if keep else None,
                             self.weight, self.bias, use_batch_stats, factor, self.eps)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        # Version 1 checkpoints predate num_batches_tracked: start it at 0 rather than report it missing.
+        key = prefix + "num_batches_tracked"
+        if local_metadata.get("version", 1) < 2 and self.track_running_stats and key not in state_dict:
+            state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not None \
+                else _C.zeros([], dtype=_C.int64)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "

@@ -1,11 +1,13 @@
 """nn.Module (torch.nn.Module's contract): parameters, buffers and submodules registered by
 attribute assignment; named iterators with prefixes and de-duplication; state_dict /
-load_state_dict; train/eval; to(dtype); apply; zero_grad; forward pre/post hooks; repr."""
+load_state_dict with their hooks and versioned _load_from_state_dict; train/eval; to(dtype);
+apply; zero_grad; forward pre/post hooks; repr."""
 
 from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 from ... import _C
 from ... import autograd as _autograd
@@ -14,6 +16,7 @@ from ..parameter import Parameter
 
 __all__ = ["Module"]
 
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
@@ -61,6 +64,11 @@ class Module:
         d["_forward_pre_hooks_with_kwargs"] = {}
         d["_forward_hooks"] = OrderedDict()
         d["_forward_hooks_with_kwargs"] = {}
+        d["_state_dict_pre_hooks"] = OrderedDict()
+        d["_state_dict_hooks"] = OrderedDict()
+        d["_state_dict_post_hook_ids"] = set()
+        d["_load_state_dict_pre_hooks"] = OrderedDict()
+        d["_load_state_dict_post_hooks"] = OrderedDict()
 
     # ---- registration -----------------------------------------------------------------------
 
@@ -254,53 +262,111 @@ class Module:
 
     # ---- state -------------------------------------------------------------------------------
 
-    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
-        if destination is None:
-            destination = OrderedDict()
+    # Bumped by a subclass whose state_dict layout changes; _load_from_state_dict sees the
+    # version a checkpoint was written with in local_metadata["version"].
+    _version: int = 1
+
+    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
         for name, p in self._parameters.items():
             if p is not None:
                 destination[prefix + name] = p if keep_vars else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
+        if args:
+            raise TypeError("state_dict() takes its arguments by keyword: destination, prefix, keep_vars")
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook_id, hook in self._state_dict_hooks.items():
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                if hook_id in self._state_dict_post_hook_ids:
+                    raise RuntimeError("state_dict post-hook must return None")
+                destination = result  # the older _register_state_dict_hook contract
         return destination
 
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        missing, unexpected, errors = [], [], []
-        expected = set()
-        for module_prefix, module in self.named_modules():
-            base = module_prefix + "." if module_prefix else ""
-            persistent = {k: v for k, v in module._buffers.items() if k not in module._non_persistent_buffers_set}
-            for name, current in itertools.chain(module._parameters.items(), persistent.items()):
-                if current is None:
-                    continue
-                key = base + name
-                expected.add(key)
-                if key not in state_dict:
-                    missing.append(key)
-                    continue
-                value = state_dict[key]
-                if not isinstance(value, _C.Tensor):
-                    errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        """Copy this module's own entries (not its children's) from state_dict; subclasses that
+        changed their layout override this to upgrade old checkpoints (see _version)."""
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        persistent = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
+        local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent.items()) if v is not None}
+        for name, current in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            value = state_dict[key]
+            if not isinstance(value, _C.Tensor):
+                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
                                   f"object from checkpoint but received {type(value)}")
-                    continue
-                if tuple(value.shape) != tuple(current.shape):
-                    errors.append(f"size mismatch for {key}: copying a param with shape {list(value.shape)} from "
+                continue
+            if tuple(value.shape) != tuple(current.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape {list(value.shape)} from "
                                   f"checkpoint, the shape in current model is {list(current.shape)}.")
-                    continue
-                if assign:
-                    if name in module._parameters:
-                        module._parameters[name] = value if isinstance(value, Parameter) else \
-                            Parameter(value, current.requires_grad)
-                    else:
-                        module._buffers[name] = value
+                continue
+            if assign:
+                if name in self._parameters:
+                    self._parameters[name] = value if isinstance(value, Parameter) else \
+                        Parameter(value, current.requires_grad)
                 else:
-                    with _autograd.no_grad():
-                        current.copy_(value)
-        unexpected = [k for k in state_dict if k not in expected]
+                    self._buffers[name] = value
+            else:
+                with _autograd.no_grad():
+                    current.copy_(value)
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        has_extra = type(self).set_extra_state is not Module.set_extra_state
+        if has_extra and extra_key in state_dict:
+            self.set_extra_state(state_dict[extra_key])
+        elif has_extra and strict:
+            missing_keys.append(extra_key)
+        if strict:
+            for key in state_dict:
+                if not key.startswith(prefix) or (has_extra and key == extra_key):
+                    continue
+                head, *rest = key[len(prefix):].split(".", 1)
+                if (head not in self._modules) if rest else (head not in local_state):
+                    unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
+
+        def load(module, local_state, prefix=""):
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            if assign:
+                local_metadata["assign_to_params_buffers"] = True
+            module._load_from_state_dict(local_state, prefix, local_metadata, True, missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    load(child, {k: v for k, v in local_state.items() if k.startswith(child_prefix)}, child_prefix)
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, incompatible) is not None:
+                    raise RuntimeError("load_state_dict post-hook must return None")
+
+        load(self, OrderedDict(state_dict))
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
@@ -309,6 +375,44 @@ class Module:
         if errors:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
         return _IncompatibleKeys(missing, unexpected)
+
+    def get_extra_state(self):
+        """Override (with set_extra_state) to keep non-tensor state in the state dict under
+        '<prefix>_extra_state'."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
+
+    def set_extra_state(self, state) -> None:
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars), called before the module's entries are written."""
+        return self._add_hook(self._state_dict_pre_hooks, hook)
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None, may edit state_dict in place."""
+        handle = self._add_hook(self._state_dict_hooks, hook)
+        self._state_dict_post_hook_ids.add(handle.id)
+        return handle
+
+    def _register_state_dict_hook(self, hook):
+        """The older form of register_state_dict_post_hook: a returned dict replaces state_dict."""
+        return self._add_hook(self._state_dict_hooks, hook)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs), called before the module's entries are read; it may edit state_dict."""
+        return self._add_hook(self._load_state_dict_pre_hooks, hook)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) -> None, after the module and its children loaded; it may
+        edit incompatible_keys.missing_keys / unexpected_keys in place (strict sees the result)."""
+        return self._add_hook(self._load_state_dict_post_hooks, hook)
+
+    @staticmethod
+    def _add_hook(hooks: dict, hook):
+        handle = _RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
 
     # ---- modes and conversions ---------------------------------------------------------------
 
