@@ -1,6 +1,6 @@
 """ember.nn (torch.nn): Module and its containers, layers, Parameter, functional and utils."""
 
-from . import functional, utils
+from . import functional, init, utils
 from .modules import (
     BatchNorm1d,
     BatchNorm2d,
@@ -16,5 +16,5 @@ from .modules import (
 )
 from .parameter import Parameter
 
-__all__ = ["functional", "utils", "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+__all__ = ["functional", "init", "utils", "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
            "ParameterDict", "Identity", "Linear", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]

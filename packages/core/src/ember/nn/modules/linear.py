@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from ... import _C
-from ... import autograd as _autograd
 from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -42,11 +42,11 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
-        with _autograd.no_grad():
-            self.weight.uniform_(-bound, bound)
-            if self.bias is not None:
-                self.bias.uniform_(-bound, bound)
+        # kaiming_uniform_ with a = sqrt(5) is uniform(-1/sqrt(in_features), 1/sqrt(in_features)).
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
