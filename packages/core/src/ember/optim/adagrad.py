@@ -1,0 +1,38 @@
+"""Adagrad (torch.optim.Adagrad): per-element learning rates from the sum of squared gradients."""
+
+from __future__ import annotations
+
+from .. import _C
+from .adam import _step_count
+from .optimizer import Optimizer, _check
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10, foreach=None, *, maximize: bool = False,
+                 differentiable: bool = False, fused=None) -> None:
+        _check(lr >= 0.0, f"Invalid learning rate: {lr}")
+        _check(lr_decay >= 0.0, f"Invalid lr_decay value: {lr_decay}")
+        _check(weight_decay >= 0.0, f"Invalid weight_decay value: {weight_decay}")
+        _check(initial_accumulator_value >= 0.0, f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        _check(eps >= 0.0, f"Invalid epsilon value: {eps}")
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable, fused=fused))
+        # PyTorch creates the accumulators eagerly, so a fresh optimizer's state_dict already holds them.
+        for group in self.param_groups:
+            for p in group["params"]:
+                real = _C.view_as_real(p) if p.is_complex() else p
+                self.state[p]["step"] = _C.zeros([], dtype=_C.float32)
+                self.state[p]["sum"] = _C.full_like(real, group["initial_accumulator_value"])
+
+    def _update(self, param, grad, state, group) -> None:
+        g = -grad if group["maximize"] else grad
+        step = _step_count(state, param)
+        if group["weight_decay"] != 0:
+            g = g + group["weight_decay"] * param
+        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        state["sum"].add_(g * g)
+        param.add_(g / (state["sum"].sqrt() + group["eps"]), alpha=-clr)
