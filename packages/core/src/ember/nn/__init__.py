@@ -1,20 +1,7 @@
-"""ember.nn (torch.nn): Module and its containers, layers, Parameter, functional and utils."""
+"""ember.nn (torch.nn): Module and its containers, layers, Parameter, functional, init and utils."""
 
-from . import functional, init, utils
-from .modules import (
-    BatchNorm1d,
-    BatchNorm2d,
-    BatchNorm3d,
-    Identity,
-    Linear,
-    Module,
-    ModuleDict,
-    ModuleList,
-    ParameterDict,
-    ParameterList,
-    Sequential,
-)
+from . import functional, init, modules, utils
+from .modules import *  # noqa: F403 - every layer, as torch.nn exports them
 from .parameter import Parameter
 
-__all__ = ["functional", "init", "utils", "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
-           "ParameterDict", "Identity", "Linear", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["functional", "init", "utils", "Parameter", *modules.__all__]

@@ -20,7 +20,9 @@ __all__ = ["linear", "batch_norm", "relu", "gelu", "silu", "sigmoid", "tanh", "s
            "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
            "multilabel_soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss", "multi_margin_loss",
            "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
-           "avg_pool3d"]
+           "avg_pool3d", "relu6", "hardtanh", "selu", "celu", "mish", "hardswish", "hardsigmoid", "threshold",
+           "logsigmoid", "softsign", "tanhshrink", "softmin", "dropout", "dropout1d", "dropout2d", "dropout3d",
+           "alpha_dropout", "feature_alpha_dropout"]
 
 
 def linear(input, weight, bias=None):
@@ -74,7 +76,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def _written_back(input, result, inplace: bool):
     """inplace=True: the result is written into input (as PyTorch's in-place activations)."""
-    return _C.copy_(input, result) if inplace else result
+    return input.copy_(result) if inplace else result
 
 
 def relu(input, inplace=False):
@@ -109,6 +111,50 @@ def softplus(input, beta=1.0, threshold=20.0):
     return _C.softplus(input, beta, threshold)
 
 
+def relu6(input, inplace=False):
+    return _written_back(input, _C.relu6(input), inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _written_back(input, _C.hardtanh(input, min_val, max_val), inplace)
+
+
+def selu(input, inplace=False):
+    return _written_back(input, _C.selu(input), inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _written_back(input, _C.celu(input, alpha), inplace)
+
+
+def mish(input, inplace=False):
+    return _written_back(input, _C.mish(input), inplace)
+
+
+def hardswish(input, inplace=False):
+    return _written_back(input, _C.hardswish(input), inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    return _written_back(input, _C.hardsigmoid(input), inplace)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _written_back(input, _C.threshold(input, threshold, value), inplace)
+
+
+def logsigmoid(input):
+    return _C.logsigmoid(input)
+
+
+def softsign(input):
+    return _C.softsign(input)
+
+
+def tanhshrink(input):
+    return _C.tanhshrink(input)
+
+
 def _softmax_dim(ndim: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1  # PyTorch's implicit-dim rule (deprecated there too)
 
@@ -119,6 +165,84 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _C.log_softmax(input, _softmax_dim(input.dim()) if dim is None else dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return softmax(-input, dim, _stacklevel, dtype)
+
+
+# ---- dropout ----------------------------------------------------------------------------------------
+# The mask is a Bernoulli(1 - p) draw from ember's generator; kept values are scaled by 1 / (1 - p) so
+# the expectation is unchanged. The feature forms drop whole channels (one draw per [N, C]).
+
+def _check_p(p: float) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _keep_mask(input, p: float, feature_dims: int | None):
+    """0/1 mask in input's dtype; feature_dims = number of spatial dims for the channel forms."""
+    if feature_dims is None:
+        shape = list(input.shape)
+    else:
+        batched = input.dim() == feature_dims + 2
+        if input.dim() not in (feature_dims + 1, feature_dims + 2):
+            raise RuntimeError(f"dropout{feature_dims}d: Expected {feature_dims + 1}D or {feature_dims + 2}D input, "
+                               f"but received a {input.dim()}D input")
+        shape = list(input.shape[:2 if batched else 1]) + [1] * feature_dims
+    return _C.bernoulli(_C.full(shape, 1.0 - p, dtype=input.dtype))
+
+
+def _dropout(input, p, training, inplace, feature_dims):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return _written_back(input, input * 0.0, inplace)
+    return _written_back(input, input * _keep_mask(input, p, feature_dims) / (1.0 - p), inplace)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    return _dropout(input, p, training, inplace, None)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    return _dropout(input, p, training, inplace, 1)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _dropout(input, p, training, inplace, 2)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _dropout(input, p, training, inplace, 3)
+
+
+# SELU's saturation value -scale * alpha: dropped units are set to it, then an affine map restores
+# zero mean and unit variance (Klambauer et al., 2017), as PyTorch's alpha dropout does.
+_SELU_SATURATION = 1.7580993408473766
+
+
+def _alpha_dropout(input, p, training, inplace, feature_dims):
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return _written_back(input, input * 0.0, inplace)
+    a = 1.0 / ((_SELU_SATURATION ** 2 * p + 1) * (1 - p)) ** 0.5
+    mask = _keep_mask(input, p, feature_dims)
+    b = (mask - 1.0) * (_SELU_SATURATION * a) + _SELU_SATURATION * a * p
+    return _written_back(input, input * (mask * a) + b, inplace)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout(input, p, training, inplace, None)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    if input.dim() < 2:
+        raise RuntimeError("feature_alpha_dropout: Expected at least 2D input")
+    return _alpha_dropout(input, p, training, inplace, input.dim() - 2)
 
 
 # ---- convolution and pooling ----------------------------------------------------------------------
