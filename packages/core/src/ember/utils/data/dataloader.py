@@ -443,6 +443,17 @@ class DataLoader(Generic[T_co]):
             )
 
 
+# NOTE [ Queues outlive their iterator ]
+#
+# An iterator dropped while an exception's traceback refers to it is freed by the cycle
+# collector, which runs the weakref callbacks of everything unreachable *before* any `__del__`.
+# If the iterator's queues were unreachable too, multiprocessing's finalizer would close each
+# queue's feeder thread first, and the `None` that `__del__` puts to stop a worker would never be
+# written: the worker would have to be terminated after a timeout. The queues are therefore also
+# held here, by iterator id, until that iterator has shut its workers down.
+_queues_of_live_iterators: dict[int, tuple] = {}
+
+
 class _BaseDataLoaderIter:
     def __init__(self, loader: DataLoader) -> None:
         self._dataset = loader.dataset
@@ -574,6 +585,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._workers_done_event = multiprocessing_context.Event()
 
         self._index_queues = []
+        _queues_of_live_iterators[id(self)] = (self._worker_result_queue, self._index_queues)
         self._workers = []
         self._workers_status = [True for _ in range(self._num_workers)]
         for i in range(self._num_workers):
@@ -833,6 +845,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 # than when the iterator is collected.
                 self._worker_result_queue.cancel_join_thread()
                 self._worker_result_queue.close()
+                _queues_of_live_iterators.pop(id(self), None)
 
     def __del__(self):
         if "_shutdown" in self.__dict__:  # __init__ got as far as creating queues
