@@ -29,6 +29,7 @@ import multiprocessing.connection as mp_connection
 import os
 import pickle
 import queue
+import sys
 import warnings
 from collections.abc import Iterable
 from typing import Generic, TypeVar
@@ -83,6 +84,22 @@ def _cpu_count() -> int | None:
         except Exception:  # pragma: no cover - platform dependent
             pass
     return os.cpu_count()
+
+
+def _default_context():
+    r"""'fork' on Linux unless the program chose a start method with
+    ``multiprocessing.set_start_method``; Python's default elsewhere.
+
+    Python 3.14 made 'forkserver' the Linux default, which needs a picklable dataset and an
+    importable ``__main__``; Ember keeps 'fork' there, as PyTorch users have always had.
+    """
+    if (
+        sys.platform.startswith("linux")
+        and python_multiprocessing.get_start_method(allow_none=True) is None
+        and "fork" in python_multiprocessing.get_all_start_methods()
+    ):
+        return python_multiprocessing.get_context("fork")
+    return python_multiprocessing.get_context()
 
 
 def _accelerator_available() -> bool:
@@ -144,8 +161,10 @@ class DataLoader(Generic[T_co]):
             with the worker id (an int in ``[0, num_workers - 1]``) as input, after seeding and
             before data loading. (default: ``None``)
         multiprocessing_context (str or multiprocessing.context.BaseContext, optional): if
-            ``None``, Python's default start method is used ('fork' on Linux up to Python
-            3.13, or what ``multiprocessing.set_start_method`` chose).
+            ``None``: the start method set with ``multiprocessing.set_start_method`` if any,
+            else 'fork' on Linux (also on Python 3.14+, whose default became 'forkserver') and
+            Python's default elsewhere. 'spawn' and 'forkserver' need a picklable dataset,
+            ``collate_fn`` and ``worker_init_fn``, and the ``if __name__ == "__main__":`` idiom.
         generator (ember.Generator, optional): if not ``None``, this RNG is used by
             RandomSampler to generate random indexes and to draw the workers' ``base_seed``.
         prefetch_factor (int, optional, keyword-only arg): number of batches loaded in advance
@@ -573,7 +592,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         assert self._prefetch_factor > 0
 
         if loader.multiprocessing_context is None:
-            multiprocessing_context = python_multiprocessing.get_context()
+            multiprocessing_context = _default_context()
         else:
             multiprocessing_context = loader.multiprocessing_context
 

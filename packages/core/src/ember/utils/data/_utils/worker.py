@@ -87,6 +87,10 @@ def get_worker_info() -> WorkerInfo | None:
     ``SeedSequence`` (the same state PyTorch >= 1.9 derives). PyTorch before 1.9 left NumPy
     unseeded, so with ``fork`` every worker inherited the parent's NumPy state and drew
     *identical* "random" augmentations; Ember never has that defect.
+
+    Generator *objects* the dataset created in the main process (``np.random.default_rng()``,
+    ``random.Random()``, an ``ember.Generator``) are copied into every worker as they are, so
+    they still repeat across workers: reseed them in ``worker_init_fn`` from ``info.seed``.
     """
     return _worker_info
 
