@@ -6,7 +6,7 @@ import builtins
 import os as _os
 
 # serialization also makes Tensors pickle as checkpoint records
-from . import _C, _ops, autograd, func, hub, linalg, nn, optim, serialization, utils  # noqa: F401 - func: ember.func, as torch.func
+from . import _C, _ops, autograd, func, hub, linalg, nn, optim, serialization  # noqa: F401 - func: ember.func, as torch.func
 from ._C import (
     Tensor,
     bfloat16,
@@ -237,6 +237,9 @@ vmap = func.vmap  # torch.vmap
 
 dtype.__module__ = "ember"
 device.__module__ = "ember"
+
+# Last: ember.utils.data refers to ember.Tensor and other top-level names while it is imported.
+from . import utils  # noqa: E402
 
 __all__ = [
     "Tensor", "dtype", "device", "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "ops", "set_printoptions", "serialization",
