@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import _C
 from .adam import _step_count
-from .optimizer import Optimizer, _check
+from .optimizer import Optimizer, _check, _scalar_dtype
 
 __all__ = ["Adagrad"]
 
@@ -24,12 +24,15 @@ class Adagrad(Optimizer):
         # PyTorch creates the accumulators eagerly, so a fresh optimizer's state_dict already holds them.
         for group in self.param_groups:
             for p in group["params"]:
-                real = _C.view_as_real(p) if p.is_complex() else p
-                self.state[p]["step"] = _C.zeros([], dtype=_C.float32)
-                self.state[p]["sum"] = _C.full_like(real, group["initial_accumulator_value"])
+                init = group["initial_accumulator_value"]
+                self.state[p]["step"] = _C.zeros([], dtype=_scalar_dtype())
+                self.state[p]["sum"] = _C.full_like(p, complex(init, init) if p.is_complex() else init)
 
     def _update(self, param, grad, state, group) -> None:
         g = -grad if group["maximize"] else grad
+        if "sum" not in state:
+            # A parameter from a group added after construction (PyTorch would raise a KeyError here).
+            state["sum"] = _C.full_like(param, group["initial_accumulator_value"])
         step = _step_count(state, param)
         if group["weight_decay"] != 0:
             g = g + group["weight_decay"] * param

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from .. import _C
-from .optimizer import Optimizer, _check
+from .optimizer import Optimizer, _check, _scalar_dtype
 
 __all__ = ["Adam", "AdamW"]
 
@@ -20,9 +20,9 @@ def _check_adam_args(lr, betas, eps, weight_decay) -> None:
 
 
 def _step_count(state: dict, param) -> float:
-    """Advance and return the step counter, kept as a 0-dim float32 tensor as PyTorch keeps it."""
+    """Advance and return the step counter, kept as a 0-dim tensor as PyTorch keeps it."""
     if "step" not in state:
-        state["step"] = _C.zeros([], dtype=_C.float32)
+        state["step"] = _C.zeros([], dtype=_scalar_dtype())
     state["step"].add_(1)
     return float(state["step"].item())
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from .. import _C
 from .adam import _check_adam_args, _moments, _step_count
-from .optimizer import Optimizer, _check
+from .optimizer import Optimizer, _check, _scalar_dtype
 
 __all__ = ["NAdam"]
 
@@ -23,7 +24,8 @@ class NAdam(Optimizer):
         lr, (beta1, beta2), wd, psi = group["lr"], group["betas"], group["weight_decay"], group["momentum_decay"]
         g = -grad if group["maximize"] else grad
         step = _step_count(state, param)
-        state.setdefault("mu_product", 1.0)
+        if "mu_product" not in state:
+            state["mu_product"] = _C.ones([], dtype=_scalar_dtype())
         if wd != 0:
             if group["decoupled_weight_decay"]:
                 param.mul_(1 - lr * wd)
@@ -31,8 +33,8 @@ class NAdam(Optimizer):
                 g = g + wd * param
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
-        state["mu_product"] *= mu
-        mu_product = state["mu_product"]
+        # The running product of the mu's is a 0-dim tensor in the step counter's dtype, as in PyTorch.
+        mu_product = float(state["mu_product"].mul_(mu).item())
         exp_avg, exp_avg_sq = _moments(state, param, g, beta1, beta2)
         denom = (exp_avg_sq / (1 - beta2 ** step)).sqrt() + group["eps"]
         param.add_(g / denom, alpha=-lr * (1 - mu) / (1 - mu_product))

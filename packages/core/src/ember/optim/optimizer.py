@@ -1,17 +1,24 @@
 """Optimizer: torch.optim.Optimizer's contract. Parameter groups with per-group options filled
-from the defaults, per-parameter state, zero_grad, and state_dict / load_state_dict in
-PyTorch's layout (parameters replaced by their position across all groups)."""
+from the defaults, per-parameter state, zero_grad, step hooks, and state_dict / load_state_dict
+in PyTorch's layout (parameters replaced by integer ids, counted across all groups).
+
+The built-in algorithms implement ``_update(param, grad, state, group)`` for one parameter and
+inherit the generic ``step``; a user subclass may instead override ``step`` as in PyTorch (every
+``step`` defined on a subclass is wrapped so the step hooks run around it)."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
+from copy import deepcopy
 from itertools import chain
 
 from .. import _C
 from .. import autograd as _autograd
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
 
 class _RequiredParameter:
@@ -24,74 +31,187 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+class _RemovableHandle:
+    """Returned by the hook registrations; remove() takes the hook off."""
+
+    _next_id = itertools.count()
+
+    def __init__(self, hooks: dict) -> None:
+        self._hooks = hooks
+        self.id = next(self._next_id)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+_global_optimizer_pre_hooks: OrderedDict = OrderedDict()
+_global_optimizer_post_hooks: OrderedDict = OrderedDict()
+
+
+def _register(hooks: OrderedDict, hook, prepend: bool = False) -> _RemovableHandle:
+    handle = _RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook) -> _RemovableHandle:
+    """A hook ``hook(optimizer, args, kwargs)`` run before every optimizer's step; it may return
+    a new ``(args, kwargs)``."""
+    return _register(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook) -> _RemovableHandle:
+    """A hook ``hook(optimizer, args, kwargs)`` run after every optimizer's step."""
+    return _register(_global_optimizer_post_hooks, hook)
+
+
+def _with_step_hooks(func):
+    """Wrap a ``step``: pre hooks (global, then the optimizer's), the step, post hooks (the
+    optimizer's, then global). A step reached through super().step() runs the hooks once."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        self = args[0]
+        if getattr(self, "_in_hooked_step", False):
+            return func(*args, **kwargs)
+        for pre_hook in chain(_global_optimizer_pre_hooks.values(),
+                              getattr(self, "_optimizer_step_pre_hooks", {}).values()):
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{func} must return None or a tuple of (new_args, new_kwargs), "
+                                       f"but got {result}.")
+        # Read by the learning-rate schedulers' "lr_scheduler.step() before optimizer.step()" check.
+        self._opt_called = True
+        self._in_hooked_step = True
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self._in_hooked_step = False
+        for post_hook in chain(getattr(self, "_optimizer_step_post_hooks", {}).values(),
+                               _global_optimizer_post_hooks.values()):
+            post_hook(self, args, kwargs)
+        return out
+
+    wrapper._ember_step_hooks = True
+    return wrapper
+
+
 class Optimizer:
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if callable(step) and not getattr(step, "_ember_step_hooks", False):
+            cls.step = _with_step_hooks(step)
+
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = defaults
-        self.state: defaultdict = defaultdict(dict)
-        self.param_groups: list[dict] = []
+        self._init_hooks()
         if isinstance(params, _C.Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
-                            f"but got {type(params).__module__}.{type(params).__name__}")
-        groups = list(params)
-        if len(groups) == 0:
+                            f"but got {_typename(params)}")
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict] = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
-        if not isinstance(groups[0], dict):
-            groups = [{"params": groups}]
-        for group in groups:
-            self.add_param_group(group)
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def _init_hooks(self) -> None:
+        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict = OrderedDict()
+
+    def __getstate__(self) -> dict:
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "_optimizer_step_pre_hooks" not in self.__dict__:
+            self._init_hooks()
+        self.defaults.setdefault("differentiable", False)
 
     def __repr__(self) -> str:
-        lines = [self.__class__.__name__ + " ("]
+        text = self.__class__.__name__ + " ("
         for i, group in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
-            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
-        lines.append(")")
-        return "\n".join(lines)
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
+    # ---- parameter groups ---------------------------------------------------------------------
 
     def add_param_group(self, param_group: dict) -> None:
+        """Add a group (a dict with "params" and any per-group options) to ``param_groups``;
+        options it leaves out take the optimizer's defaults. The dict itself is kept and filled in."""
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
         if isinstance(params, _C.Tensor):
-            params = [params]
+            param_group["params"] = [params]
         elif isinstance(params, set):
             raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
                             "tensors in sets will change between runs. Please use a list instead.")
         else:
-            params = list(params)
-        for p in params:
-            if not isinstance(p, _C.Tensor):
-                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {type(p).__name__}")
-            if not p.is_leaf:
+            param_group["params"] = list(params)
+        for param in param_group["params"]:
+            if not isinstance(param, _C.Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {_typename(param)}")
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
-        group = {**param_group, "params": params}
         for name, default in self.defaults.items():
-            if default is required and name not in group:
+            if default is required and name not in param_group:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
-            group.setdefault(name, default)
+            param_group.setdefault(name, default)
+        params = param_group["params"]
         if len(params) != len({id(p) for p in params}):
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
-                          "cause an error", stacklevel=3)
-        seen = {id(p) for g in self.param_groups for p in g["params"]}
+                          "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
         if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
-        self.param_groups.append(group)
+        self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters: drop them (``set_to_none``, the default) or
+        zero them in place."""
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is None:
+                grad = p.grad
+                if grad is None:
                     continue
                 if set_to_none:
                     p.grad = None
                 else:
-                    with _autograd.no_grad():
-                        p.grad = p.grad.detach()
-                        p.grad.zero_()
+                    if grad.grad_fn is not None:
+                        grad.detach_()
+                    else:
+                        grad.requires_grad_(False)
+                    grad.zero_()
+
+    # ---- stepping -----------------------------------------------------------------------------
 
     def step(self, closure=None):
-        """Run `closure` (re-evaluating the loss with gradients) if given, then update each
-        parameter that has a gradient; returns the closure's loss."""
+        """Run ``closure`` (re-evaluating the loss, with gradients enabled) if given, then update
+        each parameter that has a gradient; returns the closure's loss."""
         loss = None
         if closure is not None:
             with _autograd.enable_grad():
@@ -99,52 +219,126 @@ class Optimizer:
         with _autograd.no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    # Complex parameters update as pairs of reals (PyTorch's view_as_real treatment).
-                    # State is kept only for parameters an algorithm gave some (plain SGD has none).
-                    state = self.state.get(p, {})
-                    self._update(_real(p), _real(p.grad), state, group)
-                    if state:
-                        self.state[p] = state
+                    if p.grad is not None:
+                        self._update_param(p, group)
         return loss
+
+    def _update_param(self, p, group: dict) -> None:
+        state = self.state[p] if p in self.state else {}
+        if not p.is_complex():
+            self._update(p, p.grad, state, group)
+        else:
+            # Complex parameters update as pairs of reals (PyTorch's view_as_real treatment); their
+            # per-element state is kept complex, as PyTorch keeps it, and viewed as real here.
+            real = _C.view_as_real(p)
+            views = {k: _C.view_as_real(v) if _is_complex_tensor(v) else v for k, v in state.items()}
+            self._update(real, _C.view_as_real(p.grad), views, group)
+            state = {k: _C.view_as_complex(v) if _is_elementwise_state(k, v, real) else v for k, v in views.items()}
+        if state:
+            self.state[p] = state
 
     def _update(self, param, grad, state: dict, group: dict) -> None:
         raise NotImplementedError
 
+    # ---- hooks --------------------------------------------------------------------------------
+
+    def register_step_pre_hook(self, hook) -> _RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs before each step; it may return new ``(args, kwargs)``."""
+        return _register(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook) -> _RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs after each step."""
+        return _register(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+        """``hook(optimizer)`` runs before state_dict() builds its result."""
+        return _register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+        """``hook(optimizer, state_dict)`` runs on state_dict()'s result; it may return a replacement."""
+        return _register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+        """``hook(optimizer, state_dict)`` runs before loading; it may return a replacement state dict."""
+        return _register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+        """``hook(optimizer)`` runs after loading."""
+        return _register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     # ---- state dicts --------------------------------------------------------------------------
 
     def state_dict(self) -> dict:
-        index: dict[int, int] = {}
+        """``{"state": {id: per-parameter state}, "param_groups": [group options with "params" as
+        ids]}``. Ids number the parameters in group order; the state tensors are not copied."""
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
+        mapping: dict[int, int] = {}
+        start = 0
         packed_groups = []
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
-            for p in group["params"]:
-                index.setdefault(id(p), len(index))
-            packed["params"] = [index[id(p)] for p in group["params"]]
+            for i, p in enumerate(group["params"], start):
+                mapping.setdefault(id(p), i)
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
             packed_groups.append(packed)
-        packed_state = {(index[id(k)] if isinstance(k, _C.Tensor) else k): v for k, v in self.state.items()}
-        return {"state": packed_state, "param_groups": packed_groups}
+        packed_state = {(mapping[id(k)] if isinstance(k, _C.Tensor) else k): v for k, v in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": packed_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict) -> None:
-        saved_groups = state_dict["param_groups"]
-        if len(saved_groups) != len(self.param_groups):
+        """Load a state dict made by state_dict(): the groups' options are replaced by the saved
+        ones (the parameters stay), and the saved state is copied onto the parameters with the
+        same ids, in the parameter's floating dtype."""
+        state_dict = dict(state_dict)
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
-        if any(len(g["params"]) != len(s["params"]) for g, s in zip(self.param_groups, saved_groups, strict=True)):
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups, strict=True)):
             raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
                              "optimizer's group")
-        by_index = dict(zip(chain.from_iterable(s["params"] for s in saved_groups),
-                            chain.from_iterable(g["params"] for g in self.param_groups), strict=True))
+        id_map = dict(zip(chain.from_iterable(s["params"] for s in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups), strict=True))
         state: defaultdict = defaultdict(dict)
         for key, value in state_dict["state"].items():
-            if key in by_index:
-                param = by_index[key]
-                state[param] = {k: _state_like(param, k, v) for k, v in value.items()}
+            if key in id_map:
+                param = id_map[key]
+                state[param] = _cast(param, value)
             else:
                 state[key] = value
-        self.state = state
-        self.param_groups = [{**saved, "params": group["params"]}
-                             for group, saved in zip(self.param_groups, saved_groups, strict=True)]
+        for group, saved in zip(groups, saved_groups, strict=True):
+            saved["params"] = group["params"]
+        self.__setstate__({"state": state, "param_groups": saved_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
+
+
+Optimizer.step = _with_step_hooks(Optimizer.step)
+
+
+def _typename(obj) -> str:
+    cls = type(obj)
+    module = cls.__module__ or ""
+    return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
+
+
+def _is_complex_tensor(value) -> bool:
+    return isinstance(value, _C.Tensor) and value.is_complex()
+
+
+def _is_elementwise_state(key, value, real_param) -> bool:
+    return (key != "step" and isinstance(value, _C.Tensor) and value.is_floating_point()
+            and tuple(value.shape) == tuple(real_param.shape))
 
 
 def _real(t):
@@ -156,10 +350,20 @@ def _check(condition: bool, message: str) -> None:
         raise ValueError(message)
 
 
-def _state_like(param, key: str, value):
-    """A copy of a saved state tensor in the parameter's dtype (step counters stay as saved)."""
-    if not isinstance(value, _C.Tensor):
-        return value
-    if key == "step" or not value.is_floating_point() and not value.is_complex():
+def _scalar_dtype():
+    """The dtype of step counters: float64 when that is the default dtype, else float32 (PyTorch's rule)."""
+    return _C.float64 if _C.get_default_dtype() == _C.float64 else _C.float32
+
+
+def _cast(param, value, key=None):
+    """A copy of saved state for ``param``: floating tensors take a floating parameter's dtype,
+    "step" counters stay as saved; dicts and sequences are copied item by item."""
+    if isinstance(value, _C.Tensor):
+        if key != "step" and param.is_floating_point() and (value.is_floating_point() or value.is_complex()):
+            return value.to(param.dtype).clone()
         return value.clone()
-    return value.to(_real(param).dtype).clone()
+    if isinstance(value, dict):
+        return {k: _cast(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(param, v, key) for v in value)
+    return value
