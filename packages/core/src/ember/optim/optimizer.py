@@ -355,11 +355,18 @@ def _scalar_dtype():
     return _C.float64 if _C.get_default_dtype() == _C.float64 else _C.float32
 
 
+# Scalar bookkeeping kept in its own dtype on load. PyTorch keeps only "step" and casts NAdam's
+# "mu_product" to the parameter's dtype, so a resumed NAdam run drifts from an uninterrupted one;
+# Ember keeps both, and resumes exactly.
+_KEEP_DTYPE = frozenset({"step", "mu_product"})
+
+
 def _cast(param, value, key=None):
     """A copy of saved state for ``param``: floating tensors take a floating parameter's dtype,
-    "step" counters stay as saved; dicts and sequences are copied item by item."""
+    step counters stay as saved; dicts and sequences are copied item by item."""
     if isinstance(value, _C.Tensor):
-        if key != "step" and param.is_floating_point() and (value.is_floating_point() or value.is_complex()):
+        if key not in _KEEP_DTYPE and param.is_floating_point() and (value.is_floating_point()
+                                                                     or value.is_complex()):
             return value.to(param.dtype).clone()
         return value.clone()
     if isinstance(value, dict):
