@@ -127,6 +127,10 @@ class LBFGS(Optimizer):
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
 
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._params = self.param_groups[0]["params"]
+
     # ---- the parameters as one flat vector ----------------------------------------------------
 
     def _flat_grad(self):

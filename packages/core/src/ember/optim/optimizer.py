@@ -326,7 +326,17 @@ class Optimizer:
 Optimizer.step = _with_step_hooks(Optimizer.step)
 
 
+_LEGACY_TENSOR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                        "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                        "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
 def _typename(obj) -> str:
+    """torch.typename: "ember.FloatTensor" for a float32 CPU tensor, else module.qualname of the type."""
+    if isinstance(obj, _C.Tensor):
+        name = str(obj.dtype).rsplit(".", 1)[-1]
+        prefix = "ember.cuda." if obj.device.type == "cuda" else "ember."
+        return f"{prefix}{_LEGACY_TENSOR_NAMES.get(name, name)}Tensor"
     cls = type(obj)
     module = cls.__module__ or ""
     return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
