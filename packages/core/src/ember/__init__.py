@@ -238,9 +238,6 @@ vmap = func.vmap  # torch.vmap
 dtype.__module__ = "ember"
 device.__module__ = "ember"
 
-# Last: ember.utils.data refers to ember.Tensor and other top-level names while it is imported.
-from . import utils  # noqa: E402
-
 __all__ = [
     "Tensor", "dtype", "device", "tensor", "as_tensor", "from_numpy", "from_dlpack", "empty", "ops", "set_printoptions", "serialization",
     "is_conj", "resolve_conj", "autograd", "vmap", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
@@ -252,7 +249,7 @@ __all__ = [
     "cmake_prefix_path", "get_include", "get_lib", "__version__", "result_type", "promote_types",
     "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "einsum", "tensordot", "kron", "inner", "chain_matmul", "linalg", "nn",
-    "save", "load", "hub", "optim", "utils",
+    "save", "load", "hub", "optim",
     *_GENERATED_OPS,
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",

@@ -132,8 +132,6 @@ def xavier_normal_(tensor, gain: float = 1.0, generator=None):
 
 
 def _kaiming_std(tensor, a: float, mode: str, nonlinearity: str) -> float:
-    if 0 in tensor.shape:
-        return 0.0
     return calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
 
 

@@ -170,9 +170,16 @@ def _lr_lambdas(lr_lambda, optimizer) -> list:
     return list(lr_lambda)
 
 
-class _LambdaState:
-    """State dicts of schedulers holding per-group callables: a plain function is not state
-    (saved as None); a callable object's attributes are."""
+class _LambdaState(LRScheduler):
+    """Schedulers holding per-group callables. In their state dicts a plain function is not
+    state (saved as None); a callable object's attributes are."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1, verbose="deprecated") -> None:
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        self.lr_lambdas = _lr_lambdas(lr_lambda, optimizer)
+        super().__init__(optimizer, last_epoch, verbose)
+
 
     def state_dict(self) -> dict:
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
@@ -189,28 +196,16 @@ class _LambdaState:
                 fn.__dict__.update(saved)
 
 
-class LambdaLR(_LambdaState, LRScheduler):
+class LambdaLR(_LambdaState):
     """lr = initial_lr * lr_lambda(epoch), one function per group or one for all."""
-
-    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1, verbose="deprecated") -> None:
-        _check_optimizer(optimizer)
-        self.optimizer = optimizer
-        self.lr_lambdas = _lr_lambdas(lr_lambda, optimizer)
-        super().__init__(optimizer, last_epoch, verbose)
 
     def get_lr(self):
         _warn_get_lr_outside_step(self)
         return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
 
-class MultiplicativeLR(_LambdaState, LRScheduler):
+class MultiplicativeLR(_LambdaState):
     """lr = lr * lr_lambda(epoch) at every step after the first."""
-
-    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1, verbose="deprecated") -> None:
-        _check_optimizer(optimizer)
-        self.optimizer = optimizer
-        self.lr_lambdas = _lr_lambdas(lr_lambda, optimizer)
-        super().__init__(optimizer, last_epoch, verbose)
 
     def get_lr(self):
         _warn_get_lr_outside_step(self)

@@ -9,7 +9,6 @@ inherit the generic ``step``; a user subclass may instead override ``step`` as i
 from __future__ import annotations
 
 import functools
-import itertools
 import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
@@ -17,6 +16,7 @@ from itertools import chain
 
 from .. import _C
 from .. import autograd as _autograd
+from .._hooks import RemovableHandle, add_hook
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
@@ -31,46 +31,19 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-class _RemovableHandle:
-    """Returned by the hook registrations; remove() takes the hook off."""
-
-    _next_id = itertools.count()
-
-    def __init__(self, hooks: dict) -> None:
-        self._hooks = hooks
-        self.id = next(self._next_id)
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-
 _global_optimizer_pre_hooks: OrderedDict = OrderedDict()
 _global_optimizer_post_hooks: OrderedDict = OrderedDict()
 
 
-def _register(hooks: OrderedDict, hook, prepend: bool = False) -> _RemovableHandle:
-    handle = _RemovableHandle(hooks)
-    hooks[handle.id] = hook
-    if prepend:
-        hooks.move_to_end(handle.id, last=False)
-    return handle
-
-
-def register_optimizer_step_pre_hook(hook) -> _RemovableHandle:
+def register_optimizer_step_pre_hook(hook) -> RemovableHandle:
     """A hook ``hook(optimizer, args, kwargs)`` run before every optimizer's step; it may return
     a new ``(args, kwargs)``."""
-    return _register(_global_optimizer_pre_hooks, hook)
+    return add_hook(_global_optimizer_pre_hooks, hook)
 
 
-def register_optimizer_step_post_hook(hook) -> _RemovableHandle:
+def register_optimizer_step_post_hook(hook) -> RemovableHandle:
     """A hook ``hook(optimizer, args, kwargs)`` run after every optimizer's step."""
-    return _register(_global_optimizer_post_hooks, hook)
+    return add_hook(_global_optimizer_post_hooks, hook)
 
 
 def _with_step_hooks(func):
@@ -242,29 +215,29 @@ class Optimizer:
 
     # ---- hooks --------------------------------------------------------------------------------
 
-    def register_step_pre_hook(self, hook) -> _RemovableHandle:
+    def register_step_pre_hook(self, hook) -> RemovableHandle:
         """``hook(optimizer, args, kwargs)`` runs before each step; it may return new ``(args, kwargs)``."""
-        return _register(self._optimizer_step_pre_hooks, hook)
+        return add_hook(self._optimizer_step_pre_hooks, hook)
 
-    def register_step_post_hook(self, hook) -> _RemovableHandle:
+    def register_step_post_hook(self, hook) -> RemovableHandle:
         """``hook(optimizer, args, kwargs)`` runs after each step."""
-        return _register(self._optimizer_step_post_hooks, hook)
+        return add_hook(self._optimizer_step_post_hooks, hook)
 
-    def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(optimizer)`` runs before state_dict() builds its result."""
-        return _register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+        return add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
-    def register_state_dict_post_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+    def register_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(optimizer, state_dict)`` runs on state_dict()'s result; it may return a replacement."""
-        return _register(self._optimizer_state_dict_post_hooks, hook, prepend)
+        return add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
 
-    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(optimizer, state_dict)`` runs before loading; it may return a replacement state dict."""
-        return _register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+        return add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
 
-    def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> _RemovableHandle:
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(optimizer)`` runs after loading."""
-        return _register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+        return add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     # ---- state dicts --------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from ... import _C
 from ... import autograd as _autograd
+from ..._hooks import add_hook
 from ..._tensor import _to_arguments
 from ..parameter import Parameter
 
@@ -18,25 +19,6 @@ __all__ = ["Module"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
-
-
-class _RemovableHandle:
-    """Returned by the hook registrations; remove() takes the hook off."""
-
-    _next_id = itertools.count()
-
-    def __init__(self, hooks: dict) -> None:
-        self._hooks = hooks
-        self.id = next(self._next_id)
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
 
 
 def _addindent(text: str, spaces: int) -> str:
@@ -386,33 +368,27 @@ class Module:
 
     def register_state_dict_pre_hook(self, hook):
         """hook(module, prefix, keep_vars), called before the module's entries are written."""
-        return self._add_hook(self._state_dict_pre_hooks, hook)
+        return add_hook(self._state_dict_pre_hooks, hook)
 
     def register_state_dict_post_hook(self, hook):
         """hook(module, state_dict, prefix, local_metadata) -> None, may edit state_dict in place."""
-        handle = self._add_hook(self._state_dict_hooks, hook)
+        handle = add_hook(self._state_dict_hooks, hook)
         self._state_dict_post_hook_ids.add(handle.id)
         return handle
 
     def _register_state_dict_hook(self, hook):
         """The older form of register_state_dict_post_hook: a returned dict replaces state_dict."""
-        return self._add_hook(self._state_dict_hooks, hook)
+        return add_hook(self._state_dict_hooks, hook)
 
     def register_load_state_dict_pre_hook(self, hook):
         """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
         error_msgs), called before the module's entries are read; it may edit state_dict."""
-        return self._add_hook(self._load_state_dict_pre_hooks, hook)
+        return add_hook(self._load_state_dict_pre_hooks, hook)
 
     def register_load_state_dict_post_hook(self, hook):
         """hook(module, incompatible_keys) -> None, after the module and its children loaded; it may
         edit incompatible_keys.missing_keys / unexpected_keys in place (strict sees the result)."""
-        return self._add_hook(self._load_state_dict_post_hooks, hook)
-
-    @staticmethod
-    def _add_hook(hooks: dict, hook):
-        handle = _RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        return handle
+        return add_hook(self._load_state_dict_post_hooks, hook)
 
     # ---- modes and conversions ---------------------------------------------------------------
 
@@ -496,22 +472,16 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False):
-        handle = _RemovableHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[handle.id] = hook
+        handle = add_hook(self._forward_pre_hooks, hook, prepend)
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
     def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False):
-        handle = _RemovableHandle(self._forward_hooks)
-        self._forward_hooks[handle.id] = hook
+        handle = add_hook(self._forward_hooks, hook, prepend)
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
     def __call__(self, *args, **kwargs):
