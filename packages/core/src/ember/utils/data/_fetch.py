@@ -1,0 +1,57 @@
+"""Turning one task of the DataLoader into one batch; shared by the main process (num_workers=0)
+and the worker processes, so both produce identical batches."""
+
+from __future__ import annotations
+
+import itertools
+
+
+class Exhausted(Exception):
+    """An iterable dataset has no more samples for this epoch."""
+
+
+class Fetcher:
+    """Map-style datasets: a task is a list of indices (batching) or one index (batch_size=None).
+    Iterable datasets: a task carries nothing; the next batch_size samples of the dataset's
+    iterator make the batch, and a short last batch is dropped when drop_last."""
+
+    def __init__(self, dataset, iterable: bool, batching: bool, batch_size, drop_last: bool, collate_fn):
+        self.dataset = dataset
+        self.iterable = iterable
+        self.batching = batching
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.collate_fn = collate_fn
+        self._stream = None
+        self._ended = False
+
+    def restart(self) -> None:
+        """A new epoch: iterable datasets are iterated afresh."""
+        self._stream, self._ended = None, False
+
+    def __call__(self, task):
+        if self.iterable:
+            return self.collate_fn(self._next_from_stream())
+        if self.batching:
+            getitems = getattr(self.dataset, "__getitems__", None)
+            samples = getitems(task) if callable(getitems) else [self.dataset[i] for i in task]
+            return self.collate_fn(samples)
+        return self.collate_fn(self.dataset[task])
+
+    def _next_from_stream(self):
+        if self._ended:
+            raise Exhausted
+        if self._stream is None:
+            self._stream = iter(self.dataset)
+        if not self.batching:
+            try:
+                return next(self._stream)
+            except StopIteration:
+                self._ended = True
+                raise Exhausted from None
+        samples = list(itertools.islice(self._stream, self.batch_size))
+        if len(samples) < self.batch_size:
+            self._ended = True
+            if not samples or self.drop_last:
+                raise Exhausted
+        return samples
