@@ -238,14 +238,16 @@ def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: di
     params = ", ".join(cpp_param[a["type"]] + " " + a["name"] for a in args)
     call = ", ".join(a["name"] for a in args)
     reverse = f"{name}_reverse({call})"
-    head = f"{cpp_return} {name}({params}) {{"
     tensors = [a for a in args if a["type"] in DIFF_TENSOR and a["name"] != "out"]
+    ptrs = ", ".join(f"{a['name']} ? &*{a['name']} : nullptr" if a["type"] == "Tensor?" else f"&{a['name']}"
+                     for a in tensors)
+    # Every call of a built-in op passes here first, so this is where ember.profiler sees it.
+    head = f'{cpp_return} {name}({params}) {{\n  profiler::RecordScope record_scope("{name}", {{{ptrs}}});'
+
     lists = [a for a in args if a["type"] == "Tensor[]"]
     differentiable_rets = rets and all(r in ("Tensor", "Tensor[]") for r in rets)
     if not (tensors or lists) or not differentiable_rets:
         return f"{head}\n  return {reverse};\n}}\n"
-    ptrs = ", ".join(f"{a['name']} ? &*{a['name']} : nullptr" if a["type"] == "Tensor?" else f"&{a['name']}"
-                     for a in tensors)
     check = " || ".join([f"forward_ad::any_tangent({{{ptrs}}})"] * bool(tensors)
                         + [f"forward_ad::any_tangent({a['name']})" for a in lists])
     body = [head, f"  if (!({check})) return {reverse};"]

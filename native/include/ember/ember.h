@@ -12,6 +12,7 @@
 #include "ember/op_registry.h"
 #include "ember/ops.h"
 #include "ember/parallel.h"
+#include "ember/profiler.h"
 #include "ember/promotion.h"
 #include "ember/scalar.h"
 #include "ember/schema.h"

@@ -1,10 +1,13 @@
 #include "ember/parallel.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -97,6 +100,17 @@ class ThreadPool {
 std::mutex g_pool_mutex;  // one parallel region at a time; also guards the pool's replacement
 std::atomic<int> g_num_threads{0};
 ThreadPool* g_pool = nullptr;  // leaked at exit on purpose: joining threads in a static destructor hangs
+
+// Note [thread pool after fork]: a forked child (a DataLoader worker) has none of the parent's
+// pool threads, and deleting the inherited pool would join threads that do not exist. The child
+// forgets the pool (leaking its memory) and the pool mutex, which it never held, and builds a
+// fresh pool on its first parallel region.
+void forget_pool_in_child() {
+  g_pool = nullptr;
+  new (&g_pool_mutex) std::mutex();
+}
+
+[[maybe_unused]] const int g_fork_handler = pthread_atfork(nullptr, nullptr, &forget_pool_in_child);
 
 ThreadPool& pool_for(int threads) {
   if (g_pool == nullptr || g_pool->size() != threads - 1) {

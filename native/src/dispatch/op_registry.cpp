@@ -1,11 +1,13 @@
 #include "ember/op_registry.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "ember/autograd.h"
 #include "ember/error.h"
 #include "ember/library.h"
+#include "ember/profiler.h"
 
 namespace ember {
 
@@ -133,6 +135,9 @@ Stack Operator::call(Stack args) const {
     names.push_back(a.name);
   }
   check_stack(qualified_name(), types, names, args, "argument");
+  // Built-in (aten) ops are recorded by their generated entry points; extension ops here.
+  std::optional<profiler::RecordScope> record_scope;
+  if (profiler::active() && schema_.ns != "aten") record_scope.emplace(qualified_name(), false);
   const DispatchKey key = select_key(args);
   if (key == DispatchKey::Autograd || has_kernel(DispatchKey::Autograd))
     return call_key(key, std::move(args));

@@ -12,6 +12,7 @@ void bind_ops(py::module_& m);
 void bind_autograd(py::module_& m, py::class_<Tensor>& tensor);
 void bind_python_function(py::module_& m);
 void bind_dlpack(py::module_& m, py::class_<Tensor>& tensor);
+void bind_profiler(py::module_& m);
 // The Python object of a dtype / device (ember.float32, ember.device("cpu")).
 py::object dtype_object(DType d);
 DType dtype_from_object(py::handle obj, const char* what);

@@ -203,6 +203,7 @@ PYBIND11_MODULE(_C, m) {
   bind_dlpack(m, tensor);
   bind_autograd(m, tensor);
   bind_python_function(m);
+  bind_profiler(m);
   bind_generated_ops(m, tensor);
   m.def("result_type", [](const std::vector<TensorArg>& operands) {
     std::vector<Tensor> ts;

@@ -6,7 +6,7 @@ import builtins
 import os as _os
 
 # serialization also makes Tensors pickle as checkpoint records
-from . import _C, _ops, autograd, func, hub, linalg, nn, optim, serialization, utils  # noqa: F401 - func: ember.func, as torch.func
+from . import _C, _ops, autograd, func, hub, linalg, nn, optim, profiler, serialization, utils  # noqa: F401 - func: ember.func, as torch.func
 from ._C import (
     Tensor,
     bfloat16,
@@ -249,7 +249,7 @@ __all__ = [
     "cmake_prefix_path", "get_include", "get_lib", "__version__", "result_type", "promote_types",
     "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "einsum", "tensordot", "kron", "inner", "chain_matmul", "linalg", "nn",
-    "save", "load", "hub", "optim", "utils",
+    "save", "load", "hub", "optim", "profiler", "utils",
     *_GENERATED_OPS,
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",

@@ -1,5 +1,5 @@
-"""ember.utils (torch.utils): input pipelines (data)."""
+"""ember.utils (torch.utils): input pipelines (data) and timing (benchmark)."""
 
-from . import data
+from . import benchmark, data
 
-__all__ = ["data"]
+__all__ = ["benchmark", "data"]
