@@ -410,3 +410,25 @@ def test_spawned_workers():
 def test_pin_memory_is_accepted_on_cpu():
     batch = next(iter(DataLoader(TensorDataset(ember.ones(3, 2)), batch_size=3, pin_memory=True)))
     assert math.isclose(float(batch[0].sum()), 6.0)
+
+
+class ParallelWork(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return float((ember.ones(1 << 20) * 2).sum())
+
+
+def test_forked_workers_can_run_threaded_ops():
+    # The parent's thread pool exists before the fork; a child that asks for threads again must
+    # build its own instead of waiting on the parent's (Note [thread pool after fork]).
+    previous = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        (ember.ones(1 << 20) * 2).sum()
+        loader = DataLoader(ParallelWork(), batch_size=None, num_workers=1, timeout=30,
+                            worker_init_fn=lambda _: ember.set_num_threads(2))
+        assert list(loader) == [2.0 * (1 << 20)] * 2
+    finally:
+        ember.set_num_threads(previous)
