@@ -22,7 +22,7 @@ __all__ = ["linear", "batch_norm", "relu", "gelu", "silu", "sigmoid", "tanh", "s
            "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "avg_pool3d", "relu6", "hardtanh", "selu", "celu", "mish", "hardswish", "hardsigmoid", "threshold",
            "logsigmoid", "softsign", "tanhshrink", "softmin", "dropout", "dropout1d", "dropout2d", "dropout3d",
-           "alpha_dropout", "feature_alpha_dropout"]
+           "alpha_dropout", "feature_alpha_dropout", "ctc_loss"]
 
 
 def linear(input, weight, bias=None):
@@ -453,6 +453,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 
 # ---- losses ------------------------------------------------------------------------------------
+
+from ._ctc_loss import ctc_loss  # noqa: E402 - its forward recursion is long enough for a file of its own
 
 _REDUCTIONS = ("none", "mean", "sum")
 
