@@ -102,6 +102,15 @@ def data_pipes() -> None:
           f" (emberdata {emberdata.__version__})")
 
 
+def training() -> None:
+    stop("6. training an MLP and a CNN: DataLoader, optimizer, scheduler, checkpoint")
+    spec = importlib.util.spec_from_file_location("train_classifiers", HERE / "train_classifiers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, (accuracy, seconds) in module.main().items():
+        print(f"{name}: held-out accuracy {accuracy:.3f}, {seconds * 1000:.0f} ms per epoch")
+
+
 def main() -> None:
     print(f"Ember tour: ember {ember.__version__} from {pathlib.Path(ember.__file__).parent}")
     tensors_and_dtypes()
@@ -109,6 +118,7 @@ def main() -> None:
     numpy_interop()
     custom_op()
     data_pipes()
+    training()
     print("\ntour complete")
 
 

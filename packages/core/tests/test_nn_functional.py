@@ -317,5 +317,3 @@ def test_pooling_gradients_and_errors():
     close(F.max_pool1d(t([[1.0, 5.0, 2.0, 7.0, 3.0]]), 2, dilation=2), [[2.0, 3.0]])  # windows (1, 2), (2, 3)
     with pytest.raises(RuntimeError, match=r"pad should be at most half of effective kernel size"):
         F.max_pool2d(x, 2, padding=2)
-    with pytest.raises(NotImplementedError, match=r"return_indices=True\) is not implemented yet"):
-        F.max_pool2d(x, 2, return_indices=True)

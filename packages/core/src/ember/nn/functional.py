@@ -22,7 +22,8 @@ __all__ = ["linear", "batch_norm", "relu", "gelu", "silu", "sigmoid", "tanh", "s
            "conv1d", "conv2d", "conv3d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "avg_pool3d", "relu6", "hardtanh", "selu", "celu", "mish", "hardswish", "hardsigmoid", "threshold",
            "logsigmoid", "softsign", "tanhshrink", "softmin", "dropout", "dropout1d", "dropout2d", "dropout3d",
-           "alpha_dropout", "feature_alpha_dropout", "ctc_loss"]
+           "alpha_dropout", "feature_alpha_dropout", "ctc_loss", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d", "unfold", "fold"]
 
 
 def linear(input, weight, bias=None):
@@ -341,6 +342,124 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
+def _dilate(x, stride: tuple):
+    """Inserts stride - 1 zeros between neighbours along each trailing spatial dim."""
+    n = len(stride)
+    for i, s in enumerate(stride):
+        if s == 1:
+            continue
+        dim = x.dim() - n + i
+        size = x.shape[dim]
+        zeros = _C.zeros(list(x.shape[:dim + 1]) + [s - 1] + list(x.shape[dim + 1:]), dtype=x.dtype)
+        spread = _C.cat([_C.unsqueeze(x, dim + 1), zeros], dim + 1)  # [..., L, s, ...]
+        spread = _C.reshape(spread, list(x.shape[:dim]) + [size * s] + list(x.shape[dim + 1:]))
+        x = _C.narrow(spread, dim, 0, max(size * s - (s - 1), 0))
+    return x
+
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups: int, dilation, n: int):
+    """The adjoint of the strided convolution: spread the input by the stride, pad it by
+    dilation * (kernel - 1) - padding (cropping where negative, plus output_padding on the
+    right), and correlate with the spatially flipped kernel whose in/out channels are swapped."""
+    name = f"conv_transpose{n}d"
+    x, unbatched = _batched(input, n, name)
+    if weight.dim() != n + 2:
+        raise RuntimeError(f"{name}: weight must be {n + 2}-D, but got {weight.dim()}-D")
+    stride, dilation = _ntuple(stride, n, "stride"), _ntuple(dilation, n, "dilation")
+    padding, output_padding = _ntuple(padding, n, "padding"), _ntuple(output_padding, n, "output_padding")
+    in_channels, per_group_out = weight.shape[0], weight.shape[1]
+    if groups <= 0 or x.shape[1] != in_channels or in_channels % groups:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(x.shape)} "
+                           f"to have {in_channels} channels, but got {x.shape[1]} channels instead")
+    for op, s, d in zip(output_padding, stride, dilation, strict=True):
+        if op >= max(s, d) or op < 0:
+            raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding={output_padding}, stride={stride}, dilation={dilation}")
+    kernel = list(weight.shape[2:])
+    flat_pad = []
+    for k, d, p, op in reversed(list(zip(kernel, dilation, padding, output_padding, strict=True))):
+        flat_pad += [d * (k - 1) - p, d * (k - 1) - p + op]
+    from ._padding import pad
+
+    spread = pad(_dilate(x, stride), flat_pad)
+    # [in, out/g, *k] -> [g, in/g, out/g, *k] -> [g, out/g, in/g, *k] -> [out, in/g, *k], flipped
+    w = _C.reshape(weight, [groups, in_channels // groups, per_group_out] + kernel)
+    w = _C.reshape(_C.transpose(w, 1, 2), [groups * per_group_out, in_channels // groups] + kernel)
+    w = _C.flip(w, list(range(2, 2 + n)))
+    out = _conv(spread, w, bias, 1, 0, dilation, groups, n)
+    return _C.squeeze(out, [0]) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+
+
+def _fold_geometry(name, kernel_size, dilation, padding, stride):
+    return tuple(_ntuple(v, 2, f"{name} {label}") for v, label in
+                 ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: [N, C, H, W] -> [N, C * kh * kw, L], one column per sliding block (L blocks)."""
+    if input.dim() not in (3, 4):
+        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    x, unbatched = _batched(input, 2, "unfold")
+    kernel, dilation, padding, stride = _fold_geometry("unfold", kernel_size, dilation, padding, stride)
+    x = _pad_spatial(x, [(p, p) for p in padding], 0.0)
+    for size, k, d in zip(x.shape[2:], kernel, dilation, strict=True):
+        if size < d * (k - 1) + 1:
+            raise RuntimeError(f"Given input with spatial size {list(input.shape[-2:])}, kernel_size={kernel}, "
+                               f"dilation={dilation}, padding={padding}, calculated shape of the array of sliding "
+                               f"blocks is non-positive")
+    win = _windows(x, kernel, stride, dilation)  # [N, C, oh, ow, kh, kw]
+    blocks = win.shape[2] * win.shape[3]
+    cols = _C.reshape(_C.permute(win, [0, 1, 4, 5, 2, 3]), [x.shape[0], x.shape[1] * kernel[0] * kernel[1], blocks])
+    return _C.squeeze(cols, [0]) if unbatched else cols
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, the adjoint of unfold: sums each column's entries back into their block of an
+    [N, C, *output_size] image (overlapping blocks add up)."""
+    if input.dim() not in (2, 3):
+        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
+                                  f"(got {input.dim()}D)")
+    cols = _C.unsqueeze(input, 0) if input.dim() == 2 else input
+    output_size = _ntuple(output_size, 2, "fold output_size")
+    kernel, dilation, padding, stride = _fold_geometry("fold", kernel_size, dilation, padding, stride)
+    taps = kernel[0] * kernel[1]
+    padded = [o + 2 * p for o, p in zip(output_size, padding, strict=True)]
+    blocks = [(s - d * (k - 1) - 1) // st + 1 for s, k, d, st in zip(padded, kernel, dilation, stride, strict=True)]
+    if cols.shape[1] % taps:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={cols.shape[1]} and kernel_size={kernel}")
+    if min(blocks) <= 0 or cols.shape[2] != blocks[0] * blocks[1]:
+        raise RuntimeError(f"Given output_size={output_size}, kernel_size={kernel}, dilation={dilation}, "
+                           f"padding={padding}, stride={stride}, expected size of input's dimension 2 to match the "
+                           f"calculated number of sliding blocks {max(blocks[0], 0)} * {max(blocks[1], 0)} = "
+                           f"{max(blocks[0], 0) * max(blocks[1], 0)}, but got input.size(2)={cols.shape[2]}.")
+    channels = cols.shape[1] // taps
+    # target offset in the padded image of every (tap, block) pair: row * width + col
+    ki = _C.reshape(_C.arange(0, kernel[0], 1, dtype=_C.int64) * dilation[0], [-1, 1, 1, 1])
+    kj = _C.reshape(_C.arange(0, kernel[1], 1, dtype=_C.int64) * dilation[1], [1, -1, 1, 1])
+    bi = _C.reshape(_C.arange(0, blocks[0], 1, dtype=_C.int64) * stride[0], [1, 1, -1, 1])
+    bj = _C.reshape(_C.arange(0, blocks[1], 1, dtype=_C.int64) * stride[1], [1, 1, 1, -1])
+    target = _C.reshape((ki + bi) * padded[1] + (kj + bj), [-1])
+    values = _C.reshape(cols, [cols.shape[0], channels, -1])
+    image = _C.zeros([cols.shape[0], channels, padded[0] * padded[1]], dtype=cols.dtype)
+    image = _C.index_add(image, 2, target, values)
+    image = _C.reshape(image, [cols.shape[0], channels] + padded)
+    image = image[:, :, padding[0]:padding[0] + output_size[0], padding[1]:padding[1] + output_size[1]]
+    return _C.squeeze(image, [0]) if input.dim() == 2 else image
+
+
 def _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode: bool, n: int):
     """Per spatial dim: (before, after) padding, where `after` also covers ceil_mode's last window."""
     pads = []
@@ -365,15 +484,43 @@ def _pool_args(kernel_size, stride, padding, dilation, n):
     return kernel, stride, _ntuple(padding, n, "padding"), _ntuple(dilation, n, "dilation")
 
 
+def _spatial_index(x, n: int):
+    """[1, 1, *spatial] int64: each position's offset in the flattened spatial dims (what
+    return_indices reports and max_unpool consumes)."""
+    spatial = list(x.shape[2:2 + n])
+    count = 1
+    for size in spatial:
+        count *= size
+    return _C.reshape(_C.arange(0, count, 1, dtype=_C.int64), [1, 1] + spatial)
+
+
+def _window_max(values, positions, n: int, return_indices: bool):
+    """The max of each window ([N, C, *out, *k]) and, optionally, where it sits in the input.
+
+    The value is gathered at the first maximum, so the gradient goes to that one element as in
+    PyTorch (amax would share it among ties, e.g. the zeros after a ReLU)."""
+    out_shape = list(values.shape[:2 + n])
+    flat = _C.reshape(values, out_shape + [-1])
+    first = _C.unsqueeze(flat.detach().argmax(dim=-1), -1)
+    out = _C.squeeze(_C.gather(flat, -1, first), [-1])
+    if not return_indices:
+        return out, None
+    where = _C.reshape(positions, list(positions.shape[:2 + n]) + [-1]).expand(out_shape + [flat.shape[-1]])
+    return out, _C.squeeze(_C.gather(where, -1, first), [-1])
+
+
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, n):
-    if return_indices:
-        raise NotImplementedError(f"max_pool{n}d(return_indices=True) is not implemented yet")
     x, unbatched = _batched(input, n, f"max_pool{n}d")
     kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation, n)
     pads = _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode, n)
     win = _windows(_pad_spatial(x, pads, float("-inf")), kernel, stride, dilation)
-    out = win.amax(list(range(2 + n, 2 + 2 * n)))
-    return _C.squeeze(out, [0]) if unbatched else out
+    positions = _windows(_pad_spatial(_spatial_index(x, n), pads, -1), kernel, stride, dilation) \
+        if return_indices else None
+    out, indices = _window_max(win, positions, n, return_indices)
+    if unbatched:
+        out = _C.squeeze(out, [0])
+        indices = _C.squeeze(indices, [0]) if return_indices else None
+    return (out, indices) if return_indices else out
 
 
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, n):
@@ -701,3 +848,13 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if input.dim() == 1:
         loss = _C.squeeze(loss, [0])
     return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+# Families long enough for files of their own; each lists its functions in __all__.
+from . import _attention, _normalization, _padding, _pooling  # noqa: E402
+from ._attention import *  # noqa: E402,F403
+from ._normalization import *  # noqa: E402,F403
+from ._padding import *  # noqa: E402,F403
+from ._pooling import *  # noqa: E402,F403
+
+__all__ += [*_normalization.__all__, *_attention.__all__, *_padding.__all__, *_pooling.__all__]

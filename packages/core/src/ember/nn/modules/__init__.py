@@ -1,13 +1,20 @@
-from . import activation, dropout, loss
+from . import activation, conv, dropout, loss, normalization, padding, pooling, rnn, transformer
 from .activation import *  # noqa: F403 - each module file lists its classes in __all__
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
 from .loss import *  # noqa: F403
 from .module import Module
+from .normalization import *  # noqa: F403
+from .padding import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .rnn import *  # noqa: F403
+from .transformer import *  # noqa: F403
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Flatten", "Unflatten",
-           *activation.__all__, *dropout.__all__, *loss.__all__]
+           *activation.__all__, *dropout.__all__, *loss.__all__, *normalization.__all__,
+           *rnn.__all__, *transformer.__all__, *conv.__all__, *pooling.__all__, *padding.__all__]

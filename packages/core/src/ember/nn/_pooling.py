@@ -1,0 +1,183 @@
+"""Adaptive average/max pooling, power-average (Lp) pooling and max unpooling
+(torch.nn.functional), built on the sliding-window helpers of functional.py.
+
+Adaptive pooling splits a dim of size L into `out` windows [floor(i L / out), ceil((i + 1) L / out)),
+which may overlap and differ in length by one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _C
+from .functional import (
+    _batched,
+    _ntuple,
+    _spatial_index,
+    _window_max,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    relu,
+)
+
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d", "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
+           "max_unpool2d", "max_unpool3d"]
+
+
+def _adaptive_sizes(x, output_size, n: int, name: str) -> list[int]:
+    sizes = _ntuple(output_size, n, "output_size")
+    sizes = [x.shape[2 + i] if s is None else int(s) for i, s in enumerate(sizes)]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{sizes}")
+    for size in x.shape[2:]:
+        if size == 0 and any(sizes):
+            raise RuntimeError(f"{name}: Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(x.shape)} with dimension {2 + list(x.shape[2:]).index(0)} being "
+                               f"empty")
+    return sizes
+
+
+def _bounds(size: int, out: int) -> list[tuple[int, int]]:
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def _adaptive_avg(input, output_size, n: int):
+    name = f"adaptive_avg_pool{n}d"
+    x, unbatched = _batched(input, n, name)
+    sizes = _adaptive_sizes(x, output_size, n, name)
+    for i, out in enumerate(sizes):
+        dim = 2 + i
+        # one averaging matrix per dim: averaging over a box is averaging each dim in turn
+        weights = np.zeros((out, x.shape[dim]))
+        for row, (start, end) in enumerate(_bounds(x.shape[dim], out)):
+            weights[row, start:end] = 1.0 / (end - start)
+        matrix = _C.from_numpy(weights).to(x.dtype)
+        x = _C.movedim(_C.matmul(_C.movedim(x, dim, -1), _C.transpose(matrix, 0, 1)), -1, dim)
+    return _C.squeeze(x, [0]) if unbatched else x
+
+
+def _adaptive_windows(x, sizes: list[int], n: int):
+    """x [N, C, *spatial] -> [N, C, *out, *k]: every adaptive window, padded to the longest one by
+    repeating its last element (which changes neither its max nor where the first max is)."""
+    for i, out in enumerate(sizes):
+        dim = 2 + 2 * i  # earlier dims are already split into (out, k) pairs
+        bounds = _bounds(x.shape[dim], out)
+        longest = max((end - start for start, end in bounds), default=1)
+        rows = [min(start + j, end - 1) for start, end in bounds for j in range(longest)]
+        picked = _C.index_select(x, dim, _C.from_numpy(np.array(rows, dtype=np.int64)))
+        x = _C.reshape(picked, list(x.shape[:dim]) + [out, longest] + list(x.shape[dim + 1:]))
+    order = [0, 1] + [2 + 2 * i for i in range(n)] + [3 + 2 * i for i in range(n)]
+    return _C.permute(x, order)
+
+
+def _adaptive_max(input, output_size, return_indices: bool, n: int):
+    name = f"adaptive_max_pool{n}d"
+    x, unbatched = _batched(input, n, name)
+    sizes = _adaptive_sizes(x, output_size, n, name)
+    if x.numel() == 0 or 0 in sizes:
+        out = _C.zeros(list(x.shape[:2]) + sizes, dtype=x.dtype)
+        indices = _C.zeros(list(x.shape[:2]) + sizes, dtype=_C.int64)
+    else:
+        values = _adaptive_windows(x, sizes, n)
+        positions = _adaptive_windows(_spatial_index(x, n), sizes, n) if return_indices else None
+        out, indices = _window_max(values, positions, n, return_indices)
+    if unbatched:
+        out = _C.squeeze(out, [0])
+        indices = _C.squeeze(indices, [0]) if return_indices else None
+    return (out, indices) if return_indices else out
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _adaptive_avg(input, output_size, 1)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _adaptive_avg(input, output_size, 2)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _adaptive_avg(input, output_size, 3)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 1)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 2)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _adaptive_max(input, output_size, return_indices, 3)
+
+
+def _lp_pool(input, norm_type: float, kernel_size, stride, ceil_mode: bool, n: int):
+    """(sum over the window of x^p)^(1/p): the average of x^p times the window size, with the sign
+    and relu keeping odd powers of negative sums out of the root, as PyTorch does."""
+    kernel = _ntuple(kernel_size, n, "kernel_size")
+    pool = (avg_pool1d, avg_pool2d, avg_pool3d)[n - 1]
+    mean = pool(input.pow(norm_type), kernel, stride, 0, ceil_mode)
+    return (_C.sign(mean) * relu(mean.abs())).mul(math.prod(kernel)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n: int):
+    """Places each value at its index in a zero [N, C, *output] tensor: the partial inverse of
+    max_pool with return_indices (the default output size undoes the pooling's shape)."""
+    name = f"max_unpool{n}d"
+    x, unbatched = _batched(input, n, name)
+    if indices.dtype != _C.int64:
+        raise RuntimeError(f"{name}: expected 'indices' to be an int64 tensor, but got {indices.dtype}")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"{name}: Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: {list(indices.shape)}")
+    kernel = _ntuple(kernel_size, n, "kernel_size")
+    stride = kernel if stride is None else _ntuple(stride, n, "stride")
+    padding = _ntuple(padding, n, "padding")
+    default = [(size - 1) * s - 2 * p + k for size, k, s, p in zip(x.shape[2:], kernel, stride, padding, strict=True)]
+    if output_size is None:
+        sizes = default
+    else:
+        sizes = [int(s) for s in output_size][-n:]
+        for size, want, s in zip(sizes, default, stride, strict=True):
+            if not want - s < size < want + s:
+                raise ValueError(f"invalid output_size {list(output_size)} (dim should be between "
+                                 f"{[d - s for d, s in zip(default, stride, strict=True)]} and "
+                                 f"{[d + s for d, s in zip(default, stride, strict=True)]})")
+    count = math.prod(sizes)
+    where = _C.reshape(indices if not unbatched else _C.unsqueeze(indices, 0), [x.shape[0], x.shape[1], -1])
+    if where.numel() and (int(where.min()) < 0 or int(where.max()) >= count):
+        raise RuntimeError(f"{name}: Found an invalid max index: {int(where.max())} (output volumes are of size "
+                           f"{'x'.join(str(s) for s in sizes)})")
+    flat = _C.zeros([x.shape[0], x.shape[1], count], dtype=x.dtype)
+    out = _C.reshape(_C.scatter(flat, 2, where, _C.reshape(x, [x.shape[0], x.shape[1], -1])),
+                     [x.shape[0], x.shape[1]] + sizes)
+    return _C.squeeze(out, [0]) if unbatched else out
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
