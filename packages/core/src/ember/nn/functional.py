@@ -23,7 +23,8 @@ __all__ = ["linear", "batch_norm", "relu", "gelu", "silu", "sigmoid", "tanh", "s
            "avg_pool3d", "relu6", "hardtanh", "selu", "celu", "mish", "hardswish", "hardsigmoid", "threshold",
            "logsigmoid", "softsign", "tanhshrink", "softmin", "dropout", "dropout1d", "dropout2d", "dropout3d",
            "alpha_dropout", "feature_alpha_dropout", "ctc_loss", "conv_transpose1d", "conv_transpose2d",
-           "conv_transpose3d", "unfold", "fold"]
+           "conv_transpose3d", "unfold", "fold", "cdist", "pdist", "bilinear", "glu", "prelu", "rrelu",
+           "hardshrink", "softshrink", "gumbel_softmax"]
 
 
 def linear(input, weight, bias=None):
@@ -154,6 +155,66 @@ def softsign(input):
 
 def tanhshrink(input):
     return _C.tanhshrink(input)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b) for the two halves a, b of input along dim."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
+                           f"{input.shape[dim]}")
+    a, b = _C.chunk(input, 2, dim)
+    return a * _C.sigmoid(b)
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), weight per channel (dim 1) or a single value."""
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.dim() >= 2 else input.shape[0] if input.dim() == 1 else 1
+        if weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {channels}.")
+        if input.dim() >= 2:
+            weight = _C.reshape(weight, [1, channels] + [1] * (input.dim() - 2))
+    return _C.where(input > 0, input, weight * input)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU with a slope drawn uniformly from [lower, upper] per element while training,
+    the mean slope (lower + upper) / 2 otherwise."""
+    if training:
+        slope = _C.empty_like(input).uniform_(lower, upper)
+        result = _C.where(input >= 0, input, input * slope)
+    else:
+        result = leaky_relu(input, (lower + upper) / 2)
+    return _written_back(input, result, inplace)
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0."""
+    return _C.where(input.abs() > lambd, input, _C.zeros_like(input))
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return _C.where(input > lambd, input - lambd, _C.where(input < -lambd, input + lambd, _C.zeros_like(input)))
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """softmax((logits + g) / tau) with g ~ Gumbel(0, 1); hard=True returns one-hot samples whose
+    gradient is the soft sample's (the straight-through estimator)."""
+    # -log(E) with E ~ Exp(1) = -log(U), U ~ U(0, 1]: 1 - uniform [0, 1) never takes the log of 0
+    uniform = 1 - _C.empty_like(logits).uniform_(0.0, 1.0)
+    gumbels = -_C.log(-_C.log(uniform))
+    soft = _C.softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return soft
+    index = soft.detach().argmax(dim=dim, keepdim=True)
+    one_hot = _C.zeros_like(logits).scatter(dim, index, _C.ones_like(index).to(logits.dtype))
+    return one_hot - soft.detach() + soft
 
 
 def _softmax_dim(ndim: int) -> int:
@@ -597,6 +658,57 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     if p == float("inf"):
         return diff.amax(-1, keepdim)
     return (diff ** p).sum(-1, keepdim) ** (1.0 / p)
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """p-norm distances between the rows of x1 [*, P, M] and x2 [*, R, M] -> [*, P, R] (batch
+    dims broadcast). For p = 2 the matrix-product form |a|^2 + |b|^2 - 2 a.b is used when
+    compute_mode asks for it (or, by default, past 25 rows), as PyTorch does."""
+    modes = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+    if compute_mode not in modes:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D, X2 got: {x2.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, but got p={p}")
+    use_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode == modes[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25)))
+    if use_mm:
+        square1 = (x1 * x1).sum(-1, True)
+        square2 = _C.transpose((x2 * x2).sum(-1, True), -1, -2)
+        cross = _C.matmul(x1, _C.transpose(x2, -1, -2))
+        return _C.sqrt(_C.clamp(square1 + square2 - 2 * cross, 1e-30, None))
+    diff = _C.unsqueeze(x1, -2) - _C.unsqueeze(x2, -3)  # [*, P, R, M]
+    return _C.norm(diff, float(p), [-1], False)
+
+
+def pdist(input, p=2.0):
+    """The p-norm distance of every pair of rows i < j of input [N, M], in row-major order of
+    the strict upper triangle: N (N - 1) / 2 values."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    rows = input.shape[0]
+    pairs = _C.triu_indices(rows, rows, 1)
+    diff = _C.index_select(input, 0, pairs[0]) - _C.index_select(input, 0, pairs[1])
+    return _C.norm(diff, float(p), [-1], False)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y_k = x1^T A_k x2 + b_k for weight A [out, in1, in2], over any shared leading dims."""
+    if weight.dim() != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-D [out, in1, in2], but got {weight.dim()}-D")
+    if input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input1 size {input1.shape[-1]} and input2 size {input2.shape[-1]} do not "
+                           f"match weight size {list(weight.shape)}")
+    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(input1.shape[:-1])} and "
+                           f"{list(input2.shape[:-1])}")
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out if bias is None else out + bias
 
 
 # ---- losses ------------------------------------------------------------------------------------

@@ -1,24 +1,28 @@
 from . import (
-           activation,
-           conv,
-           dropout,
-           loss,
-           normalization,
-           padding,
-           pixelshuffle,
-           pooling,
-           rnn,
-           sparse,
-           transformer,
-           upsampling,
+               activation,
+               conv,
+               distance,
+               dropout,
+               fold,
+               loss,
+               normalization,
+               padding,
+               pixelshuffle,
+               pooling,
+               rnn,
+               sparse,
+               transformer,
+               upsampling,
 )
 from .activation import *  # noqa: F403 - each module file lists its classes in __all__
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import *  # noqa: F403
+from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import Flatten, Unflatten
-from .linear import Identity, Linear
+from .fold import *  # noqa: F403
+from .linear import Bilinear, Identity, LazyLinear, Linear
 from .loss import *  # noqa: F403
 from .module import Module
 from .normalization import *  # noqa: F403
@@ -31,7 +35,9 @@ from .transformer import *  # noqa: F403
 from .upsampling import *  # noqa: F403
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear",
+           "Bilinear", "LazyLinear",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Flatten", "Unflatten",
            *activation.__all__, *dropout.__all__, *loss.__all__, *normalization.__all__,
            *rnn.__all__, *transformer.__all__, *conv.__all__, *pooling.__all__, *padding.__all__,
-           *sparse.__all__, *upsampling.__all__, *pixelshuffle.__all__]
+           *sparse.__all__, *upsampling.__all__, *pixelshuffle.__all__,
+           *distance.__all__, *fold.__all__]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from ... import _C
+from ... import autograd as _autograd
 from .. import functional as F
+from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh",
            "Softplus", "Hardtanh", "Hardswish", "Hardsigmoid", "LogSigmoid", "Softsign", "Tanhshrink", "Threshold",
-           "Softmax", "LogSoftmax", "Softmin"]
+           "Softmax", "LogSoftmax", "Softmin", "Softmax2d", "GLU", "Hardshrink", "Softshrink", "PReLU", "RReLU"]
 
 
 class _Inplace(Module):
@@ -185,3 +188,81 @@ class LogSoftmax(Softmax):
 
 class Softmin(Softmax):
     _fn = staticmethod(F.softmin)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of [N, C, H, W] or [C, H, W] inputs."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3)
+
+
+class GLU(Module):
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class _Shrink(Module):
+    _fn = None
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return type(self)._fn(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    _fn = staticmethod(F.hardshrink)
+
+
+class Softshrink(_Shrink):
+    _fn = staticmethod(F.softshrink)
+
+
+class PReLU(Module):
+    """Leaky ReLU with a learned slope: one shared (num_parameters=1) or one per channel."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        kwargs = {"dtype": dtype if dtype is not None else _C.get_default_dtype()}
+        if device is not None:
+            kwargs["device"] = device
+        self.weight = Parameter(_C.full([num_parameters], init, **kwargs))
+
+    def reset_parameters(self) -> None:
+        with _autograd.no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
