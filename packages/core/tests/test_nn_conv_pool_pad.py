@@ -157,6 +157,9 @@ def test_max_pool_indices_point_at_the_max_and_the_gradient_goes_to_the_first_ma
     np.testing.assert_array_equal(out1.numpy(), x[0].reshape(3, 7, 3, 2).max(-1))
     np.testing.assert_array_equal(idx1.numpy(), 2 * np.arange(3) + x[0].reshape(3, 7, 3, 2).argmax(-1))
     assert gradcheck(lambda a: F.max_pool3d(a, 2, padding=1), (_t(RNG.normal(size=(1, 1, 3, 3, 2)), True),))
+    empty, empty_idx = F.max_pool2d(_t(np.zeros((0, 2, 4, 4))), 2, return_indices=True)
+    assert tuple(empty.shape) == tuple(empty_idx.shape) == (0, 2, 2, 2)
+    assert np.isnan(F.max_pool1d(_t(np.array([[1.0, np.nan, 0.5, 2.0]])), 2).numpy()[0, 0])  # NaN propagates
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])

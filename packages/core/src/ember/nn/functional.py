@@ -205,7 +205,8 @@ def softshrink(input, lambd=0.5):
 
 def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
     """softmax((logits + g) / tau) with g ~ Gumbel(0, 1); hard=True returns one-hot samples whose
-    gradient is the soft sample's (the straight-through estimator)."""
+    gradient is the soft sample's (the straight-through estimator). eps is unused, as in PyTorch
+    (where it is deprecated)."""
     # -log(E) with E ~ Exp(1) = -log(U), U ~ U(0, 1]: 1 - uniform [0, 1) never takes the log of 0
     uniform = 1 - _C.empty_like(logits).uniform_(0.0, 1.0)
     gumbels = -_C.log(-_C.log(uniform))
@@ -440,7 +441,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     flat_pad = []
     for k, d, p, op in reversed(list(zip(kernel, dilation, padding, output_padding, strict=True))):
         flat_pad += [d * (k - 1) - p, d * (k - 1) - p + op]
-    from ._padding import pad
+    from ._padding import pad  # _padding is imported at the end of this module, after the helpers it uses
 
     spread = pad(_dilate(x, stride), flat_pad)
     # [in, out/g, *k] -> [g, in/g, out/g, *k] -> [g, out/g, in/g, *k] -> [out, in/g, *k], flipped
@@ -561,12 +562,15 @@ def _window_max(values, positions, n: int, return_indices: bool):
     The value is gathered at the first maximum, so the gradient goes to that one element as in
     PyTorch (amax would share it among ties, e.g. the zeros after a ReLU)."""
     out_shape = list(values.shape[:2 + n])
-    flat = _C.reshape(values, out_shape + [-1])
+    taps = 1
+    for size in values.shape[2 + n:]:
+        taps *= size  # explicit, since -1 cannot be inferred for an empty batch
+    flat = _C.reshape(values, out_shape + [taps])
     first = _C.unsqueeze(flat.detach().argmax(dim=-1), -1)
     out = _C.squeeze(_C.gather(flat, -1, first), [-1])
     if not return_indices:
         return out, None
-    where = _C.reshape(positions, list(positions.shape[:2 + n]) + [-1]).expand(out_shape + [flat.shape[-1]])
+    where = _C.reshape(positions, list(positions.shape[:2 + n]) + [taps]).expand(out_shape + [taps])
     return out, _C.squeeze(_C.gather(where, -1, first), [-1])
 
 
