@@ -1,5 +1,6 @@
 from . import (
                activation,
+               attention,
                conv,
                distance,
                dropout,
@@ -9,10 +10,13 @@ from . import (
                padding,
                pixelshuffle,
                pooling,
+               rnn,
                sparse,
+               transformer,
                upsampling,
 )
 from .activation import *  # noqa: F403 - each module file lists its classes in __all__
+from .attention import *  # noqa: F403
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import *  # noqa: F403
@@ -27,7 +31,9 @@ from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .pixelshuffle import *  # noqa: F403
 from .pooling import *  # noqa: F403
+from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403
+from .transformer import *  # noqa: F403
 from .upsampling import *  # noqa: F403
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear",
@@ -36,4 +42,5 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            *activation.__all__, *dropout.__all__, *loss.__all__, *normalization.__all__,
            *conv.__all__, *pooling.__all__, *padding.__all__,
            *sparse.__all__, *upsampling.__all__, *pixelshuffle.__all__,
-           *distance.__all__, *fold.__all__]
+           *distance.__all__, *fold.__all__, *rnn.__all__,
+           *attention.__all__, *transformer.__all__]
