@@ -363,6 +363,11 @@ OPS: list[Op] = [
        test={"family": "none"}),
     Op("linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor",
        method=False, test={"family": "none"}),
+    # ---- fused transformer inference (src/ops/transformer/fused.cpp; no derivative: eval only) --------
+    Op("_packed_attention(Tensor query, Tensor key, Tensor value, Tensor query_offsets, Tensor key_offsets, "
+       "int num_heads, float scale) -> Tensor", method=False, test={"family": "none"}),
+    Op("_add_layer_norm(Tensor input, Tensor? residual, Tensor weight, Tensor bias, float eps) -> Tensor",
+       method=False, test={"family": "none"}),
     # ---- reductions (src/ops/reduction, kernels in backend/cpu/reduce_kernels.cpp) ------------------
     reduction("sum", "np.sum(a, axis=dim, keepdims=keepdim)", dtypes="all", extra=", *, ScalarType? dtype=None"),
     reduction("prod", "np.prod(a, axis=dim, keepdims=keepdim)", extra=", *, ScalarType? dtype=None"),

@@ -192,6 +192,19 @@ extern DispatchStub<CholeskyFn> cholesky_stub;
 using TriangularSolveFn = void (*)(const Tensor& t, const Tensor& b, bool upper, bool unit);
 extern DispatchStub<TriangularSolveFn> triangular_solve_stub;
 
+// Fused transformer inference (src/ops/transformer/fused.cpp). Attention of packed sequences:
+// out [Tq, E] (zeroed, contiguous) += softmax(scale * Q K^T) V per sequence and head, sequence s
+// owning query rows [q_offsets[s], q_offsets[s+1]) and key/value rows likewise (offsets int64,
+// checked); q, k, v are [rows, E] with unit column stride.
+using PackedAttentionFn = void (*)(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const Tensor& q_offsets, const Tensor& k_offsets, int64_t heads, double scale);
+extern DispatchStub<PackedAttentionFn> packed_attention_stub;
+// In place on contiguous out [rows, features]: out = LayerNorm(out + residual) * weight + bias
+// over each row (residual contiguous, or undefined for none).
+using AddLayerNormFn = void (*)(const Tensor& out, const Tensor& residual, const Tensor& weight, const Tensor& bias,
+                                double eps);
+extern DispatchStub<AddLayerNormFn> add_layer_norm_stub;
+
 // Strided copy with dtype conversion, same shape (the existing copy kernel).
 using CopyFn = void (*)(const Tensor& dst, const Tensor& src);
 extern DispatchStub<CopyFn> copy_stub;
