@@ -486,3 +486,8 @@ def test_fused_kernels_check_their_arguments():
         ember._C._add_layer_norm(q, None, _t(np.ones(3, dtype=np.float32)), b, 1e-5)
     with pytest.raises(ValueError, match=r"expected residual of shape \[5, 4\]"):
         ember._C._add_layer_norm(q, q[:2], w, b, 1e-5)
+    # inference-only: differentiating through the fused kernels is refused, not silently wrong
+    leaf = _t(RNG.normal(size=(5, 4)), True)
+    out = ember._C._packed_attention(leaf, leaf, leaf, offsets, offsets, 2, 0.5)
+    with pytest.raises(NotImplementedError, match="the derivative for '_packed_attention' is not implemented"):
+        out.sum().backward()
