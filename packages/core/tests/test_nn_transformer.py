@@ -306,6 +306,10 @@ def test_encoder_layer_repr_and_state_dict_round_trip():
     copy.load_state_dict(layer.state_dict())
     x = _t(RNG.normal(size=(4, 2, 8)).astype(np.float32))
     np.testing.assert_allclose(_np(copy(x)), _np(layer.eval()(x)), rtol=1e-6)
+    stack = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8), 3, enable_nested_tensor=False)
+    assert repr(stack).startswith("TransformerEncoder(\n  (layers): ModuleList(\n    (0-2): 3 x TransformerEncoderLayer(\n")
+    assert repr(nn.ModuleList([nn.ReLU(), nn.ReLU(), nn.Tanh()])) == \
+        "ModuleList(\n  (0-1): 2 x ReLU()\n  (2): Tanh()\n)"
     with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
         nn.TransformerEncoderLayer(8, 2, activation="tanh")
 

@@ -132,7 +132,17 @@ class ModuleList(Module):
             self._modules[str(i)] = m
 
     def __repr__(self) -> str:
-        lines = [f"({name}): " + _addindent(repr(m), 2) for name, m in self._modules.items()]
+        """PyTorch's form: a run of consecutive entries with the same repr prints once, as
+        "(first-last): count x <repr>"."""
+        runs = []  # [first index, last index, repr]
+        for i, m in enumerate(self._modules.values()):
+            text = repr(m)
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        lines = [_addindent(f"({first}): {text}" if first == last else
+                            f"({first}-{last}): {last - first + 1} x {text}", 2) for first, last, text in runs]
         return "ModuleList(" + ("\n  " + "\n  ".join(lines) + "\n" if lines else "") + ")"
 
 
