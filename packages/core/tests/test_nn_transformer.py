@@ -334,6 +334,10 @@ def test_decoder_layer_and_transformer_match_reference():
     want = _layer_norm(x + ff, p["norm3.weight"], p["norm3.bias"])
     got = dec(_t(tgt), _t(mem), tgt_mask=_t(causal), memory_key_padding_mask=_t(mkpm))
     np.testing.assert_allclose(_np(got), want, rtol=1e-9, atol=1e-12)
+    small = nn.TransformerDecoderLayer(4, 2, 6, dropout=0.0, norm_first=True, dtype=ember.float64)
+    assert gradcheck(lambda t, m: small(t, m, tgt_is_causal=True,
+                                        tgt_mask=nn.Transformer.generate_square_subsequent_mask(3, dtype=ember.float64)),
+                     (_t(RNG.normal(size=(3, 2, 4)), True), _t(RNG.normal(size=(2, 2, 4)), True)))
     assert list(dec.state_dict())[:4] == ["self_attn.in_proj_weight", "self_attn.in_proj_bias",
                                           "self_attn.out_proj.weight", "self_attn.out_proj.bias"]
 
