@@ -111,6 +111,37 @@ def training() -> None:
         print(f"{name}: held-out accuracy {accuracy:.3f}, {seconds * 1000:.0f} ms per epoch")
 
 
+def transformer_inference() -> None:
+    stop("7. a transformer encoder's inference fast path: padded tokens skipped")
+    import time
+
+    from ember import nn
+
+    ember.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=512, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=True).eval()
+    lengths = [64, 40, 17, 52, 9, 64, 30, 22]
+    x = ember.randn(len(lengths), 64, 128)
+    padding = ember.from_numpy(np.arange(64)[None, :] >= np.array(lengths)[:, None])
+
+    def timed(run):
+        run()
+        start = time.perf_counter()
+        for _ in range(5):
+            out = run()
+        return out, (time.perf_counter() - start) / 5
+
+    slow, slow_s = timed(lambda: encoder(x, src_key_padding_mask=padding))  # grad on: the slow path
+    print(f"with autograd on: slow path, because {encoder.why_not_fast_path!r}")
+    with ember.no_grad():
+        fast, fast_s = timed(lambda: encoder(x, src_key_padding_mask=padding))
+    print(f"eval + no_grad: fast path taken (why_not_fast_path={encoder.why_not_fast_path!r}), "
+          f"{sum(lengths)} of {x.shape[0] * x.shape[1]} tokens computed")
+    keep = ~padding.numpy()
+    error = np.abs(fast.numpy()[keep] - slow.detach().numpy()[keep]).max()
+    print(f"{slow_s * 1000:.1f} ms -> {fast_s * 1000:.1f} ms per call; largest difference on real tokens {error:.1e}")
+
+
 def main() -> None:
     print(f"Ember tour: ember {ember.__version__} from {pathlib.Path(ember.__file__).parent}")
     tensors_and_dtypes()
@@ -119,6 +150,7 @@ def main() -> None:
     custom_op()
     data_pipes()
     training()
+    transformer_inference()
     print("\ntour complete")
 
 
