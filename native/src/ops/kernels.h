@@ -192,6 +192,11 @@ extern DispatchStub<CholeskyFn> cholesky_stub;
 using TriangularSolveFn = void (*)(const Tensor& t, const Tensor& b, bool upper, bool unit);
 extern DispatchStub<TriangularSolveFn> triangular_solve_stub;
 
+// Unnormalized 1-D discrete Fourier transform of every row of a contiguous [B, n] complex64 or
+// complex128 tensor, in place: forward uses e^{-2 pi i jk/n}, backward e^{+2 pi i jk/n}.
+using FftFn = void (*)(const Tensor& data, bool forward);
+extern DispatchStub<FftFn> fft_stub;
+
 // Strided copy with dtype conversion, same shape (the existing copy kernel).
 using CopyFn = void (*)(const Tensor& dst, const Tensor& src);
 extern DispatchStub<CopyFn> copy_stub;
