@@ -205,14 +205,14 @@ def test_op_gradients(n):
     c = t(arr(2, n, complex_=True), requires_grad=True)
     r = t(arr(2, n), requires_grad=True)
     for norm in (0, 1, 2):
-        _check(lambda x: ember.fft_c2c(x, [1], norm, True), c)
-        _check(lambda x: ember.fft_c2c(x, [0, 1], norm, False), c)
-        _check(lambda x: ember.fft_r2c(x, [1], norm, True), r)
-        _check(lambda x: ember.fft_r2c(x, [0, 1], norm, False), r)
+        _check(lambda x, norm=norm: ember.fft_c2c(x, [1], norm, True), c)
+        _check(lambda x, norm=norm: ember.fft_c2c(x, [0, 1], norm, False), c)
+        _check(lambda x, norm=norm: ember.fft_r2c(x, [1], norm, True), r)
+        _check(lambda x, norm=norm: ember.fft_r2c(x, [0, 1], norm, False), r)
     half = t(arr(2, n // 2 + 1, complex_=True), requires_grad=True)
     for norm in (0, 2):
-        _check(lambda x: ember.fft_c2r(x, [1], norm, n), half)
-        _check(lambda x: ember.fft_c2r(x, [0, 1], norm, n), half)
+        _check(lambda x, norm=norm: ember.fft_c2r(x, [1], norm, n), half)
+        _check(lambda x, norm=norm: ember.fft_c2r(x, [0, 1], norm, n), half)
 
 
 def test_public_function_gradients():

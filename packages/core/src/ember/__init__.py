@@ -38,7 +38,15 @@ from ._C import (
 from ._checkpoint import load, save
 from ._info import finfo, iinfo
 from ._products import chain_matmul, einsum, inner, kron, tensordot
-from ._spectral import bartlett_window, blackman_window, hamming_window, hann_window, istft, kaiser_window, stft
+from ._spectral import (
+    bartlett_window,
+    blackman_window,
+    hamming_window,
+    hann_window,
+    istft,
+    kaiser_window,
+    stft,
+)
 from ._tensor import as_tensor, empty, is_conj, resolve_conj, set_printoptions, tensor
 from .autograd import (
     enable_grad,

@@ -174,7 +174,7 @@ def _canonical(x, s, dim, fname: str):
             raise RuntimeError(f"Got shape with {len(s)} values but input tensor only has {ndim} dimensions.")
         if dim is None:
             dims = list(range(ndim - len(s), ndim))
-        sizes = [x.shape[d] if v == -1 else v for d, v in zip(dims, s)]
+        sizes = [x.shape[d] if v == -1 else v for d, v in zip(dims, s, strict=True)]
         for v in sizes:
             _check_n(v)
     else:
@@ -185,7 +185,7 @@ def _canonical(x, s, dim, fname: str):
 
 
 def _resize_all(x, dims, sizes):
-    for d, v in zip(dims, sizes):
+    for d, v in zip(dims, sizes, strict=True):
         x = _resize(x, d, v)
     return x
 
