@@ -751,6 +751,8 @@ BATCHING = {
     **{name: {"dim": "reduce_dims"} for name in ("sum", "prod", "mean", "amax", "amin", "all", "any", "logsumexp",
                                                   "nansum", "nanmean", "count_nonzero", "var", "std", "norm")},
     "argmax": {"dim": "dim?"}, "argmin": {"dim": "dim?"},
+    # Fourier transforms: the batch is one more untransformed dim
+    **{name: {"dim": "dims"} for name in ("fft_c2c", "fft_r2c", "fft_c2r")},
     # random numbers follow vmap's randomness argument
     **{name: "random_factory" for name in ("rand", "randn", "randint", "normal")},
     **{name: "random" for name in ("randperm", "uniform_", "normal_", "bernoulli", "bernoulli_", "multinomial")},

@@ -196,6 +196,10 @@ extern DispatchStub<TriangularSolveFn> triangular_solve_stub;
 // complex128 tensor, in place: forward uses e^{-2 pi i jk/n}, backward e^{+2 pi i jk/n}.
 using FftFn = void (*)(const Tensor& data, bool forward);
 extern DispatchStub<FftFn> fft_stub;
+// The onesided unnormalized forward transform of every row of contiguous real in [B, n]
+// (float32/float64) into contiguous out [B, n/2 + 1] of the matching complex dtype.
+using FftR2cFn = void (*)(const Tensor& out, const Tensor& in);
+extern DispatchStub<FftR2cFn> fft_r2c_stub;
 
 // Strided copy with dtype conversion, same shape (the existing copy kernel).
 using CopyFn = void (*)(const Tensor& dst, const Tensor& src);

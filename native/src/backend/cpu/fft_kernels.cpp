@@ -231,6 +231,64 @@ void fft_typed(const Tensor& data, bool forward) {
   });
 }
 
+// Real rows: an even length n is transformed as n/2 complex points z[j] = x[2j] + i x[2j+1],
+// whose transform Z gives X[k] = (Z[k] + conj Z[n/2-k]) / 2 - i w^k (Z[k] - conj Z[n/2-k]) / 2
+// with w = e^{-2 pi i / n}; an odd length takes the complex transform of the widened row.
+template <typename R>
+void r2c_typed(const Tensor& out, const Tensor& in) {
+  using T = std::complex<R>;
+  const int64_t rows = in.size(0), n = in.size(1), bins = out.size(1);
+  if (rows == 0) return;
+  const bool packed = n % 2 == 0;
+  const int64_t m = packed ? n / 2 : n;
+  const std::shared_ptr<const Plan> plan = m > 1 ? plan_for(m) : nullptr;
+  std::vector<cd> twiddle;
+  if (packed) {
+    twiddle.resize(static_cast<size_t>(m + 1));
+    for (int64_t k = 0; k <= m; ++k) {
+      const double a = -2.0 * kPi * static_cast<double>(k) / static_cast<double>(n);
+      twiddle[k] = cd(std::cos(a), std::sin(a));
+    }
+  }
+  const R* src = in.data<R>();
+  T* dst = out.data<T>();
+  const size_t scratch_size = static_cast<size_t>(plan == nullptr ? 1 : plan->m == 0 ? m : 2 * plan->m);
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(n, 1));
+  parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<cd> z(static_cast<size_t>(m)), scratch(scratch_size);
+    for (int64_t r = begin; r < end; ++r) {
+      const R* x = src + r * n;
+      T* X = dst + r * bins;
+      if (packed) {
+        for (int64_t j = 0; j < m; ++j) z[j] = cd(x[2 * j], x[2 * j + 1]);
+      } else {
+        for (int64_t j = 0; j < m; ++j) z[j] = cd(x[j], 0.0);
+      }
+      if (plan != nullptr) transform(*plan, z.data(), scratch.data());
+      if (!packed) {
+        for (int64_t k = 0; k < bins; ++k) X[k] = T(static_cast<R>(z[k].real()), static_cast<R>(z[k].imag()));
+        continue;
+      }
+      for (int64_t k = 0; k <= m; ++k) {
+        const cd a = z[k % m], b = std::conj(z[(m - k) % m]);
+        const cd even = 0.5 * (a + b), odd = 0.5 * (a - b);
+        const cd v = even + twiddle[k] * cd(odd.imag(), -odd.real());  // odd / i
+        X[k] = T(static_cast<R>(v.real()), static_cast<R>(v.imag()));
+      }
+    }
+  });
+}
+
+void r2c_kernel(const Tensor& out, const Tensor& in) {
+  if (in.dtype() == DType::Float32) {
+    r2c_typed<float>(out, in);
+  } else if (in.dtype() == DType::Float64) {
+    r2c_typed<double>(out, in);
+  } else {
+    throw Error(std::string("[fft_r2c] expected a float32 or float64 tensor, but got ") + dtype_name(in.dtype()));
+  }
+}
+
 void fft_kernel(const Tensor& data, bool forward) {
   if (data.dtype() == DType::Complex64) {
     fft_typed<std::complex<float>>(data, forward);
@@ -244,5 +302,6 @@ void fft_kernel(const Tensor& data, bool forward) {
 }  // namespace
 
 EMBER_REGISTER_CPU_KERNEL(fft_stub, &fft_kernel);
+EMBER_REGISTER_CPU_KERNEL(fft_r2c_stub, &r2c_kernel);
 
 }  // namespace ember::EMBER_CPU_NS

@@ -2,9 +2,9 @@
 // multi-dim transforms done one dim at a time by the 1-D kernel (backend/cpu/fft_kernels.cpp)
 // on a contiguous copy with that dim last. `normalization` is PyTorch's fft_norm_mode: 0 none,
 // 1 divide by sqrt(n), 2 divide by n, with n the number of points of the transformed signal.
-// The real transforms are built on the complex one: r2c transforms the input widened to
-// complex and keeps the first n/2+1 bins of the last dim; c2r rebuilds the Hermitian half it
-// is not given, transforms, and keeps the real part.
+// r2c transforms the last dim with the real-input kernel (n/2+1 bins, from a complex transform
+// of half the length for even n), then the other dims with the complex one; c2r rebuilds the
+// Hermitian half it is not given, transforms, and keeps the real part.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -18,6 +18,7 @@
 namespace ember {
 
 DispatchStub<FftFn> fft_stub("fft");
+DispatchStub<FftR2cFn> fft_r2c_stub("fft_r2c");
 
 namespace {
 
@@ -95,10 +96,18 @@ Tensor fft_r2c(const Tensor& self, const IntList& dim, int64_t normalization, bo
   const IntList dims = checked_dims("fft_r2c", self, dim);
   EMBER_CHECK(!dims.empty(), ValueError, "[fft_r2c] expected at least one dim to transform, but got none");
   const double s = norm_scale("fft_r2c", normalization, points_of(self, dims));
-  const int64_t last = dims.back();
-  // the last dim first, so that the other dims transform only the n/2+1 kept bins
-  Tensor out = transform(to_dtype(self, complex_of(self.dtype())), {last}, true);
-  if (onesided) out = narrow(out, last, 0, self.size(last) / 2 + 1);
+  const int64_t last = dims.back(), n = self.size(last), bins = n / 2 + 1;
+  EMBER_CHECK(n >= 1, ValueError, "[fft_r2c] expected at least one point along dim ", last, ", but got none");
+  // the last dim first, by the real-input kernel, so the other dims transform only n/2+1 bins
+  const Tensor in = movedim(self, {last}, {-1}).contiguous();
+  IntList out_sizes = in.sizes();
+  out_sizes.back() = bins;
+  Tensor out = empty(out_sizes, complex_of(self.dtype()), self.device());
+  if (out.numel() > 0) fft_r2c_stub.get(self.device().type)(reshape(out, {out.numel() / bins, bins}),
+                                                            reshape(in, {in.numel() / n, n}));
+  out = movedim(out, {-1}, {last});
+  // the bins above n/2 are the conjugates of those below (the input is real)
+  if (!onesided && n > bins) out = cat({out, conj_physical(flip(narrow(out, last, 1, n - bins), {last}))}, last);
   out = transform(out, IntList(dims.begin(), dims.end() - 1), true);
   return scaled(out, s);
 }

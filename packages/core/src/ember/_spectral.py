@@ -259,3 +259,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if input.dim() == 2:
         y = _C.squeeze(y, [0])
     return y
+
+
+# Tensor.stft / Tensor.istft, as torch.Tensor has them
+_C.Tensor.stft = stft
+_C.Tensor.istft = istft

@@ -95,7 +95,10 @@ def _resize(x, dim: int, size: int):
 
 
 def _out(result, out):
-    return result if out is None else _C.copy_(out, result)
+    if out is None:
+        return result
+    _C.copy_(out, result)
+    return out
 
 
 def _one_dim(x, n, dim):
