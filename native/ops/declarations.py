@@ -368,6 +368,14 @@ OPS: list[Op] = [
        "int num_heads, float scale) -> Tensor", method=False, test={"family": "none"}),
     Op("_add_layer_norm(Tensor input, Tensor? residual, Tensor weight, Tensor bias, float eps) -> Tensor",
        method=False, test={"family": "none"}),
+    # ---- discrete Fourier transforms (src/ops/fft, kernel in backend/cpu/fft_kernels.cpp); PyTorch's
+    # _fft_c2c/_fft_r2c/_fft_c2r under ember.fft. normalization: 0 none, 1 by sqrt(n), 2 by n
+    Op("fft_c2c(Tensor self, int[] dim, int normalization, bool forward) -> Tensor", method=False,
+       test={"family": "none"}),
+    Op("fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor", method=False,
+       test={"family": "none"}),
+    Op("fft_c2r(Tensor self, int[] dim, int normalization, int last_dim_size) -> Tensor", method=False,
+       test={"family": "none"}),
     # ---- reductions (src/ops/reduction, kernels in backend/cpu/reduce_kernels.cpp) ------------------
     reduction("sum", "np.sum(a, axis=dim, keepdims=keepdim)", dtypes="all", extra=", *, ScalarType? dtype=None"),
     reduction("prod", "np.prod(a, axis=dim, keepdims=keepdim)", extra=", *, ScalarType? dtype=None"),
@@ -696,6 +704,11 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "linalg_solve_triangular": {"A": "solve_triangular_grad_A(grad, A, result, upper, left, unitriangular)",
                                 "B": "solve_triangular_grad_B(grad, A, upper, left, unitriangular)",
                                 "result": "solve_triangular_tangent(A, A_t, B_t, result, upper, left, unitriangular)"},
+    # Fourier transforms (helpers in native/src/autograd/formulas_fft.h): each is linear, so its
+    # VJP is the adjoint transform with the same scaling and its JVP the transform of the tangent
+    "fft_c2c": {"self": "fft_c2c(grad, dim, normalization, !forward)", "result": _LINEAR},
+    "fft_r2c": {"self": "fft_r2c_backward(grad, dim, normalization, onesided, self_sizes)", "result": _LINEAR},
+    "fft_c2r": {"self": "fft_c2r_backward(grad, dim, normalization)", "result": _LINEAR},
     "addbmm": {"self": "scale(grad, beta)", "batch1": "scale(bmm(addbmm_grad_per_batch(grad, batch1), mH(batch2)), alpha)",
                "batch2": "scale(bmm(mH(batch1), addbmm_grad_per_batch(grad, batch1)), alpha)",
                "result": "add_tangents(self_t.defined() ? scale(self_t, beta) : Tensor(), product_tangent(batch1, batch1_t, batch2, "
@@ -743,6 +756,8 @@ BATCHING = {
     **{name: {"dim": "reduce_dims"} for name in ("sum", "prod", "mean", "amax", "amin", "all", "any", "logsumexp",
                                                   "nansum", "nanmean", "count_nonzero", "var", "std", "norm")},
     "argmax": {"dim": "dim?"}, "argmin": {"dim": "dim?"},
+    # Fourier transforms: the batch is one more untransformed dim
+    **{name: {"dim": "dims"} for name in ("fft_c2c", "fft_r2c", "fft_c2r")},
     # random numbers follow vmap's randomness argument
     **{name: "random_factory" for name in ("rand", "randn", "randint", "normal")},
     **{name: "random" for name in ("randperm", "uniform_", "normal_", "bernoulli", "bernoulli_", "multinomial")},

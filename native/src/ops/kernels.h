@@ -205,6 +205,15 @@ using AddLayerNormFn = void (*)(const Tensor& out, const Tensor& residual, const
                                 double eps);
 extern DispatchStub<AddLayerNormFn> add_layer_norm_stub;
 
+// Unnormalized 1-D discrete Fourier transform of every row of a contiguous [B, n] complex64 or
+// complex128 tensor, in place: forward uses e^{-2 pi i jk/n}, backward e^{+2 pi i jk/n}.
+using FftFn = void (*)(const Tensor& data, bool forward);
+extern DispatchStub<FftFn> fft_stub;
+// The onesided unnormalized forward transform of every row of contiguous real in [B, n]
+// (float32/float64) into contiguous out [B, n/2 + 1] of the matching complex dtype.
+using FftR2cFn = void (*)(const Tensor& out, const Tensor& in);
+extern DispatchStub<FftR2cFn> fft_r2c_stub;
+
 // Strided copy with dtype conversion, same shape (the existing copy kernel).
 using CopyFn = void (*)(const Tensor& dst, const Tensor& src);
 extern DispatchStub<CopyFn> copy_stub;

@@ -6,7 +6,7 @@ import builtins
 import os as _os
 
 # serialization also makes Tensors pickle as checkpoint records
-from . import _C, _ops, autograd, func, hub, linalg, nn, optim, profiler, serialization, utils  # noqa: F401 - func: ember.func, as torch.func
+from . import _C, _ops, autograd, fft, func, hub, linalg, nn, optim, profiler, serialization, utils  # noqa: F401 - func: ember.func, as torch.func
 from ._C import (
     Tensor,
     bfloat16,
@@ -38,6 +38,15 @@ from ._C import (
 from ._checkpoint import load, save
 from ._info import finfo, iinfo
 from ._products import chain_matmul, einsum, inner, kron, tensordot
+from ._spectral import (
+    bartlett_window,
+    blackman_window,
+    hamming_window,
+    hann_window,
+    istft,
+    kaiser_window,
+    stft,
+)
 from ._tensor import as_tensor, empty, is_conj, resolve_conj, set_printoptions, tensor
 from .autograd import (
     enable_grad,
@@ -249,6 +258,7 @@ __all__ = [
     "cmake_prefix_path", "get_include", "get_lib", "__version__", "result_type", "promote_types",
     "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "einsum", "tensordot", "kron", "inner", "chain_matmul", "linalg", "nn",
+    "fft", "stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
     "save", "load", "hub", "optim", "profiler", "utils",
     *_GENERATED_OPS,
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
