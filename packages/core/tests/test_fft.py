@@ -428,6 +428,10 @@ def test_bad_fft_arguments():
         F.fft(ember.ones([4], dtype=ember.float16))
     with pytest.raises(RuntimeError, match="Unsupported dtype bfloat16"):
         F.rfft(ember.ones([4], dtype=ember.bfloat16))
+    with pytest.raises(RuntimeError, match=r"Invalid number of data points \(0\) specified"):
+        F.fft(t(np.zeros((3, 0), dtype=np.complex128)))
+    with pytest.raises(RuntimeError, match=r"Invalid number of data points \(0\) specified"):
+        F.rfftn(t(np.zeros((3, 0))))
     with pytest.raises(IndexError, match="tensor has no dimensions"):
         F.fft(ember.tensor(1.0))
     with pytest.raises(TypeError, match="must be Tensor"):
