@@ -1,5 +1,6 @@
-// CPU discrete Fourier transform (interface in src/ops/kernels.h): unnormalized 1-D complex
-// transforms of every row of a contiguous [B, n] complex64/complex128 tensor, in place.
+// CPU discrete Fourier transforms (interface in src/ops/kernels.h): unnormalized 1-D transforms
+// of every row of a contiguous [B, n] tensor: complex in place (fft_stub), real to onesided
+// complex (fft_r2c_stub) and its inverse (fft_c2r_stub); rows are split over parallel_for.
 //
 // Every length is exact to rounding. A length whose prime factors are all at most kMaxRadix
 // runs a self-sorting (Stockham) mixed-radix transform with radix-4, 2, 3 and 5 butterflies
