@@ -213,6 +213,10 @@ extern DispatchStub<FftFn> fft_stub;
 // (float32/float64) into contiguous out [B, n/2 + 1] of the matching complex dtype.
 using FftR2cFn = void (*)(const Tensor& out, const Tensor& in);
 extern DispatchStub<FftR2cFn> fft_r2c_stub;
+// The unnormalized inverse of r2c: contiguous complex in [B, n/2 + 1] (a Hermitian spectrum's
+// half) to contiguous real out [B, n]; the imaginary parts of bins 0 and n/2 are ignored.
+using FftC2rFn = void (*)(const Tensor& out, const Tensor& in);
+extern DispatchStub<FftC2rFn> fft_c2r_stub;
 
 // Strided copy with dtype conversion, same shape (the existing copy kernel).
 using CopyFn = void (*)(const Tensor& dst, const Tensor& src);

@@ -224,6 +224,7 @@ def test_fftfreq_rfftfreq_shift(n):
     close(F.ifftshift(t(a), dim=(0,)), np.fft.ifftshift(a, axes=(0,)))
     assert F.fftfreq(4).dtype == ember.get_default_dtype()
     assert F.fftfreq(0).shape == (0,) and F.rfftfreq(0).shape == (1,)
+    assert F.fftfreq(5, requires_grad=True).requires_grad
 
 
 def test_ember_fft_attribute_and_import():
@@ -268,6 +269,9 @@ def test_public_function_gradients():
     _check(lambda x: F.fftn(x, s=(4, 6)), c)
     _check(lambda x: F.rfftn(x), r)
     _check(lambda x: F.irfftn(x, s=(3, 12)), c)
+    _check(lambda x: F.hfftn(x, s=(3, 10)), c)
+    _check(lambda x: F.ihfftn(x, dim=(0, 1)), r)
+    _check(lambda x: F.fft2(F.fftshift(x)), c)
 
 
 def test_second_order():
@@ -428,6 +432,10 @@ def test_bad_fft_arguments():
         F.fft(ember.ones([4], dtype=ember.float16))
     with pytest.raises(RuntimeError, match="Unsupported dtype bfloat16"):
         F.rfft(ember.ones([4], dtype=ember.bfloat16))
+    with pytest.raises(RuntimeError, match=r"Invalid number of data points \(0\) specified"):
+        F.fft(t(np.zeros((3, 0), dtype=np.complex128)))
+    with pytest.raises(RuntimeError, match=r"Invalid number of data points \(0\) specified"):
+        F.rfftn(t(np.zeros((3, 0))))
     with pytest.raises(IndexError, match="tensor has no dimensions"):
         F.fft(ember.tensor(1.0))
     with pytest.raises(TypeError, match="must be Tensor"):

@@ -1,5 +1,6 @@
-// CPU discrete Fourier transform (interface in src/ops/kernels.h): unnormalized 1-D complex
-// transforms of every row of a contiguous [B, n] complex64/complex128 tensor, in place.
+// CPU discrete Fourier transforms (interface in src/ops/kernels.h): unnormalized 1-D transforms
+// of every row of a contiguous [B, n] tensor: complex in place (fft_stub), real to onesided
+// complex (fft_r2c_stub) and its inverse (fft_c2r_stub); rows are split over parallel_for.
 //
 // Every length is exact to rounding. A length whose prime factors are all at most kMaxRadix
 // runs a self-sorting (Stockham) mixed-radix transform with radix-4, 2, 3 and 5 butterflies
@@ -289,6 +290,72 @@ void r2c_kernel(const Tensor& out, const Tensor& in) {
   }
 }
 
+// Hermitian half [B, n/2+1] to real rows [B, n] (unnormalized inverse), r2c's packing run
+// backwards for even n: Z[k] = (X[k] + conj X[m-k]) + i conj(w^k) (X[k] - conj X[m-k]), m = n/2,
+// whose inverse transform holds x[2j] + i x[2j+1]. Odd n: the inverse of the rebuilt full
+// spectrum. The imaginary parts of bin 0 and (even n) bin n/2 are ignored, as PyTorch's are.
+template <typename R>
+void c2r_typed(const Tensor& out, const Tensor& in) {
+  using T = std::complex<R>;
+  const int64_t rows = out.size(0), n = out.size(1), bins = in.size(1);
+  if (rows == 0) return;
+  const bool packed = n % 2 == 0;
+  const int64_t m = packed ? n / 2 : n;
+  const std::shared_ptr<const Plan> plan = m > 1 ? plan_for(m) : nullptr;
+  std::vector<cd> twiddle;
+  if (packed) {
+    twiddle.resize(static_cast<size_t>(m));
+    for (int64_t k = 0; k < m; ++k) {
+      const double a = 2.0 * kPi * static_cast<double>(k) / static_cast<double>(n);  // conj(w^k)
+      twiddle[k] = cd(std::cos(a), std::sin(a));
+    }
+  }
+  const T* src = in.data<T>();
+  R* dst = out.data<R>();
+  const size_t scratch_size = static_cast<size_t>(plan == nullptr ? 1 : plan->m == 0 ? m : 2 * plan->m);
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(n, 1));
+  parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<cd> z(static_cast<size_t>(m)), scratch(scratch_size);
+    for (int64_t r = begin; r < end; ++r) {
+      const T* X = src + r * bins;
+      R* x = dst + r * n;
+      auto bin = [&](int64_t k) {
+        const cd v(X[k].real(), X[k].imag());
+        return k == 0 || (packed && k == m) ? cd(v.real(), 0.0) : v;
+      };
+      // z holds the conjugate of what is to be inverted: the inverse is conj(FFT(conj(.)))
+      if (packed) {
+        for (int64_t k = 0; k < m; ++k) {
+          const cd a = bin(k), b = std::conj(bin(m - k));
+          const cd o = (a - b) * twiddle[k];
+          z[k] = std::conj(a + b + cd(-o.imag(), o.real()));  // + i o
+        }
+      } else {
+        for (int64_t k = 0; k < m; ++k) z[k] = k <= n / 2 ? std::conj(bin(k)) : bin(n - k);
+      }
+      if (plan != nullptr) transform(*plan, z.data(), scratch.data());
+      if (packed) {
+        for (int64_t j = 0; j < m; ++j) {
+          x[2 * j] = static_cast<R>(z[j].real());
+          x[2 * j + 1] = static_cast<R>(-z[j].imag());
+        }
+      } else {
+        for (int64_t j = 0; j < m; ++j) x[j] = static_cast<R>(z[j].real());
+      }
+    }
+  });
+}
+
+void c2r_kernel(const Tensor& out, const Tensor& in) {
+  if (out.dtype() == DType::Float32) {
+    c2r_typed<float>(out, in);
+  } else if (out.dtype() == DType::Float64) {
+    c2r_typed<double>(out, in);
+  } else {
+    throw Error(std::string("[fft_c2r] expected a float32 or float64 output, but got ") + dtype_name(out.dtype()));
+  }
+}
+
 void fft_kernel(const Tensor& data, bool forward) {
   if (data.dtype() == DType::Complex64) {
     fft_typed<std::complex<float>>(data, forward);
@@ -303,5 +370,6 @@ void fft_kernel(const Tensor& data, bool forward) {
 
 EMBER_REGISTER_CPU_KERNEL(fft_stub, &fft_kernel);
 EMBER_REGISTER_CPU_KERNEL(fft_r2c_stub, &r2c_kernel);
+EMBER_REGISTER_CPU_KERNEL(fft_c2r_stub, &c2r_kernel);
 
 }  // namespace ember::EMBER_CPU_NS

@@ -3,8 +3,8 @@
 // on a contiguous copy with that dim last. `normalization` is PyTorch's fft_norm_mode: 0 none,
 // 1 divide by sqrt(n), 2 divide by n, with n the number of points of the transformed signal.
 // r2c transforms the last dim with the real-input kernel (n/2+1 bins, from a complex transform
-// of half the length for even n), then the other dims with the complex one; c2r rebuilds the
-// Hermitian half it is not given, transforms, and keeps the real part.
+// of half the length for even n), then the other dims with the complex one; c2r inverts the
+// other dims, then the last with the Hermitian-to-real kernel (its mirror image).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -19,6 +19,7 @@ namespace ember {
 
 DispatchStub<FftFn> fft_stub("fft");
 DispatchStub<FftR2cFn> fft_r2c_stub("fft_r2c");
+DispatchStub<FftC2rFn> fft_c2r_stub("fft_c2r");
 
 namespace {
 
@@ -122,14 +123,15 @@ Tensor fft_c2r(const Tensor& self, const IntList& dim, int64_t normalization, in
   EMBER_CHECK(self.size(last) >= half, ValueError, "[fft_c2r] expected at least ", half,
               " bins along the last transformed dim for an output of ", last_dim_size, " points, but got ",
               self.size(last));
-  Tensor x = narrow(transform(self, IntList(dims.begin(), dims.end() - 1), false), last, 0, half);
-  // bins above n/2 are the conjugates of those below (a real signal's spectrum is Hermitian);
-  // the imaginary parts of bin 0 and, for even n, bin n/2 drop out with the final real part
-  if (last_dim_size > half)
-    x = cat({x, conj_physical(flip(narrow(x, last, 1, last_dim_size - half), {last}))}, last);
+  const Tensor x = narrow(transform(self, IntList(dims.begin(), dims.end() - 1), false), last, 0, half);
+  const Tensor in = movedim(x, {last}, {-1}).contiguous();
+  IntList out_sizes = in.sizes();
+  out_sizes.back() = last_dim_size;
+  Tensor out = empty(out_sizes, self.dtype() == DType::Complex128 ? DType::Float64 : DType::Float32, self.device());
+  if (out.numel() > 0) fft_c2r_stub.get(self.device().type)(reshape(out, {out.numel() / last_dim_size, last_dim_size}),
+                                                            reshape(in, {in.numel() / half, half}));
   const double s = norm_scale("fft_c2r", normalization, points_of(self, dims) / self.size(last) * last_dim_size);
-  const Tensor full = transform(x, {last}, false);
-  return scaled(real(full), s);
+  return scaled(movedim(out, {-1}, {last}), s);
 }
 
 }  // namespace ember

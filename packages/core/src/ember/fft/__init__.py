@@ -105,8 +105,9 @@ def _one_dim(x, n, dim):
     if x.dim() == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = _wrap_dim(dim, x.dim())
-    _check_n(n)
-    return d, (x.shape[d] if n is None else operator.index(n))
+    size = x.shape[d] if n is None else operator.index(n)
+    _check_n(size)  # also an empty input dim with no n, as PyTorch
+    return d, size
 
 
 # ---- 1-D transforms ---------------------------------------------------------------------------
@@ -213,6 +214,7 @@ def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     dims, sizes = _canonical(x, s, dim, "rfftn")
     if not dims:
         raise RuntimeError("rfftn must transform at least one axis")
+    _check_n(sizes[-1])
     return _out(_C.fft_r2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, True), True), out)
 
 
@@ -247,6 +249,7 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
     dims, sizes = _canonical(x, s, dim, "ihfftn")
     if not dims:
         raise RuntimeError("ihfftn must transform at least one axis")
+    _check_n(sizes[-1])
     y = _C.fft_r2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, False), True)
     return _out(_C.conj_physical(y), out)
 
