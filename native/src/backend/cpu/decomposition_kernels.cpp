@@ -325,10 +325,13 @@ template <typename T>
 T householder(T* x, int64_t len, int64_t stride) {
   using R = real_of<T>;
   const T alpha = x[0];
+  R big = std::abs(alpha);  // norms in units of the largest entry, so squares cannot overflow
+  for (int64_t i = 1; i < len; ++i) big = std::max(big, std::abs(x[i * stride]));
+  if (big == 0) return T(0);
   R rest = 0;
-  for (int64_t i = 1; i < len; ++i) rest += abs2(x[i * stride]);
+  for (int64_t i = 1; i < len; ++i) rest += abs2(x[i * stride] / big);
   if (rest == 0 && std::imag(alpha) == 0) return T(0);
-  const R beta = -std::copysign(std::sqrt(abs2(alpha) + rest), std::real(alpha));
+  const R beta = -std::copysign(big * std::sqrt(abs2(alpha / big) + rest), std::real(alpha));
   const T tau = (T(beta) - alpha) / T(beta);
   const T scale = T(1) / (alpha - T(beta));
   for (int64_t i = 1; i < len; ++i) x[i * stride] *= scale;
@@ -542,7 +545,13 @@ void eig_typed(const Tensor& a, const Tensor& w, const Tensor& v, const Tensor& 
         if (vb) fill_nan(vb, n * n);
         continue;
       }
+      // in units of the largest entry (eigenvalues scale with A, vectors do not)
+      const real_of<C> big = largest(ab, n * n);
+      if (big > 0)
+        for (int64_t i = 0; i < n * n; ++i) ab[i] /= big;
       eig_one(ab, n, wb, vb, ib);
+      if (big > 0)
+        for (int64_t i = 0; i < n; ++i) wb[i] *= big;
     }
   });
 }
