@@ -387,6 +387,75 @@ inline std::vector<Tensor> qr_tangents(const Tensor& A_t, const Tensor& Q, const
   return {square[0], autograd::cat({square[1], dV}, -1)};
 }
 
+// householder_product: Q = H_1 ... H_k E (E the first n columns of I_m), H_i = I - tau_i v_i v_i^H,
+// v_i = (0, ..., 0, 1, A[i+1:, i]). Per reflector, with G the gradient of H_i's product with
+// what follows (S): gH = G S^H, g tau_i = -v^H gH v, g v = -(conj(tau_i) gH + tau_i gH^H) v.
+inline Tensor rows_below(int64_t m, int64_t i, const Tensor& like) {  // [m, 1]: 1 on rows > i
+  const Tensor mask = ember::zeros({m, 1}, DType::Float64, like.device());
+  for (int64_t r = i + 1; r < m; ++r) mask.data<double>()[r] = 1.0;
+  return ember::to_dtype(mask, like.dtype(), false);
+}
+
+struct Reflector {
+  Tensor v, tau, H;  // [*, m, 1], [*, 1, 1], [*, m, m]
+};
+
+inline Reflector reflector(const Tensor& A, const Tensor& tau, int64_t i) {
+  const int64_t m = A.size(-2);
+  const Tensor unit = ember::narrow(ember::eye(m, std::nullopt, A.dtype(), A.device()), 1, i, 1);
+  const Tensor v = plus(times(autograd::narrow(A, -1, i, 1), rows_below(m, i, A)), unit);
+  const Tensor t = autograd::unsqueeze(autograd::narrow(tau, -1, i, 1), -1);
+  return {v, t, minus(eye_n(m, A), times(t, mm_(v, mH(v))))};
+}
+
+inline std::vector<Tensor> householder_product_grads(const Tensor& grad, const Tensor& A, const Tensor& tau) {
+  const int64_t m = A.size(-2), n = A.size(-1), k = tau.size(-1);
+  std::vector<Reflector> hs;
+  for (int64_t i = 0; i < k; ++i) hs.push_back(reflector(A, tau, i));
+  std::vector<Tensor> suffix(static_cast<size_t>(k + 1));  // suffix[i] = H_i ... H_k E
+  suffix[k] = ember::eye(m, n, A.dtype(), A.device());
+  for (int64_t i = k - 1; i >= 0; --i) suffix[i] = mm_(hs[i].H, suffix[i + 1]);
+  std::vector<Tensor> gcols, gtaus;
+  Tensor G = grad;
+  for (int64_t i = 0; i < k; ++i) {
+    const Reflector& h = hs[i];
+    const Tensor gH = mm_(G, mH(suffix[i + 1]));
+    gtaus.push_back(autograd::neg(mm_(mm_(mH(h.v), gH), h.v), std::nullopt));
+    const Tensor gv = autograd::neg(
+        plus(times(autograd::conj(h.tau), mm_(gH, h.v)), times(h.tau, mm_(mH(gH), h.v))), std::nullopt);
+    gcols.push_back(times(gv, rows_below(m, i, A)));
+    G = mm_(mH(h.H), G);
+  }
+  if (n > k) gcols.push_back(zeros_of(autograd::narrow(A, -1, k, n - k)));
+  const Tensor gA = gcols.empty() ? zeros_of(A) : autograd::cat(gcols, -1);
+  const Tensor gtau =
+      gtaus.empty() ? zeros_of(tau) : autograd::squeeze(autograd::cat(gtaus, -1), IntList{-2});
+  return {gA, gtau};
+}
+
+// dQ = sum_i H_1 ... H_{i-1} dH_i H_{i+1} ... H_k E, dH_i = -(dtau v v^H + tau (dv v^H + v dv^H)).
+inline Tensor householder_product_tangent(const Tensor& A, const Tensor& A_t, const Tensor& tau,
+                                          const Tensor& tau_t) {
+  const int64_t m = A.size(-2), n = A.size(-1), k = tau.size(-1);
+  std::vector<Reflector> hs;
+  for (int64_t i = 0; i < k; ++i) hs.push_back(reflector(A, tau, i));
+  std::vector<Tensor> suffix(static_cast<size_t>(k + 1));
+  suffix[k] = ember::eye(m, n, A.dtype(), A.device());
+  for (int64_t i = k - 1; i >= 0; --i) suffix[i] = mm_(hs[i].H, suffix[i + 1]);
+  Tensor prefix = eye_n(m, A), dQ = zeros_of(A);
+  for (int64_t i = 0; i < k; ++i) {
+    const Reflector& h = hs[i];
+    const Tensor dv = times(autograd::narrow(A_t, -1, i, 1), rows_below(m, i, A));
+    const Tensor dtau = autograd::unsqueeze(autograd::narrow(tau_t, -1, i, 1), -1);
+    const Tensor dH = autograd::neg(
+        plus(times(dtau, mm_(h.v, mH(h.v))), times(h.tau, plus(mm_(dv, mH(h.v)), mm_(h.v, mH(dv))))),
+        std::nullopt);
+    dQ = plus(dQ, mm_(mm_(prefix, dH), suffix[i + 1]));
+    prefix = mm_(prefix, h.H);
+  }
+  return dQ;
+}
+
 // The permutation matrices P of A = P L U from LAPACK's 1-based row swaps (int32 [*, k]).
 inline Tensor permutation_of(const Tensor& pivots, int64_t m, const Tensor& like) {
   const Tensor piv = ember::reshape(pivots.contiguous(), {-1, std::max<int64_t>(pivots.size(-1), 1)});

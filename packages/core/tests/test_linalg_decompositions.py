@@ -311,6 +311,40 @@ def test_eig_special_inputs():
     same_spectrum(n(w32), np.linalg.eigvals(a), 1e-4)
 
 
+def test_single_precision_nan_and_out():
+    rng_c = arr(3, 4, 4, complex_=True)
+    h = rng_c + mH(rng_c)
+    for dtype, tol in ((np.float32, 1e-4), (np.complex64, 1e-4)):
+        a = (rng_c if dtype == np.complex64 else rng_c.real).astype(dtype)
+        x = ember.tensor(a)
+        Q, R = LA.qr(x)
+        assert Q.dtype == x.dtype and R.dtype == x.dtype
+        np.testing.assert_allclose(n(Q) @ n(R), a, atol=tol)
+        P, L, U = LA.lu(x)
+        np.testing.assert_allclose(n(P) @ n(L) @ n(U), a, atol=tol)
+        LU, piv = LA.lu_factor(x)
+        b = a[..., :2]
+        np.testing.assert_allclose(n(LA.lu_solve(LU, piv, ember.tensor(b))), np.linalg.solve(a.astype(np.complex128), b),
+                                   atol=1e-3)
+        hh = (h if dtype == np.complex64 else h.real).astype(dtype)
+        w, V = LA.eigh(ember.tensor(hh))
+        assert w.dtype == ember.float32 and V.dtype == x.dtype
+        np.testing.assert_allclose(n(w), np.linalg.eigvalsh(hh.astype(np.complex128)), atol=tol)
+        U, S, Vh = LA.svd(x)
+        np.testing.assert_allclose(n(U) * n(S)[..., None, :] @ n(Vh), a, atol=tol)
+    nan = t(np.array([[np.nan, 1.0], [1.0, 0.0]]))
+    assert np.isnan(n(LA.eigvalsh(nan))).all()
+    assert np.isnan(n(LA.eig(nan).eigenvectors)).all()
+    # the unread triangle may hold anything, NaN included
+    close(LA.eigvalsh(t(np.array([[2.0, np.nan], [0.0, 3.0]]))), [2.0, 3.0])
+    out = ember.empty(3, dtype=ember.float64)
+    a = arr(3, 3)
+    LA.svdvals(t(a), out=out)
+    close(out, np.linalg.svd(a, compute_uv=False))
+    LA.eigvalsh(t(a + a.T), out=out)
+    close(out, np.linalg.eigvalsh(a + a.T))
+
+
 # ---- bad inputs -----------------------------------------------------------------------------------
 
 def test_bad_inputs():
@@ -414,6 +448,14 @@ def test_qr_derivatives(complex_, shape):
     assert gradcheck(lambda a: LA.qr(a).Q, (x,), check_forward_ad=True)
     if shape[-2] <= shape[-1]:  # complete is reduced then
         assert gradcheck(lambda a: LA.qr(a, mode="complete").R, (x,), check_forward_ad=True)
+
+
+@KINDS
+def test_householder_product_derivatives(complex_):
+    a = t(arr(2, 5, 3, complex_=complex_), True)
+    tau = t(arr(2, 2, complex_=complex_) * 0.5, True)
+    assert gradcheck(LA.householder_product, (a, tau), check_forward_ad=True)
+    assert gradcheck(LA.householder_product, (a[0], t(arr(3, complex_=complex_), True)), check_forward_ad=True)
 
 
 def test_qr_derivative_errors():
