@@ -249,6 +249,21 @@ def test_lu_solve_matches_numpy(complex_):
     assert LA.lu_solve(LU, piv, t(np.zeros((3, 4, 0), dtype=b.dtype))).shape == (3, 4, 0)
 
 
+def test_lin_alg_error():
+    assert issubclass(LA.LinAlgError, RuntimeError) and LA.LinAlgError.__name__ == "LinAlgError"
+    singular = t(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    with pytest.raises(LA.LinAlgError, match=r"\[linalg.inv\] The diagonal element 2 is zero"):
+        LA.inv(singular)
+    with pytest.raises(LA.LinAlgError, match=r"\[linalg.solve\] The solver failed because the input matrix is singular"):
+        LA.solve(singular, t(np.ones((2, 1))))
+    with pytest.raises(LA.LinAlgError, match=r"the leading minor of order 2 is not positive-definite"):
+        LA.cholesky(singular)
+    with pytest.raises(LA.LinAlgError, match=r"\[linalg.lu_factor\] U\[2,2\] is zero"):
+        LA.lu_factor(singular)
+    with pytest.raises(RuntimeError):  # still a RuntimeError
+        LA.lu_factor_ex(singular, check_errors=True)
+
+
 def test_lu_singular_and_empty():
     singular = t(np.array([[1.0, 2.0], [2.0, 4.0]]))
     with pytest.raises(RuntimeError, match=r"\[linalg.lu_factor\] U\[2,2\] is zero and using it on lu_solve would "

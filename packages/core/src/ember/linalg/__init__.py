@@ -12,7 +12,11 @@ from collections import namedtuple
 from .. import _C
 from .._products import multi_dot
 
-__all__ = ["multi_dot", "matmul", "vecdot", "solve", "inv", "det", "slogdet", "cholesky", "cholesky_ex",
+# Raised where a matrix cannot be factored (singular, not positive-definite, no convergence);
+# a RuntimeError, as torch.linalg.LinAlgError is.
+LinAlgError = _C.LinAlgError
+
+__all__ = ["LinAlgError", "multi_dot", "matmul", "vecdot", "solve", "inv", "det", "slogdet", "cholesky", "cholesky_ex",
            "solve_triangular", "svd", "svdvals", "eigh", "eigvalsh", "qr", "householder_product", "lu_factor",
            "lu_factor_ex", "lu", "lu_solve", "eig", "eigvals"]
 
