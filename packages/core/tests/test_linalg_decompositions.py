@@ -520,5 +520,13 @@ def test_eig_derivatives(complex_):
 def test_second_order():
     x = t(distinct_spectrum(3, 3), True)
     assert gradgradcheck(LA.svdvals, (x,))
+    assert gradgradcheck(lambda a: LA.svd(a)[0].abs(), (x,))
     assert gradgradcheck(lambda a: LA.qr(a).R, (x,))
     assert gradgradcheck(lambda a: LA.eigvalsh((a + a.mT) * 0.5), (x,))
+    assert gradgradcheck(lambda a: LA.eigh((a + a.mT) * 0.5).eigenvectors.abs(), (x,))
+    assert gradgradcheck(lambda a: LA.lu_factor(a).LU, (x,))
+    assert gradgradcheck(lambda a: ember.view_as_real(LA.eigvals(a)), (x,))  # (gradgradcheck samples real outputs only)
+    b = t(arr(3, 2), True)
+    LU, piv = LA.lu_factor(x.detach())
+    assert gradgradcheck(lambda f, y: LA.lu_solve(f, piv, y), (LU.requires_grad_(True), b))
+    assert gradgradcheck(LA.householder_product, (t(arr(4, 3), True), t(arr(2) * 0.5, True)))

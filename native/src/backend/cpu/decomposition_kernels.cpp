@@ -429,7 +429,7 @@ void eig_one(C* h, int64_t n, C* w, C* vout, int32_t* info) {
     reflect_right(h, n, 0, n, j + 1, n - j - 1, vec.data(), 1, tau);
     if (vectors) reflect_right(z.data(), n, 0, n, j + 1, n - j - 1, vec.data(), 1, tau);
   }
-  // Shifted QR on the active block [lo, hi]; the whole of T is kept (for the eigenvectors).
+  // Shifted QR on the active block [lo, hi]; all of T is kept when the eigenvectors are wanted.
   *info = 0;
   int64_t hi = n - 1, iter = 0, total = 0;
   const int64_t max_total = 30 * std::max<int64_t>(n, 10);
@@ -477,14 +477,16 @@ void eig_one(C* h, int64_t n, C* w, C* vout, int32_t* info) {
       } else {
         c = ax / norm, s = (x / ax) * std::conj(y) / norm;
       }
-      for (int64_t j = (k > lo ? k - 1 : lo); j < n; ++j) {  // rows k, k+1 by G
+      // Without vectors only the active block matters (LAPACK's wantt = false); with them all of T.
+      const int64_t row_end = vectors ? n : hi + 1, col_begin = vectors ? 0 : lo;
+      for (int64_t j = (k > lo ? k - 1 : lo); j < row_end; ++j) {  // rows k, k+1 by G
         const C r0 = h[k * n + j], r1 = h[(k + 1) * n + j];
         h[k * n + j] = c * r0 + s * r1;
         h[(k + 1) * n + j] = -std::conj(s) * r0 + c * r1;
       }
       if (k > lo) h[(k + 1) * n + k - 1] = C(0);
       const int64_t last = std::min(k + 2, hi);
-      for (int64_t i = 0; i <= last; ++i) {  // columns k, k+1 by G^H
+      for (int64_t i = col_begin; i <= last; ++i) {  // columns k, k+1 by G^H
         const C c0 = h[i * n + k], c1 = h[i * n + k + 1];
         h[i * n + k] = c * c0 + std::conj(s) * c1;
         h[i * n + k + 1] = -s * c0 + c * c1;
