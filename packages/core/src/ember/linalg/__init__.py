@@ -1,7 +1,8 @@
 """ember.linalg (torch.linalg): solve, inv, det, slogdet, cholesky, cholesky_ex and
 solve_triangular (registered ops, on LU with partial pivoting, Cholesky and substitution
-kernels), and the products multi_dot, matmul and vecdot. The other decompositions of issue
-"Core runtime II" (qr, eigh, eig, svd, lstsq, ...) are not built yet."""
+kernels), the products multi_dot, matmul and vecdot, and the compositions of _composites.py
+(vector_norm, matrix_norm, norm, cross, diagonal, matrix_power, matrix_exp). The other
+decompositions of issue "Core runtime II" (qr, eigh, eig, svd, lstsq, ...) are not built yet."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from collections import namedtuple
 
 from .. import _C
 from .._products import multi_dot
+from ._composites import cross, diagonal, matrix_exp, matrix_norm, matrix_power, norm, vector_norm
 
 __all__ = ["multi_dot", "matmul", "vecdot", "solve", "inv", "det", "slogdet", "cholesky", "cholesky_ex",
            "solve_triangular"]
+__all__ += ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp"]
 
 _SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 _CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])

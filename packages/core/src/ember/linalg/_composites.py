@@ -1,0 +1,314 @@
+"""ember.linalg ops built from registered ops (as PyTorch's CompositeImplicitAutograd ones are),
+so their derivatives, forward mode and vmap come from the ops they call:
+
+- vector_norm: the registered `norm` reduction (abs, then sum / amax / amin / pow);
+- matrix_norm: 'fro' is the vector 2-norm over both dims; 1 / inf (and -1 / -inf) are the
+  max (min) over one dim of the vector 1-norms over the other; 2, -2 and 'nuc' are the largest,
+  smallest and summed singular values (linalg.svdvals, when it is built);
+- norm: torch.linalg.norm's dispatch between the two;
+- cross: the cyclic form c = roll(a, -1) * roll(b, -2) - roll(a, -2) * roll(b, -1) along dim;
+- diagonal: the `diagonal` view over the last two dims;
+- matrix_power: repeated squaring (binary powers), through inv for negative n;
+- matrix_exp: scaling and squaring with a diagonal Padé approximant (Higham 2005, "The scaling
+  and squaring method for the matrix exponential revisited", Algorithm 2.3): degree 3, 5, 7 or 9
+  when every matrix's 1-norm is below that degree's theta, otherwise degree 13 after scaling
+  each matrix by its own 2^-s, then s squarings per matrix.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import sys
+
+from .. import _C
+
+__all__ = ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp"]
+
+
+def _name(dtype) -> str:
+    return repr(dtype).replace("ember.", "")
+
+
+def _out(result, out):
+    if out is None:
+        return result
+    out.copy_(result)  # the method returns out's own Python object, as torch's out= does
+    return out
+
+
+def _check_float_or_complex(x, op: str) -> None:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"[{op}] Expected a floating point or complex tensor as input. Got {_name(x.dtype)}")
+
+
+def _check_norm_dtype(dtype, input_dtype, op: str) -> None:
+    """dtype= must be a float/complex type of the input's kind that the input widens to, as in PyTorch."""
+    if dtype is None:
+        return
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"[{op}] dtype should be floating point or complex, but got {_name(dtype)}")
+    if dtype.is_complex != input_dtype.is_complex:
+        kind = "complex" if input_dtype.is_complex else "real"
+        raise RuntimeError(f"[{op}] dtype should be {kind} for {kind} inputs, but got {_name(dtype)}")
+    if _C.promote_types(input_dtype, dtype) != dtype:
+        raise RuntimeError(f"[{op}] the dtype of the input ({_name(input_dtype)}) should be convertible without "
+                           f"narrowing to the specified dtype ({_name(dtype)})")
+
+
+def _wrap(dim: int, ndim: int) -> int:
+    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, but got {type(dim).__name__}")
+    n = max(ndim, 1)  # a 0-dim tensor takes dim 0 / -1, as in PyTorch
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _dims(dim) -> list[int] | None:
+    if dim is None:
+        return None
+    return [dim] if isinstance(dim, numbers.Integral) else list(dim)
+
+
+def _is_ord_number(ord) -> bool:
+    return isinstance(ord, numbers.Real) and not isinstance(ord, bool)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """The vector ord-norm over `dim` (all elements when None): sum(|x|^ord)^(1/ord); ord=inf / -inf
+    is max / min |x| and ord=0 the count of nonzeros. Complex inputs give real results."""
+    if not _is_ord_number(ord):
+        raise TypeError(f"linalg.vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
+    _check_float_or_complex(x, "linalg.vector_norm")
+    _check_norm_dtype(dtype, x.dtype, "linalg.vector_norm")
+    dims = _dims(dim)
+    if dims is not None:
+        dims = [_wrap(d, x.dim()) for d in dims]
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"[linalg.vector_norm] dim {dims} appears multiple times in the list of dims")
+        if not dims:
+            dims = None  # dim=() reduces over every dim, as dim=None
+    ord = float(ord)
+    if x.numel() == 0 and (ord < 0 or ord == math.inf):
+        # min/max (and the negative powers) of no elements have no value to give
+        if dims is None:
+            raise RuntimeError(f"[linalg.vector_norm] cannot compute the {ord:g} norm on an empty tensor because "
+                               f"the operation does not have an identity")
+        for d in dims:
+            if x.dim() and x.shape[d] == 0:
+                raise RuntimeError(f"[linalg.vector_norm] cannot compute the {ord:g} norm on the dimension {d} "
+                                   f"because this dimension is empty and the operation does not have an identity")
+    if dtype is not None:
+        x = _C.to_dtype(x, dtype)
+    return _out(_C.norm(x, ord, dims, keepdim), out)
+
+
+def _matrix_dims(A, dim, op: str) -> list[int]:
+    if A.dim() < 2:
+        raise RuntimeError(f"[{op}] The input tensor A must have at least 2 dimensions.")
+    dims = _dims(dim)
+    if len(dims) != 2:
+        raise RuntimeError(f"[{op}] dim must be a 2-tuple. Got {tuple(dims)}")
+    dims = [_wrap(d, A.dim()) for d in dims]
+    if dims[0] == dims[1]:
+        raise RuntimeError(f"[{op}] dims must be different. Got ({dims[0]}, {dims[1]})")
+    return dims
+
+
+def _svdvals(op: str):
+    svdvals = getattr(sys.modules[__package__], "svdvals", None)
+    if svdvals is None:
+        raise NotImplementedError(f"[{op}] this ord needs the singular values, and linalg.svdvals is not built yet")
+    return svdvals
+
+
+def _singular_value_norm(A, ord, dims, keepdim, dtype, op):
+    """2 / -2 / 'nuc': max / min / sum of the singular values of the matrices spanned by dims."""
+    svdvals = _svdvals(op)
+    if dtype is not None:
+        A = _C.to_dtype(A, dtype)
+    rest = [d for d in range(A.dim()) if d not in dims]
+    s = svdvals(_C.permute(A, rest + dims))  # (..., k)
+    if ord == "nuc":
+        result = _C.sum(s, [-1], False)
+    else:
+        result = (_C.amax if ord > 0 else _C.amin)(s, [-1], False)
+    if keepdim:
+        for d in sorted(dims):
+            result = _C.unsqueeze(result, d)
+    return result
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """Matrix norms over the two dims `dim`: 'fro', 'nuc', 1, -1, 2, -2, inf, -inf."""
+    op = "linalg.matrix_norm"
+    if isinstance(ord, str):
+        if ord not in ("fro", "nuc"):
+            raise RuntimeError(f"[{op}] Order {ord} not supported.")
+    elif _is_ord_number(ord):
+        if abs(float(ord)) not in (1.0, 2.0, math.inf):
+            raise RuntimeError(f"[{op}] Order {ord} not supported.")
+        ord = float(ord)
+    else:
+        raise TypeError(f"linalg.matrix_norm(): argument 'ord' must be str or Number, not {type(ord).__name__}")
+    dims = _matrix_dims(A, dim, op)
+    _check_float_or_complex(A, op)
+    _check_norm_dtype(dtype, A.dtype, op)
+    if ord == "fro":
+        result = vector_norm(A, 2, dims, keepdim, dtype=dtype)
+    elif ord == "nuc" or abs(ord) == 2:
+        result = _singular_value_norm(A, ord, dims, keepdim, dtype, op)
+    else:
+        # 1-norm: the largest column sum of |A| (sum over rows, then max over columns); inf: rows
+        d_sum, d_ext = dims if abs(ord) == 1 else dims[::-1]
+        if A.shape[d_ext] == 0:  # the max (min) of no sums has no value to give
+            raise RuntimeError(f"[{op}] cannot compute the {ord:g} norm over the empty dimension {d_ext} because "
+                               f"the operation does not have an identity")
+        sums = vector_norm(A, 1, d_sum, keepdim, dtype=dtype)
+        if not keepdim and d_sum < d_ext:
+            d_ext -= 1
+        result = (_C.amax if ord > 0 else _C.amin)(sums, [d_ext], keepdim)
+    return _out(result, out)
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+    """torch.linalg.norm: a matrix norm when dim has two entries (or, with ord given and no dim,
+    for a 2-D input), otherwise a vector norm (ord=None is the 2-norm of all elements)."""
+    dims = _dims(dim)
+    if dims is not None:
+        if len(dims) not in (1, 2):
+            raise RuntimeError(f"[linalg.norm] If dim is specified, it must be of length 1 or 2. Got {dims}")
+    elif ord is not None and A.dim() not in (1, 2):
+        raise RuntimeError(f"[linalg.norm] If dim is not specified but ord is, the input must be 1D or 2D. "
+                           f"Got {A.dim()}D.")
+    if isinstance(ord, str):
+        return matrix_norm(A, ord, dims if dims is not None else (0, 1), keepdim, dtype=dtype, out=out)
+    if ord is not None and (dims is not None and len(dims) == 2 or dims is None and A.dim() == 2):
+        return matrix_norm(A, ord, dims if dims is not None else (0, 1), keepdim, dtype=dtype, out=out)
+    return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
+
+
+def cross(input, other, *, dim=-1, out=None):
+    """The cross product of 3-vectors along dim; the other dims broadcast."""
+    if input.dim() != other.dim():
+        raise RuntimeError("[linalg.cross] inputs must have the same number of dimensions.")
+    d = _wrap(dim, input.dim())
+    if input.dim() == 0 or input.shape[d] != 3 or other.shape[d] != 3:
+        got = (input.shape[d], other.shape[d]) if input.dim() else (1, 1)
+        raise RuntimeError(f"[linalg.cross] inputs dimension {dim} must have length 3. Got {got[0]} and {got[1]}")
+    a, b = _C.broadcast_tensors([input, other])
+    result = _C.roll(a, [-1], [d]) * _C.roll(b, [-2], [d]) - _C.roll(a, [-2], [d]) * _C.roll(b, [-1], [d])
+    return _out(result, out)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonal (offset above it when > 0) of the matrices over dim1, dim2, as a view."""
+    return _C.diagonal(A, offset, dim1, dim2)
+
+
+def _square(A, op: str) -> None:
+    if A.dim() < 2:
+        raise RuntimeError(f"[{op}] The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"[{op}] A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+
+
+def _identity_like(A):
+    eye = _C.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+    return _C.clone(_C.expand(eye, list(A.shape)))
+
+
+def matrix_power(A, n, *, out=None):
+    """A^n for integer n by repeated squaring; n=0 gives the identity, n<0 powers inv(A)."""
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+        raise TypeError(f"linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    _square(A, "linalg.matrix_power")
+    if n == 0:
+        return _out(_identity_like(A), out)
+    if n < 0:
+        A, n = _C.linalg_inv(A), -n
+    result = None
+    power = A
+    while True:
+        if n & 1:
+            result = power if result is None else _C.matmul(result, power)
+        n >>= 1
+        if not n:
+            break
+        power = _C.matmul(power, power)
+    if result is A:  # n=1 gives a new tensor, as PyTorch's clone
+        result = _C.clone(result)
+    return _out(result, out)
+
+
+# Higham (2005), Table 2.3: the largest 1-norm for which the [m/m] Padé approximant of exp
+# has backward error below the double-precision unit roundoff.
+_THETA = {3: 1.495585217958292e-2, 5: 2.539398330063230e-1, 7: 9.504178996162932e-1,
+          9: 2.097847961257068e0, 13: 5.371920351148152e0}
+# Coefficients b_0..b_m of the [m/m] Padé numerator p(x) = sum b_j x^j (the denominator is p(-x)).
+_PADE = {
+    3: [120.0, 60.0, 12.0, 1.0],
+    5: [30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0],
+    7: [17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0],
+    9: [17643225600.0, 8821612800.0, 2075673600.0, 302702400.0, 30270240.0, 2162160.0, 110880.0, 3960.0,
+        90.0, 1.0],
+    13: [64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
+         10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0,
+         1.0],
+}
+
+
+def _pade(A, m: int):
+    """The [m/m] Padé approximant of exp(A): (V - U)^-1 (V + U), U the odd and V the even part."""
+    b = _PADE[m]
+    eye = _identity_like(A)
+    A2 = _C.matmul(A, A)
+    if m == 13:  # Higham's evaluation with 6 products: A^6 (b13 A^6 + b11 A^4 + b9 A^2) + ...
+        A4 = _C.matmul(A2, A2)
+        A6 = _C.matmul(A4, A2)
+        u = _C.matmul(A6, b[13] * A6 + b[11] * A4 + b[9] * A2) + b[7] * A6 + b[5] * A4 + b[3] * A2 + b[1] * eye
+        U = _C.matmul(A, u)
+        V = _C.matmul(A6, b[12] * A6 + b[10] * A4 + b[8] * A2) + b[6] * A6 + b[4] * A4 + b[2] * A2 + b[0] * eye
+    else:
+        powers = [eye, A2]  # I, A^2, A^4, ... up to A^(m-1)
+        while len(powers) < (m + 1) // 2:
+            powers.append(_C.matmul(powers[-1], A2))
+        u = sum((b[2 * k + 1] * p for k, p in enumerate(powers)), start=_C.zeros_like(A))
+        U = _C.matmul(A, u)
+        V = sum((b[2 * k] * p for k, p in enumerate(powers)), start=_C.zeros_like(A))
+    return _C.linalg_solve(V - U, V + U)
+
+
+def matrix_exp(A):
+    """exp(A) = sum A^k / k! for (batches of) square matrices, by scaling and squaring (see the
+    module docstring)."""
+    _square(A, "linalg.matrix_exp")
+    _check_float_or_complex(A, "linalg.matrix_exp")
+    if A.numel() == 0:
+        return _C.clone(A)
+    with _no_grad():  # the degree and scaling are piecewise constant in A: no gradient flows through them
+        norm1 = _C.amax(_C.sum(_C.abs(A), [-2], False), [-1], False)  # each matrix's 1-norm
+        largest = _C.amax(norm1, [], False).item()
+    if math.isfinite(largest):
+        for m in (3, 5, 7, 9):
+            if largest <= _THETA[m]:
+                return _pade(A, m)
+    with _no_grad():
+        s = _C.ceil(_C.log2(norm1 / _THETA[13]))
+        s = _C.where(_C.isfinite(s), _C.clamp(s, 0, None), _C.zeros_like(s))  # NaN/inf inputs give NaN anyway
+        squarings = int(_C.amax(s, [], False).item())
+        scale = _C.unsqueeze(_C.unsqueeze(_C.exp2(-s), -1), -1)
+    X = _pade(A * scale, 13)
+    if squarings:
+        s = _C.unsqueeze(_C.unsqueeze(s, -1), -1)
+        for k in range(squarings):  # each matrix squares its own s times
+            X = _C.where(s > k, _C.matmul(X, X), X)
+    return X
+
+
+def _no_grad():
+    from ..autograd import no_grad
+
+    return no_grad()
