@@ -475,3 +475,14 @@ def test_matrix_exp_errors():
     with pytest.raises(RuntimeError, match=r"\[linalg.matrix_exp\] Expected a floating point or complex tensor as "
                                            r"input. Got int64"):
         LA.matrix_exp(ember.tensor([[1, 0], [0, 1]]))
+
+
+# ---- vmap -----------------------------------------------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore:vmap")
+def test_vmap_matches_a_loop():
+    """The compositions run under vmap (matrix_exp does not: its degree and scaling read the data)."""
+    x = t(arr(4, 3, 3, complex_=True))
+    for f in (lambda a: LA.vector_norm(a, 3, dim=0), lambda a: LA.matrix_norm(a, 1), LA.norm,
+              lambda a: LA.cross(a, a.flip(0)), lambda a: LA.matrix_power(a, 3), LA.diagonal):
+        close(ember.func.vmap(f)(x), np.stack([f(xi).numpy() for xi in x]), 1e-12)

@@ -197,7 +197,7 @@ def cross(input, other, *, dim=-1, out=None):
     if input.dim() == 0 or input.shape[d] != 3 or other.shape[d] != 3:
         got = (input.shape[d], other.shape[d]) if input.dim() else (1, 1)
         raise RuntimeError(f"[linalg.cross] inputs dimension {dim} must have length 3. Got {got[0]} and {got[1]}")
-    a, b = _C.broadcast_tensors([input, other])
+    a, b = input, other  # the products broadcast the other dims
     result = _C.roll(a, [-1], [d]) * _C.roll(b, [-2], [d]) - _C.roll(a, [-2], [d]) * _C.roll(b, [-1], [d])
     return _out(result, out)
 
