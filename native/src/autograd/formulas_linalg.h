@@ -1,7 +1,10 @@
 #pragma once
 // Derivative helpers (see formulas.h) for the matrix products. For C = A B the conjugate
 // Wirtinger gradients are dA = dC B^H and dB = A^H dC; tangents follow the product rule.
+#include <algorithm>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/formulas.h"
@@ -174,6 +177,329 @@ inline Tensor solve_triangular_tangent(const Tensor& A, const Tensor& A_t, const
                         std::nullopt);
   }
   return autograd::linalg_solve_triangular(A, rhs, upper, left, unit);
+}
+
+// ---- decompositions ----------------------------------------------------------------------------
+// Formulas of PyTorch's FunctionsManual (svd_backward, linalg_eig_backward, linalg_qr_backward,
+// linalg_lu_backward and their JVPs), rederived in the conjugate Wirtinger convention.
+
+inline Tensor plus(const Tensor& a, const Tensor& b) {
+  return autograd::add(a, b, Scalar(int64_t(1)), std::nullopt);
+}
+inline Tensor minus(const Tensor& a, const Tensor& b) {
+  return autograd::sub(a, b, Scalar(int64_t(1)), std::nullopt);
+}
+inline Tensor times(const Tensor& a, const Tensor& b) {
+  return autograd::mul(a, b, std::nullopt);
+}
+inline Tensor over(const Tensor& a, const Tensor& b) {
+  return autograd::div(a, b, std::nullopt, std::nullopt);
+}
+inline Tensor mm_(const Tensor& a, const Tensor& b) {
+  return autograd::matmul(a, b);
+}
+inline Tensor diag_of(const Tensor& t) {
+  return autograd::diagonal(t, 0, -2, -1);
+}
+inline Tensor eye_n(int64_t n, const Tensor& like) {
+  return ember::eye(n, std::nullopt, like.dtype(), like.device());
+}
+// [*, k] -> the [*, k, k] matrices with it on the diagonal.
+inline Tensor diag_embed(const Tensor& v) {
+  return times(autograd::unsqueeze(v, -1), eye_n(v.size(-1), v));
+}
+inline Tensor off_diagonal(const Tensor& t) {
+  return minus(t, diag_embed(diag_of(t)));
+}
+inline Tensor as_dtype_of(const Tensor& t, const Tensor& like) {
+  return t.dtype() == like.dtype() ? t : autograd::to_dtype(t, like.dtype(), false);
+}
+// E_jk = x_k - x_j off the diagonal, 1 on it (the divided differences' denominators).
+inline Tensor gaps(const Tensor& x) {
+  return plus(minus(autograd::unsqueeze(x, -2), autograd::unsqueeze(x, -1)), eye_n(x.size(-1), x));
+}
+inline double max_abs(const Tensor& t) {
+  const Tensor a = ember::to_dtype(ember::abs(t), DType::Float64, false).contiguous();
+  double m = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, a.data<double>()[i]);
+  return m;
+}
+// i * Im(diag(x)) / (2 d) on the diagonal: the phase part of a complex gauge.
+inline Tensor phase_diagonal(const Tensor& x_diag, const Tensor& d) {
+  const Tensor im = autograd::imag(x_diag);
+  return diag_embed(autograd::complex(zeros_of(im), over(im, times(d, num(2.0)))));
+}
+
+// SVD A = U S V^H (reduced; full U / Vh are cut to their first k columns / rows, as PyTorch's
+// backward does): gA = U gP V^H + (I - U U^H) gU S^-1 V^H + U S^-1 gV^H (I - V V^H) with
+// gP = skew(U^H gU) S / E + S skew(V^H gV) / E + diag(gS) (+ the phase part when complex).
+inline Tensor svd_backward(const std::vector<Tensor>& grads, const Tensor& U_full, const Tensor& S,
+                           const Tensor& Vh_full, bool full) {
+  const int64_t m = U_full.size(-2), n = Vh_full.size(-1), k = S.size(-1);
+  const Tensor U = full ? autograd::narrow(U_full, -1, 0, k) : U_full;
+  const Tensor Vh = full ? autograd::narrow(Vh_full, -2, 0, k) : Vh_full;
+  if (k == 0) return mm_(U, Vh);  // zeros of A's shape
+  const Tensor gU = full ? autograd::narrow(grads.at(0), -1, 0, k) : grads.at(0);
+  const Tensor gVh = full ? autograd::narrow(grads.at(2), -2, 0, k) : grads.at(2);
+  const Tensor gS = grads.at(1);
+  const Tensor V = mH(Vh), gV = mH(gVh);
+  const bool cplx = is_complex(U.dtype());
+  const Tensor UhgU = mm_(mH(U), gU), VhgV = mm_(Vh, gV);
+  const Tensor skewU = minus(UhgU, mH(UhgU)), skewV = minus(VhgV, mH(VhgV));
+  if (cplx) {
+    EMBER_CHECK(
+        max_abs(plus(autograd::imag(diag_of(UhgU)), autograd::imag(diag_of(VhgV)))) <= 1e-2, Error,
+        "[linalg.svd] svd_backward: The singular vectors in the complex case are specified up to "
+        "multiplication by e^{i phi}. The specified loss function depends on this phase term, making it "
+        "ill-defined.");
+  }
+  const Tensor E = gaps(times(S, S));
+  Tensor gP =
+      over(plus(times(skewU, autograd::unsqueeze(S, -2)), times(autograd::unsqueeze(S, -1), skewV)), E);
+  gP = plus(off_diagonal(gP), diag_embed(as_dtype_of(gS, gP)));
+  if (cplx) gP = plus(gP, phase_diagonal(minus(diag_of(UhgU), diag_of(VhgV)), S));
+  Tensor gA = mm_(mm_(U, gP), Vh);
+  if (m > k) gA = plus(gA, mm_(over(minus(gU, mm_(U, UhgU)), autograd::unsqueeze(S, -2)), Vh));
+  if (n > k) gA = plus(gA, mm_(U, over(minus(mH(gV), mm_(mH(VhgV), Vh)), autograd::unsqueeze(S, -1))));
+  return gA;
+}
+
+// dP = U^H dA V; dS = Re diag dP; dU = U Omega_U + (dA V - U dP) S^-1, dV = V Omega_V +
+// (dA^H U - V dP^H) S^-1, Omega the skew parts of dP S + S dP^H (resp. S dP + dP^H S) over E.
+inline std::vector<Tensor> svd_tangents(const Tensor& A, const Tensor& A_t, const Tensor& U_full,
+                                        const Tensor& S, const Tensor& Vh_full, bool full) {
+  const int64_t m = A.size(-2), n = A.size(-1), k = S.size(-1);
+  const Tensor U = full ? autograd::narrow(U_full, -1, 0, k) : U_full;
+  const Tensor Vh = full ? autograd::narrow(Vh_full, -2, 0, k) : Vh_full;
+  const Tensor V = mH(Vh);
+  const Tensor dP = mm_(mm_(mH(U), A_t), V);
+  const Tensor dS = real_part(diag_of(dP));
+  if (k == 0) return {zeros_of(U_full), dS, zeros_of(Vh_full)};
+  const bool cplx = is_complex(A.dtype());
+  const Tensor E = gaps(times(S, S));
+  const Tensor Sr = autograd::unsqueeze(S, -2), Sc = autograd::unsqueeze(S, -1);
+  Tensor omegaU = off_diagonal(over(plus(times(dP, Sr), times(Sc, mH(dP))), E));
+  Tensor omegaV = off_diagonal(over(plus(times(Sc, dP), times(mH(dP), Sr)), E));
+  if (cplx) {
+    omegaU = plus(omegaU, phase_diagonal(diag_of(dP), S));
+    omegaV = minus(omegaV, phase_diagonal(diag_of(dP), S));
+  }
+  Tensor dU = mm_(U, omegaU), dV = mm_(V, omegaV);
+  if (m > k) dU = plus(dU, over(minus(mm_(A_t, V), mm_(U, dP)), Sr));
+  if (n > k) dV = plus(dV, over(minus(mm_(mH(A_t), U), mm_(V, mH(dP))), Sr));
+  Tensor dVh = mH(dV);
+  if (full && m > k) dU = autograd::cat({dU, zeros_of(autograd::narrow(U_full, -1, k, m - k))}, -1);
+  if (full && n > k) dVh = autograd::cat({dVh, zeros_of(autograd::narrow(Vh_full, -2, k, n - k))}, -2);
+  return {dU, dS, dVh};
+}
+
+inline Tensor svdvals_backward(const Tensor& grad, const Tensor& A) {
+  const auto [U, S, Vh] = autograd::linalg_svd(A, false);
+  return mm_(times(U, autograd::unsqueeze(as_dtype_of(grad, U), -2)), Vh);
+}
+
+inline Tensor svdvals_tangent(const Tensor& A, const Tensor& A_t) {
+  const auto [U, S, Vh] = autograd::linalg_svd(A, false);
+  return real_part(diag_of(mm_(mm_(mH(U), A_t), mH(Vh))));
+}
+
+// Hermitian A = V diag(L) V^H: gA = V (diag(gL) + skew(V^H gV) / (2 E)) V^H (Hermitian).
+inline Tensor eigh_backward(const std::vector<Tensor>& grads, const Tensor& L, const Tensor& V) {
+  const Tensor VhgV = mm_(mH(V), grads.at(1));
+  if (is_complex(V.dtype())) {
+    EMBER_CHECK(
+        max_abs(autograd::imag(diag_of(VhgV))) <= 1e-2, Error,
+        "[linalg.eigh] linalg_eigh_backward: The eigenvectors in the complex case are specified up to "
+        "multiplication by e^{i phi}. The specified loss function depends on this quantity, so it is "
+        "ill-defined.");
+  }
+  const Tensor skew = times(minus(VhgV, mH(VhgV)), num(0.5));
+  const Tensor inner = plus(off_diagonal(over(skew, gaps(L))), diag_embed(as_dtype_of(grads.at(0), V)));
+  return mm_(mm_(V, inner), mH(V));
+}
+
+inline std::vector<Tensor> eigh_tangents(const Tensor& A_t, const Tensor& L, const Tensor& V) {
+  const Tensor dP = mm_(mm_(mH(V), A_t), V);
+  return {real_part(diag_of(dP)), mm_(V, off_diagonal(over(dP, gaps(L))))};
+}
+
+inline Tensor eigvalsh_backward(const Tensor& grad, const Tensor& A, const std::string& uplo) {
+  const Tensor V = std::get<1>(autograd::linalg_eigh(A, uplo));
+  return mm_(times(V, autograd::unsqueeze(as_dtype_of(grad, V), -2)), mH(V));
+}
+
+inline Tensor eigvalsh_tangent(const Tensor& A, const Tensor& A_t, const std::string& uplo) {
+  const Tensor V = std::get<1>(autograd::linalg_eigh(A, uplo));
+  return real_part(diag_of(mm_(mm_(mH(V), A_t), V)));
+}
+
+inline void check_qr_differentiable(const Tensor& Q, const Tensor& R, const std::string& mode) {
+  EMBER_CHECK(
+      mode != "r", Error,
+      "[linalg.qr] The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
+      "use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.");
+  const int64_t m = Q.size(-2), n = R.size(-1);
+  EMBER_CHECK(
+      !(mode == "complete" && m > n), Error,
+      "[linalg.qr] The QR decomposition is not differentiable when mode='complete' and nrows > ncols.");
+  EMBER_CHECK(
+      m >= n, NotImplementedError,
+      "[linalg.qr] the derivative of linalg.qr is implemented for matrices with at least as many rows as "
+      "columns, but got ",
+      m, " by ", n);
+}
+
+// A = Q R (m >= n): with M = gR R^H - Q^H gQ and P = triu(M, 1) + Re(diag M) / 2,
+// gA = (gQ + Q (P + P^H)) R^-H.
+inline Tensor qr_backward(const std::vector<Tensor>& grads, const Tensor& Q, const Tensor& R,
+                          const std::string& mode) {
+  check_qr_differentiable(Q, R, mode);
+  const Tensor gQ = grads.at(0), gR = grads.at(1);
+  const Tensor M = minus(mm_(gR, mH(R)), mm_(mH(Q), gQ));
+  const Tensor P =
+      plus(autograd::triu(M, 1), times(diag_embed(as_dtype_of(real_part(diag_of(M)), M)), num(0.5)));
+  const Tensor Y = plus(gQ, mm_(Q, plus(P, mH(P))));
+  return autograd::linalg_solve_triangular(mH(R), Y, false, false, false);
+}
+
+// C = Q^H dA R^-1, S = C + C^H, W = triu(S, 1) + diag(S) / 2: dR = W R, dQ = dA R^-1 - Q W.
+inline std::vector<Tensor> qr_tangents(const Tensor& A_t, const Tensor& Q, const Tensor& R,
+                                       const std::string& mode) {
+  check_qr_differentiable(Q, R, mode);
+  const Tensor dARinv = autograd::linalg_solve_triangular(R, A_t, true, false, false);
+  const Tensor C = mm_(mH(Q), dARinv);
+  const Tensor S = plus(C, mH(C));
+  const Tensor W = plus(autograd::triu(S, 1), times(diag_embed(diag_of(S)), num(0.5)));
+  return {minus(dARinv, mm_(Q, W)), mm_(W, R)};
+}
+
+// The permutation matrices P of A = P L U from LAPACK's 1-based row swaps (int32 [*, k]).
+inline Tensor permutation_of(const Tensor& pivots, int64_t m, const Tensor& like) {
+  const Tensor piv = ember::reshape(pivots.contiguous(), {-1, std::max<int64_t>(pivots.size(-1), 1)});
+  const int64_t count = pivots.numel() == 0 ? 0 : piv.size(0), k = pivots.size(-1);
+  const Tensor P = ember::zeros({count, m, m}, DType::Float64, like.device());
+  std::vector<int64_t> perm(static_cast<size_t>(m));
+  for (int64_t s = 0; s < count; ++s) {
+    for (int64_t i = 0; i < m; ++i) perm[i] = i;
+    for (int64_t i = 0; i < k; ++i) std::swap(perm[i], perm[piv.data<int32_t>()[s * k + i] - 1]);
+    for (int64_t i = 0; i < m; ++i) P.data<double>()[(s * m + perm[i]) * m + i] = 1.0;
+  }
+  IntList shape(pivots.sizes().begin(), pivots.sizes().end() - 1);
+  shape.insert(shape.end(), {m, m});
+  return ember::reshape(ember::to_dtype(P, like.dtype(), false), shape);
+}
+
+inline void check_lu_square(const Tensor& LU) {
+  EMBER_CHECK(LU.size(-1) == LU.size(-2), NotImplementedError,
+              "[linalg.lu_factor] the derivative of the LU decomposition is implemented for square matrices "
+              "only, but got ",
+              LU.size(-2), " by ", LU.size(-1));
+}
+
+inline Tensor unit_lower(const Tensor& LU) {
+  return plus(autograd::tril(LU, -1), eye_n(LU.size(-1), LU));
+}
+
+// A = P L U: gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H.
+inline Tensor lu_grad_from(const Tensor& P, const Tensor& L, const Tensor& U, const Tensor& gL,
+                           const Tensor& gU) {
+  const Tensor X = plus(autograd::tril(mm_(mH(L), gL), -1), autograd::triu(mm_(gU, mH(U)), 0));
+  const Tensor Y = autograd::linalg_solve_triangular(mH(L), X, true, true, true);
+  return mm_(P, autograd::linalg_solve_triangular(mH(U), Y, false, false, false));
+}
+
+// F = L^-1 P^T dA U^-1: dL = L tril(F, -1), dU = triu(F) U.
+inline std::pair<Tensor, Tensor> lu_tangent_parts(const Tensor& A_t, const Tensor& P, const Tensor& L,
+                                                  const Tensor& U) {
+  const Tensor Y = autograd::linalg_solve_triangular(L, mm_(mH(P), A_t), false, true, true);
+  const Tensor F = autograd::linalg_solve_triangular(U, Y, true, false, false);
+  return {mm_(L, autograd::tril(F, -1)), mm_(autograd::triu(F, 0), U)};
+}
+
+inline Tensor lu_factor_backward(const Tensor& gLU, const Tensor& LU, const Tensor& pivots) {
+  check_lu_square(LU);
+  return lu_grad_from(permutation_of(pivots, LU.size(-2), LU), unit_lower(LU), autograd::triu(LU, 0),
+                      autograd::tril(gLU, -1), autograd::triu(gLU, 0));
+}
+
+inline Tensor lu_factor_tangent(const Tensor& A_t, const Tensor& LU, const Tensor& pivots) {
+  check_lu_square(LU);
+  const auto [dL, dU] =
+      lu_tangent_parts(A_t, permutation_of(pivots, LU.size(-2), LU), unit_lower(LU), autograd::triu(LU, 0));
+  return plus(dL, dU);
+}
+
+inline Tensor lu_backward(const std::vector<Tensor>& grads, const Tensor& P, const Tensor& L,
+                          const Tensor& U) {
+  check_lu_square(L);
+  check_lu_square(U);
+  return lu_grad_from(P, L, U, grads.at(1), grads.at(2));
+}
+
+inline std::vector<Tensor> lu_tangents(const Tensor& A_t, const Tensor& P, const Tensor& L, const Tensor& U) {
+  check_lu_square(L);
+  check_lu_square(U);
+  const auto [dL, dU] = lu_tangent_parts(A_t, P, L, U);
+  return {Tensor(), dL, dU};
+}
+
+// lu_solve: gB = lu_solve(gX, adjoint flipped); gA (of A = P L U) by the solve rule, then gLU
+// = tril(P^T gA U^H, -1) + triu(L^H P^T gA).
+inline Tensor lu_solve_grad_LU(const Tensor& grad, const Tensor& LU, const Tensor& pivots, const Tensor& X,
+                               bool left, bool adjoint) {
+  check_lu_square(LU);
+  const Tensor gB = autograd::linalg_lu_solve(LU, pivots, grad, left, !adjoint);
+  const Tensor gA = autograd::neg(
+      left ? (adjoint ? mm_(X, mH(gB)) : mm_(gB, mH(X))) : (adjoint ? mm_(mH(gB), X) : mm_(mH(X), gB)),
+      std::nullopt);
+  const Tensor PtgA = mm_(mH(permutation_of(pivots, LU.size(-2), LU)), gA);
+  return plus(autograd::tril(mm_(PtgA, mH(autograd::triu(LU, 0))), -1),
+              autograd::triu(mm_(mH(unit_lower(LU)), PtgA), 0));
+}
+
+inline Tensor lu_solve_tangent(const Tensor& LU, const Tensor& LU_t, const Tensor& pivots, const Tensor& B_t,
+                               const Tensor& X, bool left, bool adjoint) {
+  check_lu_square(LU);
+  const Tensor P = permutation_of(pivots, LU.size(-2), LU);
+  const Tensor dA = mm_(P, plus(mm_(autograd::tril(LU_t, -1), autograd::triu(LU, 0)),
+                                mm_(unit_lower(LU), autograd::triu(LU_t, 0))));
+  const Tensor dAop = adjoint ? mH(dA) : dA;
+  const Tensor rhs = minus(B_t, left ? mm_(dAop, X) : mm_(X, dAop));
+  return autograd::linalg_lu_solve(LU, pivots, rhs, left, adjoint);
+}
+
+// General A V = V diag(L), unit-norm columns: gA = V^-H (diag(gL) + (V^H gV - V^H V Re diag(V^H gV))
+// / conj(E)) V^H (PyTorch's linalg_eig_backward).
+inline Tensor eig_backward(const std::vector<Tensor>& grads, const Tensor& L, const Tensor& V) {
+  const Tensor gL = grads.at(0), gV = grads.at(1);
+  const Tensor VhgV = mm_(mH(V), gV);
+  EMBER_CHECK(max_abs(autograd::imag(diag_of(VhgV))) <= 1e-2, Error,
+              "[linalg.eig] linalg_eig_backward: The eigenvectors in the complex case are specified up to "
+              "multiplication by e^{i phi}. The specified loss function depends on this quantity, so it is "
+              "ill-defined.");
+  const Tensor projected =
+      minus(VhgV, mm_(mH(V), times(V, autograd::unsqueeze(as_dtype_of(real_part(diag_of(VhgV)), V), -2))));
+  const Tensor inner =
+      plus(off_diagonal(over(projected, gaps(autograd::conj(L)))), diag_embed(as_dtype_of(gL, V)));
+  return autograd::linalg_solve(mH(V), mm_(inner, mH(V)), true);
+}
+
+// dP = V^-1 dA V: dL = diag dP, dV = V (dP / E off the diagonal), less V Re diag(V^H dV) (unit norms).
+inline std::vector<Tensor> eig_tangents(const Tensor& A_t, const Tensor& L, const Tensor& V) {
+  const Tensor dP = autograd::linalg_solve(V, mm_(as_dtype_of(A_t, V), V), true);
+  Tensor dV = mm_(V, off_diagonal(over(dP, gaps(L))));
+  dV = minus(dV, times(V, autograd::unsqueeze(as_dtype_of(real_part(diag_of(mm_(mH(V), dV))), V), -2)));
+  return {diag_of(dP), dV};
+}
+
+inline Tensor eigvals_backward(const Tensor& grad, const Tensor& A) {
+  const Tensor V = std::get<1>(autograd::linalg_eig(A));
+  return autograd::linalg_solve(mH(V), times(autograd::unsqueeze(as_dtype_of(grad, V), -1), mH(V)), true);
+}
+
+inline Tensor eigvals_tangent(const Tensor& A, const Tensor& A_t) {
+  const Tensor V = std::get<1>(autograd::linalg_eig(A));
+  return diag_of(autograd::linalg_solve(V, mm_(as_dtype_of(A_t, V), V), true));
 }
 
 }  // namespace ember::autograd

@@ -179,8 +179,8 @@ using GemmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, con
 extern DispatchStub<GemmFn> gemm_stub;
 
 // Factorizations of contiguous row-major [B, n, n] matrices, in place, one matrix per task.
-// LU with partial pivoting: pivots int32 [B, n] (1-based row swaps, LAPACK's convention), info
-// int32 [B]: 0, or the 1-based index of the first zero pivot (U singular).
+// LU with partial pivoting of [B, m, n]: pivots int32 [B, min(m, n)] (1-based row swaps,
+// LAPACK's convention), info int32 [B]: 0, or the 1-based index of the first zero pivot.
 using LuFn = void (*)(const Tensor& a, const Tensor& pivots, const Tensor& info);
 extern DispatchStub<LuFn> lu_stub;
 // The lower Cholesky factor (strict upper part zeroed); info: 0, or the order of the first
@@ -191,6 +191,33 @@ extern DispatchStub<CholeskyFn> cholesky_stub;
 // upper or lower triangular, with a unit diagonal when `unit` (then not read).
 using TriangularSolveFn = void (*)(const Tensor& t, const Tensor& b, bool upper, bool unit);
 extern DispatchStub<TriangularSolveFn> triangular_solve_stub;
+
+// The decompositions of ember.linalg (backend/cpu/decomposition_kernels.cpp). Inputs are
+// contiguous row-major batches, read (and overwritten) by the kernel; outputs contiguous.
+// info int32 [B]: 0, or > 0 where the iteration did not converge. A matrix with a NaN or inf
+// entry gives NaN outputs (info 0).
+// SVD of a [B, m, n] by one-sided Jacobi: s [B, k] real, descending (k = min(m, n)). With
+// compute_uv, u [B, m, m or k] and vh [B, n or k, n] (full or reduced, from their shapes).
+using SvdFn = void (*)(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vh,
+                       const Tensor& info, bool compute_uv);
+extern DispatchStub<SvdFn> svd_stub;
+// Eigen-decomposition of Hermitian a [B, n, n] (its lower or upper triangle is read) by cyclic
+// Jacobi: w [B, n] real ascending; v [B, n, n] the eigenvectors as columns, when defined.
+using EighFn = void (*)(const Tensor& a, const Tensor& w, const Tensor& v, const Tensor& info, bool lower);
+extern DispatchStub<EighFn> eigh_stub;
+// Householder QR (LAPACK's geqrf): a [B, m, n] becomes R (upper part) and the reflectors (below
+// the diagonal, unit leading entry implied); tau [B, min(m, n)].
+using GeqrfFn = void (*)(const Tensor& a, const Tensor& tau);
+extern DispatchStub<GeqrfFn> geqrf_stub;
+// The product H_1 ... H_k of reflectors (LAPACK's orgqr / ungqr), first n columns, in place of
+// q [B, m, n] (m >= n >= k); tau [B, k].
+using OrgqrFn = void (*)(const Tensor& q, const Tensor& tau);
+extern DispatchStub<OrgqrFn> orgqr_stub;
+// Eigen-decomposition of a general complex a [B, n, n] (complex64/128): Hessenberg reduction,
+// then shifted complex QR to Schur form; w [B, n]; v [B, n, n] (unit-norm columns, largest
+// entry real) when defined.
+using EigFn = void (*)(const Tensor& a, const Tensor& w, const Tensor& v, const Tensor& info);
+extern DispatchStub<EigFn> eig_stub;
 
 // Strided copy with dtype conversion, same shape (the existing copy kernel).
 using CopyFn = void (*)(const Tensor& dst, const Tensor& src);

@@ -631,11 +631,13 @@ def test_ops_reached_through_indexing_and_methods_gradcheck(name, fn):
 
 def test_every_differentiable_op_is_checked():
     """Each op with declared derivatives is gradchecked (with forward mode) in this file or in its
-    family's file (test_matmul.py, test_linalg.py, where ember.linalg.x calls the op linalg_x)."""
+    family's file (test_matmul.py, test_linalg.py, test_linalg_decompositions.py, where
+    ember.linalg.x calls the op linalg_x)."""
     import re
 
     here = pathlib.Path(__file__)
-    source = "".join((here.parent / name).read_text() for name in (here.name, "test_matmul.py", "test_linalg.py"))
+    source = "".join((here.parent / name).read_text() for name in (here.name, "test_matmul.py", "test_linalg.py",
+                                                                   "test_linalg_decompositions.py"))
 
     def called(name: str) -> bool:
         short = name.removeprefix("linalg_")

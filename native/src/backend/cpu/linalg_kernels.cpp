@@ -2,6 +2,7 @@
 // and triangular solves, each on a batch of contiguous row-major matrices, one matrix per task.
 // These are the textbook right-looking algorithms (Golub & Van Loan 3.2, 4.2, 3.1): exact to
 // rounding for the sizes Ember's users invert or solve; blocked variants would add speed only.
+#include <algorithm>
 #include <cmath>
 #include <complex>
 
@@ -28,31 +29,31 @@ T conj_of(T v) {
 
 template <typename T>
 void lu_typed(const Tensor& a, const Tensor& pivots, const Tensor& info) {
-  const int64_t batch = a.size(0), n = a.size(1);
+  const int64_t batch = a.size(0), rows = a.size(1), cols = a.size(2), steps = std::min(rows, cols);
   T* base = a.data<T>();
   int32_t* piv = pivots.data<int32_t>();
   int32_t* inf = info.data<int32_t>();
   parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
-      T* m = base + b * n * n;
-      int32_t* p = piv + b * n;
+      T* m = base + b * rows * cols;
+      int32_t* p = piv + b * steps;
       inf[b] = 0;
-      for (int64_t k = 0; k < n; ++k) {
+      for (int64_t k = 0; k < steps; ++k) {
         int64_t best = k;  // the largest remaining entry of column k is the pivot
-        for (int64_t i = k + 1; i < n; ++i)
-          if (magnitude(m[i * n + k]) > magnitude(m[best * n + k])) best = i;
+        for (int64_t i = k + 1; i < rows; ++i)
+          if (magnitude(m[i * cols + k]) > magnitude(m[best * cols + k])) best = i;
         p[k] = static_cast<int32_t>(best + 1);
         if (best != k)
-          for (int64_t j = 0; j < n; ++j) std::swap(m[k * n + j], m[best * n + j]);
-        const T pivot = m[k * n + k];
+          for (int64_t j = 0; j < cols; ++j) std::swap(m[k * cols + j], m[best * cols + j]);
+        const T pivot = m[k * cols + k];
         if (pivot == T(0)) {
           if (inf[b] == 0) inf[b] = static_cast<int32_t>(k + 1);
           continue;  // a singular column: nothing to eliminate with
         }
-        for (int64_t i = k + 1; i < n; ++i) {
-          const T factor = m[i * n + k] / pivot;
-          m[i * n + k] = factor;
-          for (int64_t j = k + 1; j < n; ++j) m[i * n + j] -= factor * m[k * n + j];
+        for (int64_t i = k + 1; i < rows; ++i) {
+          const T factor = m[i * cols + k] / pivot;
+          m[i * cols + k] = factor;
+          for (int64_t j = k + 1; j < cols; ++j) m[i * cols + j] -= factor * m[k * cols + j];
         }
       }
     }

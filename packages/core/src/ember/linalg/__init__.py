@@ -1,8 +1,10 @@
 """ember.linalg (torch.linalg): solve, inv, det, slogdet, cholesky, cholesky_ex and
-solve_triangular (registered ops, on LU with partial pivoting, Cholesky and substitution
-kernels), the products multi_dot, matmul and vecdot, and the compositions of _composites.py
-(vector_norm, matrix_norm, norm, cross, diagonal, matrix_power, matrix_exp). The other
-decompositions of issue "Core runtime II" (qr, eigh, eig, svd, lstsq, ...) are not built yet."""
+solve_triangular (on LU with partial pivoting, Cholesky and substitution kernels); the
+decompositions svd / svdvals (one-sided Jacobi), eigh / eigvalsh (cyclic Jacobi), qr and
+householder_product (Householder), lu_factor / lu_factor_ex / lu / lu_solve (partial pivoting),
+eig / eigvals (Hessenberg reduction and shifted complex QR), all registered ops with derivatives;
+the products multi_dot, matmul and vecdot; and the compositions of _composites.py (vector_norm,
+matrix_norm, norm, cross, diagonal, matrix_power, matrix_exp)."""
 
 from __future__ import annotations
 
@@ -13,11 +15,19 @@ from .._products import multi_dot
 from ._composites import cross, diagonal, matrix_exp, matrix_norm, matrix_power, norm, vector_norm
 
 __all__ = ["multi_dot", "matmul", "vecdot", "solve", "inv", "det", "slogdet", "cholesky", "cholesky_ex",
-           "solve_triangular"]
+           "solve_triangular", "svd", "svdvals", "eigh", "eigvalsh", "qr", "householder_product", "lu_factor",
+           "lu_factor_ex", "lu", "lu_solve", "eig", "eigvals"]
 __all__ += ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp"]
 
 _SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 _CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
+_SvdResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
+_EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_EigResult = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
+_QrResult = namedtuple("linalg_qr", ["Q", "R"])
+_LuFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+_LuFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+_LuResult = namedtuple("linalg_lu", ["P", "L", "U"])
 
 
 def solve(A, B, *, left=True, out=None):
@@ -48,6 +58,62 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     return _out(_C.linalg_solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular), out)
+
+
+def svd(A, full_matrices=True, *, driver=None):
+    """A = U diag(S) Vh, S real and descending; `driver` (a cuSOLVER choice) is accepted and unused."""
+    return _SvdResult(*_C.linalg_svd(A, full_matrices=full_matrices))
+
+
+def svdvals(A, *, driver=None, out=None):
+    return _out(_C.linalg_svdvals(A), out)
+
+
+def eigh(A, UPLO="L"):
+    """Eigenvalues (real, ascending) and eigenvectors (columns) of Hermitian A, from its UPLO triangle."""
+    return _EighResult(*_C.linalg_eigh(A, UPLO=UPLO))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    return _out(_C.linalg_eigvalsh(A, UPLO=UPLO), out)
+
+
+def qr(A, mode="reduced"):
+    """A = Q R; mode 'reduced', 'complete' or 'r' (R only; Q is then an empty tensor)."""
+    return _QrResult(*_C.linalg_qr(A, mode=mode))
+
+
+def householder_product(A, tau, *, out=None):
+    """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H (LAPACK's orgqr)."""
+    return _out(_C.linalg_householder_product(A, tau), out)
+
+
+def lu_factor(A, *, pivot=True):
+    """(LU, pivots): L (unit diagonal) and U packed in one matrix; pivots 1-based int32 row swaps."""
+    return _LuFactorResult(*_C.linalg_lu_factor(A, pivot=pivot))
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    return _LuFactorExResult(*_C.linalg_lu_factor_ex(A, pivot=pivot, check_errors=check_errors))
+
+
+def lu(A, *, pivot=True):
+    """A = P L U with P a permutation, L unit lower trapezoidal, U upper trapezoidal."""
+    return _LuResult(*_C.linalg_lu(A, pivot=pivot))
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """X with A X = B from lu_factor's output (X A = B when left=False; A^H when adjoint)."""
+    return _out(_C.linalg_lu_solve(LU, pivots, B, left=left, adjoint=adjoint), out)
+
+
+def eig(A):
+    """Complex eigenvalues and unit-norm eigenvectors (columns) of a general square A."""
+    return _EigResult(*_C.linalg_eig(A))
+
+
+def eigvals(A, *, out=None):
+    return _out(_C.linalg_eigvals(A), out)
 
 
 def _out(result, out):
