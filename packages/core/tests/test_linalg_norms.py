@@ -1,7 +1,8 @@
 """ember.linalg's compositions (vector_norm, matrix_norm, norm, cross, diagonal, matrix_power,
-matrix_exp) and the top-level norm / cross / matrix_power / matrix_exp against numpy.linalg in
-float64 and complex128 (float32 looser): batched, broadcast, non-contiguous, zero-size and 0-dim
-inputs; derivatives by gradcheck (backward and forward mode); bad inputs raise PyTorch's error types."""
+matrix_exp; cond, matrix_rank, pinv, lstsq on the SVD) and the top-level norm / cross /
+matrix_power / matrix_exp against numpy.linalg in float64 and complex128 (float32 looser):
+batched, broadcast, non-contiguous, zero-size and 0-dim inputs; derivatives by gradcheck
+(backward and forward mode); bad inputs raise PyTorch's error types."""
 
 from __future__ import annotations
 
@@ -475,6 +476,143 @@ def test_matrix_exp_errors():
     with pytest.raises(RuntimeError, match=r"\[linalg.matrix_exp\] Expected a floating point or complex tensor as "
                                            r"input. Got int64"):
         LA.matrix_exp(ember.tensor([[1, 0], [0, 1]]))
+
+
+# ---- on the singular values: cond, matrix_rank, pinv, lstsq --------------------------------------
+
+def low_rank(*shape, rank, complex_=False):
+    """A (batch of) m x n matrices of the given rank."""
+    m, n = shape[-2], shape[-1]
+    return arr(*shape[:-2], m, rank, complex_=complex_) @ arr(*shape[:-2], rank, n, complex_=complex_)
+
+
+@pytest.mark.parametrize("kind", DTYPES)
+def test_matrix_rank_matches_numpy(kind):
+    dtype, complex_, tol = DTYPES[kind]
+    a = np.stack([low_rank(4, 5, rank=r, complex_=complex_) for r in (1, 2, 4)])
+    want = np.linalg.matrix_rank(a)
+    assert LA.matrix_rank(t(a, dtype)).tolist() == want.tolist() == [1, 2, 4]
+    assert LA.matrix_rank(transposed(a, dtype)).tolist() == [1, 2, 4]
+    assert LA.matrix_rank(t(a, dtype)).dtype == ember.int64
+    h = a @ np.conj(np.swapaxes(a, -1, -2))  # Hermitian, of the same ranks
+    assert LA.matrix_rank(t(h, dtype), hermitian=True).tolist() == [1, 2, 4]
+    s = np.linalg.svd(a[2], compute_uv=False)
+    # atol alone (rtol becomes 0), rtol alone, both: the larger wins; tensors broadcast over the batch
+    assert LA.matrix_rank(t(a[2], dtype), atol=float(s[1] + s[2]) / 2).item() == 2
+    assert LA.matrix_rank(t(a[2], dtype), rtol=float(s[2] / s[0]) * 1.01).item() == 2
+    assert LA.matrix_rank(t(a[2], dtype), atol=float(s[3]) * 0.5, rtol=float(s[1] / s[0]) * 1.01).item() == 1
+    atol = ember.tensor([0.0, 0.0, float(s[1] + s[2]) / 2], dtype=ember.float64)
+    assert LA.matrix_rank(t(a, dtype), atol=atol).tolist() == [1, 2, 2]
+    assert LA.matrix_rank(t(np.zeros((2, 0, 3)), dtype)).tolist() == [0, 0]
+    assert LA.matrix_rank(t(np.zeros((3, 3)), dtype)).item() == 0
+
+
+@pytest.mark.parametrize("kind", DTYPES)
+def test_pinv_matches_numpy(kind):
+    dtype, complex_, tol = DTYPES[kind]
+    tol = max(tol, 1e-10)
+    a = arr(2, 5, 3, complex_=complex_)
+    close(LA.pinv(t(a, dtype)), np.linalg.pinv(a), tol * 10)
+    close(LA.pinv(transposed(a, dtype)), np.linalg.pinv(a), tol * 10)
+    close(LA.pinv(t(np.swapaxes(a, -1, -2), dtype)), np.linalg.pinv(np.swapaxes(a, -1, -2)), tol * 10)
+    r = low_rank(4, 4, rank=2, complex_=complex_)
+    close(LA.pinv(t(r, dtype), rtol=1e-6), np.linalg.pinv(r, rcond=1e-6), tol * 100)
+    h = r @ np.conj(r.T)
+    close(LA.pinv(t(h, dtype), hermitian=True, rtol=1e-6), np.linalg.pinv(h, rcond=1e-6, hermitian=True), tol * 100)
+    close(LA.pinv(t(h, dtype), atol=1e-6), np.linalg.pinv(h, rcond=1e-6 / np.linalg.norm(h, 2)), tol * 100)
+    assert LA.pinv(t(np.zeros((2, 0, 3)), dtype)).shape == (2, 3, 0)
+    close(LA.pinv(t(np.zeros((2, 2)), dtype)), np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("kind", DTYPES)
+@pytest.mark.parametrize("p", [None, 2, -2, "fro", "nuc", 1, -1, INF, -INF])
+def test_cond_matches_numpy(kind, p):
+    dtype, complex_, tol = DTYPES[kind]
+    a = arr(3, 4, 4, complex_=complex_) + 2 * np.eye(4)
+    close(LA.cond(t(a, dtype), p), np.linalg.cond(a, p), max(tol, 1e-10) * 100)
+    close(LA.cond(transposed(a, dtype), p), np.linalg.cond(a, p), max(tol, 1e-10) * 100)
+    assert LA.cond(t(np.zeros((2, 0, 0)), dtype), p).tolist() == [0.0, 0.0]
+
+
+def test_cond_rectangular_and_singular():
+    a = arr(2, 3, 5)
+    close(LA.cond(t(a)), np.linalg.cond(a), 1e-10)
+    close(LA.cond(t(a), -2), np.linalg.cond(a, -2), 1e-10)
+    singular = np.stack([np.ones((3, 3)), np.eye(3)])
+    got = LA.cond(t(singular), 1).tolist()
+    assert got[0] == INF and got[1] == pytest.approx(1.0)
+    with pytest.raises(RuntimeError, match=r"\[linalg.cond\] got an invalid norm type: 3"):
+        LA.cond(t(arr(3, 3)), 3)
+    with pytest.raises(RuntimeError, match=r"got an invalid norm type: bad"):
+        LA.cond(t(arr(3, 3)), "bad")
+    with pytest.raises(RuntimeError, match=r"\[linalg.cond\(ord=fro\)\] A must be batches of square matrices, but "
+                                           r"they are 2 by 3 matrices"):
+        LA.cond(t(arr(2, 3)), "fro")
+    with pytest.raises(RuntimeError, match=r"Expected a floating point or complex tensor as input. Got int64"):
+        LA.cond(ember.tensor([[1, 0], [0, 1]]))
+
+
+@pytest.mark.parametrize("kind", DTYPES)
+def test_lstsq_matches_numpy(kind):
+    dtype, complex_, tol = DTYPES[kind]
+    tol = max(tol, 1e-10) * 10
+    a, b = arr(2, 6, 3, complex_=complex_), arr(2, 6, 2, complex_=complex_)
+    want = [np.linalg.lstsq(a[i], b[i], rcond=None) for i in range(2)]
+    got = LA.lstsq(t(a, dtype), t(b, dtype), driver="gelsd")
+    close(got.solution, np.stack([w[0] for w in want]), tol)
+    close(got.residuals, np.stack([w[1] for w in want]), tol)
+    assert got.rank.tolist() == [3, 3]
+    close(got.singular_values, np.stack([w[3] for w in want]), tol)
+    solution, residuals, rank, sv = LA.lstsq(t(a, dtype), t(b, dtype))  # gelsy: no residuals or singular values
+    close(solution, np.stack([w[0] for w in want]), tol)
+    assert residuals.shape == (0,) and sv.shape == (0,) and rank.tolist() == [3, 3]
+    gels = LA.lstsq(transposed(a, dtype), t(b[:1], dtype), driver="gels")  # B broadcast over A's batch
+    close(gels.solution, np.stack([np.linalg.lstsq(a[i], b[0], rcond=None)[0] for i in range(2)]), tol)
+    close(gels.residuals, np.stack([np.linalg.lstsq(a[i], b[0], rcond=None)[1] for i in range(2)]), tol)
+    assert gels.rank.shape == (0,)
+    vec = LA.lstsq(t(a[0], dtype), t(b[0, :, 0], dtype), driver="gelss")  # a vector B
+    want = np.linalg.lstsq(a[0], b[0, :, 0], rcond=None)
+    close(vec.solution, want[0], tol)
+    close(vec.residuals, want[1], tol)  # shape (1,), as NumPy's
+    # underdetermined and rank-deficient: the minimum-norm solution
+    wide, rhs = arr(3, 5, complex_=complex_), arr(3, 2, complex_=complex_)
+    close(LA.lstsq(t(wide, dtype), t(rhs, dtype)).solution, np.linalg.lstsq(wide, rhs, rcond=None)[0], tol)
+    r = low_rank(5, 4, rank=2, complex_=complex_)
+    got = LA.lstsq(t(r, dtype), t(b[0], dtype)[:5], rcond=1e-6, driver="gelsd")
+    want = np.linalg.lstsq(r, b[0][:5], rcond=1e-6)
+    close(got.solution, want[0], tol * 100)
+    assert got.rank.item() == 2 and got.residuals.shape == (0,)  # not full rank: no residuals
+    assert LA.lstsq(t(np.zeros((2, 0, 3)), dtype), t(np.zeros((2, 0, 1)), dtype)).solution.shape == (2, 3, 1)
+
+
+def test_lstsq_errors():
+    with pytest.raises(RuntimeError, match=r"parameter `driver` should be one of \(gels, gelsy, gelsd, gelss\)"):
+        LA.lstsq(t(arr(3, 2)), t(arr(3, 1)), driver="bad")
+    with pytest.raises(RuntimeError, match=r"input.size\(-2\) should match other.size\(-2\)"):
+        LA.lstsq(t(arr(3, 2)), t(arr(4, 1)))
+    with pytest.raises(RuntimeError, match=r"input.size\(-2\) should match other.size\(-1\)"):
+        LA.lstsq(t(arr(2, 3, 2)), t(arr(3, 2)))  # one dim fewer: a batch of vectors, of length 2
+    with pytest.raises(RuntimeError, match=r"\(input.dim\(\) - other.dim\(\)\) <= 1"):
+        LA.lstsq(t(arr(2, 3, 2)), t(arr(3)))
+    with pytest.raises(RuntimeError, match=r"Expected input and other to have the same dtype"):
+        LA.lstsq(t(arr(3, 2)), t(arr(3, 1)).to(ember.float32))
+    with pytest.raises(RuntimeError, match=r"Expected a floating point or complex tensor as input. Got int64"):
+        LA.lstsq(ember.tensor([[1, 0], [0, 1]]), ember.tensor([[1], [1]]))
+
+
+def test_singular_value_ops_gradcheck():
+    for complex_ in (False, True):
+        a = t(arr(4, 3, complex_=complex_), requires_grad=True)
+        b = t(arr(4, 2, complex_=complex_), requires_grad=True)
+        assert gradcheck(LA.pinv, (a,), check_forward_ad=True)
+        assert gradcheck(lambda a, b: LA.lstsq(a, b).solution, (a, b), check_forward_ad=True)
+        assert gradcheck(lambda a: LA.cond(a), (a,), check_forward_ad=True)
+        sq = t(arr(3, 3, complex_=complex_) + 2 * np.eye(3), requires_grad=True)
+        assert gradcheck(lambda a: LA.cond(a, "fro"), (sq,), check_forward_ad=True)
+        # eigh on the Hermitian part, so that every perturbation stays Hermitian
+        assert gradcheck(lambda a: LA.pinv(a + a.mH, hermitian=True), (sq,), check_forward_ad=True)
+        for ord in ("nuc", 2, -2):
+            assert gradcheck(lambda a, ord=ord: LA.matrix_norm(a, ord), (a,), check_forward_ad=True)
 
 
 # ---- vmap -----------------------------------------------------------------------------------------

@@ -12,7 +12,15 @@ so their derivatives, forward mode and vmap come from the ops they call:
 - matrix_exp: scaling and squaring with a diagonal Padé approximant (Higham 2005, "The scaling
   and squaring method for the matrix exponential revisited", Algorithm 2.3): degree 3, 5, 7 or 9
   when every matrix's 1-norm is below that degree's theta, otherwise degree 13 after scaling
-  each matrix by its own 2^-s, then s squarings per matrix.
+  each matrix by its own 2^-s, then s squarings per matrix;
+- cond: the ratio of the extreme singular values (p = None / 2 / -2), otherwise
+  matrix_norm(A) * matrix_norm(inv(A)), inf where LU finds A singular;
+- matrix_rank: the count of singular values (|eigenvalues| with hermitian=True) above
+  max(atol, rtol * the largest);
+- pinv: V diag(1/s) U^H from the thin SVD (Q diag(1/l) Q^H from eigh with hermitian=True),
+  dropping the values at or below that tolerance;
+- lstsq: the minimum-norm least-squares solution V diag(1/s) U^H B from the thin SVD, with
+  rcond as the relative cut-off.
 """
 
 from __future__ import annotations
@@ -20,10 +28,12 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+from collections import namedtuple
 
 from .. import _C
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp", "cond", "matrix_rank",
+           "pinv", "lstsq"]
 
 
 def _name(dtype) -> str:
@@ -312,3 +322,197 @@ def _no_grad():
     from ..autograd import no_grad
 
     return no_grad()
+
+
+# ---- on the factorizations (linalg.svd / svdvals / eigh / eigvalsh) ------------------------------
+
+def _factorization(name: str):
+    """An ember.linalg factorization (registered in the package's __init__)."""
+    return getattr(sys.modules[__package__], name)
+
+
+def _real_dtype(dtype):
+    return {_C.complex64: _C.float32, _C.complex128: _C.float64}.get(dtype, dtype)
+
+
+def _tolerance(S, atol, rtol, m: int, n: int, op: str):
+    """max(atol, rtol * largest singular value) per matrix, as PyTorch: rtol defaults to
+    eps * max(m, n), or to 0 when atol > 0 is given."""
+    real = S.dtype
+
+    def as_tensor(x, name):
+        if x is None:
+            return None
+        if isinstance(x, _C.Tensor):
+            if x.dtype.is_complex:
+                raise RuntimeError(f"[{op}] {name} tensor of complex type is not supported.")
+            return _C.to_dtype(x, real)
+        return _C.full([], float(x), dtype=real)
+
+    atol_t, rtol_t = as_tensor(atol, "atol"), as_tensor(rtol, "rtol")
+    if rtol_t is None:
+        from .._info import finfo
+
+        default = _C.full([], finfo(real).eps * max(m, n), dtype=real)
+        rtol_t = default if atol_t is None else _C.where(atol_t > 0, _C.zeros_like(default), default)
+    if atol_t is None:
+        atol_t = _C.zeros([], dtype=real)
+    largest = _C.amax(S, [-1], False) if S.shape[-1] else _C.zeros(list(S.shape[:-1]), dtype=real)
+    return _C.maximum(atol_t, rtol_t * largest)
+
+
+def _spectrum(A, hermitian: bool, op: str):
+    """The singular values of A (|eigenvalues| for Hermitian A), in any order."""
+    if hermitian:
+        _square(A, op)
+        return _C.abs(_factorization("eigvalsh")(A))
+    return _factorization("svdvals")(A)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The number of singular values above max(atol, rtol * the largest)."""
+    op = "linalg.matrix_rank"
+    if A.dim() < 2:
+        raise RuntimeError(f"[{op}] The input tensor A must have at least 2 dimensions.")
+    _check_float_or_complex(A, op)
+    m, n = A.shape[-2], A.shape[-1]
+    with _no_grad():
+        S = _spectrum(A, hermitian, op)
+        tol = _tolerance(S, atol, rtol, m, n, op)
+        rank = _C.sum(S > _C.unsqueeze(tol, -1), [-1], False, dtype=_C.int64)
+    return _out(rank, out)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The Moore-Penrose pseudo-inverse V diag(1/s) U^H from the SVD, dropping singular values at
+    or below max(atol, rtol * the largest) (from eigh for Hermitian A)."""
+    op = "linalg.pinv"
+    if A.dim() < 2:
+        raise RuntimeError(f"[{op}] The input tensor A must have at least 2 dimensions.")
+    _check_float_or_complex(A, op)
+    m, n = A.shape[-2], A.shape[-1]
+    if A.numel() == 0:
+        return _out(_C.zeros(list(A.shape[:-2]) + [n, m], dtype=A.dtype), out)
+    if hermitian:
+        _square(A, op)
+        L, Q = _factorization("eigh")(A)
+        with _no_grad():
+            tol = _C.unsqueeze(_tolerance(_C.abs(L), atol, rtol, m, n, op), -1)
+        keep = _C.abs(L) > tol
+        # 1/L only where kept: a dropped (near-)zero L must not reach the reciprocal's backward
+        inv = _C.where(keep, _C.reciprocal(_C.where(keep, L, _C.ones_like(L))), _C.zeros_like(L))
+        result = _C.matmul(Q * _C.unsqueeze(inv, -2), _mH(Q))
+    else:
+        U, S, Vh = _factorization("svd")(A, full_matrices=False)
+        with _no_grad():
+            tol = _C.unsqueeze(_tolerance(S, atol, rtol, m, n, op), -1)
+        keep = S > tol
+        inv = _C.where(keep, _C.reciprocal(_C.where(keep, S, _C.ones_like(S))), _C.zeros_like(S))
+        result = _C.matmul(_mH(Vh) * _C.unsqueeze(inv, -2), _mH(U))
+    return _out(result, out)
+
+
+def _mH(A):
+    return _C.conj(_C.transpose(A, -2, -1))
+
+
+def cond(A, p=None, *, out=None):
+    """The condition number ||A||_p ||A^-1||_p: for p = None / 2 / -2 the ratio of the largest and
+    smallest singular values (any shape); for 'fro', 'nuc', 1, -1, inf, -inf from matrix_norm and
+    inv of square matrices, inf where A is singular."""
+    op = "linalg.cond"
+    if p is None:
+        p = 2.0
+    if isinstance(p, str):
+        if p not in ("fro", "nuc"):
+            raise RuntimeError(f"[{op}] got an invalid norm type: {p}")
+    elif _is_ord_number(p):
+        if abs(float(p)) not in (1.0, 2.0, math.inf):
+            raise RuntimeError(f"[{op}] got an invalid norm type: {p}")
+        p = float(p)
+    else:
+        raise TypeError(f"linalg.cond(): argument 'p' must be str or Number, not {type(p).__name__}")
+    if A.dim() < 2:
+        raise RuntimeError(f"[{op}] The input tensor A must have at least 2 dimensions.")
+    _check_float_or_complex(A, op)
+    if A.numel() == 0:  # NumPy leaves cond of empty matrices undefined; PyTorch gives 0
+        return _out(_C.zeros(list(A.shape[:-2]), dtype=_real_dtype(A.dtype)), out)
+    if p in (2.0, -2.0):
+        S = _factorization("svdvals")(A)
+        s_max, s_min = _C.amax(S, [-1], False), _C.amin(S, [-1], False)
+        return _out(s_max / s_min if p == 2.0 else s_min / s_max, out)
+    _square(A, f"{op}(ord={p if isinstance(p, str) else f'{p:g}'})")
+    with _no_grad():
+        singular = _C.linalg_slogdet(A)[0] == 0  # LU found an exact zero pivot: inv does not exist
+    eye = _identity_like(A)
+    safe = _C.where(_C.unsqueeze(_C.unsqueeze(singular, -1), -1), eye, A)
+    value = matrix_norm(safe, p) * matrix_norm(_C.linalg_inv(safe), p)
+    return _out(_C.where(singular, _C.full([], math.inf, dtype=value.dtype), value), out)
+
+
+_LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares (minimum-norm, for rank-deficient A) solution X of A X = B from the SVD,
+    dropping singular values at or below rcond * the largest (rcond defaults to eps * max(m, n)).
+    Which outputs are filled follows PyTorch's CPU drivers: residuals (squared, per column) for
+    m > n with 'gels', and with 'gelsd' / 'gelss' when every matrix has full rank; rank for all
+    but 'gels'; singular_values for 'gelsd' and 'gelss'. The default driver is 'gelsy'."""
+    op = "linalg.lstsq"
+    if driver is None:
+        driver = "gelsy"
+    if driver not in _DRIVERS:
+        raise RuntimeError(f"[{op}] parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    if A.dim() < 2:
+        raise RuntimeError(f"[{op}] input must have at least 2 dimensions.")
+    _check_float_or_complex(A, op)
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"[{op}] Expected input and other to have the same dtype, but got input's dtype "
+                           f"{_name(A.dtype)} and other's dtype {_name(B.dtype)}.")
+    if B.dim() < 1:
+        raise RuntimeError(f"[{op}] other must have at least 1 dimension.")
+    if not 0 <= A.dim() - B.dim() <= 1:
+        raise RuntimeError(f"[{op}] input.dim() must be greater or equal to other.dim() and "
+                           f"(input.dim() - other.dim()) <= 1")
+    vector = A.dim() - B.dim() == 1  # B is a (batch of) vector(s), as PyTorch decides
+    if vector:
+        B = _C.unsqueeze(B, -1)
+    m, n = A.shape[-2], A.shape[-1]
+    if B.shape[-2] != m:
+        raise RuntimeError(f"[{op}] input.size(-2) should match other.size({-1 if vector else -2})")
+    from .. import broadcast_shapes
+
+    batch = list(broadcast_shapes(A.shape[:-2], B.shape[:-2]))
+    A = _C.expand(A, batch + [m, n])
+    B = _C.expand(B, batch + [m, B.shape[-1]])
+    real = _real_dtype(A.dtype)
+    k = B.shape[-1]
+    if min(m, n) == 0:
+        X = _C.zeros(batch + [n, k], dtype=A.dtype)
+        S = _C.zeros(batch + [0], dtype=real)
+    else:
+        U, S, Vh = _factorization("svd")(A, full_matrices=False)
+        with _no_grad():
+            from .._info import finfo
+
+            eps = finfo(real).eps
+            # LAPACK's convention: a negative rcond means the machine precision
+            rcond = eps * max(m, n) if rcond is None else eps if rcond < 0 else float(rcond)
+            tol = _C.unsqueeze(_C.amax(S, [-1], False) * rcond, -1)
+        keep = S > tol
+        inv = _C.where(keep, _C.reciprocal(_C.where(keep, S, _C.ones_like(S))), _C.zeros_like(S))
+        X = _C.matmul(_mH(Vh) * _C.unsqueeze(inv, -2), _C.matmul(_mH(U), B))
+        with _no_grad():
+            rank = _C.sum(keep, [-1], False, dtype=_C.int64)
+    empty = _C.zeros([0], dtype=real)
+    if min(m, n) == 0:
+        rank = _C.zeros(batch, dtype=_C.int64)
+    full_rank = m > n and (driver == "gels" or driver in ("gelsd", "gelss") and bool(_C.all(rank == n, [], False)))
+    # the squared residual of each column (shape (..., 1) for a vector B, as NumPy's)
+    residuals = _C.sum(_C.abs(_C.matmul(A, X) - B) ** 2, [-2], False) if full_rank else empty
+    if vector:
+        X = _C.squeeze(X, [-1])
+    return _LstsqResult(X, residuals, _C.to_dtype(empty, _C.int64) if driver == "gels" else rank,
+                        S if driver in ("gelsd", "gelss") else empty)
