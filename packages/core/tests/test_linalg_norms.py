@@ -205,24 +205,20 @@ def test_matrix_norm_gradcheck(complex_, ord):
     assert gradcheck(lambda x: LA.matrix_norm(x, ord, dim=(2, 0), keepdim=True), (x,), check_forward_ad=True)
 
 
+@pytest.mark.parametrize("kind", DTYPES)
 @pytest.mark.parametrize("ord", ["nuc", 2, -2])
-def test_singular_value_norms(ord):
-    if not hasattr(LA, "svdvals"):
-        pytest.skip("matrix_norm 'nuc', 2 and -2 need linalg.svdvals, which is not built yet")
-    for complex_ in (False, True):
-        a = arr(2, 3, 4, complex_=complex_)
-        close(LA.matrix_norm(t(a), ord), np.linalg.norm(a, ord, axis=(-2, -1)), 1e-10)
-        close(LA.matrix_norm(t(a), ord, dim=(2, 0), keepdim=True), np.linalg.norm(a, ord, axis=(2, 0), keepdims=True),
-              1e-10)
-        close(LA.norm(t(a[0]), ord), np.linalg.norm(a[0], ord), 1e-10)
-
-
-def test_singular_value_norms_absent_without_svdvals():
-    if hasattr(LA, "svdvals"):
-        pytest.skip("linalg.svdvals is built; test_singular_value_norms checks these orders")
-    with pytest.raises(NotImplementedError, match=r"\[linalg.matrix_norm\] this ord needs the singular values, and "
-                                                  r"linalg.svdvals is not built yet"):
-        LA.matrix_norm(t(arr(3, 3)), "nuc")
+def test_singular_value_norms(kind, ord):
+    dtype, complex_, tol = DTYPES[kind]
+    tol = max(tol, 1e-10)
+    a = arr(2, 3, 4, complex_=complex_)
+    close(LA.matrix_norm(t(a, dtype), ord), np.linalg.norm(a, ord, axis=(-2, -1)), tol)
+    close(LA.matrix_norm(t(a, dtype), ord, dim=(2, 0), keepdim=True),
+          np.linalg.norm(a, ord, axis=(2, 0), keepdims=True), tol)
+    close(LA.matrix_norm(transposed(a, dtype), ord), np.linalg.norm(a, ord, axis=(-2, -1)), tol)
+    close(LA.norm(t(a[0], dtype), ord), np.linalg.norm(a[0], ord), tol)
+    assert LA.matrix_norm(t(np.zeros((0, 3, 3)), dtype), ord).shape == (0,)
+    if dtype == ember.float32:
+        assert LA.matrix_norm(t(a, dtype), ord, dtype=ember.float64).dtype == ember.float64
 
 
 def test_matrix_norm_errors():
@@ -281,11 +277,7 @@ def test_top_level_norm():
     close(ember.norm(t(a, ember.float32), dtype=ember.float64), np.linalg.norm(a.astype(np.float32).astype(np.float64)))
     with pytest.raises(RuntimeError, match=r"Expected a floating point or complex tensor as input. Got int64"):
         ember.norm(ember.tensor([1, 2]), 2)
-    if hasattr(LA, "svdvals"):
-        close(ember.norm(x, "nuc"), np.linalg.norm(a, "nuc"), 1e-10)
-    else:
-        with pytest.raises(NotImplementedError, match=r"linalg.svdvals is not built yet"):
-            ember.norm(x, "nuc")
+    close(ember.norm(x, "nuc"), np.linalg.norm(a, "nuc"), 1e-10)
 
 
 # ---- cross ----------------------------------------------------------------------------------------
@@ -598,6 +590,19 @@ def test_lstsq_errors():
         LA.lstsq(t(arr(3, 2)), t(arr(3, 1)).to(ember.float32))
     with pytest.raises(RuntimeError, match=r"Expected a floating point or complex tensor as input. Got int64"):
         LA.lstsq(ember.tensor([[1, 0], [0, 1]]), ember.tensor([[1], [1]]))
+
+
+def test_matrix_rank_and_pinv_errors():
+    for f, op in ((LA.matrix_rank, "linalg.matrix_rank"), (LA.pinv, "linalg.pinv")):
+        with pytest.raises(RuntimeError, match=rf"\[{op}\] The input tensor A must have at least 2 dimensions."):
+            f(t(arr(3)))
+        with pytest.raises(RuntimeError, match=rf"\[{op}\] Expected a floating point or complex tensor as input. "
+                                               r"Got int64"):
+            f(ember.tensor([[1, 0], [0, 1]]))
+        with pytest.raises(RuntimeError, match=r"A must be batches of square matrices, but they are 3 by 4 matrices"):
+            f(t(arr(3, 4)), hermitian=True)
+        with pytest.raises(RuntimeError, match=r"atol tensor of complex type is not supported."):
+            f(t(arr(3, 3)), atol=t(np.array(1j)))
 
 
 def test_singular_value_ops_gradcheck():

@@ -4,7 +4,7 @@ so their derivatives, forward mode and vmap come from the ops they call:
 - vector_norm: the registered `norm` reduction (abs, then sum / amax / amin / pow);
 - matrix_norm: 'fro' is the vector 2-norm over both dims; 1 / inf (and -1 / -inf) are the
   max (min) over one dim of the vector 1-norms over the other; 2, -2 and 'nuc' are the largest,
-  smallest and summed singular values (linalg.svdvals, when it is built);
+  smallest and summed singular values (linalg.svdvals);
 - norm: torch.linalg.norm's dispatch between the two;
 - cross: the cyclic form c = roll(a, -1) * roll(b, -2) - roll(a, -2) * roll(b, -1) along dim;
 - diagonal: the `diagonal` view over the last two dims;
@@ -114,6 +114,11 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return _out(_C.norm(x, ord, dims, keepdim), out)
 
 
+def _factorization(name: str):
+    """An ember.linalg factorization (registered in the package's __init__)."""
+    return getattr(sys.modules[__package__], name)
+
+
 def _matrix_dims(A, dim, op: str) -> list[int]:
     if A.dim() < 2:
         raise RuntimeError(f"[{op}] The input tensor A must have at least 2 dimensions.")
@@ -126,20 +131,12 @@ def _matrix_dims(A, dim, op: str) -> list[int]:
     return dims
 
 
-def _svdvals(op: str):
-    svdvals = getattr(sys.modules[__package__], "svdvals", None)
-    if svdvals is None:
-        raise NotImplementedError(f"[{op}] this ord needs the singular values, and linalg.svdvals is not built yet")
-    return svdvals
-
-
-def _singular_value_norm(A, ord, dims, keepdim, dtype, op):
+def _singular_value_norm(A, ord, dims, keepdim, dtype):
     """2 / -2 / 'nuc': max / min / sum of the singular values of the matrices spanned by dims."""
-    svdvals = _svdvals(op)
     if dtype is not None:
         A = _C.to_dtype(A, dtype)
     rest = [d for d in range(A.dim()) if d not in dims]
-    s = svdvals(_C.permute(A, rest + dims))  # (..., k)
+    s = _factorization("svdvals")(_C.permute(A, rest + dims))  # (..., k)
     if ord == "nuc":
         result = _C.sum(s, [-1], False)
     else:
@@ -168,7 +165,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         result = vector_norm(A, 2, dims, keepdim, dtype=dtype)
     elif ord == "nuc" or abs(ord) == 2:
-        result = _singular_value_norm(A, ord, dims, keepdim, dtype, op)
+        result = _singular_value_norm(A, ord, dims, keepdim, dtype)
     else:
         # 1-norm: the largest column sum of |A| (sum over rows, then max over columns); inf: rows
         d_sum, d_ext = dims if abs(ord) == 1 else dims[::-1]
@@ -325,11 +322,6 @@ def _no_grad():
 
 
 # ---- on the factorizations (linalg.svd / svdvals / eigh / eigvalsh) ------------------------------
-
-def _factorization(name: str):
-    """An ember.linalg factorization (registered in the package's __init__)."""
-    return getattr(sys.modules[__package__], name)
-
 
 def _real_dtype(dtype):
     return {_C.complex64: _C.float32, _C.complex128: _C.float64}.get(dtype, dtype)
