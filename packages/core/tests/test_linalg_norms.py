@@ -629,3 +629,18 @@ def test_vmap_matches_a_loop():
     for f in (lambda a: LA.vector_norm(a, 3, dim=0), lambda a: LA.matrix_norm(a, 1), LA.norm,
               lambda a: LA.cross(a, a.flip(0)), lambda a: LA.matrix_power(a, 3), LA.diagonal):
         close(ember.func.vmap(f)(x), np.stack([f(xi).numpy() for xi in x]), 1e-12)
+
+
+def test_out_arguments():
+    a = arr(2, 3, 3) + 2 * np.eye(3)
+    x = t(a)
+    for f, want in ((lambda o: LA.matrix_norm(x, 1, out=o), np.linalg.norm(a, 1, axis=(-2, -1))),
+                    (lambda o: LA.norm(x, dim=(1, 2), out=o), np.linalg.norm(a, axis=(1, 2))),
+                    (lambda o: LA.cond(x, out=o), np.linalg.cond(a)),
+                    (lambda o: LA.matrix_power(x, 2, out=o), a @ a),
+                    (lambda o: LA.pinv(x, out=o), np.linalg.pinv(a))):
+        out = ember.empty(*want.shape, dtype=ember.float64)
+        assert f(out) is out
+        close(out, want, 1e-10)
+    out = ember.empty(2, dtype=ember.int64)
+    assert LA.matrix_rank(x, out=out) is out and out.tolist() == [3, 3]
