@@ -301,9 +301,12 @@ inline Tensor norm_backward(const Tensor& grad, const Tensor& self, const Tensor
         std::nullopt, std::nullopt);
   }
   const Tensor ratio = autograd::div(a, r, std::nullopt, std::nullopt);  // |x| / norm
-  const Tensor local =
+  Tensor local =
       autograd::mul(autograd::sgn(self), autograd::pow(ratio, num(q - 1.0), std::nullopt), std::nullopt);
-  const Tensor out = autograd::mul(g, autograd::conj(local), std::nullopt);
+  // p < 1: |x|^(p-1) is infinite at x = 0, where PyTorch takes the (sub)gradient 0 rather than 0 * inf
+  if (q < 1.0) local = autograd::where(autograd::eq(a, num(0.0), std::nullopt), zeros_of(local), local);
+  // complex x: the gradient of the real norm is g * sgn(x) * ..., unconjugated, as abs's
+  const Tensor out = autograd::mul(g, local, std::nullopt);
   return autograd::where(autograd::eq(r, num(0.0), std::nullopt), zeros_of(out), out);
 }
 

@@ -74,9 +74,12 @@ _GENERATED_OPS = _export_generated_ops()
 
 from ._overloads import (  # noqa: E402 - they replace generated entries of the same name
     aminmax,
+    cross,
     cummax,
     cummin,
     kthvalue,
+    matrix_exp,
+    matrix_power,
     max,  # noqa: A004
     median,
     min,  # noqa: A004
@@ -253,7 +256,8 @@ __all__ = [
     "is_inference_mode_enabled",
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "max", "min", "aminmax", "var_mean", "std_mean", "return_types", "sort", "topk", "kthvalue", "median", "nanmedian", "mode",
-    "cummax", "cummin", "tensor_split", "unique", "unique_consecutive", "where", "norm",
+    "cummax", "cummin", "tensor_split", "unique", "unique_consecutive", "where", "norm", "cross", "matrix_exp",
+    "matrix_power",
     "finfo", "iinfo", "concat", "clip", "broadcast_shapes", "broadcast_tensors", "meshgrid", "zeros", "ones",
     "cmake_prefix_path", "get_include", "get_lib", "__version__", "result_type", "promote_types",
     "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", "set_float32_matmul_precision",

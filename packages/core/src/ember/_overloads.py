@@ -2,7 +2,7 @@
 
 torch.max(x) is a value, torch.max(x, dim) is (values, indices), torch.max(x, y) is maximum: one
 Python name dispatching on its arguments. Each form calls an op declared once in
-native/ops/declarations.py; nothing here computes on its own.
+native/ops/declarations.py or an ember.linalg composition; nothing here computes on its own.
 """
 
 from __future__ import annotations
@@ -136,15 +136,43 @@ def where(condition, input=None, other=None):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """Vector p-norms over dim (all elements by default); 'fro' is the 2-norm."""
-    if p == "fro":
-        p = 2
-    elif isinstance(p, str):
-        raise NotImplementedError(f"[norm] p={p!r} is not implemented yet (matrix norms come with ember.linalg)")
-    x = input if dtype is None else input.to(dtype)
-    return _C.norm(x, p, dim, keepdim)
+    """torch.norm: 'fro' (or a number) is the vector norm over dim (all elements by default); 'nuc'
+    and the other strings are matrix norms over dim (both dims of a 2-D input by default)."""
+    from .linalg import matrix_norm, vector_norm
+
+    dims = [dim] if isinstance(dim, int) else dim
+    if isinstance(p, str):
+        if p == "fro" and (dims is None or len(dims) <= 2):
+            return vector_norm(input, 2, dims, keepdim, dtype=dtype)
+        return matrix_norm(input, p, list(range(input.dim())) if dims is None else dims, keepdim, dtype=dtype)
+    return vector_norm(input, 2.0 if p is None else p, dims, keepdim, dtype=dtype)
+
+
+def cross(input, other, dim=None, *, out=None):
+    """torch.cross: linalg.cross, except that dim=None takes the first dim of size 3."""
+    from .linalg import cross as linalg_cross
+
+    if dim is None:
+        shape = input.shape if input.dim() != other.dim() else _C.broadcast_tensors([input, other])[0].shape
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("[cross] no dimension of size 3 in input")
+    return linalg_cross(input, other, dim=dim, out=out)
+
+
+def matrix_power(input, n, *, out=None):
+    from .linalg import matrix_power as linalg_matrix_power
+
+    return linalg_matrix_power(input, n, out=out)
+
+
+def matrix_exp(input):
+    from .linalg import matrix_exp as linalg_matrix_exp
+
+    return linalg_matrix_exp(input)
 
 
 for _name in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "max", "min", "aminmax",
-              "var_mean", "std_mean", "tensor_split", "unique", "unique_consecutive", "norm"):
+              "var_mean", "std_mean", "tensor_split", "unique", "unique_consecutive", "norm", "cross", "matrix_power",
+              "matrix_exp"):
     setattr(_C.Tensor, _name, globals()[_name])

@@ -3,7 +3,9 @@ solve_triangular (on LU with partial pivoting, Cholesky and substitution kernels
 decompositions svd / svdvals (one-sided Jacobi), eigh / eigvalsh (cyclic Jacobi), qr and
 householder_product (Householder), lu_factor / lu_factor_ex / lu / lu_solve (partial pivoting),
 eig / eigvals (Hessenberg reduction and shifted complex QR), all registered ops with derivatives;
-and the products multi_dot, matmul and vecdot. lstsq, matrix functions and norms are not built yet."""
+the products multi_dot, matmul and vecdot; and the compositions of _composites.py (vector_norm,
+matrix_norm, norm, cross, diagonal, matrix_power, matrix_exp, and on the SVD / eigh: cond,
+matrix_rank, pinv, lstsq)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,19 @@ from collections import namedtuple
 
 from .. import _C
 from .._products import multi_dot
+from ._composites import (
+    cond,
+    cross,
+    diagonal,
+    lstsq,
+    matrix_exp,
+    matrix_norm,
+    matrix_power,
+    matrix_rank,
+    norm,
+    pinv,
+    vector_norm,
+)
 
 # Raised where a matrix cannot be factored (singular, not positive-definite, no convergence);
 # a RuntimeError, as torch.linalg.LinAlgError is.
@@ -19,6 +34,8 @@ LinAlgError = _C.LinAlgError
 __all__ = ["LinAlgError", "multi_dot", "matmul", "vecdot", "solve", "inv", "det", "slogdet", "cholesky", "cholesky_ex",
            "solve_triangular", "svd", "svdvals", "eigh", "eigvalsh", "qr", "householder_product", "lu_factor",
            "lu_factor_ex", "lu", "lu_solve", "eig", "eigvals"]
+__all__ += ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp", "cond",
+            "matrix_rank", "pinv", "lstsq"]
 
 _SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 _CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
