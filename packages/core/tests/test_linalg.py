@@ -135,3 +135,14 @@ def test_second_order():
     assert gradgradcheck(LA.det, (a,))
     s = t(spd(3, 3), True)
     assert gradgradcheck(lambda x: LA.cholesky((x + x.mT) * 0.5), (s,))
+
+
+def test_out_returns_the_out_tensor_itself():
+    A = ember.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=ember.float64)
+    B = ember.tensor([[1.0], [2.0]], dtype=ember.float64)
+    for fn, args in ((ember.linalg.solve, (A, B)), (ember.linalg.inv, (A,)), (ember.linalg.cholesky, (A,)),
+                     (ember.linalg.vecdot, (A, A))):
+        want = fn(*args)
+        out = ember.zeros(list(want.shape), dtype=ember.float64)
+        assert fn(*args, out=out) is out
+        np.testing.assert_allclose(out.numpy(), want.numpy())

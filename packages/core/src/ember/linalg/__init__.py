@@ -135,7 +135,11 @@ def eigvals(A, *, out=None):
 
 
 def _out(result, out):
-    return result if out is None else _C.copy_(out, result)
+    """out= semantics: the result written into `out`, and `out` itself returned (as PyTorch)."""
+    if out is None:
+        return result
+    _C.copy_(out, result)
+    return out
 
 
 def matmul(input, other, *, out=None):
@@ -144,5 +148,4 @@ def matmul(input, other, *, out=None):
 
 def vecdot(x, y, *, dim=-1, out=None):
     """sum(conj(x) * y) over `dim`, broadcasting the other dims."""
-    result = _C.sum(_C.conj(x) * y, [dim])
-    return result if out is None else _C.copy_(out, result)
+    return _out(_C.sum(_C.conj(x) * y, [dim]), out)
