@@ -530,3 +530,18 @@ def test_second_order():
     LU, piv = LA.lu_factor(x.detach())
     assert gradgradcheck(lambda f, y: LA.lu_solve(f, piv, y), (LU.requires_grad_(True), b))
     assert gradgradcheck(LA.householder_product, (t(arr(4, 3), True), t(arr(2) * 0.5, True)))
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 2), (2, 0, 3), (0, 3, 3), (2, 0, 0)])
+def test_zero_size_backward(shape):
+    x = t(np.zeros(shape), True)
+    square = shape[-1] == shape[-2]
+    fns = [lambda a: LA.svd(a, full_matrices=False), LA.svdvals, LA.qr, lambda a: LA.lu_factor(a).LU,
+           lambda a: LA.lu(a)[1:]]
+    if square:
+        fns += [LA.eigh, LA.eigvalsh, lambda a: LA.eig(a)[0].abs(), lambda a: LA.lu_solve(*LA.lu_factor(a), a)]
+    for fn in fns:
+        out = fn(x)
+        total = sum(o.sum() for o in (out if isinstance(out, tuple) else (out,)))
+        (gx,) = ember.autograd.grad(total, (x,))
+        assert gx.shape == shape
