@@ -400,6 +400,10 @@ def test_bad_inputs():
         LA.householder_product(t(np.ones((2, 3))), t(np.ones(2)))
     with pytest.raises(RuntimeError, match=r"input.shape\[-1\] must be greater than or equal to tau.shape\[-1\]"):
         LA.householder_product(t(np.ones((3, 2))), t(np.ones(3)))
+    with pytest.raises(RuntimeError, match=r"\[linalg.svd\] keyword argument `driver=` is only supported on CUDA"):
+        LA.svd(t(np.eye(2)), driver="gesvd")
+    with pytest.raises(RuntimeError, match=r"\[linalg.svdvals\] keyword argument `driver=`"):
+        LA.svdvals(t(np.eye(2)), driver="gesvd")
     with pytest.raises(RuntimeError, match=r"tau dtype float32 does not match input dtype float64"):
         LA.householder_product(t(np.ones((3, 2))), ember.ones(2, dtype=ember.float32))
 
