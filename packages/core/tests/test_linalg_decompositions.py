@@ -400,6 +400,10 @@ def test_bad_inputs():
         LA.householder_product(t(np.ones((2, 3))), t(np.ones(2)))
     with pytest.raises(RuntimeError, match=r"input.shape\[-1\] must be greater than or equal to tau.shape\[-1\]"):
         LA.householder_product(t(np.ones((3, 2))), t(np.ones(3)))
+    with pytest.raises(RuntimeError, match=r"\[linalg.svd\] keyword argument `driver=` is only supported on CUDA"):
+        LA.svd(t(np.eye(2)), driver="gesvd")
+    with pytest.raises(RuntimeError, match=r"\[linalg.svdvals\] keyword argument `driver=`"):
+        LA.svdvals(t(np.eye(2)), driver="gesvd")
     with pytest.raises(RuntimeError, match=r"tau dtype float32 does not match input dtype float64"):
         LA.householder_product(t(np.ones((3, 2))), ember.ones(2, dtype=ember.float32))
 
@@ -530,3 +534,18 @@ def test_second_order():
     LU, piv = LA.lu_factor(x.detach())
     assert gradgradcheck(lambda f, y: LA.lu_solve(f, piv, y), (LU.requires_grad_(True), b))
     assert gradgradcheck(LA.householder_product, (t(arr(4, 3), True), t(arr(2) * 0.5, True)))
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 2), (2, 0, 3), (0, 3, 3), (2, 0, 0)])
+def test_zero_size_backward(shape):
+    x = t(np.zeros(shape), True)
+    square = shape[-1] == shape[-2]
+    fns = [lambda a: LA.svd(a, full_matrices=False), LA.svdvals, LA.qr, lambda a: LA.lu_factor(a).LU,
+           lambda a: LA.lu(a)[1:]]
+    if square:
+        fns += [LA.eigh, LA.eigvalsh, lambda a: LA.eig(a)[0].abs(), lambda a: LA.lu_solve(*LA.lu_factor(a), a)]
+    for fn in fns:
+        out = fn(x)
+        total = sum(o.sum() for o in (out if isinstance(out, tuple) else (out,)))
+        (gx,) = ember.autograd.grad(total, (x,))
+        assert gx.shape == shape
