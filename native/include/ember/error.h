@@ -29,6 +29,12 @@ class EMBER_API NotImplementedError : public Error {  // -> NotImplementedError
  public:
   using Error::Error;
 };
+// A matrix a linalg op cannot factor (singular, not positive-definite, no convergence):
+// ember.linalg.LinAlgError, a RuntimeError, as torch.linalg.LinAlgError is.
+class EMBER_API LinAlgError : public Error {  // -> ember.linalg.LinAlgError
+ public:
+  using Error::Error;
+};
 
 namespace detail {
 template <typename... Args>

@@ -338,23 +338,14 @@ inline void check_qr_differentiable(const Tensor& Q, const Tensor& R, const std:
       mode != "r", Error,
       "[linalg.qr] The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
       "use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.");
-  const int64_t m = Q.size(-2), n = R.size(-1);
   EMBER_CHECK(
-      !(mode == "complete" && m > n), Error,
+      !(mode == "complete" && Q.size(-2) > R.size(-1)), Error,
       "[linalg.qr] The QR decomposition is not differentiable when mode='complete' and nrows > ncols.");
-  EMBER_CHECK(
-      m >= n, NotImplementedError,
-      "[linalg.qr] the derivative of linalg.qr is implemented for matrices with at least as many rows as "
-      "columns, but got ",
-      m, " by ", n);
 }
 
-// A = Q R (m >= n): with M = gR R^H - Q^H gQ and P = triu(M, 1) + Re(diag M) / 2,
+// A = Q R with R square (m >= n): with M = gR R^H - Q^H gQ and P = triu(M, 1) + Re(diag M) / 2,
 // gA = (gQ + Q (P + P^H)) R^-H.
-inline Tensor qr_backward(const std::vector<Tensor>& grads, const Tensor& Q, const Tensor& R,
-                          const std::string& mode) {
-  check_qr_differentiable(Q, R, mode);
-  const Tensor gQ = grads.at(0), gR = grads.at(1);
+inline Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R) {
   const Tensor M = minus(mm_(gR, mH(R)), mm_(mH(Q), gQ));
   const Tensor P =
       plus(autograd::triu(M, 1), times(diag_embed(as_dtype_of(real_part(diag_of(M)), M)), num(0.5)));
@@ -363,14 +354,106 @@ inline Tensor qr_backward(const std::vector<Tensor>& grads, const Tensor& Q, con
 }
 
 // C = Q^H dA R^-1, S = C + C^H, W = triu(S, 1) + diag(S) / 2: dR = W R, dQ = dA R^-1 - Q W.
-inline std::vector<Tensor> qr_tangents(const Tensor& A_t, const Tensor& Q, const Tensor& R,
-                                       const std::string& mode) {
-  check_qr_differentiable(Q, R, mode);
+inline std::vector<Tensor> qr_tangents_tall(const Tensor& A_t, const Tensor& Q, const Tensor& R) {
   const Tensor dARinv = autograd::linalg_solve_triangular(R, A_t, true, false, false);
   const Tensor C = mm_(mH(Q), dARinv);
   const Tensor S = plus(C, mH(C));
   const Tensor W = plus(autograd::triu(S, 1), times(diag_embed(diag_of(S)), num(0.5)));
   return {minus(dARinv, mm_(Q, W)), mm_(W, R)};
+}
+
+// A wide matrix (m < n) is [X | Y] with X = Q U the QR of its square part, R = [U | V] and
+// Y = Q V: V's gradient flows to Q (gQ + Y gV^H) and to Y (Q gV).
+inline Tensor qr_backward(const std::vector<Tensor>& grads, const Tensor& Q, const Tensor& R,
+                          const std::string& mode) {
+  check_qr_differentiable(Q, R, mode);
+  const int64_t m = Q.size(-2), n = R.size(-1);
+  if (m >= n) return qr_backward_tall(grads.at(0), grads.at(1), Q, R);
+  const Tensor U = autograd::narrow(R, -1, 0, m), V = autograd::narrow(R, -1, m, n - m);
+  const Tensor gU = autograd::narrow(grads.at(1), -1, 0, m), gV = autograd::narrow(grads.at(1), -1, m, n - m);
+  const Tensor Y = mm_(Q, V);
+  const Tensor gX = qr_backward_tall(plus(grads.at(0), mm_(Y, mH(gV))), gU, Q, U);
+  return autograd::cat({gX, mm_(Q, gV)}, -1);
+}
+
+inline std::vector<Tensor> qr_tangents(const Tensor& A_t, const Tensor& Q, const Tensor& R,
+                                       const std::string& mode) {
+  check_qr_differentiable(Q, R, mode);
+  const int64_t m = Q.size(-2), n = R.size(-1);
+  if (m >= n) return qr_tangents_tall(A_t, Q, R);
+  const Tensor U = autograd::narrow(R, -1, 0, m), V = autograd::narrow(R, -1, m, n - m);
+  const std::vector<Tensor> square = qr_tangents_tall(autograd::narrow(A_t, -1, 0, m), Q, U);
+  const Tensor dV = plus(mm_(mH(square[0]), mm_(Q, V)), mm_(mH(Q), autograd::narrow(A_t, -1, m, n - m)));
+  return {square[0], autograd::cat({square[1], dV}, -1)};
+}
+
+// householder_product: Q = H_1 ... H_k E (E the first n columns of I_m), H_i = I - tau_i v_i v_i^H,
+// v_i = (0, ..., 0, 1, A[i+1:, i]). Per reflector, with G the gradient of H_i's product with
+// what follows (S): gH = G S^H, g tau_i = -v^H gH v, g v = -(conj(tau_i) gH + tau_i gH^H) v.
+inline Tensor rows_below(int64_t m, int64_t i, const Tensor& like) {  // [m, 1]: 1 on rows > i
+  const Tensor mask = ember::zeros({m, 1}, DType::Float64, like.device());
+  for (int64_t r = i + 1; r < m; ++r) mask.data<double>()[r] = 1.0;
+  return ember::to_dtype(mask, like.dtype(), false);
+}
+
+struct Reflector {
+  Tensor v, tau, H;  // [*, m, 1], [*, 1, 1], [*, m, m]
+};
+
+inline Reflector reflector(const Tensor& A, const Tensor& tau, int64_t i) {
+  const int64_t m = A.size(-2);
+  const Tensor unit = ember::narrow(ember::eye(m, std::nullopt, A.dtype(), A.device()), 1, i, 1);
+  const Tensor v = plus(times(autograd::narrow(A, -1, i, 1), rows_below(m, i, A)), unit);
+  const Tensor t = autograd::unsqueeze(autograd::narrow(tau, -1, i, 1), -1);
+  return {v, t, minus(eye_n(m, A), times(t, mm_(v, mH(v))))};
+}
+
+inline std::vector<Tensor> householder_product_grads(const Tensor& grad, const Tensor& A, const Tensor& tau) {
+  const int64_t m = A.size(-2), n = A.size(-1), k = tau.size(-1);
+  std::vector<Reflector> hs;
+  for (int64_t i = 0; i < k; ++i) hs.push_back(reflector(A, tau, i));
+  std::vector<Tensor> suffix(static_cast<size_t>(k + 1));  // suffix[i] = H_i ... H_k E
+  suffix[k] = ember::eye(m, n, A.dtype(), A.device());
+  for (int64_t i = k - 1; i >= 0; --i) suffix[i] = mm_(hs[i].H, suffix[i + 1]);
+  std::vector<Tensor> gcols, gtaus;
+  Tensor G = grad;
+  for (int64_t i = 0; i < k; ++i) {
+    const Reflector& h = hs[i];
+    const Tensor gH = mm_(G, mH(suffix[i + 1]));
+    gtaus.push_back(autograd::neg(mm_(mm_(mH(h.v), gH), h.v), std::nullopt));
+    const Tensor gv = autograd::neg(
+        plus(times(autograd::conj(h.tau), mm_(gH, h.v)), times(h.tau, mm_(mH(gH), h.v))), std::nullopt);
+    gcols.push_back(times(gv, rows_below(m, i, A)));
+    G = mm_(mH(h.H), G);
+  }
+  if (n > k) gcols.push_back(zeros_of(autograd::narrow(A, -1, k, n - k)));
+  const Tensor gA = gcols.empty() ? zeros_of(A) : autograd::cat(gcols, -1);
+  const Tensor gtau =
+      gtaus.empty() ? zeros_of(tau) : autograd::squeeze(autograd::cat(gtaus, -1), IntList{-2});
+  return {gA, gtau};
+}
+
+// dQ = sum_i H_1 ... H_{i-1} dH_i H_{i+1} ... H_k E, dH_i = -(dtau v v^H + tau (dv v^H + v dv^H)).
+inline Tensor householder_product_tangent(const Tensor& A, const Tensor& A_t, const Tensor& tau,
+                                          const Tensor& tau_t) {
+  const int64_t m = A.size(-2), n = A.size(-1), k = tau.size(-1);
+  std::vector<Reflector> hs;
+  for (int64_t i = 0; i < k; ++i) hs.push_back(reflector(A, tau, i));
+  std::vector<Tensor> suffix(static_cast<size_t>(k + 1));
+  suffix[k] = ember::eye(m, n, A.dtype(), A.device());
+  for (int64_t i = k - 1; i >= 0; --i) suffix[i] = mm_(hs[i].H, suffix[i + 1]);
+  Tensor prefix = eye_n(m, A), dQ = zeros_of(A);
+  for (int64_t i = 0; i < k; ++i) {
+    const Reflector& h = hs[i];
+    const Tensor dv = times(autograd::narrow(A_t, -1, i, 1), rows_below(m, i, A));
+    const Tensor dtau = autograd::unsqueeze(autograd::narrow(tau_t, -1, i, 1), -1);
+    const Tensor dH = autograd::neg(
+        plus(times(dtau, mm_(h.v, mH(h.v))), times(h.tau, plus(mm_(dv, mH(h.v)), mm_(h.v, mH(dv))))),
+        std::nullopt);
+    dQ = plus(dQ, mm_(mm_(prefix, dH), suffix[i + 1]));
+    prefix = mm_(prefix, h.H);
+  }
+  return dQ;
 }
 
 // The permutation matrices P of A = P L U from LAPACK's 1-based row swaps (int32 [*, k]).
@@ -389,56 +472,98 @@ inline Tensor permutation_of(const Tensor& pivots, int64_t m, const Tensor& like
   return ember::reshape(ember::to_dtype(P, like.dtype(), false), shape);
 }
 
-inline void check_lu_square(const Tensor& LU) {
-  EMBER_CHECK(LU.size(-1) == LU.size(-2), NotImplementedError,
-              "[linalg.lu_factor] the derivative of the LU decomposition is implemented for square matrices "
-              "only, but got ",
-              LU.size(-2), " by ", LU.size(-1));
-}
-
+// The factors packed in LU [*, m, n]: L unit lower [*, m, k] and U upper [*, k, n], k = min(m, n).
 inline Tensor unit_lower(const Tensor& LU) {
-  return plus(autograd::tril(LU, -1), eye_n(LU.size(-1), LU));
+  const int64_t m = LU.size(-2), k = std::min(m, LU.size(-1));
+  return plus(autograd::tril(autograd::narrow(LU, -1, 0, k), -1), ember::eye(m, k, LU.dtype(), LU.device()));
+}
+inline Tensor upper_of(const Tensor& LU) {
+  return autograd::triu(autograd::narrow(LU, -2, 0, std::min(LU.size(-2), LU.size(-1))), 0);
+}
+inline Tensor solve_unit_lower_adjoint(const Tensor& L, const Tensor& B) {  // L^-H B
+  return autograd::linalg_solve_triangular(mH(L), B, true, true, true);
 }
 
-// A = P L U: gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H.
+// Square A = P L U: gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H.
+inline Tensor lu_grad_square(const Tensor& P, const Tensor& L, const Tensor& U, const Tensor& gL,
+                             const Tensor& gU) {
+  const Tensor X = plus(autograd::tril(mm_(mH(L), gL), -1), autograd::triu(mm_(gU, mH(U)), 0));
+  const Tensor Y = solve_unit_lower_adjoint(L, X);
+  const Tensor G = autograd::linalg_solve_triangular(mH(U), Y, false, false, false);
+  return P.defined() ? mm_(P, G) : G;
+}
+
+// Rectangular A reduces to its square part. Wide (m < n): U = [U1 | U2] with U2 = L^-1 P^T A2,
+// so A2 gets P L^-H gU2 and L also gets -L^-H gU2 U2^H. Tall (m > n): P^T A = [B1; B2] with
+// L2 = B2 U^-1, so B2 gets gL2 U^-H and U also gets -L2^H gL2 U^-H.
 inline Tensor lu_grad_from(const Tensor& P, const Tensor& L, const Tensor& U, const Tensor& gL,
                            const Tensor& gU) {
-  const Tensor X = plus(autograd::tril(mm_(mH(L), gL), -1), autograd::triu(mm_(gU, mH(U)), 0));
-  const Tensor Y = autograd::linalg_solve_triangular(mH(L), X, true, true, true);
-  return mm_(P, autograd::linalg_solve_triangular(mH(U), Y, false, false, false));
+  const int64_t m = L.size(-2), n = U.size(-1);
+  if (m == n) return lu_grad_square(P, L, U, gL, gU);
+  if (m < n) {
+    const Tensor U1 = autograd::narrow(U, -1, 0, m), U2 = autograd::narrow(U, -1, m, n - m);
+    const Tensor gU2 = autograd::narrow(gU, -1, m, n - m);
+    const Tensor LinvHgU2 = solve_unit_lower_adjoint(L, gU2);
+    const Tensor gL1 = minus(gL, mm_(LinvHgU2, mH(U2)));
+    return autograd::cat({lu_grad_square(P, L, U1, gL1, autograd::narrow(gU, -1, 0, m)), mm_(P, LinvHgU2)},
+                         -1);
+  }
+  const Tensor L1 = autograd::narrow(L, -2, 0, n), L2 = autograd::narrow(L, -2, n, m - n);
+  const Tensor gB2 =
+      autograd::linalg_solve_triangular(mH(U), autograd::narrow(gL, -2, n, m - n), false, false, false);
+  const Tensor gU1 = minus(gU, mm_(mH(L2), gB2));
+  const Tensor gB1 = lu_grad_square(Tensor(), L1, U, autograd::narrow(gL, -2, 0, n), gU1);
+  return mm_(P, autograd::cat({gB1, gB2}, -2));
 }
 
-// F = L^-1 P^T dA U^-1: dL = L tril(F, -1), dU = triu(F) U.
+// Square: F = L^-1 P^T dA U^-1, dL = L tril(F, -1), dU = triu(F) U; rectangular as above.
 inline std::pair<Tensor, Tensor> lu_tangent_parts(const Tensor& A_t, const Tensor& P, const Tensor& L,
                                                   const Tensor& U) {
-  const Tensor Y = autograd::linalg_solve_triangular(L, mm_(mH(P), A_t), false, true, true);
-  const Tensor F = autograd::linalg_solve_triangular(U, Y, true, false, false);
-  return {mm_(L, autograd::tril(F, -1)), mm_(autograd::triu(F, 0), U)};
+  const int64_t m = L.size(-2), n = U.size(-1);
+  const Tensor B_t = mm_(mH(P), A_t);
+  const auto square = [](const Tensor& dB, const Tensor& L1, const Tensor& U1) {
+    const Tensor Y = autograd::linalg_solve_triangular(L1, dB, false, true, true);
+    const Tensor F = autograd::linalg_solve_triangular(U1, Y, true, false, false);
+    return std::make_pair(mm_(L1, autograd::tril(F, -1)), mm_(autograd::triu(F, 0), U1));
+  };
+  if (m == n) return square(B_t, L, U);
+  if (m < n) {
+    const Tensor U2 = autograd::narrow(U, -1, m, n - m);
+    const auto [dL, dU1] = square(autograd::narrow(B_t, -1, 0, m), L, autograd::narrow(U, -1, 0, m));
+    const Tensor dU2 = autograd::linalg_solve_triangular(
+        L, minus(autograd::narrow(B_t, -1, m, n - m), mm_(dL, U2)), false, true, true);
+    return {dL, autograd::cat({dU1, dU2}, -1)};
+  }
+  const Tensor L1 = autograd::narrow(L, -2, 0, n), L2 = autograd::narrow(L, -2, n, m - n);
+  const auto [dL1, dU] = square(autograd::narrow(B_t, -2, 0, n), L1, U);
+  const Tensor dL2 = autograd::linalg_solve_triangular(
+      U, minus(autograd::narrow(B_t, -2, n, m - n), mm_(L2, dU)), true, false, false);
+  return {autograd::cat({dL1, dL2}, -2), dU};
 }
 
+// lu_factor's packed gradient / tangent: L's strictly lower part and U's upper part of one matrix.
 inline Tensor lu_factor_backward(const Tensor& gLU, const Tensor& LU, const Tensor& pivots) {
-  check_lu_square(LU);
-  return lu_grad_from(permutation_of(pivots, LU.size(-2), LU), unit_lower(LU), autograd::triu(LU, 0),
-                      autograd::tril(gLU, -1), autograd::triu(gLU, 0));
+  const int64_t m = LU.size(-2), n = LU.size(-1), k = std::min(m, n);
+  return lu_grad_from(permutation_of(pivots, m, LU), unit_lower(LU), upper_of(LU),
+                      autograd::tril(autograd::narrow(gLU, -1, 0, k), -1),
+                      autograd::triu(autograd::narrow(gLU, -2, 0, k), 0));
 }
 
 inline Tensor lu_factor_tangent(const Tensor& A_t, const Tensor& LU, const Tensor& pivots) {
-  check_lu_square(LU);
-  const auto [dL, dU] =
-      lu_tangent_parts(A_t, permutation_of(pivots, LU.size(-2), LU), unit_lower(LU), autograd::triu(LU, 0));
-  return plus(dL, dU);
+  const int64_t m = LU.size(-2), n = LU.size(-1);
+  const auto [dL, dU] = lu_tangent_parts(A_t, permutation_of(pivots, m, LU), unit_lower(LU), upper_of(LU));
+  // dL is strictly lower [*, m, k], dU upper [*, k, n]: pad both to m x n and add
+  const Tensor dLfull = m < n ? autograd::cat({dL, zeros_of(autograd::narrow(LU, -1, m, n - m))}, -1) : dL;
+  const Tensor dUfull = m > n ? autograd::cat({dU, zeros_of(autograd::narrow(LU, -2, n, m - n))}, -2) : dU;
+  return plus(autograd::tril(dLfull, -1), autograd::triu(dUfull, 0));
 }
 
 inline Tensor lu_backward(const std::vector<Tensor>& grads, const Tensor& P, const Tensor& L,
                           const Tensor& U) {
-  check_lu_square(L);
-  check_lu_square(U);
   return lu_grad_from(P, L, U, grads.at(1), grads.at(2));
 }
 
 inline std::vector<Tensor> lu_tangents(const Tensor& A_t, const Tensor& P, const Tensor& L, const Tensor& U) {
-  check_lu_square(L);
-  check_lu_square(U);
   const auto [dL, dU] = lu_tangent_parts(A_t, P, L, U);
   return {Tensor(), dL, dU};
 }
@@ -447,22 +572,20 @@ inline std::vector<Tensor> lu_tangents(const Tensor& A_t, const Tensor& P, const
 // = tril(P^T gA U^H, -1) + triu(L^H P^T gA).
 inline Tensor lu_solve_grad_LU(const Tensor& grad, const Tensor& LU, const Tensor& pivots, const Tensor& X,
                                bool left, bool adjoint) {
-  check_lu_square(LU);
   const Tensor gB = autograd::linalg_lu_solve(LU, pivots, grad, left, !adjoint);
   const Tensor gA = autograd::neg(
       left ? (adjoint ? mm_(X, mH(gB)) : mm_(gB, mH(X))) : (adjoint ? mm_(mH(gB), X) : mm_(mH(X), gB)),
       std::nullopt);
   const Tensor PtgA = mm_(mH(permutation_of(pivots, LU.size(-2), LU)), gA);
-  return plus(autograd::tril(mm_(PtgA, mH(autograd::triu(LU, 0))), -1),
+  return plus(autograd::tril(mm_(PtgA, mH(upper_of(LU))), -1),
               autograd::triu(mm_(mH(unit_lower(LU)), PtgA), 0));
 }
 
 inline Tensor lu_solve_tangent(const Tensor& LU, const Tensor& LU_t, const Tensor& pivots, const Tensor& B_t,
                                const Tensor& X, bool left, bool adjoint) {
-  check_lu_square(LU);
   const Tensor P = permutation_of(pivots, LU.size(-2), LU);
-  const Tensor dA = mm_(P, plus(mm_(autograd::tril(LU_t, -1), autograd::triu(LU, 0)),
-                                mm_(unit_lower(LU), autograd::triu(LU_t, 0))));
+  const Tensor dA =
+      mm_(P, plus(mm_(autograd::tril(LU_t, -1), upper_of(LU)), mm_(unit_lower(LU), autograd::triu(LU_t, 0))));
   const Tensor dAop = adjoint ? mH(dA) : dA;
   const Tensor rhs = minus(B_t, left ? mm_(dAop, X) : mm_(X, dAop));
   return autograd::linalg_lu_solve(LU, pivots, rhs, left, adjoint);

@@ -54,9 +54,15 @@ PYBIND11_MODULE(_C, m) {
 
   // Most derived first: pybind11 tries translators in reverse registration order, so the
   // base class is registered first.
+  // ember.linalg.LinAlgError subclasses RuntimeError (torch.linalg.LinAlgError does too).
+  static PyObject* const linalg_error =
+      PyErr_NewException("ember.linalg.LinAlgError", PyExc_RuntimeError, nullptr);
+  m.attr("LinAlgError") = py::handle(linalg_error);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const LinAlgError& e) {
+      PyErr_SetString(linalg_error, e.what());
     } catch (const IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const ValueError& e) {

@@ -249,6 +249,21 @@ def test_lu_solve_matches_numpy(complex_):
     assert LA.lu_solve(LU, piv, t(np.zeros((3, 4, 0), dtype=b.dtype))).shape == (3, 4, 0)
 
 
+def test_lin_alg_error():
+    assert issubclass(LA.LinAlgError, RuntimeError) and LA.LinAlgError.__name__ == "LinAlgError"
+    singular = t(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    with pytest.raises(LA.LinAlgError, match=r"\[linalg.inv\] The diagonal element 2 is zero"):
+        LA.inv(singular)
+    with pytest.raises(LA.LinAlgError, match=r"\[linalg.solve\] The solver failed because the input matrix is singular"):
+        LA.solve(singular, t(np.ones((2, 1))))
+    with pytest.raises(LA.LinAlgError, match=r"the leading minor of order 2 is not positive-definite"):
+        LA.cholesky(singular)
+    with pytest.raises(LA.LinAlgError, match=r"\[linalg.lu_factor\] U\[2,2\] is zero"):
+        LA.lu_factor(singular)
+    with pytest.raises(RuntimeError):  # still a RuntimeError
+        LA.lu_factor_ex(singular, check_errors=True)
+
+
 def test_lu_singular_and_empty():
     singular = t(np.array([[1.0, 2.0], [2.0, 4.0]]))
     with pytest.raises(RuntimeError, match=r"\[linalg.lu_factor\] U\[2,2\] is zero and using it on lu_solve would "
@@ -311,6 +326,40 @@ def test_eig_special_inputs():
     same_spectrum(n(w32), np.linalg.eigvals(a), 1e-4)
 
 
+def test_single_precision_nan_and_out():
+    rng_c = arr(3, 4, 4, complex_=True)
+    h = rng_c + mH(rng_c)
+    for dtype, tol in ((np.float32, 1e-4), (np.complex64, 1e-4)):
+        a = (rng_c if dtype == np.complex64 else rng_c.real).astype(dtype)
+        x = ember.tensor(a)
+        Q, R = LA.qr(x)
+        assert Q.dtype == x.dtype and R.dtype == x.dtype
+        np.testing.assert_allclose(n(Q) @ n(R), a, atol=tol)
+        P, L, U = LA.lu(x)
+        np.testing.assert_allclose(n(P) @ n(L) @ n(U), a, atol=tol)
+        LU, piv = LA.lu_factor(x)
+        b = a[..., :2]
+        np.testing.assert_allclose(n(LA.lu_solve(LU, piv, ember.tensor(b))), np.linalg.solve(a.astype(np.complex128), b),
+                                   atol=1e-3)
+        hh = (h if dtype == np.complex64 else h.real).astype(dtype)
+        w, V = LA.eigh(ember.tensor(hh))
+        assert w.dtype == ember.float32 and V.dtype == x.dtype
+        np.testing.assert_allclose(n(w), np.linalg.eigvalsh(hh.astype(np.complex128)), atol=tol)
+        U, S, Vh = LA.svd(x)
+        np.testing.assert_allclose(n(U) * n(S)[..., None, :] @ n(Vh), a, atol=tol)
+    nan = t(np.array([[np.nan, 1.0], [1.0, 0.0]]))
+    assert np.isnan(n(LA.eigvalsh(nan))).all()
+    assert np.isnan(n(LA.eig(nan).eigenvectors)).all()
+    # the unread triangle may hold anything, NaN included
+    close(LA.eigvalsh(t(np.array([[2.0, np.nan], [0.0, 3.0]]))), [2.0, 3.0])
+    out = ember.empty(3, dtype=ember.float64)
+    a = arr(3, 3)
+    LA.svdvals(t(a), out=out)
+    close(out, np.linalg.svd(a, compute_uv=False))
+    LA.eigvalsh(t(a + a.T), out=out)
+    close(out, np.linalg.eigvalsh(a + a.T))
+
+
 # ---- bad inputs -----------------------------------------------------------------------------------
 
 def test_bad_inputs():
@@ -351,6 +400,10 @@ def test_bad_inputs():
         LA.householder_product(t(np.ones((2, 3))), t(np.ones(2)))
     with pytest.raises(RuntimeError, match=r"input.shape\[-1\] must be greater than or equal to tau.shape\[-1\]"):
         LA.householder_product(t(np.ones((3, 2))), t(np.ones(3)))
+    with pytest.raises(RuntimeError, match=r"\[linalg.svd\] keyword argument `driver=` is only supported on CUDA"):
+        LA.svd(t(np.eye(2)), driver="gesvd")
+    with pytest.raises(RuntimeError, match=r"\[linalg.svdvals\] keyword argument `driver=`"):
+        LA.svdvals(t(np.eye(2)), driver="gesvd")
     with pytest.raises(RuntimeError, match=r"tau dtype float32 does not match input dtype float64"):
         LA.householder_product(t(np.ones((3, 2))), ember.ones(2, dtype=ember.float32))
 
@@ -407,13 +460,21 @@ def test_eigh_derivatives(complex_):
 
 
 @KINDS
-@pytest.mark.parametrize("shape", [(2, 5, 3), (4, 4)], ids=["tall", "square"])
+@pytest.mark.parametrize("shape", [(2, 5, 3), (4, 4), (2, 3, 5)], ids=["tall", "square", "wide"])
 def test_qr_derivatives(complex_, shape):
     x = t(arr(*shape, complex_=complex_) + np.eye(*shape[-2:]), True)
     assert gradcheck(lambda a: LA.qr(a), (x,), check_forward_ad=True)
     assert gradcheck(lambda a: LA.qr(a).Q, (x,), check_forward_ad=True)
-    if shape[0] == shape[1]:
+    if shape[-2] <= shape[-1]:  # complete is reduced then
         assert gradcheck(lambda a: LA.qr(a, mode="complete").R, (x,), check_forward_ad=True)
+
+
+@KINDS
+def test_householder_product_derivatives(complex_):
+    a = t(arr(2, 5, 3, complex_=complex_), True)
+    tau = t(arr(2, 2, complex_=complex_) * 0.5, True)
+    assert gradcheck(LA.householder_product, (a, tau), check_forward_ad=True)
+    assert gradcheck(LA.householder_product, (a[0], t(arr(3, complex_=complex_), True)), check_forward_ad=True)
 
 
 def test_qr_derivative_errors():
@@ -422,8 +483,6 @@ def test_qr_derivative_errors():
         LA.qr(x, mode="r").R.sum().backward()
     with pytest.raises(RuntimeError, match=r"not differentiable when mode='complete' and nrows > ncols"):
         LA.qr(x, mode="complete").R.sum().backward()
-    with pytest.raises(NotImplementedError, match=r"at least as many rows as columns, but got 3 by 4"):
-        LA.qr(t(arr(3, 4), True)).R.sum().backward()
 
 
 @KINDS
@@ -433,6 +492,11 @@ def test_lu_derivatives(complex_):
     assert gradcheck(lambda x: LA.lu_factor(x).LU, (a,), check_forward_ad=True)
     assert gradcheck(lambda x: LA.lu_factor_ex(x).LU, (a,), check_forward_ad=True)
     assert gradcheck(lambda x: LA.lu(x)[1:], (a,), check_forward_ad=True)
+    for shape in ((2, 5, 3), (3, 5)):  # tall and wide
+        for r in (shape, shape[:-2] + shape[-2:][::-1]):
+            x = t(arr(*r, complex_=complex_) + 3 * np.eye(*r[-2:]), True)
+            assert gradcheck(lambda y: LA.lu_factor(y).LU, (x,), check_forward_ad=True)
+            assert gradcheck(lambda y: LA.lu(y)[1:], (x,), check_forward_ad=True)
     LU, piv = LA.lu_factor(a.detach())
     LU.requires_grad_(True)
     for left in (True, False):
@@ -460,5 +524,28 @@ def test_eig_derivatives(complex_):
 def test_second_order():
     x = t(distinct_spectrum(3, 3), True)
     assert gradgradcheck(LA.svdvals, (x,))
+    assert gradgradcheck(lambda a: LA.svd(a)[0].abs(), (x,))
     assert gradgradcheck(lambda a: LA.qr(a).R, (x,))
     assert gradgradcheck(lambda a: LA.eigvalsh((a + a.mT) * 0.5), (x,))
+    assert gradgradcheck(lambda a: LA.eigh((a + a.mT) * 0.5).eigenvectors.abs(), (x,))
+    assert gradgradcheck(lambda a: LA.lu_factor(a).LU, (x,))
+    assert gradgradcheck(lambda a: ember.view_as_real(LA.eigvals(a)), (x,))  # (gradgradcheck samples real outputs only)
+    b = t(arr(3, 2), True)
+    LU, piv = LA.lu_factor(x.detach())
+    assert gradgradcheck(lambda f, y: LA.lu_solve(f, piv, y), (LU.requires_grad_(True), b))
+    assert gradgradcheck(LA.householder_product, (t(arr(4, 3), True), t(arr(2) * 0.5, True)))
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 2), (2, 0, 3), (0, 3, 3), (2, 0, 0)])
+def test_zero_size_backward(shape):
+    x = t(np.zeros(shape), True)
+    square = shape[-1] == shape[-2]
+    fns = [lambda a: LA.svd(a, full_matrices=False), LA.svdvals, LA.qr, lambda a: LA.lu_factor(a).LU,
+           lambda a: LA.lu(a)[1:]]
+    if square:
+        fns += [LA.eigh, LA.eigvalsh, lambda a: LA.eig(a)[0].abs(), lambda a: LA.lu_solve(*LA.lu_factor(a), a)]
+    for fn in fns:
+        out = fn(x)
+        total = sum(o.sum() for o in (out if isinstance(out, tuple) else (out,)))
+        (gx,) = ember.autograd.grad(total, (x,))
+        assert gx.shape == shape

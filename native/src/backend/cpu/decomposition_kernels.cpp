@@ -325,10 +325,13 @@ template <typename T>
 T householder(T* x, int64_t len, int64_t stride) {
   using R = real_of<T>;
   const T alpha = x[0];
+  R big = std::abs(alpha);  // norms in units of the largest entry, so squares cannot overflow
+  for (int64_t i = 1; i < len; ++i) big = std::max(big, std::abs(x[i * stride]));
+  if (big == 0) return T(0);
   R rest = 0;
-  for (int64_t i = 1; i < len; ++i) rest += abs2(x[i * stride]);
+  for (int64_t i = 1; i < len; ++i) rest += abs2(x[i * stride] / big);
   if (rest == 0 && std::imag(alpha) == 0) return T(0);
-  const R beta = -std::copysign(std::sqrt(abs2(alpha) + rest), std::real(alpha));
+  const R beta = -std::copysign(big * std::sqrt(abs2(alpha / big) + rest), std::real(alpha));
   const T tau = (T(beta) - alpha) / T(beta);
   const T scale = T(1) / (alpha - T(beta));
   for (int64_t i = 1; i < len; ++i) x[i * stride] *= scale;
@@ -426,7 +429,7 @@ void eig_one(C* h, int64_t n, C* w, C* vout, int32_t* info) {
     reflect_right(h, n, 0, n, j + 1, n - j - 1, vec.data(), 1, tau);
     if (vectors) reflect_right(z.data(), n, 0, n, j + 1, n - j - 1, vec.data(), 1, tau);
   }
-  // Shifted QR on the active block [lo, hi]; the whole of T is kept (for the eigenvectors).
+  // Shifted QR on the active block [lo, hi]; all of T is kept when the eigenvectors are wanted.
   *info = 0;
   int64_t hi = n - 1, iter = 0, total = 0;
   const int64_t max_total = 30 * std::max<int64_t>(n, 10);
@@ -474,14 +477,16 @@ void eig_one(C* h, int64_t n, C* w, C* vout, int32_t* info) {
       } else {
         c = ax / norm, s = (x / ax) * std::conj(y) / norm;
       }
-      for (int64_t j = (k > lo ? k - 1 : lo); j < n; ++j) {  // rows k, k+1 by G
+      // Without vectors only the active block matters (LAPACK's wantt = false); with them all of T.
+      const int64_t row_end = vectors ? n : hi + 1, col_begin = vectors ? 0 : lo;
+      for (int64_t j = (k > lo ? k - 1 : lo); j < row_end; ++j) {  // rows k, k+1 by G
         const C r0 = h[k * n + j], r1 = h[(k + 1) * n + j];
         h[k * n + j] = c * r0 + s * r1;
         h[(k + 1) * n + j] = -std::conj(s) * r0 + c * r1;
       }
       if (k > lo) h[(k + 1) * n + k - 1] = C(0);
       const int64_t last = std::min(k + 2, hi);
-      for (int64_t i = 0; i <= last; ++i) {  // columns k, k+1 by G^H
+      for (int64_t i = col_begin; i <= last; ++i) {  // columns k, k+1 by G^H
         const C c0 = h[i * n + k], c1 = h[i * n + k + 1];
         h[i * n + k] = c * c0 + std::conj(s) * c1;
         h[i * n + k + 1] = -s * c0 + c * c1;
@@ -542,7 +547,13 @@ void eig_typed(const Tensor& a, const Tensor& w, const Tensor& v, const Tensor& 
         if (vb) fill_nan(vb, n * n);
         continue;
       }
+      // in units of the largest entry (eigenvalues scale with A, vectors do not)
+      const real_of<C> big = largest(ab, n * n);
+      if (big > 0)
+        for (int64_t i = 0; i < n * n; ++i) ab[i] /= big;
       eig_one(ab, n, wb, vb, ib);
+      if (big > 0)
+        for (int64_t i = 0; i < n; ++i) wb[i] *= big;
     }
   });
 }

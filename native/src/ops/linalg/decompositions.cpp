@@ -70,7 +70,7 @@ std::string batch_note(const Tensor& A, int64_t at) {
 
 void check_converged(const char* op, const Tensor& A, const Tensor& info, const char* repeated) {
   const auto [at, code] = first_failure(info);
-  EMBER_CHECK(at < 0, Error, "[", op, "] ", batch_note(A, at),
+  EMBER_CHECK(at < 0, LinAlgError, "[", op, "] ", batch_note(A, at),
               "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
               "repeated ",
               repeated, " (error code: ", code, ").");
@@ -246,7 +246,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A, bool piv
   if (check_errors) {
     const auto [at, code] = first_failure(info);
     EMBER_CHECK(
-        at < 0, Error, "[", op, "] ", batch_note(A, at), "U[", code, ",", code,
+        at < 0, LinAlgError, "[", op, "] ", batch_note(A, at), "U[", code, ",", code,
         "] is zero and using it on lu_solve would result in a division by zero. If you still want to "
         "perform the factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)");
   }

@@ -95,7 +95,7 @@ Tensor solve_left(const Tensor& a, const Tensor& b, const std::string& singular)
   ea.insert(ea.end(), {a.size(-2), a.size(-1)});
   eb.insert(eb.end(), {b.size(-2), b.size(-1)});
   const Lu f = lu_of(expand(a, ea));
-  EMBER_CHECK(first_failure(f.info) == 0, Error, singular);
+  EMBER_CHECK(first_failure(f.info) == 0, LinAlgError, singular);
   Tensor x = as_batch(expand(b, eb));
   if (x.numel() > 0) {
     permute_rows(x, f.pivots);
@@ -134,7 +134,7 @@ Tensor linalg_inv(const Tensor& A) {
   check_dtype("linalg.inv", A);
   const Lu f = lu_of(A);
   const int32_t bad = first_failure(f.info);
-  EMBER_CHECK(bad == 0, Error, "[linalg.inv] The diagonal element ", bad,
+  EMBER_CHECK(bad == 0, LinAlgError, "[linalg.inv] The diagonal element ", bad,
               " is zero, the inversion could not be completed because the input matrix is singular.");
   return solve_left(A, eye_like(A), "[linalg.inv] the input matrix is singular.");
 }
@@ -186,7 +186,7 @@ std::tuple<Tensor, Tensor> linalg_cholesky_ex(const Tensor& A, bool upper, bool 
   Tensor info = zeros({l.size(0)}, DType::Int32, A.device());
   if (l.numel() > 0) cholesky_stub.get(A.device().type)(l, info);
   const int32_t bad = first_failure(info);
-  EMBER_CHECK(!check_errors || bad == 0, Error,
+  EMBER_CHECK(!check_errors || bad == 0, LinAlgError,
               "[linalg.cholesky] The factorization could not be completed because the input is not "
               "positive-definite (the leading minor of order ",
               bad, " is not positive-definite).");

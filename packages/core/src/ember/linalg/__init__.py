@@ -27,7 +27,11 @@ from ._composites import (
     vector_norm,
 )
 
-__all__ = ["multi_dot", "matmul", "vecdot", "solve", "inv", "det", "slogdet", "cholesky", "cholesky_ex",
+# Raised where a matrix cannot be factored (singular, not positive-definite, no convergence);
+# a RuntimeError, as torch.linalg.LinAlgError is.
+LinAlgError = _C.LinAlgError
+
+__all__ = ["LinAlgError", "multi_dot", "matmul", "vecdot", "solve", "inv", "det", "slogdet", "cholesky", "cholesky_ex",
            "solve_triangular", "svd", "svdvals", "eigh", "eigvalsh", "qr", "householder_product", "lu_factor",
            "lu_factor_ex", "lu", "lu_solve", "eig", "eigvals"]
 __all__ += ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp", "cond",
@@ -75,12 +79,21 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 
 
 def svd(A, full_matrices=True, *, driver=None):
-    """A = U diag(S) Vh, S real and descending; `driver` (a cuSOLVER choice) is accepted and unused."""
+    """A = U diag(S) Vh, S real and descending (columns of U / rows of Vh: singular vectors)."""
+    _check_driver("svd", driver)
     return _SvdResult(*_C.linalg_svd(A, full_matrices=full_matrices))
 
 
 def svdvals(A, *, driver=None, out=None):
+    _check_driver("svdvals", driver)
     return _out(_C.linalg_svdvals(A), out)
+
+
+def _check_driver(name, driver):
+    # `driver` picks a cuSOLVER routine; PyTorch refuses it elsewhere, and so does Ember
+    if driver is not None:
+        raise RuntimeError(f"[linalg.{name}] keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
 
 
 def eigh(A, UPLO="L"):
