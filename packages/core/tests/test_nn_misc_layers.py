@@ -152,3 +152,10 @@ def test_small_layers_and_reprs():
         "Fold(output_size=4, kernel_size=2, dilation=1, padding=0, stride=1)",
         "Unfold(kernel_size=(2, 3), dilation=1, padding=0, stride=2)", "CosineSimilarity()", "PairwiseDistance()",
         "Softmax2d()"]
+
+
+def test_distances_are_exported_at_the_top_level_as_torch_does():
+    x = ember.from_numpy(np.random.default_rng(3).normal(size=(2, 3, 4)))
+    np.testing.assert_allclose(ember.cdist(x, x).numpy(), F.cdist(x, x).numpy())
+    assert ember.pdist is F.pdist and ember.cosine_similarity is F.cosine_similarity
+    assert ember.pairwise_distance is F.pairwise_distance

@@ -57,6 +57,9 @@ from .autograd import (
     set_grad_enabled,
 )
 
+# torch exports these nn.functional distances at the top level too
+from .nn.functional import cdist, cosine_similarity, pairwise_distance, pdist
+
 
 def _export_generated_ops() -> list[str]:
     """Every op declared in native/ops/declarations.py becomes ember.<name> (as torch.<name>)."""
@@ -263,7 +266,7 @@ __all__ = [
     "get_default_dtype", "set_default_dtype", "get_num_threads", "set_num_threads", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "einsum", "tensordot", "kron", "inner", "chain_matmul", "linalg", "nn",
     "fft", "stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
-    "save", "load", "hub", "optim", "profiler", "utils",
+    "save", "load", "hub", "optim", "profiler", "utils", "cdist", "pdist", "cosine_similarity", "pairwise_distance",
     *_GENERATED_OPS,
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
