@@ -29,6 +29,9 @@ namespace {
 void check_matrix(const char* op, const Tensor& a, const char* name = "A") {
   EMBER_CHECK(a.dim() >= 2, Error, "[", op, "] The input tensor ", name, " must have at least 2 dimensions.");
   const DType d = a.dtype();
+  // PyTorch's wording: 16-bit floats are floating point, but no CPU factorization takes them
+  EMBER_CHECK(d != DType::Float16 && d != DType::BFloat16, Error, "[", op,
+              "] Low precision dtypes not supported. Got ", dtype_name(d));
   EMBER_CHECK(d == DType::Float32 || d == DType::Float64 || d == DType::Complex64 || d == DType::Complex128,
               Error, "[", op, "] Expected a floating point or complex tensor as input. Got ", dtype_name(d));
 }

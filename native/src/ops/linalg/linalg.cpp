@@ -31,6 +31,9 @@ void check_square(const char* op, const Tensor& a, const char* name = "A") {
 
 void check_dtype(const char* op, const Tensor& a) {
   const DType d = a.dtype();
+  // PyTorch's wording: 16-bit floats are floating point, but no CPU factorization takes them
+  EMBER_CHECK(d != DType::Float16 && d != DType::BFloat16, Error, "[", op,
+              "] Low precision dtypes not supported. Got ", dtype_name(d));
   EMBER_CHECK(d == DType::Float32 || d == DType::Float64 || d == DType::Complex64 || d == DType::Complex128,
               Error, "[", op, "] Expected a floating point or complex tensor as input. Got ", dtype_name(d));
 }
