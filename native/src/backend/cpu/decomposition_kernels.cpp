@@ -26,15 +26,6 @@ template <typename T>
 using real_of = decltype(std::real(T()));
 
 template <typename T>
-T conj_v(T v) {
-  if constexpr (is_complex_v<T>) {
-    return std::conj(v);
-  } else {
-    return v;
-  }
-}
-
-template <typename T>
 real_of<T> abs2(T v) {
   if constexpr (is_complex_v<T>) {
     return std::norm(v);
@@ -94,7 +85,7 @@ void complete_basis(std::vector<T>& q, int64_t p, int64_t have, int64_t want) {
       for (int64_t j = 0; j < c; ++j) {
         const T* u = q.data() + j * p;
         T dot = 0;
-        for (int64_t t = 0; t < p; ++t) dot += conj_v(u[t]) * v[t];
+        for (int64_t t = 0; t < p; ++t) dot += conj_value(u[t]) * v[t];
         for (int64_t t = 0; t < p; ++t) v[t] -= dot * u[t];
       }
     }
@@ -109,7 +100,7 @@ void complete_basis(std::vector<T>& q, int64_t p, int64_t have, int64_t want) {
 // x' = c x - s conj(ph) y, y' = s ph x + c y.
 template <typename T, typename R>
 void rotate(T* x, T* y, int64_t len, int64_t stride, R c, R s, T ph) {
-  const T a = s * conj_v(ph), b = s * ph;
+  const T a = s * conj_value(ph), b = s * ph;
   for (int64_t t = 0; t < len; ++t) {
     const T xv = x[t * stride], yv = y[t * stride];
     x[t * stride] = c * xv - a * yv;
@@ -143,7 +134,7 @@ void svd_one(const T* a, int64_t m, int64_t n, T* u, int64_t ucols, real_of<T>* 
       if (tall) {
         w[j * p + i] = a[i * n + j] * inv;
       } else {
-        w[i * p + j] = conj_v(a[i * n + j]) * inv;
+        w[i * p + j] = conj_value(a[i * n + j]) * inv;
       }
     }
   std::vector<T> v;
@@ -164,7 +155,7 @@ void svd_one(const T* a, int64_t m, int64_t n, T* u, int64_t ucols, real_of<T>* 
         for (int64_t t = 0; t < p; ++t) {
           alpha += abs2(wi[t]);
           beta += abs2(wj[t]);
-          gamma += conj_v(wi[t]) * wj[t];
+          gamma += conj_value(wi[t]) * wj[t];
         }
         const R g = std::abs(gamma);
         if (!(g > eps * std::sqrt(alpha) * std::sqrt(beta))) continue;  // orthogonal to working precision
@@ -200,7 +191,7 @@ void svd_one(const T* a, int64_t m, int64_t n, T* u, int64_t ucols, real_of<T>* 
   for (int64_t i = 0; i < m; ++i)
     for (int64_t c = 0; c < ucols; ++c) u[i * ucols + c] = tall ? uw[c * p + i] : v[order[c] * q + i];
   for (int64_t r = 0; r < vrows; ++r)
-    for (int64_t j = 0; j < n; ++j) vh[r * n + j] = conj_v(tall ? v[order[r] * q + j] : uw[r * p + j]);
+    for (int64_t j = 0; j < n; ++j) vh[r * n + j] = conj_value(tall ? v[order[r] * q + j] : uw[r * p + j]);
 }
 
 template <typename T>
@@ -240,9 +231,9 @@ void eigh_one(const T* a, int64_t n, real_of<T>* w, T* vout, bool lower, int32_t
   for (int64_t i = 0; i < n; ++i) {  // the Hermitian matrix the chosen triangle stands for
     h[i * n + i] = T(std::real(a[i * n + i]) * inv);
     for (int64_t j = 0; j < i; ++j) {
-      const T below = (lower ? a[i * n + j] : conj_v(a[j * n + i])) * inv;
+      const T below = (lower ? a[i * n + j] : conj_value(a[j * n + i])) * inv;
       h[i * n + j] = below;
-      h[j * n + i] = conj_v(below);
+      h[j * n + i] = conj_value(below);
     }
   }
   std::vector<T> v;
@@ -272,7 +263,7 @@ void eigh_one(const T* a, int64_t n, real_of<T>* w, T* vout, bool lower, int32_t
         const T ph = apq / g;
         // H <- J^H H J with J = [[c, s ph], [-s conj(ph), c]] on (p, q); V <- V J
         rotate(h.data() + p, h.data() + q, n, n, c, sn, ph);                  // columns p, q
-        rotate(h.data() + p * n, h.data() + q * n, n, 1, c, sn, conj_v(ph));  // rows p, q (by J^H)
+        rotate(h.data() + p * n, h.data() + q * n, n, 1, c, sn, conj_value(ph));  // rows p, q (by J^H)
         h[p * n + q] = h[q * n + p] = T(0);
         h[p * n + p] = T(std::real(h[p * n + p]));
         h[q * n + q] = T(std::real(h[q * n + q]));
@@ -347,7 +338,7 @@ void reflect_left(T* m, int64_t ld, int64_t r0, int64_t len, int64_t c0, int64_t
   if (f == T(0)) return;
   for (int64_t c = c0; c < c1; ++c) {
     T dot = m[r0 * ld + c];
-    for (int64_t i = 1; i < len; ++i) dot += conj_v(vp[i * stride]) * m[(r0 + i) * ld + c];
+    for (int64_t i = 1; i < len; ++i) dot += conj_value(vp[i * stride]) * m[(r0 + i) * ld + c];
     const T fd = f * dot;
     m[r0 * ld + c] -= fd;
     for (int64_t i = 1; i < len; ++i) m[(r0 + i) * ld + c] -= vp[i * stride] * fd;
@@ -365,7 +356,7 @@ void reflect_right(T* m, int64_t ld, int64_t r0, int64_t r1, int64_t c0, int64_t
     for (int64_t i = 1; i < len; ++i) dot += row[i] * vp[i * stride];
     const T fd = f * dot;
     row[0] -= fd;
-    for (int64_t i = 1; i < len; ++i) row[i] -= fd * conj_v(vp[i * stride]);
+    for (int64_t i = 1; i < len; ++i) row[i] -= fd * conj_value(vp[i * stride]);
   }
 }
 
@@ -379,7 +370,7 @@ void geqrf_typed(const Tensor& a, const Tensor& tau) {
       for (int64_t j = 0; j < k; ++j) {
         tb[j] = householder(x + j * n + j, m - j, n);
         // the rest of the columns get H^H = I - conj(tau) v v^H
-        reflect_left(x, n, j, m - j, j + 1, n, x + j * n + j, n, conj_v(tb[j]));
+        reflect_left(x, n, j, m - j, j + 1, n, x + j * n + j, n, conj_value(tb[j]));
       }
     }
   });

@@ -232,6 +232,31 @@ void fft_typed(const Tensor& data, bool forward) {
   });
 }
 
+// What the real-row kernels (r2c, c2r) share for rows of length n: an even n is handled as
+// m = n/2 complex points with packing twiddles e^{sign 2 pi i k / n}, k = 0..m; an odd n as n
+// complex points. The plan is for m points (none for m = 1).
+struct RealRows {
+  bool packed;
+  int64_t m;
+  std::shared_ptr<const Plan> plan;
+  std::vector<cd> twiddle;
+  size_t scratch_size;
+  int64_t grain;
+
+  RealRows(int64_t n, double sign) : packed(n % 2 == 0), m(packed ? n / 2 : n) {
+    plan = m > 1 ? plan_for(m) : nullptr;
+    if (packed) {
+      twiddle.resize(static_cast<size_t>(m + 1));
+      for (int64_t k = 0; k <= m; ++k) {
+        const double a = sign * 2.0 * kPi * static_cast<double>(k) / static_cast<double>(n);
+        twiddle[k] = cd(std::cos(a), std::sin(a));
+      }
+    }
+    scratch_size = static_cast<size_t>(plan == nullptr ? 1 : plan->m == 0 ? m : 2 * plan->m);
+    grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(n, 1));
+  }
+};
+
 // Real rows: an even length n is transformed as n/2 complex points z[j] = x[2j] + i x[2j+1],
 // whose transform Z gives X[k] = (Z[k] + conj Z[n/2-k]) / 2 - i w^k (Z[k] - conj Z[n/2-k]) / 2
 // with w = e^{-2 pi i / n}; an odd length takes the complex transform of the widened row.
@@ -240,21 +265,15 @@ void r2c_typed(const Tensor& out, const Tensor& in) {
   using T = std::complex<R>;
   const int64_t rows = in.size(0), n = in.size(1), bins = out.size(1);
   if (rows == 0) return;
-  const bool packed = n % 2 == 0;
-  const int64_t m = packed ? n / 2 : n;
-  const std::shared_ptr<const Plan> plan = m > 1 ? plan_for(m) : nullptr;
-  std::vector<cd> twiddle;
-  if (packed) {
-    twiddle.resize(static_cast<size_t>(m + 1));
-    for (int64_t k = 0; k <= m; ++k) {
-      const double a = -2.0 * kPi * static_cast<double>(k) / static_cast<double>(n);
-      twiddle[k] = cd(std::cos(a), std::sin(a));
-    }
-  }
+  const RealRows setup(n, -1.0);
+  const bool packed = setup.packed;
+  const int64_t m = setup.m;
+  const std::shared_ptr<const Plan>& plan = setup.plan;
+  const std::vector<cd>& twiddle = setup.twiddle;
+  const size_t scratch_size = setup.scratch_size;
+  const int64_t grain = setup.grain;
   const R* src = in.data<R>();
   T* dst = out.data<T>();
-  const size_t scratch_size = static_cast<size_t>(plan == nullptr ? 1 : plan->m == 0 ? m : 2 * plan->m);
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(n, 1));
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<cd> z(static_cast<size_t>(m)), scratch(scratch_size);
     for (int64_t r = begin; r < end; ++r) {
@@ -299,21 +318,15 @@ void c2r_typed(const Tensor& out, const Tensor& in) {
   using T = std::complex<R>;
   const int64_t rows = out.size(0), n = out.size(1), bins = in.size(1);
   if (rows == 0) return;
-  const bool packed = n % 2 == 0;
-  const int64_t m = packed ? n / 2 : n;
-  const std::shared_ptr<const Plan> plan = m > 1 ? plan_for(m) : nullptr;
-  std::vector<cd> twiddle;
-  if (packed) {
-    twiddle.resize(static_cast<size_t>(m));
-    for (int64_t k = 0; k < m; ++k) {
-      const double a = 2.0 * kPi * static_cast<double>(k) / static_cast<double>(n);  // conj(w^k)
-      twiddle[k] = cd(std::cos(a), std::sin(a));
-    }
-  }
+  const RealRows setup(n, 1.0);  // twiddles conj(w^k)
+  const bool packed = setup.packed;
+  const int64_t m = setup.m;
+  const std::shared_ptr<const Plan>& plan = setup.plan;
+  const std::vector<cd>& twiddle = setup.twiddle;
+  const size_t scratch_size = setup.scratch_size;
+  const int64_t grain = setup.grain;
   const T* src = in.data<T>();
   R* dst = out.data<R>();
-  const size_t scratch_size = static_cast<size_t>(plan == nullptr ? 1 : plan->m == 0 ? m : 2 * plan->m);
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(n, 1));
   parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<cd> z(static_cast<size_t>(m)), scratch(scratch_size);
     for (int64_t r = begin; r < end; ++r) {

@@ -24,6 +24,16 @@ struct is_complex<std::complex<T>> : std::true_type {};
 template <typename T>
 constexpr bool is_complex_v = is_complex<T>::value;
 
+// The complex conjugate, or the value itself for a real type (the linear-algebra kernels' adjoints).
+template <typename T>
+T conj_value(T v) {
+  if constexpr (is_complex_v<T>) {
+    return std::conj(v);
+  } else {
+    return v;
+  }
+}
+
 template <typename T>
 constexpr bool is_reduced_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 

@@ -19,15 +19,6 @@ double magnitude(T v) {
 }
 
 template <typename T>
-T conj_of(T v) {
-  if constexpr (is_complex_v<T>) {
-    return std::conj(v);
-  } else {
-    return v;
-  }
-}
-
-template <typename T>
 void lu_typed(const Tensor& a, const Tensor& pivots, const Tensor& info) {
   const int64_t batch = a.size(0), rows = a.size(1), cols = a.size(2), steps = std::min(rows, cols);
   T* base = a.data<T>();
@@ -72,7 +63,7 @@ void cholesky_typed(const Tensor& a, const Tensor& info) {
       inf[b] = 0;
       for (int64_t j = 0; j < n && inf[b] == 0; ++j) {
         R d = std::real(m[j * n + j]);
-        for (int64_t k = 0; k < j; ++k) d -= std::real(m[j * n + k] * conj_of(m[j * n + k]));
+        for (int64_t k = 0; k < j; ++k) d -= std::real(m[j * n + k] * conj_value(m[j * n + k]));
         if (!(d > R(0))) {  // also catches NaN
           inf[b] = static_cast<int32_t>(j + 1);
           break;
@@ -81,7 +72,7 @@ void cholesky_typed(const Tensor& a, const Tensor& info) {
         m[j * n + j] = T(root);
         for (int64_t i = j + 1; i < n; ++i) {
           T s = m[i * n + j];
-          for (int64_t k = 0; k < j; ++k) s -= m[i * n + k] * conj_of(m[j * n + k]);
+          for (int64_t k = 0; k < j; ++k) s -= m[i * n + k] * conj_value(m[j * n + k]);
           m[i * n + j] = s / root;
         }
       }

@@ -12,6 +12,7 @@
 #include "ember/ops.h"
 #include "ops/dims.h"
 #include "ops/kernels.h"
+#include "ops/linalg/matrix_args.h"
 #include "ops/pointwise/pointwise.h"
 
 namespace ember {
@@ -22,31 +23,12 @@ DispatchStub<TriangularSolveFn> triangular_solve_stub("triangular_solve");
 
 namespace {
 
+using linalg_args::as_batch;
+using linalg_args::batch_of;
+using linalg_args::check_dtype;
+
 void check_square(const char* op, const Tensor& a, const char* name = "A") {
-  EMBER_CHECK(a.dim() >= 2, Error, "[", op, "] The input tensor ", name, " must have at least 2 dimensions.");
-  EMBER_CHECK(a.size(-1) == a.size(-2), Error, "[", op, "] ", name,
-              " must be batches of square matrices, but they are ", a.size(-2), " by ", a.size(-1),
-              " matrices");
-}
-
-void check_dtype(const char* op, const Tensor& a) {
-  const DType d = a.dtype();
-  // PyTorch's wording: 16-bit floats are floating point, but no CPU factorization takes them
-  EMBER_CHECK(d != DType::Float16 && d != DType::BFloat16, Error, "[", op,
-              "] Low precision dtypes not supported. Got ", dtype_name(d));
-  EMBER_CHECK(d == DType::Float32 || d == DType::Float64 || d == DType::Complex64 || d == DType::Complex128,
-              Error, "[", op, "] Expected a floating point or complex tensor as input. Got ", dtype_name(d));
-}
-
-IntList batch_of(const Tensor& t, int64_t matrix_dims) {
-  return IntList(t.sizes().begin(), t.sizes().end() - matrix_dims);
-}
-
-// A contiguous copy as [count, rows, cols] (the kernels work in place on it).
-Tensor as_batch(const Tensor& t) {
-  int64_t count = 1;  // (not -1: a reshape cannot infer it when a matrix has no elements)
-  for (int64_t i = 0; i < t.dim() - 2; ++i) count *= t.size(i);
-  return reshape(t.contiguous().clone(), {count, t.size(-2), t.size(-1)});
+  linalg_args::check_square_matrices(op, a, name);
 }
 
 struct Lu {
