@@ -549,3 +549,21 @@ def test_zero_size_backward(shape):
         total = sum(o.sum() for o in (out if isinstance(out, tuple) else (out,)))
         (gx,) = ember.autograd.grad(total, (x,))
         assert gx.shape == shape
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-12), (np.float32, 1e-5), (np.complex128, 1e-12)])
+def test_svd_of_exactly_rank_deficient_matrices(dtype, tol):
+    # rotations leave rounding-noise columns behind here; they must neither stall the sweeps
+    # nor become left singular vectors
+    for a in (np.ones((3, 3)), np.outer([1, 2, 3], [4, 5, 6]), np.kron(np.eye(2), np.ones((3, 3))), np.ones((5, 2)),
+              np.ones((2, 5)), np.diag([1.0, 1e-20, 0.0])):
+        a = a.astype(dtype)
+        U, S, Vh = (x.numpy() for x in LA.svd(ember.from_numpy(a)))
+        k = min(a.shape)
+        np.testing.assert_allclose((U[:, :k] * S) @ Vh[:k], a, atol=tol * np.abs(a).max())
+        np.testing.assert_allclose(U.conj().T @ U, np.eye(a.shape[0]), atol=tol)
+        np.testing.assert_allclose(Vh @ Vh.conj().T, np.eye(a.shape[1]), atol=tol)
+        np.testing.assert_allclose(S, np.linalg.svd(a.astype(np.complex128), compute_uv=False),
+                                   atol=tol * np.abs(a).max())
+        assert int(LA.matrix_rank(ember.from_numpy(a))) == np.linalg.matrix_rank(a)
+        np.testing.assert_allclose(LA.pinv(ember.from_numpy(a)).numpy(), np.linalg.pinv(a), atol=tol * 10)

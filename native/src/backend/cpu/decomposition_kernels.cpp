@@ -143,6 +143,15 @@ void svd_one(const T* a, int64_t m, int64_t n, T* u, int64_t ucols, real_of<T>* 
     for (int64_t i = 0; i < q; ++i) v[i * q + i] = T(1);
   }
   const R eps = std::numeric_limits<R>::epsilon();
+  // Two columns count as orthogonal once |<wi, wj>| is within the rounding of the inner product
+  // (sqrt(p) eps |wi| |wj|, LAPACK gesvj's test), and a column whose squared norm is below
+  // eps^2 of the whole matrix's is rounding noise (a rank-deficient input leaves such columns):
+  // rotating noise against noise never settles, and it moves no singular value by more than
+  // eps * |A|.
+  const R tol = eps * std::sqrt(static_cast<R>(p));
+  R total = 0;
+  for (const T& x : w) total += abs2(x);
+  const R noise = eps * eps * total;
   *info = 1;
   for (int sweep = 0; sweep < kMaxSweeps && *info != 0; ++sweep) {
     bool rotated = false;
@@ -157,8 +166,9 @@ void svd_one(const T* a, int64_t m, int64_t n, T* u, int64_t ucols, real_of<T>* 
           beta += abs2(wj[t]);
           gamma += conj_value(wi[t]) * wj[t];
         }
+        if (alpha <= noise || beta <= noise) continue;
         const R g = std::abs(gamma);
-        if (!(g > eps * std::sqrt(alpha) * std::sqrt(beta))) continue;  // orthogonal to working precision
+        if (!(g > tol * std::sqrt(alpha) * std::sqrt(beta))) continue;  // orthogonal to working precision
         const R zeta = (beta - alpha) / (2 * g);
         if (!std::isfinite(zeta)) continue;  // a rotation by less than rounding
         rotated = true;
@@ -184,7 +194,8 @@ void svd_one(const T* a, int64_t m, int64_t n, T* u, int64_t ucols, real_of<T>* 
   const int64_t wide = tall ? ucols : vrows;
   std::vector<T> uw(static_cast<size_t>(p * std::max(wide, q)), T(0));
   int64_t have = 0;
-  for (; have < q && s[have] > 0; ++have)
+  // (noise columns, as above, give no direction: the basis completion supplies theirs)
+  for (; have < q && norms[order[have]] * norms[order[have]] > noise; ++have)
     for (int64_t t = 0; t < p; ++t) uw[have * p + t] = w[order[have] * p + t] / norms[order[have]];
   complete_basis(uw, p, have, wide);
   // A = U S V^H with (U, V) = (W's left vectors, its V) when tall, (its V, its left vectors) when wide.
