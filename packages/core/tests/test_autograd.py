@@ -648,3 +648,10 @@ def test_every_differentiable_op_is_checked():
                and not called(r["name"])]
     assert not missing
     assert all(r["forward"] for r in RECORDS if r["derivatives"])
+
+
+def test_gradgradcheck_draws_complex_directions_for_complex_outputs():
+    z = ember.complex(ember.randn(3, 3, dtype=ember.float64), ember.randn(3, 3, dtype=ember.float64))
+    assert gradgradcheck(lambda z: (z * z).exp(), (z.requires_grad_(),))
+    x = ember.randn(6, dtype=ember.float64, requires_grad=True)
+    assert gradgradcheck(lambda x: ember.fft.fft(x), (x,))  # real in, complex out

@@ -334,7 +334,7 @@ def _batched_matches_loop(func, inputs, diff_inputs, outputs, atol, rtol, raise_
             return tuple(o for o in _as_tuple(func(*args)) if isinstance(o, _C.Tensor))
 
         primals = tuple(x.detach() for x in diff_inputs)
-        vectors = [_C.randn([batch] + list(x.shape), generator=gen, dtype=x.dtype) for x in diff_inputs]
+        vectors = [_random_direction([batch] + list(x.shape), x.dtype, gen) for x in diff_inputs]
         batched = vmap(lambda *ts: jvp(of_diff, primals, ts)[1])(*vectors)
         singles = [jvp(of_diff, primals, tuple(v[b] for v in vectors))[1] for b in range(batch)]
         kind = "forward"
@@ -342,7 +342,7 @@ def _batched_matches_loop(func, inputs, diff_inputs, outputs, atol, rtol, raise_
         outs = [o for o in outputs if o.requires_grad]
         if not outs:
             return True
-        vectors = [_C.randn([batch] + list(o.shape), generator=gen, dtype=o.dtype) for o in outs]
+        vectors = [_random_direction([batch] + list(o.shape), o.dtype, gen) for o in outs]
         batched = grad(outs, diff_inputs, vectors, retain_graph=True, allow_unused=True, materialize_grads=True,
                        is_grads_batched=True)
         singles = [grad(outs, diff_inputs, [v[b] for v in vectors], retain_graph=True, allow_unused=True,
@@ -359,6 +359,14 @@ def _batched_matches_loop(func, inputs, diff_inputs, outputs, atol, rtol, raise_
     return True
 
 
+def _random_direction(shape, dtype, gen):
+    """Standard-normal entries of `dtype`; a complex dtype gets independent real and imaginary parts."""
+    if dtype in (_C.complex64, _C.complex128):
+        real = _C.float32 if dtype == _C.complex64 else _C.float64
+        return _C.complex(_C.randn(shape, generator=gen, dtype=real), _C.randn(shape, generator=gen, dtype=real))
+    return _C.randn(shape, generator=gen, dtype=dtype)
+
+
 class GradcheckError(RuntimeError):
     """gradcheck found an analytical gradient that disagrees with finite differences."""
 
@@ -373,7 +381,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     if grad_outputs is None:  # fixed random directions, so the check is of a fixed function
         gen = _C.Generator()
         gen.manual_seed(0)
-        grad_outputs = [_C.randn(list(o.shape), generator=gen, dtype=o.dtype) for o in outputs]
+        grad_outputs = [_random_direction(list(o.shape), o.dtype, gen) for o in outputs]
 
     def vjp(*args):
         outs = [o for o in _as_tuple(func(*args)) if isinstance(o, _C.Tensor) and o.requires_grad]
