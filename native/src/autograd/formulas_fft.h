@@ -33,10 +33,11 @@ inline Tensor fft_c2r_backward(const Tensor& grad, const IntList& dim, int64_t n
   if (twice <= 0) return g;
   IntList shape(static_cast<size_t>(nd - last), 1);  // the weights broadcast along `last`
   shape[0] = half;
-  const Tensor w = autograd::cat({autograd::full({1}, Scalar(1.0), grad.dtype(), grad.device()),
-                                  autograd::full({twice}, Scalar(2.0), grad.dtype(), grad.device()),
-                                  autograd::full({half - 1 - twice}, Scalar(1.0), grad.dtype(), grad.device())},
-                                 0);
+  const Tensor w =
+      autograd::cat({autograd::full({1}, Scalar(1.0), grad.dtype(), grad.device()),
+                     autograd::full({twice}, Scalar(2.0), grad.dtype(), grad.device()),
+                     autograd::full({half - 1 - twice}, Scalar(1.0), grad.dtype(), grad.device())},
+                    0);
   return autograd::mul(g, autograd::reshape(w, shape), std::nullopt);
 }
 

@@ -197,12 +197,13 @@ extern DispatchStub<TriangularSolveFn> triangular_solve_stub;
 // owning query rows [q_offsets[s], q_offsets[s+1]) and key/value rows likewise (offsets int64,
 // checked); q, k, v are [rows, E] with unit column stride.
 using PackedAttentionFn = void (*)(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
-                                   const Tensor& q_offsets, const Tensor& k_offsets, int64_t heads, double scale);
+                                   const Tensor& q_offsets, const Tensor& k_offsets, int64_t heads,
+                                   double scale);
 extern DispatchStub<PackedAttentionFn> packed_attention_stub;
 // In place on contiguous out [rows, features]: out = LayerNorm(out + residual) * weight + bias
 // over each row (residual contiguous, or undefined for none).
-using AddLayerNormFn = void (*)(const Tensor& out, const Tensor& residual, const Tensor& weight, const Tensor& bias,
-                                double eps);
+using AddLayerNormFn = void (*)(const Tensor& out, const Tensor& residual, const Tensor& weight,
+                                const Tensor& bias, double eps);
 extern DispatchStub<AddLayerNormFn> add_layer_norm_stub;
 
 // Unnormalized 1-D discrete Fourier transform of every row of a contiguous [B, n] complex64 or

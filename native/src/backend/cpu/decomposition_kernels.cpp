@@ -273,7 +273,7 @@ void eigh_one(const T* a, int64_t n, real_of<T>* w, T* vout, bool lower, int32_t
         jacobi_angle(zeta, c, sn);
         const T ph = apq / g;
         // H <- J^H H J with J = [[c, s ph], [-s conj(ph), c]] on (p, q); V <- V J
-        rotate(h.data() + p, h.data() + q, n, n, c, sn, ph);                  // columns p, q
+        rotate(h.data() + p, h.data() + q, n, n, c, sn, ph);                      // columns p, q
         rotate(h.data() + p * n, h.data() + q * n, n, 1, c, sn, conj_value(ph));  // rows p, q (by J^H)
         h[p * n + q] = h[q * n + p] = T(0);
         h[p * n + p] = T(std::real(h[p * n + p]));

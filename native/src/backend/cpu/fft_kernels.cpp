@@ -79,7 +79,8 @@ std::shared_ptr<Plan> make_plan(int64_t n) {
   p->chirp.resize(n);
   for (int64_t k = 0; k < n; ++k) {
     // k^2 mod 2n keeps the angle small, so large k lose no precision
-    const int64_t k2 = static_cast<int64_t>((static_cast<unsigned __int128>(k) * k) % (2 * static_cast<uint64_t>(n)));
+    const int64_t k2 =
+        static_cast<int64_t>((static_cast<unsigned __int128>(k) * k) % (2 * static_cast<uint64_t>(n)));
     const double a = -kPi * static_cast<double>(k2) / static_cast<double>(n);
     p->chirp[k] = cd(std::cos(a), std::sin(a));
   }
@@ -121,7 +122,8 @@ void stage(const Plan& plan, int64_t p, int64_t L, const cd* y, cd* x) {
     cd* dst = x + f1 * m;
     const int64_t step = f1 * m;  // twiddle of input q: roots[q * step]
     for (int64_t k = 0; k < m; ++k) {
-      for (int64_t q = 0; q < p; ++q) a[q] = q == 0 || f1 == 0 ? src[q * m + k] : src[q * m + k] * w[q * step];
+      for (int64_t q = 0; q < p; ++q)
+        a[q] = q == 0 || f1 == 0 ? src[q * m + k] : src[q * m + k] * w[q * step];
       const int64_t o = L * m;  // stride between output frequencies f2
       switch (p) {
         case 2:
@@ -224,7 +226,8 @@ void fft_typed(const Tensor& data, bool forward) {
     for (int64_t r = begin; r < end; ++r) {
       T* row = base + r * n;
       // the inverse is conj(FFT(conj(x))): one forward algorithm serves both directions
-      for (int64_t j = 0; j < n; ++j) buf[j] = forward ? cd(row[j].real(), row[j].imag()) : cd(row[j].real(), -row[j].imag());
+      for (int64_t j = 0; j < n; ++j)
+        buf[j] = forward ? cd(row[j].real(), row[j].imag()) : cd(row[j].real(), -row[j].imag());
       transform(*plan, buf.data(), scratch.data());
       for (int64_t j = 0; j < n; ++j)
         row[j] = T(static_cast<R>(buf[j].real()), static_cast<R>(forward ? buf[j].imag() : -buf[j].imag()));
@@ -305,7 +308,8 @@ void r2c_kernel(const Tensor& out, const Tensor& in) {
   } else if (in.dtype() == DType::Float64) {
     r2c_typed<double>(out, in);
   } else {
-    throw Error(std::string("[fft_r2c] expected a float32 or float64 tensor, but got ") + dtype_name(in.dtype()));
+    throw Error(std::string("[fft_r2c] expected a float32 or float64 tensor, but got ") +
+                dtype_name(in.dtype()));
   }
 }
 
@@ -365,7 +369,8 @@ void c2r_kernel(const Tensor& out, const Tensor& in) {
   } else if (out.dtype() == DType::Float64) {
     c2r_typed<double>(out, in);
   } else {
-    throw Error(std::string("[fft_c2r] expected a float32 or float64 output, but got ") + dtype_name(out.dtype()));
+    throw Error(std::string("[fft_c2r] expected a float32 or float64 output, but got ") +
+                dtype_name(out.dtype()));
   }
 }
 
@@ -375,7 +380,8 @@ void fft_kernel(const Tensor& data, bool forward) {
   } else if (data.dtype() == DType::Complex128) {
     fft_typed<std::complex<double>>(data, forward);
   } else {
-    throw Error(std::string("[fft] expected a complex64 or complex128 tensor, but got ") + dtype_name(data.dtype()));
+    throw Error(std::string("[fft] expected a complex64 or complex128 tensor, but got ") +
+                dtype_name(data.dtype()));
   }
 }
 

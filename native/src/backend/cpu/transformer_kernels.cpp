@@ -78,23 +78,24 @@ void add_layer_norm_typed(const Tensor& out, const Tensor& residual, const Tenso
   const T* r = residual.defined() ? residual.data<T>() : nullptr;
   const T* w = weight.data<T>();
   const T* b = bias.data<T>();
-  parallel_for(0, rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      T* x = o + row * n;
-      if (r != nullptr) {
-        const T* y = r + row * n;
-        for (int64_t c = 0; c < n; ++c) x[c] += y[c];
-      }
-      double mean = 0;
-      for (int64_t c = 0; c < n; ++c) mean += x[c];
-      mean /= static_cast<double>(n);
-      double var = 0;
-      for (int64_t c = 0; c < n; ++c) var += (x[c] - mean) * (x[c] - mean);
-      var /= static_cast<double>(n);
-      const T m = static_cast<T>(mean), rstd = static_cast<T>(1.0 / std::sqrt(var + eps));
-      for (int64_t c = 0; c < n; ++c) x[c] = (x[c] - m) * rstd * w[c] + b[c];
-    }
-  });
+  parallel_for(0, rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t row = begin; row < end; ++row) {
+                   T* x = o + row * n;
+                   if (r != nullptr) {
+                     const T* y = r + row * n;
+                     for (int64_t c = 0; c < n; ++c) x[c] += y[c];
+                   }
+                   double mean = 0;
+                   for (int64_t c = 0; c < n; ++c) mean += x[c];
+                   mean /= static_cast<double>(n);
+                   double var = 0;
+                   for (int64_t c = 0; c < n; ++c) var += (x[c] - mean) * (x[c] - mean);
+                   var /= static_cast<double>(n);
+                   const T m = static_cast<T>(mean), rstd = static_cast<T>(1.0 / std::sqrt(var + eps));
+                   for (int64_t c = 0; c < n; ++c) x[c] = (x[c] - m) * rstd * w[c] + b[c];
+                 }
+               });
 }
 
 void packed_attention_kernel(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -104,8 +105,8 @@ void packed_attention_kernel(const Tensor& out, const Tensor& q, const Tensor& k
   });
 }
 
-void add_layer_norm_kernel(const Tensor& out, const Tensor& residual, const Tensor& weight, const Tensor& bias,
-                           double eps) {
+void add_layer_norm_kernel(const Tensor& out, const Tensor& residual, const Tensor& weight,
+                           const Tensor& bias, double eps) {
   visit<kFloats>(out.dtype(), "_add_layer_norm", [&](auto tag) {
     add_layer_norm_typed<typename decltype(tag)::type>(out, residual, weight, bias, eps);
   });

@@ -26,11 +26,12 @@ namespace {
 IntList checked_dims(const char* op, const Tensor& self, const IntList& dim) {
   IntList out;
   for (int64_t d : dim) {
-    EMBER_CHECK(self.dim() > 0, IndexError, "[", op, "] expected a tensor with at least one dimension, but got a 0-dim tensor");
+    EMBER_CHECK(self.dim() > 0, IndexError, "[", op,
+                "] expected a tensor with at least one dimension, but got a 0-dim tensor");
     const int64_t w = dims::wrap(op, d, self.dim());
     for (int64_t seen : out)
-      EMBER_CHECK(seen != w, Error, "[", op, "] expected distinct dims, but dim ", w, " appears more than once in ",
-                  dims::str(dim));
+      EMBER_CHECK(seen != w, Error, "[", op, "] expected distinct dims, but dim ", w,
+                  " appears more than once in ", dims::str(dim));
     out.push_back(w);
   }
   return out;
@@ -38,14 +39,12 @@ IntList checked_dims(const char* op, const Tensor& self, const IntList& dim) {
 
 double norm_scale(const char* op, int64_t normalization, int64_t points) {
   switch (normalization) {
-    case 0:
-      return 1.0;
-    case 1:
-      return 1.0 / std::sqrt(static_cast<double>(points));
-    case 2:
-      return 1.0 / static_cast<double>(points);
+    case 0: return 1.0;
+    case 1: return 1.0 / std::sqrt(static_cast<double>(points));
+    case 2: return 1.0 / static_cast<double>(points);
     default:
-      throw ValueError(std::string("[") + op + "] expected normalization 0 (none), 1 (by sqrt(n)) or 2 (by n), but got " +
+      throw ValueError(std::string("[") + op +
+                       "] expected normalization 0 (none), 1 (by sqrt(n)) or 2 (by n), but got " +
                        std::to_string(normalization));
   }
 }
@@ -82,8 +81,8 @@ int64_t points_of(const Tensor& t, const IntList& dims) {
 }  // namespace
 
 Tensor fft_c2c(const Tensor& self, const IntList& dim, int64_t normalization, bool forward) {
-  EMBER_CHECK(is_complex(self.dtype()), TypeError, "[fft_c2c] expected a complex64 or complex128 tensor, but got ",
-              dtype_name(self.dtype()));
+  EMBER_CHECK(is_complex(self.dtype()), TypeError,
+              "[fft_c2c] expected a complex64 or complex128 tensor, but got ", dtype_name(self.dtype()));
   const IntList dims = checked_dims("fft_c2c", self, dim);
   const double s = norm_scale("fft_c2c", normalization, points_of(self, dims));
   Tensor out = transform(self, dims, forward);
@@ -104,21 +103,24 @@ Tensor fft_r2c(const Tensor& self, const IntList& dim, int64_t normalization, bo
   IntList out_sizes = in.sizes();
   out_sizes.back() = bins;
   Tensor out = empty(out_sizes, complex_of(self.dtype()), self.device());
-  if (out.numel() > 0) fft_r2c_stub.get(self.device().type)(reshape(out, {out.numel() / bins, bins}),
-                                                            reshape(in, {in.numel() / n, n}));
+  if (out.numel() > 0)
+    fft_r2c_stub.get(self.device().type)(reshape(out, {out.numel() / bins, bins}),
+                                         reshape(in, {in.numel() / n, n}));
   out = movedim(out, {-1}, {last});
   // the bins above n/2 are the conjugates of those below (the input is real)
-  if (!onesided && n > bins) out = cat({out, conj_physical(flip(narrow(out, last, 1, n - bins), {last}))}, last);
+  if (!onesided && n > bins)
+    out = cat({out, conj_physical(flip(narrow(out, last, 1, n - bins), {last}))}, last);
   out = transform(out, IntList(dims.begin(), dims.end() - 1), true);
   return scaled(out, s);
 }
 
 Tensor fft_c2r(const Tensor& self, const IntList& dim, int64_t normalization, int64_t last_dim_size) {
-  EMBER_CHECK(is_complex(self.dtype()), TypeError, "[fft_c2r] expected a complex64 or complex128 tensor, but got ",
-              dtype_name(self.dtype()));
+  EMBER_CHECK(is_complex(self.dtype()), TypeError,
+              "[fft_c2r] expected a complex64 or complex128 tensor, but got ", dtype_name(self.dtype()));
   const IntList dims = checked_dims("fft_c2r", self, dim);
   EMBER_CHECK(!dims.empty(), ValueError, "[fft_c2r] expected at least one dim to transform, but got none");
-  EMBER_CHECK(last_dim_size >= 1, ValueError, "[fft_c2r] expected last_dim_size >= 1, but got ", last_dim_size);
+  EMBER_CHECK(last_dim_size >= 1, ValueError, "[fft_c2r] expected last_dim_size >= 1, but got ",
+              last_dim_size);
   const int64_t last = dims.back(), half = last_dim_size / 2 + 1;
   EMBER_CHECK(self.size(last) >= half, ValueError, "[fft_c2r] expected at least ", half,
               " bins along the last transformed dim for an output of ", last_dim_size, " points, but got ",
@@ -127,10 +129,13 @@ Tensor fft_c2r(const Tensor& self, const IntList& dim, int64_t normalization, in
   const Tensor in = movedim(x, {last}, {-1}).contiguous();
   IntList out_sizes = in.sizes();
   out_sizes.back() = last_dim_size;
-  Tensor out = empty(out_sizes, self.dtype() == DType::Complex128 ? DType::Float64 : DType::Float32, self.device());
-  if (out.numel() > 0) fft_c2r_stub.get(self.device().type)(reshape(out, {out.numel() / last_dim_size, last_dim_size}),
-                                                            reshape(in, {in.numel() / half, half}));
-  const double s = norm_scale("fft_c2r", normalization, points_of(self, dims) / self.size(last) * last_dim_size);
+  Tensor out =
+      empty(out_sizes, self.dtype() == DType::Complex128 ? DType::Float64 : DType::Float32, self.device());
+  if (out.numel() > 0)
+    fft_c2r_stub.get(self.device().type)(reshape(out, {out.numel() / last_dim_size, last_dim_size}),
+                                         reshape(in, {in.numel() / half, half}));
+  const double s =
+      norm_scale("fft_c2r", normalization, points_of(self, dims) / self.size(last) * last_dim_size);
   return scaled(movedim(out, {-1}, {last}), s);
 }
 

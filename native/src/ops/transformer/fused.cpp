@@ -17,10 +17,10 @@ DispatchStub<AddLayerNormFn> add_layer_norm_stub("add_layer_norm");
 namespace {
 
 void check_float(const char* op, const char* name, const Tensor& t, DType dtype) {
-  EMBER_CHECK(t.dtype() == DType::Float32 || t.dtype() == DType::Float64, TypeError, "[", op, "] expected ", name,
-              " to be float32 or float64, but got ", dtype_name(t.dtype()));
-  EMBER_CHECK(t.dtype() == dtype, TypeError, "[", op, "] expected ", name, " to have dtype ", dtype_name(dtype),
-              ", but got ", dtype_name(t.dtype()));
+  EMBER_CHECK(t.dtype() == DType::Float32 || t.dtype() == DType::Float64, TypeError, "[", op, "] expected ",
+              name, " to be float32 or float64, but got ", dtype_name(t.dtype()));
+  EMBER_CHECK(t.dtype() == dtype, TypeError, "[", op, "] expected ", name, " to have dtype ",
+              dtype_name(dtype), ", but got ", dtype_name(t.dtype()));
 }
 
 // The rows of `t` a kernel may read: 2-D with unit column stride (a column slice of a wider
@@ -42,19 +42,20 @@ Tensor checked_offsets(const char* name, const Tensor& offsets, int64_t rows) {
     EMBER_CHECK(o[i] >= o[i - 1], ValueError, "[_packed_attention] expected ", name,
                 " to be non-decreasing, but got ", o[i - 1], " then ", o[i]);
   }
-  EMBER_CHECK(o[c.numel() - 1] == rows, ValueError, "[_packed_attention] expected ", name, " to end at ", rows,
-              " (the number of packed rows), but got ", o[c.numel() - 1]);
+  EMBER_CHECK(o[c.numel() - 1] == rows, ValueError, "[_packed_attention] expected ", name, " to end at ",
+              rows, " (the number of packed rows), but got ", o[c.numel() - 1]);
   return c;
 }
 
 }  // namespace
 
-Tensor _packed_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& query_offsets,
-                         const Tensor& key_offsets, int64_t num_heads, double scale) {
+Tensor _packed_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                         const Tensor& query_offsets, const Tensor& key_offsets, int64_t num_heads,
+                         double scale) {
   const char* op = "_packed_attention";
   EMBER_CHECK(query.dim() == 2 && key.dim() == 2 && value.dim() == 2, ValueError, "[", op,
-              "] expected 2-D packed query, key and value, but got ", query.dim(), "-D, ", key.dim(), "-D and ",
-              value.dim(), "-D");
+              "] expected 2-D packed query, key and value, but got ", query.dim(), "-D, ", key.dim(),
+              "-D and ", value.dim(), "-D");
   check_float(op, "query", query, query.dtype());
   check_float(op, "key", key, query.dtype());
   check_float(op, "value", value, query.dtype());
@@ -62,20 +63,24 @@ Tensor _packed_attention(const Tensor& query, const Tensor& key, const Tensor& v
   EMBER_CHECK(key.size(1) == embed && value.size(1) == embed, ValueError, "[", op,
               "] expected query, key and value to have the same number of features, but got ", embed, ", ",
               key.size(1), " and ", value.size(1));
-  EMBER_CHECK(key.size(0) == value.size(0), ValueError, "[", op, "] expected key and value to have as many rows, "
-              "but got ", key.size(0), " and ", value.size(0));
+  EMBER_CHECK(key.size(0) == value.size(0), ValueError, "[", op,
+              "] expected key and value to have as many rows, "
+              "but got ",
+              key.size(0), " and ", value.size(0));
   EMBER_CHECK(num_heads > 0 && embed % num_heads == 0, ValueError, "[", op, "] expected num_heads to divide ",
               embed, ", but got ", num_heads);
   EMBER_CHECK(query.device().type == DeviceType::CPU, NotImplementedError, "[", op, "] not implemented for ",
               query.device().str());
   const Tensor qo = checked_offsets("query_offsets", query_offsets, query.size(0));
   const Tensor ko = checked_offsets("key_offsets", key_offsets, key.size(0));
-  EMBER_CHECK(qo.numel() == ko.numel(), ValueError, "[", op, "] expected query_offsets and key_offsets to describe "
-              "as many sequences, but got ", qo.numel() - 1, " and ", ko.numel() - 1);
+  EMBER_CHECK(qo.numel() == ko.numel(), ValueError, "[", op,
+              "] expected query_offsets and key_offsets to describe "
+              "as many sequences, but got ",
+              qo.numel() - 1, " and ", ko.numel() - 1);
   Tensor out = zeros({query.size(0), embed}, query.dtype(), query.device());
   if (out.numel() > 0 && key.size(0) > 0) {
-    packed_attention_stub.get(query.device().type)(out, rows_view(query), rows_view(key), rows_view(value), qo, ko,
-                                                   num_heads, scale);
+    packed_attention_stub.get(query.device().type)(out, rows_view(query), rows_view(key), rows_view(value),
+                                                   qo, ko, num_heads, scale);
   }
   return out;
 }
