@@ -146,6 +146,21 @@ def test_functional_bias_kv_zero_attn_separate_weights_and_unbatched():
     assert tuple(out.shape) == (L, 0, E) and tuple(weights.shape) == (0, L, L)
 
 
+def test_functional_static_key_and_value():
+    L, S, N, E, H = 3, 4, 2, 4, 2
+    q, k, v = RNG.normal(size=(L, N, E)), RNG.normal(size=(S, N, E)), RNG.normal(size=(S, N, E))
+    params = _mha_params(E)
+    wq, wk, wv, b_in, w_out, b_out = params
+    heads = lambda x: x.reshape(S, N * H, E // H).transpose(1, 0, 2)  # noqa: E731 - [N*H, S, head_dim]
+    static_k, static_v = heads(k @ wk.T + b_in[E:2 * E]), heads(v @ wv.T + b_in[2 * E:])
+    # the key/value given to the call are ignored where static ones are passed
+    junk = RNG.normal(size=(S, N, E))
+    got, _ = _call_f(q, junk, junk, params, H, static_k=_t(static_k), static_v=_t(static_v))
+    np.testing.assert_allclose(_np(got), _ref_mha(q, k, v, *params, H)[0], rtol=1e-10)
+    with pytest.raises(AssertionError, match=r"expecting static_k.size\(0\) of 4 and static_k.size\(2\) of 2"):
+        _call_f(q, junk, junk, params, H, static_k=_t(static_k[:3]))
+
+
 def test_functional_is_causal_hint_and_errors():
     L, N, E, H = 4, 2, 4, 2
     x = RNG.normal(size=(L, N, E))

@@ -214,7 +214,7 @@ Tensor linalg_householder_product(const Tensor& A, const Tensor& tau) {
   EMBER_CHECK(tau.dtype() == A.dtype(), Error, "[", op, "] tau dtype ", dtype_name(tau.dtype()),
               " does not match input dtype ", dtype_name(A.dtype()));
   const Tensor q = as_batch(A);
-  const Tensor t = reshape(tau.contiguous().clone(), {q.size(0), tau.size(-1)});
+  const Tensor t = reshape(tau.clone(), {q.size(0), tau.size(-1)});
   if (q.numel() > 0) orgqr_stub.get(A.device().type)(q, t);
   return reshape(q, A.sizes());
 }

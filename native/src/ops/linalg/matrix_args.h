@@ -36,7 +36,7 @@ inline IntList batch_of(const Tensor& t, int64_t matrix_dims) {
 inline Tensor as_batch(const Tensor& t) {
   int64_t count = 1;  // (not -1: a reshape cannot infer it when a matrix has no elements)
   for (int64_t i = 0; i < t.dim() - 2; ++i) count *= t.size(i);
-  return reshape(t.contiguous().clone(), {count, t.size(-2), t.size(-1)});
+  return reshape(t.clone(), {count, t.size(-2), t.size(-1)});  // clone: always a fresh contiguous copy
 }
 
 }  // namespace ember::linalg_args

@@ -98,7 +98,7 @@ Tensor _add_layer_norm(const Tensor& input, const std::optional<Tensor>& residua
               dims::str(weight.sizes()), " and ", dims::str(bias.sizes()));
   EMBER_CHECK(input.device().type == DeviceType::CPU, NotImplementedError, "[", op, "] not implemented for ",
               input.device().str());
-  Tensor out = input.contiguous().clone();
+  Tensor out = input.clone();  // (a fresh contiguous copy)
   if (residual.has_value()) {
     check_float(op, "residual", *residual, input.dtype());
     EMBER_CHECK(residual->sizes() == input.sizes(), ValueError, "[", op, "] expected residual of shape ",

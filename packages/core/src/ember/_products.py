@@ -13,6 +13,7 @@ import math
 import string
 
 from . import _C
+from ._args import write_out
 
 _LETTERS = set(string.ascii_letters)
 
@@ -197,7 +198,7 @@ def tensordot(a, b, dims=2, out=None):
     left = _C.reshape(_C.permute(a, free_a + dims_a), [math.prod(a.shape[d] for d in free_a), n])
     right = _C.reshape(_C.permute(b, dims_b + free_b), [n, math.prod(b.shape[d] for d in free_b)])
     result = _C.reshape(_C.mm(left, right), [a.shape[d] for d in free_a] + [b.shape[d] for d in free_b])
-    return result if out is None else _C.copy_(out, result)
+    return write_out(result, out)
 
 
 def kron(input, other):
@@ -267,13 +268,13 @@ def multi_dot(tensors, *, out=None):
         result = _C.squeeze(result, [0])
     if last_vec:
         result = _C.squeeze(result, [-1])
-    return result if out is None else _C.copy_(out, result)
+    return write_out(result, out)
 
 
 def chain_matmul(*matrices, out=None):
     """The product of 2-D matrices in the cheapest order (deprecated in PyTorch for multi_dot)."""
     if len(matrices) == 1:
-        return matrices[0] if out is None else _C.copy_(out, matrices[0])
+        return write_out(matrices[0], out)
     for m in matrices:
         if m.dim() != 2:
             raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")

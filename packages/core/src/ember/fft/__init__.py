@@ -16,6 +16,7 @@ from __future__ import annotations
 import operator
 
 from .. import _C
+from .._args import dtype_name, wrap_dim, write_out
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2",
            "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -40,17 +41,13 @@ def _float_input(x, fname: str):
         raise TypeError(f"{fname}(): argument 'input' must be Tensor, not {type(x).__name__}")
     d = x.dtype
     if d in (_C.float16, _C.bfloat16):
-        raise RuntimeError(f"{fname}: Unsupported dtype {_dtype_name(d)} (float16 and bfloat16 transforms are not "
+        raise RuntimeError(f"{fname}: Unsupported dtype {dtype_name(d)} (float16 and bfloat16 transforms are not "
                            f"implemented; convert to float32)")
     if d in (_C.float32, _C.float64, _C.complex64, _C.complex128):
         return x
     if d in (_C.float8_e4m3fn, _C.float8_e5m2):
-        raise RuntimeError(f"{fname}: Unsupported dtype {_dtype_name(d)}")
+        raise RuntimeError(f"{fname}: Unsupported dtype {dtype_name(d)}")
     return _C.to_dtype(x, _C.get_default_dtype())  # bool and integers
-
-
-def _dtype_name(d) -> str:
-    return repr(d).replace("ember.", "")
 
 
 def _complex_input(x, fname: str):
@@ -65,16 +62,8 @@ def _complex_input(x, fname: str):
 def _real_input(x, fname: str):
     x = _float_input(x, fname)
     if x.is_complex():
-        raise RuntimeError(f"{fname} expects a real input tensor, but got {_dtype_name(x.dtype)}")
+        raise RuntimeError(f"{fname} expects a real input tensor, but got {dtype_name(x.dtype)}")
     return x
-
-
-def _wrap_dim(d, ndim: int) -> int:
-    d = operator.index(d)
-    n = max(ndim, 1)
-    if not -n <= d < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-    return d + n if d < 0 else d
 
 
 def _check_n(n) -> None:
@@ -94,17 +83,10 @@ def _resize(x, dim: int, size: int):
     return _C.cat([x, _C.zeros(shape, dtype=x.dtype, device=x.device)], dim)
 
 
-def _out(result, out):
-    if out is None:
-        return result
-    _C.copy_(out, result)
-    return out
-
-
 def _one_dim(x, n, dim):
     if x.dim() == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    d = _wrap_dim(dim, x.dim())
+    d = wrap_dim(dim, x.dim())
     size = x.shape[d] if n is None else operator.index(n)
     _check_n(size)  # also an empty input dim with no n, as PyTorch
     return d, size
@@ -116,21 +98,21 @@ def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-D discrete Fourier transform along `dim`."""
     x = _complex_input(input, "fft")
     d, size = _one_dim(x, n, dim)
-    return _out(_C.fft_c2c(_resize(x, d, size), [d], _norm_mode(norm, True), True), out)
+    return write_out(_C.fft_c2c(_resize(x, d, size), [d], _norm_mode(norm, True), True), out)
 
 
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-D inverse discrete Fourier transform along `dim`."""
     x = _complex_input(input, "ifft")
     d, size = _one_dim(x, n, dim)
-    return _out(_C.fft_c2c(_resize(x, d, size), [d], _norm_mode(norm, False), False), out)
+    return write_out(_C.fft_c2c(_resize(x, d, size), [d], _norm_mode(norm, False), False), out)
 
 
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The one-sided transform of a real signal: bins 0 .. n//2 of fft."""
     x = _real_input(input, "rfft")
     d, size = _one_dim(x, n, dim)
-    return _out(_C.fft_r2c(_resize(x, d, size), [d], _norm_mode(norm, True), True), out)
+    return write_out(_C.fft_r2c(_resize(x, d, size), [d], _norm_mode(norm, True), True), out)
 
 
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -139,7 +121,7 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     d, _ = _one_dim(x, n, dim)
     size = 2 * (x.shape[d] - 1) if n is None else operator.index(n)
     _check_n(size)
-    return _out(_C.fft_c2r(_resize(x, d, size // 2 + 1), [d], _norm_mode(norm, False), size), out)
+    return write_out(_C.fft_c2r(_resize(x, d, size // 2 + 1), [d], _norm_mode(norm, False), size), out)
 
 
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
@@ -149,14 +131,14 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     size = 2 * (x.shape[d] - 1) if n is None else operator.index(n)
     _check_n(size)
     x = _C.conj_physical(_resize(x, d, size // 2 + 1))
-    return _out(_C.fft_c2r(x, [d], _norm_mode(norm, True), size), out)
+    return write_out(_C.fft_c2r(x, [d], _norm_mode(norm, True), size), out)
 
 
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of hfft: the one-sided inverse transform of a real signal."""
     x = _real_input(input, "ihfft")
     d, size = _one_dim(x, n, dim)
-    return _out(_C.conj_physical(_C.fft_r2c(_resize(x, d, size), [d], _norm_mode(norm, False), True)), out)
+    return write_out(_C.conj_physical(_C.fft_r2c(_resize(x, d, size), [d], _norm_mode(norm, False), True)), out)
 
 
 # ---- n-D transforms ---------------------------------------------------------------------------
@@ -167,7 +149,7 @@ def _canonical(x, s, dim, fname: str):
     ndim = x.dim()
     if dim is not None:
         dims = [dim] if isinstance(dim, int) else list(dim)
-        dims = [_wrap_dim(d, ndim) for d in dims]
+        dims = [wrap_dim(d, ndim) for d in dims]
         if len(set(dims)) != len(dims):
             raise RuntimeError("FFT dims must be unique")
     if s is not None:
@@ -198,14 +180,14 @@ def fftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-D discrete Fourier transform over `dim` (all dims by default)."""
     x = _complex_input(input, "fftn")
     dims, sizes = _canonical(x, s, dim, "fftn")
-    return _out(_C.fft_c2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, True), True), out)
+    return write_out(_C.fft_c2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, True), True), out)
 
 
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-D inverse discrete Fourier transform over `dim` (all dims by default)."""
     x = _complex_input(input, "ifftn")
     dims, sizes = _canonical(x, s, dim, "ifftn")
-    return _out(_C.fft_c2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, False), False), out)
+    return write_out(_C.fft_c2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, False), False), out)
 
 
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -215,7 +197,7 @@ def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     if not dims:
         raise RuntimeError("rfftn must transform at least one axis")
     _check_n(sizes[-1])
-    return _out(_C.fft_r2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, True), True), out)
+    return write_out(_C.fft_r2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, True), True), out)
 
 
 def _c2r_shape(x, s, dim, fname: str):
@@ -232,7 +214,7 @@ def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The inverse of rfftn: a real signal (last dim 2 * (input.size(dim[-1]) - 1) by default)."""
     x = _complex_input(input, "irfftn")
     dims, sizes, last = _c2r_shape(x, s, dim, "irfftn")
-    return _out(_C.fft_c2r(_resize_all(x, dims, sizes), dims, _norm_mode(norm, False), last), out)
+    return write_out(_C.fft_c2r(_resize_all(x, dims, sizes), dims, _norm_mode(norm, False), last), out)
 
 
 def hfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -240,7 +222,7 @@ def hfftn(input, s=None, dim=None, norm=None, *, out=None):
     x = _complex_input(input, "hfftn")
     dims, sizes, last = _c2r_shape(x, s, dim, "hfftn")
     x = _C.conj_physical(_resize_all(x, dims, sizes))
-    return _out(_C.fft_c2r(x, dims, _norm_mode(norm, True), last), out)
+    return write_out(_C.fft_c2r(x, dims, _norm_mode(norm, True), last), out)
 
 
 def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
@@ -251,7 +233,7 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
         raise RuntimeError("ihfftn must transform at least one axis")
     _check_n(sizes[-1])
     y = _C.fft_r2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, False), True)
-    return _out(_C.conj_physical(y), out)
+    return write_out(_C.conj_physical(y), out)
 
 
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
@@ -308,7 +290,7 @@ def _shift_dims(x, dim):
     if dim is None:
         return list(range(x.dim()))
     dims = [dim] if isinstance(dim, int) else list(dim)
-    return [_wrap_dim(d, x.dim()) for d in dims]
+    return [wrap_dim(d, x.dim()) for d in dims]
 
 
 def fftshift(input, dim=None):

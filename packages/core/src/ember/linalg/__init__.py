@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .. import _C
+from .._args import write_out
 from .._products import multi_dot
 from ._composites import (
     cond,
@@ -50,15 +51,15 @@ _LuResult = namedtuple("linalg_lu", ["P", "L", "U"])
 
 def solve(A, B, *, left=True, out=None):
     """X with A X = B (or X A = B when left=False); B may be a (batch of) vector(s)."""
-    return _out(_C.linalg_solve(A, B, left=left), out)
+    return write_out(_C.linalg_solve(A, B, left=left), out)
 
 
 def inv(A, *, out=None):
-    return _out(_C.linalg_inv(A), out)
+    return write_out(_C.linalg_inv(A), out)
 
 
 def det(A, *, out=None):
-    return _out(_C.linalg_det(A), out)
+    return write_out(_C.linalg_det(A), out)
 
 
 def slogdet(A):
@@ -67,7 +68,7 @@ def slogdet(A):
 
 
 def cholesky(A, *, upper=False, out=None):
-    return _out(_C.linalg_cholesky(A, upper=upper), out)
+    return write_out(_C.linalg_cholesky(A, upper=upper), out)
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
@@ -75,7 +76,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
-    return _out(_C.linalg_solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular), out)
+    return write_out(_C.linalg_solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular), out)
 
 
 def svd(A, full_matrices=True, *, driver=None):
@@ -86,7 +87,7 @@ def svd(A, full_matrices=True, *, driver=None):
 
 def svdvals(A, *, driver=None, out=None):
     _check_driver("svdvals", driver)
-    return _out(_C.linalg_svdvals(A), out)
+    return write_out(_C.linalg_svdvals(A), out)
 
 
 def _check_driver(name, driver):
@@ -102,7 +103,7 @@ def eigh(A, UPLO="L"):
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
-    return _out(_C.linalg_eigvalsh(A, UPLO=UPLO), out)
+    return write_out(_C.linalg_eigvalsh(A, UPLO=UPLO), out)
 
 
 def qr(A, mode="reduced"):
@@ -112,7 +113,7 @@ def qr(A, mode="reduced"):
 
 def householder_product(A, tau, *, out=None):
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H (LAPACK's orgqr)."""
-    return _out(_C.linalg_householder_product(A, tau), out)
+    return write_out(_C.linalg_householder_product(A, tau), out)
 
 
 def lu_factor(A, *, pivot=True):
@@ -131,7 +132,7 @@ def lu(A, *, pivot=True):
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """X with A X = B from lu_factor's output (X A = B when left=False; A^H when adjoint)."""
-    return _out(_C.linalg_lu_solve(LU, pivots, B, left=left, adjoint=adjoint), out)
+    return write_out(_C.linalg_lu_solve(LU, pivots, B, left=left, adjoint=adjoint), out)
 
 
 def eig(A):
@@ -140,15 +141,7 @@ def eig(A):
 
 
 def eigvals(A, *, out=None):
-    return _out(_C.linalg_eigvals(A), out)
-
-
-def _out(result, out):
-    """out= semantics: the result written into `out`, and `out` itself returned (as PyTorch)."""
-    if out is None:
-        return result
-    _C.copy_(out, result)
-    return out
+    return write_out(_C.linalg_eigvals(A), out)
 
 
 def matmul(input, other, *, out=None):
@@ -157,4 +150,4 @@ def matmul(input, other, *, out=None):
 
 def vecdot(x, y, *, dim=-1, out=None):
     """sum(conj(x) * y) over `dim`, broadcasting the other dims."""
-    return _out(_C.sum(_C.conj(x) * y, [dim]), out)
+    return write_out(_C.sum(_C.conj(x) * y, [dim]), out)

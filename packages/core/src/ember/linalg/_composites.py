@@ -31,25 +31,15 @@ import sys
 from collections import namedtuple
 
 from .. import _C
+from .._args import dtype_name, wrap_dim, write_out
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp", "cond", "matrix_rank",
            "pinv", "lstsq"]
 
 
-def _name(dtype) -> str:
-    return repr(dtype).replace("ember.", "")
-
-
-def _out(result, out):
-    if out is None:
-        return result
-    out.copy_(result)  # the method returns out's own Python object, as torch's out= does
-    return out
-
-
 def _check_float_or_complex(x, op: str) -> None:
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        raise RuntimeError(f"[{op}] Expected a floating point or complex tensor as input. Got {_name(x.dtype)}")
+        raise RuntimeError(f"[{op}] Expected a floating point or complex tensor as input. Got {dtype_name(x.dtype)}")
 
 
 def _check_norm_dtype(dtype, input_dtype, op: str) -> None:
@@ -57,22 +47,13 @@ def _check_norm_dtype(dtype, input_dtype, op: str) -> None:
     if dtype is None:
         return
     if not (dtype.is_floating_point or dtype.is_complex):
-        raise RuntimeError(f"[{op}] dtype should be floating point or complex, but got {_name(dtype)}")
+        raise RuntimeError(f"[{op}] dtype should be floating point or complex, but got {dtype_name(dtype)}")
     if dtype.is_complex != input_dtype.is_complex:
         kind = "complex" if input_dtype.is_complex else "real"
-        raise RuntimeError(f"[{op}] dtype should be {kind} for {kind} inputs, but got {_name(dtype)}")
+        raise RuntimeError(f"[{op}] dtype should be {kind} for {kind} inputs, but got {dtype_name(dtype)}")
     if _C.promote_types(input_dtype, dtype) != dtype:
-        raise RuntimeError(f"[{op}] the dtype of the input ({_name(input_dtype)}) should be convertible without "
-                           f"narrowing to the specified dtype ({_name(dtype)})")
-
-
-def _wrap(dim: int, ndim: int) -> int:
-    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
-        raise TypeError(f"dim must be an int, but got {type(dim).__name__}")
-    n = max(ndim, 1)  # a 0-dim tensor takes dim 0 / -1, as in PyTorch
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim % n
+        raise RuntimeError(f"[{op}] the dtype of the input ({dtype_name(input_dtype)}) should be convertible without "
+                           f"narrowing to the specified dtype ({dtype_name(dtype)})")
 
 
 def _dims(dim) -> list[int] | None:
@@ -94,7 +75,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     _check_norm_dtype(dtype, x.dtype, "linalg.vector_norm")
     dims = _dims(dim)
     if dims is not None:
-        dims = [_wrap(d, x.dim()) for d in dims]
+        dims = [wrap_dim(d, x.dim()) for d in dims]
         if len(set(dims)) != len(dims):
             raise RuntimeError(f"[linalg.vector_norm] dim {dims} appears multiple times in the list of dims")
         if not dims:
@@ -111,7 +92,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
                                    f"because this dimension is empty and the operation does not have an identity")
     if dtype is not None:
         x = _C.to_dtype(x, dtype)
-    return _out(_C.norm(x, ord, dims, keepdim), out)
+    return write_out(_C.norm(x, ord, dims, keepdim), out)
 
 
 def _factorization(name: str):
@@ -125,7 +106,7 @@ def _matrix_dims(A, dim, op: str) -> list[int]:
     dims = _dims(dim)
     if len(dims) != 2:
         raise RuntimeError(f"[{op}] dim must be a 2-tuple. Got {tuple(dims)}")
-    dims = [_wrap(d, A.dim()) for d in dims]
+    dims = [wrap_dim(d, A.dim()) for d in dims]
     if dims[0] == dims[1]:
         raise RuntimeError(f"[{op}] dims must be different. Got ({dims[0]}, {dims[1]})")
     return dims
@@ -176,7 +157,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         if not keepdim and d_sum < d_ext:
             d_ext -= 1
         result = (_C.amax if ord > 0 else _C.amin)(sums, [d_ext], keepdim)
-    return _out(result, out)
+    return write_out(result, out)
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -200,13 +181,13 @@ def cross(input, other, *, dim=-1, out=None):
     """The cross product of 3-vectors along dim; the other dims broadcast."""
     if input.dim() != other.dim():
         raise RuntimeError("[linalg.cross] inputs must have the same number of dimensions.")
-    d = _wrap(dim, input.dim())
+    d = wrap_dim(dim, input.dim())
     if input.dim() == 0 or input.shape[d] != 3 or other.shape[d] != 3:
         got = (input.shape[d], other.shape[d]) if input.dim() else (1, 1)
         raise RuntimeError(f"[linalg.cross] inputs dimension {dim} must have length 3. Got {got[0]} and {got[1]}")
     a, b = input, other  # the products broadcast the other dims
     result = _C.roll(a, [-1], [d]) * _C.roll(b, [-2], [d]) - _C.roll(a, [-2], [d]) * _C.roll(b, [-1], [d])
-    return _out(result, out)
+    return write_out(result, out)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
@@ -233,7 +214,7 @@ def matrix_power(A, n, *, out=None):
         raise TypeError(f"linalg.matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     _square(A, "linalg.matrix_power")
     if n == 0:
-        return _out(_identity_like(A), out)
+        return write_out(_identity_like(A), out)
     if n < 0:
         A, n = _C.linalg_inv(A), -n
     result = None
@@ -247,7 +228,7 @@ def matrix_power(A, n, *, out=None):
         power = _C.matmul(power, power)
     if result is A:  # n=1 gives a new tensor, as PyTorch's clone
         result = _C.clone(result)
-    return _out(result, out)
+    return write_out(result, out)
 
 
 # Higham (2005), Table 2.3: the largest 1-norm for which the [m/m] Padé approximant of exp
@@ -372,7 +353,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
         S = _spectrum(A, hermitian, op)
         tol = _tolerance(S, atol, rtol, m, n, op)
         rank = _C.sum(S > _C.unsqueeze(tol, -1), [-1], False, dtype=_C.int64)
-    return _out(rank, out)
+    return write_out(rank, out)
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
@@ -384,7 +365,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     _check_float_or_complex(A, op)
     m, n = A.shape[-2], A.shape[-1]
     if A.numel() == 0:
-        return _out(_C.zeros(list(A.shape[:-2]) + [n, m], dtype=A.dtype), out)
+        return write_out(_C.zeros(list(A.shape[:-2]) + [n, m], dtype=A.dtype), out)
     if hermitian:
         _square(A, op)
         L, Q = _factorization("eigh")(A)
@@ -401,7 +382,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
         keep = S > tol
         inv = _C.where(keep, _C.reciprocal(_C.where(keep, S, _C.ones_like(S))), _C.zeros_like(S))
         result = _C.matmul(_mH(Vh) * _C.unsqueeze(inv, -2), _mH(U))
-    return _out(result, out)
+    return write_out(result, out)
 
 
 def _mH(A):
@@ -428,18 +409,18 @@ def cond(A, p=None, *, out=None):
         raise RuntimeError(f"[{op}] The input tensor A must have at least 2 dimensions.")
     _check_float_or_complex(A, op)
     if A.numel() == 0:  # NumPy leaves cond of empty matrices undefined; PyTorch gives 0
-        return _out(_C.zeros(list(A.shape[:-2]), dtype=_real_dtype(A.dtype)), out)
+        return write_out(_C.zeros(list(A.shape[:-2]), dtype=_real_dtype(A.dtype)), out)
     if p in (2.0, -2.0):
         S = _factorization("svdvals")(A)
         s_max, s_min = _C.amax(S, [-1], False), _C.amin(S, [-1], False)
-        return _out(s_max / s_min if p == 2.0 else s_min / s_max, out)
+        return write_out(s_max / s_min if p == 2.0 else s_min / s_max, out)
     _square(A, f"{op}(ord={p if isinstance(p, str) else f'{p:g}'})")
     with _no_grad():
         singular = _C.linalg_slogdet(A)[0] == 0  # LU found an exact zero pivot: inv does not exist
     eye = _identity_like(A)
     safe = _C.where(_C.unsqueeze(_C.unsqueeze(singular, -1), -1), eye, A)
     value = matrix_norm(safe, p) * matrix_norm(_C.linalg_inv(safe), p)
-    return _out(_C.where(singular, _C.full([], math.inf, dtype=value.dtype), value), out)
+    return write_out(_C.where(singular, _C.full([], math.inf, dtype=value.dtype), value), out)
 
 
 _LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
@@ -462,7 +443,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     _check_float_or_complex(A, op)
     if A.dtype != B.dtype:
         raise RuntimeError(f"[{op}] Expected input and other to have the same dtype, but got input's dtype "
-                           f"{_name(A.dtype)} and other's dtype {_name(B.dtype)}.")
+                           f"{dtype_name(A.dtype)} and other's dtype {dtype_name(B.dtype)}.")
     if B.dim() < 1:
         raise RuntimeError(f"[{op}] other must have at least 1 dimension.")
     if not 0 <= A.dim() - B.dim() <= 1:

@@ -62,7 +62,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return _C.matmul(weights, value)
 
 
-
 def _float_mask(mask, name, query):
     """A bool mask (True = may not attend) as an additive float mask of query's dtype; a float
     mask as it is. Other dtypes are refused, as PyTorch does."""

@@ -109,9 +109,7 @@ class Packing:
         self.batch, self.length = batch, length
         if key_padding_mask is None:
             self.rows = None  # every token is real
-            self.offsets = _C.arange(0, batch * length + 1, max(length, 1), dtype=_C.int64)
-            if length == 0:
-                self.offsets = _C.zeros([batch + 1], dtype=_C.int64)
+            self.offsets = _C.arange(batch + 1, dtype=_C.int64) * length
         else:
             keep = _C.reshape(_C.logical_not(key_padding_mask), [batch * length])
             self.rows = _C.nonzero(keep)[:, 0]
