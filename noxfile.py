@@ -43,6 +43,7 @@ BUILD_REQUIREMENTS = [
     "setuptools>=77",
     "wheel",
     "build>=1.2",
+    "scipy-openblas32>=0.3.28",  # BLAS/LAPACK that libember links (Note [BLAS provider])
 ]
 
 nox.options.default_venv_backend = "uv|virtualenv"

@@ -12,4 +12,8 @@ namespace ember {
 EMBER_API void set_float32_matmul_precision(const std::string& precision);
 EMBER_API std::string get_float32_matmul_precision();
 
+// The BLAS/LAPACK library the products and decompositions call, as it describes itself
+// (OpenBLAS's build configuration and core name).
+EMBER_API std::string blas_config();
+
 }  // namespace ember

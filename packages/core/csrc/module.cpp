@@ -152,6 +152,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cpu_allocated_bytes", &cpu_allocated_bytes);
   m.def("set_float32_matmul_precision", &set_float32_matmul_precision, py::arg("precision"));
   m.def("get_float32_matmul_precision", &get_float32_matmul_precision);
+  m.def("_blas_config", &blas_config);
 
   // Generators: shared with ops through the Generator? schema type; state is 16 bytes
   // (seed, then Philox offset, little-endian) in a uint8 tensor, as torch's ByteTensor states.

@@ -1,5 +1,8 @@
 // CPU matrix multiply (interface in src/ops/kernels.h): out[b] = beta * out[b] + alpha * a[b] @ b[b].
 //
+// float, double and complex products call OpenBLAS (blas_gemm below); this file's own kernel
+// serves the types BLAS lacks (integers) and products too small to repay a BLAS call.
+//
 // Note [gemm blocking]: the classic three-level blocking. For each block of KC steps of the inner
 // dimension and NC columns, B's block is packed into NR-wide column panels and A's block of MC
 // rows into MR-high row panels, both laid out in the order the micro-kernel reads them; the
@@ -13,6 +16,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "backend/cpu/blas.h"
 #include "ember/parallel.h"
 #include "kernel_utils.h"
 #include "ops/kernels.h"
@@ -185,14 +189,59 @@ void gemm_typed(const Tensor& out, const Tensor& a, const Tensor& b, T alpha, T 
   });
 }
 
+// Products below this many multiply-adds stay in gemm_typed: a BLAS call costs about a
+// microsecond of setup, which batches of 8x8 matrices never repay.
+constexpr int64_t kBlasMinWork = 8 * 8 * 8;
+// Per-matrix work below which a batch is spread over Ember's threads, one single-threaded BLAS
+// call per matrix (Note [BLAS threads]); above it each call uses every thread itself.
+constexpr int64_t kBlasBatchParallelWork = int64_t(1) << 21;
+
+template <typename T>
+bool blas_gemm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, T alpha, T beta) {
+  const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a_in.size(2);
+  if (K == 0 || M * N * K < kBlasMinWork || std::max({M, N, K}) > blas::kMaxDim) return false;
+  // Operands BLAS cannot read as strided matrices (expanded or doubly strided) are copied once.
+  blas::Operand ao, bo, co;
+  const Tensor a = blas::as_operand(M, K, a_in.stride(1), a_in.stride(2), ao) ? a_in : a_in.contiguous();
+  const Tensor b = blas::as_operand(K, N, b_in.stride(1), b_in.stride(2), bo) ? b_in : b_in.contiguous();
+  if (!blas::as_operand(M, K, a.stride(1), a.stride(2), ao) || !blas::as_operand(K, N, b.stride(1), b.stride(2), bo) ||
+      !blas::as_operand(M, N, out.stride(1), out.stride(2), co)) {
+    return false;
+  }
+  const T* A = a.data<T>();
+  const T* B = b.data<T>();
+  T* C = out.data<T>();
+  auto one = [&](int64_t i) {
+    const T* Ai = A + i * a.stride(0);
+    const T* Bi = B + i * b.stride(0);
+    T* Ci = C + i * out.stride(0);
+    if (!co.trans) {
+      blas::gemm<T>(ao, bo, M, N, K, alpha, Ai, Bi, beta, Ci, co.ld);
+    } else {  // a column-major C: compute C^T = op(B)^T op(A)^T
+      blas::gemm<T>({!bo.trans, bo.ld}, {!ao.trans, ao.ld}, N, M, K, alpha, Bi, Ai, beta, Ci, co.ld);
+    }
+  };
+  if (batch > 1 && M * N * K < kBlasBatchParallelWork && get_num_threads() > 1) {
+    blas::SerialBlas serial;
+    parallel_for(0, batch, std::max<int64_t>(1, kBlasBatchParallelWork / (M * N * K)), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < batch; ++i) one(i);
+  }
+  return true;
+}
+
 void gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
                  const Scalar& beta) {
   visit<kInts | kFloats | kComplex>(out.dtype(), "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_complex_v<T>) {
-      gemm_typed<T>(out, a, b, T(alpha.to_complex()), T(beta.to_complex()));
+      const T al(alpha.to_complex()), be(beta.to_complex());
+      if (!blas_gemm<T>(out, a, b, al, be)) gemm_typed<T>(out, a, b, al, be);
     } else if constexpr (std::is_floating_point_v<T>) {
-      gemm_typed<T>(out, a, b, static_cast<T>(alpha.to_double()), static_cast<T>(beta.to_double()));
+      const T al = static_cast<T>(alpha.to_double()), be = static_cast<T>(beta.to_double());
+      if (!blas_gemm<T>(out, a, b, al, be)) gemm_typed<T>(out, a, b, al, be);
     } else {
       gemm_typed<T>(out, a, b, static_cast<T>(alpha.to_int()), static_cast<T>(beta.to_int()));
     }
