@@ -288,16 +288,27 @@ def docs(session: nox.Session) -> None:
     session.run("python", str(ROOT / "ci" / "check_links.py"), external=True)
 
 
-@nox.session
+# The peers of `nox -s bench` (never a dependency of any Ember wheel). PyTorch's CPU build comes
+# from pip (uv would fetch a CUDA build); fbgemm_gpu 1.8's CPU wheel is the newest that loads
+# beside torch 2.13 and must not pull its own torch.
+BENCH_PEERS = ["torch==2.13.0", "numpy"]
+BENCH_NO_DEPS_PEERS = ["fbgemm-gpu-cpu==1.8.0"]
+
+
+@nox.session(venv_backend="virtualenv")
 def bench(session: nox.Session) -> None:
-    """Each package's benchmarks (packages/*/benchmarks/bench_*.py): Ember beside its peer."""
+    """Each package's benchmarks (packages/*/benchmarks/bench_*.py): Ember beside its peers.
+
+    Arguments after `--` go to every script (e.g. `nox -s bench -- --only matmul`)."""
+    session.run("python", "-m", "pip", "install", "-q", *BENCH_PEERS)
+    session.run("python", "-m", "pip", "install", "-q", "--no-deps", *BENCH_NO_DEPS_PEERS, success_codes=[0, 1])
     for pkg in RELEASE.packages.values():
         scripts = sorted((ROOT / pkg.path / "benchmarks").glob("bench_*.py"))
         if not scripts:
             continue
-        session.install(*map(str, wheels_for(session, pkg)), "numpy")
+        session.run("python", "-m", "pip", "install", "-q", *map(str, wheels_for(session, pkg)))
         for script in scripts:
-            session.run("python", str(script))
+            session.run("python", str(script), *session.posargs)
 
 
 @nox.session

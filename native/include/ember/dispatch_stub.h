@@ -1,9 +1,10 @@
 #pragma once
 // DispatchStub: one function pointer per (device, CPU capability) for a kernel family.
 //
-// Note [CPU capabilities]: each CPU kernel file is compiled twice, once with AVX2+FMA and once
-// for baseline x86-64, into different namespaces; both register here and the stub calls the
-// best one this processor supports (EMBER_CPU_CAPABILITY=default forces the baseline build).
+// Note [CPU capabilities]: each CPU kernel file is compiled for baseline x86-64 and with
+// AVX2+FMA, and the vectorized ones also with AVX-512 (F/BW/VL/DQ), into different namespaces;
+// all register here and the stub calls the best one this processor supports.
+// EMBER_CPU_CAPABILITY=default|avx2 caps the choice (for tests of the narrower builds).
 // Device backends register their kernel for their device type, so call sites never change
 // when a CUDA kernel arrives.
 #include <array>
@@ -14,8 +15,8 @@
 
 namespace ember {
 
-enum class CpuCapability : int { Default = 0, AVX2 = 1 };
-constexpr int kNumCpuCapabilities = 2;
+enum class CpuCapability : int { Default = 0, AVX2 = 1, AVX512 = 2 };
+constexpr int kNumCpuCapabilities = 3;
 EMBER_API CpuCapability cpu_capability();  // what this process uses
 EMBER_API const char* cpu_capability_name(CpuCapability c);
 

@@ -20,6 +20,10 @@ EMBER_API bool in_parallel_region();
 EMBER_API void parallel_for(int64_t begin, int64_t end, int64_t grain,
                             const std::function<void(int64_t, int64_t)>& fn);
 
+// FLOP/s of `threads` threads running independent vector multiply-adds for about `seconds`: the
+// machine's peak, which the benchmarks report their kernels against.
+EMBER_API double fma_peak_probe(int threads, double seconds);
+
 // The chunk boundaries parallel_for uses (Note [deterministic parallelism]).
 EMBER_API int64_t num_chunks(int64_t begin, int64_t end, int64_t grain);
 

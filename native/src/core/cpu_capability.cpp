@@ -6,18 +6,34 @@
 namespace ember {
 
 const char* cpu_capability_name(CpuCapability c) {
-  return c == CpuCapability::AVX2 ? "avx2" : "default";
+  switch (c) {
+    case CpuCapability::AVX512:
+      return "avx512";
+    case CpuCapability::AVX2:
+      return "avx2";
+    default:
+      return "default";
+  }
 }
 
 CpuCapability cpu_capability() {
   static const CpuCapability chosen = [] {
-    const char* forced = std::getenv("EMBER_CPU_CAPABILITY");
-    if (forced != nullptr && std::strcmp(forced, "default") == 0) return CpuCapability::Default;
+    CpuCapability best = CpuCapability::Default;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuCapability::AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = CpuCapability::AVX2;
+    if (best == CpuCapability::AVX2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+      best = CpuCapability::AVX512;
+    }
 #endif
-    return CpuCapability::Default;
+    const char* forced = std::getenv("EMBER_CPU_CAPABILITY");
+    if (forced != nullptr) {
+      for (CpuCapability c : {CpuCapability::Default, CpuCapability::AVX2}) {
+        if (std::strcmp(forced, cpu_capability_name(c)) == 0 && c < best) best = c;
+      }
+    }
+    return best;
   }();
   return chosen;
 }

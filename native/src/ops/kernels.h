@@ -247,6 +247,10 @@ using EigFn = void (*)(const Tensor& a, const Tensor& w, const Tensor& v, const 
 extern DispatchStub<EigFn> eig_stub;
 
 // Strided copy with dtype conversion, same shape (the existing copy kernel).
+// FLOP/s of `threads` threads running vector multiply-adds for about `seconds` (benchmarks only).
+using FmaProbeFn = double (*)(int threads, double seconds);
+extern DispatchStub<FmaProbeFn> fma_probe_stub;
+
 using CopyFn = void (*)(const Tensor& dst, const Tensor& src);
 extern DispatchStub<CopyFn> copy_stub;
 

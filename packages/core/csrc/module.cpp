@@ -153,6 +153,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_float32_matmul_precision", &set_float32_matmul_precision, py::arg("precision"));
   m.def("get_float32_matmul_precision", &get_float32_matmul_precision);
   m.def("_blas_config", &blas_config);
+  m.def("_fma_peak_probe", &fma_peak_probe, py::arg("threads"), py::arg("seconds"));
 
   // Generators: shared with ops through the Generator? schema type; state is 16 bytes
   // (seed, then Philox offset, little-endian) in a uint8 tensor, as torch's ByteTensor states.
