@@ -269,6 +269,13 @@ OPS: list[Op] = [
     Op("gelu(Tensor self, *, str approximate='none') -> Tensor",
        test={"family": "unary", "dtypes": "float",
              "ref": "0.5 * a * (1 + np.vectorize(math.erf, otypes=[float])(a / np.sqrt(2)))"}),
+    # their backward passes as one kernel each (src/ops/activation; Note [fused activations])
+    Op("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", method=False,
+       test={"family": "none"}),
+    Op("silu_backward(Tensor grad_output, Tensor self) -> Tensor", method=False, test={"family": "none"}),
+    Op("mish_backward(Tensor grad_output, Tensor self) -> Tensor", method=False, test={"family": "none"}),
+    Op("softplus_backward(Tensor grad_output, Tensor self, float beta, float threshold) -> Tensor", method=False,
+       test={"family": "none"}),
     Op("hardswish(Tensor self) -> Tensor",
        test={"family": "unary", "ref": "a * np.clip(a + 3, 0, 6) / 6", "dtypes": "float", "domain": (-5.0, 5.0)}),
     Op("hardsigmoid(Tensor self) -> Tensor",
@@ -560,13 +567,12 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "relu": {"result": _ELEMENTWISE, "self": f"mask_backward(grad, gt(result, num(0.0), {_N}))"},
     "clamp": {"result": _ELEMENTWISE, "self": "clamp_backward(grad, self, min, max)"},
     "conj": {"result": _LINEAR, "self": "conj(grad)"},
-    "silu": {"result": _ELEMENTWISE, "self": _mul("grad", _mul(f"sigmoid(self, {_N})",
-                                       _add("num(1.0)", _mul("self", _sub("num(1.0)", f"sigmoid(self, {_N})")))))},
+    "silu": {"result": _ELEMENTWISE, "self": "silu_grad(grad, self)"},
     "leaky_relu": {"result": _ELEMENTWISE, "self": f"where(gt(self, num(0.0), {_N}), grad, {_mul('grad', 'num(negative_slope)')})"},
     "hardtanh": {"result": _ELEMENTWISE, "self": f"mask_backward(grad, logical_and(gt(self, num(min_val), {_N}), lt(self, num(max_val), {_N}), {_N}))"},
     "relu6": {"result": _ELEMENTWISE, "self": f"mask_backward(grad, logical_and(gt(self, num(0.0), {_N}), lt(self, num(6.0), {_N}), {_N}))"},
     "threshold": {"result": _ELEMENTWISE, "self": f"mask_backward(grad, gt(self, num(threshold), {_N}))"},
-    "softplus": {"result": _ELEMENTWISE, "self": "softplus_backward(grad, self, beta, threshold)"},
+    "softplus": {"result": _ELEMENTWISE, "self": "softplus_grad(grad, self, beta, threshold)"},
     "logsigmoid": {"result": _ELEMENTWISE, "self": _mul("grad", f"sigmoid(neg(self, {_N}), {_N})")},
     "softsign": {"result": _ELEMENTWISE, "self": _div("grad", _sq(_add("num(1.0)", f"abs(self, {_N})")))},
     "tanhshrink": {"result": _ELEMENTWISE, "self": _mul("grad", _sq(f"tanh(self, {_N})"))},
@@ -576,8 +582,8 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "elu": {"result": _ELEMENTWISE, "self": "elu_backward(grad, self, result, alpha, scale, input_scale)"},
     "selu": {"result": _ELEMENTWISE, "self": "elu_backward(grad, self, result, 1.6732632423543772, 1.0507009873554805, 1.0)"},
     "celu": {"result": _ELEMENTWISE, "self": "elu_backward(grad, self, result, alpha, 1.0, 1.0 / alpha)"},
-    "mish": {"result": _ELEMENTWISE, "self": "mish_backward(grad, self)"},
-    "gelu": {"result": _ELEMENTWISE, "self": "gelu_backward(grad, self, approximate)"},
+    "mish": {"result": _ELEMENTWISE, "self": "mish_grad(grad, self)"},
+    "gelu": {"result": _ELEMENTWISE, "self": "gelu_grad(grad, self, approximate)"},
     "logit": {"result": _ELEMENTWISE, "self": "logit_backward(grad, self, eps)"},
     "nan_to_num": {"result": _ELEMENTWISE, "self": "mask_backward(grad, isfinite(self))"},
     "lerp": {"result": _ELEMENTWISE, "self": _mul("grad", f"conj({_sub('num(1.0)', 'weight')})"), "end": _mul("grad", "conj(weight)"),
@@ -752,7 +758,9 @@ DERIVATIVES: dict[str, dict[str, str]] = {
 }
 
 # Ops whose floating results carry no gradient (PyTorch's non-differentiable outputs).
-NONDIFFERENTIABLE = {"detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
+# The fused backward ops' own results carry no gradient: when a graph of a backward pass is
+# recorded (create_graph), the derivative formulas compose differentiable ops instead.
+NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplus_backward", "detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
                      "bernoulli", "bernoulli_", "multinomial", "histc", "bincount"}
 
 # vmap batching rules (native/codegen/gen_batching.py says what each kind means). An op with
@@ -764,7 +772,8 @@ BATCHING = {
     **{name: "pointwise" for name in (
         "clamp", "where", "threshold", "nan_to_num", "lerp", "addcmul", "addcdiv", "view_as_real", "view_as_complex",
         "real", "imag", "conj", "conj_physical", "complex", "polar", "detach", "clone", "contiguous", "to_dtype",
-        "copy_", "zeros_like", "ones_like", "full_like", "empty_like", "fill_", "zero_")},
+        "copy_", "zeros_like", "ones_like", "full_like", "empty_like", "fill_", "zero_",
+        "gelu_backward", "silu_backward", "mish_backward", "softplus_backward")},
     # shapes and views
     "view": {"size": "shape"}, "reshape": {"shape": "shape"},
     "flatten": {"start_dim": "dim", "end_dim": "dim"}, "unflatten": _DIM,

@@ -197,7 +197,25 @@ inline Tensor gt0(const Tensor& t) {
   return autograd::gt(t, num(0.0), std::nullopt);
 }
 
-inline Tensor softplus_backward(const Tensor& grad, const Tensor& self, double beta, double threshold) {
+// Note [fused activations]: the one-pass backward kernel unless this backward is itself recorded.
+inline bool fused_backward_ok() {
+  return !GradMode::is_enabled();
+}
+
+inline Tensor silu_grad(const Tensor& grad, const Tensor& self) {
+  if (fused_backward_ok()) return autograd::silu_backward(grad, self);
+  const Tensor s = autograd::sigmoid(self, std::nullopt);
+  const Tensor one_minus = autograd::sub(num(1.0), s, Scalar(int64_t(1)), std::nullopt);
+  return autograd::mul(
+      grad,
+      autograd::mul(s, autograd::add(num(1.0), autograd::mul(self, one_minus, std::nullopt), Scalar(int64_t(1)),
+                                     std::nullopt),
+                    std::nullopt),
+      std::nullopt);
+}
+
+inline Tensor softplus_grad(const Tensor& grad, const Tensor& self, double beta, double threshold) {
+  if (fused_backward_ok()) return autograd::softplus_backward(grad, self, beta, threshold);
   const Tensor scaled = autograd::mul(self, num(beta), std::nullopt);
   const Tensor slope = autograd::sigmoid(scaled, std::nullopt);
   return autograd::where(autograd::gt(scaled, num(threshold), std::nullopt), grad,
@@ -225,7 +243,8 @@ inline Tensor elu_backward(const Tensor& grad, const Tensor& self, const Tensor&
   return autograd::mul(grad, slope, std::nullopt);
 }
 
-inline Tensor mish_backward(const Tensor& grad, const Tensor& self) {
+inline Tensor mish_grad(const Tensor& grad, const Tensor& self) {
+  if (fused_backward_ok()) return autograd::mish_backward(grad, self);
   const Tensor t = autograd::tanh(autograd::softplus(self, 1.0, 20.0), std::nullopt);
   const Tensor one_minus_t2 =
       autograd::sub(num(1.0), autograd::mul(t, t, std::nullopt), Scalar(int64_t(1)), std::nullopt);
@@ -237,7 +256,8 @@ inline Tensor mish_backward(const Tensor& grad, const Tensor& self) {
   return autograd::mul(grad, slope, std::nullopt);
 }
 
-inline Tensor gelu_backward(const Tensor& grad, const Tensor& self, const std::string& approximate) {
+inline Tensor gelu_grad(const Tensor& grad, const Tensor& self, const std::string& approximate) {
+  if (fused_backward_ok()) return autograd::gelu_backward(grad, self, approximate);
   const auto mul = [](const Tensor& a, const Tensor& b) { return autograd::mul(a, b, std::nullopt); };
   const auto add = [](const Tensor& a, const Tensor& b) {
     return autograd::add(a, b, Scalar(int64_t(1)), std::nullopt);

@@ -101,6 +101,18 @@ enum class BinaryOp {
 using BinaryFn = void (*)(BinaryOp, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha);
 extern DispatchStub<BinaryFn> binary_stub;
 
+// Note [fused activations]: gelu (both forms), silu, mish and softplus run as one kernel pass
+// forward and one backward (grad_in = grad_out * act'(in)), computed in float32 vectors for the
+// 32- and 16-bit float dtypes (vec_math.h) and in float64 for float64. `beta` and `threshold`
+// are softplus's; the others ignore them. The derivative formulas use the backward kernel unless
+// a graph of the backward itself is being recorded (create_graph), where they compose ops.
+enum class ActivationOp { Gelu, GeluTanh, Silu, Mish, Softplus };
+using ActivationFn = void (*)(ActivationOp, const Tensor& out, const Tensor& in, double beta, double threshold);
+extern DispatchStub<ActivationFn> activation_stub;
+using ActivationBackwardFn = void (*)(ActivationOp, const Tensor& grad_in, const Tensor& grad_out,
+                                      const Tensor& in, double beta, double threshold);
+extern DispatchStub<ActivationBackwardFn> activation_backward_stub;
+
 // out = cond ? a : b, a/b of out's dtype, cond bool; all broadcast to out.
 using WhereFn = void (*)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
 extern DispatchStub<WhereFn> where_stub;

@@ -2,6 +2,8 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/cpu/vec_loops.h"
+#include "backend/cpu/vec_math.h"
 #include "loops.h"
 #include "ops/kernels.h"
 
@@ -19,6 +21,16 @@ void floats(UnaryOp, const Tensor& out, const Tensor& in, const char* name, F f)
   visit<ComplexOk ? (kAllFloat | kComplex) : kAllFloat>(in.dtype(), name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     map<T>(out, in, f);
+  });
+}
+
+// The functions of vec_math.h: float32/float16/bfloat16 through its vectors, float64 through the
+// C library (`sf`); complex inputs take the generic path (`complex_f`, std:: functions).
+template <typename VF, typename SF>
+void vectorized(const Tensor& out, const Tensor& in, const char* name, VF vf, SF sf) {
+  visit<kAllFloat>(in.dtype(), name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    vec_map<T, 1>({out, in}, vf, sf);
   });
 }
 
@@ -108,38 +120,50 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
   case UnaryOp::OP: return floats<false>(op, out, in, #OP, [](auto x) { return expr; });
 #define EMBER_ANY(OP, expr) \
   case UnaryOp::OP: return floats<true>(op, out, in, #OP, [](auto x) { return expr; });
+  // Functions with a vectorized real form (vec_math.h); complex inputs keep the std:: form.
+#define EMBER_VEC_REAL(OP, fn) \
+  case UnaryOp::OP:            \
+    return vectorized(out, in, #OP, [](vmath::VF v) { return vmath::fn(v); }, [](double x) { return std::fn(x); });
+#define EMBER_VEC_ANY(OP, fn)                                                                          \
+  case UnaryOp::OP:                                                                                    \
+    if (::ember::is_complex(in.dtype())) return floats<true>(op, out, in, #OP, [](auto x) { return std::fn(x); }); \
+    return vectorized(out, in, #OP, [](vmath::VF v) { return vmath::fn(v); }, [](double x) { return std::fn(x); });
   switch (op) {
-    EMBER_ANY(Exp, std::exp(x))
+    EMBER_VEC_ANY(Exp, exp)
     EMBER_REAL(Exp2, std::exp2(x))
-    EMBER_REAL(Expm1, std::expm1(x))
-    EMBER_ANY(Log, std::log(x))
+    EMBER_VEC_REAL(Expm1, expm1)
+    EMBER_VEC_ANY(Log, log)
     EMBER_REAL(Log2, std::log2(x))
     EMBER_REAL(Log10, std::log10(x))
-    EMBER_REAL(Log1p, std::log1p(x))
+    EMBER_VEC_REAL(Log1p, log1p)
     EMBER_ANY(Sqrt, std::sqrt(x))
     EMBER_REAL(Rsqrt, decltype(x)(1) / std::sqrt(x))
     EMBER_ANY(Reciprocal, decltype(x)(1) / x)
-    EMBER_ANY(Sin, std::sin(x))
-    EMBER_ANY(Cos, std::cos(x))
+    EMBER_VEC_ANY(Sin, sin)
+    EMBER_VEC_ANY(Cos, cos)
     EMBER_ANY(Tan, std::tan(x))
     EMBER_REAL(Asin, std::asin(x))
     EMBER_REAL(Acos, std::acos(x))
     EMBER_REAL(Atan, std::atan(x))
     EMBER_ANY(Sinh, std::sinh(x))
     EMBER_ANY(Cosh, std::cosh(x))
-    EMBER_ANY(Tanh, std::tanh(x))
+    EMBER_VEC_ANY(Tanh, tanh)
     EMBER_REAL(Asinh, std::asinh(x))
     EMBER_REAL(Acosh, std::acosh(x))
     EMBER_REAL(Atanh, std::atanh(x))
-    EMBER_REAL(Sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
-    EMBER_REAL(Erf, std::erf(x))
-    EMBER_REAL(Erfc, std::erfc(x))
+    case UnaryOp::Sigmoid:
+      return vectorized(out, in, "sigmoid", [](vmath::VF v) { return vmath::sigmoid(v); },
+                        [](double x) { return x < 0 ? std::exp(x) / (1.0 + std::exp(x)) : 1.0 / (1.0 + std::exp(-x)); });
+    EMBER_VEC_REAL(Erf, erf)
+    EMBER_VEC_REAL(Erfc, erfc)
     EMBER_REAL(Lgamma, lgamma_of(x))
     EMBER_REAL(Erfinv, static_cast<decltype(x)>(erfinv_double(x)))
     EMBER_REAL(Digamma, static_cast<decltype(x)>(digamma_double(x)))
     EMBER_REAL(Frac, x - std::trunc(x))
 #undef EMBER_REAL
 #undef EMBER_ANY
+#undef EMBER_VEC_REAL
+#undef EMBER_VEC_ANY
     case UnaryOp::Neg:
       return visit < kReal | kComplex > (in.dtype(), "neg", [&](auto tag) {
                                using T = typename decltype(tag)::type;

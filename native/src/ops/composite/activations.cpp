@@ -1,5 +1,5 @@
 // Activation functions and other pointwise ops composed from existing ops (no kernels of their
-// own; their derivatives will follow from their parts).
+// own). gelu, silu, mish and softplus have fused kernels: src/ops/activation/.
 #include <cmath>
 
 #include "ember/error.h"
@@ -73,37 +73,6 @@ Tensor selu(const Tensor& self) {
 Tensor celu(const Tensor& self, double alpha) {
   EMBER_CHECK(alpha != 0, ValueError, "[celu] ZeroDivisionError: alpha cannot be 0 for CELU");
   return elu(self, alpha, 1.0, 1.0 / alpha);
-}
-
-Tensor silu(const Tensor& self) {
-  const Tensor x = floating("silu", self);
-  return mul_(x, sigmoid(x, std::nullopt));
-}
-
-Tensor softplus(const Tensor& self, double beta, double threshold) {
-  const Tensor x = floating("softplus", self);
-  const Tensor bx = mul_(x, wrapped_number(beta));
-  // Above the threshold softplus is x to within rounding; log1p(exp(.)) would overflow there.
-  return where(gt(bx, wrapped_number(threshold), std::nullopt), x,
-               div_(log1p(exp(bx, std::nullopt), std::nullopt), wrapped_number(beta)));
-}
-
-Tensor mish(const Tensor& self) {
-  const Tensor x = floating("mish", self);
-  return mul_(x, tanh(softplus(x, 1.0, 20.0), std::nullopt));
-}
-
-Tensor gelu(const Tensor& self, const std::string& approximate) {
-  const Tensor x = floating("gelu", self);
-  if (approximate == "none") {
-    return mul_(mul_(x, wrapped_number(0.5)),
-                add_(erf(mul_(x, wrapped_number(M_SQRT1_2)), std::nullopt), wrapped_number(1.0)));
-  }
-  EMBER_CHECK(approximate == "tanh", ValueError,
-              "[gelu] approximate argument must be either none or tanh, but got '", approximate, "'");
-  const Tensor inner = mul_(add_(x, mul_(mul_(mul_(x, x), x), wrapped_number(0.044715))),
-                            wrapped_number(std::sqrt(2.0 / M_PI)));
-  return mul_(mul_(x, wrapped_number(0.5)), add_(tanh(inner, std::nullopt), wrapped_number(1.0)));
 }
 
 Tensor hardswish(const Tensor& self) {

@@ -1,0 +1,364 @@
+#pragma once
+// Vectorized elementary functions for the CPU kernels (one source for every vector width, see
+// vec.h). float32 versions work in float32 except where the float32 formula loses accuracy
+// (erf, erfc and gelu evaluate in float64 lanes); every float32 result is within 2 ulp of the
+// correctly rounded value over the whole range, NaN, infinities, subnormals and -0.0 included
+// (tests/test_vec_math.py measures it). float64 tensors use the C library's functions, which are
+// already within 1 ulp.
+//
+// Note [vec_math polynomials]: the coefficients are near-minimax fits of the named remainder
+// functions (relative error given beside each), computed for Ember with iteratively reweighted
+// least squares against 40-digit references; argument reduction follows Cody and Waite (a
+// constant split into a part with trailing zero bits, so k * hi is exact, and a correction).
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "backend/cpu/vec.h"
+
+namespace ember::EMBER_CPU_NS::vmath {
+
+using VF = Vec<float>;
+using VI = Vec<int32_t>;
+using VD = Vec<double>;
+using VL = Vec<int64_t>;
+
+// ---- building blocks ----------------------------------------------------------------------
+
+inline VF fmadd(VF a, VF b, VF c) {
+#if defined(__AVX512F__)
+  return (VF)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif defined(__FMA__)
+  return (VF)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#else
+  return a * b + c;
+#endif
+}
+
+inline VD fmadd(VD a, VD b, VD c) {
+#if defined(__AVX512F__)
+  return (VD)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c);
+#elif defined(__FMA__)
+  return (VD)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c);
+#else
+  return a * b + c;
+#endif
+}
+
+inline VF select(VI mask, VF a, VF b) {
+  return mask ? a : b;
+}
+inline VD select(VL mask, VD a, VD b) {
+  return mask ? a : b;
+}
+inline VI select(VI mask, VI a, VI b) {
+  return mask ? a : b;
+}
+inline VF vabs(VF x) {
+  return (VF)((VI)x & 0x7fffffff);
+}
+inline VD vabs(VD x) {
+  return (VD)((VL)x & 0x7fffffffffffffffLL);
+}
+// x with the sign bit of s
+inline VF copysign(VF x, VF s) {
+  return (VF)(((VI)x & 0x7fffffff) | ((VI)s & int32_t(0x80000000u)));
+}
+inline VD copysign(VD x, VD s) {
+  return (VD)(((VL)x & 0x7fffffffffffffffLL) | ((VL)s & int64_t(0x8000000000000000ull)));
+}
+inline bool any(VI m) {
+  for (int i = 0; i < kLanes<int32_t>; ++i)
+    if (m[i]) return true;
+  return false;
+}
+
+// Horner's rule on a polynomial whose coefficients are given lowest degree first.
+template <typename V, size_t N>
+inline V poly(V x, const double (&c)[N]) {
+  using E = std::decay_t<decltype(std::declval<V>()[0])>;
+  V r = splat<E>(static_cast<E>(c[N - 1]));
+  for (size_t i = N - 1; i-- > 0;) r = fmadd(r, x, splat<E>(static_cast<E>(c[i])));
+  return r;
+}
+
+// Round to the nearest integer (ties to even) for |x| < 2^22, as float and as int bits.
+inline VF round_near(VF x, VI& k) {
+  const VF magic = splat(12582912.0f);  // 1.5 * 2^23
+  const VF t = x + magic;
+  k = (VI)t - (VI)magic;
+  return t - magic;
+}
+inline VD round_near(VD x, VL& k) {
+  const VD magic = splat(6755399441055744.0);  // 1.5 * 2^52
+  const VD t = x + magic;
+  k = (VL)t - (VL)magic;
+  return t - magic;
+}
+
+// 2^k for integer k in [-126, 127] / [-1022, 1023].
+inline VF pow2i(VI k) {
+  return (VF)((k + 127) << 23);
+}
+inline VD pow2i(VL k) {
+  return (VD)((k + 1023) << 52);
+}
+
+// ---- float32 ------------------------------------------------------------------------------
+
+constexpr float kLn2Hi = 0.693145751953125f;  // 0x3f317200: k * kLn2Hi is exact for |k| < 2^11
+constexpr float kLn2Lo = 1.428606765330187045e-06f;
+constexpr float kLog2e = 1.44269504088896341f;
+
+// e^r = 1 + r + r^2 P(r) on |r| <= ln2/2 (relative error 2.7e-9)
+constexpr double kExpP[] = {0.5, 0.1666666716337204, 0.04166646674275398, 0.008333360776305199,
+                            0.0013933597365394235, 0.00019857795268762857};
+// expm1(r) = r + r^2 P(r) on |r| <= ln2/2 (relative error 5.2e-11)
+constexpr double kExpm1P[] = {0.5,
+                              0.1666666716337204,
+                              0.0416666679084301,
+                              0.0083332983776927,
+                              0.0013888924149796367,
+                              0.00019899223116226494,
+                              2.4820870748953894e-05};
+
+inline VF exp(VF x) {
+  // Past 88.73 the result overflows and below -103.98 it underflows to 0; the clamp keeps the
+  // exponent arithmetic in range (and keeps NaN, whose comparisons are false).
+  x = select(x > 89.0f, splat(89.0f), x);
+  x = select(x < -104.0f, splat(-104.0f), x);
+  VI k;
+  const VF kf = round_near(x * kLog2e, k);
+  const VF r = fmadd(kf, splat(-kLn2Lo), fmadd(kf, splat(-kLn2Hi), x));
+  const VF p = fmadd(r * r, poly(r, kExpP), r) + 1.0f;
+  // 2^k in two factors, so results below 2^-126 (subnormal) round once, in the last product.
+  const VI k1 = k >> 1;
+  return p * pow2i(k1) * pow2i(k - k1);
+}
+
+inline VF expm1(VF x) {
+  const VF big = splat(88.72283935546875f);  // expm1 overflows above this
+  const VF xc = select(x < -30.0f, splat(-30.0f), select(x > 89.0f, splat(89.0f), x));
+  VI k;
+  const VF kf = round_near(xc * kLog2e, k);
+  const VF r = fmadd(kf, splat(-kLn2Lo), fmadd(kf, splat(-kLn2Hi), xc));
+  const VF em = fmadd(r * r, poly(r, kExpm1P), r);  // expm1(r)
+  // expm1(x) = 2^k expm1(r) + (2^k - 1); 2^k - 1 is exact for the k that matter. k = 128 (just
+  // below the overflow bound) scales in two steps, 2^128 itself not being a float.
+  const VF scale = pow2i(select(k > 127, splat(127), k));
+  VF res = select(k == 0, em, fmadd(scale, em, scale - 1.0f));
+  res = select(k > 127, scale * (em + 1.0f) * 2.0f, res);
+  const VF inf = splat(INFINITY);
+  return select(x > big, inf, select(x == 0.0f, x, res));  // keeps -0.0
+}
+
+// log(1 + f) = f - s (f - z R(z)), s = f / (2 + f), z = s^2, for f in [sqrt(1/2) - 1, sqrt(2) - 1]
+// (R: relative error 1.7e-9 as a remainder of 2 atanh(s) = 2s + s^3 R(s^2))
+constexpr double kLogR[] = {0.6666666865348816, 0.4000012278556824, 0.28550806641578674, 0.233308345079422};
+
+inline VF log(VF x) {
+  const VI tiny = x < 1.17549435e-38f;  // subnormal: scale into the normal range first
+  const VF xs = select(tiny, x * 8388608.0f, x);
+  const VI bits = (VI)xs;
+  VI e = ((bits >> 23) & 0xff) - select(tiny, splat(127 + 23), splat(127));
+  VF m = (VF)((bits & 0x007fffff) | 0x3f800000);  // [1, 2)
+  const VI high = m > 1.41421356f;
+  m = select(high, m * 0.5f, m);
+  e = e + (high & 1);
+  const VF f = m - 1.0f;
+  const VF s = f / (f + 2.0f);
+  const VF z = s * s;
+  const VF log1pf = f - s * (f - z * poly(z, kLogR));
+  const VF ef = __builtin_convertvector(e, VF);
+  VF r = fmadd(ef, splat(kLn2Hi), fmadd(ef, splat(kLn2Lo), log1pf));
+  r = select(x == 0.0f, splat(-INFINITY), r);
+  r = select(x < 0.0f, splat(NAN), r);
+  r = select(x == INFINITY, x, r);
+  return select(x != x, x, r);
+}
+
+inline VF log1p(VF x) {
+  const VF u = x + 1.0f;
+  // log(u) plus the rounding error of 1 + x, relative to u (Note [vec_math polynomials])
+  const VF corr = (x - (u - 1.0f)) / u;
+  VF r = log(u) + select(u == INFINITY, splat(0.0f), corr);
+  r = select(u == 1.0f, x, r);  // |x| below half an ulp of 1, -0.0 included
+  return r;
+}
+
+// tanh(x) = x + x^3 P(x^2) on |x| <= 0.625 (relative error 4.8e-9)
+constexpr double kTanhP[] = {-0.3333333432674408,  0.13333304226398468,    -0.05395926907658577,
+                             0.021768974140286446, -0.008344098925590515, 0.0022928952239453793};
+
+inline VF tanh(VF x) {
+  const VF a = vabs(x);
+  const VF x2 = x * x;
+  const VF small = fmadd(x * x2, poly(x2, kTanhP), x);
+  const VF t = expm1(select(a > 10.0f, splat(20.0f), a + a));  // tanh(10) rounds to 1
+  const VF large = copysign(t / (t + 2.0f), x);
+  return select(a < 0.625f, small, large);
+}
+
+inline VF sigmoid(VF x) {
+  // e^-|x| never overflows; for x < 0 the result e / (1 + e) keeps its relative accuracy down
+  // into the subnormals.
+  const VF e = exp(-vabs(x));
+  const VF s = 1.0f / (1.0f + e);
+  return select(x < 0.0f, e * s, s);
+}
+
+// sin and cos on |r| <= pi/4: sin r = r + r^3 S(r^2) (1.7e-10), cos r = 1 - r^2/2 + r^4 C(r^2) (5.7e-11)
+constexpr double kSinP[] = {-0.1666666716337204, 0.008333331905305386, -0.00019840082677546889,
+                            2.7249454888078617e-06};
+constexpr double kCosP[] = {0.0416666679084301, -0.00138888880610466, 2.4800598112051375e-05,
+                            -2.7300720262246614e-07};
+// Reduction with pi/2 in three parts is exact enough below this; larger lanes use the C library.
+constexpr float kTrigReduceMax = 8192.0f;
+
+template <bool Cos>
+inline VF sincos(VF x) {
+  VI k;
+  const VF kf = round_near(x * 0.636619772367581343f, k);
+  // pi/2 = p1 + p2 + p3, p1 and p2 with 12 trailing zero bits
+  VF r = fmadd(kf, splat(-1.5703125f), x);
+  r = fmadd(kf, splat(-4.83751296997070312e-04f), r);
+  r = fmadd(kf, splat(-7.54978995489188216e-08f), r);
+  const VF z = r * r;
+  const VF s = fmadd(r * z, poly(z, kSinP), r);
+  const VF c = fmadd(z * z, poly(z, kCosP), fmadd(z, splat(-0.5f), splat(1.0f)));
+  const VI q = Cos ? k + 1 : k;  // cos x = sin(x + pi/2)
+  VF res = select((q & 1) != 0, c, s);
+  res = select((q & 2) != 0, -res, res);
+  const VI far = vabs(x) > kTrigReduceMax;
+  if (any(far)) {
+    for (int i = 0; i < kLanes<float>; ++i)
+      if (far[i]) res[i] = Cos ? std::cos(x[i]) : std::sin(x[i]);
+  }
+  return res;
+}
+inline VF sin(VF x) {
+  return sincos<false>(x);
+}
+inline VF cos(VF x) {
+  return sincos<true>(x);
+}
+
+inline VF silu(VF x) {
+  return x * sigmoid(x);
+}
+
+// log(1 + e^x) = max(x, 0) + log1p(e^-|x|)
+inline VF softplus(VF x) {
+  return select(x > 0.0f, x, splat(0.0f)) + log1p(exp(-vabs(x)));
+}
+
+// x tanh(softplus(x)) with tanh(log(1 + n)) = n (n + 2) / (n (n + 2) + 2), n = e^x
+inline VF mish(VF x) {
+  const VF n = exp(select(x > 20.0f, splat(20.0f), x));
+  const VF q = n * (n + 2.0f);
+  return select(x > 20.0f, x, x * (q / (q + 2.0f)));
+}
+
+// ---- float64 lanes (float32 functions that need the extra precision) ------------------------
+
+// e^x, relative error ~2e-16 for |x| < 708 (Taylor series of degree 11 on |r| <= ln2/2)
+inline VD exp(VD x) {
+  x = select(x > 710.0, splat(710.0), x);
+  x = select(x < -746.0, splat(-746.0), x);
+  VL k;
+  const VD kf = round_near(x * 1.4426950408889634, k);
+  const VD r = fmadd(kf, splat(-1.9082149292705877e-10), fmadd(kf, splat(-0.6931471803691238), x));
+  constexpr double kTaylor[] = {1.0,
+                                1.0,
+                                0.5,
+                                1.0 / 6,
+                                1.0 / 24,
+                                1.0 / 120,
+                                1.0 / 720,
+                                1.0 / 5040,
+                                1.0 / 40320,
+                                1.0 / 362880,
+                                1.0 / 3628800,
+                                1.0 / 39916800,
+                                1.0 / 479001600};
+  const VD p = poly(r, kTaylor);
+  const VL k1 = k >> 1;
+  return p * pow2i(k1) * pow2i(k - k1);
+}
+
+// erf(x) = x P(x^2) on |x| <= 1 (relative error 3.3e-11)
+constexpr double kErfP[] = {1.128379225730896,   -0.37612637877464294,  0.11283782124519348,
+                            -0.0268654003739357, 0.0052209459245204926, -0.0008482838165946305,
+                            0.00011257008736720309, -9.641677934268955e-06};
+// erfc(x) = e^(-x^2) / x * Q(1/x) on 1 <= x <= 12 (relative error 4.1e-10)
+constexpr double kErfcQ[] = {0.5641885747153293,  5.3331758575581034e-05, -0.28332833554883496,
+                             0.016540433152218748, 0.2797062222958604,    0.8466000931841872,
+                             -4.516230299184129,   9.585860054791935,     -12.72203006775449,
+                             11.526925450116591,   -7.186669754007747,    2.965482488890818,
+                             -0.7311381423637366,  0.08162352593481983};
+
+// erfc(a) for a >= 1 (0 past 27, where it underflows double)
+inline VD erfc_tail(VD a) {
+  const VD ac = select(a > 27.0, splat(27.0), a);
+  const VD t = 1.0 / ac;
+  return select(a > 27.0, splat(0.0), exp(-(ac * ac)) * t * poly(t, kErfcQ));
+}
+
+// erf(x) and erfc(x) in float64 lanes, accurate to ~1e-9 relative (enough for float32 results).
+inline VD erf_d(VD x) {
+  const VD a = vabs(x);
+  const VD small = x * poly(x * x, kErfP);
+  const VD large = copysign(1.0 - erfc_tail(select(a < 1.0, splat(1.0), a)), x);
+  return select(a < 1.0, small, select(x != x, x, large));
+}
+inline VD erfc_d(VD x) {
+  const VD a = vabs(x);
+  const VD tail = erfc_tail(select(a < 1.0, splat(1.0), a));
+  const VD middle = 1.0 - x * poly(x * x, kErfP);
+  return select(a < 1.0, middle, select(x < 0.0, 2.0 - tail, select(x != x, x, tail)));
+}
+
+// Applies a float64-lane function to the float32 lanes of x: each half widened, computed, narrowed.
+template <typename F>
+inline VF via_double(VF x, F f) {
+  typedef float Half __attribute__((vector_size(kVecBytes / 2)));
+  Half lo, hi;
+  std::memcpy(&lo, &x, sizeof(Half));
+  std::memcpy(&hi, reinterpret_cast<const char*>(&x) + sizeof(Half), sizeof(Half));
+  const Half rlo = __builtin_convertvector(f(__builtin_convertvector(lo, VD)), Half);
+  const Half rhi = __builtin_convertvector(f(__builtin_convertvector(hi, VD)), Half);
+  VF out;
+  std::memcpy(&out, &rlo, sizeof(Half));
+  std::memcpy(reinterpret_cast<char*>(&out) + sizeof(Half), &rhi, sizeof(Half));
+  return out;
+}
+
+inline VF erf(VF x) {
+  return via_double(x, [](VD v) { return erf_d(v); });
+}
+inline VF erfc(VF x) {
+  return via_double(x, [](VD v) { return erfc_d(v); });
+}
+
+// gelu(x) = x/2 erfc(-x/sqrt 2)   (the erfc form keeps the negative tail's relative accuracy)
+inline VD gelu_d(VD x) {
+  return 0.5 * x * erfc_d(x * -0.70710678118654752440);
+}
+// gelu_tanh(x) = x/2 (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)
+inline VD gelu_tanh_d(VD x) {
+  const VD u2 = 2.0 * 0.79788456080286535588 * fmadd(0.044715 * x, x * x, x);
+  const VD e = exp(-vabs(u2));
+  return x * select(u2 < 0.0, e / (1.0 + e), 1.0 / (1.0 + e));
+}
+inline VF gelu(VF x) {
+  return via_double(x, [](VD v) { return gelu_d(v); });
+}
+inline VF gelu_tanh(VF x) {
+  return via_double(x, [](VD v) { return gelu_tanh_d(v); });
+}
+
+}  // namespace ember::EMBER_CPU_NS::vmath
