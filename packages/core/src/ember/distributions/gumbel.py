@@ -47,6 +47,16 @@ class Gumbel(TransformedDistribution):
         y = (self.loc - value) / self.scale
         return (y - y.exp()) - self.scale.log()
 
+    # Closed forms as well: through the transforms, validation would reject values whose image in the
+    # base Uniform rounds to 1 (PyTorch raises there).
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return ember.exp(-ember.exp(-(value - self.loc) / self.scale))
+
+    def icdf(self, value):
+        return self.loc - self.scale * ember.log(-ember.log(value))
+
     @property
     def mean(self):
         return self.loc + self.scale * euler_constant
