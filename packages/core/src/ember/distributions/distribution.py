@@ -158,7 +158,7 @@ class Distribution:
                              f"{self._event_shape}.")
         actual_shape = tuple(value.shape)
         expected_shape = self._batch_shape + self._event_shape
-        for i, j in zip(reversed(actual_shape), reversed(expected_shape)):
+        for i, j in zip(reversed(actual_shape), reversed(expected_shape), strict=False):  # right-aligned
             if i != 1 and j != 1 and i != j:
                 raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {actual_shape} vs "
                                  f"{expected_shape}.")

@@ -419,11 +419,14 @@ class PowerTransform(Transform):
     def __init__(self, exponent, cache_size: int = 0) -> None:
         super().__init__(cache_size=cache_size)
         (self.exponent,) = broadcast_all(exponent)
+        # A Python number is used as such: a float32 copy of 2.5 would make the inverse, x ** (1 / 2.5),
+        # inexact in float64 (PyTorch loses that precision).
+        self._power = float(exponent) if isinstance(exponent, Number) else self.exponent
 
     def with_cache(self, cache_size: int = 1) -> Transform:
         if self._cache_size == cache_size:
             return self
-        return PowerTransform(self.exponent, cache_size=cache_size)
+        return PowerTransform(self._power, cache_size=cache_size)
 
     @lazy_property
     def sign(self):
@@ -436,13 +439,13 @@ class PowerTransform(Transform):
 
 
     def _call(self, x):
-        return x.pow(self.exponent)
+        return x.pow(self._power)
 
     def _inverse(self, y):
-        return y.pow(1 / self.exponent)
+        return y.pow(1 / self._power)
 
     def log_abs_det_jacobian(self, x, y):
-        return (self.exponent * y / x).abs().log()
+        return (self._power * y / x).abs().log()
 
     def forward_shape(self, shape) -> tuple:
         return ember.broadcast_shapes(tuple(shape), tuple(self.exponent.shape))
