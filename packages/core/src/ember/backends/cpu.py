@@ -11,7 +11,8 @@ _CAPABILITY_NAMES = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512"}
 
 
 def get_cpu_capability() -> str:
-    """The vector instruction set the CPU kernels were chosen for at start-up: "AVX512", "AVX2" or
-    "DEFAULT" (the portable kernels; EMBER_CPU_CAPABILITY=default forces them)."""
+    """The vector instruction set the CPU kernels were chosen for at start-up, spelled as PyTorch
+    spells its own: "AVX2", or "DEFAULT" for the portable kernels (EMBER_CPU_CAPABILITY=default
+    forces them)."""
     capability = _C._cpu_capability()
     return _CAPABILITY_NAMES.get(capability, capability.upper())
