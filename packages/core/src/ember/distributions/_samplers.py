@@ -168,8 +168,8 @@ def standard_gamma(alpha) -> ember.Tensor:
     return _StandardGamma.apply(alpha)
 
 
-def _lgamma_values(v):
-    return ember.lgamma(v + 1.0)  # log(v!)
+def _log_factorial(v):
+    return ember.lgamma(v + 1.0)
 
 
 class _GammaInc(Function):
@@ -243,7 +243,7 @@ def poisson(rate) -> ember.Tensor:
         k = ember.floor((2 * ap / us + bp) * u + lam_l[pending] + 0.43)
         quick = (us >= 0.07) & (v <= v_r[pending])
         log_ratio = ember.log(v) + ember.log(inv_alpha[pending]) - ember.log(ap / (us * us) + bp)
-        log_pmf = -lam_l[pending] + k * loglam[pending] - _lgamma_values(k)
+        log_pmf = -lam_l[pending] + k * loglam[pending] - _log_factorial(k)
         ok = quick | ((k >= 0) & ~((us < 0.013) & (v > us)) & (log_ratio <= log_pmf))
         return ok, k
 
@@ -285,7 +285,7 @@ def binomial(count, prob) -> ember.Tensor:
     alpha = (2.83 + 5.1 / b) * spq
     m = ember.floor((n + 1) * p)
     log_r = ember.log(p) - ember.log(q)
-    log_f_m = -_lgamma_values(m) - _lgamma_values(n - m) + m * log_r
+    log_f_m = -_log_factorial(m) - _log_factorial(n - m) + m * log_r
 
     def btrs(pending):
         u = _rand(pending.numel()) - 0.5
@@ -298,7 +298,7 @@ def binomial(count, prob) -> ember.Tensor:
         log_v = ember.log(v * alpha[pending] / (ap / (us * us) + bp))
         ks = k.clamp(min=0)  # only valid k are accepted; keep lgamma's argument in range anyway
         ks = ember.minimum(ks, np_)
-        log_f_k = -_lgamma_values(ks) - _lgamma_values(np_ - ks) + ks * log_r[pending]
+        log_f_k = -_log_factorial(ks) - _log_factorial(np_ - ks) + ks * log_r[pending]
         ok = valid & (quick | (log_v <= log_f_k - log_f_m[pending]))
         return ok, k
 

@@ -17,7 +17,14 @@ import ember
 import ember.nn.functional as F
 
 from . import constraints
-from .utils import _diag_embed, _sum_rightmost, broadcast_all, lazy_property
+from .utils import (
+    _diag_embed,
+    _sum_rightmost,
+    broadcast_all,
+    lazy_property,
+    tril_matrix_to_vec,
+    vec_to_tril_matrix,
+)
 
 __all__ = [
     "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
@@ -744,8 +751,6 @@ class CorrCholeskyTransform(Transform):
 
 
     def _call(self, x):
-        from .utils import vec_to_tril_matrix
-
         x = ember.tanh(x)
         eps = ember.finfo(x.dtype).eps
         x = x.clamp(min=-1 + eps, max=1 - eps)
@@ -757,8 +762,6 @@ class CorrCholeskyTransform(Transform):
         return r * F.pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
 
     def _inverse(self, y):
-        from .utils import tril_matrix_to_vec
-
         y_cumsum = 1 - (y ** 2).cumsum(-1)
         y_cumsum_shifted = F.pad(y_cumsum[..., :-1], [1, 0], value=1)
         y_vec = tril_matrix_to_vec(y, diag=-1)
@@ -767,8 +770,6 @@ class CorrCholeskyTransform(Transform):
         return (t.log1p() - (-t).log1p()) / 2  # atanh
 
     def log_abs_det_jacobian(self, x, y, intermediates=None):
-        from .utils import tril_matrix_to_vec
-
         y1m_cumsum = 1 - (y * y).cumsum(-1)
         y1m_cumsum_tril = tril_matrix_to_vec(y1m_cumsum, diag=-2)
         stick_breaking_logdet = 0.5 * y1m_cumsum_tril.log().sum(-1)
