@@ -162,11 +162,12 @@ def test_continuous_sampling_statistics(name):
     assert bool(dist.support.check(samples).all())
     s = samples.numpy()
     for i, (x, _, mean, var, m4, _, cdf) in enumerate(_integrals(name)):
-        # Kolmogorov-Smirnov: sup |F_n - F| < 1.95 / sqrt(n) at the 0.1% level.
+        # Kolmogorov-Smirnov: sup |F_n - F| < 2.23 / sqrt(n) at the 0.01% level (low enough that the
+        # test survives a change of the random stream, not only this seed).
         sorted_s = np.sort(s[:, i])
         ref = np.interp(sorted_s, x, cdf)
         empirical = np.arange(1, N_SAMPLES + 1) / N_SAMPLES
-        assert np.max(np.maximum(empirical - ref, ref - (empirical - 1 / N_SAMPLES))) < 1.95 / math.sqrt(N_SAMPLES)
+        assert np.max(np.maximum(empirical - ref, ref - (empirical - 1 / N_SAMPLES))) < 2.23 / math.sqrt(N_SAMPLES)
         if mean is None:
             continue
         assert abs(s[:, i].mean() - mean) < 5 * math.sqrt(var / N_SAMPLES)
