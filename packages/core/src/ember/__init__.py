@@ -287,3 +287,19 @@ __all__ = [
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
 ]
+
+# Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism
+# switches, and probability distributions (issue 18, items 2 and 4).
+from . import accelerator, amp, backends, cuda, distributions  # noqa: E402
+from ._compile import compile  # noqa: A004, E402
+from ._determinism import (  # noqa: E402
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
+    use_deterministic_algorithms,
+)
+
+__all__ += ["accelerator", "amp", "backends", "cuda", "distributions", "compile", "use_deterministic_algorithms",
+            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+            "set_deterministic_debug_mode", "get_deterministic_debug_mode"]

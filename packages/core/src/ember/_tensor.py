@@ -410,6 +410,20 @@ def _to(self: _C.Tensor, *args: object, dtype: _C.dtype | None = None, device: o
 
 
 _C.Tensor.to = _to
+
+
+def _cuda(self: _C.Tensor, device: object = None, non_blocking: builtins.bool = False,
+          memory_format: object = None) -> _C.Tensor:
+    """Tensor.cuda(): AssertionError "Ember not compiled with CUDA enabled" on a CPU-only build."""
+    from . import cuda
+
+    return cuda._tensor_cuda(self, device, non_blocking)
+
+
+_C.Tensor.cuda = _cuda
+_C.Tensor.cpu = lambda self, memory_format=None: self if self.device.type == "cpu" else _to(self, "cpu")
+_C.Tensor.is_cuda = property(lambda self: self.device.type == "cuda")
+_C.Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
 for _name, _dt in [("float", _C.float32), ("double", _C.float64), ("half", _C.float16),
                    ("bfloat16", _C.bfloat16), ("int", _C.int32), ("long", _C.int64), ("short", _C.int16),
                    ("bool", _C.bool), ("byte", _C.uint8), ("char", _C.int8), ("cfloat", _C.complex64),
