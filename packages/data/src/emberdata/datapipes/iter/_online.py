@@ -58,6 +58,8 @@ def _open(owner: object, url: str, timeout: float | None, headers: dict[str, str
 
 
 class _UrlReader(IterDataPipe[tuple[str, StreamWrapper]]):
+    _waits_with_timeout = True  # dataloader2.adapter.CacheTimeout sets `timeout`
+
     def __init__(
         self,
         source_datapipe: IterDataPipe[str],
