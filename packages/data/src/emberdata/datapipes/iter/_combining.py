@@ -114,6 +114,8 @@ class _Hub(IterDataPipe[Any]):
     silently reading from the new epoch.
     """
 
+    public_name = "Forker"
+
     def __init__(self, datapipe: IterDataPipe[Any], num_instances: int, buffer_size: int) -> None:
         self.datapipe = datapipe
         self.num_instances = num_instances
@@ -143,13 +145,13 @@ class _Hub(IterDataPipe[Any]):
     def _check_epoch(self, epoch: int) -> None:
         if epoch != self._epoch:
             raise RuntimeError(
-                f"This iterator of a {type(self).__name__.lstrip('_')} output has been "
+                f"This iterator of a {self.public_name} output has been "
                 "invalidated, because another output started a new iteration (epoch)"
             )
 
     def _overflow(self) -> BufferError:
         return BufferError(
-            f"{type(self).__name__.lstrip('_')} buffer overflow, buffer size {self.buffer_size} "
+            f"{self.public_name} buffer overflow, buffer size {self.buffer_size} "
             "is insufficient: one output is read much further than another"
         )
 
@@ -232,7 +234,7 @@ class _ChildDataPipe(IterDataPipe[Any]):
         raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
 
     def __repr__(self) -> str:
-        return f"{type(self.main_datapipe).__name__.lstrip('_')}[{self.instance_id}]"
+        return f"{self.main_datapipe.public_name}[{self.instance_id}]"
 
 
 @functional_datapipe("fork")
@@ -266,6 +268,8 @@ class Forker(IterDataPipe[Any]):
 
 
 class _DemuxHub(_Hub):
+    public_name = "Demultiplexer"
+
     def __init__(
         self,
         datapipe: IterDataPipe[Any],
