@@ -2,8 +2,8 @@
 (InBatchShuffler, SampleMultiplexer, RandomSplitter) and Prefetcher."""
 
 import threading
-import traceback
 import time
+import traceback
 from collections import Counter
 
 import pytest
