@@ -88,6 +88,7 @@ def test_iopath_file_lister(tree):
 def test_file_opener_modes(tree):
     dp = FileLister(str(tree), "*.txt").open_files()
     ((path, stream),) = list(dp)
+    assert path == str(tree / "a.txt")
     assert isinstance(stream, StreamWrapper) and stream.read() == "alpha\nbeta\n\ngamma\n"
     ((_, binary),) = list(FileLister(str(tree), "*.txt").open_files(mode="b"))
     assert binary.read().startswith(b"alpha")
@@ -151,7 +152,8 @@ def test_saver_writes_and_yields_paths(tmp_path):
     items = IterableWrapper([("x/one.txt", "1"), ("two.txt", "22")])
     dp = items.save_to_disk(filepath_fn=lambda name: str(tmp_path / name))
     paths = list(dp)
-    assert [open(p).read() for p in paths] == ["1", "22"]
+    assert paths == [str(tmp_path / "x" / "one.txt"), str(tmp_path / "two.txt")]
+    assert [(tmp_path / p).read_text() for p in paths] == ["1", "22"]
     assert len(dp) == 2
     binary = IterableWrapper([(str(tmp_path / "b.bin"), b"\x00\x01")]).save_to_disk(mode="wb")
     assert list(binary) == [str(tmp_path / "b.bin")]
