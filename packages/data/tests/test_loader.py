@@ -4,29 +4,12 @@ the same order for any number of workers, epochs differ; worker errors and dead 
 
 import os
 import signal
-from contextlib import contextmanager
 
 import pytest
 
 import ember
 from ember.utils.data import DataLoader
 from emberdata.datapipes.iter import IterableWrapper, ShardingFilter, Shuffler
-
-
-@contextmanager
-def deadline(seconds):
-    """Fail instead of hanging: a test that takes longer than `seconds` raises TimeoutError."""
-
-    def expire(signum, frame):
-        raise TimeoutError(f"the test did not finish within {seconds} s (a hang?)")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def pipeline(n=100):
@@ -48,7 +31,7 @@ def run(num_workers, seed=0, n=100, **kwargs):
     return samples(loader) if kwargs["batch_size"] is None else batches(loader)
 
 
-def test_the_issue_example_works():
+def test_the_issue_example_works(deadline):
     with deadline(60):
         dp = IterableWrapper(range(1000)).shuffle().sharding_filter()
         loader = DataLoader(dp, batch_size=None, num_workers=2, shuffle=True)
@@ -60,7 +43,7 @@ def test_the_issue_example_works():
 
 
 @pytest.mark.parametrize("num_workers", [1, 2, 3])
-def test_same_seed_same_order_for_any_number_of_workers(num_workers):
+def test_same_seed_same_order_for_any_number_of_workers(num_workers, deadline):
     with deadline(60):
         reference = run(0, seed=11)
         assert run(num_workers, seed=11) == reference
@@ -70,7 +53,7 @@ def test_same_seed_same_order_for_any_number_of_workers(num_workers):
 
 @pytest.mark.parametrize(("num_workers", "batch_size", "drop_last"),
                          [(2, 7, False), (3, 8, True), (2, 1, False), (3, 50, False)])
-def test_batches_do_not_depend_on_the_number_of_workers(num_workers, batch_size, drop_last):
+def test_batches_do_not_depend_on_the_number_of_workers(num_workers, batch_size, drop_last, deadline):
     with deadline(60):
         reference = run(0, seed=3, batch_size=batch_size, drop_last=drop_last)
         got = run(num_workers, seed=3, batch_size=batch_size, drop_last=drop_last)
@@ -80,7 +63,7 @@ def test_batches_do_not_depend_on_the_number_of_workers(num_workers, batch_size,
     assert len(flat) == (100 - 100 % batch_size if drop_last else 100)
 
 
-def test_ember_manual_seed_reproduces_an_unseeded_loader():
+def test_ember_manual_seed_reproduces_an_unseeded_loader(deadline):
     with deadline(60):
         ember.manual_seed(5)
         a = samples(DataLoader(pipeline(), batch_size=None, num_workers=2, shuffle=True))
@@ -89,7 +72,7 @@ def test_ember_manual_seed_reproduces_an_unseeded_loader():
     assert a == b
 
 
-def test_persistent_workers_new_order_every_epoch():
+def test_persistent_workers_new_order_every_epoch(deadline):
     with deadline(60):
         loader = DataLoader(pipeline(60), batch_size=4, num_workers=2, persistent_workers=True,
                             shuffle=True, generator=ember.Generator().manual_seed(1))
@@ -115,7 +98,7 @@ def test_shuffle_option_drives_the_shuffler():
     assert sorted(out) == list(range(50)) and out != list(range(50))
 
 
-def test_random_pipes_after_the_sharding_filter_differ_per_worker_and_reproduce():
+def test_random_pipes_after_the_sharding_filter_differ_per_worker_and_reproduce(deadline):
     def build():
         return IterableWrapper(range(40)).sharding_filter().shuffle()
 
@@ -150,7 +133,7 @@ def failing_at_13(x):
     return x
 
 
-def test_worker_exception_names_the_worker_and_keeps_the_traceback():
+def test_worker_exception_names_the_worker_and_keeps_the_traceback(deadline):
     dp = IterableWrapper(range(40)).sharding_filter().map(failing_at_13)
     with deadline(60), pytest.raises(ValueError) as info:
         samples(DataLoader(dp, batch_size=None, num_workers=2))
@@ -166,7 +149,7 @@ def kill_myself_at_7(x):
     return x
 
 
-def test_a_killed_worker_is_detected_not_waited_on():
+def test_a_killed_worker_is_detected_not_waited_on(deadline):
     dp = IterableWrapper(range(40)).sharding_filter().map(kill_myself_at_7)
     with deadline(60), pytest.raises(RuntimeError, match="exited unexpectedly with exit code -9"):
         samples(DataLoader(dp, batch_size=None, num_workers=2))

@@ -64,6 +64,9 @@ class DataLoader2Iterator(Iterator[T_co]):
         except StopIteration:
             loader._end_epoch()
             raise
+        except BaseException:
+            loader._reset_iter = True  # a failed epoch starts over (same seeds) on the next iter()
+            raise
         loader._num_yielded += 1
         return item
 
@@ -79,7 +82,8 @@ class DataLoader2(Generic[T_co]):
             the graph every epoch; torchdata iterates it unseeded)
 
     ``iter()`` starts an epoch, or continues the current one (invalidating older iterators);
-    the epoch ends when its iterator is exhausted. See Note [DataLoader2 seeds and state].
+    the epoch ends when its iterator is exhausted. An epoch whose iterator raised starts over,
+    with the same seeds, at the next ``iter()``. See Note [DataLoader2 seeds and state].
     """
 
     def __init__(
@@ -121,7 +125,7 @@ class DataLoader2(Generic[T_co]):
         self._terminated = False
         self._valid_iterator_id: int | None = None
         self._datapipe_iter: Iterator[T_co] | None = None
-        self._pristine: bytes | None = None
+        self._pristine: Any = None  # the graph before the reading service adapted it
 
     @staticmethod
     def _copy(datapipe: Any) -> Any:
@@ -152,7 +156,7 @@ class DataLoader2(Generic[T_co]):
             raise RuntimeError("DataLoader2 has no datapipe: call load_state_dict first")
         if self._reset_iter:
             if not self._initialized:
-                self._pristine = self._serialize(self.datapipe)
+                self._pristine = self._copy(self.datapipe)  # pickled by state_dict only
                 if self._restore_state is not None and isinstance(
                     self.reading_service, CheckpointableReadingServiceInterface
                 ):
@@ -220,7 +224,7 @@ class DataLoader2(Generic[T_co]):
         """The loader's state: see Note [DataLoader2 seeds and state]."""
         if self.datapipe is None:
             raise RuntimeError("DataLoader2 has no datapipe to save")
-        serialized = self._pristine if self._initialized else self._serialize(self.datapipe)
+        serialized = self._serialize(self._pristine if self._initialized else self.datapipe)
         rs_state = None
         if isinstance(self.reading_service, CheckpointableReadingServiceInterface):
             rs_state = self.reading_service.checkpoint()
