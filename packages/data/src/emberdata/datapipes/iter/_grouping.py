@@ -64,13 +64,16 @@ class Batcher(IterDataPipe[list[T]]):
 
     def __iter__(self) -> Iterator[list[T]]:
         source, size, wrap = iter(self.datapipe), self.batch_size, self.wrapper_class
+        # A list subclass is filled straight from the source (in C); others wrap a list.
+        fill = wrap if isinstance(wrap, type) and issubclass(wrap, list) else None
         while True:
-            batch = list(itertools.islice(source, size))  # the filling loop runs in C
+            batch = fill(itertools.islice(source, size)) if fill else list(
+                itertools.islice(source, size))
             if len(batch) < size:
                 if batch and not self.drop_last:
-                    yield wrap(batch)
+                    yield batch if fill else wrap(batch)
                 return
-            yield wrap(batch)
+            yield batch if fill else wrap(batch)
 
     def __len__(self) -> int:
         n = self._source_len(self.datapipe)

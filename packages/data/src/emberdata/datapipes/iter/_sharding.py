@@ -89,20 +89,23 @@ class ShardingFilter(IterDataPipe[T]):
         self._block_size = block_size
 
     def __iter__(self) -> Iterator[T]:
+        # Plain iterators where possible: no generator frame per item on the hot path.
         n, k, block = self.num_of_instances, self.instance_id, self._block_size
         if n == 1:
-            yield from self.source_datapipe
-        elif block == 1:
-            yield from itertools.islice(self.source_datapipe, k, None, n)  # the skipping runs in C
-        else:
-            source = iter(self.source_datapipe)
-            deque(itertools.islice(source, k * block), maxlen=0)
-            while True:
-                kept = list(itertools.islice(source, block))
-                yield from kept
-                if len(kept) < block:
-                    return
-                deque(itertools.islice(source, (n - 1) * block), maxlen=0)
+            return iter(self.source_datapipe)
+        if block == 1:
+            return itertools.islice(self.source_datapipe, k, None, n)  # the skipping runs in C
+        return self._blocks(n, k, block)
+
+    def _blocks(self, n: int, k: int, block: int) -> Iterator[T]:
+        source = iter(self.source_datapipe)
+        deque(itertools.islice(source, k * block), maxlen=0)
+        while True:
+            kept = list(itertools.islice(source, block))
+            yield from kept
+            if len(kept) < block:
+                return
+            deque(itertools.islice(source, (n - 1) * block), maxlen=0)
 
     def __len__(self) -> int:
         size = self._source_len(self.source_datapipe)
