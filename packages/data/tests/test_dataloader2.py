@@ -273,3 +273,18 @@ def test_state_dict_errors():
     list(loader)
     with pytest.raises(RuntimeError, match="load_state_dict must be called before iterating"):
         loader.load_state_dict(loader.state_dict())
+
+
+def test_spawned_workers_get_a_pickled_pipeline(deadline):
+    def build():  # builtins only: a spawned worker unpickles the graph by import
+        return IterableWrapper(range(-20, 20)).shuffle().sharding_filter().map(abs)
+
+    with deadline(120):
+        spawned = DataLoader2(build(), reading_service=MultiProcessingReadingService(
+            2, multiprocessing_context="spawn"))
+        spawned.seed(6)
+        got = list(spawned)
+        spawned.shutdown()
+    reference = DataLoader2(build())
+    reference.seed(6)
+    assert got == list(reference)
