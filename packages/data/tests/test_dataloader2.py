@@ -121,6 +121,17 @@ def test_iterators_continue_the_epoch_and_invalidate_older_ones():
     assert list(loader) == [0, 1, 2, 3, 4, 5]
 
 
+def test_an_exhausted_iterator_does_not_end_more_epochs():
+    loader = DataLoader2(IterableWrapper(range(3)).shuffle())
+    loader.seed(0)
+    iterator = iter(loader)
+    first = list(iterator)
+    assert next(iterator, None) is None and next(iterator, None) is None
+    second = list(loader)
+    loader.seed(0)
+    assert [list(loader), list(loader)] == [first, second]  # epochs 0 and 1, none skipped
+
+
 def test_shutdown():
     loader = DataLoader2(IterableWrapper(range(3)), reading_service=MultiProcessingReadingService(2))
     iterator = iter(loader)

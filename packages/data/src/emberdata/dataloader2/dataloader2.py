@@ -58,6 +58,8 @@ class DataLoader2Iterator(Iterator[T_co]):
                 "from the same DataLoader2. This may be caused by multiple references to the "
                 "same DataLoader2."
             )
+        if loader._reset_iter:
+            raise StopIteration  # this epoch is over; iter() starts the next
         assert loader._datapipe_iter is not None
         try:
             item = next(loader._datapipe_iter)
