@@ -130,7 +130,7 @@ def test_iter_key_zipper_matches_any_order(ref_order, keep_key):
     dp = source.zip_with_iter(ref, key_fn=lambda x: x, ref_key_fn=lambda r: r[0], keep_key=keep_key)
     out = list(dp)
     pairs = [(k, (k, str(k))) for k in range(12)]
-    assert out == ([(k, p) for k, p in zip(range(12), pairs)] if keep_key else pairs)
+    assert out == ([(k, p) for k, p in zip(range(12), pairs, strict=True)] if keep_key else pairs)
     assert len(dp) == 12
 
 

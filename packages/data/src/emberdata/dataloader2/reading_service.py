@@ -42,7 +42,7 @@ class ReadingServiceInterface(ABC):
     def initialize(self, datapipe: Any) -> Any:
         """Adapt the graph once, when DataLoader2 is first iterated; return the graph to run."""
 
-    def finalize(self) -> None:
+    def finalize(self) -> None:  # noqa: B027 (an optional hook: nothing to release by default)
         """Release everything (processes, connections); called by DataLoader2.shutdown."""
 
     def initialize_iteration(
@@ -51,7 +51,7 @@ class ReadingServiceInterface(ABC):
         """Prepare an epoch; may return a function DataLoader2 applies to the graph first."""
         return iter_reset_fn
 
-    def finalize_iteration(self) -> None:
+    def finalize_iteration(self) -> None:  # noqa: B027 (an optional hook)
         """Called when an epoch's iterator is exhausted."""
 
 
