@@ -42,8 +42,9 @@ class ReadingServiceInterface(ABC):
     def initialize(self, datapipe: Any) -> Any:
         """Adapt the graph once, when DataLoader2 is first iterated; return the graph to run."""
 
-    def finalize(self) -> None:  # noqa: B027 (an optional hook: nothing to release by default)
+    def finalize(self) -> None:
         """Release everything (processes, connections); called by DataLoader2.shutdown."""
+        return  # an optional hook: nothing to release by default
 
     def initialize_iteration(
         self, seed_generator: SeedGenerator, iter_reset_fn: ResetFn | None = None
@@ -51,8 +52,9 @@ class ReadingServiceInterface(ABC):
         """Prepare an epoch; may return a function DataLoader2 applies to the graph first."""
         return iter_reset_fn
 
-    def finalize_iteration(self) -> None:  # noqa: B027 (an optional hook)
+    def finalize_iteration(self) -> None:
         """Called when an epoch's iterator is exhausted."""
+        return  # an optional hook
 
 
 class CheckpointableReadingServiceInterface(ReadingServiceInterface):
