@@ -378,19 +378,19 @@ def test_cycler_rejects_negative_count():
 
 
 def reference_shuffle(data, buffer_size, seed):
-    """torchdata's buffer shuffle, written out with its own random.Random."""
+    """The buffer shuffle written out plainly with its own random.Random: a full buffer swaps a
+    uniform pick for each new item; the rest comes out as one uniform permutation."""
     rng = random.Random(seed)
     buffer, out = [], []
     for x in data:
         if len(buffer) == buffer_size:
-            idx = rng.randint(0, len(buffer) - 1)
+            idx = int(rng.random() * buffer_size)
             out.append(buffer[idx])
             buffer[idx] = x
         else:
             buffer.append(x)
-    while buffer:
-        out.append(buffer.pop(rng.randint(0, len(buffer) - 1)))
-    return out
+    rng.shuffle(buffer)
+    return out + buffer
 
 
 @given(lists, st.integers(1, 60), st.integers(0, 2**64 - 1))

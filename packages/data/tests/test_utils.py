@@ -85,7 +85,7 @@ def test_traverse_shared_source_is_listed_once():
 
 
 def test_traverse_dps_rejects_non_datapipes():
-    with pytest.raises(TypeError, match="traverse_dps expected an IterDataPipe, but got list"):
+    with pytest.raises(TypeError, match="traverse_dps expected an IterDataPipe or a MapDataPipe, but got list"):
         traverse_dps([1, 2])
 
 

@@ -102,15 +102,17 @@ def _check_core() -> None:
 
 _check_core()
 
-__all__ = ["__version__", "datapipes"]
+__all__ = ["__version__", "dataloader2", "datapipes"]
+
+_SUBMODULES = ("dataloader2", "datapipes")
 
 
 def __getattr__(name: str) -> object:
-    # `emberdata.datapipes` loads on first use, after the check above has passed.
-    if name == "datapipes":
-        return importlib.import_module("emberdata.datapipes")
+    # The subpackages load on first use, after the check above has passed.
+    if name in _SUBMODULES:
+        return importlib.import_module(f"emberdata.{name}")
     raise AttributeError(f"module 'emberdata' has no attribute '{name}'")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), "datapipes"])
+    return sorted([*globals(), *_SUBMODULES])

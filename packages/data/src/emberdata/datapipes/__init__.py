@@ -1,6 +1,8 @@
-"""DataPipes: composable iterable stages with functional forms (``torchdata.datapipes``)."""
+"""DataPipes: composable iterable and map-style stages with functional forms
+(``torchdata.datapipes``)."""
 
-from emberdata.datapipes import iter, utils
-from emberdata.datapipes._base import IterDataPipe, functional_datapipe
+from emberdata.datapipes import iter, map, utils
+from emberdata.datapipes._base import DataChunk, IterDataPipe, MapDataPipe, functional_datapipe
 
-__all__ = ["IterDataPipe", "functional_datapipe", "iter", "utils"]
+__all__ = ["DataChunk", "IterDataPipe", "MapDataPipe", "functional_datapipe", "iter", "map",
+           "utils"]

@@ -19,7 +19,8 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from emberdata.datapipes._base import IterDataPipe
+from emberdata._seeds import SeedGenerator
+from emberdata.datapipes._base import IterDataPipe, MapDataPipe
 from emberdata.datapipes.iter._sharding import SHARDING_PRIORITIES
 
 __all__ = [
@@ -29,18 +30,20 @@ __all__ = [
     "apply_shuffle_settings",
     "find_dps",
     "list_dps",
+    "set_graph_random_seed",
     "traverse_dps",
 ]
 
-DataPipeGraph = dict[int, tuple[IterDataPipe[Any], "DataPipeGraph"]]
-_D = TypeVar("_D", bound=IterDataPipe[Any])
+DataPipe = IterDataPipe[Any] | MapDataPipe[Any]
+DataPipeGraph = dict[int, tuple[DataPipe, "DataPipeGraph"]]
+_D = TypeVar("_D")
 
 
-def traverse_dps(datapipe: IterDataPipe[Any]) -> DataPipeGraph:
+def traverse_dps(datapipe: DataPipe) -> DataPipeGraph:
     """The graph of ``datapipe`` and everything it reads from (a pipe reached through a cycle
     is listed without its sources again)."""
 
-    def walk(dp: IterDataPipe[Any], path: frozenset[int]) -> DataPipeGraph:
+    def walk(dp: DataPipe, path: frozenset[int]) -> DataPipeGraph:
         if id(dp) in path:
             return {id(dp): (dp, {})}
         inner = path | {id(dp)}
@@ -49,25 +52,28 @@ def traverse_dps(datapipe: IterDataPipe[Any]) -> DataPipeGraph:
             sources.update(walk(source, inner))
         return {id(dp): (dp, sources)}
 
-    if not isinstance(datapipe, IterDataPipe):
-        raise TypeError(f"traverse_dps expected an IterDataPipe, but got {type(datapipe).__name__}")
+    if not isinstance(datapipe, (IterDataPipe, MapDataPipe)):
+        raise TypeError(
+            f"traverse_dps expected an IterDataPipe or a MapDataPipe, but got "
+            f"{type(datapipe).__name__}"
+        )
     return walk(datapipe, frozenset())
 
 
 def list_dps(
     graph: DataPipeGraph,
-    exclude_dps: IterDataPipe[Any] | Iterable[IterDataPipe[Any]] | None = None,
-) -> list[IterDataPipe[Any]]:
+    exclude_dps: DataPipe | Iterable[DataPipe] | None = None,
+) -> list[DataPipe]:
     """Every pipe of ``graph`` once, breadth-first from the root, leaving out ``exclude_dps``
     and everything they read from."""
     cache: set[int] = set()
     if exclude_dps is not None:
-        if isinstance(exclude_dps, IterDataPipe):
+        if isinstance(exclude_dps, (IterDataPipe, MapDataPipe)):
             exclude_dps = [exclude_dps]
         for excluded in exclude_dps:
             if id(excluded) not in cache:
                 cache.update(id(dp) for dp in list_dps(traverse_dps(excluded)))
-    pipes: list[IterDataPipe[Any]] = []
+    pipes: list[DataPipe] = []
     queue: deque[DataPipeGraph] = deque([graph])
     while queue:
         for dp_id, (dp, sources) in queue.popleft().items():
@@ -96,11 +102,11 @@ def _is_random(dp: object) -> bool:
 
 
 def apply_sharding(
-    datapipe: IterDataPipe[Any],
+    datapipe: DataPipe,
     num_of_instances: int,
     instance_id: int,
     sharding_group: SHARDING_PRIORITIES = SHARDING_PRIORITIES.DEFAULT,
-) -> IterDataPipe[Any]:
+) -> DataPipe:
     """Make every sharding pipe in the graph (e.g. ShardingFilter) keep shard ``instance_id`` of
     ``num_of_instances``.
 
@@ -108,7 +114,7 @@ def apply_sharding(
     would keep only ``1 / n**2`` of the data.
     """
 
-    def walk(graph: DataPipeGraph, applied: IterDataPipe[Any] | None) -> None:
+    def walk(graph: DataPipeGraph, applied: DataPipe | None) -> None:
         for dp, sources in graph.values():
             here = applied
             if _is_sharding(dp):
@@ -130,8 +136,8 @@ def apply_sharding(
 
 
 def apply_shuffle_settings(
-    datapipe: IterDataPipe[Any], shuffle: bool | None = None
-) -> IterDataPipe[Any]:
+    datapipe: DataPipe, shuffle: bool | None = None
+) -> DataPipe:
     """Turn every Shuffler in the graph on or off; ``None`` leaves them as they are.
 
     ``shuffle=True`` on a graph without a Shuffler appends one (with a warning) and returns it.
@@ -153,26 +159,41 @@ def apply_shuffle_settings(
     return datapipe
 
 
+def _random_pipes(datapipe: DataPipe) -> tuple[list[DataPipe], list[DataPipe], list[DataPipe]]:
+    """(sharding pipes, random pipes upstream of one, the other random pipes), breadth-first."""
+    graph = traverse_dps(datapipe)
+    sharding = [dp for dp in list_dps(graph) if _is_sharding(dp)]
+    shared: dict[int, DataPipe] = {}
+    for sharding_dp in sharding:
+        for dp in list_dps(traverse_dps(sharding_dp)):
+            if _is_random(dp):
+                shared.setdefault(id(dp), dp)
+    local = [dp for dp in list_dps(graph, exclude_dps=sharding) if _is_random(dp)]
+    return sharding, list(shared.values()), local
+
+
+# Note [shared and local seeds]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Random pipes upstream of a sharding pipe must make the *same* choices on every instance:
+# each instance then filters one common order, so the shards are disjoint and together hold
+# every item. They are seeded first, in the graph's breadth-first order, from a source every
+# instance holds in the same state. Random pipes downstream only reorder an instance's own
+# shard; they are seeded from a source keyed by the instance, so instances differ and the same
+# root seed still reproduces the same run (pytorch#77741, data#718).
+
+
 def apply_random_seed(
-    datapipe: IterDataPipe[Any],
+    datapipe: DataPipe,
     rng: random.Random | int,
     *,
     instance_id: int | None = None,
-) -> IterDataPipe[Any]:
+) -> DataPipe:
     """Seed every random pipe (one with ``set_seed``, e.g. Shuffler) in the graph from ``rng``.
 
     See Note [shared and local seeds]. Call it on every instance with an ``rng`` in the same
     state (e.g. ``random.Random(epoch_seed)``), once per epoch. ``instance_id`` defaults to the
     one ``apply_sharding`` set on the graph's ShardingFilter (0 when there is none).
     """
-    # Note [shared and local seeds]
-    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-    # Random pipes upstream of a sharding pipe must make the *same* choices on every instance:
-    # each instance then filters one common order, so the shards are disjoint and together hold
-    # every item. They are seeded first, in the graph's breadth-first order, straight from
-    # `rng`. Random pipes downstream only reorder an instance's own shard; they are seeded from
-    # a generator keyed by one more draw from `rng` and the instance id, so instances differ
-    # and the same `rng` state still reproduces the same run (pytorch#77741, data#718).
     if isinstance(rng, int) and not isinstance(rng, bool):
         rng = random.Random(rng)
     if not isinstance(rng, random.Random):
@@ -180,20 +201,29 @@ def apply_random_seed(
             f"apply_random_seed expected a random.Random or an int seed, but got "
             f"{type(rng).__name__}"
         )
-    graph = traverse_dps(datapipe)
-    sharding = [dp for dp in list_dps(graph) if _is_sharding(dp)]
-    shared: dict[int, IterDataPipe[Any]] = {}
-    for sharding_dp in sharding:
-        for dp in list_dps(traverse_dps(sharding_dp)):
-            if _is_random(dp):
-                shared.setdefault(id(dp), dp)
-    local = [dp for dp in list_dps(graph, exclude_dps=sharding) if _is_random(dp)]
-
-    for dp in shared.values():
+    sharding, shared, local = _random_pipes(datapipe)
+    for dp in shared:
         dp.set_seed(rng.getrandbits(64))
     if instance_id is None:
         instance_id = getattr(sharding[0], "instance_id", 0) if sharding else 0
     local_rng = random.Random(f"{rng.getrandbits(64)}:{instance_id}")
     for dp in local:
         dp.set_seed(local_rng.getrandbits(64))
+    return datapipe
+
+
+def set_graph_random_seed(datapipe: DataPipe, seed_generator: SeedGenerator) -> DataPipe:
+    """Seed every random pipe from a :class:`~emberdata.dataloader2.random.SeedGenerator`:
+    upstream of the sharding point from its shared stream, downstream from its worker stream
+    (Note [shared and local seeds]); what DataLoader2 does at the start of every epoch."""
+    if not isinstance(seed_generator, SeedGenerator):
+        raise TypeError(
+            f"set_graph_random_seed expected a SeedGenerator, but got "
+            f"{type(seed_generator).__name__}"
+        )
+    _, shared, local = _random_pipes(datapipe)
+    for dp in shared:
+        dp.set_seed(seed_generator.generate_shared_seed())
+    for dp in local:
+        dp.set_seed(seed_generator.generate_seed())
     return datapipe

@@ -1,9 +1,9 @@
 """The loop each DataLoader worker process runs, and the per-worker information it exposes.
 
-Protocol. The main process sends `(epoch, seq, task)` on the worker's own task queue and `None`
-to stop it; the worker answers `(epoch, seq, kind, payload)` on the shared result queue, where
-kind is "batch", "exhausted" (its iterable dataset ran out this epoch) or "error" (payload is a
-WorkerError). The epoch tags let persistent workers skip prefetched work of an abandoned epoch.
+Protocol. The main process sends `(epoch, seq, task)` on the worker's own task queue (for an
+iterable dataset the task is the epoch's seed) and `None` to stop it; the worker answers
+`(epoch, seq, kind, payload)` on the shared result queue, where kind is "batch", "exhausted" (its
+iterable dataset ran out this epoch) or "error" (payload is a WorkerError). The epoch tags let persistent workers skip prefetched work of an abandoned epoch.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def worker_loop(dataset, fetcher_args: dict, task_queue, result_queue, worker_id
     try:
         if worker_init_fn is not None:
             worker_init_fn(worker_id)
-        fetcher = Fetcher(dataset, **fetcher_args)
+        fetcher = Fetcher(dataset, **fetcher_args, worker_id=worker_id, num_workers=num_workers)
     except Exception as exc:
         init_error = WorkerError(worker_id, exc)
     epoch = None

@@ -6,6 +6,18 @@ prefetch_factor per worker in flight, and results are handed out in task order (
 or as they arrive. Both paths fetch through the same Fetcher and draw the same base seed from
 the loader's generator before the sampler does, so a shuffled epoch visits the same samples in
 the same order whatever num_workers is.
+
+Note [DataLoader pipeline protocol]
+An iterable dataset may take part in shuffling and sharding, as torchdata's DataPipes do in
+PyTorch's DataLoader, by defining two optional methods (emberdata's IterDataPipe does):
+- `_dataloader_shuffle(shuffle) -> dataset`, called once at construction when `shuffle` is not
+  None; the loader keeps the dataset it returns. Without it, shuffle=True is an error for an
+  iterable dataset, as in PyTorch.
+- `_dataloader_start_epoch(seed, worker_id, num_workers, batch_size)`, called in the process
+  that iterates the dataset (worker_id 0 and num_workers 0 in the main process) before each
+  epoch's iterator is made. `seed` is drawn from the loader's generator once per epoch, like
+  the base seed, so it is the same in every worker and for any num_workers, and differs between
+  epochs; `batch_size` is None without auto-batching.
 """
 
 from __future__ import annotations
@@ -58,8 +70,12 @@ class DataLoader:
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
         iterable = isinstance(dataset, IterableDataset)
+        configure_shuffle = getattr(dataset, "_dataloader_shuffle", None) if iterable else None
         if iterable:
-            if shuffle not in (None, False):
+            if callable(configure_shuffle):
+                if shuffle is not None:
+                    dataset = configure_shuffle(bool(shuffle))
+            elif shuffle not in (None, False):
                 raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, "
                                  f"but got shuffle={shuffle}")
             if sampler is not None:
@@ -116,10 +132,10 @@ class DataLoader:
         return dict(iterable=self._iterable, batching=self._batching, batch_size=self.batch_size,
                     drop_last=self.drop_last, collate_fn=self.collate_fn)
 
-    def _tasks(self):
-        """One task per batch: index lists, single indices, or placeholders for iterable data."""
+    def _tasks(self, seed: int):
+        """One task per batch: index lists, single indices, or for iterable data the epoch's seed."""
         if self._iterable:
-            return itertools.repeat(None)
+            return itertools.repeat(seed)
         return iter(self.batch_sampler if self._batching else self.sampler)
 
     def _base_seed(self) -> int:
@@ -148,8 +164,8 @@ class DataLoader:
 
 class _SingleProcessIterator:
     def __init__(self, loader: DataLoader):
-        loader._base_seed()  # drawn (and unused) so the generator advances as with workers
-        self._tasks = loader._tasks()
+        seed = loader._base_seed()  # drawn here too, so the generator advances as with workers
+        self._tasks = loader._tasks(seed)
         self._fetch = Fetcher(loader.dataset, **loader._fetcher_args())
 
     def __iter__(self):
@@ -168,7 +184,7 @@ class _MultiProcessIterator:
         self._loader = loader
         self._n = loader.num_workers
         self._persistent = loader.persistent_workers
-        base_seed = loader._base_seed()
+        base_seed = self._epoch_seed = loader._base_seed()
         context = loader.multiprocessing_context
         if isinstance(context, str):
             context = multiprocessing.get_context(context)
@@ -192,9 +208,10 @@ class _MultiProcessIterator:
 
     def _start_epoch(self, first: bool = False) -> None:
         if not first:
-            self._loader._base_seed()  # persistent workers keep their seeds; the generator still advances
+            # Persistent workers keep their seeds; the draw is the new epoch's seed.
+            self._epoch_seed = self._loader._base_seed()
         self._epoch += 1
-        self._tasks = self._loader._tasks()
+        self._tasks = self._loader._tasks(self._epoch_seed)
         self._sent = 0  # tasks handed out this epoch (their seq numbers are 0 .. sent-1)
         self._next_seq = 0  # the next result to hand out in order
         self._ready = {}  # seq -> ("batch", payload) | ("exhausted", None) | ("error", WorkerError)

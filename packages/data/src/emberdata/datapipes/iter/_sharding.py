@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+from collections import deque
 from collections.abc import Iterator
 from enum import IntEnum
 from typing import TypeVar
@@ -41,6 +43,7 @@ class ShardingFilter(IterDataPipe[T]):
         self.groups: dict[int, tuple[int, int]] = {}
         self.num_of_instances = 1
         self.instance_id = 0
+        self._block_size = 1
 
     def apply_sharding(
         self,
@@ -74,12 +77,39 @@ class ShardingFilter(IterDataPipe[T]):
                 self.instance_id += self.num_of_instances * group_id
                 self.num_of_instances *= group_num
 
+    def _set_block_size(self, block_size: int) -> None:
+        """Shard whole runs of ``block_size`` consecutive items: instance ``k`` keeps item ``i``
+        when ``(i // block_size) % n == k``. The DataLoader sets its ``batch_size`` here so each
+        worker's batches are the batches of the unsharded order (Note [DataLoader pipeline
+        protocol])."""
+        if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+            raise ValueError(
+                f"{type(self).__name__} expected a block size >= 1, but got {block_size!r}"
+            )
+        self._block_size = block_size
+
     def __iter__(self) -> Iterator[T]:
-        n, k = self.num_of_instances, self.instance_id
-        for i, item in enumerate(self.source_datapipe):
-            if i % n == k:
-                yield item
+        # Plain iterators where possible: no generator frame per item on the hot path.
+        n, k, block = self.num_of_instances, self.instance_id, self._block_size
+        if n == 1:
+            return iter(self.source_datapipe)
+        if block == 1:
+            return itertools.islice(self.source_datapipe, k, None, n)  # the skipping runs in C
+        return self._blocks(n, k, block)
+
+    def _blocks(self, n: int, k: int, block: int) -> Iterator[T]:
+        source = iter(self.source_datapipe)
+        deque(itertools.islice(source, k * block), maxlen=0)
+        while True:
+            kept = list(itertools.islice(source, block))
+            yield from kept
+            if len(kept) < block:
+                return
+            deque(itertools.islice(source, (n - 1) * block), maxlen=0)
 
     def __len__(self) -> int:
-        n = self._source_len(self.source_datapipe)
-        return n // self.num_of_instances + int(self.instance_id < n % self.num_of_instances)
+        size = self._source_len(self.source_datapipe)
+        n, k, block = self.num_of_instances, self.instance_id, self._block_size
+        blocks, rest = divmod(size, block)
+        mine = blocks // n + int(k < blocks % n)
+        return mine * block + (rest if blocks % n == k else 0)

@@ -38,7 +38,7 @@ class IterableWrapper(IterDataPipe[T]):
                     "modification would affect source data.",
                     stacklevel=2,
                 )
-        yield from source
+        return iter(source)
 
     def __len__(self) -> int:
         if isinstance(self.iterable, Sized):
