@@ -29,13 +29,21 @@ double mish_tanh(double x) {  // tanh(softplus(x)) = n (n + 2) / (n (n + 2) + 2)
   return x > 20 ? 1.0 : n * (n + 2) / (n * (n + 2) + 2);
 }
 
+// gelu in float64: x/2 erfc(u), u = -x/sqrt 2. Far left erfc magnifies the rounding of u (its
+// relative slope is 2u^2), so u's rounding error d is put back to first order:
+// erfc(u + d) = erfc(u) - d 2/sqrt(pi) e^(-u^2).
+double gelu_double(double x) {
+  constexpr double kLo = -4.833646656726457e-17;  // sqrt(1/2) - kSqrtHalf
+  const double u = -x * kSqrtHalf;
+  const double d = std::fma(-x, kSqrtHalf, -u) - x * kLo;
+  return 0.5 * x * (std::erfc(u) - d * 1.12837916709551257390 * std::exp(-u * u));
+}
+
 template <typename T>
 void forward(ActivationOp op, const Tensor& out, const Tensor& in, double beta, double threshold) {
   switch (op) {
     case ActivationOp::Gelu:
-      return vec_map<T, 1>(
-          {out, in}, [](VF x) { return vmath::gelu(x); },
-          [](double x) { return 0.5 * x * std::erfc(-x * kSqrtHalf); });
+      return vec_map<T, 1>({out, in}, [](VF x) { return vmath::gelu(x); }, gelu_double);
     case ActivationOp::GeluTanh:
       return vec_map<T, 1>(
           {out, in}, [](VF x) { return vmath::gelu_tanh(x); },
@@ -92,8 +100,10 @@ void backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out, co
       return vec_map<T, 2>(
           {grad_in, grad_out, in},
           [](VF g, VF x) {
-            const VF s = vmath::sigmoid(x);
-            return g * (s * vmath::fmadd(x, 1.0f - s, splat(1.0f)));
+            return g * vmath::via_double(x, [](VD v) {
+                     const VD s = vmath::sigmoid_d(v);
+                     return s * (1.0 + v * (1.0 - s));
+                   });
           },
           [](double g, double x) {
             const double s = sigmoid_of(x);
@@ -103,10 +113,12 @@ void backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out, co
       return vec_map<T, 2>(
           {grad_in, grad_out, in},
           [](VF g, VF x) {
-            const VF n = vmath::exp(vmath::select(x > 20.0f, splat(20.0f), x));
-            const VF q = n * (n + 2.0f);
-            const VF t = vmath::select(x > 20.0f, splat(1.0f), q / (q + 2.0f));
-            return g * vmath::fmadd(x * vmath::sigmoid(x), 1.0f - t * t, t);
+            return g * vmath::via_double(x, [](VD v) {
+                     const VD n = vmath::exp(vmath::select(v > 20.0, splat(20.0), v));
+                     const VD q = n * (n + 2.0);
+                     const VD t = vmath::select(v > 20.0, splat(1.0), q / (q + 2.0));
+                     return t + v * vmath::sigmoid_d(v) * (1.0 - t * t);
+                   });
           },
           [](double g, double x) {
             const double t = mish_tanh(x);

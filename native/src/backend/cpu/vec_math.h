@@ -82,8 +82,33 @@ template <typename V, size_t N>
 inline V poly(V x, const double (&c)[N]) {
   using E = std::decay_t<decltype(std::declval<V>()[0])>;
   V r = splat<E>(static_cast<E>(c[N - 1]));
-  for (size_t i = N - 1; i-- > 0;) r = fmadd(r, x, splat<E>(static_cast<E>(c[i])));
+#pragma GCC unroll 16
+  for (size_t j = 1; j < N; ++j) r = fmadd(r, x, splat<E>(static_cast<E>(c[N - 1 - j])));
   return r;
+}
+
+// The same polynomial by Estrin's scheme: pairs combined with x^2, then x^4, ..., a dependency
+// chain of log2(N) steps instead of N. Slightly less exact than Horner, so only the float64 lanes
+// (which serve float32 results) use it.
+template <typename V, size_t N>
+inline V estrin(V x, const double (&c)[N]) {
+  using E = std::decay_t<decltype(std::declval<V>()[0])>;
+  constexpr size_t kPairs = (N + 1) / 2;
+  V t[kPairs];
+#pragma GCC unroll 16
+  for (size_t i = 0; i < kPairs; ++i) {
+    t[i] = 2 * i + 1 < N ? fmadd(splat<E>(static_cast<E>(c[2 * i + 1])), x, splat<E>(static_cast<E>(c[2 * i])))
+                         : splat<E>(static_cast<E>(c[2 * i]));
+  }
+  V p = x * x;
+#pragma GCC unroll 16
+  for (size_t n = kPairs; n > 1; n = (n + 1) / 2) {
+#pragma GCC unroll 16
+    for (size_t i = 0; i < n / 2; ++i) t[i] = fmadd(t[2 * i + 1], p, t[2 * i]);
+    if (n % 2) t[n / 2] = t[n - 1];
+    p = p * p;
+  }
+  return t[0];
 }
 
 // Round to the nearest integer (ties to even) for |x| < 2^22, as float and as int bits.
@@ -185,7 +210,7 @@ inline VF log1p(VF x) {
   const VF u = x + 1.0f;
   // log(u) plus the rounding error of 1 + x, relative to u (Note [vec_math polynomials])
   const VF corr = (x - (u - 1.0f)) / u;
-  VF r = log(u) + select(u == INFINITY, splat(0.0f), corr);
+  VF r = log(u) + select((u == INFINITY) | (u == 0.0f), splat(0.0f), corr);
   r = select(u == 1.0f, x, r);  // |x| below half an ulp of 1, -0.0 included
   return r;
 }
@@ -200,55 +225,24 @@ inline VF tanh(VF x) {
   const VF small = fmadd(x * x2, poly(x2, kTanhP), x);
   const VF t = expm1(select(a > 10.0f, splat(20.0f), a + a));  // tanh(10) rounds to 1
   const VF large = copysign(t / (t + 2.0f), x);
-  return select(a < 0.625f, small, large);
+  return select(x == 0.0f, x, select(a < 0.625f, small, large));  // keeps -0.0
 }
+
+
+// sigmoid, silu and mish combine e^x with divisions whose roundings add up past 2 ulp in
+// float32 (and far left e^x alone is subnormal, which x would magnify): they run in float64
+// lanes (below).
+inline VD sigmoid_d(VD x);
+inline VD silu_d(VD x);
+inline VD mish_d(VD x);
+template <typename F>
+inline VF via_double(VF x, F f);
 
 inline VF sigmoid(VF x) {
-  // e^-|x| never overflows; for x < 0 the result e / (1 + e) keeps its relative accuracy down
-  // into the subnormals.
-  const VF e = exp(-vabs(x));
-  const VF s = 1.0f / (1.0f + e);
-  return select(x < 0.0f, e * s, s);
+  return via_double(x, [](VD v) { return sigmoid_d(v); });
 }
-
-// sin and cos on |r| <= pi/4: sin r = r + r^3 S(r^2) (1.7e-10), cos r = 1 - r^2/2 + r^4 C(r^2) (5.7e-11)
-constexpr double kSinP[] = {-0.1666666716337204, 0.008333331905305386, -0.00019840082677546889,
-                            2.7249454888078617e-06};
-constexpr double kCosP[] = {0.0416666679084301, -0.00138888880610466, 2.4800598112051375e-05,
-                            -2.7300720262246614e-07};
-// Reduction with pi/2 in three parts is exact enough below this; larger lanes use the C library.
-constexpr float kTrigReduceMax = 8192.0f;
-
-template <bool Cos>
-inline VF sincos(VF x) {
-  VI k;
-  const VF kf = round_near(x * 0.636619772367581343f, k);
-  // pi/2 = p1 + p2 + p3, p1 and p2 with 12 trailing zero bits
-  VF r = fmadd(kf, splat(-1.5703125f), x);
-  r = fmadd(kf, splat(-4.83751296997070312e-04f), r);
-  r = fmadd(kf, splat(-7.54978995489188216e-08f), r);
-  const VF z = r * r;
-  const VF s = fmadd(r * z, poly(z, kSinP), r);
-  const VF c = fmadd(z * z, poly(z, kCosP), fmadd(z, splat(-0.5f), splat(1.0f)));
-  const VI q = Cos ? k + 1 : k;  // cos x = sin(x + pi/2)
-  VF res = select((q & 1) != 0, c, s);
-  res = select((q & 2) != 0, -res, res);
-  const VI far = vabs(x) > kTrigReduceMax;
-  if (any(far)) {
-    for (int i = 0; i < kLanes<float>; ++i)
-      if (far[i]) res[i] = Cos ? std::cos(x[i]) : std::sin(x[i]);
-  }
-  return res;
-}
-inline VF sin(VF x) {
-  return sincos<false>(x);
-}
-inline VF cos(VF x) {
-  return sincos<true>(x);
-}
-
 inline VF silu(VF x) {
-  return x * sigmoid(x);
+  return via_double(x, [](VD v) { return silu_d(v); });
 }
 
 // log(1 + e^x) = max(x, 0) + log1p(e^-|x|)
@@ -258,14 +252,13 @@ inline VF softplus(VF x) {
 
 // x tanh(softplus(x)) with tanh(log(1 + n)) = n (n + 2) / (n (n + 2) + 2), n = e^x
 inline VF mish(VF x) {
-  const VF n = exp(select(x > 20.0f, splat(20.0f), x));
-  const VF q = n * (n + 2.0f);
-  return select(x > 20.0f, x, x * (q / (q + 2.0f)));
+  return via_double(x, [](VD v) { return mish_d(v); });
 }
 
 // ---- float64 lanes (float32 functions that need the extra precision) ------------------------
 
-// e^x, relative error ~2e-16 for |x| < 708 (Taylor series of degree 11 on |r| <= ln2/2)
+// e^x to ~1e-11 relative (Taylor series of degree 9 on |r| <= ln2/2): float64 lanes here serve
+// float32 results, which need no more.
 inline VD exp(VD x) {
   x = select(x > 710.0, splat(710.0), x);
   x = select(x < -746.0, splat(-746.0), x);
@@ -281,19 +274,74 @@ inline VD exp(VD x) {
                                 1.0 / 720,
                                 1.0 / 5040,
                                 1.0 / 40320,
-                                1.0 / 362880,
-                                1.0 / 3628800,
-                                1.0 / 39916800,
-                                1.0 / 479001600};
-  const VD p = poly(r, kTaylor);
-  const VL k1 = k >> 1;
+                                1.0 / 362880};
+  const VD p = estrin(r, kTaylor);
+  // k / 2 rounded down, with a logical shift of a non-negative value: AVX2 has no 64-bit
+  // arithmetic shift, which the compiler would emulate lane by lane.
+  const VL k1 = (VL)(((Vec<uint64_t>)(k + 2048)) >> 1) - 1024;
   return p * pow2i(k1) * pow2i(k - k1);
 }
 
+// sin and cos, for float32 arguments: the reduction by pi/2 and the polynomials run in float64,
+// so arguments near a multiple of pi/2 keep their digits (float32 Cody-Waite loses them near
+// 4000 already). Past kTrigReduceMax the C library reduces.
+// sin r = r + r^3 S(r^2) (1.7e-10), cos r = 1 - r^2/2 + r^4 C(r^2) (5.7e-11) on |r| <= pi/4
+constexpr double kSinP[] = {-0.1666666716337204, 0.008333331905305386, -0.00019840082677546889,
+                            2.7249454888078617e-06};
+constexpr double kCosP[] = {0.0416666679084301, -0.00138888880610466, 2.4800598112051375e-05,
+                            -2.7300720262246614e-07};
+constexpr double kTrigReduceMax = 1e6;
+
+template <bool Cos>
+inline VD sincos_d(VD x) {
+  VL k;
+  const VD kf = round_near(x * 0.63661977236758134308, k);
+  VD r = fmadd(kf, splat(-1.5707963267948966), x);
+  r = fmadd(kf, splat(-6.123233995736766e-17), r);
+  const VD z = r * r;
+  const VD s = fmadd(r * z, estrin(z, kSinP), r);
+  const VD c = fmadd(z * z, estrin(z, kCosP), fmadd(z, splat(-0.5), splat(1.0)));
+  const VL q = Cos ? k + 1 : k;  // cos x = sin(x + pi/2)
+  VD res = select((q & 1) != 0, c, s);
+  return select((q & 2) != 0, -res, res);
+}
+
+template <bool Cos>
+inline VF sincos(VF x) {
+  VF res = via_double(x, [](VD v) { return sincos_d<Cos>(v); });
+  res = select(x == 0.0f, Cos ? splat(1.0f) : x, res);  // sin keeps -0.0
+  const VI far = vabs(x) > static_cast<float>(kTrigReduceMax);
+  if (any(far)) {
+    for (int i = 0; i < kLanes<float>; ++i)
+      if (far[i]) res[i] = Cos ? std::cos(x[i]) : std::sin(x[i]);
+  }
+  return res;
+}
+inline VF sin(VF x) {
+  return sincos<false>(x);
+}
+inline VF cos(VF x) {
+  return sincos<true>(x);
+}
+
+// e^-|x| never overflows; for x < 0, e / (1 + e) keeps its relative accuracy far left.
+inline VD sigmoid_d(VD x) {
+  const VD e = exp(-vabs(x));
+  return select(x < 0.0, e, splat(1.0)) / (1.0 + e);
+}
+inline VD silu_d(VD x) {
+  return x * sigmoid_d(x);
+}
+inline VD mish_d(VD x) {
+  const VD n = exp(select(x > 20.0, splat(20.0), x));
+  const VD q = n * (n + 2.0);
+  return select(x > 20.0, x, x * (q / (q + 2.0)));
+}
+
 // erf(x) = x P(x^2) on |x| <= 1 (relative error 3.3e-11)
-constexpr double kErfP[] = {1.128379225730896,   -0.37612637877464294,  0.11283782124519348,
-                            -0.0268654003739357, 0.0052209459245204926, -0.0008482838165946305,
-                            0.00011257008736720309, -9.641677934268955e-06};
+constexpr double kErfP[] = {1.1283791670581775,    -0.3761263843522734,    0.11283781980273436,
+                            -0.026865400333370648, 0.005220946139363983,   -0.0008482838034045009,
+                            0.00011257008817115721, -9.641677691490935e-06};
 // erfc(x) = e^(-x^2) / x * Q(1/x) on 1 <= x <= 12 (relative error 4.1e-10)
 constexpr double kErfcQ[] = {0.5641885747153293,  5.3331758575581034e-05, -0.28332833554883496,
                              0.016540433152218748, 0.2797062222958604,    0.8466000931841872,
@@ -305,20 +353,21 @@ constexpr double kErfcQ[] = {0.5641885747153293,  5.3331758575581034e-05, -0.283
 inline VD erfc_tail(VD a) {
   const VD ac = select(a > 27.0, splat(27.0), a);
   const VD t = 1.0 / ac;
-  return select(a > 27.0, splat(0.0), exp(-(ac * ac)) * t * poly(t, kErfcQ));
+  return select(a > 27.0, splat(0.0), exp(-(ac * ac)) * t * estrin(t, kErfcQ));
 }
 
 // erf(x) and erfc(x) in float64 lanes, accurate to ~1e-9 relative (enough for float32 results).
+// (Both branches are computed for every lane: a test per vector mispredicts on mixed data.)
 inline VD erf_d(VD x) {
   const VD a = vabs(x);
-  const VD small = x * poly(x * x, kErfP);
+  const VD small = x * estrin(x * x, kErfP);
   const VD large = copysign(1.0 - erfc_tail(select(a < 1.0, splat(1.0), a)), x);
   return select(a < 1.0, small, select(x != x, x, large));
 }
 inline VD erfc_d(VD x) {
   const VD a = vabs(x);
+  const VD middle = 1.0 - x * estrin(x * x, kErfP);
   const VD tail = erfc_tail(select(a < 1.0, splat(1.0), a));
-  const VD middle = 1.0 - x * poly(x * x, kErfP);
   return select(a < 1.0, middle, select(x < 0.0, 2.0 - tail, select(x != x, x, tail)));
 }
 
