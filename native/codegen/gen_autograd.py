@@ -126,7 +126,12 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
                      + "}, node, inputs);", "  return result;"]
         return "\n".join(body) + "\n}\n"
 
-    unknown = set(derivatives) - {a["name"] for a in tensors} - {a["name"] for a in lists}
+    # Note [grouped derivatives]: a key "input, weight, bias" names inputs whose gradients one
+    # formula returns together (a vector in that order), as derivatives.yaml's multi-input entries;
+    # the formula sees `output_mask`, which of them are needed.
+    groups = {key: [n.strip() for n in key.split(",")] for key in derivatives if "," in key}
+    named = {n for key, names in groups.items() for n in names} | {k for k in derivatives if "," not in k}
+    unknown = named - {a["name"] for a in tensors} - {a["name"] for a in lists}
     if unknown:
         raise SystemExit(f"gen_ops: derivatives of {name} name non-tensor or unknown inputs {sorted(unknown)}")
     cls = camel(name)
@@ -176,6 +181,15 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
         if a["name"] in derivatives:
             formula = qualify(derivatives[a["name"]], op_names)
             lines.append(f"    if (should_compute_output({i})) out[{i}] = {formula};")
+    position = {a["name"]: i for i, a in enumerate(tensors)}
+    for key, names in groups.items():
+        idx = [position[n] for n in names]
+        wanted = " || ".join(f"should_compute_output({i})" for i in idx)
+        mask = ", ".join(f"should_compute_output({i})" for i in idx)
+        lines += [f"    if ({wanted}) {{", f"      const std::array<bool, {len(idx)}> output_mask{{{mask}}};",
+                  f"      const std::vector<Tensor> r = {qualify(derivatives[key], op_names)};"]
+        lines += [f"      if (should_compute_output({i})) out[{i}] = r.at({k});" for k, i in enumerate(idx)]
+        lines.append("    }")
     if not list_formula:
         lines.append("    return out;")
     lines += ["  }", "};", ""]

@@ -293,8 +293,34 @@ OPS: list[Op] = [
     Op("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", test={"family": "none"}),
     Op("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", test={"family": "none"}),
     Op("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", test={"family": "none"}),
+    # ---- softmax and the fused normalizations (src/ops/normalization, kernels in
+    # backend/cpu/normalization_kernels.cpp; Note [normalization kernels]) -------------------------
     Op("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", test={"family": "none"}),
     Op("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", test={"family": "none"}),
+    Op("_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+       method=False, test={"family": "none"}),
+    Op("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+       method=False, test={"family": "none"}),
+    Op("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps)"
+       " -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, "
+       "Tensor? weight, Tensor? bias, bool input_grad=True, bool weight_grad=True, bool bias_grad=True)"
+       " -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("_fused_rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float eps) -> (Tensor, Tensor)",
+       method=False, test={"family": "none"}),
+    Op("_fused_rms_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor rstd, Tensor? weight, "
+       "bool input_grad=True, bool weight_grad=True) -> (Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("native_group_norm(Tensor input, Tensor? weight, Tensor? bias, int N, int C, int HxW, int group, float eps)"
+       " -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, int N, "
+       "int C, int HxW, int group, bool input_grad=True, bool weight_grad=True, bool bias_grad=True)"
+       " -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
+       "bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, "
+       "Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool input_grad=True, "
+       "bool weight_grad=True, bool bias_grad=True) -> (Tensor, Tensor, Tensor)", method=False,
+       test={"family": "none"}),
     # ---- complex numbers (src/ops/composite/complex.cpp) --------------------------------------------
     Op("view_as_real(Tensor self) -> Tensor", method=False, test={"family": "none"}),
     Op("view_as_complex(Tensor self) -> Tensor", method=False, test={"family": "none"}),
@@ -690,6 +716,29 @@ DERIVATIVES: dict[str, dict[str, str]] = {
               "angle": _mul("grad", f"conj({_mul('result', 'imag_unit()')})"), "result": _ELEMENTWISE},
     "angle": {"self": "angle_backward(grad, self)", "result": _ELEMENTWISE},
     "sgn": {"self": "sgn_backward(grad, self, result)", "result": "sgn_jvp(self_t, self, result)"},
+    # fused normalizations (helpers in native/src/autograd/formulas_norm.h; Note [grouped derivatives])
+    "native_layer_norm": {
+        "input, weight, bias": "layer_norm_grads(grads, input, normalized_shape, weight, bias, result1, result2, eps, "
+                               "output_mask)",
+        "result": "{layer_norm_jvp(input, input_t, weight.value_or(Tensor()), weight_t, bias_t, result1, result2, "
+                  "normalized_shape), "
+                  "Tensor(), Tensor()}"},
+    "_fused_rms_norm": {
+        "input, weight": "rms_norm_grads(grads, input, normalized_shape, weight, result1, eps, output_mask)",
+        "result": "{rms_norm_jvp(input, input_t, weight.value_or(Tensor()), weight_t, result1, normalized_shape), "
+                  "Tensor()}"},
+    "native_group_norm": {
+        "input, weight, bias": "group_norm_grads(grads, input, weight, result1, result2, N, C, HxW, group, eps, "
+                               "output_mask)",
+        "result": "{group_norm_jvp(input, input_t, weight.value_or(Tensor()), weight_t, bias_t, result1, result2, N, "
+                  "group), Tensor(), "
+                  "Tensor()}"},
+    "native_batch_norm": {
+        "input, weight, bias": "batch_norm_grads(grads, input, weight, running_mean, running_var, result1, result2, "
+                               "training, eps, output_mask)",
+        "result": "{batch_norm_jvp(input, input_t, weight.value_or(Tensor()), weight_t, bias_t, "
+                  "running_mean.value_or(Tensor()), running_var.value_or(Tensor()), result1, "
+                  "result2, training, eps), Tensor(), Tensor()}"},
     # matrix products (helpers in native/src/autograd/formulas_linalg.h)
     "mm": {"self": "mm(grad, mH(mat2))", "mat2": "mm(mH(self), grad)",
            "result": "product_tangent(self, self_t, mat2, mat2_t, [](const Tensor& a, const Tensor& b) { return mm(a, b); })"},
@@ -760,7 +809,10 @@ DERIVATIVES: dict[str, dict[str, str]] = {
 # Ops whose floating results carry no gradient (PyTorch's non-differentiable outputs).
 # The fused backward ops' own results carry no gradient: when a graph of a backward pass is
 # recorded (create_graph), the derivative formulas compose differentiable ops instead.
-NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplus_backward", "detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
+NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplus_backward",
+                     "_softmax_backward_data", "_log_softmax_backward_data", "native_layer_norm_backward",
+                     "_fused_rms_norm_backward", "native_group_norm_backward", "native_batch_norm_backward",
+                     "detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
                      "bernoulli", "bernoulli_", "multinomial", "histc", "bincount"}
 
 # vmap batching rules (native/codegen/gen_batching.py says what each kind means). An op with

@@ -26,6 +26,18 @@ inline Tensor scale(const Tensor& grad, const Scalar& alpha) {
   return autograd::mul(grad, num(alpha), std::nullopt);
 }
 
+// Differentiable arithmetic for the formula helpers (the ops' own names would be ambiguous
+// with the ember:: ones under argument-dependent lookup).
+inline Tensor plus(const Tensor& a, const Tensor& b) {
+  return autograd::add(a, b, Scalar(int64_t(1)), std::nullopt);
+}
+inline Tensor minus(const Tensor& a, const Tensor& b) {
+  return autograd::sub(a, b, Scalar(int64_t(1)), std::nullopt);
+}
+inline Tensor times(const Tensor& a, const Tensor& b) {
+  return autograd::mul(a, b, std::nullopt);
+}
+
 inline Tensor zeros_of(const Tensor& like) {
   return autograd::zeros_like(like, std::nullopt);
 }
@@ -131,13 +143,20 @@ inline IntList inverse_permutation(const IntList& dims) {
   return inv;
 }
 
+// Note [fused activations]: the one-pass backward kernel unless this backward is itself recorded.
+inline bool fused_backward_ok() {
+  return !GradMode::is_enabled();
+}
+
 inline Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  if (fused_backward_ok()) return autograd::_softmax_backward_data(grad, result, dim, result.dtype());
   const Tensor dot =
       autograd::sum(autograd::mul(grad, result, std::nullopt), IntList{dim}, true, std::nullopt);
   return autograd::mul(autograd::sub(grad, dot, Scalar(int64_t(1)), std::nullopt), result, std::nullopt);
 }
 
 inline Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim) {
+  if (fused_backward_ok()) return autograd::_log_softmax_backward_data(grad, result, dim, result.dtype());
   const Tensor total = autograd::sum(grad, IntList{dim}, true, std::nullopt);
   return autograd::sub(grad, autograd::mul(autograd::exp(result, std::nullopt), total, std::nullopt),
                        Scalar(int64_t(1)), std::nullopt);
@@ -195,11 +214,6 @@ inline Tensor cumsum_backward(const Tensor& grad, int64_t dim) {
 
 inline Tensor gt0(const Tensor& t) {
   return autograd::gt(t, num(0.0), std::nullopt);
-}
-
-// Note [fused activations]: the one-pass backward kernel unless this backward is itself recorded.
-inline bool fused_backward_ok() {
-  return !GradMode::is_enabled();
 }
 
 inline Tensor silu_grad(const Tensor& grad, const Tensor& self) {

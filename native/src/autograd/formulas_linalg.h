@@ -183,15 +183,6 @@ inline Tensor solve_triangular_tangent(const Tensor& A, const Tensor& A_t, const
 // Formulas of PyTorch's FunctionsManual (svd_backward, linalg_eig_backward, linalg_qr_backward,
 // linalg_lu_backward and their JVPs), rederived in the conjugate Wirtinger convention.
 
-inline Tensor plus(const Tensor& a, const Tensor& b) {
-  return autograd::add(a, b, Scalar(int64_t(1)), std::nullopt);
-}
-inline Tensor minus(const Tensor& a, const Tensor& b) {
-  return autograd::sub(a, b, Scalar(int64_t(1)), std::nullopt);
-}
-inline Tensor times(const Tensor& a, const Tensor& b) {
-  return autograd::mul(a, b, std::nullopt);
-}
 inline Tensor over(const Tensor& a, const Tensor& b) {
   return autograd::div(a, b, std::nullopt, std::nullopt);
 }

@@ -113,6 +113,78 @@ using ActivationBackwardFn = void (*)(ActivationOp, const Tensor& grad_in, const
                                       const Tensor& in, double beta, double threshold);
 extern DispatchStub<ActivationBackwardFn> activation_backward_stub;
 
+// Note [normalization kernels]: softmax, log_softmax, layer/RMS norm work on `rows` contiguous
+// rows of `n` elements; group and batch norm on contiguous [batch, channels, spatial] data. The
+// statistics (mean, rstd = 1/sqrt(var + eps), biased variance) are float32 for float16/bfloat16
+// inputs and the input's dtype otherwise. Backward kernels take the saved statistics; each
+// gradient pointer may be null (not wanted).
+using SoftmaxFn = void (*)(const Tensor& out, const Tensor& in, int64_t rows, int64_t n, bool log);
+extern DispatchStub<SoftmaxFn> softmax_stub;
+using SoftmaxBackwardFn = void (*)(const Tensor& grad_in, const Tensor& grad_out, const Tensor& output, int64_t rows,
+                                   int64_t n, bool log);
+extern DispatchStub<SoftmaxBackwardFn> softmax_backward_stub;
+
+struct RowNormArgs {
+  const Tensor* out;
+  const Tensor* mean;  // null for RMS norm
+  const Tensor* rstd;
+  const Tensor* input;
+  const Tensor* weight;  // null: 1
+  const Tensor* bias;    // null: 0
+  int64_t rows, n;
+  double eps;
+  bool rms;  // x rstd w with rstd from mean(x^2): no centering
+};
+using LayerNormFn = void (*)(const RowNormArgs&);
+extern DispatchStub<LayerNormFn> layer_norm_stub;
+struct RowNormBackwardArgs {
+  const Tensor* grad_input;
+  const Tensor* grad_weight;  // null: not wanted
+  const Tensor* grad_bias;
+  const Tensor* grad_out;
+  const Tensor* input;
+  const Tensor* mean;
+  const Tensor* rstd;
+  const Tensor* weight;
+  int64_t rows, n;
+  bool rms;
+};
+using LayerNormBackwardFn = void (*)(const RowNormBackwardArgs&);
+extern DispatchStub<LayerNormBackwardFn> layer_norm_backward_stub;
+
+// groups > 0: group norm (statistics per sample and group); groups == 0: batch norm (per
+// channel over batch and positions; training computes them into mean/rstd and moves the running
+// statistics, evaluation reads them from mean/rstd).
+struct ChannelNormArgs {
+  const Tensor* out;
+  const Tensor* mean;
+  const Tensor* rstd;
+  const Tensor* input;
+  const Tensor* weight;
+  const Tensor* bias;
+  const Tensor* running_mean;  // batch norm training only; null: none
+  const Tensor* running_var;
+  int64_t batch, channels, spatial, groups;
+  bool training;
+  double momentum, eps;
+};
+using ChannelNormFn = void (*)(const ChannelNormArgs&);
+extern DispatchStub<ChannelNormFn> channel_norm_stub;
+struct ChannelNormBackwardArgs {
+  const Tensor* grad_input;  // null: not wanted
+  const Tensor* grad_weight;
+  const Tensor* grad_bias;
+  const Tensor* grad_out;
+  const Tensor* input;
+  const Tensor* mean;
+  const Tensor* rstd;
+  const Tensor* weight;
+  int64_t batch, channels, spatial, groups;
+  bool training;
+};
+using ChannelNormBackwardFn = void (*)(const ChannelNormBackwardArgs&);
+extern DispatchStub<ChannelNormBackwardFn> channel_norm_backward_stub;
+
 // out = cond ? a : b, a/b of out's dtype, cond bool; all broadcast to out.
 using WhereFn = void (*)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
 extern DispatchStub<WhereFn> where_stub;

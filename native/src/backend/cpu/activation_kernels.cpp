@@ -35,7 +35,7 @@ double mish_tanh(double x) {  // tanh(softplus(x)) = n (n + 2) / (n (n + 2) + 2)
 double gelu_double(double x) {
   constexpr double kLo = -4.833646656726457e-17;  // sqrt(1/2) - kSqrtHalf
   const double u = -x * kSqrtHalf;
-  const double d = std::fma(-x, kSqrtHalf, -u) - x * kLo;
+  const double d = std::isfinite(u) ? std::fma(-x, kSqrtHalf, -u) - x * kLo : 0.0;
   return 0.5 * x * (std::erfc(u) - d * 1.12837916709551257390 * std::exp(-u * u));
 }
 

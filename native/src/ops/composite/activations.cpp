@@ -149,19 +149,6 @@ Tensor addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
   return add(self, div_(tensor1, tensor2), value, std::nullopt);
 }
 
-Tensor softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
-  const Tensor x = dtype ? to_dtype(self, *dtype, false) : floating("softmax", self);
-  const Tensor shifted = sub_(x, amax(x, {dim}, true));
-  const Tensor e = exp(shifted, std::nullopt);
-  return div_(e, sum(e, IntList{dim}, true, std::nullopt));
-}
-
-Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
-  const Tensor x = dtype ? to_dtype(self, *dtype, false) : floating("log_softmax", self);
-  const Tensor shifted = sub_(x, amax(x, {dim}, true));
-  return sub_(shifted, log(sum(exp(shifted, std::nullopt), IntList{dim}, true, std::nullopt), std::nullopt));
-}
-
 Tensor nansum(const Tensor& self, const std::optional<IntList>& dim, bool keepdim,
               std::optional<DType> dtype) {
   if (!is_floating_point(self.dtype())) return sum(self, dim, keepdim, dtype);

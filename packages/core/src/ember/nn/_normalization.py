@@ -1,6 +1,7 @@
 """layer_norm, group_norm, instance_norm, rms_norm, local_response_norm and normalize
-(torch.nn.functional), composed from Ember's registered reductions so they differentiate and
-batch through those ops' rules. Variances are biased (correction=0), as PyTorch's."""
+(torch.nn.functional). layer_norm, rms_norm and group_norm call the fused native ops (one pass
+each way); the others compose registered reductions. Variances are biased (correction=0), as
+PyTorch's."""
 
 from __future__ import annotations
 
@@ -27,17 +28,12 @@ def _check_affine(t, shape: list[int], name: str) -> None:
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """(x - mean) / sqrt(var + eps) over the trailing normalized_shape dims, then * weight + bias."""
+    """(x - mean) / sqrt(var + eps) over the trailing normalized_shape dims, then * weight + bias
+    (one fused kernel each way: native_layer_norm)."""
     shape = _trailing_shape(input, normalized_shape, "layer_norm")
     _check_affine(weight, shape, "weight")
     _check_affine(bias, shape, "bias")
-    dims = list(range(input.dim() - len(shape), input.dim()))
-    mean = _C.mean(input, dims, True)
-    var = _C.var(input, dims, correction=0, keepdim=True)
-    out = (input - mean) * _C.rsqrt(var + eps)
-    if weight is not None:
-        out = out * weight
-    return out if bias is None else out + bias
+    return _C.native_layer_norm(input, shape, weight, bias, eps)[0]
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -46,9 +42,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     _check_affine(weight, shape, "weight")
     if eps is None:
         eps = finfo(input.dtype).eps
-    dims = list(range(input.dim() - len(shape), input.dim()))
-    out = input * _C.rsqrt(_C.mean(input * input, dims, True) + eps)
-    return out if weight is None else out * weight
+    return _C._fused_rms_norm(input, shape, weight, eps)[0]
 
 
 def _channel_view(t, input):
@@ -68,14 +62,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         if t is not None and (t.dim() != 1 or t.shape[0] != channels):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
-    per_group = input.numel() // batch // num_groups if batch else 0
-    grouped = _C.reshape(input, [batch, num_groups, per_group])
-    mean = _C.mean(grouped, [2], True)
-    var = _C.var(grouped, [2], correction=0, keepdim=True)
-    out = _C.reshape((grouped - mean) * _C.rsqrt(var + eps), list(input.shape))
-    if weight is not None:
-        out = out * _channel_view(weight, input)
-    return out if bias is None else out + _channel_view(bias, input)
+    spatial = input.numel() // (batch * channels) if batch * channels else 0
+    return _C.native_group_norm(input, weight, bias, batch, channels, spatial, num_groups, eps)[0]
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,

@@ -48,32 +48,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("bias", bias)):
         if t is not None and tuple(t.shape) != (channels,):
             raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
-    dims = [0] + list(range(2, input.dim()))
-    shape = [1, channels] + [1] * (input.dim() - 2)  # per-channel values broadcast over the others
-    if training:
-        count = input.numel() // channels
-        if count <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                             f"{list(input.shape)}")
-        mean = _C.mean(input, dims, True)
-        var = _C.var(input, dims, correction=0, keepdim=True)
-        if running_mean is not None or running_var is not None:
-            with _autograd.no_grad():
-                if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.detach().reshape([channels]) * momentum)
-                if running_var is not None:
-                    unbiased = var.detach().reshape([channels]) * (count / (count - 1))
-                    running_var.mul_(1 - momentum).add_(unbiased * momentum)
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
-    out = (input - mean) * _C.rsqrt(var + eps)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    if training and input.numel() // max(channels, 1) <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    # one fused kernel each way; in training it also moves the running statistics (unbiased variance)
+    return _C.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 
 def _written_back(input, result, inplace: bool):
