@@ -201,7 +201,7 @@ inline Tensor clamp_backward(const Tensor& grad, const Tensor& self, const std::
 }
 
 inline Tensor mask_backward(const Tensor& grad, const Tensor& keep) {
-  return autograd::where(keep, grad, zeros_of(grad));
+  return autograd::where(keep, grad, num(0.0));  // a wrapped 0 broadcasts: no zeros tensor is made
 }
 
 inline Tensor cumsum_backward(const Tensor& grad, int64_t dim) {

@@ -259,10 +259,27 @@ void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
 void where_kernel(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
   visit<kAll>(out.dtype(), "where", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    // Selects without a branch (a data-dependent branch mispredicts on random masks); the
+    // contiguous runs with a tensor or a broadcast scalar on either side vectorize.
     StridedLoop<4>({out, cond, a, b}).run([](char** p, const int64_t* s, int64_t n) {
-      for (int64_t i = 0; i < n; ++i) {
-        const bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
-        *reinterpret_cast<T*>(p[0] + i * s[0]) = *reinterpret_cast<const T*>(p[c ? 2 : 3] + i * s[c ? 2 : 3]);
+      constexpr int64_t E = sizeof(T);
+      T* o = reinterpret_cast<T*>(p[0]);
+      const uint8_t* c = reinterpret_cast<const uint8_t*>(p[1]);
+      const T* x = reinterpret_cast<const T*>(p[2]);
+      const T* y = reinterpret_cast<const T*>(p[3]);
+      if (s[0] == E && s[1] == 1 && s[2] == E && s[3] == E) {
+        for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
+      } else if (s[0] == E && s[1] == 1 && s[2] == E && s[3] == 0) {
+        const T yv = *y;
+        for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : yv;
+      } else if (s[0] == E && s[1] == 1 && s[2] == 0 && s[3] == E) {
+        const T xv = *x;
+        for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? xv : y[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          const T pair[2] = {*reinterpret_cast<const T*>(p[3] + i * s[3]), *reinterpret_cast<const T*>(p[2] + i * s[2])};
+          *reinterpret_cast<T*>(p[0] + i * s[0]) = pair[c[i * s[1]] != 0];
+        }
       }
     });
   });
