@@ -321,6 +321,14 @@ OPS: list[Op] = [
        "Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool input_grad=True, "
        "bool weight_grad=True, bool bias_grad=True) -> (Tensor, Tensor, Tensor)", method=False,
        test={"family": "none"}),
+    # ---- convolution (src/ops/convolution, kernels in backend/cpu/conv_kernels.cpp; Note [convolution
+    # kernels]): PyTorch's aten::convolution behind conv1d/2d/3d and conv_transpose1d/2d/3d ------------
+    Op("convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
+       "bool transposed, int[] output_padding, int groups) -> Tensor", method=False, test={"family": "none"}),
+    Op("convolution_backward(Tensor grad_output, Tensor input, Tensor weight, int[] stride, int[] padding, "
+       "int[] dilation, bool transposed, int[] output_padding, int groups, bool input_grad=True, "
+       "bool weight_grad=True, bool bias_grad=True) -> (Tensor, Tensor, Tensor)", method=False,
+       test={"family": "none"}),
     # ---- complex numbers (src/ops/composite/complex.cpp) --------------------------------------------
     Op("view_as_real(Tensor self) -> Tensor", method=False, test={"family": "none"}),
     Op("view_as_complex(Tensor self) -> Tensor", method=False, test={"family": "none"}),
@@ -739,6 +747,11 @@ DERIVATIVES: dict[str, dict[str, str]] = {
         "result": "{batch_norm_jvp(input, input_t, weight.value_or(Tensor()), weight_t, bias_t, "
                   "running_mean.value_or(Tensor()), running_var.value_or(Tensor()), result1, "
                   "result2, training, eps), Tensor(), Tensor()}"},
+    "convolution": {  # helpers in native/src/autograd/formulas_conv.h
+        "input, weight, bias": "convolution_grads(grads, input, weight, bias, stride, padding, "
+                               "dilation, transposed, output_padding, groups, output_mask)",
+        "result": "convolution_jvp(input, input_t, weight, weight_t, bias_t, stride, padding, dilation, transposed, "
+                  "output_padding, groups)"},
     # matrix products (helpers in native/src/autograd/formulas_linalg.h)
     "mm": {"self": "mm(grad, mH(mat2))", "mat2": "mm(mH(self), grad)",
            "result": "product_tangent(self, self_t, mat2, mat2_t, [](const Tensor& a, const Tensor& b) { return mm(a, b); })"},
@@ -812,6 +825,7 @@ DERIVATIVES: dict[str, dict[str, str]] = {
 NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplus_backward",
                      "_softmax_backward_data", "_log_softmax_backward_data", "native_layer_norm_backward",
                      "_fused_rms_norm_backward", "native_group_norm_backward", "native_batch_norm_backward",
+                     "convolution_backward",
                      "detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
                      "bernoulli", "bernoulli_", "multinomial", "histc", "bincount"}
 

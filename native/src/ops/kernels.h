@@ -185,6 +185,23 @@ struct ChannelNormBackwardArgs {
 using ChannelNormBackwardFn = void (*)(const ChannelNormBackwardArgs&);
 extern DispatchStub<ChannelNormBackwardFn> channel_norm_backward_stub;
 
+// Note [convolution kernels]: convolution as GEMMs over blocks of im2col columns
+// (backend/cpu/conv_kernels.cpp), for contiguous float32/float64 [N, C, D, H, W] data (1-d and
+// 2-d convolutions pass unit leading sizes). The three kernels of a regular convolution; a
+// transposed one runs them with the roles of input and output exchanged.
+struct ConvArgs {
+  const Tensor* input;   // [N, in_channels, *input_size]; backward_input writes it
+  const Tensor* weight;  // [out_channels, in_channels / groups, *kernel]; backward_weight writes it
+  const Tensor* output;  // [N, out_channels, *output_size]; forward writes it, backward reads the gradient
+  int64_t batch, in_channels, out_channels, groups;
+  int64_t input_size[3], output_size[3], kernel[3], stride[3], padding[3], dilation[3];
+  bool accumulate;  // forward: add to output (which holds the broadcast bias)
+};
+using ConvFn = void (*)(const ConvArgs&);
+extern DispatchStub<ConvFn> conv_forward_stub;
+extern DispatchStub<ConvFn> conv_backward_input_stub;
+extern DispatchStub<ConvFn> conv_backward_weight_stub;
+
 // out = cond ? a : b, a/b of out's dtype, cond bool; all broadcast to out.
 using WhereFn = void (*)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
 extern DispatchStub<WhereFn> where_stub;

@@ -356,19 +356,10 @@ def _conv(input, weight, bias, stride, padding, dilation, groups: int, n: int):
             raise ValueError(f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
     else:
         pads = [(p, p) for p in _ntuple(padding, n, "padding")]
-    x = _pad_spatial(x, pads, 0.0)
-    for size, k, d in zip(x.shape[2:], kernel, dilation, strict=True):
-        if size < d * (k - 1) + 1:
-            raise RuntimeError(f"Calculated padded input size per channel: ({size}). Kernel size: ({k}). Kernel size "
-                               f"can't be greater than actual input size")
-    win = _windows(x, kernel, stride, dilation)  # [N, C, *out, *k]
-    out_shape = list(win.shape[2:2 + n])
-    win = _C.reshape(win, [x.shape[0], groups, per_group] + out_shape + list(kernel))
-    w = _C.reshape(weight, [groups, out_channels // groups, per_group] + list(kernel))
-    o, k = "".join("opq"[:n]), "".join("uvw"[:n])
-    out = _C.reshape(einsum(f"ngc{o}{k},gdc{k}->ngd{o}", win, w), [x.shape[0], out_channels] + out_shape)
-    if bias is not None:
-        out = out + _C.reshape(bias, [1, out_channels] + [1] * n)
+    if any(lo != hi for lo, hi in pads):  # 'same' with an even kernel: the extra padding goes right
+        x = _pad_spatial(x, [(0, hi - lo) for lo, hi in pads], 0.0)
+    # one native op (Note [convolution kernels]), differentiable and batched over images
+    out = _C.convolution(x, weight, bias, list(stride), [lo for lo, _ in pads], list(dilation), False, [0] * n, groups)
     return _C.squeeze(out, [0]) if unbatched else out
 
 
@@ -384,25 +375,8 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
-def _dilate(x, stride: tuple):
-    """Inserts stride - 1 zeros between neighbours along each trailing spatial dim."""
-    n = len(stride)
-    for i, s in enumerate(stride):
-        if s == 1:
-            continue
-        dim = x.dim() - n + i
-        size = x.shape[dim]
-        zeros = _C.zeros(list(x.shape[:dim + 1]) + [s - 1] + list(x.shape[dim + 1:]), dtype=x.dtype)
-        spread = _C.cat([_C.unsqueeze(x, dim + 1), zeros], dim + 1)  # [..., L, s, ...]
-        spread = _C.reshape(spread, list(x.shape[:dim]) + [size * s] + list(x.shape[dim + 1:]))
-        x = _C.narrow(spread, dim, 0, max(size * s - (s - 1), 0))
-    return x
-
-
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups: int, dilation, n: int):
-    """The adjoint of the strided convolution: spread the input by the stride, pad it by
-    dilation * (kernel - 1) - padding (cropping where negative, plus output_padding on the
-    right), and correlate with the spatially flipped kernel whose in/out channels are swapped."""
+    """The adjoint of the strided convolution (aten::convolution with transposed=True)."""
     name = f"conv_transpose{n}d"
     x, unbatched = _batched(input, n, name)
     if weight.dim() != n + 2:
@@ -417,18 +391,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         if op >= max(s, d) or op < 0:
             raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
                                f"output_padding={output_padding}, stride={stride}, dilation={dilation}")
-    kernel = list(weight.shape[2:])
-    flat_pad = []
-    for k, d, p, op in reversed(list(zip(kernel, dilation, padding, output_padding, strict=True))):
-        flat_pad += [d * (k - 1) - p, d * (k - 1) - p + op]
-    from ._padding import pad  # _padding is imported at the end of this module, after the helpers it uses
-
-    spread = pad(_dilate(x, stride), flat_pad)
-    # [in, out/g, *k] -> [g, in/g, out/g, *k] -> [g, out/g, in/g, *k] -> [out, in/g, *k], flipped
-    w = _C.reshape(weight, [groups, in_channels // groups, per_group_out] + kernel)
-    w = _C.reshape(_C.transpose(w, 1, 2), [groups * per_group_out, in_channels // groups] + kernel)
-    w = _C.flip(w, list(range(2, 2 + n)))
-    out = _conv(spread, w, bias, 1, 0, dilation, groups, n)
+    out = _C.convolution(x, weight, bias, list(stride), list(padding), list(dilation), True, list(output_padding),
+                         groups)
     return _C.squeeze(out, [0]) if unbatched else out
 
 

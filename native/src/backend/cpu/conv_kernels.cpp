@@ -1,0 +1,292 @@
+// CPU convolution kernels (interfaces in src/ops/kernels.h, Note [convolution kernels]).
+//
+// Every convolution is a 3-d one (1-d and 2-d gain unit leading dims). Per image and group the
+// output is W [Og, Cg*K] @ cols [Cg*K, L] (K kernel taps, L output positions), with the columns
+// (im2col) built one block of output positions at a time, so the unfolded input never exists
+// whole: a block holds about kColumnBlockBytes. 1x1 kernels with unit stride and no padding read
+// the input itself as the columns. The products are OpenBLAS GEMMs (blas.h); the tasks
+// (image, group, block) run in parallel, each GEMM single-threaded (Note [BLAS threads]).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/blas.h"
+#include "ember/parallel.h"
+#include "kernel_utils.h"
+#include "ops/kernels.h"
+
+namespace ember::EMBER_CPU_NS {
+namespace {
+
+constexpr int64_t kColumnBlockBytes = int64_t(1) << 18;
+
+struct Geometry {
+  int64_t C, O, groups, Cg, Og, K, L, in_spatial;
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+  bool pointwise;  // 1x1x1 kernel, unit stride, no padding: the columns are the input itself
+
+  explicit Geometry(const ConvArgs& a) {
+    C = a.in_channels;
+    O = a.out_channels;
+    groups = a.groups;
+    Cg = C / groups;
+    Og = O / groups;
+    K = L = in_spatial = 1;
+    pointwise = true;
+    for (int i = 0; i < 3; ++i) {
+      in[i] = a.input_size[i];
+      out[i] = a.output_size[i];
+      k[i] = a.kernel[i];
+      s[i] = a.stride[i];
+      p[i] = a.padding[i];
+      d[i] = a.dilation[i];
+      K *= k[i];
+      L *= out[i];
+      in_spatial *= in[i];
+      pointwise = pointwise && k[i] == 1 && s[i] == 1 && p[i] == 0;
+    }
+  }
+  int64_t block() const {  // output positions per column block
+    const int64_t rows = std::max<int64_t>(Cg * K, 1);
+    return std::max<int64_t>(16, std::min(L, kColumnBlockBytes / (rows * static_cast<int64_t>(sizeof(float)))));
+  }
+};
+
+// Visits the column rows (channel c, tap kd/kh/kw) of output positions [l0, l0 + n): for each
+// output row segment, fn(col_offset, input pointer or null (out of bounds), first input column
+// of the segment, count) is called with the tap's input row; the caller maps iw = iw0 + t*s[2].
+template <typename F>
+void for_column_segments(const Geometry& g, int64_t l0, int64_t n, int64_t kd, int64_t kh, F fn) {
+  int64_t ow = l0 % g.out[2], rest = l0 / g.out[2];
+  int64_t oh = rest % g.out[1], od = rest / g.out[1];
+  for (int64_t j = 0; j < n;) {
+    const int64_t run = std::min(n - j, g.out[2] - ow);
+    const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0], ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+    const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
+    fn(j, inside ? (id * g.in[1] + ih) * g.in[2] : int64_t(-1), ow, run);
+    j += run;
+    ow = 0;
+    if (++oh == g.out[1]) {
+      oh = 0;
+      ++od;
+    }
+  }
+}
+
+// cols [Cg*K, n] (row-major) of image channels x [Cg, in_spatial], output positions [l0, l0 + n).
+template <typename T>
+void im2col(const Geometry& g, const T* x, int64_t l0, int64_t n, T* cols) {
+  for (int64_t c = 0; c < g.Cg; ++c) {
+    const T* xc = x + c * g.in_spatial;
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+          T* row = cols + ((c * g.k[0] + kd) * g.k[1] * g.k[2] + kh * g.k[2] + kw) * n;
+          for_column_segments(g, l0, n, kd, kh, [&](int64_t j, int64_t base, int64_t ow, int64_t run) {
+            T* dst = row + j;
+            if (base < 0) {
+              std::fill(dst, dst + run, T(0));
+              return;
+            }
+            const T* src = xc + base;
+            const int64_t iw0 = ow * g.s[2] - g.p[2] + kw * g.d[2];
+            if (g.s[2] == 1) {  // a contiguous stretch, zero where it leaves the row
+              const int64_t lo = std::clamp<int64_t>(-iw0, 0, run), hi = std::clamp<int64_t>(g.in[2] - iw0, lo, run);
+              std::fill(dst, dst + lo, T(0));
+              std::memcpy(dst + lo, src + iw0 + lo, (hi - lo) * sizeof(T));
+              std::fill(dst + hi, dst + run, T(0));
+            } else {
+              for (int64_t t = 0; t < run; ++t) {
+                const int64_t iw = iw0 + t * g.s[2];
+                dst[t] = iw >= 0 && iw < g.in[2] ? src[iw] : T(0);
+              }
+            }
+          });
+        }
+  }
+}
+
+// The adjoint of im2col: adds cols [Cg*K, n] into the image channels x [Cg, in_spatial].
+template <typename T>
+void col2im_add(const Geometry& g, const T* cols, int64_t l0, int64_t n, T* x) {
+  for (int64_t c = 0; c < g.Cg; ++c) {
+    T* xc = x + c * g.in_spatial;
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+          const T* row = cols + ((c * g.k[0] + kd) * g.k[1] * g.k[2] + kh * g.k[2] + kw) * n;
+          for_column_segments(g, l0, n, kd, kh, [&](int64_t j, int64_t base, int64_t ow, int64_t run) {
+            if (base < 0) return;
+            T* dst = xc + base;
+            const int64_t iw0 = ow * g.s[2] - g.p[2] + kw * g.d[2];
+            for (int64_t t = 0; t < run; ++t) {
+              const int64_t iw = iw0 + t * g.s[2];
+              if (iw >= 0 && iw < g.in[2]) dst[iw] += row[j + t];
+            }
+          });
+        }
+  }
+}
+
+// y[n] = W conv x[n] (+ beta y: the bias, already broadcast into y, when add_to_output).
+template <typename T>
+void conv_forward_typed(const ConvArgs& a) {
+  const Geometry g(a);
+  const T* X = a.input->data<T>();
+  const T* W = a.weight->data<T>();
+  T* Y = a.output->data<T>();
+  const int64_t N = a.batch, lb = g.pointwise ? g.L : g.block(), blocks = (g.L + lb - 1) / lb;
+  const int64_t tasks = N * g.groups * blocks;
+  const T beta = a.accumulate ? T(1) : T(0);
+  auto task = [&](int64_t t, std::vector<T>& cols) {
+    const int64_t b = t % blocks, gi = (t / blocks) % g.groups, n = t / (blocks * g.groups);
+    const int64_t l0 = b * lb, len = std::min(lb, g.L - l0);
+    const T* x = X + (n * g.C + gi * g.Cg) * g.in_spatial;
+    T* y = Y + (n * g.O + gi * g.Og) * g.L + l0;
+    const T* w = W + gi * g.Og * g.Cg * g.K;
+    if (g.pointwise) {  // cols = x itself: [Cg, L]
+      blas::gemm<T>({false, g.Cg}, {false, g.L}, g.Og, len, g.Cg, T(1), w, x + l0, beta, y, g.L);
+      return;
+    }
+    cols.resize(g.Cg * g.K * len);
+    im2col(g, x, l0, len, cols.data());
+    blas::gemm<T>({false, g.Cg * g.K}, {false, len}, g.Og, len, g.Cg * g.K, T(1), w, cols.data(), beta, y, g.L);
+  };
+  if (tasks > 1 && get_num_threads() > 1) {
+    blas::SerialBlas serial;
+    parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
+      std::vector<T> cols;
+      for (int64_t t = lo; t < hi; ++t) task(t, cols);
+    });
+  } else {
+    std::vector<T> cols;
+    for (int64_t t = 0; t < tasks; ++t) task(t, cols);
+  }
+}
+
+// grad_x[n] = W^T grad_y[n], folded back (col2im) into the image.
+template <typename T>
+void conv_backward_input_typed(const ConvArgs& a) {
+  const Geometry g(a);
+  const T* GY = a.output->data<T>();  // the output's gradient
+  const T* W = a.weight->data<T>();
+  T* GX = a.input->data<T>();  // written
+  const int64_t N = a.batch, lb = g.pointwise ? g.L : g.block(), blocks = (g.L + lb - 1) / lb;
+  const int64_t tasks = N * g.groups;  // blocks of one image fold into overlapping input regions
+  auto task = [&](int64_t t, std::vector<T>& cols) {
+    const int64_t gi = t % g.groups, n = t / g.groups;
+    T* gx = GX + (n * g.C + gi * g.Cg) * g.in_spatial;
+    const T* gy = GY + (n * g.O + gi * g.Og) * g.L;
+    const T* w = W + gi * g.Og * g.Cg * g.K;
+    if (g.pointwise) {
+      blas::gemm<T>({true, g.Cg}, {false, g.L}, g.Cg, g.L, g.Og, T(1), w, gy, T(0), gx, g.L);
+      return;
+    }
+    std::fill(gx, gx + g.Cg * g.in_spatial, T(0));
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t l0 = b * lb, len = std::min(lb, g.L - l0);
+      cols.resize(g.Cg * g.K * len);
+      blas::gemm<T>({true, g.Cg * g.K}, {false, g.L}, g.Cg * g.K, len, g.Og, T(1), w, gy + l0, T(0), cols.data(),
+                    len);
+      col2im_add(g, cols.data(), l0, len, gx);
+    }
+  };
+  if (tasks > 1 && get_num_threads() > 1) {
+    blas::SerialBlas serial;
+    parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
+      std::vector<T> cols;
+      for (int64_t t = lo; t < hi; ++t) task(t, cols);
+    });
+  } else {
+    std::vector<T> cols;
+    for (int64_t t = 0; t < tasks; ++t) task(t, cols);
+  }
+}
+
+// grad_W[g] = sum over images of grad_y[n, g] cols[n, g]^T; images split into chunks that each
+// sum into their own buffer, added in chunk order (Note [deterministic parallelism]).
+template <typename T>
+void conv_backward_weight_typed(const ConvArgs& a) {
+  const Geometry g(a);
+  const T* X = a.input->data<T>();
+  const T* GY = a.output->data<T>();
+  T* GW = a.weight->data<T>();  // written
+  const int64_t N = a.batch, lb = g.pointwise ? g.L : g.block(), blocks = (g.L + lb - 1) / lb;
+  const int64_t wsize = g.O * g.Cg * g.K;
+  const int64_t grain = std::max<int64_t>(1, (N + get_num_threads() - 1) / get_num_threads());
+  const int64_t chunks = num_chunks(0, N, grain);
+  std::vector<T> partial(chunks > 1 ? (chunks - 1) * wsize : 0);
+  auto run = [&](int64_t lo, int64_t hi) {
+    const int64_t chunk = lo / grain;
+    T* gw = chunk == 0 ? GW : partial.data() + (chunk - 1) * wsize;
+    std::vector<T> cols;
+    bool first = true;
+    for (int64_t n = lo; n < hi; ++n)
+      for (int64_t b = 0; b < blocks; ++b, first = false) {
+        const int64_t l0 = b * lb, len = std::min(lb, g.L - l0);
+        for (int64_t gi = 0; gi < g.groups; ++gi) {
+          const T* x = X + (n * g.C + gi * g.Cg) * g.in_spatial;
+          const T* gy = GY + (n * g.O + gi * g.Og) * g.L + l0;
+          T* w = gw + gi * g.Og * g.Cg * g.K;
+          const T beta = first ? T(0) : T(1);
+          if (g.pointwise) {
+            blas::gemm<T>({false, g.L}, {true, g.L}, g.Og, g.Cg, len, T(1), gy, x + l0, beta, w, g.Cg);
+          } else {
+            cols.resize(g.Cg * g.K * len);
+            im2col(g, x, l0, len, cols.data());
+            blas::gemm<T>({false, g.L}, {true, len}, g.Og, g.Cg * g.K, len, T(1), gy, cols.data(), beta, w,
+                          g.Cg * g.K);
+          }
+        }
+      }
+  };
+  if (N == 0) {
+    std::fill(GW, GW + wsize, T(0));
+    return;
+  }
+  if (chunks > 1) {
+    blas::SerialBlas serial;
+    parallel_for(0, N, grain, run);
+  } else {
+    run(0, N);
+  }
+  for (int64_t c = 0; c + 1 < chunks; ++c) {
+    const T* p = partial.data() + c * wsize;
+    for (int64_t i = 0; i < wsize; ++i) GW[i] += p[i];
+  }
+}
+
+template <template <typename> class Body>
+void float_types(const ConvArgs& a, const char* name) {
+  visit<kFloats>(a.input->dtype(), name, [&](auto tag) { Body<typename decltype(tag)::type>::run(a); });
+}
+template <typename T>
+struct Forward {
+  static void run(const ConvArgs& a) { conv_forward_typed<T>(a); }
+};
+template <typename T>
+struct BackwardInput {
+  static void run(const ConvArgs& a) { conv_backward_input_typed<T>(a); }
+};
+template <typename T>
+struct BackwardWeight {
+  static void run(const ConvArgs& a) { conv_backward_weight_typed<T>(a); }
+};
+
+void conv_forward_kernel(const ConvArgs& a) {
+  float_types<Forward>(a, "convolution");
+}
+void conv_backward_input_kernel(const ConvArgs& a) {
+  float_types<BackwardInput>(a, "convolution_backward");
+}
+void conv_backward_weight_kernel(const ConvArgs& a) {
+  float_types<BackwardWeight>(a, "convolution_backward");
+}
+
+}  // namespace
+
+EMBER_REGISTER_CPU_KERNEL(conv_forward_stub, &conv_forward_kernel);
+EMBER_REGISTER_CPU_KERNEL(conv_backward_input_stub, &conv_backward_input_kernel);
+EMBER_REGISTER_CPU_KERNEL(conv_backward_weight_stub, &conv_backward_weight_kernel);
+
+}  // namespace ember::EMBER_CPU_NS

@@ -1,0 +1,196 @@
+"""The native convolution (aten::convolution, native/src/ops/convolution): regular and transposed,
+1-d to 3-d, stride/padding/dilation/groups, against a float64 NumPy reference written as plain
+loops; gradients by gradcheck in both modes and gradgradcheck (the composed formulas); the one-pass
+backward equals the composed one; bad geometry raises PyTorch's errors."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.autograd import gradcheck, gradgradcheck
+
+RNG = np.random.default_rng(11)
+
+
+def _t(a, grad=False):
+    t = ember.from_numpy(np.ascontiguousarray(a))
+    return t.requires_grad_() if grad else t
+
+
+def conv_ref(x, w, b, stride, padding, dilation, groups):
+    """Cross-correlation in float64, one output element at a time."""
+    n = x.ndim - 2
+    N, C = x.shape[:2]
+    O, Cg = w.shape[:2]
+    k = w.shape[2:]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+    out_size = [(xp.shape[2 + i] - dilation[i] * (k[i] - 1) - 1) // stride[i] + 1 for i in range(n)]
+    y = np.zeros((N, O, *out_size))
+    og = O // groups
+    for o in range(O):
+        g = o // og
+        for pos in itertools.product(*[range(s) for s in out_size]):
+            window = xp[(slice(None), slice(g * Cg, (g + 1) * Cg)) + tuple(
+                slice(pos[i] * stride[i], pos[i] * stride[i] + dilation[i] * (k[i] - 1) + 1, dilation[i])
+                for i in range(n))]
+            y[(slice(None), o) + pos] = (window * w[o]).reshape(N, -1).sum(1)
+    if b is not None:
+        y += b.reshape((1, O) + (1,) * n)
+    return y
+
+
+def conv_transpose_ref(x, w, b, stride, padding, output_padding, dilation, groups):
+    """The adjoint: each input element scatters weight-scaled taps into the output."""
+    n = x.ndim - 2
+    N, C = x.shape[:2]
+    cg, og = C // groups, w.shape[1]
+    k = w.shape[2:]
+    full = [(x.shape[2 + i] - 1) * stride[i] + dilation[i] * (k[i] - 1) + 1 + output_padding[i] for i in range(n)]
+    y = np.zeros((N, og * groups, *full))
+    for c in range(C):
+        g = c // cg
+        for pos in itertools.product(*[range(s) for s in x.shape[2:]]):
+            for tap in itertools.product(*[range(s) for s in k]):
+                at = tuple(pos[i] * stride[i] + tap[i] * dilation[i] for i in range(n))
+                y[(slice(None), slice(g * og, (g + 1) * og)) + at] += x[(slice(None), c) + pos][:, None] * \
+                    w[(c, slice(None)) + tap][None, :]
+    crop = tuple(slice(padding[i], full[i] - padding[i]) for i in range(n))
+    y = y[(slice(None), slice(None)) + crop]
+    if b is not None:
+        y += b.reshape((1, -1) + (1,) * n)
+    return y
+
+
+CASES = [  # (spatial, kernel, stride, padding, dilation, groups, C, O)
+    ((9,), (3,), (1,), (1,), (1,), 1, 4, 6),
+    ((11,), (4,), (2,), (2,), (2,), 2, 4, 6),
+    ((7, 8), (3, 3), (1, 1), (1, 1), (1, 1), 1, 3, 5),
+    ((9, 7), (3, 2), (2, 1), (1, 0), (1, 2), 1, 2, 4),
+    ((8, 8), (1, 1), (1, 1), (0, 0), (1, 1), 1, 6, 3),
+    ((8, 9), (1, 1), (2, 2), (0, 0), (1, 1), 3, 6, 3),
+    ((6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 4, 4, 4),  # depthwise
+    ((5, 6, 4), (2, 3, 2), (1, 2, 1), (1, 1, 0), (1, 1, 2), 1, 2, 3),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{len(c[0])}d-k{c[1]}-s{c[2]}-g{c[5]}")
+def test_convolution_matches_reference(case):
+    spatial, k, s, p, d, g, C, O = case
+    x = RNG.standard_normal((2, C, *spatial))
+    w = RNG.standard_normal((O, C // g, *k))
+    b = RNG.standard_normal(O)
+    want = conv_ref(x, w, b, s, p, d, g)
+    got = ember.convolution(_t(x), _t(w), _t(b), list(s), list(p), list(d), False, [0] * len(s), g)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-11, atol=1e-11)
+    f = getattr(F, f"conv{len(s)}d")
+    got32 = f(_t(x.astype(np.float32)), _t(w.astype(np.float32)), _t(b.astype(np.float32)), s, p, d, g)
+    np.testing.assert_allclose(got32.numpy(), want, rtol=1e-4, atol=1e-4)
+    # a strided (channel-sliced) input and weight
+    xs = _t(np.repeat(x, 2, axis=1))[:, ::2]
+    assert not xs.is_contiguous()
+    np.testing.assert_allclose(f(xs, _t(w), None, s, p, d, g).numpy(), conv_ref(x, w, None, s, p, d, g),
+                               rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("case", CASES[:4] + CASES[6:], ids=lambda c: f"{len(c[0])}d-k{c[1]}-s{c[2]}-g{c[5]}")
+def test_transposed_convolution_matches_reference(case):
+    spatial, k, s, p, d, g, C, O = case
+    op = [min(si, di) - 1 for si, di in zip(s, d, strict=True)]
+    x = RNG.standard_normal((2, C, *spatial))
+    w = RNG.standard_normal((C, O // g, *k))
+    b = RNG.standard_normal(O // g * g)
+    want = conv_transpose_ref(x, w, b, s, p, op, d, g)
+    got = ember.convolution(_t(x), _t(w), _t(b), list(s), list(p), list(d), True, op, g)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-11, atol=1e-11)
+    f = getattr(F, f"conv_transpose{len(s)}d")
+    np.testing.assert_allclose(f(_t(x), _t(w), _t(b), s, p, op, g, d).numpy(), want, rtol=1e-11, atol=1e-11)
+
+
+def test_convolution_zero_size_and_reduced_precision():
+    w = _t(RNG.standard_normal((4, 3, 3, 3)))
+    out = F.conv2d(ember.zeros(0, 3, 8, 8, dtype=ember.float64), w, padding=1)
+    assert out.shape == (0, 4, 8, 8)
+    x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    for dtype in (ember.float16, ember.bfloat16):
+        got = F.conv2d(_t(x).to(dtype), _t(np.asarray(w.numpy(), np.float32)).to(dtype), padding=1)
+        assert got.dtype == dtype
+        want = conv_ref(x.astype(np.float64), w.numpy(), None, (1, 1), (1, 1), (1, 1), 1)
+        np.testing.assert_allclose(got.to(ember.float32).numpy(), want, rtol=5e-2, atol=1e-1)
+    # unbatched input, 'same' padding with an even kernel (the extra column goes right)
+    x1 = RNG.standard_normal((3, 7, 7))
+    w2 = RNG.standard_normal((2, 3, 2, 2))
+    got = F.conv2d(_t(x1), _t(w2), padding="same")
+    want = conv_ref(np.pad(x1[None], [(0, 0), (0, 0), (0, 1), (0, 1)]), w2, None, (1, 1), (0, 0), (1, 1), 1)[0]
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("groups,stride,dilation", [(1, 1, 1), (2, 2, 1), (1, 2, 2)])
+def test_convolution_gradients(transposed, groups, stride, dilation):
+    x = _t(RNG.standard_normal((2, 4, 5, 4)), True)
+    wshape = (4, 2 // groups * groups // groups, 3, 2) if transposed else (2 * groups, 4 // groups, 3, 2)
+    w = _t(RNG.standard_normal(wshape), True)
+    out_channels = wshape[1] * groups if transposed else wshape[0]
+    b = _t(RNG.standard_normal(out_channels), True)
+    op = [stride - 1, 0] if transposed and stride > 1 else [0, 0]
+
+    def f(a, ww, bb):
+        return ember.convolution(a, ww, bb, [stride, 1], [1, 0], [dilation, 1], transposed, op, groups)
+
+    assert gradcheck(f, (x, w, b), check_forward_ad=True)
+    assert gradgradcheck(f, (x, w, b))
+    g = _t(RNG.standard_normal(tuple(f(x, w, b).shape)))
+    fused = ember.autograd.grad(f(x, w, b), (x, w, b), g)
+    composed = ember.autograd.grad(f(x, w, b), (x, w, b), g, create_graph=True)
+    for a, c in zip(fused, composed, strict=True):
+        np.testing.assert_allclose(a.numpy(), c.detach().numpy(), rtol=1e-10, atol=1e-11)
+
+
+def test_conv1d_and_conv3d_gradients():
+    x1, w1 = _t(RNG.standard_normal((2, 2, 7)), True), _t(RNG.standard_normal((3, 2, 3)), True)
+    assert gradcheck(lambda a, b: F.conv1d(a, b, stride=2, padding=1), (x1, w1), check_forward_ad=True)
+    x3, w3 = _t(RNG.standard_normal((1, 2, 3, 4, 3)), True), _t(RNG.standard_normal((2, 1, 2, 2, 2)), True)
+    assert gradcheck(lambda a, b: F.conv3d(a, b, padding=1, groups=2), (x3, w3), check_forward_ad=True)
+
+
+def test_conv_layers_train():
+    ember.manual_seed(0)
+    net = ember.nn.Sequential(ember.nn.Conv2d(1, 4, 3, padding=1), ember.nn.ReLU(), ember.nn.Conv2d(4, 1, 3, padding=1))
+    x = ember.randn(8, 1, 6, 6)
+    target = x * 0.5
+    opt = ember.optim.Adam(net.parameters(), lr=0.01)
+    first = None
+    for _ in range(60):
+        opt.zero_grad()
+        loss = ((net(x) - target) ** 2).mean()
+        loss.backward()
+        opt.step()
+        first = first if first is not None else loss.item()
+    assert loss.item() < 0.2 * first
+
+
+def test_convolution_rejects_bad_geometry():
+    x, w = ember.ones(1, 3, 5, 5), ember.ones(4, 3, 3, 3)
+    with pytest.raises(RuntimeError, match="non-positive stride is not supported"):
+        F.conv2d(x, w, stride=0)
+    with pytest.raises(RuntimeError, match="negative padding is not supported"):
+        ember.convolution(x, w, None, [1], [-1], [1], False, [0], 1)
+    with pytest.raises(RuntimeError, match="dilation should be greater than zero"):
+        F.conv2d(x, w, dilation=0)
+    with pytest.raises(RuntimeError, match=r"expected input\[1, 2, 5, 5\] to have 3 channels, but got 2 channels"):
+        F.conv2d(ember.ones(1, 2, 5, 5), w)
+    with pytest.raises(RuntimeError, match=r"Kernel size: \(3 x 3\). Kernel size can't be greater than actual input"):
+        F.conv2d(ember.ones(1, 3, 2, 2), w)
+    with pytest.raises(RuntimeError, match="output padding must be smaller than either stride or dilation"):
+        ember.convolution(x, ember.ones(3, 2, 3, 3), None, [1], [0], [1], True, [1], 1)
+    with pytest.raises(RuntimeError, match="expected bias to be 1-dimensional with 4 elements"):
+        F.conv2d(x, w, ember.ones(3))
+    with pytest.raises(RuntimeError, match=r"Input type \(float64\) and weight type \(float32\) should be the same"):
+        F.conv2d(x.double(), w)
+    with pytest.raises(NotImplementedError, match="not implemented for 'int64'"):
+        F.conv2d(x.long(), w.long())
