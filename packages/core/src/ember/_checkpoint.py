@@ -542,6 +542,7 @@ class _Loader:
         self.buffers = {name[len("data/"):]: archive.read(name, checked=False) if self.shared else archive.read(name)
                         for name in archive.names() if name.startswith("data/")}
         self.flats: dict[tuple[str, str], _C.Tensor] = {}
+        self.caller_error: Exception | None = None
         self.parameter = _parameter_class()
         self.rebuilders = {self.rebuild_tensor, self.rebuild_tensor_v2, self.rebuild_tensor_v3,
                            self.rebuild_parameter, self.rebuild_parameter_with_state}
@@ -588,11 +589,16 @@ class _Loader:
         elif isinstance(ml, (str, _C.device)):
             target = ml
         elif ml is not None:  # callable(storage, location) -> storage or None, as torch.load's
-            moved = ml(flat, location)
-            if moved is not None:
-                if not isinstance(moved, _C.Tensor) or moved.dtype != flat.dtype or tuple(moved.shape) != tuple(flat.shape):
+            try:
+                moved = ml(flat, location)
+                if moved is not None and (not isinstance(moved, _C.Tensor) or moved.dtype != flat.dtype
+                                          or tuple(moved.shape) != tuple(flat.shape)):
                     raise TypeError("[load] a map_location function must return None or the storage it was given "
-                                    f"(a 1-D {flat.dtype} tensor of {flat.numel()} elements), moved")
+                                    f"(a 1-D {dtype_name(flat.dtype)} tensor of {flat.numel()} elements), moved")
+            except Exception as err:
+                self.caller_error = err  # the caller's function failed, not the file: passed on as raised
+                raise
+            if moved is not None:
                 return moved
         device = _target_device(target, from_file=target is location)
         return flat if device.type == "cpu" else flat.to(device)
@@ -647,7 +653,7 @@ class _Loader:
         if not isinstance(dtype, _C.dtype):
             raise _invalid(f"a tensor's dtype must be a dtype, but got {_wo._describe(dtype)}")
         if isinstance(storage, _Stored) and storage.type.dtype not in (None, dtype):
-            raise _invalid(f"a {dtype} tensor cannot view a {storage.type.name}")
+            raise _invalid(f"a {dtype_name(dtype)} tensor cannot view a {storage.type.name}")
         return self._finish(self._view(storage, dtype, offset, size, stride), requires_grad, hooks, metadata)
 
     @staticmethod
@@ -912,6 +918,8 @@ def _load_weights_only(data: Any, loader: _Loader, encoding: str) -> Any:
     except _DeviceUnavailable:
         raise
     except Exception as err:  # noqa: BLE001 - every failure of an untrusted pickle is reported as one type
+        if err is loader.caller_error:
+            raise
         raise pickle.UnpicklingError(_weights_only_message(f"{type(err).__name__}: {err}" if not isinstance(
             err, pickle.UnpicklingError) else str(err))) from err
 

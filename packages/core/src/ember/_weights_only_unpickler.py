@@ -194,6 +194,13 @@ def _encode_latin1(*args: Any) -> bytes:
     return args[0].encode("latin1")
 
 
+def _bytes(*args: Any) -> bytes:
+    # Protocol 2 writes b"" as bytes(); any other bytes goes through _codecs.encode.
+    if args:
+        raise _UnpicklingError("builtins.bytes is only allowed without arguments, which pickles b''")
+    return b""
+
+
 def _bytearray(*args: Any) -> bytearray:
     if not args:
         return bytearray()
@@ -367,6 +374,7 @@ def _common_globals() -> dict[str, Any]:
         "builtins.set": Builtin("builtins.set", _set),
         "builtins.frozenset": Builtin("builtins.frozenset", _frozenset),
         "builtins.complex": Builtin("builtins.complex", _complex),
+        "builtins.bytes": Builtin("builtins.bytes", _bytes),
         "builtins.bytearray": Builtin("builtins.bytearray", _bytearray),
         "_codecs.encode": Builtin("_codecs.encode", _encode_latin1),
     }
