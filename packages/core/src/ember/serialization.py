@@ -73,8 +73,9 @@ def tensor_from_bytes(record: bytes) -> _C.Tensor:
     if not isinstance(dtype, _C.dtype):
         raise ValueError(f"[deserialize] unknown dtype {header.get('dtype')!r}")
     shape = header.get("shape")
-    if not isinstance(shape, list) or not all(type(s) is int and 0 <= s < 1 << 63 for s in shape):
-        raise ValueError(f"[deserialize] shape must be a list of integers in [0, 2**63), but got {str(shape)[:80]}")
+    # int64 range here (a 2**70 size would escape as TypeError); negative sizes are named by _from_bytes
+    if not isinstance(shape, list) or not all(type(s) is int and -(1 << 63) <= s < 1 << 63 for s in shape):
+        raise ValueError(f"[deserialize] shape must be a list of integers in int64's range, but got {str(shape)[:80]}")
     return _C._from_bytes(record[12 + size:], shape, dtype)
 
 
