@@ -372,8 +372,6 @@ def test_argument_errors():
         ember.save({}, io.BytesIO(), pickle_protocol=1)
     with pytest.raises(ValueError, match=r"pickle_module must be the standard pickle module"):
         ember.save({}, io.BytesIO(), pickle_module=object())
-    with pytest.raises(NotImplementedError, match=r"_use_new_zipfile_serialization=False"):
-        ember.save({}, io.BytesIO(), _use_new_zipfile_serialization=False)
     with pytest.raises(TypeError, match=r"expected a path or a readable binary file, but got int"):
         ember.load(5)
     with pytest.raises(TypeError, match=r"expected a file opened in binary mode"):
@@ -457,8 +455,9 @@ def test_a_reduce_payload_runs_nothing_under_weights_only(tmp_path):
 
 def test_bare_pickles_and_unknown_files_are_refused(tmp_path):
     marker = tmp_path / "pwned"
-    for data in (pickle.dumps(_Exploit(marker)), pickle.dumps({"w": 1}, protocol=2)):
-        with pytest.raises(RuntimeError, match=r"this file is a bare pickle .* not a checkpoint archive"):
+    for data in (pickle.dumps(_Exploit(marker)), pickle.dumps({"w": 1}, protocol=2), pickle.dumps(_Exploit(marker), 5)):
+        with pytest.raises(RuntimeError, match=r"this file is a bare pickle \(what pickle\.dump writes\), not a "
+                                               r"checkpoint"):
             ember.load(io.BytesIO(data))
         with pytest.raises(RuntimeError, match=r"this file is a bare pickle"):
             ember.load(io.BytesIO(data), weights_only=False)
@@ -639,3 +638,59 @@ def test_pytorch_only_features_are_named():
                                   _v({1: 2}))
     with pytest.raises(pickle.UnpicklingError, match=r"backward hooks are not restored"):
         ember.load(_archive(hooks, {"data/0": bytes(16)}))
+
+
+# ----------------------------------------------------------------------------- PyTorch's format before 1.6
+
+def _legacy(obj, **kwargs) -> bytes:
+    buf = io.BytesIO()
+    ember.save(obj, buf, _use_new_zipfile_serialization=False, **kwargs)
+    return buf.getvalue()
+
+
+def test_the_legacy_format_round_trips():
+    base = ember.arange(10.0)
+    obj = {"w": base, "v": base[2:5], "p": nn.Parameter(ember.ones(2)), "flags": ember.tensor([True, False]),
+           "half": ember.ones(2, dtype=ember.bfloat16), "f8": ember.ones(3).to(ember.float8_e5m2), "n": 3}
+    data = _legacy(obj)
+    assert data[:2] == b"\x80\x02" and b"PK" not in data[:4]
+    for weights_only in (True, False):
+        back = ember.load(io.BytesIO(data), weights_only=weights_only)
+        assert back["v"].tolist() == [2.0, 3.0, 4.0] and back["v"].data_ptr() == back["w"].data_ptr() + 8
+        assert type(back["p"]) is nn.Parameter and back["flags"].tolist() == [True, False] and back["n"] == 3
+        assert _values(back["f8"]) == _values(obj["f8"]) and _values(back["half"]) == _values(obj["half"])
+    assert ember.load(io.BytesIO(_legacy(obj, pickle_protocol=4)))["w"].tolist() == base.tolist()
+    model = _legacy(_model())
+    with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL ember\.nn\.modules\.container\.Sequential"):
+        ember.load(io.BytesIO(model))
+    assert isinstance(ember.load(io.BytesIO(model), weights_only=False), nn.Sequential)
+
+
+def test_the_legacy_format_is_not_mapped(tmp_path):
+    path = tmp_path / "legacy.pt"
+    path.write_bytes(_legacy({"w": ember.ones(2)}))
+    with pytest.raises(RuntimeError, match=r"mmap=True needs the zip archive"):
+        ember.load(path, mmap=True)
+
+
+def test_damaged_legacy_files():
+    data = _legacy({"w": ember.arange(4.0)})
+    tail = len(struct.pack("<q", 4)) + 16
+    body, storage = data[:-tail], data[-tail:]
+    cases = [
+        (data[:-3], r"the legacy data of storage .* holds 4 elements where the pickle says 4, or is truncated"),
+        (body + struct.pack("<q", 5) + storage[8:], r"holds 5 elements"),
+        (data[:len(data) - tail - 1], r"the legacy storage key list is malformed"),
+        (data.replace(pickle.dumps(1001, protocol=2), pickle.dumps(1002, protocol=2), 1),
+         r"the legacy protocol version is not 1001"),
+    ]
+    for damaged, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            ember.load(io.BytesIO(damaged))
+    # a storage the pickle says is huge: never allocated beyond what the file holds
+    numel = pickle.LONG1 + b"\x08" + (4).to_bytes(8, "little") + pickle.NONE  # ember.save writes it as a slot
+    huge = data.replace(numel, pickle.LONG1 + b"\x08" + (2**40).to_bytes(8, "little") + pickle.NONE, 1)
+    assert huge != data
+    with pytest.raises(pickle.UnpicklingError, match=r"the storages the pickle names need 4398046511104 bytes, more "
+                                                     r"than the \d+-byte file holds"):
+        ember.load(io.BytesIO(huge))

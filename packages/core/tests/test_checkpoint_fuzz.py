@@ -1,4 +1,4 @@
-"""Fuzzing the checkpoint readers: valid archives and safetensors files, mutated (bytes flipped,
+"""Fuzzing the checkpoint readers: valid archives, legacy files and safetensors files, mutated (bytes flipped,
 inserted and cut, zip entries swapped, dropped, repeated, re-compressed, the pickle itself
 mutated under a valid CRC, header values replaced) must load or raise only the documented
 exceptions, with their documented message prefixes (see _checkpoint.py's docstring):
@@ -48,13 +48,14 @@ def _seed_object():
     }
 
 
-def _archive(protocol=2) -> bytes:
+def _archive(protocol=2, zipped=True) -> bytes:
     buf = io.BytesIO()
-    ember.save(_seed_object(), buf, pickle_protocol=protocol)
+    ember.save(_seed_object(), buf, pickle_protocol=protocol, _use_new_zipfile_serialization=zipped)
     return buf.getvalue()
 
 
 ARCHIVES = [_archive(2), _archive(4)]
+LEGACY = _archive(2, zipped=False)  # PyTorch's format before 1.6
 
 
 def _safetensors_file() -> bytes:
@@ -112,8 +113,8 @@ _inserts = st.lists(st.tuples(st.integers(0, 1 << 20), st.binary(min_size=1, max
 
 
 @FUZZ
-@given(source=st.sampled_from(ARCHIVES + [SAFETENSORS]), flips=_flips, cut=st.none() | st.integers(0, 1 << 20),
-       inserts=_inserts)
+@given(source=st.sampled_from(ARCHIVES + [SAFETENSORS, LEGACY]), flips=_flips,
+       cut=st.none() | st.integers(0, 1 << 20), inserts=_inserts)
 def test_mutated_files(source, flips, cut, inserts):
     _check(_mutate(source, flips, cut, inserts))
 
@@ -212,7 +213,7 @@ _scratch = tempfile.mkdtemp(prefix="ember-fuzz-")
 
 
 @settings(FUZZ, max_examples=max(EXAMPLES // 4, 10))
-@given(source=st.sampled_from(ARCHIVES + [SAFETENSORS]), flips=_flips, cut=st.none() | st.integers(1, 1 << 20))
+@given(source=st.sampled_from(ARCHIVES + [SAFETENSORS, LEGACY]), flips=_flips, cut=st.none() | st.integers(1, 1 << 20))
 def test_mutated_files_through_mmap(source, flips, cut):
     path = os.path.join(_scratch, "fuzzed.pt")
     with open(path, "wb") as f:
@@ -230,7 +231,7 @@ def test_mutated_files_through_mmap(source, flips, cut):
 
 
 def test_the_seeds_load():
-    for source in ARCHIVES:
+    for source in [*ARCHIVES, LEGACY]:
         out = ember.load(io.BytesIO(source))
         assert out["state"]["v"].tolist() == [4.0, 5.0, 6.0, 7.0] and out["meta"][3] == [1, 2]
     assert ember.load(io.BytesIO(SAFETENSORS))["b"]["c"][1] == 1.5

@@ -28,6 +28,19 @@ def _torch(script: str, tmp_path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def test_pytorch_reads_ember_legacy_files(tmp_path):
+    base = ember.arange(6.0)
+    ember.save({"w": base, "v": base[1:3], "p": nn.Parameter(ember.ones(2))}, tmp_path / "legacy.pt",
+               _use_new_zipfile_serialization=False)
+    got = _torch("""
+        import json, torch
+        d = torch.load("legacy.pt")
+        same = d["v"].untyped_storage().data_ptr() == d["w"].untyped_storage().data_ptr()
+        print(json.dumps({"v": d["v"].tolist(), "shared": same, "p": type(d["p"]).__name__}))
+        """, tmp_path)
+    assert got == {"v": [1.0, 2.0], "shared": True, "p": "Parameter"}
+
+
 def test_pytorch_reads_what_ember_saves(tmp_path):
     base = ember.arange(12.0)
     model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
@@ -71,6 +84,8 @@ def test_ember_reads_what_pytorch_saves(tmp_path):
                     "size": torch.Size([2, 3]), "dev": torch.device("cpu"), "b": b"", "c": 1 + 2j}, "torch.pt")
         torch.save(model, "model.pt")
         torch.save(x, "p4.pt", pickle_protocol=4)
+        torch.save({"w": x, "v": x[2:5], "p": torch.nn.Parameter(torch.ones(2))}, "legacy.pt",
+                   _use_new_zipfile_serialization=False)
         x0 = torch.tensor([[1.0, 2.0, 3.0]])
         model.eval()
         print(json.dumps({"y": model[0](x0).tolist(), "w": model.state_dict()["0.weight"].tolist()}))
@@ -83,6 +98,9 @@ def test_ember_reads_what_pytorch_saves(tmp_path):
     fresh = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2), nn.MultiheadAttention(4, 2))
     fresh.load_state_dict(d["sd"])
     assert ember.load(tmp_path / "p4.pt").tolist() == list(map(float, range(10)))
+    legacy = ember.load(tmp_path / "legacy.pt")
+    assert legacy["v"].tolist() == [2.0, 3.0, 4.0] and legacy["v"].data_ptr() == legacy["w"].data_ptr() + 8
+    assert type(legacy["p"]) is nn.Parameter
 
     path = tmp_path / "model.pt"
     with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL torch\.nn\.modules\.container\.Sequential was not"):

@@ -18,15 +18,18 @@ torch.float32, torch.device, ...): names, not code. Ember's loader maps them to 
 rebuild functions and never imports torch. Tensors that view one memory block share one
 storage record (saved once, only the span the views reach), and load as views of one block.
 
-`ember.load(f)` reads those archives (and safetensors files, see _safetensors.py). With the
-default weights_only=True the pickle is interpreted by _weights_only_unpickler.py, which only
-builds data; weights_only=False runs Python's unpickler, which can run any code the file names.
+`ember.load(f)` reads those archives, PyTorch's format before 1.6 (a run of pickles followed by
+the storages' bytes; `ember.save(..., _use_new_zipfile_serialization=False)` writes it too) and
+safetensors files (see _safetensors.py). With the default weights_only=True the pickle is
+interpreted by _weights_only_unpickler.py, which only builds data; weights_only=False runs
+Python's unpickler, which can run any code the file names.
 
 Errors (Note [checkpoint errors]):
-- RuntimeError: the zip container is broken (not a zip, truncated, entries compressed,
-  encrypted, repeated, overlapping or out of bounds, CRC mismatch, no data.pkl, unknown byte
-  order), the file is in no format Ember reads, or a storage's device is unavailable (CUDA on
-  a CPU-only build), as in PyTorch;
+- RuntimeError: the container around the pickle is broken (for a zip: not a zip, truncated,
+  entries compressed, encrypted, repeated, overlapping or out of bounds, CRC mismatch, no
+  data.pkl, unknown byte order; for the legacy format: its header pickles, key list or storage
+  bytes), the file is in no format Ember reads (a bare pickle included), or a storage's device
+  is unavailable (CUDA on a CPU-only build), as in PyTorch;
 - pickle.UnpicklingError: what data.pkl says is not allowed or not valid: an unsupported
   global (with PyTorch 2.6's guidance), a malformed opcode stream, repeated dict keys, nesting
   deeper than MAX_DEPTH, a tensor whose size, stride or offset is invalid or does not fit its
@@ -165,9 +168,9 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
 
     dispatch = pickle._Pickler.dispatch.copy()  # type: ignore[attr-defined]
 
-    def __init__(self, out: io.BytesIO, protocol: int) -> None:
+    def __init__(self, out: io.BytesIO, protocol: int, legacy: bool = False) -> None:
         super().__init__(out, protocol)
-        self._out = out
+        self._out, self._legacy = out, legacy
         self._parameter = _parameter_class()
         self.storages: dict[Any, _Storage] = {}
         self.slots: list[_Int64Slot] = []
@@ -221,6 +224,8 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
         if storage_type is _UNTYPED_STORAGE:  # counts bytes
             size = storage.dtype.itemsize
             numel = _Int64Slot(lambda: (storage.hi - storage.lo) * size)
+        if self._legacy:  # PyTorch's format before 1.6 adds a view record, always None since 1.0
+            return ("storage", storage_type, storage.key, storage.location, numel, None)
         return ("storage", storage_type, storage.key, storage.location, numel)
 
     def reducer_override(self, obj: Any) -> Any:
@@ -272,7 +277,7 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
         return storage, lo
 
 
-def _zip_records(out: BinaryIO, records: list[tuple[str, Any]]) -> None:
+def _zip_records(out: BinaryIO, records: list[tuple[str, Any]], protocol: int) -> None:
     """Write `records` into a zip archive: stored uncompressed, each entry's data aligned to
     _ALIGNMENT bytes (padding in the local header's extra field, as PyTorch does), so a
     mapped file gives aligned tensors."""
@@ -289,6 +294,27 @@ def _zip_records(out: BinaryIO, records: list[tuple[str, Any]]) -> None:
                 entry.write(data)
 
 
+def _write_legacy(out: BinaryIO, records: list[tuple[str, Any]], protocol: int) -> None:
+    """PyTorch's format before 1.6 (_use_new_zipfile_serialization=False): pickles of the magic
+    number, protocol version and sys_info, the object's pickle, the sorted storage keys, then
+    each storage as an int64 element count and its bytes."""
+    (_, main), storages = records[0], dict(records[1:])
+    sys_info = {"protocol_version": _LEGACY_PROTOCOL, "little_endian": True,
+                "type_sizes": {"short": 2, "int": 4, "long": 4}}
+    for value in (_LEGACY_MAGIC, _LEGACY_PROTOCOL, sys_info):
+        out.write(pickle.dumps(value, protocol=protocol))
+    out.write(main)
+    keys = sorted(storages)  # PyTorch writes the storages in sorted key order
+    out.write(pickle.dumps(keys, protocol=protocol))
+    for key in keys:
+        storage = storages[key]
+        count = storage.hi - storage.lo
+        if dtype_name(storage.dtype) not in _STORAGE_CLASSES:
+            count *= storage.dtype.itemsize  # an UntypedStorage counts bytes
+        out.write(struct.pack("<q", count))
+        out.write(storage.data())
+
+
 def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
          pickle_protocol: int = DEFAULT_PROTOCOL, _use_new_zipfile_serialization: bool = True,
          _disable_byteorder_record: bool = False) -> None:
@@ -296,8 +322,9 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
     optimizer states) to `f`, a path or a writable binary file, as torch.save does.
 
     Tensor data is stored outside the pickle, each memory block once. pickle_protocol 2 (the
-    default) is the one PyTorch's weights_only loader reads; 2 to 5 are accepted. The
-    safetensors layout is written by ember.serialization.save_safetensors.
+    default) is the one PyTorch's weights_only loader reads; 2 to 5 are accepted.
+    _use_new_zipfile_serialization=False writes PyTorch's format before 1.6 (not mmap-able).
+    The safetensors layout is written by ember.serialization.save_safetensors.
     """
     if pickle_module is not pickle:
         raise ValueError("[save] pickle_module must be the standard pickle module: Ember pickles with its own "
@@ -305,14 +332,11 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
     if type(pickle_protocol) is not int or not 2 <= pickle_protocol <= pickle.HIGHEST_PROTOCOL:
         raise ValueError(f"[save] pickle_protocol must be an integer from 2 to {pickle.HIGHEST_PROTOCOL}, "
                          f"but got {pickle_protocol!r}")
-    if not _use_new_zipfile_serialization:
-        raise NotImplementedError("[save] _use_new_zipfile_serialization=False (PyTorch's legacy format before "
-                                  "1.6) is not written by Ember; the zip archive is read by every PyTorch since 1.6")
     if sys.byteorder != "little":
         raise NotImplementedError("[save] writing checkpoints on a big-endian machine is not supported")
 
     buffer = io.BytesIO()
-    pickler = _Pickler(buffer, pickle_protocol)
+    pickler = _Pickler(buffer, pickle_protocol, legacy=not _use_new_zipfile_serialization)
     pickler.dump(obj)
     data = buffer.getbuffer()
     for slot in pickler.slots:
@@ -320,18 +344,23 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
         for position in slot.positions:
             data[position:position + 8] = value
     del data  # release the export so the buffer can be read as bytes
-    records: list[tuple[str, Any]] = [("data.pkl", buffer.getvalue()), (".format_version", b"1"),
-                                      (".storage_alignment", str(_ALIGNMENT).encode())]
-    if not _disable_byteorder_record:
-        records.append(("byteorder", sys.byteorder.encode()))
-    records += [(f"data/{s.key}", s.data()) for s in pickler.storages.values()]
-    records.append(("version", b"3\n"))
+    if not _use_new_zipfile_serialization:
+        write = _write_legacy
+        records: list[tuple[str, Any]] = [("", buffer.getvalue()), *((s.key, s) for s in pickler.storages.values())]
+    else:
+        write = _zip_records
+        records = [("data.pkl", buffer.getvalue()), (".format_version", b"1"),
+                   (".storage_alignment", str(_ALIGNMENT).encode())]
+        if not _disable_byteorder_record:
+            records.append(("byteorder", sys.byteorder.encode()))
+        records += [(f"data/{s.key}", s.data()) for s in pickler.storages.values()]
+        records.append(("version", b"3\n"))
 
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as out:
-            _zip_records(out, records)
+            write(out, records, pickle_protocol)
     elif hasattr(f, "write"):
-        _zip_records(f, records)
+        write(f, records, pickle_protocol)
     else:
         raise TypeError(f"[save] expected a path or a writable binary file, but got {type(f).__name__}")
 
@@ -530,22 +559,25 @@ class _Loader:
     product fits in int64, and must lie inside its storage, which must match its record's size.
     """
 
-    def __init__(self, archive: _Archive, map_location: Any) -> None:
-        self.archive, self.map_location = archive, map_location
-        self.shared = archive.mapped is not None
-        byteorder = bytes(archive.read("byteorder")) if archive.has("byteorder") else b"little"
-        if byteorder not in (b"little", b"big"):
-            raise _broken(f"unknown byte order {byteorder[:20]!r}")
-        self.swap = byteorder.decode() != sys.byteorder
-        # Every storage record is read (and CRC-checked) before the pickle runs, so a damaged
-        # record is a damaged archive, whatever the pickle says. Mapped records are views.
-        self.buffers = {name[len("data/"):]: archive.read(name, checked=False) if self.shared else archive.read(name)
-                        for name in archive.names() if name.startswith("data/")}
+    def __init__(self, map_location: Any, buffers: dict[str, Any], swap: bool) -> None:
+        self.map_location, self.buffers, self.swap = map_location, buffers, swap
         self.flats: dict[tuple[str, str], _C.Tensor] = {}
         self.caller_error: Exception | None = None
         self.parameter = _parameter_class()
         self.rebuilders = {self.rebuild_tensor, self.rebuild_tensor_v2, self.rebuild_tensor_v3,
                            self.rebuild_parameter, self.rebuild_parameter_with_state}
+
+    @classmethod
+    def for_archive(cls, archive: _Archive, map_location: Any) -> _Loader:
+        byteorder = bytes(archive.read("byteorder")) if archive.has("byteorder") else b"little"
+        if byteorder not in (b"little", b"big"):
+            raise _broken(f"unknown byte order {byteorder[:20]!r}")
+        mapped = archive.mapped is not None
+        # Every storage record is read (and CRC-checked) before the pickle runs, so a damaged
+        # record is a damaged archive, whatever the pickle says. Mapped records are views.
+        buffers = {name[len("data/"):]: archive.read(name, checked=not mapped)
+                   for name in archive.names() if name.startswith("data/")}
+        return cls(map_location, buffers, byteorder.decode() != sys.byteorder)
 
     # -- storages
     def persistent_load(self, pid: Any) -> _Stored:
@@ -709,6 +741,78 @@ class _Loader:
             table[name] = _wo.Builtin(name, getattr(self, attribute))
         table["torch.nn.parameter.Parameter"] = table["ember.nn.parameter.Parameter"] = self.parameter
         return table
+
+
+class _LegacyLoader(_Loader):
+    """PyTorch's format before 1.6 (and torch.save(_use_new_zipfile_serialization=False)): the
+    storages' bytes follow the pickle, so each storage is allocated when the pickle names it and
+    filled once the pickle is done. What is allocated is held to the file's size."""
+
+    def __init__(self, map_location: Any, swap: bool, limit: int) -> None:
+        super().__init__(map_location, {}, swap)
+        self.limit, self.allocated = limit, 0
+        self.pending: dict[str, list[tuple[_C.Tensor, _Stored]]] = {}
+
+    def persistent_load(self, pid: Any) -> Any:
+        if type(pid) is tuple and len(pid) == 4 and _text(pid[0]) == "module" and isinstance(pid[1], type):
+            return pid[1]  # a Module class with its source, which PyTorch once checked; already a vetted GLOBAL
+        if type(pid) is not tuple or len(pid) != 6 or _text(pid[0]) != "storage":
+            raise _invalid("a legacy persistent id must be ('storage', type, key, location, numel, view), "
+                           f"but got {_wo._describe(pid)}")
+        if pid[5] is not None:
+            raise _invalid("storage views of PyTorch's pre-1.0 format are not supported")
+        return super().persistent_load(pid[:5])
+
+    def flat(self, stored: Any, dtype: _C.dtype) -> _C.Tensor:
+        if not isinstance(stored, _Stored):
+            raise _invalid(f"a tensor's storage must be a persistent storage, but got {_wo._describe(stored)}")
+        cached = self.flats.get((stored.key, dtype_name(dtype)))
+        if cached is not None:
+            return cached
+        nbytes = stored.numel * (dtype.itemsize if stored.type.dtype is not None else 1)
+        if nbytes % dtype.itemsize:
+            raise _invalid(f"the storage {stored.key[:40]} of {nbytes} bytes does not hold whole {dtype_name(dtype)} elements")
+        self.allocated += nbytes
+        if self.allocated > self.limit:  # its bytes must be in the file: never allocate more than it holds
+            raise _invalid(f"the storages the pickle names need {self.allocated} bytes, more than the "
+                           f"{self.limit}-byte file holds")
+        flat = self._place(_C._empty([nbytes // dtype.itemsize], dtype, _C.device("cpu")), stored.location)
+        self.flats[(stored.key, dtype_name(dtype))] = flat
+        self.pending.setdefault(stored.key, []).append((flat, stored))
+        return flat
+
+    def fill(self, data: bytes, pos: int, keys: Any) -> None:
+        """Copy each storage's bytes (int64 element count, then the elements) into its tensors."""
+        if type(keys) is not list or not all(isinstance(k, (str, bytes)) for k in keys):
+            raise _broken("the legacy storage key list is not a list of strings")
+        keys = [_text(k) for k in keys]
+        if set(keys) != set(self.pending) or len(keys) != len(set(keys)):
+            raise _broken("the legacy storage key list does not match the storages the pickle names")
+        for key in keys:
+            flats = self.pending[key]
+            first = flats[0][1]
+            itemsize = first.type.dtype.itemsize if first.type.dtype is not None else 1
+            if pos + 8 > len(data):
+                raise _broken(f"the legacy data of storage {key[:40]} is truncated")
+            (count,) = struct.unpack("<q", data[pos:pos + 8])
+            nbytes = flats[0][0].numel() * flats[0][0].dtype.itemsize
+            if count * itemsize != nbytes or pos + 8 + nbytes > len(data):
+                raise _broken(f"the legacy data of storage {key[:40]} holds {count} elements where the pickle "
+                              f"says {first.numel}, or is truncated")
+            raw = memoryview(data)[pos + 8:pos + 8 + nbytes]
+            for flat, _ in flats:
+                try:
+                    values = tensor_from_buffer(raw, flat.numel(), flat.dtype, share=False, swap=self.swap)
+                except ValueError as err:
+                    raise _broken(f"the legacy data of storage {key[:40]}: {err}") from None
+                with _no_grad():
+                    flat.copy_(values)
+            pos += 8 + nbytes
+
+
+def _no_grad() -> Any:
+    from .autograd import no_grad  # imported late, as Parameter is
+    return no_grad()
 
 
 # The format's rebuild functions -> the _Loader methods that implement them.
@@ -888,40 +992,104 @@ def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_modul
         head = bytes(mapped[:16]) if mapped is not None else _sniff(file)
         if head[:2] == b"PK":
             archive = _Archive(file, mapped)
-            loader = _Loader(archive, map_location)
+            loader = _Loader.for_archive(archive, map_location)
             data = archive.read("data.pkl")
             if weights_only:
-                return _load_weights_only(data, loader, encoding)
-            base = pickle_module.Unpickler if pickle_module is not None else pickle.Unpickler
-            unpickler = type("_Unpickler", (_TrustedUnpickler, base), {})(io.BytesIO(data), loader, encoding=encoding)
-            return unpickler.load()
+                unpickler = _wo.Unpickler(data, extra_globals=loader.vocabulary(), persistent_load=loader.persistent_load,
+                                          encoding=encoding, constructors={loader.parameter: loader.parameter_constructor})
+                return _run_weights_only(unpickler.load, loader)
+            return _trusted_unpickler(io.BytesIO(data), loader, pickle_module, encoding).load()
         if _safetensors.looks_like_safetensors(head):
             data = mapped if mapped is not None else file.read()
             if not isinstance(data, (bytes, bytearray, _mmap.mmap)):
                 raise TypeError("[load] expected a file opened in binary mode")
             return _safetensors.read(data, _safetensors_placer(map_location), share=mapped is not None)
         if head[:1] == b"\x80":
-            raise RuntimeError(
-                "[load] this file is a bare pickle (what pickle.dump, or torch.save with "
-                "_use_new_zipfile_serialization=False, writes), not a checkpoint archive; Ember reads the zip "
-                "archive torch.save has written since PyTorch 1.6. Re-save it there with torch.save(torch.load(path), "
-                "new_path), loading it only if you trust it")
+            if mapped is not None:
+                raise RuntimeError("[load] mmap=True needs the zip archive torch.save has written since PyTorch 1.6, "
+                                   "not this older format")
+            data = file.read()
+            if not isinstance(data, bytes):
+                raise TypeError("[load] expected a file opened in binary mode")
+            return _load_legacy(data, map_location, weights_only, encoding, pickle_module)
         raise RuntimeError("[load] not a checkpoint: expected a zip archive (what ember.save and torch.save write) "
                            "or a safetensors file")
 
 
-def _load_weights_only(data: Any, loader: _Loader, encoding: str) -> Any:
-    unpickler = _wo.Unpickler(data, extra_globals=loader.vocabulary(), persistent_load=loader.persistent_load,
-                              encoding=encoding, constructors={loader.parameter: loader.parameter_constructor})
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C  # the first pickle of PyTorch's format before 1.6
+_LEGACY_PROTOCOL = 1001
+_BARE_PICKLE = ("[load] this file is a bare pickle (what pickle.dump writes), not a checkpoint: ember.load reads "
+                "the zip archive torch.save writes (and PyTorch's format before 1.6) and safetensors files")
+
+
+def _load_legacy(data: bytes, map_location: Any, weights_only: bool, encoding: str, pickle_module: Any) -> Any:
+    """PyTorch's format before 1.6: pickles of the magic number, the protocol version and
+    sys_info, then the object's pickle, then the list of storage keys, then each storage's bytes."""
+    pos = 0
+
+    def plain() -> Any:  # a pickle of plain data, always read by the weights-only interpreter
+        nonlocal pos
+        unpickler = _wo.Unpickler(data, start=pos, encoding=encoding)
+        try:
+            value = unpickler.load()
+        except Exception as err:  # noqa: BLE001 - any failure here is a malformed header
+            raise _broken(f"a legacy header pickle is malformed: {err}") from None
+        pos = unpickler.pos
+        return value
+
     try:
-        return unpickler.load()
+        magic = _wo.Unpickler(data, encoding=encoding).load()
+    except Exception:  # noqa: BLE001 - whatever it is, it is not this format
+        magic = None
+    if type(magic) is not int or magic != _LEGACY_MAGIC:
+        raise RuntimeError(_BARE_PICKLE)
+    plain()
+    if plain() != _LEGACY_PROTOCOL:
+        raise _broken(f"the legacy protocol version is not {_LEGACY_PROTOCOL}")
+    sys_info = plain()
+    if not isinstance(sys_info, dict) or type(sys_info.get("little_endian")) is not bool:
+        raise _broken("the legacy sys_info record is malformed")
+    loader = _LegacyLoader(map_location, sys_info["little_endian"] != (sys.byteorder == "little"), len(data))
+    if weights_only:
+        unpickler = _wo.Unpickler(data, start=pos, extra_globals=loader.vocabulary(),
+                                  persistent_load=loader.persistent_load, encoding=encoding,
+                                  constructors={loader.parameter: loader.parameter_constructor})
+        result = _run_weights_only(unpickler.load, loader)
+        pos = unpickler.pos
+    else:
+        stream = io.BytesIO(data)
+        stream.seek(pos)
+        result = _trusted_unpickler(stream, loader, pickle_module, encoding).load()
+        pos = stream.tell()
+    keys, pos = _keys_after(data, pos, encoding)
+    loader.fill(data, pos, keys)
+    return result
+
+
+def _keys_after(data: bytes, pos: int, encoding: str) -> Any:
+    unpickler = _wo.Unpickler(data, start=pos, encoding=encoding)
+    try:
+        keys = unpickler.load()
+    except Exception as err:  # noqa: BLE001 - any failure here is a malformed key list
+        raise _broken(f"the legacy storage key list is malformed: {err}") from None
+    return keys, unpickler.pos
+
+
+def _trusted_unpickler(stream: BinaryIO, loader: _Loader, pickle_module: Any, encoding: str) -> Any:
+    base = pickle_module.Unpickler if pickle_module is not None else pickle.Unpickler
+    return type("_Unpickler", (_TrustedUnpickler, base), {})(stream, loader, encoding=encoding)
+
+
+def _run_weights_only(load_pickle: Callable[[], Any], loader: _Loader) -> Any:
+    try:
+        return load_pickle()
     except _DeviceUnavailable:
         raise
     except Exception as err:  # noqa: BLE001 - every failure of an untrusted pickle is reported as one type
         if err is loader.caller_error:
             raise
-        raise pickle.UnpicklingError(_weights_only_message(f"{type(err).__name__}: {err}" if not isinstance(
-            err, pickle.UnpicklingError) else str(err))) from err
+        detail = str(err) if isinstance(err, pickle.UnpicklingError) else f"{type(err).__name__}: {err}"
+        raise pickle.UnpicklingError(_weights_only_message(detail)) from err
 
 
 def _safetensors_placer(map_location: Any) -> Callable[[_C.Tensor], _C.Tensor]:

@@ -429,9 +429,12 @@ class Unpickler:
 
     def __init__(self, data: bytes | bytearray | memoryview, *, extra_globals: dict[str, Any] | None = None,
                  persistent_load: Callable[[Any], Any] | None = None, encoding: str = "utf-8",
-                 api: str = "ember.serialization", constructors: dict[type, Callable[..., Any]] | None = None) -> None:
-        self.data = bytes(data)
-        self.pos = 0
+                 api: str = "ember.serialization", constructors: dict[type, Callable[..., Any]] | None = None,
+                 start: int = 0) -> None:
+        # `start`: where this pickle begins in `data` (a legacy checkpoint holds several in a row);
+        # after load(), `pos` is just past its STOP.
+        self.data = data if isinstance(data, bytes) else bytes(data)
+        self.pos = start
         self.encoding = encoding
         self.globals = {**_common_globals(), **(extra_globals or {})}
         self.user = _user_allowed()
