@@ -558,6 +558,9 @@ def test_numpy_arrays_are_checked_before_numpy_sees_them():
                      _v(b"b")) + state + pickle.BUILD)
     with pytest.raises(pickle.UnpicklingError, match=r"shape \(3,\) of float64 needs 24 bytes, but the data holds 16"):
         ember.load(_archive(pkl))
+    bools = _v((1, (2,), np.dtype("?"), False, b"\x01\x07"))
+    with pytest.raises(pickle.UnpicklingError, match=r"numpy array: a bool array's bytes must be 0 or 1"):
+        ember.load(_archive(pkl.replace(state, bools)))
     huge = _v((1, (2**62, 4), np.dtype("f8"), False, b""))
     with pytest.raises(pickle.UnpicklingError, match=r"numpy array of shape \(4611686018427387904, 4\) has more than"):
         ember.load(_archive(pkl.replace(state, huge)))

@@ -331,6 +331,9 @@ def _array_from(raw: Any, dtype: Any, shape: tuple[int, ...], fortran: bool, wha
     if len(raw) != numel * dtype.itemsize:
         raise _UnpicklingError(f"{what}: shape {shape} of {dtype} needs {numel * dtype.itemsize} bytes, "
                                f"but the data holds {len(raw)}")
+    if dtype.kind == "b" and numel and max(raw) > 1:
+        # NumPy would keep the byte; handed on to Ember (from_numpy) a bool other than 0 or 1 is UB in C++
+        raise _UnpicklingError(f"{what}: a bool array's bytes must be 0 or 1")
     return np.frombuffer(raw, dtype=dtype, count=numel).reshape(shape, order=order).copy(order="K")
 
 
