@@ -35,8 +35,10 @@ Errors (Note [checkpoint errors]):
   deeper than MAX_DEPTH, a tensor whose size, stride or offset is invalid or does not fit its
   storage, a storage reference to a missing or mis-sized record. Under weights_only=True every
   error raised while data.pkl is interpreted arrives as UnpicklingError ("Weights only load
-  failed. ..."), its cause chained, except the device error above;
+  failed. ..."), its cause chained, except the device error above and whatever the caller's
+  map_location function raises;
 - ValueError: a malformed safetensors file.
+Wrong arguments (not the file's fault) are TypeError or ValueError before anything is read.
 """
 
 from __future__ import annotations
@@ -277,7 +279,7 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
         return storage, lo
 
 
-def _zip_records(out: BinaryIO, records: list[tuple[str, Any]], protocol: int) -> None:
+def _zip_records(out: BinaryIO, records: list[tuple[str, Any]]) -> None:
     """Write `records` into a zip archive: stored uncompressed, each entry's data aligned to
     _ALIGNMENT bytes (padding in the local header's extra field, as PyTorch does), so a
     mapped file gives aligned tensors."""
@@ -294,20 +296,20 @@ def _zip_records(out: BinaryIO, records: list[tuple[str, Any]], protocol: int) -
                 entry.write(data)
 
 
-def _write_legacy(out: BinaryIO, records: list[tuple[str, Any]], protocol: int) -> None:
+def _write_legacy(out: BinaryIO, pickled: bytes, storages: list[_Storage], protocol: int) -> None:
     """PyTorch's format before 1.6 (_use_new_zipfile_serialization=False): pickles of the magic
     number, protocol version and sys_info, the object's pickle, the sorted storage keys, then
     each storage as an int64 element count and its bytes."""
-    (_, main), storages = records[0], dict(records[1:])
     sys_info = {"protocol_version": _LEGACY_PROTOCOL, "little_endian": True,
                 "type_sizes": {"short": 2, "int": 4, "long": 4}}
     for value in (_LEGACY_MAGIC, _LEGACY_PROTOCOL, sys_info):
         out.write(pickle.dumps(value, protocol=protocol))
-    out.write(main)
-    keys = sorted(storages)  # PyTorch writes the storages in sorted key order
+    out.write(pickled)
+    by_key = {s.key: s for s in storages}
+    keys = sorted(by_key)  # PyTorch writes the storages in sorted key order
     out.write(pickle.dumps(keys, protocol=protocol))
     for key in keys:
-        storage = storages[key]
+        storage = by_key[key]
         count = storage.hi - storage.lo
         if dtype_name(storage.dtype) not in _STORAGE_CLASSES:
             count *= storage.dtype.itemsize  # an UntypedStorage counts bytes
@@ -344,23 +346,26 @@ def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = pickle,
         for position in slot.positions:
             data[position:position + 8] = value
     del data  # release the export so the buffer can be read as bytes
-    if not _use_new_zipfile_serialization:
-        write = _write_legacy
-        records: list[tuple[str, Any]] = [("", buffer.getvalue()), *((s.key, s) for s in pickler.storages.values())]
-    else:
-        write = _zip_records
-        records = [("data.pkl", buffer.getvalue()), (".format_version", b"1"),
-                   (".storage_alignment", str(_ALIGNMENT).encode())]
+    pickled, storages = buffer.getvalue(), list(pickler.storages.values())
+    if _use_new_zipfile_serialization:
+        records: list[tuple[str, Any]] = [("data.pkl", pickled), (".format_version", b"1"),
+                                          (".storage_alignment", str(_ALIGNMENT).encode())]
         if not _disable_byteorder_record:
             records.append(("byteorder", sys.byteorder.encode()))
-        records += [(f"data/{s.key}", s.data()) for s in pickler.storages.values()]
+        records += [(f"data/{s.key}", s.data()) for s in storages]
         records.append(("version", b"3\n"))
+
+        def write(out: BinaryIO) -> None:
+            _zip_records(out, records)
+    else:
+        def write(out: BinaryIO) -> None:
+            _write_legacy(out, pickled, storages, pickle_protocol)
 
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as out:
-            write(out, records, pickle_protocol)
+            write(out)
     elif hasattr(f, "write"):
-        write(f, records, pickle_protocol)
+        write(f)
     else:
         raise TypeError(f"[save] expected a path or a writable binary file, but got {type(f).__name__}")
 
