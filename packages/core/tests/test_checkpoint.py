@@ -487,6 +487,10 @@ def test_safe_globals_cover_classes_functions_and_renamed_globals():
     call = _pkl(_call(_global("elsewhere", "make_point"), _v(5)))
     with serialization.safe_globals([(_point_factory, "elsewhere.make_point")]):
         assert ember.load(_archive(call)).x == 5
+    serialization.add_safe_globals([_Point])
+    with serialization.safe_globals([_Point, _point_factory]):
+        serialization.add_safe_globals([len])
+    assert serialization.get_safe_globals() == [_Point, len]  # the block removes only what it added
     with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL elsewhere\.make_point was not an allowed global"):
         ember.load(_archive(call))
 

@@ -84,15 +84,18 @@ class safe_globals:  # noqa: N801 - PyTorch's name for this context manager
         for entry in safe_globals:
             _check_safe_global(entry)
         self.safe_globals = list(safe_globals)
-        self._before: list[Any] = []
+        self._added: list[Any] = []
 
     def __enter__(self) -> safe_globals:
-        self._before = list(_user_globals)
+        # only what this block adds is removed on exit, as PyTorch's context manager does
+        self._added = [entry for entry in self.safe_globals if entry not in _user_globals]
         add_safe_globals(self.safe_globals)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _user_globals[:] = self._before
+        for entry in self._added:
+            if entry in _user_globals:
+                _user_globals.remove(entry)
 
 
 def _user_allowed() -> dict[str, Any]:
