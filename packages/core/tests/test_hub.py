@@ -4,6 +4,7 @@ import hashlib
 import http.server
 import io
 import os
+import pickle
 import threading
 
 import numpy as np
@@ -50,7 +51,7 @@ def _checkpoint(folder, stem, state):
     ember.save(state, buf)
     data = buf.getvalue()
     digest = hashlib.sha256(data).hexdigest()
-    name = f"{stem}-{digest[:10]}.safetensors"
+    name = f"{stem}-{digest[:10]}.pt"
     (folder / name).write_bytes(data)
     return name, digest
 
@@ -75,8 +76,8 @@ def test_default_directory_follows_ember_home(server, tmp_path, monkeypatch):
     monkeypatch.setenv("EMBER_HOME", str(tmp_path / "ember_home"))
     monkeypatch.setattr(hub, "_hub_dir", None)
     assert hub.get_dir() == str(tmp_path / "ember_home" / "hub")
-    hub.load_state_dict_from_url(f"{base}/{name}", progress=False, file_name="renamed.safetensors")
-    assert (tmp_path / "ember_home" / "hub" / "checkpoints" / "renamed.safetensors").exists()
+    hub.load_state_dict_from_url(f"{base}/{name}", progress=False, file_name="renamed.pt")
+    assert (tmp_path / "ember_home" / "hub" / "checkpoints" / "renamed.pt").exists()
     hub.set_dir(tmp_path / "elsewhere")
     assert hub.get_dir() == str(tmp_path / "elsewhere")
 
@@ -84,16 +85,51 @@ def test_default_directory_follows_ember_home(server, tmp_path, monkeypatch):
 def test_a_wrong_hash_raises_and_leaves_no_file(server, tmp_path):
     served, base = server
     name, digest = _checkpoint(served, "good", {"x": ember.ones(2)})
-    wrong = f"bad-{'0' * 10 if digest[:10] != '0' * 10 else '1' * 10}.safetensors"
+    wrong = f"bad-{'0' * 10 if digest[:10] != '0' * 10 else '1' * 10}.pt"
     (served / wrong).write_bytes((served / name).read_bytes())
     cache = tmp_path / "cache"
     with pytest.raises(RuntimeError, match=rf'invalid hash value \(expected "{wrong[4:14]}", got "{digest}"\)'):
         hub.load_state_dict_from_url(f"{base}/{wrong}", model_dir=str(cache), check_hash=True, progress=False)
     assert os.listdir(cache) == []
     with pytest.raises(ValueError, match=r"check_hash=True needs a file name like"):
-        hub.load_state_dict_from_url(f"{base}/plain.safetensors", model_dir=str(cache), check_hash=True)
+        hub.load_state_dict_from_url(f"{base}/plain.pt", model_dir=str(cache), check_hash=True)
     with pytest.raises(ValueError, match=r"cannot name a cache file"):
         hub.load_state_dict_from_url(f"{base}/", model_dir=str(cache))
+
+
+def test_a_cached_file_is_hashed_again_on_every_checked_load(server, tmp_path):
+    served, base = server
+    state = {"weight": ember.ones(2)}
+    name, digest = _checkpoint(served, "cached", state)
+    cache = tmp_path / "cache"
+    hub.load_state_dict_from_url(f"{base}/{name}", model_dir=str(cache), check_hash=True, progress=False)
+    # someone swaps the cached file for another valid checkpoint
+    other = io.BytesIO()
+    ember.save({"weight": ember.full((2,), 666.0)}, other)
+    (cache / name).write_bytes(other.getvalue())
+    got = hashlib.sha256(other.getvalue()).hexdigest()
+    with pytest.raises(RuntimeError, match=rf'invalid hash value \(expected "{digest[:10]}", got "{got}"\) for the '
+                                           rf"cached file .*{name}: it changed after it was downloaded"):
+        hub.load_state_dict_from_url(f"{base}/{name}", model_dir=str(cache), check_hash=True, progress=False)
+    assert _Handler.requests == [f"/{name}"]  # no silent re-download either
+    # without a hash to check the cache is trusted, as torch.hub does
+    assert hub.load_state_dict_from_url(f"{base}/{name}", model_dir=str(cache), progress=False)["weight"].tolist() == \
+        [666.0, 666.0]
+    (cache / name).unlink()
+    again = hub.load_state_dict_from_url(f"{base}/{name}", model_dir=str(cache), check_hash=True, progress=False)
+    assert again["weight"].tolist() == [1.0, 1.0]
+
+
+def test_hub_loads_are_weights_only(server, tmp_path):
+    served, base = server
+    buf = io.BytesIO()
+    ember.save(ember.nn.Linear(2, 2), buf)
+    (served / "model.pt").write_bytes(buf.getvalue())
+    with pytest.raises(pickle.UnpicklingError, match=r"Unsupported global: GLOBAL ember\.nn\.modules\.linear\.Linear"):
+        hub.load_state_dict_from_url(f"{base}/model.pt", model_dir=str(tmp_path / "c"), progress=False)
+    model = hub.load_state_dict_from_url(f"{base}/model.pt", model_dir=str(tmp_path / "c"), progress=False,
+                                         weights_only=False)
+    assert isinstance(model, ember.nn.Linear)
 
 
 def test_a_cut_off_download_raises_and_leaves_no_file(server, tmp_path):

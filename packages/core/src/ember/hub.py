@@ -3,7 +3,9 @@
 The cache is $EMBER_HOME/hub/checkpoints (EMBER_HOME defaults to $XDG_CACHE_HOME/ember, else
 ~/.cache/ember), as torch.hub uses $TORCH_HOME. A download goes to a temporary file beside its
 destination and is renamed into place only once complete and verified, so an interrupted or
-corrupt download never leaves a file that a later call would trust.
+corrupt download never leaves a file that a later call would trust. Unlike torch.hub, a cached
+file is hashed again on every load that names a hash: the cache is a folder anyone may write to,
+so a file that was right when downloaded is not trusted to still be.
 """
 
 from __future__ import annotations
@@ -110,15 +112,25 @@ def download_url_to_file(url: str, dst: str | os.PathLike, hash_prefix: str | No
                 os.remove(tmp.name)
 
 
+def _sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def load_state_dict_from_url(url: str, model_dir: str | None = None, map_location: Any = None,
                              progress: bool = True, check_hash: bool = False, file_name: str | None = None,
-                             weights_only: bool | None = None) -> Any:
+                             weights_only: bool = True) -> Any:
     """Load the checkpoint at `url`, downloading it into `model_dir` (default get_dir()/checkpoints)
     unless a file of that name is already there.
 
     check_hash=True requires the file name to carry at least 8 hex digits of the SHA-256
-    ("resnet18-5c106cde.safetensors") and the download to match them. Unlike torch.hub, a name
-    without them is a ValueError rather than an unchecked download.
+    ("resnet18-5c106cde.pt") and the file to match them: the download, and the cached file on
+    every later call (RuntimeError naming the file if it changed). Unlike torch.hub, a name
+    without them is a ValueError rather than an unchecked download. weights_only is passed to
+    ember.load (True: nothing in the file runs).
     """
     if model_dir is None:
         model_dir = os.path.join(get_dir(), "checkpoints")
@@ -127,15 +139,21 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
     if not filename:
         raise ValueError(f"[hub] cannot name a cache file after {url!r}; pass file_name")
     cached = os.path.join(model_dir, filename)
+    hash_prefix = None
+    if check_hash:
+        match = HASH_REGEX.search(filename)
+        if match is None or len(match.group(1)) < _MIN_HASH_PREFIX:
+            raise ValueError(f"[hub] check_hash=True needs a file name like 'name-<at least {_MIN_HASH_PREFIX} "
+                             f"hex digits of its SHA-256>.ext', but got {filename!r}")
+        hash_prefix = match.group(1)
     if not os.path.exists(cached):
-        hash_prefix = None
-        if check_hash:
-            match = HASH_REGEX.search(filename)
-            if match is None or len(match.group(1)) < _MIN_HASH_PREFIX:
-                raise ValueError(f"[hub] check_hash=True needs a file name like 'name-<at least {_MIN_HASH_PREFIX} "
-                                 f"hex digits of its SHA-256>.ext', but got {filename!r}")
-            hash_prefix = match.group(1)
         if progress:
             sys.stderr.write(f'Downloading: "{url}" to {cached}\n')
         download_url_to_file(url, cached, hash_prefix, progress=progress)
+    elif hash_prefix is not None:
+        digest = _sha256_of(cached)
+        if not digest.startswith(hash_prefix):
+            raise RuntimeError(f'invalid hash value (expected "{hash_prefix}", got "{digest}") for the cached file '
+                               f"{cached}: it changed after it was downloaded and verified; delete it to download "
+                               "it again")
     return load(cached, map_location=map_location, weights_only=weights_only)

@@ -1,4 +1,11 @@
-"""The tensor record of Ember's checkpoint format, and pickling through it.
+"""ember.serialization: checkpoints (as torch.serialization), and the tensor record plain pickling uses.
+
+Checkpoints: `save`/`load` (also `ember.save`/`ember.load`, see _checkpoint.py), the
+`weights_only` allowlist (`add_safe_globals`, `get_safe_globals`, `clear_safe_globals`,
+`safe_globals`, `get_unsafe_globals_in_checkpoint`), and `save_safetensors` for the
+safetensors layout, which `load` also reads.
+
+The tensor record, below, is what `pickle.dumps(tensor)` stores (DataLoader workers, deepcopy).
 
 A record is plain data, so loading one can never run code:
 
@@ -18,6 +25,13 @@ import struct
 import sys
 
 from . import _C
+from ._checkpoint import DEFAULT_PROTOCOL, get_unsafe_globals_in_checkpoint, load, save
+from ._safetensors import save_safetensors
+from ._weights_only_unpickler import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
+
+__all__ = ["save", "load", "DEFAULT_PROTOCOL", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
+           "safe_globals", "get_unsafe_globals_in_checkpoint", "save_safetensors", "tensor_to_bytes",
+           "tensor_from_bytes"]
 
 MAGIC = b"EMBERTNS"
 FORMAT_VERSION = 1
@@ -59,8 +73,9 @@ def tensor_from_bytes(record: bytes) -> _C.Tensor:
     if not isinstance(dtype, _C.dtype):
         raise ValueError(f"[deserialize] unknown dtype {header.get('dtype')!r}")
     shape = header.get("shape")
-    if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
-        raise ValueError(f"[deserialize] shape must be a list of integers, but got {shape!r}")
+    # int64 range here (a 2**70 size would escape as TypeError); negative sizes are named by _from_bytes
+    if not isinstance(shape, list) or not all(type(s) is int and -(1 << 63) <= s < 1 << 63 for s in shape):
+        raise ValueError(f"[deserialize] shape must be a list of integers in int64's range, but got {str(shape)[:80]}")
     return _C._from_bytes(record[12 + size:], shape, dtype)
 
 
@@ -68,4 +83,9 @@ def _reduce_ex(self: _C.Tensor, protocol: int) -> tuple:
     return tensor_from_bytes, (tensor_to_bytes(self),)
 
 
+def _reduce_device(self: _C.device) -> tuple:
+    return _C.device, (str(self),)
+
+
 _C.Tensor.__reduce_ex__ = _reduce_ex
+_C.device.__reduce__ = _reduce_device  # pickles as ember.device("cuda:0"), which ember.load allows

@@ -1,10 +1,12 @@
-from . import (
+from . import (  # noqa: F401 - channelshuffle, instancenorm: PyTorch's module paths for pickles
                activation,
                attention,
+               channelshuffle,
                conv,
                distance,
                dropout,
                fold,
+               instancenorm,
                loss,
                normalization,
                padding,

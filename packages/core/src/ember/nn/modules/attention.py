@@ -8,14 +8,10 @@ from ... import _C
 from .. import _fast_path, init
 from .. import functional as F
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """The output projection's class in PyTorch (so its repr and state-dict keys match)."""
 
 
 class MultiheadAttention(Module):
@@ -98,3 +94,11 @@ class MultiheadAttention(Module):
         if self.batch_first and query.dim() == 3:
             out = _C.transpose(out, 0, 1)
         return out, weights
+
+
+# PyTorch defines MultiheadAttention in nn.modules.activation, and pickles of whole models name
+# it there: the class lives under that name too, so such pickles resolve in both libraries.
+from . import activation as _activation  # noqa: E402 - after the class it aliases
+
+MultiheadAttention.__module__ = _activation.__name__
+_activation.MultiheadAttention = MultiheadAttention

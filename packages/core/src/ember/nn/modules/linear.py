@@ -56,6 +56,11 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """MultiheadAttention's output projection in PyTorch, here so repr, state-dict keys and
+    pickled class names (nn.modules.linear.NonDynamicallyQuantizableLinear) match."""
+
+
 class Bilinear(Module):
     """y = x1^T A x2 + b with A of shape (out_features, in1_features, in2_features); weight and
     bias start uniform in +-1/sqrt(in1_features), as PyTorch's."""
