@@ -329,6 +329,21 @@ OPS: list[Op] = [
        "int[] dilation, bool transposed, int[] output_padding, int groups, bool input_grad=True, "
        "bool weight_grad=True, bool bias_grad=True) -> (Tensor, Tensor, Tensor)", method=False,
        test={"family": "none"}),
+    # ---- multi-tensor optimizer steps (src/ops/optim, kernels in backend/cpu/optim_kernels.cpp;
+    # Note [fused optimizers]): ember.optim's foreach/fused paths, in place, returning the params ------
+    Op("_fused_sgd_(Tensor[] params, Tensor[] grads, Tensor[] momentum_buffers, *, float weight_decay, "
+       "float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step) -> Tensor[]",
+       method=False, test={"family": "none"}),
+    Op("_fused_adam_(Tensor[] params, Tensor[] grads, Tensor[] exp_avgs, Tensor[] exp_avg_sqs, "
+       "Tensor[] max_exp_avg_sqs, Tensor[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, "
+       "float eps, bool amsgrad, bool maximize, bool decoupled_weight_decay=False) -> Tensor[]", method=False,
+       test={"family": "none"}),
+    Op("_fused_adagrad_(Tensor[] params, Tensor[] grads, Tensor[] state_sums, Tensor[] state_steps, *, float lr, "
+       "float lr_decay, float weight_decay, float eps, bool maximize) -> Tensor[]", method=False,
+       test={"family": "none"}),
+    Op("_fused_rmsprop_(Tensor[] params, Tensor[] grads, Tensor[] square_avgs, Tensor[] grad_avgs, "
+       "Tensor[] momentum_buffers, Tensor[] state_steps, *, float lr, float alpha, float eps, float weight_decay, "
+       "float momentum, bool centered, bool maximize) -> Tensor[]", method=False, test={"family": "none"}),
     # ---- complex numbers (src/ops/composite/complex.cpp) --------------------------------------------
     Op("view_as_real(Tensor self) -> Tensor", method=False, test={"family": "none"}),
     Op("view_as_complex(Tensor self) -> Tensor", method=False, test={"family": "none"}),
@@ -825,7 +840,7 @@ DERIVATIVES: dict[str, dict[str, str]] = {
 NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplus_backward",
                      "_softmax_backward_data", "_log_softmax_backward_data", "native_layer_norm_backward",
                      "_fused_rms_norm_backward", "native_group_norm_backward", "native_batch_norm_backward",
-                     "convolution_backward",
+                     "convolution_backward", "_fused_sgd_", "_fused_adam_", "_fused_adagrad_", "_fused_rmsprop_",
                      "detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
                      "bernoulli", "bernoulli_", "multinomial", "histc", "bincount"}
 

@@ -1,6 +1,8 @@
 #pragma once
 // The device kernels' interfaces (internal to libember). src/ops/ computes shapes, dtypes and
 // outputs; a backend (src/backend/<device>/) registers one function per stub.
+#include <vector>
+
 #include "ember/dispatch_stub.h"
 #include "ember/generator.h"
 #include "ember/scalar.h"
@@ -201,6 +203,50 @@ using ConvFn = void (*)(const ConvArgs&);
 extern DispatchStub<ConvFn> conv_forward_stub;
 extern DispatchStub<ConvFn> conv_backward_input_stub;
 extern DispatchStub<ConvFn> conv_backward_weight_stub;
+
+// Note [fused optimizers]: one call updates every parameter of an optimizer step, in place
+// (params and state lists of equal length; matching shapes, contiguous, one floating dtype; the
+// step counters are 0-dim tensors the kernel advances). The arithmetic follows the per-parameter
+// Python loops of ember.optim in order, so either path gives the same numbers.
+struct FusedSgdArgs {
+  const std::vector<Tensor>* params;
+  const std::vector<Tensor>* grads;
+  const std::vector<Tensor>* momentum_buffers;  // empty without momentum
+  double weight_decay, momentum, lr, dampening;
+  bool nesterov, maximize, is_first_step;  // first step: the buffer starts as the gradient
+};
+struct FusedAdamArgs {
+  const std::vector<Tensor>* params;
+  const std::vector<Tensor>* grads;
+  const std::vector<Tensor>* exp_avgs;
+  const std::vector<Tensor>* exp_avg_sqs;
+  const std::vector<Tensor>* max_exp_avg_sqs;  // empty without amsgrad
+  const std::vector<Tensor>* state_steps;
+  double lr, beta1, beta2, weight_decay, eps;
+  bool amsgrad, maximize, decoupled_weight_decay;
+};
+struct FusedAdagradArgs {
+  const std::vector<Tensor>* params;
+  const std::vector<Tensor>* grads;
+  const std::vector<Tensor>* state_sums;
+  const std::vector<Tensor>* state_steps;
+  double lr, lr_decay, weight_decay, eps;
+  bool maximize;
+};
+struct FusedRmspropArgs {
+  const std::vector<Tensor>* params;
+  const std::vector<Tensor>* grads;
+  const std::vector<Tensor>* square_avgs;
+  const std::vector<Tensor>* grad_avgs;         // empty unless centered
+  const std::vector<Tensor>* momentum_buffers;  // empty without momentum
+  const std::vector<Tensor>* state_steps;
+  double lr, alpha, eps, weight_decay, momentum;
+  bool centered, maximize;
+};
+extern DispatchStub<void (*)(const FusedSgdArgs&)> fused_sgd_stub;
+extern DispatchStub<void (*)(const FusedAdamArgs&)> fused_adam_stub;
+extern DispatchStub<void (*)(const FusedAdagradArgs&)> fused_adagrad_stub;
+extern DispatchStub<void (*)(const FusedRmspropArgs&)> fused_rmsprop_stub;
 
 // out = cond ? a : b, a/b of out's dtype, cond bool; all broadcast to out.
 using WhereFn = void (*)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);

@@ -71,6 +71,43 @@ inline VF copysign(VF x, VF s) {
 inline VD copysign(VD x, VD s) {
   return (VD)(((VL)x & 0x7fffffffffffffffLL) | ((VL)s & int64_t(0x8000000000000000ull)));
 }
+inline VF vsqrt(VF x) {
+#if defined(__AVX512F__)
+  return (VF)_mm512_sqrt_ps((__m512)x);
+#elif defined(__AVX__)
+  return (VF)_mm256_sqrt_ps((__m256)x);
+#else
+  return (VF)_mm_sqrt_ps((__m128)x);
+#endif
+}
+inline VD vsqrt(VD x) {
+#if defined(__AVX512F__)
+  return (VD)_mm512_sqrt_pd((__m512d)x);
+#elif defined(__AVX__)
+  return (VD)_mm256_sqrt_pd((__m256d)x);
+#else
+  return (VD)_mm_sqrt_pd((__m128d)x);
+#endif
+}
+inline float vsqrt(float x) {
+  return std::sqrt(x);
+}
+inline double vsqrt(double x) {
+  return std::sqrt(x);
+}
+inline VF vmax(VF a, VF b) {
+  return a > b ? a : b;
+}
+inline VD vmax(VD a, VD b) {
+  return a > b ? a : b;
+}
+inline float vmax(float a, float b) {
+  return a > b ? a : b;
+}
+inline double vmax(double a, double b) {
+  return a > b ? a : b;
+}
+
 inline bool any(VI m) {
   for (int i = 0; i < kLanes<int32_t>; ++i)
     if (m[i]) return true;

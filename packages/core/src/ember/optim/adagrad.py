@@ -39,3 +39,16 @@ class Adagrad(Optimizer):
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         state["sum"].add_(g * g)
         param.add_(g / (state["sum"].sqrt() + group["eps"]), alpha=-clr)
+
+    def _multi_update(self, params, group) -> None:
+        """Note [multi-tensor step]: every parameter of the group in one native call."""
+        for p in params:
+            state = self.state[p]
+            if "sum" not in state:
+                state["sum"] = _C.full_like(p, group["initial_accumulator_value"])
+            if "step" not in state:
+                state["step"] = _C.zeros([], dtype=_scalar_dtype())
+        states = [self.state[p] for p in params]
+        _C._fused_adagrad_(params, [p.grad for p in params], [s["sum"] for s in states], [s["step"] for s in states],
+                           lr=group["lr"], lr_decay=group["lr_decay"], weight_decay=group["weight_decay"],
+                           eps=group["eps"], maximize=group["maximize"])

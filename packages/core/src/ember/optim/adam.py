@@ -71,6 +71,26 @@ class Adam(Optimizer):
         param.add_(exp_avg / denom, alpha=-lr / bias_correction1)
 
 
+    def _multi_update(self, params, group) -> None:
+        """Note [multi-tensor step]: every parameter of the group in one native call."""
+        for p in params:
+            state = self.state[p]
+            if "step" not in state:
+                state["step"] = _C.zeros([], dtype=_scalar_dtype())
+            if "exp_avg" not in state:
+                state["exp_avg"], state["exp_avg_sq"] = _C.zeros_like(p), _C.zeros_like(p)
+            if group["amsgrad"] and "max_exp_avg_sq" not in state:
+                state["max_exp_avg_sq"] = _C.zeros_like(p)
+        states = [self.state[p] for p in params]
+        beta1, beta2 = group["betas"]
+        _C._fused_adam_(params, [p.grad for p in params], [s["exp_avg"] for s in states],
+                        [s["exp_avg_sq"] for s in states],
+                        [s["max_exp_avg_sq"] for s in states] if group["amsgrad"] else [],
+                        [s["step"] for s in states], lr=group["lr"], beta1=beta1, beta2=beta2,
+                        weight_decay=group["weight_decay"], eps=group["eps"], amsgrad=group["amsgrad"],
+                        maximize=group["maximize"], decoupled_weight_decay=group["decoupled_weight_decay"])
+
+
 class AdamW(Adam):
     """Adam with decoupled weight decay (the parameter shrinks by lr * weight_decay each step)."""
 

@@ -4,7 +4,14 @@ in PyTorch's layout (parameters replaced by integer ids, counted across all grou
 
 The built-in algorithms implement ``_update(param, grad, state, group)`` for one parameter and
 inherit the generic ``step``; a user subclass may instead override ``step`` as in PyTorch (every
-``step`` defined on a subclass is wrapped so the step hooks run around it)."""
+``step`` defined on a subclass is wrapped so the step hooks run around it).
+
+Note [multi-tensor step]: SGD, Adam, AdamW, Adagrad and RMSprop also implement
+``_multi_update(params, group)``, one native call (``_fused_sgd_`` ...) updating every parameter of
+a group. It is PyTorch's foreach path and fused path at once: taken by default (``foreach=None``)
+and with ``fused=True`` when the group's parameters and gradients are real floating tensors of one
+dtype, contiguous, on the CPU; ``foreach=False`` or ``differentiable=True`` keep the loop. Both
+paths compute the same formulas in the same order."""
 
 from __future__ import annotations
 
@@ -191,10 +198,34 @@ class Optimizer:
                 loss = closure()
         with _autograd.no_grad():
             for group in self.param_groups:
+                if self._multi_tensor(group):
+                    params = [p for p in group["params"] if p.grad is not None]
+                    if params:
+                        self._multi_update(params, group)
+                    continue
                 for p in group["params"]:
                     if p.grad is not None:
                         self._update_param(p, group)
         return loss
+
+    def _multi_tensor(self, group: dict) -> bool:
+        """Whether this group takes the one-call path (Note [multi-tensor step])."""
+        if type(self)._multi_update is Optimizer._multi_update:
+            return False
+        fused = bool(group.get("fused"))
+        if not fused and (group.get("foreach") is False or group.get("differentiable")):
+            return False
+        with_grads = [p for p in group["params"] if p.grad is not None]
+        dtype = with_grads[0].dtype if with_grads else None
+        ok = all(p.is_floating_point() and p.dtype == dtype and p.grad.dtype == dtype and p.device.type == "cpu"
+                 and p.is_contiguous() and p.grad.is_contiguous() for p in with_grads)
+        if fused and not ok:
+            raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
+                               "devices (cpu) with one dtype, contiguous, with dense gradients")
+        return ok
+
+    def _multi_update(self, params: list, group: dict) -> None:
+        raise NotImplementedError
 
     def _update_param(self, p, group: dict) -> None:
         state = self.state[p] if p in self.state else {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import _C
 from .adam import _step_count
-from .optimizer import Optimizer, _check
+from .optimizer import Optimizer, _check, _scalar_dtype
 
 __all__ = ["RMSprop"]
 
@@ -45,3 +45,24 @@ class RMSprop(Optimizer):
             param.add_(buf, alpha=-group["lr"])
         else:
             param.add_(g / avg, alpha=-group["lr"])
+
+    def _multi_update(self, params, group) -> None:
+        """Note [multi-tensor step]: every parameter of the group in one native call."""
+        momentum, centered = group["momentum"], group["centered"]
+        for p in params:
+            state = self.state[p]
+            if "step" not in state:
+                state["step"] = _C.zeros([], dtype=_scalar_dtype())
+            if "square_avg" not in state:
+                state["square_avg"] = _C.zeros_like(p)
+                if momentum > 0:
+                    state["momentum_buffer"] = _C.zeros_like(p)
+                if centered:
+                    state["grad_avg"] = _C.zeros_like(p)
+        states = [self.state[p] for p in params]
+        _C._fused_rmsprop_(params, [p.grad for p in params], [s["square_avg"] for s in states],
+                           [s["grad_avg"] for s in states] if centered else [],
+                           [s["momentum_buffer"] for s in states] if momentum > 0 else [],
+                           [s["step"] for s in states], lr=group["lr"], alpha=group["alpha"], eps=group["eps"],
+                           weight_decay=group["weight_decay"], momentum=momentum, centered=centered,
+                           maximize=group["maximize"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import _C
 from .optimizer import Optimizer, _check
 
 __all__ = ["SGD"]
@@ -33,3 +34,20 @@ class SGD(Optimizer):
                 buf.mul_(momentum).add_(g, alpha=1 - group["dampening"])
             g = g + momentum * buf if group["nesterov"] else buf
         param.add_(g, alpha=-group["lr"])
+
+    def _multi_update(self, params, group) -> None:
+        """Note [multi-tensor step]: the parameters with a momentum buffer already and those on their
+        first step (whose buffer starts as the gradient) in at most two native calls."""
+        options = dict(weight_decay=group["weight_decay"], momentum=group["momentum"], lr=group["lr"],
+                       dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"])
+        if group["momentum"] == 0:
+            _C._fused_sgd_(params, [p.grad for p in params], [], is_first_step=False, **options)
+            return
+        started = [p for p in params if self.state[p].get("momentum_buffer") is not None]
+        fresh = [p for p in params if self.state[p].get("momentum_buffer") is None]
+        for p in fresh:
+            self.state[p]["momentum_buffer"] = _C.empty_like(p)
+        for chosen, first in ((started, False), (fresh, True)):
+            if chosen:
+                _C._fused_sgd_(chosen, [p.grad for p in chosen], [self.state[p]["momentum_buffer"] for p in chosen],
+                               is_first_step=first, **options)
