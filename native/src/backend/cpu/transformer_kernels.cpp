@@ -1,10 +1,12 @@
 // CPU kernels of the fused transformer inference ops (interface in src/ops/kernels.h, op bodies
-// in src/ops/transformer/fused.cpp). Both loops are written as axpy updates over contiguous rows
-// (not dot-product reductions), so the compiler vectorizes them without reassociating sums.
+// in src/ops/transformer/fused.cpp).
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "backend/cpu/blas.h"
+#include "backend/cpu/vec_math.h"
 #include "ember/parallel.h"
 #include "kernel_utils.h"
 #include "ops/kernels.h"
@@ -12,9 +14,10 @@
 namespace ember::EMBER_CPU_NS {
 namespace {
 
-// One task per (sequence, head): K^T of the head is copied once into a [head_dim, keys] scratch,
-// then each query row gets its scores (axpy over keys), a max-subtracted softmax, and the
-// weighted sum of value rows (axpy over features).
+// One task per (sequence, head): the scores S = scale Q_h K_h^T and the output P V_h are two
+// OpenBLAS GEMMs reading the strided head columns in place; between them each score row gets a
+// max-subtracted softmax (vec_math.h's exp for float32). Tasks run in parallel, each GEMM
+// single-threaded (Note [BLAS threads]).
 template <typename T>
 void packed_attention_typed(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& q_offsets, const Tensor& k_offsets, int64_t heads, double scale) {
@@ -27,45 +30,49 @@ void packed_attention_typed(const Tensor& out, const Tensor& q, const Tensor& k,
   T* op = out.data<T>();
   const int64_t* qo = q_offsets.data<int64_t>();
   const int64_t* ko = k_offsets.data<int64_t>();
-  const T factor = static_cast<T>(scale);
-  parallel_for(0, sequences * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> keys_t, scores;
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t s = task / heads, h = task % heads;
-      const int64_t q0 = qo[s], lq = qo[s + 1] - q0, k0 = ko[s], lk = ko[s + 1] - k0;
-      if (lq == 0 || lk == 0) continue;  // no keys: the output rows stay zero (a "safe" softmax)
-      const int64_t col = h * head_dim;
-      keys_t.assign(static_cast<size_t>(head_dim * lk), T(0));
-      for (int64_t j = 0; j < lk; ++j) {
-        const T* krow = kp + (k0 + j) * ks + col;
-        for (int64_t d = 0; d < head_dim; ++d) keys_t[d * lk + j] = krow[d];
-      }
-      scores.resize(static_cast<size_t>(lk));
-      for (int64_t i = 0; i < lq; ++i) {
-        const T* qrow = qp + (q0 + i) * qs + col;
-        T* sc = scores.data();
-        std::fill(sc, sc + lk, T(0));
-        for (int64_t d = 0; d < head_dim; ++d) {
-          const T qd = qrow[d] * factor;
-          const T* kt = keys_t.data() + d * lk;
-          for (int64_t j = 0; j < lk; ++j) sc[j] += qd * kt[j];
-        }
-        T top = sc[0];
-        for (int64_t j = 1; j < lk; ++j) top = std::max(top, sc[j]);
-        T total = 0;
-        for (int64_t j = 0; j < lk; ++j) {
-          sc[j] = std::exp(sc[j] - top);
-          total += sc[j];
-        }
-        T* orow = op + (q0 + i) * os + col;
-        for (int64_t j = 0; j < lk; ++j) {
-          const T p = sc[j] / total;
-          const T* vrow = vp + (k0 + j) * vs + col;
-          for (int64_t d = 0; d < head_dim; ++d) orow[d] += p * vrow[d];
+  auto task = [&](int64_t t, std::vector<T>& scores) {
+    const int64_t s = t / heads, h = t % heads;
+    const int64_t q0 = qo[s], lq = qo[s + 1] - q0, k0 = ko[s], lk = ko[s + 1] - k0;
+    if (lq == 0 || lk == 0) return;  // no keys: the output rows stay zero (a "safe" softmax)
+    const int64_t col = h * head_dim;
+    scores.resize(static_cast<size_t>(lq * lk));
+    blas::gemm<T>({false, qs}, {true, ks}, lq, lk, head_dim, static_cast<T>(scale), qp + q0 * qs + col,
+                  kp + k0 * ks + col, T(0), scores.data(), lk);
+    for (int64_t i = 0; i < lq; ++i) {
+      T* sc = scores.data() + i * lk;
+      T top = sc[0];
+      for (int64_t j = 1; j < lk; ++j) top = std::max(top, sc[j]);
+      T total = 0;
+      int64_t j = 0;
+      if constexpr (std::is_same_v<T, float>) {
+        const vmath::VF topv = splat(top);
+        for (; j + kLanes<float> <= lk; j += kLanes<float>) {
+          const vmath::VF e = vmath::exp(load(sc + j) - topv);
+          store(sc + j, e);
+          for (int64_t l = 0; l < kLanes<float>; ++l) total += e[l];
         }
       }
+      for (; j < lk; ++j) {
+        sc[j] = std::exp(sc[j] - top);
+        total += sc[j];
+      }
+      const T inv = T(1) / total;
+      for (j = 0; j < lk; ++j) sc[j] *= inv;
     }
-  });
+    blas::gemm<T>({false, lk}, {false, vs}, lq, head_dim, lk, T(1), scores.data(), vp + k0 * vs + col, T(0),
+                  op + q0 * os + col, os);
+  };
+  const int64_t tasks = sequences * heads;
+  if (tasks > 1 && get_num_threads() > 1) {
+    blas::SerialBlas serial;
+    parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
+      std::vector<T> scores;
+      for (int64_t t = begin; t < end; ++t) task(t, scores);
+    });
+  } else {
+    std::vector<T> scores;
+    for (int64_t t = 0; t < tasks; ++t) task(t, scores);
+  }
 }
 
 // out (contiguous [rows, features], holding the input) <- LayerNorm(out + residual) * weight + bias,
