@@ -344,6 +344,21 @@ OPS: list[Op] = [
     Op("_fused_rmsprop_(Tensor[] params, Tensor[] grads, Tensor[] square_avgs, Tensor[] grad_avgs, "
        "Tensor[] momentum_buffers, Tensor[] state_steps, *, float lr, float alpha, float eps, float weight_decay, "
        "float momentum, bool centered, bool maximize) -> Tensor[]", method=False, test={"family": "none"}),
+    # ---- pooling over the trailing len(kernel_size) dims (src/ops/pooling, kernels in
+    # backend/cpu/pool_kernels.cpp; Note [pooling kernels]) -------------------------------------------
+    Op("max_pool_with_indices(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
+       "bool ceil_mode) -> (Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("max_pool_with_indices_backward(Tensor grad_output, Tensor self, Tensor indices, int spatial_dims) -> Tensor",
+       method=False, test={"family": "none"}),
+    Op("adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("avg_pool(Tensor self, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode, bool count_include_pad, "
+       "int? divisor_override) -> Tensor", method=False, test={"family": "none"}),
+    Op("avg_pool_backward(Tensor grad_output, Tensor self, int[] kernel_size, int[] stride, int[] padding, "
+       "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor", method=False,
+       test={"family": "none"}),
+    Op("adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor", method=False, test={"family": "none"}),
+    Op("adaptive_avg_pool_backward(Tensor grad_output, Tensor self, int[] output_size) -> Tensor", method=False,
+       test={"family": "none"}),
     # ---- complex numbers (src/ops/composite/complex.cpp) --------------------------------------------
     Op("view_as_real(Tensor self) -> Tensor", method=False, test={"family": "none"}),
     Op("view_as_complex(Tensor self) -> Tensor", method=False, test={"family": "none"}),
@@ -767,6 +782,18 @@ DERIVATIVES: dict[str, dict[str, str]] = {
                                "dilation, transposed, output_padding, groups, output_mask)",
         "result": "convolution_jvp(input, input_t, weight, weight_t, bias_t, stride, padding, dilation, transposed, "
                   "output_padding, groups)"},
+    # pooling: the backward ops are linear in grad_output, so their own derivative is the forward pooling
+    "max_pool_with_indices": {"self": "max_pool_with_indices_backward(grad, self, result1, kernel_size.size())",
+                              "result": "{pool_gather(self_t, result1, kernel_size.size()), Tensor()}"},
+    "adaptive_max_pool": {"self": "max_pool_with_indices_backward(grad, self, result1, output_size.size())",
+                          "result": "{pool_gather(self_t, result1, output_size.size()), Tensor()}"},
+    "max_pool_with_indices_backward": {"grad_output": "pool_gather(grad, indices, spatial_dims)", "result": _LINEAR},
+    "avg_pool": {"self": "avg_pool_backward(grad, self, kernel_size, stride, padding, ceil_mode, count_include_pad, "
+                         "divisor_override)", "result": _LINEAR},
+    "avg_pool_backward": {"grad_output": "avg_pool(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, "
+                                         "divisor_override)", "result": _LINEAR},
+    "adaptive_avg_pool": {"self": "adaptive_avg_pool_backward(grad, self, output_size)", "result": _LINEAR},
+    "adaptive_avg_pool_backward": {"grad_output": "adaptive_avg_pool(grad, output_size)", "result": _LINEAR},
     # matrix products (helpers in native/src/autograd/formulas_linalg.h)
     "mm": {"self": "mm(grad, mH(mat2))", "mat2": "mm(mH(self), grad)",
            "result": "product_tangent(self, self_t, mat2, mat2_t, [](const Tensor& a, const Tensor& b) { return mm(a, b); })"},

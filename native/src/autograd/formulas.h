@@ -204,6 +204,16 @@ inline Tensor mask_backward(const Tensor& grad, const Tensor& keep) {
   return autograd::where(keep, grad, num(0.0));  // a wrapped 0 broadcasts: no zeros tensor is made
 }
 
+// t [..., *in] at the flat in-plane offsets idx [..., *out] of the last `spatial` dims (max pooling's
+// selected elements).
+inline Tensor pool_gather(const Tensor& t, const Tensor& idx, int64_t spatial) {
+  IntList lead(t.sizes().begin(), t.sizes().end() - spatial), lead_i = lead;
+  lead.push_back(-1);
+  lead_i.push_back(-1);
+  const Tensor flat = autograd::reshape(t, lead), flat_idx = autograd::reshape(idx, lead_i);
+  return autograd::reshape(autograd::gather(flat, flat.dim() - 1, flat_idx), idx.sizes());
+}
+
 inline Tensor cumsum_backward(const Tensor& grad, int64_t dim) {
   if (grad.dim() == 0) return grad;
   return autograd::flip(autograd::cumsum(autograd::flip(grad, IntList{dim}), dim, std::nullopt),

@@ -248,6 +248,31 @@ extern DispatchStub<void (*)(const FusedAdamArgs&)> fused_adam_stub;
 extern DispatchStub<void (*)(const FusedAdagradArgs&)> fused_adagrad_stub;
 extern DispatchStub<void (*)(const FusedRmspropArgs&)> fused_rmsprop_stub;
 
+// Note [pooling kernels]: max and average pooling over contiguous [planes, D, H, W] (1-d and 2-d
+// pass unit leading sizes) with windows given per spatial dim: output index o covers input
+// [start[o], end[o]) with `step` (dilation; 1 for average), already clipped to the input. An
+// average divides by `divisor` when positive, else by the product over dims of count[o].
+// Backward reads the output's gradient from `output` and writes the input's into `input`, using
+// `indices` (flat offsets in a plane) for max and the windows for average.
+struct Window {
+  const int64_t* start;
+  const int64_t* end;
+  const double* count;
+  int64_t step;
+};
+struct PoolArgs {
+  const Tensor* input;
+  const Tensor* output;
+  const Tensor* indices;  // max: written by forward, read by backward; null for average
+  int64_t planes, in_size[3], out_size[3], taps;
+  const Window* windows;  // three
+  double divisor;
+};
+using PoolFn = void (*)(const PoolArgs&);
+extern DispatchStub<PoolFn> max_pool_stub;
+extern DispatchStub<PoolFn> avg_pool_stub;
+extern DispatchStub<PoolFn> pool_backward_stub;
+
 // out = cond ? a : b, a/b of out's dtype, cond bool; all broadcast to out.
 using WhereFn = void (*)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
 extern DispatchStub<WhereFn> where_stub;

@@ -1,22 +1,17 @@
 """Adaptive average/max pooling, power-average (Lp) pooling and max unpooling
-(torch.nn.functional), built on the sliding-window helpers of functional.py.
-
-Adaptive pooling splits a dim of size L into `out` windows [floor(i L / out), ceil((i + 1) L / out)),
-which may overlap and differ in length by one.
+(torch.nn.functional). Adaptive pooling (the native adaptive_avg_pool / adaptive_max_pool ops)
+splits a dim of size L into `out` windows [floor(i L / out), ceil((i + 1) L / out)), which may
+overlap and differ in length by one.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import _C
 from .functional import (
     _batched,
     _ntuple,
-    _spatial_index,
-    _window_max,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
@@ -42,53 +37,16 @@ def _adaptive_sizes(x, output_size, n: int, name: str) -> list[int]:
     return sizes
 
 
-def _bounds(size: int, out: int) -> list[tuple[int, int]]:
-    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
-
-
 def _adaptive_avg(input, output_size, n: int):
     name = f"adaptive_avg_pool{n}d"
-    x, unbatched = _batched(input, n, name)
-    sizes = _adaptive_sizes(x, output_size, n, name)
-    for i, out in enumerate(sizes):
-        dim = 2 + i
-        # one averaging matrix per dim: averaging over a box is averaging each dim in turn
-        weights = np.zeros((out, x.shape[dim]))
-        for row, (start, end) in enumerate(_bounds(x.shape[dim], out)):
-            weights[row, start:end] = 1.0 / (end - start)
-        matrix = _C.from_numpy(weights).to(x.dtype)
-        x = _C.movedim(_C.matmul(_C.movedim(x, dim, -1), _C.transpose(matrix, 0, 1)), -1, dim)
-    return _C.squeeze(x, [0]) if unbatched else x
-
-
-def _adaptive_windows(x, sizes: list[int], n: int):
-    """x [N, C, *spatial] -> [N, C, *out, *k]: every adaptive window, padded to the longest one by
-    repeating its last element (which changes neither its max nor where the first max is)."""
-    for i, out in enumerate(sizes):
-        dim = 2 + 2 * i  # earlier dims are already split into (out, k) pairs
-        bounds = _bounds(x.shape[dim], out)
-        longest = max((end - start for start, end in bounds), default=1)
-        rows = [min(start + j, end - 1) for start, end in bounds for j in range(longest)]
-        picked = _C.index_select(x, dim, _C.from_numpy(np.array(rows, dtype=np.int64)))
-        x = _C.reshape(picked, list(x.shape[:dim]) + [out, longest] + list(x.shape[dim + 1:]))
-    order = [0, 1] + [2 + 2 * i for i in range(n)] + [3 + 2 * i for i in range(n)]
-    return _C.permute(x, order)
+    x, _ = _batched(input, n, name)
+    return _C.adaptive_avg_pool(input, _adaptive_sizes(x, output_size, n, name))
 
 
 def _adaptive_max(input, output_size, return_indices: bool, n: int):
     name = f"adaptive_max_pool{n}d"
-    x, unbatched = _batched(input, n, name)
-    sizes = _adaptive_sizes(x, output_size, n, name)
-    if x.numel() == 0 or 0 in sizes:
-        out = _C.zeros(list(x.shape[:2]) + sizes, dtype=x.dtype)
-        indices = _C.zeros(list(x.shape[:2]) + sizes, dtype=_C.int64)
-    else:
-        values = _adaptive_windows(x, sizes, n)
-        positions = _adaptive_windows(_spatial_index(x, n), sizes, n) if return_indices else None
-        out, indices = _window_max(values, positions, n, return_indices)
-    if unbatched:
-        out = _C.squeeze(out, [0])
-        indices = _C.squeeze(indices, [0]) if return_indices else None
+    x, _ = _batched(input, n, name)
+    out, indices = _C.adaptive_max_pool(input, _adaptive_sizes(x, output_size, n, name))
     return (out, indices) if return_indices else out
 
 

@@ -466,91 +466,25 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     return _C.squeeze(image, [0]) if input.dim() == 2 else image
 
 
-def _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode: bool, n: int):
-    """Per spatial dim: (before, after) padding, where `after` also covers ceil_mode's last window."""
-    pads = []
-    for size, k, s, p, d in zip(x.shape[2:], kernel, stride, padding, dilation, strict=True):
-        if p > (d * (k - 1) + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} "
-                               f"and dilation={d}")
-        span = d * (k - 1) + 1
-        top = size + 2 * p - span
-        out = (-(-top // s) if ceil_mode else top // s) + 1
-        if ceil_mode and (out - 1) * s >= size + p:  # the last window must start inside the input or left pad
-            out -= 1
-        if out <= 0:
-            raise RuntimeError(f"Given input size: {list(x.shape[1:])}. Calculated output size is too small")
-        pads.append((p, max(p, (out - 1) * s + span - size - p)))
-    return pads
-
-
 def _pool_args(kernel_size, stride, padding, dilation, n):
     kernel = _ntuple(kernel_size, n, "kernel_size")
     stride = kernel if stride is None or stride == [] or stride == () else _ntuple(stride, n, "stride")
     return kernel, stride, _ntuple(padding, n, "padding"), _ntuple(dilation, n, "dilation")
 
 
-def _spatial_index(x, n: int):
-    """[1, 1, *spatial] int64: each position's offset in the flattened spatial dims (what
-    return_indices reports and max_unpool consumes)."""
-    spatial = list(x.shape[2:2 + n])
-    count = 1
-    for size in spatial:
-        count *= size
-    return _C.reshape(_C.arange(0, count, 1, dtype=_C.int64), [1, 1] + spatial)
-
-
-def _window_max(values, positions, n: int, return_indices: bool):
-    """The max of each window ([N, C, *out, *k]) and, optionally, where it sits in the input.
-
-    The value is gathered at the first maximum, so the gradient goes to that one element as in
-    PyTorch (amax would share it among ties, e.g. the zeros after a ReLU)."""
-    out_shape = list(values.shape[:2 + n])
-    taps = 1
-    for size in values.shape[2 + n:]:
-        taps *= size  # explicit, since -1 cannot be inferred for an empty batch
-    flat = _C.reshape(values, out_shape + [taps])
-    first = _C.unsqueeze(flat.detach().argmax(dim=-1), -1)
-    out = _C.squeeze(_C.gather(flat, -1, first), [-1])
-    if not return_indices:
-        return out, None
-    where = _C.reshape(positions, list(positions.shape[:2 + n]) + [taps]).expand(out_shape + [taps])
-    return out, _C.squeeze(_C.gather(where, -1, first), [-1])
-
-
 def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, n):
-    x, unbatched = _batched(input, n, f"max_pool{n}d")
+    _batched(input, n, f"max_pool{n}d")  # the rank check, with PyTorch's message
     kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation, n)
-    pads = _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode, n)
-    win = _windows(_pad_spatial(x, pads, float("-inf")), kernel, stride, dilation)
-    positions = _windows(_pad_spatial(_spatial_index(x, n), pads, -1), kernel, stride, dilation) \
-        if return_indices else None
-    out, indices = _window_max(win, positions, n, return_indices)
-    if unbatched:
-        out = _C.squeeze(out, [0])
-        indices = _C.squeeze(indices, [0]) if return_indices else None
+    out, indices = _C.max_pool_with_indices(input, list(kernel), list(stride), list(padding), list(dilation),
+                                            ceil_mode)
     return (out, indices) if return_indices else out
 
 
 def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, n):
-    x, unbatched = _batched(input, n, f"avg_pool{n}d")
-    kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, 1, n)
-    pads = _pool_geometry(x, kernel, stride, padding, dilation, ceil_mode, n)
-    dims = list(range(2 + n, 2 + 2 * n))
-    total = _windows(_pad_spatial(x, pads, 0.0), kernel, stride, dilation).sum(dims)
-    if divisor_override:
-        out = total / divisor_override
-    else:
-        # each window's divisor: its elements inside the input, plus inside the padding when
-        # count_include_pad (never the extra right side ceil_mode adds)
-        ones = _C.ones([1, 1] + list(x.shape[2:]), dtype=x.dtype)
-        if count_include_pad:
-            ones = _pad_spatial(ones, [(p, p) for p in padding], 1.0)
-            ones = _pad_spatial(ones, [(0, after - p) for (_, after), p in zip(pads, padding, strict=True)], 0.0)
-        else:
-            ones = _pad_spatial(ones, pads, 0.0)
-        out = total / _windows(ones, kernel, stride, dilation).sum(dims)
-    return _C.squeeze(out, [0]) if unbatched else out
+    _batched(input, n, f"avg_pool{n}d")
+    kernel, stride, padding, _ = _pool_args(kernel_size, stride, padding, 1, n)
+    return _C.avg_pool(input, list(kernel), list(stride), list(padding), ceil_mode, count_include_pad,
+                       divisor_override)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
