@@ -128,6 +128,9 @@ def test_backward_ops_are_checked_and_linear():
     out, idx = ember.max_pool_with_indices(x, [2, 2], [2, 2], [0, 0], [1, 1], False)
     g = _t(RNG.standard_normal((1, 1, 2, 2)), True)
     assert gradcheck(lambda gg: ember.max_pool_with_indices_backward(gg, x, idx, 2), (g,), check_forward_ad=True)
+    assert gradcheck(lambda gg: ember.adaptive_avg_pool_backward(gg, x, [2, 2]), (g,), check_forward_ad=True)
+    assert gradcheck(lambda gg: ember.avg_pool_backward(gg, x, [2, 2], [2, 2], [0, 0], False, True, None), (g,),
+                     check_forward_ad=True)
     bad = _t(np.array([[[[0, 1], [2, 16]]]], dtype=np.int64))
     with pytest.raises(IndexError, match="index 16 out of range for a plane of 16 elements"):
         ember.max_pool_with_indices_backward(g, x, bad, 2)
