@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include "backend/cpu/vec.h"
 #include "loops.h"
 #include "ops/kernels.h"
 
@@ -163,6 +164,26 @@ acc_t<T> reduce_one(const T* data, int64_t base, const Dims& red) {
   if constexpr (is_float_extreme_v<A, Op>) {
     if (red.sizes.size() == 1 && red.strides[0] == 1) return extreme_run<T, Op>(data + base, red.sizes[0]);
   }
+  if constexpr (std::is_same_v<Op, SumOp<A>> && std::is_floating_point_v<T> && std::is_same_v<T, A>) {
+    if (red.sizes.size() == 1 && red.strides[0] == 1) {  // contiguous float sum: 4 vectors of partial sums
+      const T* p = data + base;
+      const int64_t n = red.sizes[0];
+      constexpr int64_t L = kLanes<T>;
+      Vec<T> v0{}, v1{}, v2{}, v3{};
+      int64_t i = 0;
+      for (; i + 4 * L <= n; i += 4 * L) {
+        v0 += load(p + i);
+        v1 += load(p + i + L);
+        v2 += load(p + i + 2 * L);
+        v3 += load(p + i + 3 * L);
+      }
+      const Vec<T> v = (v0 + v1) + (v2 + v3);
+      A acc = 0;
+      for (int64_t k = 0; k < L; ++k) acc += v[k];
+      for (; i < n; ++i) acc += p[i];
+      return acc;
+    }
+  }
   if (red.sizes.size() == 1 && red.strides[0] == 1) {  // contiguous run: 8 independent chains
     const T* p = data + base;
     const int64_t n = red.sizes[0];
@@ -231,6 +252,27 @@ void reduce_all_outputs(const Tensor& out, const Tensor& in, int64_t reduced_dim
   const T* data = in.data<T>();
   T* o = out.data<T>();
   const int64_t n_out = out.numel();
+  // Note [split reduction]: one long contiguous run (a full sum) is cut into fixed pieces reduced
+  // in parallel and combined in piece order, so it uses every thread and its result still does
+  // not depend on the thread count.
+  constexpr int64_t kPiece = int64_t(1) << 16;
+  if (n_out == 1 && red_contiguous && r > 2 * kPiece) {
+    using A = acc_t<T>;
+    const int64_t pieces = (r + kPiece - 1) / kPiece;
+    std::vector<A> partial(pieces);
+    parallel_for(0, pieces, 1, [&](int64_t b, int64_t e) {
+      for (int64_t q = b; q < e; ++q) {
+        Dims piece;
+        piece.sizes = {std::min(kPiece, r - q * kPiece)};
+        piece.strides = {1};
+        partial[q] = reduce_one<T, Op>(data, q * kPiece, piece);
+      }
+    });
+    A acc = partial[0];
+    for (int64_t q = 1; q < pieces; ++q) acc = Op::step(acc, partial[q]);
+    o[0] = static_cast<T>(acc);
+    return;
+  }
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(r, 1));
   parallel_for(0, n_out, grain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
