@@ -230,12 +230,12 @@ inline Tensor silu_grad(const Tensor& grad, const Tensor& self) {
   if (fused_backward_ok()) return autograd::silu_backward(grad, self);
   const Tensor s = autograd::sigmoid(self, std::nullopt);
   const Tensor one_minus = autograd::sub(num(1.0), s, Scalar(int64_t(1)), std::nullopt);
-  return autograd::mul(
-      grad,
-      autograd::mul(s, autograd::add(num(1.0), autograd::mul(self, one_minus, std::nullopt), Scalar(int64_t(1)),
+  return autograd::mul(grad,
+                       autograd::mul(s,
+                                     autograd::add(num(1.0), autograd::mul(self, one_minus, std::nullopt),
+                                                   Scalar(int64_t(1)), std::nullopt),
                                      std::nullopt),
-                    std::nullopt),
-      std::nullopt);
+                       std::nullopt);
 }
 
 inline Tensor softplus_grad(const Tensor& grad, const Tensor& self, double beta, double threshold) {

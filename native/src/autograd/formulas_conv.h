@@ -19,9 +19,10 @@ inline Tensor weight_grad(const Tensor& x, const Tensor& gy, const IntList& kern
   const int64_t cg = x.size(1) / groups, og = gy.size(1) / groups, n = x.dim() - 2;
   std::vector<Tensor> parts;
   for (int64_t g = 0; g < groups; ++g) {
-    const Tensor xg = autograd::transpose(autograd::narrow(x, 1, g * cg, cg), 0, 1);    // [Cg, N, *in]
+    const Tensor xg = autograd::transpose(autograd::narrow(x, 1, g * cg, cg), 0, 1);   // [Cg, N, *in]
     const Tensor gg = autograd::transpose(autograd::narrow(gy, 1, g * og, og), 0, 1);  // [Og, N, *out]
-    Tensor y = autograd::convolution(xg, gg, std::nullopt, dilation, padding, stride, false, IntList(n, 0), 1);
+    Tensor y =
+        autograd::convolution(xg, gg, std::nullopt, dilation, padding, stride, false, IntList(n, 0), 1);
     for (int64_t i = 0; i < n; ++i) y = autograd::narrow(y, 2 + i, 0, kernel[i]);
     parts.push_back(autograd::transpose(y, 0, 1));  // [Og, Cg, *k]
   }
@@ -42,9 +43,9 @@ inline std::vector<Tensor> convolution_grads(const std::vector<Tensor>& grads, c
   const Tensor& grad = grads.at(0);
   if (!grad.defined()) return {Tensor(), Tensor(), Tensor()};
   if (fused_backward_ok()) {
-    auto [gi, gw, gb] = autograd::convolution_backward(grad, input, weight, stride, padding, dilation, transposed,
-                                                       output_padding, groups, mask[0], mask[1],
-                                                       mask[2] && bias.defined());
+    auto [gi, gw, gb] =
+        autograd::convolution_backward(grad, input, weight, stride, padding, dilation, transposed,
+                                       output_padding, groups, mask[0], mask[1], mask[2] && bias.defined());
     return {gi, gw, gb};
   }
   const int64_t n = input.dim() - 2;
@@ -56,7 +57,8 @@ inline std::vector<Tensor> convolution_grads(const std::vector<Tensor>& grads, c
     if (!transposed) {  // the transposed convolution, with the output padding that restores the size
       IntList extra(n);
       for (int64_t i = 0; i < n; ++i)
-        extra[i] = input.size(2 + i) - ((grad.size(2 + i) - 1) * s[i] - 2 * p[i] + d[i] * (kernel[i] - 1) + 1);
+        extra[i] =
+            input.size(2 + i) - ((grad.size(2 + i) - 1) * s[i] - 2 * p[i] + d[i] * (kernel[i] - 1) + 1);
       gi = autograd::convolution(grad, weight, std::nullopt, s, p, d, true, extra, groups);
     } else {
       gi = autograd::convolution(grad, weight, std::nullopt, s, p, d, false, IntList(n, 0), groups);
@@ -75,18 +77,18 @@ inline std::vector<Tensor> convolution_grads(const std::vector<Tensor>& grads, c
 }
 
 // convolution is bilinear in (input, weight) plus the bias
-inline Tensor convolution_jvp(const Tensor& input, const Tensor& input_t, const Tensor& weight, const Tensor& weight_t,
-                              const Tensor& bias_t, const IntList& stride, const IntList& padding,
-                              const IntList& dilation, bool transposed, const IntList& output_padding,
-                              int64_t groups) {
+inline Tensor convolution_jvp(const Tensor& input, const Tensor& input_t, const Tensor& weight,
+                              const Tensor& weight_t, const Tensor& bias_t, const IntList& stride,
+                              const IntList& padding, const IntList& dilation, bool transposed,
+                              const IntList& output_padding, int64_t groups) {
   Tensor t;
   if (input_t.defined()) {
-    t = autograd::convolution(input_t, weight, std::nullopt, stride, padding, dilation, transposed, output_padding,
-                              groups);
+    t = autograd::convolution(input_t, weight, std::nullopt, stride, padding, dilation, transposed,
+                              output_padding, groups);
   }
   if (weight_t.defined()) {
-    t = add_tangents(t, autograd::convolution(input, weight_t, std::nullopt, stride, padding, dilation, transposed,
-                                              output_padding, groups));
+    t = add_tangents(t, autograd::convolution(input, weight_t, std::nullopt, stride, padding, dilation,
+                                              transposed, output_padding, groups));
   }
   if (bias_t.defined()) {
     const Tensor y = autograd::convolution(input, weight, std::nullopt, stride, padding, dilation, transposed,

@@ -44,15 +44,14 @@ inline Tensor normalized_tangent(const Tensor& dx, const Tensor& xhat, const Ten
 
 inline std::vector<Tensor> layer_norm_grads(const std::vector<Tensor>& grads, const Tensor& input,
                                             const IntList& normalized_shape, const Tensor& weight,
-                                            const Tensor& bias, const Tensor& mean, const Tensor& rstd, double eps,
-                                            const std::array<bool, 3>& mask) {
+                                            const Tensor& bias, const Tensor& mean, const Tensor& rstd,
+                                            double eps, const std::array<bool, 3>& mask) {
   using namespace norm_detail;
   const Tensor& grad = grads.at(0);
   if (!grad.defined()) return {Tensor(), Tensor(), Tensor()};
   if (fused_backward_ok()) {
-    auto [gi, gw, gb] =
-        autograd::native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, opt(weight), opt(bias),
-                                             mask[0], mask[1], mask[2]);
+    auto [gi, gw, gb] = autograd::native_layer_norm_backward(
+        grad, input, normalized_shape, mean, rstd, opt(weight), opt(bias), mask[0], mask[1], mask[2]);
     return {gi, gw, gb};
   }
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
@@ -61,19 +60,22 @@ inline std::vector<Tensor> layer_norm_grads(const std::vector<Tensor>& grads, co
   const Tensor r = autograd::rsqrt(plus(mean_over(times(centered, centered), dims), num(eps)), std::nullopt);
   const Tensor xhat = times(centered, r);
   const Tensor g = weight.defined() ? times(grad, weight) : grad;
-  const Tensor gi = times(r, minus(minus(g, mean_over(g, dims)), times(xhat, mean_over(times(g, xhat), dims))));
-  const Tensor gw = mask[1] && weight.defined() ? sum_to(times(grad, xhat), outer, normalized_shape) : Tensor();
+  const Tensor gi =
+      times(r, minus(minus(g, mean_over(g, dims)), times(xhat, mean_over(times(g, xhat), dims))));
+  const Tensor gw =
+      mask[1] && weight.defined() ? sum_to(times(grad, xhat), outer, normalized_shape) : Tensor();
   const Tensor gb = mask[2] && bias.defined() ? sum_to(grad, outer, normalized_shape) : Tensor();
   return {gi, gw, gb};
 }
 
 inline Tensor layer_norm_jvp(const Tensor& input, const Tensor& input_t, const Tensor& weight,
-                             const Tensor& weight_t, const Tensor& bias_t, const Tensor& mean, const Tensor& rstd,
-                             const IntList& normalized_shape) {
+                             const Tensor& weight_t, const Tensor& bias_t, const Tensor& mean,
+                             const Tensor& rstd, const IntList& normalized_shape) {
   using namespace norm_detail;
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   const IntList dims = dims_from(input.dim() - k, input.dim());
-  const Tensor m = autograd::to_dtype(mean, input.dtype(), false), r = autograd::to_dtype(rstd, input.dtype(), false);
+  const Tensor m = autograd::to_dtype(mean, input.dtype(), false),
+               r = autograd::to_dtype(rstd, input.dtype(), false);
   const Tensor xhat = times(minus(input, m), r);
   Tensor t;
   if (input_t.defined()) {
@@ -88,14 +90,14 @@ inline Tensor layer_norm_jvp(const Tensor& input, const Tensor& input_t, const T
 // ---- RMS norm -------------------------------------------------------------------------------------
 
 inline std::vector<Tensor> rms_norm_grads(const std::vector<Tensor>& grads, const Tensor& input,
-                                          const IntList& normalized_shape, const Tensor& weight, const Tensor& rstd,
-                                          double eps, const std::array<bool, 2>& mask) {
+                                          const IntList& normalized_shape, const Tensor& weight,
+                                          const Tensor& rstd, double eps, const std::array<bool, 2>& mask) {
   using namespace norm_detail;
   const Tensor& grad = grads.at(0);
   if (!grad.defined()) return {Tensor(), Tensor()};
   if (fused_backward_ok()) {
-    auto [gi, gw] =
-        autograd::_fused_rms_norm_backward(grad, input, normalized_shape, rstd, opt(weight), mask[0], mask[1]);
+    auto [gi, gw] = autograd::_fused_rms_norm_backward(grad, input, normalized_shape, rstd, opt(weight),
+                                                       mask[0], mask[1]);
     return {gi, gw};
   }
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
@@ -104,12 +106,13 @@ inline std::vector<Tensor> rms_norm_grads(const std::vector<Tensor>& grads, cons
   const Tensor xhat = times(input, r);
   const Tensor g = weight.defined() ? times(grad, weight) : grad;
   const Tensor gi = times(r, minus(g, times(xhat, mean_over(times(g, xhat), dims))));
-  const Tensor gw = mask[1] && weight.defined() ? sum_to(times(grad, xhat), outer, normalized_shape) : Tensor();
+  const Tensor gw =
+      mask[1] && weight.defined() ? sum_to(times(grad, xhat), outer, normalized_shape) : Tensor();
   return {gi, gw};
 }
 
-inline Tensor rms_norm_jvp(const Tensor& input, const Tensor& input_t, const Tensor& weight, const Tensor& weight_t,
-                           const Tensor& rstd, const IntList& normalized_shape) {
+inline Tensor rms_norm_jvp(const Tensor& input, const Tensor& input_t, const Tensor& weight,
+                           const Tensor& weight_t, const Tensor& rstd, const IntList& normalized_shape) {
   using namespace norm_detail;
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   const IntList dims = dims_from(input.dim() - k, input.dim());
@@ -135,15 +138,15 @@ inline Tensor channel_view(const Tensor& t, const Tensor& like) {  // [C] -> [1,
 }  // namespace norm_detail
 
 inline std::vector<Tensor> group_norm_grads(const std::vector<Tensor>& grads, const Tensor& input,
-                                            const Tensor& weight, const Tensor& mean, const Tensor& rstd, int64_t N,
-                                            int64_t C, int64_t HxW, int64_t group, double eps,
+                                            const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                                            int64_t N, int64_t C, int64_t HxW, int64_t group, double eps,
                                             const std::array<bool, 3>& mask) {
   using namespace norm_detail;
   const Tensor& grad = grads.at(0);
   if (!grad.defined()) return {Tensor(), Tensor(), Tensor()};
   if (fused_backward_ok()) {
-    auto [gi, gw, gb] = autograd::native_group_norm_backward(grad, input, mean, rstd, opt(weight), N, C, HxW, group,
-                                                             mask[0], mask[1], mask[2]);
+    auto [gi, gw, gb] = autograd::native_group_norm_backward(grad, input, mean, rstd, opt(weight), N, C, HxW,
+                                                             group, mask[0], mask[1], mask[2]);
     return {gi, gw, gb};
   }
   const Tensor x3 = autograd::reshape(input, {N, group, -1});
@@ -153,7 +156,8 @@ inline std::vector<Tensor> group_norm_grads(const std::vector<Tensor>& grads, co
   const Tensor g = weight.defined() ? times(grad, channel_view(weight, input)) : grad;
   const Tensor g3 = autograd::reshape(g, {N, group, -1}), xh3 = autograd::reshape(xhat, {N, group, -1});
   const Tensor gi = autograd::reshape(
-      times(r, minus(minus(g3, mean_over(g3, {2})), times(xh3, mean_over(times(g3, xh3), {2})))), input.sizes());
+      times(r, minus(minus(g3, mean_over(g3, {2})), times(xh3, mean_over(times(g3, xh3), {2})))),
+      input.sizes());
   IntList not_channel = {0};
   for (int64_t d = 2; d < input.dim(); ++d) not_channel.push_back(d);
   const Tensor gw = mask[1] && weight.defined() ? sum_to(times(grad, xhat), not_channel, {C}) : Tensor();
@@ -161,8 +165,9 @@ inline std::vector<Tensor> group_norm_grads(const std::vector<Tensor>& grads, co
   return {gi, gw, gb};
 }
 
-inline Tensor group_norm_jvp(const Tensor& input, const Tensor& input_t, const Tensor& weight, const Tensor& weight_t,
-                             const Tensor& bias_t, const Tensor& mean, const Tensor& rstd, int64_t N, int64_t group) {
+inline Tensor group_norm_jvp(const Tensor& input, const Tensor& input_t, const Tensor& weight,
+                             const Tensor& weight_t, const Tensor& bias_t, const Tensor& mean,
+                             const Tensor& rstd, int64_t N, int64_t group) {
   using namespace norm_detail;
   const Tensor x3 = autograd::reshape(input, {N, group, -1});
   const Tensor m = autograd::unsqueeze(autograd::to_dtype(mean, input.dtype(), false), 2);
@@ -191,9 +196,9 @@ inline std::vector<Tensor> batch_norm_grads(const std::vector<Tensor>& grads, co
   const Tensor& grad = grads.at(0);
   if (!grad.defined()) return {Tensor(), Tensor(), Tensor()};
   if (fused_backward_ok()) {
-    auto [gi, gw, gb] = autograd::native_batch_norm_backward(grad, input, opt(weight), opt(running_mean),
-                                                             opt(running_var), opt(save_mean), opt(save_invstd),
-                                                             training, eps, mask[0], mask[1], mask[2]);
+    auto [gi, gw, gb] = autograd::native_batch_norm_backward(
+        grad, input, opt(weight), opt(running_mean), opt(running_var), opt(save_mean), opt(save_invstd),
+        training, eps, mask[0], mask[1], mask[2]);
     return {gi, gw, gb};
   }
   IntList not_channel = {0};
@@ -205,32 +210,36 @@ inline std::vector<Tensor> batch_norm_grads(const std::vector<Tensor>& grads, co
     r = autograd::rsqrt(plus(mean_over(times(centered, centered), not_channel), num(eps)), std::nullopt);
     xhat = times(centered, r);
   } else {
-    r = channel_view(autograd::rsqrt(plus(autograd::to_dtype(running_var, input.dtype(), false), num(eps)),
-                                     std::nullopt),
-                     input);
-    xhat = times(minus(input, channel_view(autograd::to_dtype(running_mean, input.dtype(), false), input)), r);
+    r = channel_view(
+        autograd::rsqrt(plus(autograd::to_dtype(running_var, input.dtype(), false), num(eps)), std::nullopt),
+        input);
+    xhat =
+        times(minus(input, channel_view(autograd::to_dtype(running_mean, input.dtype(), false), input)), r);
   }
   const Tensor g = weight.defined() ? times(grad, channel_view(weight, input)) : grad;
-  const Tensor gi =
-      training ? times(r, minus(minus(g, mean_over(g, not_channel)), times(xhat, mean_over(times(g, xhat), not_channel))))
-               : times(r, g);
+  const Tensor gi = training ? times(r, minus(minus(g, mean_over(g, not_channel)),
+                                              times(xhat, mean_over(times(g, xhat), not_channel))))
+                             : times(r, g);
   const Tensor gw = mask[1] && weight.defined() ? sum_to(times(grad, xhat), not_channel, {C}) : Tensor();
   const Tensor gb = mask[2] ? sum_to(grad, not_channel, {C}) : Tensor();
   return {gi, gw, gb};
 }
 
-inline Tensor batch_norm_jvp(const Tensor& input, const Tensor& input_t, const Tensor& weight, const Tensor& weight_t,
-                             const Tensor& bias_t, const Tensor& running_mean, const Tensor& running_var,
-                             const Tensor& save_mean, const Tensor& save_invstd, bool training, double eps) {
+inline Tensor batch_norm_jvp(const Tensor& input, const Tensor& input_t, const Tensor& weight,
+                             const Tensor& weight_t, const Tensor& bias_t, const Tensor& running_mean,
+                             const Tensor& running_var, const Tensor& save_mean, const Tensor& save_invstd,
+                             bool training, double eps) {
   using namespace norm_detail;
   IntList not_channel = {0};
   for (int64_t d = 2; d < input.dim(); ++d) not_channel.push_back(d);
-  const Tensor m = channel_view(autograd::to_dtype(training ? save_mean : running_mean, input.dtype(), false), input);
+  const Tensor m =
+      channel_view(autograd::to_dtype(training ? save_mean : running_mean, input.dtype(), false), input);
   const Tensor r =
       training ? channel_view(autograd::to_dtype(save_invstd, input.dtype(), false), input)
-               : channel_view(autograd::rsqrt(plus(autograd::to_dtype(running_var, input.dtype(), false), num(eps)),
-                                              std::nullopt),
-                              input);
+               : channel_view(
+                     autograd::rsqrt(plus(autograd::to_dtype(running_var, input.dtype(), false), num(eps)),
+                                     std::nullopt),
+                     input);
   const Tensor xhat = times(minus(input, m), r);
   Tensor t;
   if (input_t.defined()) {

@@ -7,12 +7,9 @@ namespace ember {
 
 const char* cpu_capability_name(CpuCapability c) {
   switch (c) {
-    case CpuCapability::AVX512:
-      return "avx512";
-    case CpuCapability::AVX2:
-      return "avx2";
-    default:
-      return "default";
+    case CpuCapability::AVX512: return "avx512";
+    case CpuCapability::AVX2: return "avx2";
+    default: return "default";
   }
 }
 
@@ -22,8 +19,9 @@ CpuCapability cpu_capability() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = CpuCapability::AVX2;
-    if (best == CpuCapability::AVX2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    if (best == CpuCapability::AVX2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq")) {
       best = CpuCapability::AVX512;
     }
 #endif

@@ -109,7 +109,8 @@ extern DispatchStub<BinaryFn> binary_stub;
 // are softplus's; the others ignore them. The derivative formulas use the backward kernel unless
 // a graph of the backward itself is being recorded (create_graph), where they compose ops.
 enum class ActivationOp { Gelu, GeluTanh, Silu, Mish, Softplus };
-using ActivationFn = void (*)(ActivationOp, const Tensor& out, const Tensor& in, double beta, double threshold);
+using ActivationFn = void (*)(ActivationOp, const Tensor& out, const Tensor& in, double beta,
+                              double threshold);
 extern DispatchStub<ActivationFn> activation_stub;
 using ActivationBackwardFn = void (*)(ActivationOp, const Tensor& grad_in, const Tensor& grad_out,
                                       const Tensor& in, double beta, double threshold);
@@ -122,8 +123,8 @@ extern DispatchStub<ActivationBackwardFn> activation_backward_stub;
 // gradient pointer may be null (not wanted).
 using SoftmaxFn = void (*)(const Tensor& out, const Tensor& in, int64_t rows, int64_t n, bool log);
 extern DispatchStub<SoftmaxFn> softmax_stub;
-using SoftmaxBackwardFn = void (*)(const Tensor& grad_in, const Tensor& grad_out, const Tensor& output, int64_t rows,
-                                   int64_t n, bool log);
+using SoftmaxBackwardFn = void (*)(const Tensor& grad_in, const Tensor& grad_out, const Tensor& output,
+                                   int64_t rows, int64_t n, bool log);
 extern DispatchStub<SoftmaxBackwardFn> softmax_backward_stub;
 
 struct RowNormArgs {

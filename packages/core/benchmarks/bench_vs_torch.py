@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import platform
 import resource
 import statistics
@@ -121,14 +120,19 @@ def _t(lib, a):
     return lib.from_numpy(a)
 
 
+def _bind(fn, *args):
+    """fn with its arguments fixed: the zero-argument call a case times."""
+    return lambda: fn(*args)
+
+
 def matmul_case(n: int) -> Case:
     a, b = _arr(n, n), _arr(n, n)
-    return Case(f"matmul f32 {n}", lambda lib: (lambda x=_t(lib, a), y=_t(lib, b): lib.matmul(x, y)), flops=2 * n**3)
+    return Case(f"matmul f32 {n}", lambda lib: _bind(lib.matmul, _t(lib, a), _t(lib, b)), flops=2 * n**3)
 
 
 def bmm_case() -> Case:
     a, b = _arr(64, 128, 128), _arr(64, 128, 128)
-    return Case("bmm 64x128^3", lambda lib: (lambda x=_t(lib, a), y=_t(lib, b): lib.bmm(x, y)), flops=2 * 64 * 128**3)
+    return Case("bmm 64x128^3", lambda lib: _bind(lib.bmm, _t(lib, a), _t(lib, b)), flops=2 * 64 * 128**3)
 
 
 def linear_case() -> Case:
@@ -159,15 +163,15 @@ def unary_case(name: str, fn_name: str, **kwargs) -> Case:
 
 def rowwise_case(name: str, call) -> Case:
     a = _arr(4096, 1024)
-    return Case(f"{name} (4096, 1024)", lambda lib: (lambda x=_t(lib, a): call(lib, x)), bytes=2 * a.nbytes)
+    return Case(f"{name} (4096, 1024)", lambda lib: _bind(call, lib, _t(lib, a)), bytes=2 * a.nbytes)
 
 
 def conv_case(name, batch, cin, cout, size, kernel, stride, padding) -> Case:
     x, w = _arr(batch, cin, size, size), _arr(cout, cin, kernel, kernel) * 0.1
     out = (size + 2 * padding - kernel) // stride + 1
     flops = 2 * batch * cout * out * out * cin * kernel * kernel
-    return Case(name, lambda lib: (lambda a=_t(lib, x), b=_t(lib, w): lib.nn.functional.conv2d(
-        a, b, stride=stride, padding=padding)), flops=flops)
+    return Case(name, lambda lib: _bind(lambda a, b: lib.nn.functional.conv2d(a, b, stride=stride, padding=padding),
+                                        _t(lib, x), _t(lib, w)), flops=flops)
 
 
 def _resnet50(nn):
@@ -289,7 +293,7 @@ def stft_case() -> Case:
 
 def rfft_case() -> Case:
     signal = _arr(1 << 20)
-    return Case("rfft 2^20 f32", lambda lib: (lambda x=_t(lib, signal): lib.fft.rfft(x)),
+    return Case("rfft 2^20 f32", lambda lib: _bind(lib.fft.rfft, _t(lib, signal)),
                 flops=2.5 * (1 << 20) * 20)
 
 
@@ -301,9 +305,9 @@ def small_cases() -> list[Case]:
         leaf = _t(lib, s1).requires_grad_()
         return lambda: (leaf * 2).sum().backward()
     return [
-        Case("add 1M f32", lambda lib: (lambda x=_t(lib, a), y=_t(lib, b): x + y), bytes=3 * a.nbytes),
-        Case("sum 1M f32", lambda lib: (lambda x=_t(lib, a): x.sum()), bytes=a.nbytes),
-        Case("tiny add (8 elements): per-op overhead", lambda lib: (lambda x=_t(lib, s1), y=_t(lib, s2): x + y)),
+        Case("add 1M f32", lambda lib: _bind(lambda x, y: x + y, _t(lib, a), _t(lib, b)), bytes=3 * a.nbytes),
+        Case("sum 1M f32", lambda lib: _bind(lambda x: x.sum(), _t(lib, a)), bytes=a.nbytes),
+        Case("tiny add (8 elements): per-op overhead", lambda lib: _bind(lambda x, y: x + y, _t(lib, s1), _t(lib, s2))),
         Case("backward of mul+sum (8 elements)", backward_setup),
     ]
 

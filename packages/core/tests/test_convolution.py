@@ -26,13 +26,13 @@ def conv_ref(x, w, b, stride, padding, dilation, groups):
     """Cross-correlation in float64, one output element at a time."""
     n = x.ndim - 2
     N, C = x.shape[:2]
-    O, Cg = w.shape[:2]
+    out_ch, Cg = w.shape[:2]
     k = w.shape[2:]
     xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
     out_size = [(xp.shape[2 + i] - dilation[i] * (k[i] - 1) - 1) // stride[i] + 1 for i in range(n)]
-    y = np.zeros((N, O, *out_size))
-    og = O // groups
-    for o in range(O):
+    y = np.zeros((N, out_ch, *out_size))
+    og = out_ch // groups
+    for o in range(out_ch):
         g = o // og
         for pos in itertools.product(*[range(s) for s in out_size]):
             window = xp[(slice(None), slice(g * Cg, (g + 1) * Cg)) + tuple(
@@ -40,7 +40,7 @@ def conv_ref(x, w, b, stride, padding, dilation, groups):
                 for i in range(n))]
             y[(slice(None), o) + pos] = (window * w[o]).reshape(N, -1).sum(1)
     if b is not None:
-        y += b.reshape((1, O) + (1,) * n)
+        y += b.reshape((1, out_ch) + (1,) * n)
     return y
 
 
@@ -80,10 +80,10 @@ CASES = [  # (spatial, kernel, stride, padding, dilation, groups, C, O)
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{len(c[0])}d-k{c[1]}-s{c[2]}-g{c[5]}")
 def test_convolution_matches_reference(case):
-    spatial, k, s, p, d, g, C, O = case
+    spatial, k, s, p, d, g, C, out_ch = case
     x = RNG.standard_normal((2, C, *spatial))
-    w = RNG.standard_normal((O, C // g, *k))
-    b = RNG.standard_normal(O)
+    w = RNG.standard_normal((out_ch, C // g, *k))
+    b = RNG.standard_normal(out_ch)
     want = conv_ref(x, w, b, s, p, d, g)
     got = ember.convolution(_t(x), _t(w), _t(b), list(s), list(p), list(d), False, [0] * len(s), g)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-11, atol=1e-11)
@@ -99,11 +99,11 @@ def test_convolution_matches_reference(case):
 
 @pytest.mark.parametrize("case", CASES[:4] + CASES[6:], ids=lambda c: f"{len(c[0])}d-k{c[1]}-s{c[2]}-g{c[5]}")
 def test_transposed_convolution_matches_reference(case):
-    spatial, k, s, p, d, g, C, O = case
+    spatial, k, s, p, d, g, C, out_ch = case
     op = [min(si, di) - 1 for si, di in zip(s, d, strict=True)]
     x = RNG.standard_normal((2, C, *spatial))
-    w = RNG.standard_normal((C, O // g, *k))
-    b = RNG.standard_normal(O // g * g)
+    w = RNG.standard_normal((C, out_ch // g, *k))
+    b = RNG.standard_normal(out_ch // g * g)
     want = conv_transpose_ref(x, w, b, s, p, op, d, g)
     got = ember.convolution(_t(x), _t(w), _t(b), list(s), list(p), list(d), True, op, g)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-11, atol=1e-11)

@@ -49,9 +49,11 @@ void forward(ActivationOp op, const Tensor& out, const Tensor& in, double beta, 
           {out, in}, [](VF x) { return vmath::gelu_tanh(x); },
           [](double x) { return x * sigmoid_of(2 * kTanhK * (x + kTanhC * x * x * x)); });
     case ActivationOp::Silu:
-      return vec_map<T, 1>({out, in}, [](VF x) { return vmath::silu(x); }, [](double x) { return x * sigmoid_of(x); });
+      return vec_map<T, 1>(
+          {out, in}, [](VF x) { return vmath::silu(x); }, [](double x) { return x * sigmoid_of(x); });
     case ActivationOp::Mish:
-      return vec_map<T, 1>({out, in}, [](VF x) { return vmath::mish(x); }, [](double x) { return x * mish_tanh(x); });
+      return vec_map<T, 1>(
+          {out, in}, [](VF x) { return vmath::mish(x); }, [](double x) { return x * mish_tanh(x); });
     case ActivationOp::Softplus: {
       const float bf = static_cast<float>(beta), tf = static_cast<float>(threshold);
       return vec_map<T, 1>(
@@ -138,13 +140,12 @@ void backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out, co
 }
 
 void activation_kernel(ActivationOp op, const Tensor& out, const Tensor& in, double beta, double threshold) {
-  visit<kAllFloat>(in.dtype(), "activation", [&](auto tag) {
-    forward<typename decltype(tag)::type>(op, out, in, beta, threshold);
-  });
+  visit<kAllFloat>(in.dtype(), "activation",
+                   [&](auto tag) { forward<typename decltype(tag)::type>(op, out, in, beta, threshold); });
 }
 
-void activation_backward_kernel(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out, const Tensor& in,
-                                double beta, double threshold) {
+void activation_backward_kernel(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out,
+                                const Tensor& in, double beta, double threshold) {
   visit<kAllFloat>(in.dtype(), "activation_backward", [&](auto tag) {
     backward<typename decltype(tag)::type>(op, grad_in, grad_out, in, beta, threshold);
   });

@@ -277,7 +277,8 @@ void where_kernel(const Tensor& out, const Tensor& cond, const Tensor& a, const 
         for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? xv : y[i];
       } else {
         for (int64_t i = 0; i < n; ++i) {
-          const T pair[2] = {*reinterpret_cast<const T*>(p[3] + i * s[3]), *reinterpret_cast<const T*>(p[2] + i * s[2])};
+          const T pair[2] = {*reinterpret_cast<const T*>(p[3] + i * s[3]),
+                             *reinterpret_cast<const T*>(p[2] + i * s[2])};
           *reinterpret_cast<T*>(p[0] + i * s[0]) = pair[c[i * s[1]] != 0];
         }
       }

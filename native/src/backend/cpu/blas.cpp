@@ -16,10 +16,10 @@ void scipy_cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alp
                        const float* b, int ldb, float beta, float* c, int ldc);
 void scipy_cblas_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha, const double* a, int lda,
                        const double* b, int ldb, double beta, double* c, int ldc);
-void scipy_cblas_cgemm(int order, int ta, int tb, int m, int n, int k, const void* alpha, const void* a, int lda,
-                       const void* b, int ldb, const void* beta, void* c, int ldc);
-void scipy_cblas_zgemm(int order, int ta, int tb, int m, int n, int k, const void* alpha, const void* a, int lda,
-                       const void* b, int ldb, const void* beta, void* c, int ldc);
+void scipy_cblas_cgemm(int order, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
+                       int lda, const void* b, int ldb, const void* beta, void* c, int ldc);
+void scipy_cblas_zgemm(int order, int ta, int tb, int m, int n, int k, const void* alpha, const void* a,
+                       int lda, const void* b, int ldb, const void* beta, void* c, int ldc);
 void scipy_openblas_set_num_threads(int n);
 char* scipy_openblas_get_config(void);
 char* scipy_openblas_get_corename(void);
@@ -66,16 +66,16 @@ template <>
 void gemm<float>(Operand a_op, Operand b_op, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                  const float* b, float beta, float* c, int64_t ldc) {
   prepare_threads();
-  scipy_cblas_sgemm(kRowMajor, trans_flag(a_op), trans_flag(b_op), int(m), int(n), int(k), alpha, a, int(a_op.ld),
-                    b, int(b_op.ld), beta, c, int(ldc));
+  scipy_cblas_sgemm(kRowMajor, trans_flag(a_op), trans_flag(b_op), int(m), int(n), int(k), alpha, a,
+                    int(a_op.ld), b, int(b_op.ld), beta, c, int(ldc));
 }
 
 template <>
 void gemm<double>(Operand a_op, Operand b_op, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
                   const double* b, double beta, double* c, int64_t ldc) {
   prepare_threads();
-  scipy_cblas_dgemm(kRowMajor, trans_flag(a_op), trans_flag(b_op), int(m), int(n), int(k), alpha, a, int(a_op.ld),
-                    b, int(b_op.ld), beta, c, int(ldc));
+  scipy_cblas_dgemm(kRowMajor, trans_flag(a_op), trans_flag(b_op), int(m), int(n), int(k), alpha, a,
+                    int(a_op.ld), b, int(b_op.ld), beta, c, int(ldc));
 }
 
 template <>

@@ -51,7 +51,8 @@ struct Geometry {
   }
   int64_t block() const {  // output positions per column block
     const int64_t rows = std::max<int64_t>(Cg * K, 1);
-    return std::min(L, std::max<int64_t>(kMinColumnBlock, kColumnBlockBytes / (rows * static_cast<int64_t>(sizeof(float)))));
+    return std::min(L, std::max<int64_t>(kMinColumnBlock,
+                                         kColumnBlockBytes / (rows * static_cast<int64_t>(sizeof(float)))));
   }
 };
 
@@ -94,14 +95,16 @@ void im2col(const Geometry& g, const T* x, int64_t l0, int64_t n, T* cols) {
             const T* src = xc + base;
             const int64_t iw0 = ow * g.s[2] - g.p[2] + kw * g.d[2];
             if (g.s[2] == 1) {  // a contiguous stretch, zero where it leaves the row
-              const int64_t lo = std::clamp<int64_t>(-iw0, 0, run), hi = std::clamp<int64_t>(g.in[2] - iw0, lo, run);
+              const int64_t lo = std::clamp<int64_t>(-iw0, 0, run),
+                            hi = std::clamp<int64_t>(g.in[2] - iw0, lo, run);
               std::fill(dst, dst + lo, T(0));
               std::memcpy(dst + lo, src + iw0 + lo, (hi - lo) * sizeof(T));
               std::fill(dst + hi, dst + run, T(0));
             } else {  // strided: the in-row taps are [lo, hi); no bounds test inside the copy
               const int64_t st = g.s[2];
               const int64_t lo = iw0 >= 0 ? 0 : std::min<int64_t>(run, (-iw0 + st - 1) / st);
-              const int64_t hi = g.in[2] - iw0 <= 0 ? lo : std::clamp<int64_t>((g.in[2] - iw0 + st - 1) / st, lo, run);
+              const int64_t hi =
+                  g.in[2] - iw0 <= 0 ? lo : std::clamp<int64_t>((g.in[2] - iw0 + st - 1) / st, lo, run);
               std::fill(dst, dst + lo, T(0));
               const T* from = src + iw0;
               for (int64_t t = lo; t < hi; ++t) dst[t] = from[t * st];
@@ -156,7 +159,8 @@ void conv_forward_typed(const ConvArgs& a) {
     }
     cols.resize(g.Cg * g.K * len);
     im2col(g, x, l0, len, cols.data());
-    blas::gemm<T>({false, g.Cg * g.K}, {false, len}, g.Og, len, g.Cg * g.K, T(1), w, cols.data(), beta, y, g.L);
+    blas::gemm<T>({false, g.Cg * g.K}, {false, len}, g.Og, len, g.Cg * g.K, T(1), w, cols.data(), beta, y,
+                  g.L);
   };
   if (tasks > 1 && get_num_threads() > 1) {
     blas::SerialBlas serial;
@@ -192,8 +196,8 @@ void conv_backward_input_typed(const ConvArgs& a) {
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t l0 = b * lb, len = std::min(lb, g.L - l0);
       cols.resize(g.Cg * g.K * len);
-      blas::gemm<T>({true, g.Cg * g.K}, {false, g.L}, g.Cg * g.K, len, g.Og, T(1), w, gy + l0, T(0), cols.data(),
-                    len);
+      blas::gemm<T>({true, g.Cg * g.K}, {false, g.L}, g.Cg * g.K, len, g.Og, T(1), w, gy + l0, T(0),
+                    cols.data(), len);
       col2im_add(g, cols.data(), l0, len, gx);
     }
   };

@@ -204,7 +204,8 @@ bool blas_gemm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, T alph
   blas::Operand ao, bo, co;
   const Tensor a = blas::as_operand(M, K, a_in.stride(1), a_in.stride(2), ao) ? a_in : a_in.contiguous();
   const Tensor b = blas::as_operand(K, N, b_in.stride(1), b_in.stride(2), bo) ? b_in : b_in.contiguous();
-  if (!blas::as_operand(M, K, a.stride(1), a.stride(2), ao) || !blas::as_operand(K, N, b.stride(1), b.stride(2), bo) ||
+  if (!blas::as_operand(M, K, a.stride(1), a.stride(2), ao) ||
+      !blas::as_operand(K, N, b.stride(1), b.stride(2), bo) ||
       !blas::as_operand(M, N, out.stride(1), out.stride(2), co)) {
     return false;
   }
@@ -223,9 +224,10 @@ bool blas_gemm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, T alph
   };
   if (batch > 1 && M * N * K < kBlasBatchParallelWork && get_num_threads() > 1) {
     blas::SerialBlas serial;
-    parallel_for(0, batch, std::max<int64_t>(1, kBlasBatchParallelWork / (M * N * K)), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) one(i);
-    });
+    parallel_for(0, batch, std::max<int64_t>(1, kBlasBatchParallelWork / (M * N * K)),
+                 [&](int64_t lo, int64_t hi) {
+                   for (int64_t i = lo; i < hi; ++i) one(i);
+                 });
   } else {
     for (int64_t i = 0; i < batch; ++i) one(i);
   }

@@ -218,8 +218,8 @@ void softmax_kernel(const Tensor& out, const Tensor& in, int64_t rows, int64_t n
   visit<kAllFloat>(in.dtype(), log ? "log_softmax" : "softmax",
                    [&](auto tag) { softmax_typed<typename decltype(tag)::type>(out, in, rows, n, log); });
 }
-void softmax_backward_kernel(const Tensor& grad_in, const Tensor& grad_out, const Tensor& output, int64_t rows,
-                             int64_t n, bool log) {
+void softmax_backward_kernel(const Tensor& grad_in, const Tensor& grad_out, const Tensor& output,
+                             int64_t rows, int64_t n, bool log) {
   visit<kAllFloat>(output.dtype(), "softmax_backward", [&](auto tag) {
     softmax_backward_typed<typename decltype(tag)::type>(grad_in, grad_out, output, rows, n, log);
   });
@@ -260,7 +260,8 @@ void layer_norm_typed(const RowNormArgs& a) {
       R[r] = static_cast<S>(rstd);
       const Vec<C> mv = splat(mean), rv = splat(rstd);
       int64_t i = 0;
-      for (; i + L<C> <= n; i += L<C>) store(y + i, (load(x + i) - mv) * rv * load(w.data() + i) + load(b.data() + i));
+      for (; i + L<C> <= n; i += L<C>)
+        store(y + i, (load(x + i) - mv) * rv * load(w.data() + i) + load(b.data() + i));
       for (; i < n; ++i) y[i] = (x[i] - mean) * rstd * w[i] + b[i];
       store_row<T, C>(Y + r * n, y, n);
     }
@@ -355,7 +356,8 @@ void group_norm_typed(const ChannelNormArgs& a) {
       const C* x = as_compute<T, C>(X + r * len, len, xb);
       C* y = out_row<T, C>(Y + r * len, len, yb);
       const C mean = static_cast<C>(len ? sum_of(x, len) / double(len) : 0.0);
-      const C rstd = static_cast<C>(1.0 / std::sqrt((len ? sq_dev(x, len, mean) / double(len) : 0.0) + a.eps));
+      const C rstd =
+          static_cast<C>(1.0 / std::sqrt((len ? sq_dev(x, len, mean) / double(len) : 0.0) + a.eps));
       M[r] = static_cast<Sx>(mean);
       R[r] = static_cast<Sx>(rstd);
       const int64_t g = r % G;
@@ -431,53 +433,54 @@ void batch_norm_typed(const ChannelNormArgs& a) {
   const std::vector<C> w = param_or<T, C>(a.weight, Ch, C(1)), b = param_or<T, C>(a.bias, Ch, C(0));
   const T* X = a.input->data<T>();
   T* Y = a.out->data<T>();
-  parallel_for(0, Ch, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(count, 1)), [&](int64_t lo,
-                                                                                                 int64_t hi) {
-    std::vector<C> xb, yb;
-    for (int64_t c = lo; c < hi; ++c) {
-      double mean, invstd;
-      if (a.training) {
-        double s = 0;
-        for (int64_t n = 0; n < N; ++n) s += sum_of(as_compute<T, C>(X + (n * Ch + c) * S, S, xb), S);
-        mean = count ? s / double(count) : 0.0;
-        double q = 0;
-        for (int64_t n = 0; n < N; ++n)
-          q += sq_dev(as_compute<T, C>(X + (n * Ch + c) * S, S, xb), S, static_cast<C>(mean));
-        const double var = count ? q / double(count) : 0.0;
-        invstd = 1.0 / std::sqrt(var + a.eps);
-        a.mean->data<Sx>()[c] = static_cast<Sx>(mean);
-        a.rstd->data<Sx>()[c] = static_cast<Sx>(invstd);
-        if (a.running_mean != nullptr) {  // momentum update, the variance unbiased (as PyTorch)
-          visit<kAllFloat>(a.running_mean->dtype(), "batch_norm", [&](auto tag) {
-            using R = typename decltype(tag)::type;
-            R& rm = a.running_mean->data<R>()[c];
-            rm = static_cast<R>((1 - a.momentum) * static_cast<double>(rm) + a.momentum * mean);
-          });
+  parallel_for(
+      0, Ch, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(count, 1)),
+      [&](int64_t lo, int64_t hi) {
+        std::vector<C> xb, yb;
+        for (int64_t c = lo; c < hi; ++c) {
+          double mean, invstd;
+          if (a.training) {
+            double s = 0;
+            for (int64_t n = 0; n < N; ++n) s += sum_of(as_compute<T, C>(X + (n * Ch + c) * S, S, xb), S);
+            mean = count ? s / double(count) : 0.0;
+            double q = 0;
+            for (int64_t n = 0; n < N; ++n)
+              q += sq_dev(as_compute<T, C>(X + (n * Ch + c) * S, S, xb), S, static_cast<C>(mean));
+            const double var = count ? q / double(count) : 0.0;
+            invstd = 1.0 / std::sqrt(var + a.eps);
+            a.mean->data<Sx>()[c] = static_cast<Sx>(mean);
+            a.rstd->data<Sx>()[c] = static_cast<Sx>(invstd);
+            if (a.running_mean != nullptr) {  // momentum update, the variance unbiased (as PyTorch)
+              visit<kAllFloat>(a.running_mean->dtype(), "batch_norm", [&](auto tag) {
+                using R = typename decltype(tag)::type;
+                R& rm = a.running_mean->data<R>()[c];
+                rm = static_cast<R>((1 - a.momentum) * static_cast<double>(rm) + a.momentum * mean);
+              });
+            }
+            if (a.running_var != nullptr) {
+              const double unbiased = count > 1 ? var * double(count) / double(count - 1) : var;
+              visit<kAllFloat>(a.running_var->dtype(), "batch_norm", [&](auto tag) {
+                using R = typename decltype(tag)::type;
+                R& rv = a.running_var->data<R>()[c];
+                rv = static_cast<R>((1 - a.momentum) * static_cast<double>(rv) + a.momentum * unbiased);
+              });
+            }
+          } else {
+            mean = a.mean->data<Sx>()[c];
+            invstd = a.rstd->data<Sx>()[c];
+          }
+          const C scale = static_cast<C>(invstd * w[c]), shift = static_cast<C>(b[c] - mean * invstd * w[c]);
+          const Vec<C> sv = splat(scale), hv = splat(shift);
+          for (int64_t n = 0; n < N; ++n) {
+            const C* x = as_compute<T, C>(X + (n * Ch + c) * S, S, xb);
+            C* y = out_row<T, C>(Y + (n * Ch + c) * S, S, yb);
+            int64_t i = 0;
+            for (; i + L<C> <= S; i += L<C>) store(y + i, load(x + i) * sv + hv);
+            for (; i < S; ++i) y[i] = x[i] * scale + shift;
+            store_row<T, C>(Y + (n * Ch + c) * S, y, S);
+          }
         }
-        if (a.running_var != nullptr) {
-          const double unbiased = count > 1 ? var * double(count) / double(count - 1) : var;
-          visit<kAllFloat>(a.running_var->dtype(), "batch_norm", [&](auto tag) {
-            using R = typename decltype(tag)::type;
-            R& rv = a.running_var->data<R>()[c];
-            rv = static_cast<R>((1 - a.momentum) * static_cast<double>(rv) + a.momentum * unbiased);
-          });
-        }
-      } else {
-        mean = a.mean->data<Sx>()[c];
-        invstd = a.rstd->data<Sx>()[c];
-      }
-      const C scale = static_cast<C>(invstd * w[c]), shift = static_cast<C>(b[c] - mean * invstd * w[c]);
-      const Vec<C> sv = splat(scale), hv = splat(shift);
-      for (int64_t n = 0; n < N; ++n) {
-        const C* x = as_compute<T, C>(X + (n * Ch + c) * S, S, xb);
-        C* y = out_row<T, C>(Y + (n * Ch + c) * S, S, yb);
-        int64_t i = 0;
-        for (; i + L<C> <= S; i += L<C>) store(y + i, load(x + i) * sv + hv);
-        for (; i < S; ++i) y[i] = x[i] * scale + shift;
-        store_row<T, C>(Y + (n * Ch + c) * S, y, S);
-      }
-    }
-  });
+      });
 }
 
 // train: dx = w invstd (dy - mean(dy) - xhat mean(dy xhat)); eval: dx = w invstd dy.
@@ -490,38 +493,40 @@ void batch_norm_backward_typed(const ChannelNormBackwardArgs& a) {
   const T* X = a.input->data<T>();
   const T* Gd = a.grad_out->data<T>();
   T* D = a.grad_input != nullptr ? a.grad_input->data<T>() : nullptr;
-  parallel_for(0, Ch, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(count, 1)), [&](int64_t lo,
-                                                                                                 int64_t hi) {
-    std::vector<C> xb, gb, db;
-    for (int64_t c = lo; c < hi; ++c) {
-      const C mean = static_cast<C>(a.mean->data<Sx>()[c]), invstd = static_cast<C>(a.rstd->data<Sx>()[c]);
-      double sdy = 0, sdyx = 0;
-      for (int64_t n = 0; n < N; ++n) {
-        const C* x = as_compute<T, C>(X + (n * Ch + c) * S, S, xb);
-        const C* g = as_compute<T, C>(Gd + (n * Ch + c) * S, S, gb);
-        sdy += sum_of(g, S);
-        sdyx += dot_dev(g, x, S, mean);
-      }
-      sdyx *= double(invstd);  // sum dy xhat
-      if (a.grad_weight != nullptr) a.grad_weight->data<T>()[c] = static_cast<T>(sdyx);
-      if (a.grad_bias != nullptr) a.grad_bias->data<T>()[c] = static_cast<T>(sdy);
-      if (D == nullptr) continue;
-      const C k = invstd * w[c];
-      const C mdy = a.training && count ? static_cast<C>(sdy / double(count)) : C(0);
-      const C mdyx = a.training && count ? static_cast<C>(sdyx / double(count)) : C(0);
-      const Vec<C> kv = splat(k), mdyv = splat(mdy), mdyxv = splat(mdyx), mv = splat(mean), iv = splat(invstd);
-      for (int64_t n = 0; n < N; ++n) {
-        const C* x = as_compute<T, C>(X + (n * Ch + c) * S, S, xb);
-        const C* g = as_compute<T, C>(Gd + (n * Ch + c) * S, S, gb);
-        C* d = out_row<T, C>(D + (n * Ch + c) * S, S, db);
-        int64_t i = 0;
-        for (; i + L<C> <= S; i += L<C>)
-          store(d + i, kv * (load(g + i) - mdyv - (load(x + i) - mv) * iv * mdyxv));
-        for (; i < S; ++i) d[i] = k * (g[i] - mdy - (x[i] - mean) * invstd * mdyx);
-        store_row<T, C>(D + (n * Ch + c) * S, d, S);
-      }
-    }
-  });
+  parallel_for(0, Ch, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(count, 1)),
+               [&](int64_t lo, int64_t hi) {
+                 std::vector<C> xb, gb, db;
+                 for (int64_t c = lo; c < hi; ++c) {
+                   const C mean = static_cast<C>(a.mean->data<Sx>()[c]),
+                           invstd = static_cast<C>(a.rstd->data<Sx>()[c]);
+                   double sdy = 0, sdyx = 0;
+                   for (int64_t n = 0; n < N; ++n) {
+                     const C* x = as_compute<T, C>(X + (n * Ch + c) * S, S, xb);
+                     const C* g = as_compute<T, C>(Gd + (n * Ch + c) * S, S, gb);
+                     sdy += sum_of(g, S);
+                     sdyx += dot_dev(g, x, S, mean);
+                   }
+                   sdyx *= double(invstd);  // sum dy xhat
+                   if (a.grad_weight != nullptr) a.grad_weight->data<T>()[c] = static_cast<T>(sdyx);
+                   if (a.grad_bias != nullptr) a.grad_bias->data<T>()[c] = static_cast<T>(sdy);
+                   if (D == nullptr) continue;
+                   const C k = invstd * w[c];
+                   const C mdy = a.training && count ? static_cast<C>(sdy / double(count)) : C(0);
+                   const C mdyx = a.training && count ? static_cast<C>(sdyx / double(count)) : C(0);
+                   const Vec<C> kv = splat(k), mdyv = splat(mdy), mdyxv = splat(mdyx), mv = splat(mean),
+                                iv = splat(invstd);
+                   for (int64_t n = 0; n < N; ++n) {
+                     const C* x = as_compute<T, C>(X + (n * Ch + c) * S, S, xb);
+                     const C* g = as_compute<T, C>(Gd + (n * Ch + c) * S, S, gb);
+                     C* d = out_row<T, C>(D + (n * Ch + c) * S, S, db);
+                     int64_t i = 0;
+                     for (; i + L<C> <= S; i += L<C>)
+                       store(d + i, kv * (load(g + i) - mdyv - (load(x + i) - mv) * iv * mdyxv));
+                     for (; i < S; ++i) d[i] = k * (g[i] - mdy - (x[i] - mean) * invstd * mdyx);
+                     store_row<T, C>(D + (n * Ch + c) * S, d, S);
+                   }
+                 }
+               });
 }
 
 void channel_norm_kernel(const ChannelNormArgs& a) {
@@ -535,14 +540,15 @@ void channel_norm_kernel(const ChannelNormArgs& a) {
   });
 }
 void channel_norm_backward_kernel(const ChannelNormBackwardArgs& a) {
-  visit<kAllFloat>(a.input->dtype(), a.groups > 0 ? "group_norm_backward" : "batch_norm_backward", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (a.groups > 0) {
-      group_norm_backward_typed<T>(a);
-    } else {
-      batch_norm_backward_typed<T>(a);
-    }
-  });
+  visit<kAllFloat>(a.input->dtype(), a.groups > 0 ? "group_norm_backward" : "batch_norm_backward",
+                   [&](auto tag) {
+                     using T = typename decltype(tag)::type;
+                     if (a.groups > 0) {
+                       group_norm_backward_typed<T>(a);
+                     } else {
+                       batch_norm_backward_typed<T>(a);
+                     }
+                   });
 }
 
 }  // namespace

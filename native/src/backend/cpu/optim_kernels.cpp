@@ -27,7 +27,8 @@ constexpr int64_t kPiece = int64_t(1) << 15;
 std::vector<Piece> pieces_of(const std::vector<Tensor>& params) {
   std::vector<Piece> out;
   for (int64_t i = 0; i < static_cast<int64_t>(params.size()); ++i)
-    for (int64_t b = 0; b < params[i].numel(); b += kPiece) out.push_back({i, b, std::min(params[i].numel(), b + kPiece)});
+    for (int64_t b = 0; b < params[i].numel(); b += kPiece)
+      out.push_back({i, b, std::min(params[i].numel(), b + kPiece)});
   return out;
 }
 
@@ -96,16 +97,16 @@ void sgd_typed(const FusedSgdArgs& a) {
   const C wd = C(a.weight_decay), mom = C(a.momentum), lr = C(a.lr), damp = C(1 - a.dampening);
   const bool use_buf = a.momentum != 0, first = a.is_first_step, nesterov = a.nesterov, maximize = a.maximize;
   static const std::vector<Tensor> kNone;
-  for_each_element<T>({a.params, a.grads, use_buf ? a.momentum_buffers : &kNone}, [&](auto& p, auto& g0, auto& buf,
-                                                                                       auto&, auto&) {
-    auto g = maximize ? -g0 : g0;
-    if (wd != 0) g = g + wd * p;
-    if (use_buf) {
-      buf = first ? g : buf * mom + g * damp;
-      g = nesterov ? g + mom * buf : buf;
-    }
-    p = p + g * (-lr);
-  });
+  for_each_element<T>({a.params, a.grads, use_buf ? a.momentum_buffers : &kNone},
+                      [&](auto& p, auto& g0, auto& buf, auto&, auto&) {
+                        auto g = maximize ? -g0 : g0;
+                        if (wd != 0) g = g + wd * p;
+                        if (use_buf) {
+                          buf = first ? g : buf * mom + g * damp;
+                          g = nesterov ? g + mom * buf : buf;
+                        }
+                        p = p + g * (-lr);
+                      });
 }
 
 template <typename T>
@@ -120,8 +121,8 @@ void adam_typed(const FusedAdamArgs& a) {
     const C one_minus_b1 = C(1 - a.beta1), one_minus_b2 = C(1 - a.beta2);
     const bool amsgrad = a.amsgrad, maximize = a.maximize, decoupled = a.decoupled_weight_decay;
     (void)lr;
-    const auto p = one(*a.params, i), g = one(*a.grads, i), m = one(*a.exp_avgs, i), v = one(*a.exp_avg_sqs, i),
-               mx = amsgrad ? one(*a.max_exp_avg_sqs, i) : std::vector<Tensor>{};
+    const auto p = one(*a.params, i), g = one(*a.grads, i), m = one(*a.exp_avgs, i),
+               v = one(*a.exp_avg_sqs, i), mx = amsgrad ? one(*a.max_exp_avg_sqs, i) : std::vector<Tensor>{};
     for_each_element<T>({&p, &g, &m, &v, &mx}, [&](auto& pp, auto& g0, auto& mm, auto& vv, auto& mxx) {
       auto gg = maximize ? -g0 : g0;
       if (wd != 0) {
@@ -191,7 +192,8 @@ void rmsprop_typed(const FusedRmspropArgs& a) {
 template <template <typename> class Body, typename Args>
 void by_dtype(const Args& a, const char* name) {
   if (a.params->empty()) return;
-  visit<kAllFloat>((*a.params)[0].dtype(), name, [&](auto tag) { Body<typename decltype(tag)::type>::run(a); });
+  visit<kAllFloat>((*a.params)[0].dtype(), name,
+                   [&](auto tag) { Body<typename decltype(tag)::type>::run(a); });
 }
 template <typename T>
 struct Sgd {

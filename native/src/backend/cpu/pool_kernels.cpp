@@ -129,7 +129,8 @@ void max_pool_kernel(const PoolArgs& a) {
                            [&](auto tag) { max_pool_typed<typename decltype(tag)::type>(a); });
 }
 void avg_pool_kernel(const PoolArgs& a) {
-  visit<kAllFloat>(a.input->dtype(), "avg_pool", [&](auto tag) { avg_pool_typed<typename decltype(tag)::type>(a); });
+  visit<kAllFloat>(a.input->dtype(), "avg_pool",
+                   [&](auto tag) { avg_pool_typed<typename decltype(tag)::type>(a); });
 }
 void pool_backward_kernel(const PoolArgs& a) {
   visit<kAllFloat>(a.input->dtype(), "pool_backward",

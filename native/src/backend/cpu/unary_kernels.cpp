@@ -123,11 +123,14 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
   // Functions with a vectorized real form (vec_math.h); complex inputs keep the std:: form.
 #define EMBER_VEC_REAL(OP, fn) \
   case UnaryOp::OP:            \
-    return vectorized(out, in, #OP, [](vmath::VF v) { return vmath::fn(v); }, [](double x) { return std::fn(x); });
-#define EMBER_VEC_ANY(OP, fn)                                                                          \
-  case UnaryOp::OP:                                                                                    \
-    if (::ember::is_complex(in.dtype())) return floats<true>(op, out, in, #OP, [](auto x) { return std::fn(x); }); \
-    return vectorized(out, in, #OP, [](vmath::VF v) { return vmath::fn(v); }, [](double x) { return std::fn(x); });
+    return vectorized(         \
+        out, in, #OP, [](vmath::VF v) { return vmath::fn(v); }, [](double x) { return std::fn(x); });
+#define EMBER_VEC_ANY(OP, fn)                                                   \
+  case UnaryOp::OP:                                                             \
+    if (::ember::is_complex(in.dtype()))                                        \
+      return floats<true>(op, out, in, #OP, [](auto x) { return std::fn(x); }); \
+    return vectorized(                                                          \
+        out, in, #OP, [](vmath::VF v) { return vmath::fn(v); }, [](double x) { return std::fn(x); });
   switch (op) {
     EMBER_VEC_ANY(Exp, exp)
     EMBER_REAL(Exp2, std::exp2(x))
@@ -152,14 +155,15 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
     EMBER_REAL(Acosh, std::acosh(x))
     EMBER_REAL(Atanh, std::atanh(x))
     case UnaryOp::Sigmoid:
-      return vectorized(out, in, "sigmoid", [](vmath::VF v) { return vmath::sigmoid(v); },
-                        [](double x) { return x < 0 ? std::exp(x) / (1.0 + std::exp(x)) : 1.0 / (1.0 + std::exp(-x)); });
-    EMBER_VEC_REAL(Erf, erf)
-    EMBER_VEC_REAL(Erfc, erfc)
-    EMBER_REAL(Lgamma, lgamma_of(x))
-    EMBER_REAL(Erfinv, static_cast<decltype(x)>(erfinv_double(x)))
-    EMBER_REAL(Digamma, static_cast<decltype(x)>(digamma_double(x)))
-    EMBER_REAL(Frac, x - std::trunc(x))
+      return vectorized(
+          out, in, "sigmoid", [](vmath::VF v) { return vmath::sigmoid(v); },
+          [](double x) { return x < 0 ? std::exp(x) / (1.0 + std::exp(x)) : 1.0 / (1.0 + std::exp(-x)); });
+      EMBER_VEC_REAL(Erf, erf)
+      EMBER_VEC_REAL(Erfc, erfc)
+      EMBER_REAL(Lgamma, lgamma_of(x))
+      EMBER_REAL(Erfinv, static_cast<decltype(x)>(erfinv_double(x)))
+      EMBER_REAL(Digamma, static_cast<decltype(x)>(digamma_double(x)))
+      EMBER_REAL(Frac, x - std::trunc(x))
 #undef EMBER_REAL
 #undef EMBER_ANY
 #undef EMBER_VEC_REAL

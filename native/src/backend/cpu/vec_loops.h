@@ -44,7 +44,8 @@ void vec_map(const std::array<Tensor, N + 1>& operands, const VF& vf, const SF& 
     } else {
       for (int64_t i = 0; i < n; ++i) {
         std::array<double, N> in;
-        for (int k = 0; k < N; ++k) in[k] = static_cast<double>(*reinterpret_cast<const T*>(p[k + 1] + i * s[k + 1]));
+        for (int k = 0; k < N; ++k)
+          in[k] = static_cast<double>(*reinterpret_cast<const T*>(p[k + 1] + i * s[k + 1]));
         *reinterpret_cast<T*>(p[0] + i * s[0]) = static_cast<T>(std::apply(sf, in));
       }
     }

@@ -134,8 +134,9 @@ inline V estrin(V x, const double (&c)[N]) {
   V t[kPairs];
 #pragma GCC unroll 16
   for (size_t i = 0; i < kPairs; ++i) {
-    t[i] = 2 * i + 1 < N ? fmadd(splat<E>(static_cast<E>(c[2 * i + 1])), x, splat<E>(static_cast<E>(c[2 * i])))
-                         : splat<E>(static_cast<E>(c[2 * i]));
+    t[i] = 2 * i + 1 < N
+               ? fmadd(splat<E>(static_cast<E>(c[2 * i + 1])), x, splat<E>(static_cast<E>(c[2 * i])))
+               : splat<E>(static_cast<E>(c[2 * i]));
   }
   V p = x * x;
 #pragma GCC unroll 16
@@ -177,8 +178,12 @@ constexpr float kLn2Lo = 1.428606765330187045e-06f;
 constexpr float kLog2e = 1.44269504088896341f;
 
 // e^r = 1 + r + r^2 P(r) on |r| <= ln2/2 (relative error 2.7e-9)
-constexpr double kExpP[] = {0.5, 0.1666666716337204, 0.04166646674275398, 0.008333360776305199,
-                            0.0013933597365394235, 0.00019857795268762857};
+constexpr double kExpP[] = {0.5,
+                            0.1666666716337204,
+                            0.04166646674275398,
+                            0.008333360776305199,
+                            0.0013933597365394235,
+                            0.00019857795268762857};
 // expm1(r) = r + r^2 P(r) on |r| <= ln2/2 (relative error 5.2e-11)
 constexpr double kExpm1P[] = {0.5,
                               0.1666666716337204,
@@ -253,7 +258,7 @@ inline VF log1p(VF x) {
 }
 
 // tanh(x) = x + x^3 P(x^2) on |x| <= 0.625 (relative error 4.8e-9)
-constexpr double kTanhP[] = {-0.3333333432674408,  0.13333304226398468,    -0.05395926907658577,
+constexpr double kTanhP[] = {-0.3333333432674408,  0.13333304226398468,   -0.05395926907658577,
                              0.021768974140286446, -0.008344098925590515, 0.0022928952239453793};
 
 inline VF tanh(VF x) {
@@ -264,7 +269,6 @@ inline VF tanh(VF x) {
   const VF large = copysign(t / (t + 2.0f), x);
   return select(x == 0.0f, x, select(a < 0.625f, small, large));  // keeps -0.0
 }
-
 
 // sigmoid, silu and mish combine e^x with divisions whose roundings add up past 2 ulp in
 // float32 (and far left e^x alone is subnormal, which x would magnify): they run in float64
@@ -302,16 +306,8 @@ inline VD exp(VD x) {
   VL k;
   const VD kf = round_near(x * 1.4426950408889634, k);
   const VD r = fmadd(kf, splat(-1.9082149292705877e-10), fmadd(kf, splat(-0.6931471803691238), x));
-  constexpr double kTaylor[] = {1.0,
-                                1.0,
-                                0.5,
-                                1.0 / 6,
-                                1.0 / 24,
-                                1.0 / 120,
-                                1.0 / 720,
-                                1.0 / 5040,
-                                1.0 / 40320,
-                                1.0 / 362880};
+  constexpr double kTaylor[] = {1.0,       1.0,       0.5,        1.0 / 6,     1.0 / 24,
+                                1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320, 1.0 / 362880};
   const VD p = estrin(r, kTaylor);
   // k / 2 rounded down, with a logical shift of a non-negative value: AVX2 has no 64-bit
   // arithmetic shift, which the compiler would emulate lane by lane.
@@ -376,14 +372,14 @@ inline VD mish_d(VD x) {
 }
 
 // erf(x) = x P(x^2) on |x| <= 1 (relative error 3.3e-11)
-constexpr double kErfP[] = {1.1283791670581775,    -0.3761263843522734,    0.11283781980273436,
-                            -0.026865400333370648, 0.005220946139363983,   -0.0008482838034045009,
+constexpr double kErfP[] = {1.1283791670581775,     -0.3761263843522734,   0.11283781980273436,
+                            -0.026865400333370648,  0.005220946139363983,  -0.0008482838034045009,
                             0.00011257008817115721, -9.641677691490935e-06};
 // erfc(x) = e^(-x^2) / x * Q(1/x) on 1 <= x <= 12 (relative error 4.1e-10)
-constexpr double kErfcQ[] = {0.5641885747153293,  5.3331758575581034e-05, -0.28332833554883496,
-                             0.016540433152218748, 0.2797062222958604,    0.8466000931841872,
-                             -4.516230299184129,   9.585860054791935,     -12.72203006775449,
-                             11.526925450116591,   -7.186669754007747,    2.965482488890818,
+constexpr double kErfcQ[] = {0.5641885747153293,   5.3331758575581034e-05, -0.28332833554883496,
+                             0.016540433152218748, 0.2797062222958604,     0.8466000931841872,
+                             -4.516230299184129,   9.585860054791935,      -12.72203006775449,
+                             11.526925450116591,   -7.186669754007747,     2.965482488890818,
                              -0.7311381423637366,  0.08162352593481983};
 
 // erfc(a) for a >= 1 (0 past 27, where it underflows double)

@@ -24,24 +24,25 @@ Tensor floating(const char* op, const Tensor& x) {
 
 ActivationOp gelu_kind(const std::string& approximate) {
   if (approximate == "none") return ActivationOp::Gelu;
-  EMBER_CHECK(approximate == "tanh", ValueError, "[gelu] approximate argument must be either none or tanh, but got '",
-              approximate, "'");
+  EMBER_CHECK(approximate == "tanh", ValueError,
+              "[gelu] approximate argument must be either none or tanh, but got '", approximate, "'");
   return ActivationOp::GeluTanh;
 }
 
-Tensor forward(const char* name, ActivationOp op, const Tensor& self, double beta = 1.0, double threshold = 20.0) {
+Tensor forward(const char* name, ActivationOp op, const Tensor& self, double beta = 1.0,
+               double threshold = 20.0) {
   const Tensor x = floating(name, self);
   Tensor out = empty(x.sizes(), x.dtype(), x.device());
   activation_stub.get(x.device().type)(op, out, x, beta, threshold);
   return out;
 }
 
-Tensor backward(const char* name, ActivationOp op, const Tensor& grad_output, const Tensor& self, double beta = 1.0,
-                double threshold = 20.0) {
+Tensor backward(const char* name, ActivationOp op, const Tensor& grad_output, const Tensor& self,
+                double beta = 1.0, double threshold = 20.0) {
   const Tensor x = floating(name, self);
   EMBER_CHECK(grad_output.device() == x.device(), Error, "[", name,
-              "] expected all tensors to be on the same device, but got ", grad_output.device().str(), " and ",
-              x.device().str());
+              "] expected all tensors to be on the same device, but got ", grad_output.device().str(),
+              " and ", x.device().str());
   const IntList shape = pointwise::broadcast_shapes(name, grad_output.sizes(), x.sizes());
   const Tensor g = grad_output.dtype() == x.dtype() ? grad_output : to_dtype(grad_output, x.dtype(), false);
   Tensor grad_input = empty(shape, x.dtype(), x.device());

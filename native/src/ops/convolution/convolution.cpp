@@ -29,8 +29,8 @@ std::string sizes_x(const IntList& s) {
 // One geometry argument as one value per spatial dim (a single value repeats).
 IntList per_dim(const char* what, const IntList& v, int64_t n) {
   if (v.size() == 1) return IntList(n, v[0]);
-  EMBER_CHECK(static_cast<int64_t>(v.size()) == n, Error, "[convolution] expected ", what, " to be a single integer or ",
-              n, " integers, but got ", dims::str(v));
+  EMBER_CHECK(static_cast<int64_t>(v.size()) == n, Error, "[convolution] expected ", what,
+              " to be a single integer or ", n, " integers, but got ", dims::str(v));
   return v;
 }
 
@@ -53,15 +53,21 @@ Plan plan(const Tensor& input, const Tensor& weight, const std::optional<Tensor>
           const IntList& padding, const IntList& dilation, bool transposed, const IntList& output_padding,
           int64_t groups) {
   const int64_t n = input.dim() - 2;
-  EMBER_CHECK(n >= 1 && n <= 3 && weight.dim() == input.dim(), Error, "[convolution] Expected ", weight.dim() - 1,
-              "D (unbatched) or ", weight.dim(), "D (batched) input to conv", weight.dim() - 2,
-              "d, but got input of size: ", dims::str(input.sizes()));
+  EMBER_CHECK(n >= 1 && n <= 3 && weight.dim() == input.dim(), Error, "[convolution] Expected ",
+              weight.dim() - 1, "D (unbatched) or ", weight.dim(), "D (batched) input to conv",
+              weight.dim() - 2, "d, but got input of size: ", dims::str(input.sizes()));
   EMBER_CHECK(input.device() == weight.device(), Error,
-              "[convolution] expected all tensors to be on the same device, but got ", input.device().str(), " and ",
-              weight.device().str());
-  Plan p{n, per_dim("stride", stride, n), per_dim("padding", padding, n), per_dim("dilation", dilation, n),
-         per_dim("output_padding", output_padding, n), IntList(weight.sizes().begin() + 2, weight.sizes().end()),
-         IntList(input.sizes().begin() + 2, input.sizes().end()), IntList(n), compute_dtype(input, weight)};
+              "[convolution] expected all tensors to be on the same device, but got ", input.device().str(),
+              " and ", weight.device().str());
+  Plan p{n,
+         per_dim("stride", stride, n),
+         per_dim("padding", padding, n),
+         per_dim("dilation", dilation, n),
+         per_dim("output_padding", output_padding, n),
+         IntList(weight.sizes().begin() + 2, weight.sizes().end()),
+         IntList(input.sizes().begin() + 2, input.sizes().end()),
+         IntList(n),
+         compute_dtype(input, weight)};
   for (int64_t i = 0; i < n; ++i) {
     EMBER_CHECK(p.stride[i] > 0, Error, "[convolution] non-positive stride is not supported");
     EMBER_CHECK(p.dilation[i] > 0, Error, "[convolution] dilation should be greater than zero");
@@ -71,9 +77,10 @@ Plan plan(const Tensor& input, const Tensor& weight, const std::optional<Tensor>
   EMBER_CHECK(groups > 0, Error, "[convolution] non-positive groups is not supported");
   const int64_t channels = input.size(1);
   if (!transposed) {
-    EMBER_CHECK(weight.size(0) % groups == 0 && channels == weight.size(1) * groups, Error, "[convolution] Given groups=",
-                groups, ", weight of size ", dims::str(weight.sizes()), ", expected input", dims::str(input.sizes()),
-                " to have ", weight.size(1) * groups, " channels, but got ", channels, " channels instead");
+    EMBER_CHECK(weight.size(0) % groups == 0 && channels == weight.size(1) * groups, Error,
+                "[convolution] Given groups=", groups, ", weight of size ", dims::str(weight.sizes()),
+                ", expected input", dims::str(input.sizes()), " to have ", weight.size(1) * groups,
+                " channels, but got ", channels, " channels instead");
     IntList padded(n);
     bool fits = true;
     for (int64_t i = 0; i < n; ++i) {
@@ -81,19 +88,21 @@ Plan plan(const Tensor& input, const Tensor& weight, const std::optional<Tensor>
       fits = fits && padded[i] >= p.dilation[i] * (p.kernel[i] - 1) + 1;
     }
     EMBER_CHECK(fits, Error, "[convolution] Calculated padded input size per channel: (", sizes_x(padded),
-                "). Kernel size: (", sizes_x(p.kernel), "). Kernel size can't be greater than actual input size");
+                "). Kernel size: (", sizes_x(p.kernel),
+                "). Kernel size can't be greater than actual input size");
     for (int64_t i = 0; i < n; ++i)
       p.out[i] = (padded[i] - p.dilation[i] * (p.kernel[i] - 1) - 1) / p.stride[i] + 1;
   } else {
     EMBER_CHECK(channels == weight.size(0) && weight.size(0) % groups == 0, Error,
-                "[convolution] Given transposed=1, weight of size ", dims::str(weight.sizes()), ", expected input",
-                dims::str(input.sizes()), " to have ", weight.size(0), " channels, but got ", channels,
-                " channels instead");
+                "[convolution] Given transposed=1, weight of size ", dims::str(weight.sizes()),
+                ", expected input", dims::str(input.sizes()), " to have ", weight.size(0),
+                " channels, but got ", channels, " channels instead");
     for (int64_t i = 0; i < n; ++i) {
       EMBER_CHECK(p.output_padding[i] < std::max(p.stride[i], p.dilation[i]), Error,
                   "[convolution] output padding must be smaller than either stride or dilation, but got "
                   "output_padding=",
-                  dims::str(p.output_padding), ", stride=", dims::str(p.stride), ", dilation=", dims::str(p.dilation));
+                  dims::str(p.output_padding), ", stride=", dims::str(p.stride),
+                  ", dilation=", dims::str(p.dilation));
       p.out[i] = (p.in[i] - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (p.kernel[i] - 1) +
                  p.output_padding[i] + 1;
       EMBER_CHECK(p.out[i] > 0, Error, "[convolution] Given input size per channel: (", sizes_x(p.in),
@@ -103,16 +112,18 @@ Plan plan(const Tensor& input, const Tensor& weight, const std::optional<Tensor>
   if (bias && bias->defined()) {
     const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
     EMBER_CHECK(bias->dim() == 1 && bias->size(0) == out_channels, Error,
-                "[convolution] Given weight of size ", dims::str(weight.sizes()), ", expected bias to be 1-dimensional with ",
-                out_channels, " elements, but got bias of size ", dims::str(bias->sizes()), " instead");
+                "[convolution] Given weight of size ", dims::str(weight.sizes()),
+                ", expected bias to be 1-dimensional with ", out_channels, " elements, but got bias of size ",
+                dims::str(bias->sizes()), " instead");
   }
   return p;
 }
 
 // The kernel arguments of the regular convolution `input` -> `output` (leading unit dims for 1-d/2-d).
-ConvArgs regular(const Tensor& input, const Tensor& weight, const Tensor& output, const Plan& p, int64_t groups) {
-  ConvArgs a{&input, &weight, &output, input.size(0), input.size(1), output.size(1), groups,
-             {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, false};
+ConvArgs regular(const Tensor& input, const Tensor& weight, const Tensor& output, const Plan& p,
+                 int64_t groups) {
+  ConvArgs a{&input,    &weight,   &output,   input.size(0), input.size(1), output.size(1), groups,
+             {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1},     {0, 0, 0},     {1, 1, 1},      false};
   const int64_t off = 3 - p.n;
   for (int64_t i = 0; i < p.n; ++i) {
     a.input_size[off + i] = input.size(2 + i);
@@ -144,9 +155,9 @@ void add_bias(Tensor& out, const Tensor& bias) {
 
 }  // namespace
 
-Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias, const IntList& stride,
-                   const IntList& padding, const IntList& dilation, bool transposed, const IntList& output_padding,
-                   int64_t groups) {
+Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                   const IntList& stride, const IntList& padding, const IntList& dilation, bool transposed,
+                   const IntList& output_padding, int64_t groups) {
   const Plan p = plan(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
   const Tensor x = as_compute(input, p.compute), w = as_compute(weight, p.compute);
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
@@ -181,13 +192,16 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
 std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_output, const Tensor& input,
                                                         const Tensor& weight, const IntList& stride,
                                                         const IntList& padding, const IntList& dilation,
-                                                        bool transposed, const IntList& output_padding, int64_t groups,
-                                                        bool input_grad, bool weight_grad, bool bias_grad) {
-  const Plan p = plan(input, weight, std::nullopt, stride, padding, dilation, transposed, output_padding, groups);
+                                                        bool transposed, const IntList& output_padding,
+                                                        int64_t groups, bool input_grad, bool weight_grad,
+                                                        bool bias_grad) {
+  const Plan p =
+      plan(input, weight, std::nullopt, stride, padding, dilation, transposed, output_padding, groups);
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
   const IntList out_shape = shape_of(input.size(0), out_channels, p.out);
-  EMBER_CHECK(grad_output.sizes() == out_shape, ValueError, "[convolution_backward] expected grad_output of shape ",
-              dims::str(out_shape), ", but got ", dims::str(grad_output.sizes()));
+  EMBER_CHECK(grad_output.sizes() == out_shape, ValueError,
+              "[convolution_backward] expected grad_output of shape ", dims::str(out_shape), ", but got ",
+              dims::str(grad_output.sizes()));
   const Tensor x = as_compute(input, p.compute), w = as_compute(weight, p.compute);
   const Tensor g = as_compute(grad_output, p.compute);
   Tensor gi, gw, gb;
@@ -218,7 +232,9 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_outpu
     for (int64_t d = 2; d < g.dim(); ++d) reduce.push_back(d);
     gb = sum(g, reduce, false, std::nullopt);
   }
-  auto back = [&](const Tensor& t, DType d) { return !t.defined() || t.dtype() == d ? t : to_dtype(t, d, false); };
+  auto back = [&](const Tensor& t, DType d) {
+    return !t.defined() || t.dtype() == d ? t : to_dtype(t, d, false);
+  };
   return {back(gi, input.dtype()), back(gw, weight.dtype()), back(gb, grad_output.dtype())};
 }
 

@@ -74,16 +74,18 @@ Tensor softmax_impl(const char* op, const Tensor& self, int64_t dim, std::option
 Tensor softmax_backward_impl(const char* op, const Tensor& grad_output, const Tensor& output, int64_t dim,
                              DType input_dtype, bool log) {
   EMBER_CHECK(grad_output.sizes() == output.sizes(), ValueError, "[", op,
-              "] expected grad_output and output of one shape, but got ", dims::str(grad_output.sizes()), " and ",
-              dims::str(output.sizes()));
+              "] expected grad_output and output of one shape, but got ", dims::str(grad_output.sizes()),
+              " and ", dims::str(output.sizes()));
   check_same_device(op, output, grad_output);
   const Tensor y = floating(op, output);
   const int64_t d = dims::wrap(op, dim, y.dim());
   if (y.dim() == 0) {
-    return view(softmax_backward_impl(op, unsqueeze(grad_output, 0), unsqueeze(y, 0), 0, input_dtype, log), {});
+    return view(softmax_backward_impl(op, unsqueeze(grad_output, 0), unsqueeze(y, 0), 0, input_dtype, log),
+                {});
   }
   const Tensor yl = to_last(y, d);
-  const Tensor gl = to_last(grad_output.dtype() == y.dtype() ? grad_output : to_dtype(grad_output, y.dtype(), false), d);
+  const Tensor gl =
+      to_last(grad_output.dtype() == y.dtype() ? grad_output : to_dtype(grad_output, y.dtype(), false), d);
   Tensor grad = empty(yl.sizes(), yl.dtype(), yl.device());
   const int64_t n = yl.size(-1);
   if (yl.numel() > 0) softmax_backward_stub.get(yl.device().type)(grad, gl, yl, yl.numel() / n, n, log);
@@ -97,8 +99,8 @@ int64_t trailing_count(const char* op, const Tensor& input, const IntList& norma
   bool ok = k > 0 && input.dim() >= k;
   for (int64_t i = 0; ok && i < k; ++i) ok = input.size(input.dim() - k + i) == normalized_shape[i];
   EMBER_CHECK(ok, Error, "[", op, "] Given normalized_shape=", dims::str(normalized_shape),
-              ", expected input with shape [*, ", dims::str(normalized_shape).substr(1), ", but got input of size",
-              dims::str(input.sizes()));
+              ", expected input with shape [*, ", dims::str(normalized_shape).substr(1),
+              ", but got input of size", dims::str(input.sizes()));
   int64_t n = 1;
   for (int64_t s : normalized_shape) n *= s;
   return n;
@@ -107,8 +109,8 @@ int64_t trailing_count(const char* op, const Tensor& input, const IntList& norma
 void check_affine(const char* op, const char* what, const std::optional<Tensor>& t, const IntList& shape) {
   if (t && t->defined()) {
     EMBER_CHECK(t->sizes() == shape, Error, "[", op, "] Expected ", what,
-                " to be of same shape as normalized_shape, but got ", what, " of shape ", dims::str(t->sizes()),
-                " and normalized_shape = ", dims::str(shape));
+                " to be of same shape as normalized_shape, but got ", what, " of shape ",
+                dims::str(t->sizes()), " and normalized_shape = ", dims::str(shape));
   }
 }
 
@@ -121,8 +123,8 @@ IntList stats_shape(const Tensor& input, int64_t k) {
 
 void check_channels(const char* op, const char* what, const std::optional<Tensor>& t, int64_t channels) {
   if (t && t->defined()) {
-    EMBER_CHECK(t->dim() == 1 && t->size(0) == channels, Error, "[", op, "] ", what, " should contain ", channels,
-                " elements not ", t->numel());
+    EMBER_CHECK(t->dim() == 1 && t->size(0) == channels, Error, "[", op, "] ", what, " should contain ",
+                channels, " elements not ", t->numel());
   }
 }
 
@@ -134,10 +136,12 @@ Tensor softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
 Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
   return softmax_impl("log_softmax", self, dim, dtype, true);
 }
-Tensor _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DType input_dtype) {
+Tensor _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
+                              DType input_dtype) {
   return softmax_backward_impl("_softmax_backward_data", grad_output, output, dim, input_dtype, false);
 }
-Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim, DType input_dtype) {
+Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim,
+                                  DType input_dtype) {
   return softmax_backward_impl("_log_softmax_backward_data", grad_output, output, dim, input_dtype, true);
 }
 
@@ -163,18 +167,20 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input, const 
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(
     const Tensor& grad_out, const Tensor& input, const IntList& normalized_shape, const Tensor& mean,
-    const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, bool input_grad,
-    bool weight_grad, bool bias_grad) {
+    const Tensor& rstd, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+    bool input_grad, bool weight_grad, bool bias_grad) {
   const char* op = "native_layer_norm_backward";
   const Tensor x = floating(op, input).contiguous();
   const int64_t n = trailing_count(op, x, normalized_shape);
   EMBER_CHECK(grad_out.sizes() == x.sizes(), ValueError, "[", op, "] expected grad_out of shape ",
               dims::str(x.sizes()), ", but got ", dims::str(grad_out.sizes()));
   const int64_t rows = n > 0 ? x.numel() / n : 0;
-  EMBER_CHECK(mean.numel() == rows && rstd.numel() == rows, ValueError, "[", op, "] expected mean and rstd of ",
-              rows, " elements, but got ", mean.numel(), " and ", rstd.numel());
+  EMBER_CHECK(mean.numel() == rows && rstd.numel() == rows, ValueError, "[", op,
+              "] expected mean and rstd of ", rows, " elements, but got ", mean.numel(), " and ",
+              rstd.numel());
   const auto w = param(weight, x.dtype());
-  const Tensor g = (grad_out.dtype() == x.dtype() ? grad_out : to_dtype(grad_out, x.dtype(), false)).contiguous();
+  const Tensor g =
+      (grad_out.dtype() == x.dtype() ? grad_out : to_dtype(grad_out, x.dtype(), false)).contiguous();
   const Tensor m = to_dtype(mean, stats_dtype(x.dtype()), false).contiguous();
   const Tensor r = to_dtype(rstd, stats_dtype(x.dtype()), false).contiguous();
   Tensor gi = empty(x.sizes(), x.dtype(), x.device());
@@ -220,7 +226,8 @@ std::tuple<Tensor, Tensor> _fused_rms_norm_backward(const Tensor& grad_out, cons
   EMBER_CHECK(rstd.numel() == rows, ValueError, "[", op, "] expected rstd of ", rows, " elements, but got ",
               rstd.numel());
   const auto w = param(weight, x.dtype());
-  const Tensor g = (grad_out.dtype() == x.dtype() ? grad_out : to_dtype(grad_out, x.dtype(), false)).contiguous();
+  const Tensor g =
+      (grad_out.dtype() == x.dtype() ? grad_out : to_dtype(grad_out, x.dtype(), false)).contiguous();
   const Tensor r = to_dtype(rstd, stats_dtype(x.dtype()), false).contiguous();
   Tensor gi = empty(x.sizes(), x.dtype(), x.device());
   std::optional<Tensor> gw;
@@ -252,8 +259,8 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& input, const 
   Tensor out = empty(x.sizes(), x.dtype(), x.device());
   Tensor mean = empty({N, group}, stats_dtype(x.dtype()), x.device());
   Tensor rstd = empty({N, group}, stats_dtype(x.dtype()), x.device());
-  const ChannelNormArgs args{&out, &mean, &rstd, &x, ptr(w), ptr(b), nullptr, nullptr, N, C, HxW, group,
-                             true, 0.0, eps};
+  const ChannelNormArgs args{&out, &mean, &rstd, &x,    ptr(w), ptr(b), nullptr, nullptr,
+                             N,    C,     HxW,   group, true,   0.0,    eps};
   if (mean.numel() > 0) channel_norm_stub.get(x.device().type)(args);
   return {out, mean, rstd};
 }
@@ -262,7 +269,8 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_backward(const Tensor& grad
                                                               const Tensor& mean, const Tensor& rstd,
                                                               const std::optional<Tensor>& weight, int64_t N,
                                                               int64_t C, int64_t HxW, int64_t group,
-                                                              bool input_grad, bool weight_grad, bool bias_grad) {
+                                                              bool input_grad, bool weight_grad,
+                                                              bool bias_grad) {
   const char* op = "native_group_norm_backward";
   const Tensor x = floating(op, input).contiguous();
   EMBER_CHECK(group > 0 && C % group == 0 && N * C * HxW == x.numel() && grad_out.sizes() == x.sizes() &&
@@ -270,7 +278,8 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_backward(const Tensor& grad
               ValueError, "[", op, "] inconsistent shapes: input ", dims::str(x.sizes()), ", grad_out ",
               dims::str(grad_out.sizes()), ", N=", N, " C=", C, " HxW=", HxW, " group=", group);
   const auto w = param(weight, x.dtype());
-  const Tensor g = (grad_out.dtype() == x.dtype() ? grad_out : to_dtype(grad_out, x.dtype(), false)).contiguous();
+  const Tensor g =
+      (grad_out.dtype() == x.dtype() ? grad_out : to_dtype(grad_out, x.dtype(), false)).contiguous();
   const Tensor m = to_dtype(mean, stats_dtype(x.dtype()), false).contiguous();
   const Tensor r = to_dtype(rstd, stats_dtype(x.dtype()), false).contiguous();
   Tensor gi = empty(x.sizes(), x.dtype(), x.device());
@@ -291,11 +300,13 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
                                                      const std::optional<Tensor>& running_var, bool training,
                                                      double momentum, double eps) {
   const char* op = "native_batch_norm";
-  EMBER_CHECK(input.dim() >= 2, ValueError, "[", op, "] Expected 2D or more input (got ", input.dim(), "D input)");
+  EMBER_CHECK(input.dim() >= 2, ValueError, "[", op, "] Expected 2D or more input (got ", input.dim(),
+              "D input)");
   const Tensor x = floating(op, input).contiguous();
   const int64_t N = x.size(0), C = x.size(1), S = C > 0 && N > 0 ? x.numel() / (N * C) : 0;
-  for (const auto& [name, t] : {std::pair{"running_mean", &running_mean}, std::pair{"running_var", &running_var},
-                                std::pair{"weight", &weight}, std::pair{"bias", &bias}}) {
+  for (const auto& [name, t] :
+       {std::pair{"running_mean", &running_mean}, std::pair{"running_var", &running_var},
+        std::pair{"weight", &weight}, std::pair{"bias", &bias}}) {
     check_channels(op, name, *t, C);
     check_same_device(op, x, *t);
   }
@@ -303,7 +314,8 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   EMBER_CHECK(training || have_running, Error, "[", op,
               "] running_mean and running_var must be defined in evaluation mode");
   if (training) {
-    EMBER_CHECK(N * S > 1, ValueError, "[", op, "] Expected more than 1 value per channel when training, got input size ",
+    EMBER_CHECK(N * S > 1, ValueError, "[", op,
+                "] Expected more than 1 value per channel when training, got input size ",
                 dims::str(x.sizes()));
   }
   const auto w = param(weight, x.dtype()), b = param(bias, x.dtype());
@@ -315,8 +327,9 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
     rstd = empty({C}, sd, x.device());
   } else {  // the running statistics, as the kernel reads them
     mean = to_dtype(*running_mean, sd, true).contiguous();
-    rstd = rsqrt(add(to_dtype(*running_var, sd, true), wrapped_number(Scalar(eps)), Scalar(int64_t(1)), std::nullopt),
-                 std::nullopt);
+    rstd = rsqrt(
+        add(to_dtype(*running_var, sd, true), wrapped_number(Scalar(eps)), Scalar(int64_t(1)), std::nullopt),
+        std::nullopt);
   }
   for (const auto* t : {&running_mean, &running_var}) {
     if (training && *t && (*t)->defined()) {
@@ -352,26 +365,28 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
     bool input_grad, bool weight_grad, bool bias_grad) {
   const char* op = "native_batch_norm_backward";
   EMBER_CHECK(input.dim() >= 2 && grad_out.sizes() == input.sizes(), ValueError, "[", op,
-              "] expected grad_out and input of one shape with at least 2 dims, but got ", dims::str(grad_out.sizes()),
-              " and ", dims::str(input.sizes()));
+              "] expected grad_out and input of one shape with at least 2 dims, but got ",
+              dims::str(grad_out.sizes()), " and ", dims::str(input.sizes()));
   const Tensor x = floating(op, input).contiguous();
   const int64_t N = x.size(0), C = x.size(1), S = C > 0 && N > 0 ? x.numel() / (N * C) : 0;
   const DType sd = stats_dtype(x.dtype());
   Tensor mean, rstd;
   if (train) {
-    EMBER_CHECK(save_mean && save_invstd && save_mean->numel() == C && save_invstd->numel() == C, ValueError, "[",
-                op, "] training needs save_mean and save_invstd of ", C, " elements");
+    EMBER_CHECK(save_mean && save_invstd && save_mean->numel() == C && save_invstd->numel() == C, ValueError,
+                "[", op, "] training needs save_mean and save_invstd of ", C, " elements");
     mean = to_dtype(*save_mean, sd, false).contiguous();
     rstd = to_dtype(*save_invstd, sd, false).contiguous();
   } else {
-    EMBER_CHECK(running_mean && running_var && running_mean->numel() == C && running_var->numel() == C, ValueError,
-                "[", op, "] evaluation needs running_mean and running_var of ", C, " elements");
+    EMBER_CHECK(running_mean && running_var && running_mean->numel() == C && running_var->numel() == C,
+                ValueError, "[", op, "] evaluation needs running_mean and running_var of ", C, " elements");
     mean = to_dtype(*running_mean, sd, true).contiguous();
-    rstd = rsqrt(add(to_dtype(*running_var, sd, true), wrapped_number(Scalar(eps)), Scalar(int64_t(1)), std::nullopt),
-                 std::nullopt);
+    rstd = rsqrt(
+        add(to_dtype(*running_var, sd, true), wrapped_number(Scalar(eps)), Scalar(int64_t(1)), std::nullopt),
+        std::nullopt);
   }
   const auto w = param(weight, x.dtype());
-  const Tensor g = (grad_out.dtype() == x.dtype() ? grad_out : to_dtype(grad_out, x.dtype(), false)).contiguous();
+  const Tensor g =
+      (grad_out.dtype() == x.dtype() ? grad_out : to_dtype(grad_out, x.dtype(), false)).contiguous();
   std::optional<Tensor> gi;
   if (input_grad) gi = empty(x.sizes(), x.dtype(), x.device());
   Tensor gw = empty({C}, x.dtype(), x.device()), gb = empty({C}, x.dtype(), x.device());

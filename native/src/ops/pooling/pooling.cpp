@@ -35,8 +35,8 @@ struct Windows {
   Window w[3];
 
   Windows(const Tensor& self, int64_t spatial, const char* op) : n(spatial) {
-    EMBER_CHECK(n >= 1 && n <= 3 && self.dim() >= n + 1 && self.dim() <= n + 2, Error, "[", op, "] Expected ", n + 1,
-                "D or ", n + 2, "D input, but got input of size: ", dims::str(self.sizes()));
+    EMBER_CHECK(n >= 1 && n <= 3 && self.dim() >= n + 1 && self.dim() <= n + 2, Error, "[", op, "] Expected ",
+                n + 1, "D or ", n + 2, "D input, but got input of size: ", dims::str(self.sizes()));
     for (int64_t i = 0; i < self.dim() - n; ++i) planes *= self.size(i);
     for (int64_t i = 0; i < n; ++i) in[3 - n + i] = self.size(self.dim() - n + i);
     for (int i = 0; i < 3 - n; ++i) unit(i);
@@ -58,16 +58,16 @@ struct Windows {
     return s;
   }
   PoolArgs args(const Tensor& input, const Tensor& output, const Tensor* indices, double divisor) const {
-    return PoolArgs{&input,  &output, indices, planes, {in[0], in[1], in[2]}, {out[0], out[1], out[2]},
-                    taps,    w,       divisor};
+    return PoolArgs{&input, &output, indices, planes, {in[0], in[1], in[2]}, {out[0], out[1], out[2]},
+                    taps,   w,       divisor};
   }
 };
 
 IntList per_dim(const char* op, const char* what, const IntList& v, int64_t n, const IntList& fallback = {}) {
   if (v.empty() && !fallback.empty()) return fallback;
   if (v.size() == 1) return IntList(n, v[0]);
-  EMBER_CHECK(static_cast<int64_t>(v.size()) == n, Error, "[", op, "] ", what, " must either be a single int, or a tuple of ",
-              n, " ints");
+  EMBER_CHECK(static_cast<int64_t>(v.size()) == n, Error, "[", op, "] ", what,
+              " must either be a single int, or a tuple of ", n, " ints");
   return v;
 }
 
@@ -86,16 +86,20 @@ struct Geometry {
 
 Geometry checked_geometry(const char* op, int64_t n, const IntList& kernel_size, const IntList& stride,
                           const IntList& padding, const IntList& dilation) {
-  Geometry g{per_dim(op, "kernel_size", kernel_size, n), {}, per_dim(op, "padding", padding, n),
+  Geometry g{per_dim(op, "kernel_size", kernel_size, n),
+             {},
+             per_dim(op, "padding", padding, n),
              per_dim(op, "dilation", dilation, n)};
   g.stride = per_dim(op, "stride", stride, n, g.kernel);
   for (int64_t i = 0; i < n; ++i) {
     EMBER_CHECK(g.kernel[i] > 0, Error, "[", op, "] kernel_size must be greater than zero, but got ",
                 dims::str(g.kernel));
-    EMBER_CHECK(g.stride[i] > 0, Error, "[", op, "] stride must be greater than zero, but got ", dims::str(g.stride));
+    EMBER_CHECK(g.stride[i] > 0, Error, "[", op, "] stride must be greater than zero, but got ",
+                dims::str(g.stride));
     EMBER_CHECK(g.dilation[i] > 0, Error, "[", op, "] dilation must be greater than zero, but got ",
                 dims::str(g.dilation));
-    EMBER_CHECK(g.padding[i] >= 0, Error, "[", op, "] pad must be non-negative, but got pad: ", dims::str(g.padding));
+    EMBER_CHECK(g.padding[i] >= 0, Error, "[", op,
+                "] pad must be non-negative, but got pad: ", dims::str(g.padding));
     EMBER_CHECK(g.padding[i] <= ((g.kernel[i] - 1) * g.dilation[i] + 1) / 2, Error, "[", op,
                 "] pad should be at most half of effective kernel size, but got pad=", g.padding[i],
                 ", kernel_size=", g.kernel[i], " and dilation=", g.dilation[i]);
@@ -111,13 +115,14 @@ void check_output(const char* op, const Windows& w, const Tensor& self) {
     ok = ok && out.back() > 0;
   }
   IntList in(self.sizes().end() - w.n - 1, self.sizes().end());
-  EMBER_CHECK(ok, Error, "[", op, "] Given input size: (", sizes_x(in), "). Calculated output size: (",
-              [&] {
-                IntList o{self.size(self.dim() - w.n - 1)};
-                o.insert(o.end(), out.begin(), out.end());
-                return sizes_x(o);
-              }(),
-              "). Output size is too small");
+  EMBER_CHECK(
+      ok, Error, "[", op, "] Given input size: (", sizes_x(in), "). Calculated output size: (",
+      [&] {
+        IntList o{self.size(self.dim() - w.n - 1)};
+        o.insert(o.end(), out.begin(), out.end());
+        return sizes_x(o);
+      }(),
+      "). Output size is too small");
 }
 
 // Max pooling windows: taps at o*s - p + j*d, the ones inside the input.
@@ -146,7 +151,8 @@ Windows max_windows(const char* op, const Tensor& self, const Geometry& g, bool 
 
 // Average pooling windows (no dilation): PyTorch's divisors, the window clipped to the padded
 // input with count_include_pad, else to the input.
-Windows avg_windows(const char* op, const Tensor& self, const Geometry& g, bool ceil_mode, bool count_include_pad) {
+Windows avg_windows(const char* op, const Tensor& self, const Geometry& g, bool ceil_mode,
+                    bool count_include_pad) {
   const int64_t n = static_cast<int64_t>(g.kernel.size());
   Windows w(self, n, op);
   for (int64_t i = 0; i < n; ++i) {
@@ -159,7 +165,8 @@ Windows avg_windows(const char* op, const Tensor& self, const Geometry& g, bool 
       const int64_t clo = std::max<int64_t>(lo, 0), chi = std::min(hi, in);
       w.start[dim].push_back(clo);
       w.end[dim].push_back(std::max(clo, chi));
-      w.count[dim].push_back(static_cast<double>(count_include_pad ? hi - lo : std::max<int64_t>(chi - clo, 0)));
+      w.count[dim].push_back(
+          static_cast<double>(count_include_pad ? hi - lo : std::max<int64_t>(chi - clo, 0)));
     }
   }
   check_output(op, w, self);
@@ -174,7 +181,8 @@ Windows adaptive_windows(const char* op, const Tensor& self, const IntList& outp
   for (int64_t i = 0; i < n; ++i) {
     const int dim = static_cast<int>(3 - n + i);
     const int64_t in = w.in[dim], out = output_size[i];
-    EMBER_CHECK(out >= 0, Error, "[", op, "] elements of output_size must be greater than or equal to 0 but received ",
+    EMBER_CHECK(out >= 0, Error, "[", op,
+                "] elements of output_size must be greater than or equal to 0 but received ",
                 dims::str(output_size));
     EMBER_CHECK(in > 0 || out == 0, Error, "[", op,
                 "] Expected input to have non-zero size for non-batch dimensions, but input has sizes ",
@@ -202,14 +210,15 @@ Tensor pooled_input(const char* op, const Tensor& self, bool integers_ok) {
 
 }  // namespace
 
-std::tuple<Tensor, Tensor> max_pool_with_indices(const Tensor& self, const IntList& kernel_size, const IntList& stride,
-                                                 const IntList& padding, const IntList& dilation, bool ceil_mode) {
+std::tuple<Tensor, Tensor> max_pool_with_indices(const Tensor& self, const IntList& kernel_size,
+                                                 const IntList& stride, const IntList& padding,
+                                                 const IntList& dilation, bool ceil_mode) {
   const char* op = "max_pool";
   const Tensor x = pooled_input(op, self, true);
   EMBER_CHECK(!kernel_size.empty() && kernel_size.size() <= 3, Error, "[", op,
               "] kernel_size must be a tuple of 1 to 3 ints, but got ", dims::str(kernel_size));
-  const Geometry g = checked_geometry(op, static_cast<int64_t>(kernel_size.size()), kernel_size, stride, padding,
-                                      dilation);
+  const Geometry g =
+      checked_geometry(op, static_cast<int64_t>(kernel_size.size()), kernel_size, stride, padding, dilation);
   const Windows w = max_windows(op, x, g, ceil_mode);
   Tensor out = empty(w.out_shape(x), x.dtype(), x.device());
   Tensor indices = empty(w.out_shape(x), DType::Int64, x.device());
@@ -233,8 +242,8 @@ Tensor max_pool_with_indices_backward(const Tensor& grad_output, const Tensor& s
                                       int64_t spatial_dims) {
   const char* op = "max_pool_backward";
   EMBER_CHECK(indices.dtype() == DType::Int64 && indices.sizes() == grad_output.sizes(), ValueError, "[", op,
-              "] expected int64 indices of grad_output's shape ", dims::str(grad_output.sizes()), ", but got ",
-              dtype_name(indices.dtype()), " of shape ", dims::str(indices.sizes()));
+              "] expected int64 indices of grad_output's shape ", dims::str(grad_output.sizes()),
+              ", but got ", dtype_name(indices.dtype()), " of shape ", dims::str(indices.sizes()));
   const Tensor x = pooled_input(op, self, false);
   Windows w(x, spatial_dims, op);
   EMBER_CHECK(grad_output.dim() == x.dim(), ValueError, "[", op, "] expected grad_output with ", x.dim(),
@@ -250,10 +259,11 @@ Tensor max_pool_with_indices_backward(const Tensor& grad_output, const Tensor& s
   const Tensor idx = indices.contiguous();
   const int64_t* ip = idx.data<int64_t>();
   for (int64_t i = 0; i < idx.numel(); ++i) {  // never a write outside the plane
-    EMBER_CHECK(ip[i] >= 0 && ip[i] < plane, IndexError, "[", op, "] index ", ip[i], " out of range for a plane of ",
-                plane, " elements");
+    EMBER_CHECK(ip[i] >= 0 && ip[i] < plane, IndexError, "[", op, "] index ", ip[i],
+                " out of range for a plane of ", plane, " elements");
   }
-  const Tensor g = (grad_output.dtype() == x.dtype() ? grad_output : to_dtype(grad_output, x.dtype(), false)).contiguous();
+  const Tensor g =
+      (grad_output.dtype() == x.dtype() ? grad_output : to_dtype(grad_output, x.dtype(), false)).contiguous();
   Tensor grad_input = empty(x.sizes(), x.dtype(), x.device());
   if (grad_input.numel() > 0) pool_backward_stub.get(x.device().type)(w.args(grad_input, g, &idx, 0.0));
   return grad_input;
@@ -266,26 +276,28 @@ Tensor avg_pool(const Tensor& self, const IntList& kernel_size, const IntList& s
   EMBER_CHECK(!kernel_size.empty() && kernel_size.size() <= 3, Error, "[", op,
               "] kernel_size must be a tuple of 1 to 3 ints, but got ", dims::str(kernel_size));
   EMBER_CHECK(!divisor_override || *divisor_override != 0, Error, "[", op, "] divisor must be not zero");
-  const Geometry g = checked_geometry(op, static_cast<int64_t>(kernel_size.size()), kernel_size, stride, padding,
-                                      IntList{1});
+  const Geometry g = checked_geometry(op, static_cast<int64_t>(kernel_size.size()), kernel_size, stride,
+                                      padding, IntList{1});
   const Windows w = avg_windows(op, x, g, ceil_mode, count_include_pad);
   Tensor out = empty(w.out_shape(x), x.dtype(), x.device());
   if (out.numel() > 0)
-    avg_pool_stub.get(x.device().type)(w.args(x, out, nullptr, divisor_override ? double(*divisor_override) : 0.0));
+    avg_pool_stub.get(x.device().type)(
+        w.args(x, out, nullptr, divisor_override ? double(*divisor_override) : 0.0));
   return out;
 }
 
 Tensor avg_pool_backward(const Tensor& grad_output, const Tensor& self, const IntList& kernel_size,
-                         const IntList& stride, const IntList& padding, bool ceil_mode, bool count_include_pad,
-                         std::optional<int64_t> divisor_override) {
+                         const IntList& stride, const IntList& padding, bool ceil_mode,
+                         bool count_include_pad, std::optional<int64_t> divisor_override) {
   const char* op = "avg_pool_backward";
   const Tensor x = pooled_input(op, self, false);
-  const Geometry g = checked_geometry(op, static_cast<int64_t>(kernel_size.size()), kernel_size, stride, padding,
-                                      IntList{1});
+  const Geometry g = checked_geometry(op, static_cast<int64_t>(kernel_size.size()), kernel_size, stride,
+                                      padding, IntList{1});
   const Windows w = avg_windows(op, x, g, ceil_mode, count_include_pad);
   EMBER_CHECK(grad_output.sizes() == w.out_shape(x), ValueError, "[", op, "] expected grad_output of shape ",
               dims::str(w.out_shape(x)), ", but got ", dims::str(grad_output.sizes()));
-  const Tensor gr = (grad_output.dtype() == x.dtype() ? grad_output : to_dtype(grad_output, x.dtype(), false)).contiguous();
+  const Tensor gr =
+      (grad_output.dtype() == x.dtype() ? grad_output : to_dtype(grad_output, x.dtype(), false)).contiguous();
   Tensor grad_input = empty(x.sizes(), x.dtype(), x.device());
   if (grad_input.numel() > 0)
     pool_backward_stub.get(x.device().type)(
@@ -310,7 +322,8 @@ Tensor adaptive_avg_pool_backward(const Tensor& grad_output, const Tensor& self,
   const Windows w = adaptive_windows(op, x, output_size);
   EMBER_CHECK(grad_output.sizes() == w.out_shape(x), ValueError, "[", op, "] expected grad_output of shape ",
               dims::str(w.out_shape(x)), ", but got ", dims::str(grad_output.sizes()));
-  const Tensor gr = (grad_output.dtype() == x.dtype() ? grad_output : to_dtype(grad_output, x.dtype(), false)).contiguous();
+  const Tensor gr =
+      (grad_output.dtype() == x.dtype() ? grad_output : to_dtype(grad_output, x.dtype(), false)).contiguous();
   Tensor grad_input = empty(x.sizes(), x.dtype(), x.device());
   if (grad_input.numel() > 0) pool_backward_stub.get(x.device().type)(w.args(grad_input, gr, nullptr, 0.0));
   return grad_input;

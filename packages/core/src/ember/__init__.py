@@ -5,24 +5,24 @@ from __future__ import annotations
 import builtins
 import os as _os
 
+from . import _blas  # noqa: F401 - OpenBLAS is loaded before _C needs it (Note [BLAS provider])
 
-def _load_blas() -> None:
-    """Loads OpenBLAS from the scipy-openblas32 wheel before libember needs it (Note [BLAS
-    provider]): libember's rpath finds it when both wheels share a site-packages; loading it by
-    path here also covers installs that split them. Its idle threads sleep at once instead of
-    spinning for a tenth of a second after each call, which would take cores from Ember's own."""
-    import ctypes
-
-    import scipy_openblas32
-
-    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-    ctypes.CDLL(_os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(True)),
-                mode=ctypes.RTLD_GLOBAL)
-
-
-_load_blas()
+# isort: split
 # serialization also makes Tensors pickle as checkpoint records
-from . import _C, _ops, autograd, fft, func, hub, linalg, nn, optim, profiler, serialization, utils  # noqa: F401 - func: ember.func, as torch.func
+from . import (  # noqa: F401 - func: ember.func, as torch.func
+    _C,
+    _ops,
+    autograd,
+    fft,
+    func,
+    hub,
+    linalg,
+    nn,
+    optim,
+    profiler,
+    serialization,
+    utils,
+)
 from ._C import (
     Tensor,
     bfloat16,

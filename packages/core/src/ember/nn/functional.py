@@ -10,7 +10,6 @@ implementation. The activations are the registered ops.
 from __future__ import annotations
 
 from .. import _C
-from .. import autograd as _autograd
 from .._products import einsum
 
 __all__ = ["linear", "batch_norm", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
@@ -383,7 +382,7 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
         raise RuntimeError(f"{name}: weight must be {n + 2}-D, but got {weight.dim()}-D")
     stride, dilation = _ntuple(stride, n, "stride"), _ntuple(dilation, n, "dilation")
     padding, output_padding = _ntuple(padding, n, "padding"), _ntuple(output_padding, n, "output_padding")
-    in_channels, per_group_out = weight.shape[0], weight.shape[1]
+    in_channels = weight.shape[0]
     if groups <= 0 or x.shape[1] != in_channels or in_channels % groups:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(x.shape)} "
                            f"to have {in_channels} channels, but got {x.shape[1]} channels instead")
