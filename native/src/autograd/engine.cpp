@@ -56,17 +56,26 @@ class AccumulateGrad final : public Node {
   }
   std::string name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
-    Tensor g = grads.at(0);
+    Tensor g = std::move(grads.at(0));
     if (!g.defined()) return {};
-    // Without create_graph the stored gradient is plain data: a fresh buffer the user may modify.
+    // Without create_graph the stored gradient is plain data: a buffer only .grad holds.
     AutogradMeta& m = autograd::meta(leaf_);
     for (const auto& [id, hook] :
          std::vector<std::pair<uint64_t, std::function<Tensor(const Tensor&)>>>(m.leaf_hooks)) {
       Tensor replaced = hook(g);
       if (replaced.defined()) g = replaced;
     }
-    if (!GradMode::is_enabled()) g = g.clone();
-    m.grad = m.grad.defined() ? autograd::add(m.grad, g, Scalar(int64_t(1)), std::nullopt) : g;
+    if (GradMode::is_enabled()) {
+      m.grad = m.grad.defined() ? autograd::add(m.grad, g, Scalar(int64_t(1)), std::nullopt) : g;
+    } else if (m.grad.defined()) {
+      ember::add(m.grad, g, Scalar(int64_t(1)), m.grad);  // in place, as PyTorch accumulates
+    } else {
+      // Note [stolen gradient]: a contiguous gradient that nothing else holds (this node, its
+      // storage unshared) becomes .grad itself, as PyTorch steals it; anything else is copied.
+      const bool alone = g.impl_ptr().use_count() == 1 && g.storage() && g.storage().use_count() == 1 &&
+                         g.is_contiguous() && g.storage_offset() == 0 && g.sizes() == leaf_.sizes();
+      m.grad = alone ? g : g.clone();
+    }
     for (const auto& hook : std::vector<std::function<void()>>(m.post_accumulate_hooks)) hook();
     return {};
   }

@@ -37,6 +37,11 @@ inline Tensor matmul_backward(const Tensor& grad, const Tensor& self, const Tens
     const Tensor r = autograd::matmul(g, mH(b));
     return self_vec ? autograd::squeeze(r, IntList{-2}) : r;
   }
+  if (a.dim() == 2 && b.dim() == 2 && b.stride(0) == 1 && b.stride(1) != 1) {
+    // `other` is column-major (a transposed weight, as Linear passes): build its gradient in the
+    // same layout, (g^H a)^H, so the transpose's backward hands on a contiguous gradient
+    return mH(autograd::matmul(mH(g), a));
+  }
   const Tensor r = autograd::matmul(mH(a), g);
   return other_vec ? autograd::squeeze(r, IntList{-1}) : r;
 }

@@ -1,11 +1,13 @@
-// Elementwise copy with dtype conversion between any two dtypes of the one list.
-// (A vectorized TensorIterator replaces the strided loop when elementwise kernels land.)
+// Elementwise copy with dtype conversion between any two dtypes of the one list (Note [strided
+// copy] for non-contiguous pairs).
 #include <complex>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "ember/error.h"
+#include "ember/parallel.h"
 #include "ember/tensor.h"
 #include "ops/kernels.h"
 
@@ -64,41 +66,104 @@ To cast_value(From v) {
   }
 }
 
-// Visits every element of two same-shape strided tensors in row-major order.
-template <typename Fn>
-void for_each_pair(const Tensor& dst, const Tensor& src, Fn fn) {
-  const int64_t n = dst.numel();
-  if (n == 0) return;
-  const int64_t ndim = dst.dim();
-  const IntList& sizes = dst.sizes();
-  IntList index(ndim, 0);
-  int64_t dst_off = 0;
-  int64_t src_off = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    fn(dst_off, src_off);
-    for (int64_t d = ndim - 1; d >= 0; --d) {
-      if (++index[d] < sizes[d]) {
-        dst_off += dst.strides()[d];
-        src_off += src.strides()[d];
-        break;
-      }
-      dst_off -= (sizes[d] - 1) * dst.strides()[d];
-      src_off -= (sizes[d] - 1) * src.strides()[d];
-      index[d] = 0;
+// Note [strided copy]: the dims of dst and src are coalesced together (size-1 dims dropped,
+// neighbours merged where both stride chains allow), so most copies become one flat loop or rows
+// of runs. A transposed pair (dst contiguous along one dim, src along another) is copied in
+// square tiles so both sides stay in cache. Outer rows split over threads.
+struct Layout {
+  std::vector<int64_t> sizes, dst_strides, src_strides;  // innermost last
+};
+
+Layout coalesce_pair(const Tensor& dst, const Tensor& src) {
+  Layout l;
+  for (int64_t d = 0; d < dst.dim(); ++d) {
+    const int64_t size = dst.sizes()[d];
+    if (size == 1) continue;
+    const int64_t ds = dst.strides()[d], ss = src.strides()[d];
+    if (!l.sizes.empty() && l.dst_strides.back() == ds * size && l.src_strides.back() == ss * size) {
+      l.sizes.back() *= size;
+      l.dst_strides.back() = ds;
+      l.src_strides.back() = ss;
+    } else {
+      l.sizes.push_back(size);
+      l.dst_strides.push_back(ds);
+      l.src_strides.push_back(ss);
     }
   }
+  if (l.sizes.empty()) {
+    l.sizes = {1};
+    l.dst_strides = {1};
+    l.src_strides = {1};
+  }
+  return l;
+}
+
+template <typename To, typename From>
+void copy_strided(To* out, const From* in, const Layout& l) {
+  const int64_t nd = static_cast<int64_t>(l.sizes.size());
+  const int64_t n = l.sizes[nd - 1], ds = l.dst_strides[nd - 1], ss = l.src_strides[nd - 1];
+  // a transpose: the last two dims swap which side is contiguous
+  if (nd >= 2 && ds == 1 && l.src_strides[nd - 2] == 1 && ss != 1) {
+    constexpr int64_t kTile = 32;
+    const int64_t m = l.sizes[nd - 2], dd = l.dst_strides[nd - 2];
+    int64_t outer = 1;
+    for (int64_t d = 0; d < nd - 2; ++d) outer *= l.sizes[d];
+    const int64_t tiles_m = (m + kTile - 1) / kTile;
+    parallel_for(0, outer * tiles_m, std::max<int64_t>(1, 16384 / (kTile * n)), [&](int64_t lo, int64_t hi) {
+      for (int64_t job = lo; job < hi; ++job) {
+        int64_t rest = job / tiles_m, o_off = 0, i_off = 0;
+        for (int64_t d = nd - 3; d >= 0; --d) {
+          o_off += (rest % l.sizes[d]) * l.dst_strides[d];
+          i_off += (rest % l.sizes[d]) * l.src_strides[d];
+          rest /= l.sizes[d];
+        }
+        const int64_t r0 = (job % tiles_m) * kTile, r1 = std::min(m, r0 + kTile);
+        for (int64_t c0 = 0; c0 < n; c0 += kTile) {
+          const int64_t c1 = std::min(n, c0 + kTile);
+          for (int64_t r = r0; r < r1; ++r)
+            for (int64_t c = c0; c < c1; ++c) out[o_off + r * dd + c] = cast_value<To>(in[i_off + r + c * ss]);
+        }
+      }
+    });
+    return;
+  }
+  int64_t rows = 1;
+  for (int64_t d = 0; d < nd - 1; ++d) rows *= l.sizes[d];
+  parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t row = lo; row < hi; ++row) {
+      int64_t rest = row, o_off = 0, i_off = 0;
+      for (int64_t d = nd - 2; d >= 0; --d) {
+        o_off += (rest % l.sizes[d]) * l.dst_strides[d];
+        i_off += (rest % l.sizes[d]) * l.src_strides[d];
+        rest /= l.sizes[d];
+      }
+      To* o = out + o_off;
+      const From* x = in + i_off;
+      if (ds == 1 && ss == 1) {
+        for (int64_t i = 0; i < n; ++i) o[i] = cast_value<To>(x[i]);
+      } else if (ds == 1 && ss == 0) {
+        const To v = cast_value<To>(x[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i * ds] = cast_value<To>(x[i * ss]);
+      }
+    }
+  });
 }
 
 template <typename To, typename From>
 void copy_typed(const Tensor& dst, const Tensor& src) {
   To* out = dst.data<To>();
   const From* in = src.data<From>();
+  if (dst.numel() == 0) return;
   if (dst.is_contiguous() && src.is_contiguous()) {  // a flat loop the compiler vectorizes
     const int64_t n = dst.numel();
-    for (int64_t i = 0; i < n; ++i) out[i] = cast_value<To>(in[i]);
+    parallel_for(0, n, 65536, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) out[i] = cast_value<To>(in[i]);
+    });
     return;
   }
-  for_each_pair(dst, src, [&](int64_t o, int64_t i) { out[o] = cast_value<To>(in[i]); });
+  copy_strided(out, in, coalesce_pair(dst, src));
 }
 
 template <typename To>
