@@ -31,8 +31,9 @@ struct BagMembers {
   int64_t bags = 0;
 };
 
-inline BagMembers bag_members(const Tensor& indices, const Tensor* offsets, int64_t mode, bool include_last_offset,
-                              int64_t padding_idx, bool scale_by_freq, DType dtype) {
+inline BagMembers bag_members(const Tensor& indices, const Tensor* offsets, int64_t mode,
+                              bool include_last_offset, int64_t padding_idx, bool scale_by_freq,
+                              DType dtype) {
   const std::vector<int64_t> idx = int64_values(indices);
   const int64_t n = static_cast<int64_t>(idx.size());
   std::vector<int64_t> bounds;
@@ -81,8 +82,10 @@ inline Tensor bag_sums(const Tensor& table, const BagMembers& m, const Tensor& w
   const int64_t width = table.sizes().at(1);
   Tensor out = autograd::zeros({m.bags, width}, table.dtype(), table.device());
   if (m.row.numel() == 0 || table.sizes().at(0) == 0) return out;
-  Tensor s = weights.defined() ? autograd::mul(m.factor, autograd::reshape(weights, {-1}), std::nullopt) : m.factor;
-  Tensor rows = autograd::mul(autograd::index_select(table, 0, m.row), autograd::unsqueeze(s, 1), std::nullopt);
+  Tensor s =
+      weights.defined() ? autograd::mul(m.factor, autograd::reshape(weights, {-1}), std::nullopt) : m.factor;
+  Tensor rows =
+      autograd::mul(autograd::index_select(table, 0, m.row), autograd::unsqueeze(s, 1), std::nullopt);
   return autograd::index_add(out, 0, m.bag, rows, Scalar(int64_t(1)));
 }
 
@@ -111,15 +114,15 @@ inline Tensor embedding_double_backward(const Tensor& grad, const Tensor& indice
 // tangent at the maxima's rows), plus, for per_sample_weights, the op on their tangent.
 inline Tensor embedding_bag_jvp(const Tensor& weight_t, const Tensor& psw_t, const Tensor& weight,
                                 const Tensor& indices, const Tensor& offsets, int64_t mode,
-                                const std::optional<Tensor>& psw, bool include_last_offset, int64_t padding_idx,
-                                const Tensor& max_indices) {
+                                const std::optional<Tensor>& psw, bool include_last_offset,
+                                int64_t padding_idx, const Tensor& max_indices) {
   if (mode == 2) return bag_maxima(weight_t, max_indices);
-  Tensor t = std::get<0>(
-      autograd::_embedding_bag(weight_t, indices, offsets, false, mode, false, psw, include_last_offset, padding_idx));
+  Tensor t = std::get<0>(autograd::_embedding_bag(weight_t, indices, offsets, false, mode, false, psw,
+                                                  include_last_offset, padding_idx));
   if (psw && psw_t.defined()) {
     t = autograd::add(t,
-                      std::get<0>(autograd::_embedding_bag(weight, indices, offsets, false, mode, false, psw_t,
-                                                           include_last_offset, padding_idx)),
+                      std::get<0>(autograd::_embedding_bag(weight, indices, offsets, false, mode, false,
+                                                           psw_t, include_last_offset, padding_idx)),
                       Scalar(int64_t(1)), std::nullopt);
   }
   return t;
@@ -132,21 +135,23 @@ inline Tensor embedding_bag_backward_grad(const Tensor& grad, const Tensor& indi
                                           const Tensor& psw, bool include_last_offset, int64_t padding_idx) {
   if (mode == 2) return bag_maxima(grad, max_indices);
   if (!scale_grad_by_freq) {
-    return std::get<0>(autograd::_embedding_bag(grad, indices, offsets, false, mode, false, optional_tensor(psw),
-                                                include_last_offset, padding_idx));
+    return std::get<0>(autograd::_embedding_bag(grad, indices, offsets, false, mode, false,
+                                                optional_tensor(psw), include_last_offset, padding_idx));
   }
-  return bag_sums(grad,
-                  bag_members(indices, &offsets, mode, include_last_offset, padding_idx, true, grad.dtype()), psw);
+  return bag_sums(
+      grad, bag_members(indices, &offsets, mode, include_last_offset, padding_idx, true, grad.dtype()), psw);
 }
 
 // Its VJP with respect to per_sample_weights: dot(grad[row of i], grad_output[bag of i]) per index.
-inline Tensor embedding_bag_backward_weights(const Tensor& grad, const Tensor& grad_output, const Tensor& indices,
-                                             const Tensor& offsets, bool scale_grad_by_freq, int64_t mode,
-                                             bool include_last_offset, int64_t padding_idx) {
-  const Tensor dots = autograd::_embedding_bag_per_sample_weights_backward(grad_output, grad, indices, offsets, mode,
-                                                                           include_last_offset, padding_idx);
+inline Tensor embedding_bag_backward_weights(const Tensor& grad, const Tensor& grad_output,
+                                             const Tensor& indices, const Tensor& offsets,
+                                             bool scale_grad_by_freq, int64_t mode, bool include_last_offset,
+                                             int64_t padding_idx) {
+  const Tensor dots = autograd::_embedding_bag_per_sample_weights_backward(
+      grad_output, grad, indices, offsets, mode, include_last_offset, padding_idx);
   if (!scale_grad_by_freq) return dots;
-  const BagMembers m = bag_members(indices, &offsets, mode, include_last_offset, padding_idx, true, dots.dtype());
+  const BagMembers m =
+      bag_members(indices, &offsets, mode, include_last_offset, padding_idx, true, dots.dtype());
   return autograd::mul(dots, m.factor, std::nullopt);
 }
 

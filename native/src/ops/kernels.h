@@ -251,7 +251,8 @@ using EmbeddingWeightsBackwardFn = void (*)(const Tensor& out, const Tensor& gra
 extern DispatchStub<EmbeddingWeightsBackwardFn> embedding_weights_backward_stub;
 // Rescales, in place, each distinct row of contiguous table [R, D] named by `indices` whose
 // norm_type-norm exceeds max_norm to norm max_norm / (norm + 1e-7) of it (PyTorch's rule).
-using EmbeddingRenormFn = void (*)(const Tensor& table, const Tensor& indices, double max_norm, double norm_type);
+using EmbeddingRenormFn = void (*)(const Tensor& table, const Tensor& indices, double max_norm,
+                                   double norm_type);
 extern DispatchStub<EmbeddingRenormFn> embedding_renorm_stub;
 
 // The decompositions of ember.linalg (backend/cpu/decomposition_kernels.cpp). Inputs are

@@ -44,8 +44,9 @@ bool is_float(DType d) {
 
 void check_table(const char* op, const char* name, const Tensor& t, bool floating) {
   EMBER_CHECK(t.dim() == 2, Error, "[", op, "] '", name, "' must be 2-D, but got ", t.dim(), "-D");
-  EMBER_CHECK(!floating || is_float(t.dtype()), TypeError, "[", op, "] expected a float16, bfloat16, float32 or ",
-              "float64 ", name, ", but got ", dtype_name(t.dtype()));
+  EMBER_CHECK(!floating || is_float(t.dtype()), TypeError, "[", op,
+              "] expected a float16, bfloat16, float32 or ", "float64 ", name, ", but got ",
+              dtype_name(t.dtype()));
   EMBER_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "[", op, "] not implemented for ",
               t.device().str());
 }
@@ -96,8 +97,8 @@ Tensor bag_bounds(const Tensor& offsets, int64_t n, bool include_last_offset) {
 }
 
 EmbeddingMode mode_of(const char* op, int64_t mode) {
-  EMBER_CHECK(mode >= 0 && mode <= 2, ValueError, "[", op, "] expected mode 0 (sum), 1 (mean) or 2 (max), but got ",
-              mode);
+  EMBER_CHECK(mode >= 0 && mode <= 2, ValueError, "[", op,
+              "] expected mode 0 (sum), 1 (mean) or 2 (max), but got ", mode);
   return static_cast<EmbeddingMode>(mode);
 }
 
@@ -109,8 +110,8 @@ void check_padding(const char* op, int64_t padding_idx, int64_t rows) {
 
 // The gradient as [rows, D] of the table's dtype (the engine may hand another float dtype).
 Tensor grad_rows(const char* op, const Tensor& grad, int64_t rows, int64_t width, DType dtype) {
-  EMBER_CHECK(grad.numel() == rows * width && (grad.dim() == 0 || grad.size(-1) == width), ValueError, "[", op,
-              "] expected a gradient of ", rows, " rows of ", width, " values, but got shape ",
+  EMBER_CHECK(grad.numel() == rows * width && (grad.dim() == 0 || grad.size(-1) == width), ValueError, "[",
+              op, "] expected a gradient of ", rows, " rows of ", width, " values, but got shape ",
               dims::str(grad.sizes()));
   const Tensor g = grad.dtype() == dtype ? grad : to_dtype(grad, dtype, false);
   return reshape(g.contiguous(), {rows, width});
@@ -141,8 +142,9 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
   Tensor out = empty(sizes, weight.dtype(), weight.device());
   const int64_t n = indices.numel();
   if (n > 0) {
-    embedding_bag_stub.get(weight.device().type)(reshape(out, {n, weight.size(1)}), Tensor(), rows_of(weight),
-                                                 make_bags(indices, Tensor(), std::nullopt, EmbeddingMode::Sum, -1));
+    embedding_bag_stub.get(weight.device().type)(
+        reshape(out, {n, weight.size(1)}), Tensor(), rows_of(weight),
+        make_bags(indices, Tensor(), std::nullopt, EmbeddingMode::Sum, -1));
   }
   return out;
 }
@@ -150,12 +152,14 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
 Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights,
                                 int64_t padding_idx, bool scale_grad_by_freq) {
   check_index_dtype("embedding_backward", "indices", 1, indices);
-  EMBER_CHECK(is_float(grad_output.dtype()), TypeError, "[embedding_dense_backward] expected a floating-point ",
-              "gradient, but got ", dtype_name(grad_output.dtype()));
+  EMBER_CHECK(is_float(grad_output.dtype()), TypeError,
+              "[embedding_dense_backward] expected a floating-point ", "gradient, but got ",
+              dtype_name(grad_output.dtype()));
   EMBER_CHECK(num_weights >= 0, ValueError, "[embedding_dense_backward] expected num_weights >= 0, but got ",
               num_weights);
   EMBER_CHECK(grad_output.dim() == indices.dim() + 1, ValueError, "[embedding_dense_backward] expected a ",
-              indices.dim() + 1, "-D gradient for ", indices.dim(), "-D indices, but got ", grad_output.dim(), "-D");
+              indices.dim() + 1, "-D gradient for ", indices.dim(), "-D indices, but got ", grad_output.dim(),
+              "-D");
   const int64_t width = grad_output.size(-1), n = indices.numel();
   const Tensor g = grad_rows("embedding_dense_backward", grad_output, n, width, grad_output.dtype());
   Tensor grad_table = zeros({num_weights, width}, grad_output.dtype(), grad_output.device());
@@ -173,15 +177,16 @@ Tensor embedding_renorm_(const Tensor& self, const Tensor& indices, double max_n
   EMBER_CHECK(max_norm >= 0, ValueError, "[embedding_renorm_] expected max_norm >= 0, but got ", max_norm);
   self.bump_version();
   const Tensor t = self.is_contiguous() ? self : self.contiguous();
-  if (indices.numel() > 0) embedding_renorm_stub.get(self.device().type)(t, flat_indices(indices), max_norm, norm_type);
+  if (indices.numel() > 0)
+    embedding_renorm_stub.get(self.device().type)(t, flat_indices(indices), max_norm, norm_type);
   if (!t.is_same(self)) copy_same_shape(self, t);
   return self;
 }
 
 std::tuple<Tensor, Tensor> _embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
                                           bool scale_grad_by_freq, int64_t mode, bool sparse,
-                                          const std::optional<Tensor>& per_sample_weights, bool include_last_offset,
-                                          int64_t padding_idx) {
+                                          const std::optional<Tensor>& per_sample_weights,
+                                          bool include_last_offset, int64_t padding_idx) {
   (void)scale_grad_by_freq;  // a backward-only option
   const char* op = "embedding_bag";
   check_table(op, "weight", weight, true);
@@ -208,22 +213,23 @@ std::tuple<Tensor, Tensor> _embedding_bag(const Tensor& weight, const Tensor& in
   Tensor out = empty({bags, width}, weight.dtype(), weight.device());
   Tensor max_indices = empty({m == EmbeddingMode::Max ? bags : 0, width}, DType::Int64, weight.device());
   if (bags > 0) {
-    embedding_bag_stub.get(weight.device().type)(out, max_indices, rows_of(weight),
-                                                 make_bags(indices, bounds, per_sample_weights, m, padding_idx));
+    embedding_bag_stub.get(weight.device().type)(
+        out, max_indices, rows_of(weight), make_bags(indices, bounds, per_sample_weights, m, padding_idx));
   }
   return {out, max_indices};
 }
 
 Tensor _embedding_bag_backward(const Tensor& grad_output, const Tensor& indices, const Tensor& offsets,
-                               const Tensor& max_indices, int64_t num_weights, bool scale_grad_by_freq, int64_t mode,
-                               const std::optional<Tensor>& per_sample_weights, bool include_last_offset,
-                               int64_t padding_idx) {
+                               const Tensor& max_indices, int64_t num_weights, bool scale_grad_by_freq,
+                               int64_t mode, const std::optional<Tensor>& per_sample_weights,
+                               bool include_last_offset, int64_t padding_idx) {
   const char* op = "embedding_bag_backward";
   check_index_dtype(op, "indices", 1, indices);
-  EMBER_CHECK(indices.dim() == 1, ValueError, "[", op, "] expected 1-D indices, but got ", indices.dim(), "-D");
+  EMBER_CHECK(indices.dim() == 1, ValueError, "[", op, "] expected 1-D indices, but got ", indices.dim(),
+              "-D");
   EMBER_CHECK(is_float(grad_output.dtype()) && grad_output.dim() == 2, TypeError, "[", op,
-              "] expected a 2-D floating-point gradient, but got ", dtype_name(grad_output.dtype()), " of shape ",
-              dims::str(grad_output.sizes()));
+              "] expected a 2-D floating-point gradient, but got ", dtype_name(grad_output.dtype()),
+              " of shape ", dims::str(grad_output.sizes()));
   EMBER_CHECK(num_weights >= 0, ValueError, "[", op, "] expected num_weights >= 0, but got ", num_weights);
   const EmbeddingMode m = mode_of(op, mode);
   check_padding(op, padding_idx, num_weights);
@@ -240,14 +246,14 @@ Tensor _embedding_bag_backward(const Tensor& grad_output, const Tensor& indices,
   std::optional<Tensor> weights;
   if (per_sample_weights && per_sample_weights->defined()) {
     EMBER_CHECK(per_sample_weights->sizes() == indices.sizes(), ValueError, "[", op,
-                "] expected per_sample_weights of the indices' shape ", dims::str(indices.sizes()), ", but got ",
-                dims::str(per_sample_weights->sizes()));
+                "] expected per_sample_weights of the indices' shape ", dims::str(indices.sizes()),
+                ", but got ", dims::str(per_sample_weights->sizes()));
     weights = to_dtype(*per_sample_weights, g.dtype(), false);
   }
   Tensor grad_table = zeros({num_weights, width}, g.dtype(), g.device());
   if (bags > 0) {
-    embedding_backward_stub.get(g.device().type)(grad_table, g, make_bags(indices, bounds, weights, m, padding_idx),
-                                                 mi, scale_grad_by_freq);
+    embedding_backward_stub.get(g.device().type)(
+        grad_table, g, make_bags(indices, bounds, weights, m, padding_idx), mi, scale_grad_by_freq);
   }
   return grad_table;
 }
@@ -258,9 +264,11 @@ Tensor _embedding_bag_per_sample_weights_backward(const Tensor& grad_output, con
   const char* op = "embedding_bag_per_sample_weights_backward";
   check_table(op, "weight", weight, true);
   check_index_dtype(op, "indices", 1, indices);
-  EMBER_CHECK(indices.dim() == 1, ValueError, "[", op, "] expected 1-D indices, but got ", indices.dim(), "-D");
+  EMBER_CHECK(indices.dim() == 1, ValueError, "[", op, "] expected 1-D indices, but got ", indices.dim(),
+              "-D");
   EMBER_CHECK(mode_of(op, mode) == EmbeddingMode::Sum, NotImplementedError, "[", op,
-              "] expected mode 0 (sum): per_sample_weights is only supported for mode='sum', but got mode ", mode);
+              "] expected mode 0 (sum): per_sample_weights is only supported for mode='sum', but got mode ",
+              mode);
   check_padding(op, padding_idx, weight.size(0));
   const Tensor bounds = bag_bounds(offsets, indices.numel(), include_last_offset);
   const int64_t bags = bounds.numel() - 1;
