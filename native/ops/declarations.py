@@ -376,6 +376,11 @@ OPS: list[Op] = [
        test={"family": "none"}),
     Op("fft_c2r(Tensor self, int[] dim, int normalization, int last_dim_size) -> Tensor", method=False,
        test={"family": "none"}),
+    # stft / istft of ember.stft / ember.istft (src/ops/fft/stft.cpp; the wrappers resolve defaults)
+    Op("_stft(Tensor self, int n_fft, int hop_length, int win_length, Tensor? window, bool center, str pad_mode, "
+       "bool normalized, bool onesided) -> Tensor", method=False, test={"family": "none"}),
+    Op("_istft(Tensor self, int n_fft, int hop_length, int win_length, Tensor? window, bool center, bool normalized, "
+       "bool onesided, int? length, bool return_complex) -> Tensor", method=False, test={"family": "none"}),
     # ---- embeddings (src/ops/embedding, kernels in backend/cpu/embedding_kernels.cpp): PyTorch's aten
     # names behind F.embedding / F.embedding_bag. mode: 0 sum, 1 mean, 2 max; padding_idx -1 is none;
     # _embedding_bag returns (output, max_indices) (Note [embedding bags])
@@ -743,6 +748,17 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "fft_c2c": {"self": "fft_c2c(grad, dim, normalization, !forward)", "result": _LINEAR},
     "fft_r2c": {"self": "fft_r2c_backward(grad, dim, normalization, onesided, self_sizes)", "result": _LINEAR},
     "fft_c2r": {"self": "fft_c2r_backward(grad, dim, normalization)", "result": _LINEAR},
+    "_stft": {"self": "stft_backward_self(grad, self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided)",
+              "window": "stft_backward_window(grad, self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, "
+                        "onesided)",
+              "result": "stft_jvp(self_t, window_t, self, window, n_fft, hop_length, win_length, center, pad_mode, normalized, "
+                        "onesided)"},
+    "_istft": {"self": "istft_backward_self(grad, self, n_fft, hop_length, win_length, window, center, normalized, onesided, "
+                       "length, return_complex)",
+               "window": "istft_backward_window(grad, self, n_fft, hop_length, win_length, window, center, normalized, "
+                         "onesided, length, return_complex)",
+               "result": "istft_jvp(self_t, window_t, self, window, n_fft, hop_length, win_length, center, normalized, "
+                         "onesided, length, return_complex)"},
     # embeddings (helpers in native/src/autograd/formulas_embedding.h): linear in the table and in
     # per_sample_weights, so each VJP/JVP is one of the same ops
     "embedding": {"weight": "embedding_dense_backward(grad, indices, weight_sizes[0], padding_idx, scale_grad_by_freq)",

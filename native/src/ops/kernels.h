@@ -219,6 +219,21 @@ extern DispatchStub<FftR2cFn> fft_r2c_stub;
 using FftC2rFn = void (*)(const Tensor& out, const Tensor& in);
 extern DispatchStub<FftC2rFn> fft_c2r_stub;
 
+// stft / istft of real signals (src/ops/fft/stft.cpp, Note [stft frames] there). stft: out
+// [B, bins, F] (contiguous complex; bins = n/2 + 1, or n for both sides) with frame f of row b
+// = window[j] * in[b][f * hop - pad + j], j < n = window.numel(), positions outside [0, L)
+// read as `mode` pads; in [B, L] and window contiguous, of out's real dtype.
+enum class StftPad { Constant, Reflect, Replicate, Circular };
+using StftFn = void (*)(const Tensor& out, const Tensor& in, const Tensor& window, int64_t hop, int64_t pad,
+                        StftPad mode);
+extern DispatchStub<StftFn> stft_stub;
+// istft: out [B, len] (real, contiguous) at t = inv_envelope[t] * the sum over frames f of
+// window[j] * (the unnormalized inverse real transform of length n of in[b, :, f])[j], where
+// t + start = f * hop + j; in [B, bins >= n/2 + 1, F] complex contiguous (bins above n/2 unread).
+using IstftFn = void (*)(const Tensor& out, const Tensor& in, const Tensor& window, const Tensor& inv_envelope,
+                         int64_t hop, int64_t start);
+extern DispatchStub<IstftFn> istft_stub;
+
 // Embedding lookups and bags (src/ops/embedding/embedding.cpp, Note [embedding bags] there).
 // `indices` holds contiguous int32/int64 row numbers [N], unchecked: every kernel checks each
 // one it reads against the table's rows (IndexError otherwise). `bounds` (contiguous int64
@@ -249,8 +264,8 @@ extern DispatchStub<EmbeddingBackwardFn> embedding_backward_stub;
 using EmbeddingWeightsBackwardFn = void (*)(const Tensor& out, const Tensor& grad, const Tensor& table,
                                             const EmbeddingBags& bags);
 extern DispatchStub<EmbeddingWeightsBackwardFn> embedding_weights_backward_stub;
-// Rescales, in place, each distinct row of contiguous table [R, D] named by `indices` whose
-// norm_type-norm exceeds max_norm to norm max_norm / (norm + 1e-7) of it (PyTorch's rule).
+// Multiplies, in place, each distinct row of contiguous table [R, D] named by `indices` whose
+// norm_type-norm exceeds max_norm by max_norm / (norm + 1e-7) (PyTorch's embedding_renorm_).
 using EmbeddingRenormFn = void (*)(const Tensor& table, const Tensor& indices, double max_norm,
                                    double norm_type);
 extern DispatchStub<EmbeddingRenormFn> embedding_renorm_stub;
