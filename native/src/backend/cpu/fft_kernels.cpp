@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "ember/parallel.h"
@@ -42,6 +43,7 @@ namespace {
 
 constexpr int64_t kMaxRadix = 61;   // larger prime factors go to Bluestein (the generic butterfly is O(p^2))
 constexpr int64_t kLaneMax = 4096;  // longer smooth lengths run six-step (a lane buffer stays in L2)
+constexpr int64_t kSixMin = 256;    // from here one row alone runs six-step rather than one lane of W
 constexpr double kPi = 3.14159265358979323846264338327950288;
 
 template <typename R>
@@ -58,22 +60,25 @@ inline std::complex<double> root(int64_t num, int64_t den) {
 
 template <typename R>
 struct Plan {
-  enum Kind { Stockham, SixStep, Bluestein };
   int64_t n = 0;
-  Kind kind = Stockham;
+  // smooth n <= kLaneMax: the lane engine's Stockham transform, twiddles exp(-2 pi i j / n), j < n
+  bool stockham = false;
   std::vector<int64_t> radices;
-  std::vector<R> wr, wi;  // Stockham: exp(-2 pi i j / n), j < n
-  // six-step: n = n1 * n2, twiddles tr/ti [n1][n2] = exp(-2 pi i k1 j2 / n)
+  std::vector<R> wr, wi;
+  // smooth n >= kSixMin: the six-step view n = n1 x n2 (Note [FFT lanes]) with Stockham sub-plans
+  // and twiddles exp(-2 pi i k1 j2 / n), laid out [column block of W][k1][lane] as pass A reads them
+  bool six = false;
   int64_t n1 = 0, n2 = 0;
   std::shared_ptr<const Plan> p1, p2;
   std::vector<R> tr, ti;
-  // Bluestein: chirp c[k] = exp(-pi i k^2 / n), k < n; filter = FFT_m(conj c, wrapped) / m
+  // any other n, Bluestein: chirp c[k] = exp(-pi i k^2 / n), k < n; filter = FFT_m(conj c) / m
+  bool bluestein = false;
   int64_t m = 0;
   std::vector<R> cr, ci, fr, fi;
   std::shared_ptr<const Plan> sub;
 
-  // whether the lane engine runs it whole (a six-step plan, or Bluestein over one, works per row)
-  bool lanes() const { return kind == Stockham || (kind == Bluestein && sub->kind == Stockham); }
+  // whether the lane engine runs the whole transform (rows W at a time)
+  bool lanes() const { return stockham || (bluestein && sub->stockham); }
   size_t bytes() const {
     return sizeof(R) * (wr.size() + wi.size() + tr.size() + ti.size() + cr.size() + ci.size() + fr.size() +
                         fi.size());
@@ -103,47 +108,58 @@ void transform_row(const Plan<R>& plan, const std::complex<R>* in, std::complex<
                    bool conj_out);
 
 template <typename R>
+void add_stockham(Plan<R>& p) {
+  const int64_t n = p.n;
+  p.stockham = true;
+  p.radices = factor(n);
+  p.wr.resize(n);
+  p.wi.resize(n);
+  for (int64_t j = 0; j < n; ++j) {
+    const std::complex<double> w = root(j, n);
+    p.wr[j] = static_cast<R>(w.real());
+    p.wi[j] = static_cast<R>(w.imag());
+  }
+}
+
+template <typename R>
 std::shared_ptr<Plan<R>> stockham_plan(int64_t n) {
   auto p = std::make_shared<Plan<R>>();
   p->n = n;
-  p->kind = Plan<R>::Stockham;
-  p->radices = factor(n);
-  p->wr.resize(n);
-  p->wi.resize(n);
-  for (int64_t j = 0; j < n; ++j) {
-    const std::complex<double> w = root(j, n);
-    p->wr[j] = static_cast<R>(w.real());
-    p->wi[j] = static_cast<R>(w.imag());
-  }
+  add_stockham(*p);
   return p;
 }
 
 template <typename R>
 std::shared_ptr<Plan<R>> make_plan(int64_t n) {
-  if (smooth(n) && n <= kLaneMax) return stockham_plan<R>(n);
   auto p = std::make_shared<Plan<R>>();
   p->n = n;
   if (smooth(n)) {
-    // the divisor of n closest to sqrt(n) from below, so both passes have long columns
-    int64_t n1 = 1;
+    if (n <= kLaneMax) add_stockham(*p);
+    int64_t n1 = 1;  // the divisor closest to sqrt(n) from below: both passes get long columns
     for (int64_t d = 1; d * d <= n; ++d)
       if (n % d == 0) n1 = d;
-    p->kind = Plan<R>::SixStep;
-    p->n1 = n1;
-    p->n2 = n / n1;
-    p->p1 = stockham_plan<R>(p->n1);
-    p->p2 = stockham_plan<R>(p->n2);
-    p->tr.resize(n);
-    p->ti.resize(n);
-    for (int64_t k1 = 0; k1 < p->n1; ++k1)
-      for (int64_t j2 = 0; j2 < p->n2; ++j2) {
-        const std::complex<double> w = root(k1 * j2, n);
-        p->tr[k1 * p->n2 + j2] = static_cast<R>(w.real());
-        p->ti[k1 * p->n2 + j2] = static_cast<R>(w.imag());
-      }
+    if (n >= kSixMin && n1 > 1) {
+      constexpr int64_t W = kW<R>;
+      p->six = true;
+      p->n1 = n1;
+      p->n2 = n / n1;
+      p->p1 = stockham_plan<R>(p->n1);
+      p->p2 = stockham_plan<R>(p->n2);
+      const int64_t blocks = (p->n2 + W - 1) / W;
+      p->tr.assign(blocks * n1 * W, R(0));
+      p->ti.assign(blocks * n1 * W, R(0));
+      for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t k1 = 0; k1 < n1; ++k1)
+          for (int64_t l = 0; l < W && b * W + l < p->n2; ++l) {
+            const std::complex<double> w = root(k1 * (b * W + l), n);
+            p->tr[(b * n1 + k1) * W + l] = static_cast<R>(w.real());
+            p->ti[(b * n1 + k1) * W + l] = static_cast<R>(w.imag());
+          }
+    }
+    if (!p->stockham && !p->six) add_stockham(*p);  // (a prime n <= kMaxRadix above kLaneMax cannot occur)
     return p;
   }
-  p->kind = Plan<R>::Bluestein;
+  p->bluestein = true;
   int64_t m = 1;
   while (m < 2 * n - 1) m *= 2;
   p->m = m;
@@ -201,24 +217,116 @@ std::shared_ptr<const Plan<R>> plan_for(int64_t n) {
   return cache.emplace(n, p).first->second;
 }
 
-// The twiddles e^{sign 2 pi i k / n}, k = 0 .. n/2, of the real-input packing (Note [real rows]).
+// The twiddles e^{-2 pi i k / n}, k = 0 .. n/2 (+ kW padding), of the real-input packing (Note
+// [real rows]), as split planes.
 template <typename R>
-std::shared_ptr<const std::vector<std::complex<R>>> real_twiddles(int64_t n) {
+struct RealTwiddles {
+  std::vector<R> re, im;
+};
+
+template <typename R>
+std::shared_ptr<const RealTwiddles<R>> real_twiddles(int64_t n) {
   static std::mutex mutex;
-  static std::map<int64_t, std::shared_ptr<const std::vector<std::complex<R>>>> cache;
+  static std::map<int64_t, std::shared_ptr<const RealTwiddles<R>>> cache;
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(n);
     if (it != cache.end()) return it->second;
   }
-  auto t = std::make_shared<std::vector<std::complex<R>>>(static_cast<size_t>(n / 2 + 1));
+  auto t = std::make_shared<RealTwiddles<R>>();
+  t->re.assign(static_cast<size_t>(n / 2 + 1 + kW<R>), R(0));
+  t->im.assign(static_cast<size_t>(n / 2 + 1 + kW<R>), R(0));
   for (int64_t k = 0; k <= n / 2; ++k) {
     const std::complex<double> w = root(k, n);
-    (*t)[k] = {static_cast<R>(w.real()), static_cast<R>(w.imag())};
+    t->re[k] = static_cast<R>(w.real());
+    t->im[k] = static_cast<R>(w.imag());
   }
   std::lock_guard<std::mutex> lock(mutex);
   if (cache.size() >= 64) cache.clear();
   return cache.emplace(n, t).first->second;
+}
+
+// ---- vector shuffles: complex <-> split, lane reversal, W x W transposes ------------------------
+
+template <typename R>
+struct IndexOf {
+  using type = int32_t;
+};
+template <>
+struct IndexOf<double> {
+  using type = int64_t;
+};
+template <typename R>
+using IVec = Vec<typename IndexOf<R>::type>;
+
+template <typename R, typename F, size_t... I>
+constexpr IVec<R> make_mask(F f, std::index_sequence<I...>) {
+  return IVec<R>{static_cast<typename IndexOf<R>::type>(f(static_cast<int>(I)))...};
+}
+// The shuffle mask {f(0), ..., f(W - 1)} (a constant).
+#define EMBER_FFT_MASK(R, expr) \
+  make_mask<R>([](int i) constexpr { return (expr); }, std::make_index_sequence<kLanes<R>>{})
+
+// W complex values at p as (re, im) vectors; _rev puts p[W - 1 - i] in lane i.
+template <typename R>
+inline void load_split(const std::complex<R>* p, V<R>& re, V<R>& im) {
+  constexpr int W = static_cast<int>(kW<R>);
+  const V<R> a = load(reinterpret_cast<const R*>(p)), b = load(reinterpret_cast<const R*>(p) + W);
+  constexpr IVec<R> even = EMBER_FFT_MASK(R, 2 * i), odd = EMBER_FFT_MASK(R, 2 * i + 1);
+  re = __builtin_shuffle(a, b, even);
+  im = __builtin_shuffle(a, b, odd);
+}
+template <typename R>
+inline void load_split_rev(const std::complex<R>* p, V<R>& re, V<R>& im) {
+  constexpr int W = static_cast<int>(kW<R>);
+  const V<R> a = load(reinterpret_cast<const R*>(p)), b = load(reinterpret_cast<const R*>(p) + W);
+  constexpr IVec<R> even = EMBER_FFT_MASK(R, 2 * (W - 1 - i)), odd = EMBER_FFT_MASK(R, 2 * (W - 1 - i) + 1);
+  re = __builtin_shuffle(a, b, even);
+  im = __builtin_shuffle(a, b, odd);
+}
+template <typename R>
+inline void store_joined(std::complex<R>* p, const V<R>& re, const V<R>& im) {
+  constexpr int W = static_cast<int>(kW<R>);
+  constexpr IVec<R> lo = EMBER_FFT_MASK(R, i % 2 == 0 ? i / 2 : W + i / 2);
+  constexpr IVec<R> hi = EMBER_FFT_MASK(R, (i + W) % 2 == 0 ? (i + W) / 2 : W + (i + W) / 2);
+  store(reinterpret_cast<R*>(p), __builtin_shuffle(re, im, lo));
+  store(reinterpret_cast<R*>(p) + W, __builtin_shuffle(re, im, hi));
+}
+template <typename R>
+inline void store_joined_rev(std::complex<R>* p, const V<R>& re, const V<R>& im) {
+  constexpr int W = static_cast<int>(kW<R>);
+  constexpr IVec<R> lo = EMBER_FFT_MASK(R, i % 2 == 0 ? W - 1 - i / 2 : 2 * W - 1 - i / 2);
+  constexpr IVec<R> hi = EMBER_FFT_MASK(R, (i + W) % 2 == 0 ? W - 1 - (i + W) / 2 : 2 * W - 1 - (i + W) / 2);
+  store(reinterpret_cast<R*>(p), __builtin_shuffle(re, im, lo));
+  store(reinterpret_cast<R*>(p) + W, __builtin_shuffle(re, im, hi));
+}
+template <typename R>
+inline V<R> reversed(const V<R>& v) {
+  constexpr int W = static_cast<int>(kW<R>);
+  constexpr IVec<R> rev = EMBER_FFT_MASK(R, W - 1 - i);
+  return __builtin_shuffle(v, rev);
+}
+
+// v[0..W) as a W x W matrix (vector = row), transposed in place: log2(W) stages, each swapping
+// the off-diagonal blocks of size s of vector pairs (i, i + s).
+template <typename R, int S>
+inline void transpose_stage(V<R>* v) {
+  if constexpr (S >= 1) {
+    constexpr int W = static_cast<int>(kW<R>);
+    constexpr IVec<R> lo = EMBER_FFT_MASK(R, (i & S) ? W + i - S : i);
+    constexpr IVec<R> hi = EMBER_FFT_MASK(R, (i & S) ? W + i : i + S);
+    for (int i = 0; i < W; ++i) {
+      if (i & S) continue;
+      const V<R> a = v[i], b = v[i + S];
+      v[i] = __builtin_shuffle(a, b, lo);
+      v[i + S] = __builtin_shuffle(a, b, hi);
+    }
+    transpose_stage<R, S / 2>(v);
+  }
+}
+template <typename R>
+inline void transpose(V<R>* v) {
+  transpose_stage<R, static_cast<int>(kW<R>) / 2>(v);
 }
 
 // ---- the lane engine (Note [FFT lanes]): S is Vec<R> (W lanes) or R (one) -------------------
@@ -373,7 +481,7 @@ void stage(const Plan<R>& plan, int64_t p, int64_t L, const S* yr, const S* yi, 
 template <typename R, typename S>
 void transform_lanes(const Plan<R>& plan, S* re, S* im, S* scratch) {
   const int64_t n = plan.n;
-  if (plan.kind == Plan<R>::Stockham) {
+  if (plan.stockham) {
     S *yr = re, *yi = im, *xr = scratch, *xi = scratch + n;
     int64_t L = 1;
     for (int64_t p : plan.radices) {
@@ -413,7 +521,7 @@ void transform_lanes(const Plan<R>& plan, S* re, S* im, S* scratch) {
 
 template <typename R>
 int64_t lane_scratch(const Plan<R>& plan) {
-  return plan.kind == Plan<R>::Stockham ? 2 * plan.n : 4 * plan.m;
+  return plan.stockham ? 2 * plan.n : 4 * plan.m;
 }
 
 // Lane buffers of one parallel chunk: re, im (n each) and the engine's scratch.
@@ -428,79 +536,91 @@ struct LaneBuffers {
         scratch(data.data() + 2 * points) {}
 };
 
-// ---- one long row: six-step (Note [FFT lanes]) and Bluestein over it ------------------------
+// ---- one row: six-step (Note [FFT lanes]) and Bluestein over it --------------------------------
 
-// Columns [c, c + W) of the n1 x n2 matrix `in` (complex), transformed along the rows index j1,
-// twiddled, and written transposed into split planes tr/ti [n2][n1].
+// A growing buffer per thread for the six-step intermediate (a fresh one per call would fault in
+// its pages every time).
+template <typename R>
+R* six_step_scratch(int64_t count) {
+  thread_local std::vector<R> buffer;
+  if (static_cast<int64_t>(buffer.size()) < count) buffer.resize(static_cast<size_t>(count));
+  return buffer.data();
+}
+
+// in (n1 x n2, row-major) -> pass A: each block of W columns transformed along j1 (lanes =
+// columns, read as they lie), twiddled, and stored as T[k1 block][j2][k1 % W] (a W x W transpose
+// per block of k1) -> pass B: each k1 block, now W contiguous lanes per j2, transformed along j2
+// and stored at out[k2 * n1 + k1]. in may equal out (pass A reads all of it first).
 template <typename R>
 void six_step(const Plan<R>& plan, const std::complex<R>* in, std::complex<R>* out, bool conj_in, bool conj_out) {
   using S = V<R>;
   constexpr int64_t W = kW<R>;
-  const int64_t n = plan.n, n1 = plan.n1, n2 = plan.n2;
-  std::vector<R> tre(static_cast<size_t>(n)), tim(static_cast<size_t>(n));
+  const int64_t n1 = plan.n1, n2 = plan.n2;
+  const int64_t cblocks = (n2 + W - 1) / W, kblocks = (n1 + W - 1) / W;
+  R* tre = six_step_scratch<R>(2 * kblocks * W * n2);
+  R* tim = tre + kblocks * W * n2;
   const R ci = conj_in ? R(-1) : R(1), co = conj_out ? R(-1) : R(1);
-  const int64_t blocks2 = (n2 + W - 1) / W, blocks1 = (n1 + W - 1) / W;
-  const int64_t grain2 = std::max<int64_t>(1, 8192 / (n1 * W)), grain1 = std::max<int64_t>(1, 8192 / (n2 * W));
-  parallel_for(0, blocks2, grain2, [&](int64_t b0, int64_t b1) {
+  const bool full = n1 % W == 0 && n2 % W == 0;
+  parallel_for(0, cblocks, std::max<int64_t>(1, 8192 / (n1 * W)), [&](int64_t b0, int64_t b1) {
     LaneBuffers<R, S> buf(*plan.p1, n1);
+    S tile_r[W], tile_i[W];
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t c = blk * W, width = std::min(W, n2 - c);
       for (int64_t j1 = 0; j1 < n1; ++j1) {
         const std::complex<R>* src = in + j1 * n2 + c;
-        S r{}, i{};
-        for (int l = 0; l < width; ++l) {
-          r[l] = src[l].real();
-          i[l] = ci * src[l].imag();
+        if (full) {
+          load_split(src, buf.re[j1], buf.im[j1]);
+          buf.im[j1] *= ci;
+        } else {
+          S r{}, i{};
+          for (int l = 0; l < width; ++l) {
+            r[l] = src[l].real();
+            i[l] = ci * src[l].imag();
+          }
+          buf.re[j1] = r;
+          buf.im[j1] = i;
         }
-        buf.re[j1] = r;
-        buf.im[j1] = i;
       }
       transform_lanes(*plan.p1, buf.re, buf.im, buf.scratch);
-      for (int64_t k1 = 0; k1 < n1; ++k1) {
-        S r = buf.re[k1], i = buf.im[k1];
-        const R* twr = plan.tr.data() + k1 * n2 + c;
-        const R* twi = plan.ti.data() + k1 * n2 + c;
-        if (width == W) {
-          const S wr = load(twr), wi = load(twi);
-          const S t = r * wr - i * wi;
-          i = r * wi + i * wr;
-          r = t;
-        } else {
-          for (int l = 0; l < width; ++l) {
-            const R rr = r[l], ii = i[l];
-            r[l] = rr * twr[l] - ii * twi[l];
-            i[l] = rr * twi[l] + ii * twr[l];
+      const R* twr = plan.tr.data() + blk * n1 * W;
+      const R* twi = plan.ti.data() + blk * n1 * W;
+      for (int64_t kb = 0; kb < kblocks; ++kb) {
+        for (int64_t i = 0; i < W; ++i) {
+          const int64_t k1 = kb * W + i;
+          if (k1 >= n1) {
+            tile_r[i] = tile_i[i] = S{};
+            continue;
           }
+          const S wr = load(twr + k1 * W), wi = load(twi + k1 * W);
+          const S r = buf.re[k1], im = buf.im[k1];
+          tile_r[i] = r * wr - im * wi;
+          tile_i[i] = r * wi + im * wr;
         }
-        for (int l = 0; l < width; ++l) {
-          tre[(c + l) * n1 + k1] = r[l];
-          tim[(c + l) * n1 + k1] = i[l];
+        transpose<R>(tile_r);  // tile[l] now holds k1 = kb*W .. kb*W + W - 1 of column c + l
+        transpose<R>(tile_i);
+        for (int64_t l = 0; l < width; ++l) {
+          store(tre + (kb * n2 + c + l) * W, tile_r[l]);
+          store(tim + (kb * n2 + c + l) * W, tile_i[l]);
         }
       }
     }
   });
-  parallel_for(0, blocks1, grain1, [&](int64_t b0, int64_t b1) {
+  parallel_for(0, kblocks, std::max<int64_t>(1, 8192 / (n2 * W)), [&](int64_t b0, int64_t b1) {
     LaneBuffers<R, S> buf(*plan.p2, n2);
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      const int64_t k1 = blk * W, width = std::min(W, n1 - k1);
+    for (int64_t kb = b0; kb < b1; ++kb) {
+      const int64_t k1 = kb * W, width = std::min(W, n1 - k1);
       for (int64_t j2 = 0; j2 < n2; ++j2) {
-        if (width == W) {
-          buf.re[j2] = load(tre.data() + j2 * n1 + k1);
-          buf.im[j2] = load(tim.data() + j2 * n1 + k1);
-        } else {
-          S r{}, i{};
-          for (int l = 0; l < width; ++l) {
-            r[l] = tre[j2 * n1 + k1 + l];
-            i[l] = tim[j2 * n1 + k1 + l];
-          }
-          buf.re[j2] = r;
-          buf.im[j2] = i;
-        }
+        buf.re[j2] = load(tre + (kb * n2 + j2) * W);
+        buf.im[j2] = load(tim + (kb * n2 + j2) * W);
       }
       transform_lanes(*plan.p2, buf.re, buf.im, buf.scratch);
       for (int64_t k2 = 0; k2 < n2; ++k2) {
         std::complex<R>* dst = out + k2 * n1 + k1;
-        for (int l = 0; l < width; ++l) dst[l] = {buf.re[k2][l], co * buf.im[k2][l]};
+        if (full) {
+          store_joined(dst, buf.re[k2], buf.im[k2] * co);
+        } else {
+          for (int l = 0; l < width; ++l) dst[l] = {buf.re[k2][l], co * buf.im[k2][l]};
+        }
       }
     }
   });
@@ -512,8 +632,8 @@ void transform_row(const Plan<R>& plan, const std::complex<R>* in, std::complex<
                    bool conj_out) {
   const int64_t n = plan.n;
   const R ci = conj_in ? R(-1) : R(1), co = conj_out ? R(-1) : R(1);
-  if (plan.kind == Plan<R>::SixStep) return six_step(plan, in, out, conj_in, conj_out);
-  if (plan.lanes()) {  // short enough for one lane of the engine
+  if (plan.six) return six_step(plan, in, out, conj_in, conj_out);
+  if (plan.lanes()) {  // short: one lane of the engine
     LaneBuffers<R, R> buf(plan, n);
     for (int64_t j = 0; j < n; ++j) {
       buf.re[j] = in[j].real();
@@ -523,7 +643,7 @@ void transform_row(const Plan<R>& plan, const std::complex<R>* in, std::complex<
     for (int64_t j = 0; j < n; ++j) out[j] = {buf.re[j], co * buf.im[j]};
     return;
   }
-  // Bluestein over a six-step transform
+  // Bluestein over row transforms of the power-of-two length m
   const int64_t m = plan.m;
   std::vector<std::complex<R>> a(static_cast<size_t>(m));
   for (int64_t k = 0; k < n; ++k)
@@ -538,8 +658,14 @@ void transform_row(const Plan<R>& plan, const std::complex<R>* in, std::complex<
   }
 }
 
-// Row blocks of W: load(row, lane buffers re/im, lane count) fills the lanes, store(row, re/im,
-// lanes) reads them back, around one forward lane transform of `points` points.
+// Whether rows run W at a time through the lane engine (else one by one, six-step inside).
+template <typename R>
+bool by_lanes(const Plan<R>& plan, int64_t rows) {
+  return plan.lanes() && (rows >= kW<R> || !plan.six);
+}
+
+// Row blocks of W: load(row, lanes, re, im) fills the lanes, store(row, lanes, re, im) reads them
+// back, around one forward lane transform of `points` points.
 template <typename R, typename Load, typename Store>
 void over_row_blocks(const Plan<R>& plan, int64_t rows, int64_t points, const Load& load_fn,
                      const Store& store_fn) {
@@ -558,32 +684,70 @@ void over_row_blocks(const Plan<R>& plan, int64_t rows, int64_t points, const Lo
   });
 }
 
+// Lane buffer point j of `lanes` rows of a row-major matrix (row stride `stride` elements of
+// `src`), W points at a time through W x W transposes; get(row, j) for the tail.
+template <typename R, typename Get>
+void gather_lanes(int64_t points, int64_t lanes, V<R>* re, V<R>* im, const Get& get) {
+  for (int64_t j = 0; j < points; ++j) {
+    V<R> a{}, b{};
+    for (int l = 0; l < lanes; ++l) {
+      const std::complex<R> v = get(l, j);
+      a[l] = v.real();
+      b[l] = v.imag();
+    }
+    re[j] = a;
+    im[j] = b;
+  }
+}
+
 // ---- complex rows -----------------------------------------------------------------------------
 
 template <typename R>
 void c2c_rows(std::complex<R>* base, int64_t rows, int64_t n, bool forward) {
   using S = V<R>;
+  constexpr int64_t W = kW<R>;
   const std::shared_ptr<const Plan<R>> plan = plan_for<R>(n);
   const R sign = forward ? R(1) : R(-1);
-  if (!plan->lanes()) {
+  if (!by_lanes(*plan, rows)) {
     for (int64_t r = 0; r < rows; ++r) transform_row(*plan, base + r * n, base + r * n, !forward, !forward);
     return;
   }
   over_row_blocks<R>(
       *plan, rows, n,
       [&](int64_t r0, int64_t lanes, S* re, S* im) {
-        for (int64_t j = 0; j < n; ++j) {
-          S a{}, b{};
-          for (int l = 0; l < lanes; ++l) {
-            a[l] = base[(r0 + l) * n + j].real();
-            b[l] = sign * base[(r0 + l) * n + j].imag();
+        int64_t j = 0;
+        if (lanes == W) {  // W x W tiles: W points of W rows per transpose
+          S tr[W], ti[W];
+          for (; j + W <= n; j += W) {
+            for (int64_t l = 0; l < W; ++l) load_split(base + (r0 + l) * n + j, tr[l], ti[l]);
+            transpose<R>(tr);
+            transpose<R>(ti);
+            for (int64_t i = 0; i < W; ++i) {
+              re[j + i] = tr[i];
+              im[j + i] = ti[i] * sign;
+            }
           }
-          re[j] = a;
-          im[j] = b;
         }
+        gather_lanes<R>(n - j, lanes, re + j, im + j, [&](int64_t l, int64_t jj) {
+          const std::complex<R> v = base[(r0 + l) * n + j + jj];
+          return std::complex<R>(v.real(), sign * v.imag());
+        });
       },
-      [&](int64_t r0, int64_t lanes, const S* re, const S* im) {
-        for (int64_t j = 0; j < n; ++j)
+      [&](int64_t r0, int64_t lanes, S* re, S* im) {
+        int64_t j = 0;
+        if (lanes == W) {
+          S tr[W], ti[W];
+          for (; j + W <= n; j += W) {
+            for (int64_t i = 0; i < W; ++i) {
+              tr[i] = re[j + i];
+              ti[i] = im[j + i] * sign;
+            }
+            transpose<R>(tr);
+            transpose<R>(ti);
+            for (int64_t l = 0; l < W; ++l) store_joined(base + (r0 + l) * n + j, tr[l], ti[l]);
+          }
+        }
+        for (; j < n; ++j)
           for (int l = 0; l < lanes; ++l) base[(r0 + l) * n + j] = {re[j][l], sign * im[j][l]};
       });
 }
@@ -593,8 +757,8 @@ void c2c_rows(std::complex<R>* base, int64_t rows, int64_t n, bool forward) {
 //   X[k] = (Z[k] + conj Z[m-k]) / 2 - i w^k (Z[k] - conj Z[m-k]) / 2,   k = 0 .. m
 // (indices of Z mod m); an odd length takes the complex transform of the widened row. The
 // inverse (Hermitian half to real) runs the same packing backwards.
-template <typename R, typename S>
-inline void unpack_bin(const S& ar, const S& ai, const S& br, const S& bi, R wr, R wi, S& xr, S& xi) {
+template <typename R, typename S, typename T>
+inline void unpack_bin(const S& ar, const S& ai, const S& br, const S& bi, const T& wr, const T& wi, S& xr, S& xi) {
   // a = Z[k], b = Z[m-k]; even = (a + conj b) / 2, odd = (a - conj b) / 2; X = even - i w odd
   const S er = (ar + br) * R(0.5), ei = (ai - bi) * R(0.5);
   const S orr = (ar - br) * R(0.5), oi = (ai + bi) * R(0.5);
@@ -603,10 +767,22 @@ inline void unpack_bin(const S& ar, const S& ai, const S& br, const S& bi, R wr,
   xi = ei + oi * wi - orr * wr;
 }
 
+// The conjugate of what c2r inverts, for even n: Z[k] = (X[k] + conj X[m-k]) + i conj(w^k)
+// (X[k] - conj X[m-k]), conjugated (the inverse runs as conj(FFT(conj(.)))). (wr, wi) = w^k.
+template <typename R, typename S, typename T>
+inline void pack_bin(const S& ar, const S& ai, const S& br, const S& bi, const T& wr, const T& wi, S& zr, S& zi) {
+  const S sr = ar + br, si = ai - bi;
+  const S dr = ar - br, di = ai + bi;
+  // o = (a - conj b) conj(w) = (dr wr + di wi, di wr - dr wi); z = conj(s + i o)
+  const S orr = dr * wr + di * wi, oi = di * wr - dr * wi;
+  zr = sr - oi;
+  zi = -(si + orr);
+}
+
 // The onesided spectrum bins [0, n/2] of lanes whose packed (even n) or widened (odd n)
 // transform is in re/im, written as emit(k, Xr, Xi) for each bin.
 template <typename R, typename S, typename Emit>
-void real_bins(int64_t n, const S* re, const S* im, const std::complex<R>* tw, const Emit& emit) {
+void real_bins(int64_t n, const S* re, const S* im, const RealTwiddles<R>& tw, const Emit& emit) {
   if (n % 2 == 1) {
     for (int64_t k = 0; k <= n / 2; ++k) emit(k, re[k], im[k]);
     return;
@@ -615,18 +791,53 @@ void real_bins(int64_t n, const S* re, const S* im, const std::complex<R>* tw, c
   for (int64_t k = 0; k <= m; ++k) {
     const int64_t a = k % m, b = (m - k) % m;
     S xr, xi;
-    unpack_bin<R, S>(re[a], im[a], re[b], im[b], tw[k].real(), tw[k].imag(), xr, xi);
+    unpack_bin<R, S, R>(re[a], im[a], re[b], im[b], tw.re[k], tw.im[k], xr, xi);
     emit(k, xr, xi);
   }
+}
+
+// One long even row: Z (m = n/2 points) written into X[0, m), then X[k] and X[m - k] made from the
+// pair Z[k], Z[m - k] in place, W pairs at a time (the upper block lane-reversed).
+template <typename R>
+void unpack_in_place(std::complex<R>* X, int64_t m, const RealTwiddles<R>& tw) {
+  constexpr int64_t W = kW<R>;
+  auto scalar_pair = [&](int64_t k) {  // 1 <= k <= m / 2
+    const std::complex<R> a = X[k], b = X[m - k];
+    R xr, xi, yr, yi;
+    unpack_bin<R, R, R>(a.real(), a.imag(), b.real(), b.imag(), tw.re[k], tw.im[k], xr, xi);
+    unpack_bin<R, R, R>(b.real(), b.imag(), a.real(), a.imag(), tw.re[m - k], tw.im[m - k], yr, yi);
+    X[k] = {xr, xi};
+    X[m - k] = {yr, yi};
+  };
+  const std::complex<R> z0 = X[0];
+  const int64_t vblocks = m / 2 >= W ? (m / 2 - W + 1) / W : 0;  // blocks [1 + b W, 1 + (b + 1) W) below m/2
+  parallel_for(0, vblocks, std::max<int64_t>(1, 4096 / W), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t k = 1 + b * W, h = m - k - W + 1;  // lanes: k + i and m - k - i
+      V<R> ar, ai, br, bi, xr, xi, yr, yi;
+      load_split(X + k, ar, ai);
+      load_split_rev(X + h, br, bi);
+      unpack_bin<R, V<R>, V<R>>(ar, ai, br, bi, load(tw.re.data() + k), load(tw.im.data() + k), xr, xi);
+      unpack_bin<R, V<R>, V<R>>(br, bi, ar, ai, reversed<R>(load(tw.re.data() + h)),
+                                reversed<R>(load(tw.im.data() + h)), yr, yi);
+      store_joined(X + k, xr, xi);
+      store_joined_rev(X + h, yr, yi);
+    }
+  });
+  for (int64_t k = 1 + vblocks * W; k <= m / 2; ++k) scalar_pair(k);
+  R xr, xi;
+  unpack_bin<R, R, R>(z0.real(), z0.imag(), z0.real(), z0.imag(), tw.re[0], tw.im[0], xr, xi);
+  X[0] = {xr, xi};
+  unpack_bin<R, R, R>(z0.real(), z0.imag(), z0.real(), z0.imag(), tw.re[m], tw.im[m], xr, xi);
+  X[m] = {xr, xi};
 }
 
 template <typename R>
 void r2c_rows(const R* src, std::complex<R>* dst, int64_t rows, int64_t n) {
   using S = V<R>;
+  constexpr int64_t W = kW<R>;
   const int64_t bins = n / 2 + 1, points = n % 2 == 0 ? n / 2 : n;
-  const std::shared_ptr<const Plan<R>> plan = points > 1 ? plan_for<R>(points) : nullptr;
-  const std::shared_ptr<const std::vector<std::complex<R>>> tw = real_twiddles<R>(n);
-  if (plan == nullptr) {  // n = 1 or 2
+  if (n <= 2) {
     for (int64_t r = 0; r < rows; ++r) {
       const R* x = src + r * n;
       dst[r * bins] = n == 1 ? x[0] : x[0] + x[1];
@@ -634,27 +845,20 @@ void r2c_rows(const R* src, std::complex<R>* dst, int64_t rows, int64_t n) {
     }
     return;
   }
-  if (!plan->lanes()) {
-    std::vector<std::complex<R>> z(static_cast<size_t>(points));
+  const std::shared_ptr<const Plan<R>> plan = plan_for<R>(points);
+  const std::shared_ptr<const RealTwiddles<R>> tw = real_twiddles<R>(n);
+  if (!by_lanes(*plan, rows)) {
+    std::vector<std::complex<R>> z(n % 2 == 0 ? 0 : static_cast<size_t>(n));
     for (int64_t r = 0; r < rows; ++r) {
       const R* x = src + r * n;
       std::complex<R>* X = dst + r * bins;
       if (n % 2 == 0) {
-        transform_row(*plan, reinterpret_cast<const std::complex<R>*>(x), z.data(), false, false);
+        transform_row(*plan, reinterpret_cast<const std::complex<R>*>(x), X, false, false);
+        unpack_in_place(X, points, *tw);
       } else {
         for (int64_t j = 0; j < n; ++j) z[j] = x[j];
         transform_row(*plan, z.data(), z.data(), false, false);
-      }
-      const int64_t m = n / 2;
-      for (int64_t k = 0; k < bins; ++k) {
-        if (n % 2 == 1) {
-          X[k] = z[k];
-          continue;
-        }
-        const std::complex<R> a = z[k % m], b = z[(m - k) % m];
-        R xr, xi;
-        unpack_bin<R, R>(a.real(), a.imag(), b.real(), b.imag(), (*tw)[k].real(), (*tw)[k].imag(), xr, xi);
-        X[k] = {xr, xi};
+        std::copy(z.begin(), z.begin() + bins, X);
       }
     }
     return;
@@ -662,48 +866,67 @@ void r2c_rows(const R* src, std::complex<R>* dst, int64_t rows, int64_t n) {
   over_row_blocks<R>(
       *plan, rows, points,
       [&](int64_t r0, int64_t lanes, S* re, S* im) {
-        for (int64_t j = 0; j < points; ++j) {
-          S a{}, b{};
-          for (int l = 0; l < lanes; ++l) {
-            const R* x = src + (r0 + l) * n;
-            a[l] = n % 2 == 0 ? x[2 * j] : x[j];
-            b[l] = n % 2 == 0 ? x[2 * j + 1] : R(0);
+        int64_t j = 0;
+        if (lanes == W && n % 2 == 0) {
+          S tr[W], ti[W];
+          for (; j + W <= points; j += W) {
+            for (int64_t l = 0; l < W; ++l)
+              load_split(reinterpret_cast<const std::complex<R>*>(src + (r0 + l) * n) + j, tr[l], ti[l]);
+            transpose<R>(tr);
+            transpose<R>(ti);
+            std::copy(tr, tr + W, re + j);
+            std::copy(ti, ti + W, im + j);
           }
-          re[j] = a;
-          im[j] = b;
         }
+        gather_lanes<R>(points - j, lanes, re + j, im + j, [&](int64_t l, int64_t jj) {
+          const R* x = src + (r0 + l) * n;
+          const int64_t p = j + jj;
+          return n % 2 == 0 ? std::complex<R>(x[2 * p], x[2 * p + 1]) : std::complex<R>(x[p], R(0));
+        });
       },
       [&](int64_t r0, int64_t lanes, const S* re, const S* im) {
-        real_bins<R, S>(n, re, im, tw->data(), [&](int64_t k, const S& xr, const S& xi) {
+        real_bins<R, S>(n, re, im, *tw, [&](int64_t k, const S& xr, const S& xi) {
           for (int l = 0; l < lanes; ++l) dst[(r0 + l) * bins + k] = {xr[l], xi[l]};
         });
       });
 }
 
-// The conjugate of what c2r inverts, for even n: Z[k] = (X[k] + conj X[m-k]) + i conj(w^k)
-// (X[k] - conj X[m-k]), conjugated (the inverse runs as conj(FFT(conj(.)))).
-template <typename R, typename S>
-inline void pack_bin(const S& ar, const S& ai, const S& br, const S& bi, R wr, R wi, S& zr, S& zi) {
-  // a = X[k], b = conj X[m-k] = (br, -bi); o = (a - b) * conj(w^k) ... w given already conjugated
-  const S sr = ar + br, si = ai - bi;
-  const S dr = ar - br, di = ai + bi;
-  const S orr = dr * wr - di * wi, oi = dr * wi + di * wr;
-  // z = conj(s + i o) = (sr - oi, -(si + orr))
-  zr = sr - oi;
-  zi = -(si + orr);
+// One long even row, backwards: z[k] (the conjugated packing) from X[k] and X[m - k], into z.
+template <typename R>
+void pack_rows_into(const std::complex<R>* X, std::complex<R>* z, int64_t m, const RealTwiddles<R>& tw) {
+  constexpr int64_t W = kW<R>;
+  auto bin = [&](int64_t k) {  // the imaginary parts of bins 0 and m are ignored, as by PyTorch
+    return k == 0 || k == m ? std::complex<R>(X[k].real(), 0) : X[k];
+  };
+  auto scalar = [&](int64_t k) {
+    const std::complex<R> a = bin(k), b = bin(m - k);
+    R zr, zi;
+    pack_bin<R, R, R>(a.real(), a.imag(), b.real(), b.imag(), tw.re[k], tw.im[k], zr, zi);
+    z[k] = {zr, zi};
+  };
+  const int64_t vblocks = m / 2 >= W ? (m / 2 - W + 1) / W : 0;
+  parallel_for(0, vblocks, std::max<int64_t>(1, 4096 / W), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t k = 1 + b * W, h = m - k - W + 1;
+      V<R> ar, ai, br, bi, zr, zi;
+      load_split(X + k, ar, ai);
+      load_split_rev(X + h, br, bi);
+      pack_bin<R, V<R>, V<R>>(ar, ai, br, bi, load(tw.re.data() + k), load(tw.im.data() + k), zr, zi);
+      store_joined(z + k, zr, zi);
+      pack_bin<R, V<R>, V<R>>(br, bi, ar, ai, reversed<R>(load(tw.re.data() + h)),
+                              reversed<R>(load(tw.im.data() + h)), zr, zi);
+      store_joined_rev(z + h, zr, zi);
+    }
+  });
+  for (int64_t k = 1 + vblocks * W; k < m - vblocks * W; ++k) scalar(k);
+  scalar(0);
 }
 
 template <typename R>
 void c2r_rows(const std::complex<R>* src, R* dst, int64_t rows, int64_t n, int64_t bins) {
   using S = V<R>;
   const int64_t points = n % 2 == 0 ? n / 2 : n, m = n / 2;
-  const std::shared_ptr<const Plan<R>> plan = points > 1 ? plan_for<R>(points) : nullptr;
-  const std::shared_ptr<const std::vector<std::complex<R>>> tw = real_twiddles<R>(n);
-  // the bins the inverse reads: the imaginary parts of bin 0 and (even n) bin n/2 are ignored
-  auto bin = [&](const std::complex<R>* X, int64_t k) -> std::complex<R> {
-    return k == 0 || (n % 2 == 0 && k == m) ? std::complex<R>(X[k].real(), 0) : X[k];
-  };
-  if (plan == nullptr) {
+  if (n <= 2) {
     for (int64_t r = 0; r < rows; ++r) {
       const std::complex<R>* X = src + r * bins;
       if (n == 1) {
@@ -715,20 +938,21 @@ void c2r_rows(const std::complex<R>* src, R* dst, int64_t rows, int64_t n, int64
     }
     return;
   }
-  if (!plan->lanes()) {
-    std::vector<std::complex<R>> z(static_cast<size_t>(points));
+  const std::shared_ptr<const Plan<R>> plan = plan_for<R>(points);
+  const std::shared_ptr<const RealTwiddles<R>> tw = real_twiddles<R>(n);
+  auto bin = [&](const std::complex<R>* X, int64_t k) -> std::complex<R> {
+    return k == 0 || (n % 2 == 0 && k == m) ? std::complex<R>(X[k].real(), 0) : X[k];
+  };
+  if (!by_lanes(*plan, rows)) {
+    std::vector<std::complex<R>> z(n % 2 == 0 ? 0 : static_cast<size_t>(n));
     for (int64_t r = 0; r < rows; ++r) {
       const std::complex<R>* X = src + r * bins;
       R* x = dst + r * n;
       if (n % 2 == 0) {
-        for (int64_t k = 0; k < m; ++k) {
-          const std::complex<R> a = bin(X, k), b = bin(X, m - k);
-          R zr, zi;
-          pack_bin<R, R>(a.real(), a.imag(), b.real(), b.imag(), (*tw)[k].real(), -(*tw)[k].imag(), zr, zi);
-          z[k] = {zr, zi};
-        }
-        // the conjugated inverse writes x[2j] + i x[2j+1] straight into the output row
-        transform_row(*plan, z.data(), reinterpret_cast<std::complex<R>*>(x), false, true);
+        // the conjugated packing into the output row, then its transform in place, conjugated: x[2j] + i x[2j+1]
+        std::complex<R>* zx = reinterpret_cast<std::complex<R>*>(x);
+        pack_rows_into(X, zx, m, *tw);
+        transform_row(*plan, zx, zx, false, true);
       } else {
         for (int64_t k = 0; k < n; ++k) z[k] = k <= n / 2 ? std::conj(bin(X, k)) : bin(X, n - k);
         transform_row(*plan, z.data(), z.data(), false, false);
@@ -750,8 +974,7 @@ void c2r_rows(const std::complex<R>* src, R* dst, int64_t rows, int64_t n, int64
             } else {
               const std::complex<R> x0 = bin(X, k), x1 = bin(X, m - k);
               R zr, zi;
-              pack_bin<R, R>(x0.real(), x0.imag(), x1.real(), x1.imag(), (*tw)[k].real(), -(*tw)[k].imag(), zr,
-                             zi);
+              pack_bin<R, R, R>(x0.real(), x0.imag(), x1.real(), x1.imag(), tw->re[k], tw->im[k], zr, zi);
               v = {zr, zi};
             }
             a[l] = v.real();
@@ -799,10 +1022,28 @@ void stft_rows(const R* x, std::complex<R>* out, const R* window, int64_t batch,
   constexpr int64_t W = kW<R>;
   const int64_t points = n % 2 == 0 ? n / 2 : n, half = n / 2;
   const std::shared_ptr<const Plan<R>> plan = plan_for<R>(points);
-  const std::shared_ptr<const std::vector<std::complex<R>>> tw = real_twiddles<R>(n);
+  const std::shared_ptr<const RealTwiddles<R>> tw = real_twiddles<R>(n);
   const int64_t per_signal = (frames + W - 1) / W;
   const int64_t grain = std::max<int64_t>(1, 16384 / (points * W));
   const bool packed = n % 2 == 0;
+  if (!plan->lanes()) {  // frames too long for lanes: one at a time through the row transforms
+    std::vector<R> frame(static_cast<size_t>(n));
+    std::vector<std::complex<R>> X(static_cast<size_t>(n / 2 + 1));
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t f = 0; f < frames; ++f) {
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t t = padded_source(f * hop - pad + j, length, mode);
+          frame[j] = t < 0 ? R(0) : window[j] * x[b * length + t];
+        }
+        r2c_rows<R>(frame.data(), X.data(), 1, n);
+        std::complex<R>* o = out + b * bins_out * frames + f;
+        for (int64_t k = 0; k <= half; ++k) {
+          o[k * frames] = X[k];
+          if (bins_out > half + 1 && k >= 1 && n - k > half) o[(n - k) * frames] = std::conj(X[k]);
+        }
+      }
+    return;
+  }
   parallel_for(0, batch * per_signal, grain, [&](int64_t b0, int64_t b1) {
     LaneBuffers<R, S> buf(*plan, points);
     std::vector<R> frame(static_cast<size_t>(n));
@@ -832,7 +1073,7 @@ void stft_rows(const R* x, std::complex<R>* out, const R* window, int64_t batch,
       }
       transform_lanes(*plan, buf.re, buf.im, buf.scratch);
       std::complex<R>* o = out + b * bins_out * frames + f0;
-      real_bins<R, S>(n, buf.re, buf.im, tw->data(), [&](int64_t k, const S& xr, const S& xi) {
+      real_bins<R, S>(n, buf.re, buf.im, *tw, [&](int64_t k, const S& xr, const S& xi) {
         std::complex<R>* dst = o + k * frames;
         for (int l = 0; l < lanes; ++l) dst[l] = {xr[l], xi[l]};
         if (bins_out > half + 1 && k >= 1 && n - k > half) {  // twosided: the mirrored conjugate
@@ -855,12 +1096,20 @@ void istft_rows(const std::complex<R>* in, R* y, const R* window, const R* inv_e
   const int64_t points = n % 2 == 0 ? n / 2 : n, m = n / 2;
   const bool packed = n % 2 == 0;
   const std::shared_ptr<const Plan<R>> plan = points > 1 ? plan_for<R>(points) : nullptr;
-  const std::shared_ptr<const std::vector<std::complex<R>>> tw = real_twiddles<R>(n);
+  const std::shared_ptr<const RealTwiddles<R>> tw = real_twiddles<R>(n);
   std::vector<R> fr(static_cast<size_t>(frames * n));
   const int64_t per_signal = (frames + W - 1) / W;
   for (int64_t b = 0; b < batch; ++b) {
     const std::complex<R>* X = in + b * bins_in * frames;
-    if (plan == nullptr) {  // n = 1 or 2
+    if (plan != nullptr && !plan->lanes()) {  // frames too long for lanes: one at a time
+      std::vector<std::complex<R>> bins(static_cast<size_t>(m + 1));
+      for (int64_t f = 0; f < frames; ++f) {
+        for (int64_t k = 0; k <= m; ++k) bins[k] = X[k * frames + f];
+        R* row = fr.data() + f * n;
+        c2r_rows<R>(bins.data(), row, 1, n, m + 1);
+        for (int64_t j = 0; j < n; ++j) row[j] *= window[j];
+      }
+    } else if (plan == nullptr) {  // n = 1 or 2
       for (int64_t f = 0; f < frames; ++f) {
         const R x0 = X[f].real(), x1 = n == 2 ? X[frames + f].real() : R(0);
         fr[f * n] = (n == 1 ? x0 : x0 + x1) * window[0];
@@ -893,7 +1142,7 @@ void istft_rows(const std::complex<R>* in, R* y, const R* window, const R* inv_e
               S br, bi;
               bin(k, ar, ai);
               bin(m - k, br, bi);
-              pack_bin<R, S>(ar, ai, br, bi, (*tw)[k].real(), -(*tw)[k].imag(), ar, ai);
+              pack_bin<R, S, R>(ar, ai, br, bi, tw->re[k], tw->im[k], ar, ai);
             }
             buf.re[k] = ar;
             buf.im[k] = ai;
