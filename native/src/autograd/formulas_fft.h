@@ -49,18 +49,18 @@ inline Tensor fft_c2r_backward(const Tensor& grad, const IntList& dim, int64_t n
 // with the recording ops, so they can be differentiated again.
 
 // The window zero-padded centrally to n_fft (ones when absent).
-inline Tensor spectral_window(const std::optional<Tensor>& window, int64_t win_length, int64_t n_fft, DType dtype,
-                              const Device& device) {
+inline Tensor spectral_window(const std::optional<Tensor>& window, int64_t win_length, int64_t n_fft,
+                              DType dtype, const Device& device) {
   const Tensor w = window && window->defined() ? *window : ember::ones({win_length}, dtype, device);
   const int64_t left = (n_fft - win_length) / 2, right = n_fft - win_length - left;
   if (left == 0 && right == 0) return w;
-  return autograd::cat({autograd::zeros({left}, w.dtype(), device), w, autograd::zeros({right}, w.dtype(), device)},
-                       0);
+  return autograd::cat(
+      {autograd::zeros({left}, w.dtype(), device), w, autograd::zeros({right}, w.dtype(), device)}, 0);
 }
 inline Tensor spectral_window(const Tensor& window, int64_t win_length, int64_t n_fft, DType dtype,
                               const Device& device) {
-  return spectral_window(window.defined() ? std::optional<Tensor>(window) : std::nullopt, win_length, n_fft, dtype,
-                         device);
+  return spectral_window(window.defined() ? std::optional<Tensor>(window) : std::nullopt, win_length, n_fft,
+                         dtype, device);
 }
 
 inline DType spectral_real(DType d) {
@@ -98,17 +98,19 @@ inline Tensor stft_frames(const Tensor& x, int64_t n_fft, int64_t hop, bool cent
 
 // The adjoint DFT of stft's gradient, frame by frame: [B, F, n_fft] complex (onesided bins padded
 // with zeros: the adjoint of keeping only them).
-inline Tensor stft_frame_grads(const Tensor& grad, bool batched, int64_t n_fft, bool normalized, bool onesided) {
+inline Tensor stft_frame_grads(const Tensor& grad, bool batched, int64_t n_fft, bool normalized,
+                               bool onesided) {
   Tensor g = autograd::transpose(batched ? grad : autograd::unsqueeze(grad, 0), 1, 2);
   const int64_t bins = g.sizes()[2];
   if (onesided && bins < n_fft)
-    g = autograd::cat({g, autograd::zeros({g.sizes()[0], g.sizes()[1], n_fft - bins}, g.dtype(), g.device())}, 2);
+    g = autograd::cat({g, autograd::zeros({g.sizes()[0], g.sizes()[1], n_fft - bins}, g.dtype(), g.device())},
+                      2);
   return autograd::fft_c2c(g, {2}, normalized ? 1 : 0, false);
 }
 
 inline Tensor stft_backward_self(const Tensor& grad, const Tensor& self, int64_t n_fft, int64_t hop,
-                                 int64_t win_length, const Tensor& window, bool center, const std::string& pad_mode,
-                                 bool normalized, bool onesided) {
+                                 int64_t win_length, const Tensor& window, bool center,
+                                 const std::string& pad_mode, bool normalized, bool onesided) {
   const bool batched = self.dim() == 2;
   const int64_t batch = batched ? self.sizes()[0] : 1, length = self.sizes().back();
   const int64_t pad = center ? n_fft / 2 : 0;
@@ -118,26 +120,28 @@ inline Tensor stft_backward_self(const Tensor& grad, const Tensor& self, int64_t
   if (!is_complex(self.dtype())) gf = autograd::real(gf);
   const Tensor gsig = unfold_backward(gf, {batch, length + 2 * pad}, 1, n_fft, hop);
   const Tensor gx = autograd::narrow(
-      index_select_backward(gsig, {batch, length + 1}, 1, stft_positions(length, pad, pad_mode)), 1, 0, length);
+      index_select_backward(gsig, {batch, length + 1}, 1, stft_positions(length, pad, pad_mode)), 1, 0,
+      length);
   return batched ? gx : autograd::squeeze(gx, IntList{0});
 }
 
 inline Tensor stft_backward_window(const Tensor& grad, const Tensor& self, int64_t n_fft, int64_t hop,
-                                   int64_t win_length, const Tensor& window, bool center, const std::string& pad_mode,
-                                   bool normalized, bool onesided) {
+                                   int64_t win_length, const Tensor& window, bool center,
+                                   const std::string& pad_mode, bool normalized, bool onesided) {
   const bool batched = self.dim() == 2;
-  const Tensor frames = stft_frames(batched ? self : autograd::unsqueeze(self, 0), n_fft, hop, center, pad_mode);
+  const Tensor frames =
+      stft_frames(batched ? self : autograd::unsqueeze(self, 0), n_fft, hop, center, pad_mode);
   const Tensor g = stft_frame_grads(grad, batched, n_fft, normalized, onesided);
-  const Tensor gw = autograd::narrow(
-      autograd::sum(autograd::mul(g, autograd::conj(frames), std::nullopt), IntList{0, 1}, false, std::nullopt), 0,
-      (n_fft - win_length) / 2, win_length);
+  const Tensor gw = autograd::narrow(autograd::sum(autograd::mul(g, autograd::conj(frames), std::nullopt),
+                                                   IntList{0, 1}, false, std::nullopt),
+                                     0, (n_fft - win_length) / 2, win_length);
   return is_complex(window.dtype()) ? gw : autograd::real(gw);
 }
 
 // stft's tangent: linear in the signal and in the window separately.
 inline Tensor stft_jvp(const Tensor& self_t, const Tensor& window_t, const Tensor& self,
-                       const std::optional<Tensor>& window, int64_t n_fft, int64_t hop, int64_t win_length, bool center,
-                       const std::string& pad_mode, bool normalized, bool onesided) {
+                       const std::optional<Tensor>& window, int64_t n_fft, int64_t hop, int64_t win_length,
+                       bool center, const std::string& pad_mode, bool normalized, bool onesided) {
   Tensor t = autograd::_stft(self_t, n_fft, hop, win_length, window, center, pad_mode, normalized, onesided);
   if (window && window_t.defined())
     t = autograd::add(
@@ -167,7 +171,8 @@ inline IstftGeometry istft_geometry(const Tensor& self, int64_t n_fft, int64_t h
 }
 
 // The frames' scaled inverse transforms [B, F, n_fft] (real unless return_complex).
-inline Tensor istft_frames(const Tensor& self, int64_t n_fft, bool normalized, bool onesided, bool return_complex) {
+inline Tensor istft_frames(const Tensor& self, int64_t n_fft, bool normalized, bool onesided,
+                           bool return_complex) {
   Tensor x = autograd::transpose(self.dim() == 3 ? self : autograd::unsqueeze(self, 0), 1, 2);
   if (return_complex) return autograd::fft_c2c(x, {2}, normalized ? 1 : 2, false);
   if (!onesided) x = autograd::narrow(x, 2, 0, n_fft / 2 + 1);
@@ -186,13 +191,14 @@ inline Tensor overlap_add(const Tensor& frames, int64_t total, int64_t hop) {
 // vanish and where nothing is divided by it.
 inline Tensor istft_envelope(const Tensor& w, const IstftGeometry& g, int64_t hop) {
   const int64_t n = w.sizes()[0];
-  const Tensor env = overlap_add(autograd::expand(autograd::unsqueeze(autograd::mul(w, w, std::nullopt), 0),
-                                                  {g.frames, n}),
-                                 g.total, hop);
+  const Tensor env =
+      overlap_add(autograd::expand(autograd::unsqueeze(autograd::mul(w, w, std::nullopt), 0), {g.frames, n}),
+                  g.total, hop);
   std::vector<Tensor> parts;
   if (g.start > 0) parts.push_back(autograd::ones({g.start}, env.dtype(), env.device()));
   parts.push_back(autograd::narrow(env, 0, g.start, g.avail));
-  if (g.total > g.stop) parts.push_back(autograd::ones({g.total - std::max(g.stop, g.start)}, env.dtype(), env.device()));
+  if (g.total > g.stop)
+    parts.push_back(autograd::ones({g.total - std::max(g.stop, g.start)}, env.dtype(), env.device()));
   return autograd::cat(parts, 0);
 }
 
@@ -220,8 +226,8 @@ inline Tensor istft_backward_self(const Tensor& grad, const Tensor& self, int64_
   } else {
     gx = fft_c2r_backward(real_part(gz), {2}, normalized ? 1 : 2);
     if (!onesided)
-      gx = autograd::cat({gx, autograd::zeros({g.batch, g.frames, n_fft - n_fft / 2 - 1}, gx.dtype(), gx.device())},
-                         2);
+      gx = autograd::cat(
+          {gx, autograd::zeros({g.batch, g.frames, n_fft - n_fft / 2 - 1}, gx.dtype(), gx.device())}, 2);
   }
   gx = autograd::transpose(gx, 1, 2);
   return self.dim() == 3 ? gx : autograd::squeeze(gx, IntList{0});
@@ -234,17 +240,19 @@ inline Tensor istft_backward_window(const Tensor& grad, const Tensor& self, int6
   const Tensor w = spectral_window(window, win_length, n_fft, spectral_real(self.dtype()), self.device());
   const Tensor z = istft_frames(self, n_fft, normalized, onesided, return_complex);
   const Tensor env = istft_envelope(w, g, hop);
-  const Tensor y = autograd::div(overlap_add(autograd::mul(z, w, std::nullopt), g.total, hop), env, std::nullopt,
-                                 std::nullopt);
+  const Tensor y = autograd::div(overlap_add(autograd::mul(z, w, std::nullopt), g.total, hop), env,
+                                 std::nullopt, std::nullopt);
   const Tensor u = autograd::unfold(istft_scaled_grad(grad, env, g), 1, n_fft, hop);
-  const Tensor first = autograd::sum(autograd::mul(autograd::conj(z), u, std::nullopt), IntList{0, 1}, false,
-                                     std::nullopt);
+  const Tensor first =
+      autograd::sum(autograd::mul(autograd::conj(z), u, std::nullopt), IntList{0, 1}, false, std::nullopt);
   const Tensor second =
       autograd::sum(autograd::mul(autograd::conj(autograd::unfold(y, 1, n_fft, hop)), u, std::nullopt),
                     IntList{0, 1}, false, std::nullopt);
   const Tensor gw = autograd::narrow(
-      autograd::sub(first, autograd::mul(autograd::mul(autograd::conj(w), num(2.0), std::nullopt), second, std::nullopt),
-                    Scalar(int64_t(1)), std::nullopt),
+      autograd::sub(
+          first,
+          autograd::mul(autograd::mul(autograd::conj(w), num(2.0), std::nullopt), second, std::nullopt),
+          Scalar(int64_t(1)), std::nullopt),
       0, (n_fft - win_length) / 2, win_length);
   return is_complex(window.dtype()) ? gw : real_part(gw);
 }
@@ -255,8 +263,8 @@ inline Tensor istft_jvp(const Tensor& self_t, const Tensor& window_t, const Tens
                         const std::optional<Tensor>& window, int64_t n_fft, int64_t hop, int64_t win_length,
                         bool center, bool normalized, bool onesided, std::optional<int64_t> length,
                         bool return_complex) {
-  Tensor t =
-      autograd::_istft(self_t, n_fft, hop, win_length, window, center, normalized, onesided, length, return_complex);
+  Tensor t = autograd::_istft(self_t, n_fft, hop, win_length, window, center, normalized, onesided, length,
+                              return_complex);
   if (!window || !window_t.defined()) return t;
   const IstftGeometry g = istft_geometry(self, n_fft, hop, center, length);
   const DType rdt = spectral_real(self.dtype());
@@ -264,15 +272,17 @@ inline Tensor istft_jvp(const Tensor& self_t, const Tensor& window_t, const Tens
   const Tensor dw = spectral_window(window_t, win_length, n_fft, rdt, self.device());
   const Tensor z = istft_frames(self, n_fft, normalized, onesided, return_complex);
   const Tensor env = istft_envelope(w, g, hop);
-  const Tensor y = autograd::div(overlap_add(autograd::mul(z, w, std::nullopt), g.total, hop), env, std::nullopt,
-                                 std::nullopt);
+  const Tensor y = autograd::div(overlap_add(autograd::mul(z, w, std::nullopt), g.total, hop), env,
+                                 std::nullopt, std::nullopt);
   const Tensor denv = overlap_add(
-      autograd::expand(autograd::unsqueeze(autograd::mul(autograd::mul(w, dw, std::nullopt), num(2.0), std::nullopt), 0),
-                       {g.frames, n_fft}),
+      autograd::expand(
+          autograd::unsqueeze(autograd::mul(autograd::mul(w, dw, std::nullopt), num(2.0), std::nullopt), 0),
+          {g.frames, n_fft}),
       g.total, hop);
-  Tensor dy = autograd::div(autograd::sub(overlap_add(autograd::mul(z, dw, std::nullopt), g.total, hop),
-                                          autograd::mul(y, denv, std::nullopt), Scalar(int64_t(1)), std::nullopt),
-                            env, std::nullopt, std::nullopt);
+  Tensor dy =
+      autograd::div(autograd::sub(overlap_add(autograd::mul(z, dw, std::nullopt), g.total, hop),
+                                  autograd::mul(y, denv, std::nullopt), Scalar(int64_t(1)), std::nullopt),
+                    env, std::nullopt, std::nullopt);
   dy = autograd::narrow(dy, 1, g.start, g.avail);
   if (g.out_len > g.avail)
     dy = autograd::cat({dy, autograd::zeros({g.batch, g.out_len - g.avail}, dy.dtype(), dy.device())}, 1);

@@ -220,18 +220,18 @@ using FftC2rFn = void (*)(const Tensor& out, const Tensor& in);
 extern DispatchStub<FftC2rFn> fft_c2r_stub;
 
 // stft / istft of real signals (src/ops/fft/stft.cpp, Note [stft frames] there). stft: out
-// [B, bins, F] (contiguous complex; bins = n/2 + 1, or n for both sides) with frame f of row b
-// = window[j] * in[b][f * hop - pad + j], j < n = window.numel(), positions outside [0, L)
-// read as `mode` pads; in [B, L] and window contiguous, of out's real dtype.
+// [B, F, bins] (contiguous complex, frame-major as PyTorch computes it; bins = n/2 + 1, or n for
+// both sides) with frame f of row b = window[j] * in[b][f * hop - pad + j], j < n = window.numel(),
+// positions outside [0, L) read as `mode` pads; in [B, L] and window contiguous, of out's real dtype.
 enum class StftPad { Constant, Reflect, Replicate, Circular };
 using StftFn = void (*)(const Tensor& out, const Tensor& in, const Tensor& window, int64_t hop, int64_t pad,
                         StftPad mode);
 extern DispatchStub<StftFn> stft_stub;
 // istft: out [B, len] (real, contiguous) at t = inv_envelope[t] * the sum over frames f of
 // window[j] * (the unnormalized inverse real transform of length n of in[b, :, f])[j], where
-// t + start = f * hop + j; in [B, bins >= n/2 + 1, F] complex contiguous (bins above n/2 unread).
-using IstftFn = void (*)(const Tensor& out, const Tensor& in, const Tensor& window, const Tensor& inv_envelope,
-                         int64_t hop, int64_t start);
+// t + start = f * hop + j; in [B, bins >= n/2 + 1, F] complex, any strides (bins above n/2 unread).
+using IstftFn = void (*)(const Tensor& out, const Tensor& in, const Tensor& window,
+                         const Tensor& inv_envelope, int64_t hop, int64_t start);
 extern DispatchStub<IstftFn> istft_stub;
 
 // Embedding lookups and bags (src/ops/embedding/embedding.cpp, Note [embedding bags] there).

@@ -80,8 +80,8 @@ struct Plan {
   // whether the lane engine runs the whole transform (rows W at a time)
   bool lanes() const { return stockham || (bluestein && sub->stockham); }
   size_t bytes() const {
-    return sizeof(R) * (wr.size() + wi.size() + tr.size() + ti.size() + cr.size() + ci.size() + fr.size() +
-                        fi.size());
+    return sizeof(R) *
+           (wr.size() + wi.size() + tr.size() + ti.size() + cr.size() + ci.size() + fr.size() + fi.size());
   }
 };
 
@@ -307,6 +307,40 @@ inline V<R> reversed(const V<R>& v) {
   return __builtin_shuffle(v, rev);
 }
 
+// The cheaper in-lane forms (one shuffle within each 128-bit lane per vector): after
+// load_split_lanes, lane q holds value sigma(q) of the W at p; store_joined_lanes writes lane q
+// to position sigma(q). Where a W x W transpose follows or precedes, the permutation is absorbed
+// by which point (or bin) each transposed vector stands for.
+template <typename R>
+constexpr int kPerLane = 16 / static_cast<int>(sizeof(R));  // values per 128-bit lane
+template <typename R>
+constexpr int sigma(int q) {
+  constexpr int G = kPerLane<R>, W = static_cast<int>(kW<R>);
+  const int L = q / G, t = q % G;
+  return t < G / 2 ? (G / 2) * L + t : W / 2 + (G / 2) * L + t - G / 2;
+}
+template <typename R>
+inline void load_split_lanes(const std::complex<R>* p, V<R>& re, V<R>& im) {
+  constexpr int W = static_cast<int>(kW<R>), G = kPerLane<R>;
+  const V<R> a = load(reinterpret_cast<const R*>(p)), b = load(reinterpret_cast<const R*>(p) + W);
+  constexpr IVec<R> even =
+      EMBER_FFT_MASK(R, i % G < G / 2 ? G * (i / G) + 2 * (i % G) : W + G * (i / G) + 2 * (i % G - G / 2));
+  constexpr IVec<R> odd = EMBER_FFT_MASK(
+      R, i % G < G / 2 ? G * (i / G) + 2 * (i % G) + 1 : W + G * (i / G) + 2 * (i % G - G / 2) + 1);
+  re = __builtin_shuffle(a, b, even);
+  im = __builtin_shuffle(a, b, odd);
+}
+template <typename R>
+inline void store_joined_lanes(std::complex<R>* p, const V<R>& re, const V<R>& im) {
+  constexpr int W = static_cast<int>(kW<R>), G = kPerLane<R>;
+  constexpr IVec<R> lo =
+      EMBER_FFT_MASK(R, (i % G) % 2 == 0 ? G * (i / G) + (i % G) / 2 : W + G * (i / G) + (i % G) / 2);
+  constexpr IVec<R> hi = EMBER_FFT_MASK(
+      R, (i % G) % 2 == 0 ? G * (i / G) + G / 2 + (i % G) / 2 : W + G * (i / G) + G / 2 + (i % G) / 2);
+  store(reinterpret_cast<R*>(p), __builtin_shuffle(re, im, lo));
+  store(reinterpret_cast<R*>(p) + W, __builtin_shuffle(re, im, hi));
+}
+
 // v[0..W) as a W x W matrix (vector = row), transposed in place: log2(W) stages, each swapping
 // the off-diagonal blocks of size s of vector pairs (i, i + s).
 template <typename R, int S>
@@ -370,7 +404,8 @@ void stage(const Plan<R>& plan, int64_t p, int64_t L, const S* yr, const S* yi, 
       case 3: {
         const R s3 = static_cast<R>(0.86602540378443864676372317075293618);
         for (int64_t k = 0; k < m; ++k) {
-          S a0r = sr[k], a0i = si[k], a1r = sr[m + k], a1i = si[m + k], a2r = sr[2 * m + k], a2i = si[2 * m + k];
+          S a0r = sr[k], a0i = si[k], a1r = sr[m + k], a1i = si[m + k], a2r = sr[2 * m + k],
+            a2i = si[2 * m + k];
           if (rotate) {
             cmul(a1r, a1i, twr[1], twi[1]);
             cmul(a2r, a2i, twr[2], twi[2]);
@@ -552,7 +587,8 @@ R* six_step_scratch(int64_t count) {
 // per block of k1) -> pass B: each k1 block, now W contiguous lanes per j2, transformed along j2
 // and stored at out[k2 * n1 + k1]. in may equal out (pass A reads all of it first).
 template <typename R>
-void six_step(const Plan<R>& plan, const std::complex<R>* in, std::complex<R>* out, bool conj_in, bool conj_out) {
+void six_step(const Plan<R>& plan, const std::complex<R>* in, std::complex<R>* out, bool conj_in,
+              bool conj_out) {
   using S = V<R>;
   constexpr int64_t W = kW<R>;
   const int64_t n1 = plan.n1, n2 = plan.n2;
@@ -719,12 +755,12 @@ void c2c_rows(std::complex<R>* base, int64_t rows, int64_t n, bool forward) {
         if (lanes == W) {  // W x W tiles: W points of W rows per transpose
           S tr[W], ti[W];
           for (; j + W <= n; j += W) {
-            for (int64_t l = 0; l < W; ++l) load_split(base + (r0 + l) * n + j, tr[l], ti[l]);
+            for (int64_t l = 0; l < W; ++l) load_split_lanes(base + (r0 + l) * n + j, tr[l], ti[l]);
             transpose<R>(tr);
             transpose<R>(ti);
-            for (int64_t i = 0; i < W; ++i) {
-              re[j + i] = tr[i];
-              im[j + i] = ti[i] * sign;
+            for (int q = 0; q < static_cast<int>(W); ++q) {
+              re[j + sigma<R>(q)] = tr[q];
+              im[j + sigma<R>(q)] = ti[q] * sign;
             }
           }
         }
@@ -738,13 +774,13 @@ void c2c_rows(std::complex<R>* base, int64_t rows, int64_t n, bool forward) {
         if (lanes == W) {
           S tr[W], ti[W];
           for (; j + W <= n; j += W) {
-            for (int64_t i = 0; i < W; ++i) {
-              tr[i] = re[j + i];
-              ti[i] = im[j + i] * sign;
+            for (int q = 0; q < static_cast<int>(W); ++q) {
+              tr[q] = re[j + sigma<R>(q)];
+              ti[q] = im[j + sigma<R>(q)] * sign;
             }
             transpose<R>(tr);
             transpose<R>(ti);
-            for (int64_t l = 0; l < W; ++l) store_joined(base + (r0 + l) * n + j, tr[l], ti[l]);
+            for (int64_t l = 0; l < W; ++l) store_joined_lanes(base + (r0 + l) * n + j, tr[l], ti[l]);
           }
         }
         for (; j < n; ++j)
@@ -758,7 +794,8 @@ void c2c_rows(std::complex<R>* base, int64_t rows, int64_t n, bool forward) {
 // (indices of Z mod m); an odd length takes the complex transform of the widened row. The
 // inverse (Hermitian half to real) runs the same packing backwards.
 template <typename R, typename S, typename T>
-inline void unpack_bin(const S& ar, const S& ai, const S& br, const S& bi, const T& wr, const T& wi, S& xr, S& xi) {
+inline void unpack_bin(const S& ar, const S& ai, const S& br, const S& bi, const T& wr, const T& wi, S& xr,
+                       S& xi) {
   // a = Z[k], b = Z[m-k]; even = (a + conj b) / 2, odd = (a - conj b) / 2; X = even - i w odd
   const S er = (ar + br) * R(0.5), ei = (ai - bi) * R(0.5);
   const S orr = (ar - br) * R(0.5), oi = (ai + bi) * R(0.5);
@@ -770,7 +807,8 @@ inline void unpack_bin(const S& ar, const S& ai, const S& br, const S& bi, const
 // The conjugate of what c2r inverts, for even n: Z[k] = (X[k] + conj X[m-k]) + i conj(w^k)
 // (X[k] - conj X[m-k]), conjugated (the inverse runs as conj(FFT(conj(.)))). (wr, wi) = w^k.
 template <typename R, typename S, typename T>
-inline void pack_bin(const S& ar, const S& ai, const S& br, const S& bi, const T& wr, const T& wi, S& zr, S& zi) {
+inline void pack_bin(const S& ar, const S& ai, const S& br, const S& bi, const T& wr, const T& wi, S& zr,
+                     S& zi) {
   const S sr = ar + br, si = ai - bi;
   const S dr = ar - br, di = ai + bi;
   // o = (a - conj b) conj(w) = (dr wr + di wi, di wr - dr wi); z = conj(s + i o)
@@ -789,7 +827,7 @@ void real_bins(int64_t n, const S* re, const S* im, const RealTwiddles<R>& tw, c
   }
   const int64_t m = n / 2;
   for (int64_t k = 0; k <= m; ++k) {
-    const int64_t a = k % m, b = (m - k) % m;
+    const int64_t a = k == m ? 0 : k, b = k == 0 ? 0 : m - k;  // k and m - k modulo m
     S xr, xi;
     unpack_bin<R, S, R>(re[a], im[a], re[b], im[b], tw.re[k], tw.im[k], xr, xi);
     emit(k, xr, xi);
@@ -871,11 +909,14 @@ void r2c_rows(const R* src, std::complex<R>* dst, int64_t rows, int64_t n) {
           S tr[W], ti[W];
           for (; j + W <= points; j += W) {
             for (int64_t l = 0; l < W; ++l)
-              load_split(reinterpret_cast<const std::complex<R>*>(src + (r0 + l) * n) + j, tr[l], ti[l]);
+              load_split_lanes(reinterpret_cast<const std::complex<R>*>(src + (r0 + l) * n) + j, tr[l],
+                               ti[l]);
             transpose<R>(tr);
             transpose<R>(ti);
-            std::copy(tr, tr + W, re + j);
-            std::copy(ti, ti + W, im + j);
+            for (int q = 0; q < static_cast<int>(W); ++q) {
+              re[j + sigma<R>(q)] = tr[q];
+              im[j + sigma<R>(q)] = ti[q];
+            }
           }
         }
         gather_lanes<R>(points - j, lanes, re + j, im + j, [&](int64_t l, int64_t jj) {
@@ -949,7 +990,8 @@ void c2r_rows(const std::complex<R>* src, R* dst, int64_t rows, int64_t n, int64
       const std::complex<R>* X = src + r * bins;
       R* x = dst + r * n;
       if (n % 2 == 0) {
-        // the conjugated packing into the output row, then its transform in place, conjugated: x[2j] + i x[2j+1]
+        // the conjugated packing into the output row, then its transform in place, conjugated: x[2j] + i
+        // x[2j+1]
         std::complex<R>* zx = reinterpret_cast<std::complex<R>*>(x);
         pack_rows_into(X, zx, m, *tw);
         transform_row(*plan, zx, zx, false, true);
@@ -1036,51 +1078,105 @@ void stft_rows(const R* x, std::complex<R>* out, const R* window, int64_t batch,
           frame[j] = t < 0 ? R(0) : window[j] * x[b * length + t];
         }
         r2c_rows<R>(frame.data(), X.data(), 1, n);
-        std::complex<R>* o = out + b * bins_out * frames + f;
+        std::complex<R>* o = out + (b * frames + f) * bins_out;
         for (int64_t k = 0; k <= half; ++k) {
-          o[k * frames] = X[k];
-          if (bins_out > half + 1 && k >= 1 && n - k > half) o[(n - k) * frames] = std::conj(X[k]);
+          o[k] = X[k];
+          if (bins_out > half + 1 && k >= 1 && n - k > half) o[n - k] = std::conj(X[k]);
         }
       }
     return;
   }
+  // the window split as the packed points read it: even samples, odd samples
+  std::vector<R> wsplit(static_cast<size_t>(2 * points + 2 * W), R(0));
+  for (int64_t j = 0; j < points; ++j) {
+    wsplit[j] = packed ? window[2 * j] : window[j];
+    wsplit[points + W + j] = packed ? window[2 * j + 1] : R(0);
+  }
+  // the vector loads below see W points at a time in load_split_lanes' order: permute likewise
+  std::vector<R> wperm(wsplit);
+  for (int64_t j = 0; j + W <= points; j += W)
+    for (int q = 0; q < static_cast<int>(W); ++q) {
+      wperm[j + q] = wsplit[j + sigma<R>(q)];
+      wperm[points + W + j + q] = wsplit[points + W + j + sigma<R>(q)];
+    }
+  const R* wev = wsplit.data();
+  const R* wod = wsplit.data() + points + W;
+  const R* pev = wperm.data();
+  const R* pod = wperm.data() + points + W;
   parallel_for(0, batch * per_signal, grain, [&](int64_t b0, int64_t b1) {
     LaneBuffers<R, S> buf(*plan, points);
-    std::vector<R> frame(static_cast<size_t>(n));
+    std::vector<R> padded_frames(static_cast<size_t>(W * n));
+    std::vector<S> spec_r(static_cast<size_t>(bins_out)), spec_i(static_cast<size_t>(bins_out));
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t b = blk / per_signal, f0 = (blk % per_signal) * W, lanes = std::min(W, frames - f0);
       const R* sig = x + b * length;
-      std::fill(buf.re, buf.re + points, S{});
-      std::fill(buf.im, buf.im + points, S{});
-      for (int l = 0; l < lanes; ++l) {
-        const int64_t start = (f0 + l) * hop - pad;
-        const R* src = sig + start;
+      const R* src[W];
+      for (int l = 0; l < W; ++l) {
+        const int64_t start = (f0 + std::min<int64_t>(l, lanes - 1)) * hop - pad;
+        src[l] = sig + start;
         if (start < 0 || start + n > length) {  // the frame overhangs an end: gather it padded
+          R* frame = padded_frames.data() + l * n;
           for (int64_t j = 0; j < n; ++j) {
             const int64_t t = padded_source(start + j, length, mode);
             frame[j] = t < 0 ? R(0) : sig[t];
           }
-          src = frame.data();
-        }
-        if (packed) {
-          for (int64_t j = 0; j < points; ++j) {
-            buf.re[j][l] = window[2 * j] * src[2 * j];
-            buf.im[j][l] = window[2 * j + 1] * src[2 * j + 1];
-          }
-        } else {
-          for (int64_t j = 0; j < n; ++j) buf.re[j][l] = window[j] * src[j];
+          src[l] = frame;
         }
       }
+      // W points of W frames per W x W transpose (a short last block repeats its last frame)
+      int64_t j = 0;
+      if (packed) {
+        S tr[W], ti[W];
+        for (; j + W <= points; j += W) {
+          const S we = load(pev + j), wo = load(pod + j);
+          for (int64_t l = 0; l < W; ++l) {
+            load_split_lanes(reinterpret_cast<const std::complex<R>*>(src[l]) + j, tr[l], ti[l]);
+            tr[l] *= we;
+            ti[l] *= wo;
+          }
+          transpose<R>(tr);
+          transpose<R>(ti);
+          for (int q = 0; q < static_cast<int>(W); ++q) {
+            buf.re[j + sigma<R>(q)] = tr[q];
+            buf.im[j + sigma<R>(q)] = ti[q];
+          }
+        }
+      }
+      for (; j < points; ++j) {
+        S a, c;
+        for (int64_t l = 0; l < W; ++l) {
+          a[l] = packed ? src[l][2 * j] : src[l][j];
+          c[l] = packed ? src[l][2 * j + 1] : R(0);
+        }
+        buf.re[j] = a * wev[j];
+        buf.im[j] = c * wod[j];
+      }
       transform_lanes(*plan, buf.re, buf.im, buf.scratch);
-      std::complex<R>* o = out + b * bins_out * frames + f0;
+      // bins as vectors over the frames, then W x W transposes to frame rows out[b][f][k]
       real_bins<R, S>(n, buf.re, buf.im, *tw, [&](int64_t k, const S& xr, const S& xi) {
-        std::complex<R>* dst = o + k * frames;
-        for (int l = 0; l < lanes; ++l) dst[l] = {xr[l], xi[l]};
-        if (bins_out > half + 1 && k >= 1 && n - k > half) {  // twosided: the mirrored conjugate
-          std::complex<R>* mirror = o + (n - k) * frames;
-          for (int l = 0; l < lanes; ++l) mirror[l] = {xr[l], -xi[l]};
+        spec_r[k] = xr;
+        spec_i[k] = xi;
+        if (bins_out > half + 1 && k >= 1 && n - k > half) {  // twosided: the conjugate at n - k
+          spec_r[n - k] = xr;
+          spec_i[n - k] = -xi;
         }
       });
+      std::complex<R>* o = out + (b * frames + f0) * bins_out;
+      int64_t k = 0;
+      if (lanes == W) {
+        S tr[W], ti[W];
+        for (; k + W <= bins_out; k += W) {
+          for (int q = 0; q < static_cast<int>(W); ++q) {
+            tr[q] = spec_r[k + sigma<R>(q)];
+            ti[q] = spec_i[k + sigma<R>(q)];
+          }
+          transpose<R>(tr);
+          transpose<R>(ti);
+          for (int64_t l = 0; l < W; ++l) store_joined_lanes(o + l * bins_out + k, tr[l], ti[l]);
+        }
+      }
+      for (; k < bins_out; ++k)
+        for (int l = 0; l < lanes; ++l) o[l * bins_out + k] = {spec_r[k][l], spec_i[k][l]};
     }
   });
 }
@@ -1089,8 +1185,9 @@ void stft_rows(const R* x, std::complex<R>* out, const R* window, int64_t batch,
 // then overlap-added as a gather: each output sample sums the frames covering it, in frame order
 // (so the result does not depend on the thread count), times the inverse envelope.
 template <typename R>
-void istft_rows(const std::complex<R>* in, R* y, const R* window, const R* inv_envelope, int64_t batch,
-                int64_t bins_in, int64_t frames, int64_t n, int64_t len, int64_t hop, int64_t start) {
+void istft_rows(const std::complex<R>* in, int64_t sb, int64_t sk, int64_t sf, R* y, const R* window,
+                const R* inv_envelope, int64_t batch, int64_t frames, int64_t n, int64_t len, int64_t hop,
+                int64_t start) {
   using S = V<R>;
   constexpr int64_t W = kW<R>;
   const int64_t points = n % 2 == 0 ? n / 2 : n, m = n / 2;
@@ -1100,49 +1197,61 @@ void istft_rows(const std::complex<R>* in, R* y, const R* window, const R* inv_e
   std::vector<R> fr(static_cast<size_t>(frames * n));
   const int64_t per_signal = (frames + W - 1) / W;
   for (int64_t b = 0; b < batch; ++b) {
-    const std::complex<R>* X = in + b * bins_in * frames;
+    const std::complex<R>* X = in + b * sb;
     if (plan != nullptr && !plan->lanes()) {  // frames too long for lanes: one at a time
       std::vector<std::complex<R>> bins(static_cast<size_t>(m + 1));
       for (int64_t f = 0; f < frames; ++f) {
-        for (int64_t k = 0; k <= m; ++k) bins[k] = X[k * frames + f];
+        for (int64_t k = 0; k <= m; ++k) bins[k] = X[k * sk + f * sf];
         R* row = fr.data() + f * n;
         c2r_rows<R>(bins.data(), row, 1, n, m + 1);
         for (int64_t j = 0; j < n; ++j) row[j] *= window[j];
       }
     } else if (plan == nullptr) {  // n = 1 or 2
       for (int64_t f = 0; f < frames; ++f) {
-        const R x0 = X[f].real(), x1 = n == 2 ? X[frames + f].real() : R(0);
+        const R x0 = X[f * sf].real(), x1 = n == 2 ? X[sk + f * sf].real() : R(0);
         fr[f * n] = (n == 1 ? x0 : x0 + x1) * window[0];
         if (n == 2) fr[f * n + 1] = (x0 - x1) * window[1];
       }
     } else {
       parallel_for(0, per_signal, std::max<int64_t>(1, 16384 / (points * W)), [&](int64_t b0, int64_t b1) {
         LaneBuffers<R, S> buf(*plan, points);
+        std::vector<S> hr(static_cast<size_t>(m + 1)), hi(static_cast<size_t>(m + 1));
         for (int64_t blk = b0; blk < b1; ++blk) {
           const int64_t f0 = blk * W, lanes = std::min(W, frames - f0);
-          auto bin = [&](int64_t k, S& re, S& im) {  // bin k of the W frames (k <= n/2)
-            re = S{};
-            im = S{};
-            for (int l = 0; l < lanes; ++l) {
-              re[l] = X[k * frames + f0 + l].real();
-              im[l] = X[k * frames + f0 + l].imag();
+          // bins 0 .. n/2 of the W frames as vectors over the frames
+          int64_t k = 0;
+          if (lanes == W && sk == 1) {  // frame-major (stft's own layout): W x W transposes
+            S tr[W], ti[W];
+            for (; k + W <= m + 1; k += W) {
+              for (int64_t l = 0; l < W; ++l) load_split_lanes(X + (f0 + l) * sf + k, tr[l], ti[l]);
+              transpose<R>(tr);
+              transpose<R>(ti);
+              for (int q = 0; q < static_cast<int>(W); ++q) {
+                hr[k + sigma<R>(q)] = tr[q];
+                hi[k + sigma<R>(q)] = ti[q];
+              }
             }
-            if (k == 0 || (packed && k == m)) im = S{};  // ignored, as by c2r
-          };
+          } else if (lanes == W && sf == 1) {  // bin-major: the frames lie side by side
+            for (; k <= m; ++k) load_split(X + k * sk + f0, hr[k], hi[k]);
+          }
+          for (; k <= m; ++k) {
+            S re{}, im{};
+            for (int l = 0; l < lanes; ++l) {
+              re[l] = X[k * sk + (f0 + l) * sf].real();
+              im[l] = X[k * sk + (f0 + l) * sf].imag();
+            }
+            hr[k] = re;
+            hi[k] = im;
+          }
+          hi[0] = S{};  // ignored, as by c2r
+          if (packed) hi[m] = S{};
           for (int64_t k = 0; k < points; ++k) {
             S ar, ai;
             if (!packed) {
-              if (k <= n / 2) {
-                bin(k, ar, ai);
-                ai = -ai;
-              } else {
-                bin(n - k, ar, ai);
-              }
+              ar = k <= n / 2 ? hr[k] : hr[n - k];
+              ai = k <= n / 2 ? -hi[k] : hi[n - k];
             } else {
-              S br, bi;
-              bin(k, ar, ai);
-              bin(m - k, br, bi);
-              pack_bin<R, S, R>(ar, ai, br, bi, tw->re[k], tw->im[k], ar, ai);
+              pack_bin<R, S, R>(hr[k], hi[k], hr[m - k], hi[m - k], tw->re[k], tw->im[k], ar, ai);
             }
             buf.re[k] = ar;
             buf.im[k] = ai;
@@ -1179,28 +1288,28 @@ void istft_rows(const std::complex<R>* in, R* y, const R* window, const R* inv_e
 void stft_kernel(const Tensor& out, const Tensor& in, const Tensor& window, int64_t hop, int64_t pad,
                  StftPad mode) {
   const int64_t batch = in.size(0), length = in.size(1), n = window.numel();
-  const int64_t bins = out.size(1), frames = out.size(2);
+  const int64_t frames = out.size(1), bins = out.size(2);
   if (batch == 0 || frames == 0) return;
   if (in.dtype() == DType::Float32) {
-    stft_rows<float>(in.data<float>(), out.data<std::complex<float>>(), window.data<float>(), batch, length, n,
-                     frames, bins, hop, pad, mode);
+    stft_rows<float>(in.data<float>(), out.data<std::complex<float>>(), window.data<float>(), batch, length,
+                     n, frames, bins, hop, pad, mode);
   } else {
-    stft_rows<double>(in.data<double>(), out.data<std::complex<double>>(), window.data<double>(), batch, length,
-                      n, frames, bins, hop, pad, mode);
+    stft_rows<double>(in.data<double>(), out.data<std::complex<double>>(), window.data<double>(), batch,
+                      length, n, frames, bins, hop, pad, mode);
   }
 }
 
 void istft_kernel(const Tensor& out, const Tensor& in, const Tensor& window, const Tensor& inv_envelope,
                   int64_t hop, int64_t start) {
-  const int64_t batch = out.size(0), len = out.size(1), n = window.numel();
-  const int64_t bins = in.size(1), frames = in.size(2);
+  const int64_t batch = out.size(0), len = out.size(1), n = window.numel(), frames = in.size(2);
+  const int64_t sb = in.stride(0), sk = in.stride(1), sf = in.stride(2);
   if (batch == 0 || len == 0) return;
   if (out.dtype() == DType::Float32) {
-    istft_rows<float>(in.data<std::complex<float>>(), out.data<float>(), window.data<float>(),
-                      inv_envelope.data<float>(), batch, bins, frames, n, len, hop, start);
+    istft_rows<float>(in.data<std::complex<float>>(), sb, sk, sf, out.data<float>(), window.data<float>(),
+                      inv_envelope.data<float>(), batch, frames, n, len, hop, start);
   } else {
-    istft_rows<double>(in.data<std::complex<double>>(), out.data<double>(), window.data<double>(),
-                       inv_envelope.data<double>(), batch, bins, frames, n, len, hop, start);
+    istft_rows<double>(in.data<std::complex<double>>(), sb, sk, sf, out.data<double>(), window.data<double>(),
+                       inv_envelope.data<double>(), batch, frames, n, len, hop, start);
   }
 }
 
