@@ -257,6 +257,7 @@ def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None
                     '#include "ember/autograd.h"', '#include "ember/error.h"', '#include "ember/ops.h"',
                     '#include "ember/profiler.h"', '#include "autograd/formulas.h"', '#include "autograd/formulas_linalg.h"',
                     '#include "autograd/formulas_fft.h"', '#include "autograd/formulas_norm.h"', '#include "autograd/formulas_conv.h"',
+                    '#include "autograd/formulas_embedding.h"',
                     '#include "autograd/formulas_select.h"',
                     '#include "vmap/batching.h"', "", "namespace ember::autograd {", "", *autograd_defs,
                     "}  // namespace ember::autograd", ""]

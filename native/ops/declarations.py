@@ -447,6 +447,29 @@ OPS: list[Op] = [
        test={"family": "none"}),
     Op("fft_c2r(Tensor self, int[] dim, int normalization, int last_dim_size) -> Tensor", method=False,
        test={"family": "none"}),
+    # stft / istft of ember.stft / ember.istft (src/ops/fft/stft.cpp; the wrappers resolve defaults)
+    Op("_stft(Tensor self, int n_fft, int hop_length, int win_length, Tensor? window, bool center, str pad_mode, "
+       "bool normalized, bool onesided) -> Tensor", method=False, test={"family": "none"}),
+    Op("_istft(Tensor self, int n_fft, int hop_length, int win_length, Tensor? window, bool center, bool normalized, "
+       "bool onesided, int? length, bool return_complex) -> Tensor", method=False, test={"family": "none"}),
+    # ---- embeddings (src/ops/embedding, kernels in backend/cpu/embedding_kernels.cpp): PyTorch's aten
+    # names behind F.embedding / F.embedding_bag. mode: 0 sum, 1 mean, 2 max; padding_idx -1 is none;
+    # _embedding_bag returns (output, max_indices) (Note [embedding bags])
+    Op("embedding(Tensor weight, Tensor indices, int padding_idx=-1, bool scale_grad_by_freq=False, "
+       "bool sparse=False) -> Tensor", method=False, test={"family": "none"}),
+    Op("embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx, "
+       "bool scale_grad_by_freq) -> Tensor", method=False, test={"family": "none"}),
+    Op("embedding_renorm_(Tensor self, Tensor indices, float max_norm, float norm_type) -> Tensor", method=False,
+       test={"family": "none"}),
+    Op("_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, "
+       "bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) "
+       "-> (Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("_embedding_bag_backward(Tensor grad_output, Tensor indices, Tensor offsets, Tensor max_indices, "
+       "int num_weights, bool scale_grad_by_freq, int mode, Tensor? per_sample_weights, bool include_last_offset, "
+       "int padding_idx) -> Tensor", method=False, test={"family": "none"}),
+    Op("_embedding_bag_per_sample_weights_backward(Tensor grad_output, Tensor weight, Tensor indices, "
+       "Tensor offsets, int mode, bool include_last_offset, int padding_idx) -> Tensor", method=False,
+       test={"family": "none"}),
     # ---- decompositions (src/ops/linalg/decompositions.cpp, kernels in backend/cpu/decomposition_kernels.cpp)
     Op("linalg_svd(Tensor A, bool full_matrices=True) -> (Tensor, Tensor, Tensor)", method=False,
        test={"family": "none"}),
@@ -835,6 +858,48 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "fft_c2c": {"self": "fft_c2c(grad, dim, normalization, !forward)", "result": _LINEAR},
     "fft_r2c": {"self": "fft_r2c_backward(grad, dim, normalization, onesided, self_sizes)", "result": _LINEAR},
     "fft_c2r": {"self": "fft_c2r_backward(grad, dim, normalization)", "result": _LINEAR},
+    "_stft": {"self": "stft_backward_self(grad, self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided)",
+              "window": "stft_backward_window(grad, self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, "
+                        "onesided)",
+              "result": "stft_jvp(self_t, window_t, self, window, n_fft, hop_length, win_length, center, pad_mode, normalized, "
+                        "onesided)"},
+    "_istft": {"self": "istft_backward_self(grad, self, n_fft, hop_length, win_length, window, center, normalized, onesided, "
+                       "length, return_complex)",
+               "window": "istft_backward_window(grad, self, n_fft, hop_length, win_length, window, center, normalized, "
+                         "onesided, length, return_complex)",
+               "result": "istft_jvp(self_t, window_t, self, window, n_fft, hop_length, win_length, center, normalized, "
+                         "onesided, length, return_complex)"},
+    # embeddings (helpers in native/src/autograd/formulas_embedding.h): linear in the table and in
+    # per_sample_weights, so each VJP/JVP is one of the same ops
+    "embedding": {"weight": "embedding_dense_backward(grad, indices, weight_sizes[0], padding_idx, scale_grad_by_freq)",
+                  "result": _LINEAR},
+    "embedding_dense_backward": {"grad_output": "embedding_double_backward(grad, indices, padding_idx, scale_grad_by_freq)",
+                                 "result": _LINEAR},
+    "_embedding_bag": {
+        "weight": "_embedding_bag_backward(grad, indices, offsets, result1, weight_sizes[0], scale_grad_by_freq, mode, "
+                  "optional_tensor(per_sample_weights), include_last_offset, padding_idx)",
+        "per_sample_weights": "_embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, mode, "
+                              "include_last_offset, padding_idx)",
+        "result": "embedding_bag_jvp(weight_t, per_sample_weights_t, weight, indices, offsets, mode, per_sample_weights, "
+                  "include_last_offset, padding_idx, result1)"},
+    "_embedding_bag_backward": {
+        "grad_output": "embedding_bag_backward_grad(grad, indices, offsets, max_indices, scale_grad_by_freq, mode, "
+                       "per_sample_weights, include_last_offset, padding_idx)",
+        "per_sample_weights": "embedding_bag_backward_weights(grad, grad_output, indices, offsets, scale_grad_by_freq, mode, "
+                              "include_last_offset, padding_idx)",
+        "result": "add_tangents(_embedding_bag_backward(grad_output_t, indices, offsets, max_indices, num_weights, "
+                  "scale_grad_by_freq, mode, per_sample_weights, include_last_offset, padding_idx), per_sample_weights ? "
+                  "_embedding_bag_backward(grad_output, indices, offsets, max_indices, num_weights, scale_grad_by_freq, "
+                  "mode, per_sample_weights_t, include_last_offset, padding_idx) : Tensor())"},
+    # (max_indices is not read in sum mode: indices stands in for it)
+    "_embedding_bag_per_sample_weights_backward": {
+        "grad_output": "std::get<0>(_embedding_bag(weight, indices, offsets, false, 0, false, optional_tensor(grad), "
+                       "include_last_offset, padding_idx))",
+        "weight": "_embedding_bag_backward(grad_output, indices, offsets, indices, weight_sizes[0], false, 0, "
+                  "optional_tensor(grad), include_last_offset, padding_idx)",
+        "result": "add_tangents(_embedding_bag_per_sample_weights_backward(grad_output_t, weight, indices, offsets, mode, "
+                  "include_last_offset, padding_idx), _embedding_bag_per_sample_weights_backward(grad_output, weight_t, "
+                  "indices, offsets, mode, include_last_offset, padding_idx))"},
     # decompositions (helpers in native/src/autograd/formulas_linalg.h)
     "linalg_svd": {"A": "svd_backward(grads, result0, result1, result2, full_matrices)",
                    "result": "{svd_tangents(A, A_t, result0, result1, result2, full_matrices)}"},

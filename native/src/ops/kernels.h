@@ -392,6 +392,57 @@ extern DispatchStub<FftR2cFn> fft_r2c_stub;
 using FftC2rFn = void (*)(const Tensor& out, const Tensor& in);
 extern DispatchStub<FftC2rFn> fft_c2r_stub;
 
+// stft / istft of real signals (src/ops/fft/stft.cpp, Note [stft frames] there). stft: out
+// [B, F, bins] (contiguous complex, frame-major as PyTorch computes it; bins = n/2 + 1, or n for
+// both sides) with frame f of row b = window[j] * in[b][f * hop - pad + j], j < n = window.numel(),
+// positions outside [0, L) read as `mode` pads; in [B, L] and window contiguous, of out's real dtype.
+enum class StftPad { Constant, Reflect, Replicate, Circular };
+using StftFn = void (*)(const Tensor& out, const Tensor& in, const Tensor& window, int64_t hop, int64_t pad,
+                        StftPad mode);
+extern DispatchStub<StftFn> stft_stub;
+// istft: out [B, len] (real, contiguous) at t = inv_envelope[t] * the sum over frames f of
+// window[j] * (the unnormalized inverse real transform of length n of in[b, :, f])[j], where
+// t + start = f * hop + j; in [B, bins >= n/2 + 1, F] complex, any strides (bins above n/2 unread).
+using IstftFn = void (*)(const Tensor& out, const Tensor& in, const Tensor& window,
+                         const Tensor& inv_envelope, int64_t hop, int64_t start);
+extern DispatchStub<IstftFn> istft_stub;
+
+// Embedding lookups and bags (src/ops/embedding/embedding.cpp, Note [embedding bags] there).
+// `indices` holds contiguous int32/int64 row numbers [N], unchecked: every kernel checks each
+// one it reads against the table's rows (IndexError otherwise). `bounds` (contiguous int64
+// [B + 1], checked non-decreasing within [0, N]) makes bag b the indices [bounds[b],
+// bounds[b + 1]); undefined, every index is its own bag (plain embedding). `weights` is
+// per_sample_weights (contiguous [N], the table's dtype) or undefined; padding_idx is a row bags
+// leave out (-1: none).
+enum class EmbeddingMode { Sum = 0, Mean = 1, Max = 2 };
+struct EmbeddingBags {
+  Tensor indices, bounds, weights;
+  EmbeddingMode mode = EmbeddingMode::Sum;
+  int64_t padding_idx = -1;
+};
+// out [B, D] (contiguous) = each bag's reduction of rows of table [R, D] (unit column stride);
+// an empty bag gives zeros. Max also writes max_indices (int64 [B, D]): the row each maximum
+// came from, -1 for an empty bag. Bags of one copy their row whatever the dtype.
+using EmbeddingBagFn = void (*)(const Tensor& out, const Tensor& max_indices, const Tensor& table,
+                                const EmbeddingBags& bags);
+extern DispatchStub<EmbeddingBagFn> embedding_bag_stub;
+// grad_table [R, D] (contiguous, zeroed) = the forward's adjoint for grad [B, D] (contiguous),
+// by sorted segment sums: Sum/Mean gather every row's gradient once; Max routes grad[b, d] to
+// row max_indices[b, d]. scale_by_freq divides each row's gradient by its number of uses.
+using EmbeddingBackwardFn = void (*)(const Tensor& grad_table, const Tensor& grad, const EmbeddingBags& bags,
+                                     const Tensor& max_indices, bool scale_by_freq);
+extern DispatchStub<EmbeddingBackwardFn> embedding_backward_stub;
+// out [N] (contiguous, the table's dtype) = dot(grad[bag of i], table[indices[i]]), 0 for an
+// index outside every bag or equal to padding_idx: the gradient of Sum's per_sample_weights.
+using EmbeddingWeightsBackwardFn = void (*)(const Tensor& out, const Tensor& grad, const Tensor& table,
+                                            const EmbeddingBags& bags);
+extern DispatchStub<EmbeddingWeightsBackwardFn> embedding_weights_backward_stub;
+// Multiplies, in place, each distinct row of contiguous table [R, D] named by `indices` whose
+// norm_type-norm exceeds max_norm by max_norm / (norm + 1e-7) (PyTorch's embedding_renorm_).
+using EmbeddingRenormFn = void (*)(const Tensor& table, const Tensor& indices, double max_norm,
+                                   double norm_type);
+extern DispatchStub<EmbeddingRenormFn> embedding_renorm_stub;
+
 // The decompositions of ember.linalg (backend/cpu/decomposition_kernels.cpp). Inputs are
 // contiguous row-major batches, read (and overwritten) by the kernel; outputs contiguous.
 // info int32 [B]: 0, or > 0 where the iteration did not converge. A matrix with a NaN or inf
