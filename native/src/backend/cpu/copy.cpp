@@ -121,7 +121,8 @@ void copy_strided(To* out, const From* in, const Layout& l) {
         for (int64_t c0 = 0; c0 < n; c0 += kTile) {
           const int64_t c1 = std::min(n, c0 + kTile);
           for (int64_t r = r0; r < r1; ++r)
-            for (int64_t c = c0; c < c1; ++c) out[o_off + r * dd + c] = cast_value<To>(in[i_off + r + c * ss]);
+            for (int64_t c = c0; c < c1; ++c)
+              out[o_off + r * dd + c] = cast_value<To>(in[i_off + r + c * ss]);
         }
       }
     });
