@@ -178,17 +178,81 @@ void eigh_typed(const Tensor& a, const Tensor& w, const Tensor& v, const Tensor&
 
 // ---- Householder QR -----------------------------------------------------------------------------
 
+// Small matrices run the loops below (Note [small matrices] in linalg_kernels.cpp), which follow
+// LAPACK's geqr2 / org2r: the same reflectors and the same Q and R to rounding.
+constexpr int64_t kSmallQrWork = 8192;  // m * n * min(m, n) (about 20 x 20)
+
+// The reflector H = I - tau v v^H with H^H x = (beta, 0, ...), beta real, v[0] = 1 (LAPACK's
+// larfg). x has `len` entries `stride` apart; v overwrites x[1:], beta x[0].
+template <typename T>
+T householder(T* x, int64_t len, int64_t stride) {
+  using R = Real<T>;
+  const T alpha = x[0];
+  R big = std::abs(alpha);  // norms in units of the largest entry, so squares cannot overflow
+  for (int64_t i = 1; i < len; ++i) big = std::max(big, std::abs(x[i * stride]));
+  if (big == 0) return T(0);
+  R rest = 0;
+  for (int64_t i = 1; i < len; ++i) rest += std::norm(x[i * stride] / big);
+  if (rest == 0 && std::imag(alpha) == 0) return T(0);
+  const R beta = -std::copysign(big * std::sqrt(std::norm(alpha / big) + rest), std::real(alpha));
+  const T scale = T(1) / (alpha - T(beta));
+  for (int64_t i = 1; i < len; ++i) x[i * stride] *= scale;
+  x[0] = T(beta);
+  return (T(beta) - alpha) / T(beta);
+}
+
+// Applies I - f v v^H from the left to columns [c0, n) of rows [r0, r0 + len) of the row-major
+// m (n columns); v is column r0's part below row r0 (v[0] = 1 implied).
+template <typename T>
+void reflect_left(T* m, int64_t n, int64_t r0, int64_t len, int64_t c0, T f) {
+  if (f == T(0)) return;
+  for (int64_t c = c0; c < n; ++c) {
+    T dot = m[r0 * n + c];
+    for (int64_t i = 1; i < len; ++i) dot += conj_value(m[(r0 + i) * n + r0]) * m[(r0 + i) * n + c];
+    const T fd = f * dot;
+    m[r0 * n + c] -= fd;
+    for (int64_t i = 1; i < len; ++i) m[(r0 + i) * n + c] -= m[(r0 + i) * n + r0] * fd;
+  }
+}
+
+template <typename T>
+void small_geqrf(T* x, int64_t m, int64_t n, T* tau) {
+  for (int64_t j = 0; j < std::min(m, n); ++j) {
+    tau[j] = householder(x + j * n + j, m - j, n);
+    reflect_left(x, n, j, m - j, j + 1, conj_value(tau[j]));  // H^H on the columns to the right
+  }
+}
+
+template <typename T>
+void small_orgqr(T* q, int64_t m, int64_t n, int64_t k, const T* tau) {
+  for (int64_t j = k; j < n; ++j)  // columns past the reflectors start as the identity's
+    for (int64_t i = 0; i < m; ++i) q[i * n + j] = T(i == j ? 1 : 0);
+  for (int64_t i = k - 1; i >= 0; --i) {  // Q = H_1 (H_2 (... H_k I))
+    reflect_left(q, n, i, m - i, i + 1, tau[i]);
+    for (int64_t r = i + 1; r < m; ++r) q[r * n + i] *= -tau[i];
+    q[i * n + i] = T(1) - tau[i];
+    for (int64_t r = 0; r < i; ++r) q[r * n + i] = T(0);
+  }
+}
+
 template <typename T>
 void geqrf_typed(const Tensor& a, const Tensor& tau) {
   const int64_t batch = a.size(0), m = a.size(1), n = a.size(2), k = std::min(m, n);
+  const bool small = m * n * k <= kSmallQrWork;
   blas::for_each_problem(batch, m * n * k, [&](int64_t begin, int64_t end) {
     Workspace<T> ws;
-    std::vector<T> col(static_cast<size_t>(m * n));
-    T query{}, dummy{};
-    check_arguments("linalg.qr", "geqrf", blas::lapack::geqrf<T>(m, n, col.data(), m, &dummy, &query, -1));
-    ws.size(query);
+    std::vector<T> col(small ? 0 : static_cast<size_t>(m * n));
+    if (!small) {
+      T query{}, dummy{};
+      check_arguments("linalg.qr", "geqrf", blas::lapack::geqrf<T>(m, n, col.data(), m, &dummy, &query, -1));
+      ws.size(query);
+    }
     for (int64_t b = begin; b < end; ++b) {
       T* x = a.data<T>() + b * m * n;
+      if (small) {
+        small_geqrf(x, m, n, tau.data<T>() + b * k);
+        continue;
+      }
       blas::transpose(m, n, x, col.data());
       check_arguments(
           "linalg.qr", "geqrf",
@@ -201,15 +265,22 @@ void geqrf_typed(const Tensor& a, const Tensor& tau) {
 template <typename T>
 void orgqr_typed(const Tensor& qt, const Tensor& tau) {
   const int64_t batch = qt.size(0), m = qt.size(1), n = qt.size(2), k = tau.size(1);
+  const bool small = m * n * k <= kSmallQrWork;
   blas::for_each_problem(batch, m * n * k, [&](int64_t begin, int64_t end) {
     Workspace<T> ws;
-    std::vector<T> col(static_cast<size_t>(m * n));
-    T query{}, dummy{};
-    check_arguments("linalg.householder_product", "orgqr",
-                    blas::lapack::orgqr<T>(m, n, k, col.data(), m, &dummy, &query, -1));
-    ws.size(query);
+    std::vector<T> col(small ? 0 : static_cast<size_t>(m * n));
+    if (!small) {
+      T query{}, dummy{};
+      check_arguments("linalg.householder_product", "orgqr",
+                      blas::lapack::orgqr<T>(m, n, k, col.data(), m, &dummy, &query, -1));
+      ws.size(query);
+    }
     for (int64_t b = begin; b < end; ++b) {
       T* q = qt.data<T>() + b * m * n;
+      if (small) {
+        small_orgqr(q, m, n, k, tau.data<T>() + b * k);
+        continue;
+      }
       blas::transpose(m, n, q, col.data());
       check_arguments(
           "linalg.householder_product", "orgqr",
