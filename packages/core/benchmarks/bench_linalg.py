@@ -32,42 +32,40 @@ except ImportError:  # a peer of `nox -s bench` only
 
 
 def cases(rng):
-    """(name, ember_fn, numpy_fn, torch_fn or None) rows."""
+    """(name, ember_fn, numpy_fn, torch_fn or None) rows; each fn takes no arguments."""
     LA = ember.linalg
+    tl = torch.linalg if torch is not None else None
     rows = []
 
-    def add(name, array, ours, numpy_fn, torch_fn):
-        e = ember.from_numpy(array)
-        p = torch.from_numpy(array) if torch is not None else None
-        rows.append((name, lambda: ours(e), lambda: numpy_fn(array), (lambda: torch_fn(p)) if p is not None else None))
+    def add(name, arrays, ours, numpy_fn, torch_fn):
+        """The three functions take the same operands: `arrays` in each library's tensors."""
+        e = [ember.from_numpy(x) for x in arrays]
+        p = [torch.from_numpy(x) for x in arrays] if torch is not None else None
+        rows.append((name, lambda: ours(*e), lambda: numpy_fn(*arrays), (lambda: torch_fn(*p)) if p else None))
 
-    tl = torch.linalg if torch is not None else None
     for shape, label in (((512, 512), "512x512"), ((256, 8, 8), "256 x 8x8"), ((256, 32, 32), "256 x 32x32"),
                          ((256, 3, 3), "256 x 3x3")):
         a = rng.standard_normal(shape)
         n = shape[-1]
         sym = a + np.swapaxes(a, -1, -2)
         spd = a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
-        b = rng.standard_normal(shape[:-1] + (1,))
-        add(f"svd {label}", a, lambda t: LA.svd(t), np.linalg.svd, lambda t: tl.svd(t))
-        add(f"svdvals {label}", a, LA.svdvals, lambda x: np.linalg.svd(x, compute_uv=False), lambda t: tl.svdvals(t))
-        add(f"eigh {label}", sym, LA.eigh, np.linalg.eigh, lambda t: tl.eigh(t))
-        add(f"eigvalsh {label}", sym, LA.eigvalsh, np.linalg.eigvalsh, lambda t: tl.eigvalsh(t))
-        add(f"qr {label}", a, LA.qr, np.linalg.qr, lambda t: tl.qr(t))
-        add(f"eig {label}", a, LA.eig, np.linalg.eig, lambda t: tl.eig(t))
-        add(f"solve {label}", a, lambda t, bb=ember.from_numpy(b): LA.solve(t, bb),
-            lambda x, bb=b: np.linalg.solve(x, bb),
-            lambda t, bb=torch.from_numpy(b) if torch is not None else None: tl.solve(t, bb))
-        add(f"inv {label}", a, LA.inv, np.linalg.inv, lambda t: tl.inv(t))
-        add(f"det {label}", a, LA.det, np.linalg.det, lambda t: tl.det(t))
-        add(f"cholesky {label}", spd, LA.cholesky, np.linalg.cholesky, lambda t: tl.cholesky(t))
-        add(f"lu_factor {label}", a, LA.lu_factor, np.linalg.det, lambda t: tl.lu_factor(t))  # (NumPy: det's getrf)
         upper = np.triu(a) + n * np.eye(n)
+        b = rng.standard_normal(shape[:-1] + (1,))
         rhs = rng.standard_normal(shape[:-1] + (n,))
-        add(f"solve_triangular {label}", upper,
-            lambda t, r=ember.from_numpy(rhs): LA.solve_triangular(t, r, upper=True),
-            lambda x, r=rhs: np.linalg.solve(x, r),  # (NumPy has no triangular solver: gesv)
-            lambda t, r=torch.from_numpy(rhs) if torch is not None else None: tl.solve_triangular(t, r, upper=True))
+        add(f"svd {label}", [a], LA.svd, np.linalg.svd, lambda t: tl.svd(t))
+        add(f"svdvals {label}", [a], LA.svdvals, lambda x: np.linalg.svd(x, compute_uv=False), lambda t: tl.svdvals(t))
+        add(f"eigh {label}", [sym], LA.eigh, np.linalg.eigh, lambda t: tl.eigh(t))
+        add(f"eigvalsh {label}", [sym], LA.eigvalsh, np.linalg.eigvalsh, lambda t: tl.eigvalsh(t))
+        add(f"qr {label}", [a], LA.qr, np.linalg.qr, lambda t: tl.qr(t))
+        add(f"eig {label}", [a], LA.eig, np.linalg.eig, lambda t: tl.eig(t))
+        add(f"solve {label}", [a, b], LA.solve, np.linalg.solve, lambda t, r: tl.solve(t, r))
+        add(f"inv {label}", [a], LA.inv, np.linalg.inv, lambda t: tl.inv(t))
+        add(f"det {label}", [a], LA.det, np.linalg.det, lambda t: tl.det(t))
+        add(f"cholesky {label}", [spd], LA.cholesky, np.linalg.cholesky, lambda t: tl.cholesky(t))
+        add(f"lu_factor {label}", [a], LA.lu_factor, np.linalg.det, lambda t: tl.lu_factor(t))  # (NumPy: det's getrf)
+        add(f"solve_triangular {label}", [upper, rhs], lambda t, r: LA.solve_triangular(t, r, upper=True),
+            np.linalg.solve,  # (NumPy has no triangular solver: gesv)
+            lambda t, r: tl.solve_triangular(t, r, upper=True))
     return rows
 
 
