@@ -447,13 +447,13 @@ extern DispatchStub<EmbeddingRenormFn> embedding_renorm_stub;
 // contiguous row-major batches, read (and overwritten) by the kernel; outputs contiguous.
 // info int32 [B]: 0, or > 0 where the iteration did not converge. A matrix with a NaN or inf
 // entry gives NaN outputs (info 0).
-// SVD of a [B, m, n] by one-sided Jacobi: s [B, k] real, descending (k = min(m, n)). With
+// SVD of a [B, m, n] (LAPACK's gesdd): s [B, k] real, descending (k = min(m, n)). With
 // compute_uv, u [B, m, m or k] and vh [B, n or k, n] (full or reduced, from their shapes).
 using SvdFn = void (*)(const Tensor& a, const Tensor& u, const Tensor& s, const Tensor& vh,
                        const Tensor& info, bool compute_uv);
 extern DispatchStub<SvdFn> svd_stub;
-// Eigen-decomposition of Hermitian a [B, n, n] (its lower or upper triangle is read) by cyclic
-// Jacobi: w [B, n] real ascending; v [B, n, n] the eigenvectors as columns, when defined.
+// Eigen-decomposition of Hermitian a [B, n, n] (its lower or upper triangle is read; LAPACK's
+// syevd / heevd): w [B, n] real ascending; v [B, n, n] the eigenvectors as columns, when defined.
 using EighFn = void (*)(const Tensor& a, const Tensor& w, const Tensor& v, const Tensor& info, bool lower);
 extern DispatchStub<EighFn> eigh_stub;
 // Householder QR (LAPACK's geqrf): a [B, m, n] becomes R (upper part) and the reflectors (below
@@ -464,9 +464,8 @@ extern DispatchStub<GeqrfFn> geqrf_stub;
 // q [B, m, n] (m >= n >= k); tau [B, k].
 using OrgqrFn = void (*)(const Tensor& q, const Tensor& tau);
 extern DispatchStub<OrgqrFn> orgqr_stub;
-// Eigen-decomposition of a general complex a [B, n, n] (complex64/128): Hessenberg reduction,
-// then shifted complex QR to Schur form; w [B, n]; v [B, n, n] (unit-norm columns, largest
-// entry real) when defined.
+// Eigen-decomposition of a general a [B, n, n] (LAPACK's geev): w [B, n] and, when defined,
+// v [B, n, n] (unit-norm columns, largest entry real), both of a's complex dtype.
 using EigFn = void (*)(const Tensor& a, const Tensor& w, const Tensor& v, const Tensor& info);
 extern DispatchStub<EigFn> eig_stub;
 

@@ -146,3 +146,101 @@ def test_out_returns_the_out_tensor_itself():
         out = ember.zeros(list(want.shape), dtype=ember.float64)
         assert fn(*args, out=out) is out
         np.testing.assert_allclose(out.numpy(), want.numpy())
+
+
+# ---- on LAPACK: special values, info, threads ------------------------------------------------------
+
+def test_special_values_and_info():
+    nan = np.nan
+    # OpenBLAS's potrf lets NaN through; Ember reports the first NaN pivot as not positive-definite
+    L, info = LA.cholesky_ex(t(np.array([[[nan, 0.0], [0.0, 1.0]], [[1.0, 0.0], [nan, 1.0]],
+                                         [[1.0, nan], [0.0, 1.0]]])))
+    assert info.tolist() == [1, 2, 0]  # (the upper triangle is not read)
+    close(L[2], np.eye(2))
+    with pytest.raises(LA.LinAlgError, match=r"\(the leading minor of order 1 is not positive-definite\)"):
+        LA.cholesky(t([[nan, 0.0], [0.0, 1.0]]))
+    # getrf's info: the first zero pivot, per matrix
+    stack = np.stack([np.zeros((3, 3)), np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 2.0], [1.0, 1.0, 3.0]]), np.eye(3)])
+    assert LA.lu_factor_ex(t(stack)).info.tolist() == [1, 2, 0]
+    with pytest.raises(LA.LinAlgError, match=r"\[linalg.inv\] The diagonal element 2 is zero"):
+        LA.inv(t(stack[1]))
+    # NaN and infinity flow through without a crash or a hang
+    for bad in ([[nan, 0.0], [0.0, 1.0]], [[np.inf, 1.0], [1.0, 1.0]], [[nan, nan], [nan, nan]]):
+        a = t(bad)
+        LA.lu_factor_ex(a)
+        LA.cholesky_ex(a)
+        LA.solve_triangular(a, t(np.ones((2, 1))), upper=True)
+        LA.slogdet(a)
+    assert np.isnan(n_(LA.solve(t([[nan, 0.0], [0.0, 1.0]]), t([1.0, 1.0])))[0])
+    assert np.isnan(n_(LA.det(t([[nan, 0.0], [0.0, 1.0]]))))
+    # a zero on a triangular diagonal divides by zero, as LAPACK's trsm and PyTorch do
+    assert np.isinf(n_(LA.solve_triangular(t([[0.0, 1.0], [0.0, 1.0]]), t([[2.0], [1.0]]), upper=True))).any()
+
+
+def n_(x):
+    return np.asarray(x.numpy())
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batches_and_large_matrices(threads):
+    previous = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for complex_ in (False, True):
+            a = well_conditioned(64, 5, 5, complex_=complex_)
+            b = arr(64, 5, 3, complex_=complex_)
+            close(LA.solve(t(a), t(b)), np.linalg.solve(a, b))
+            close(LA.solve(t(a[0]), t(b)), np.linalg.solve(a[0], b))  # one A, factored once for 64 B
+            close(LA.inv(t(a)), np.linalg.inv(a))
+            close(LA.det(t(a)), np.linalg.det(a))
+            p = spd(64, 5, 5, complex_=complex_)
+            close(LA.cholesky(t(p)), np.linalg.cholesky(p))
+            upper = np.triu(a)
+            close(LA.solve_triangular(t(upper), t(b), upper=True), np.linalg.solve(upper, b))
+            close(LA.solve_triangular(t(upper[0]), t(b), upper=True), np.linalg.solve(upper[0], b))
+        big = well_conditioned(300, 300)
+        rhs = arr(300, 4)
+        close(LA.solve(t(big), t(rhs)), np.linalg.solve(big, rhs), 1e-9)
+        close(LA.inv(t(big)), np.linalg.inv(big), 1e-9)
+        close(LA.slogdet(t(big)).logabsdet, np.linalg.slogdet(big)[1], 1e-9)
+        p = spd(300, 300)
+        close(LA.cholesky(t(p)), np.linalg.cholesky(p), 1e-9)
+        close(LA.cholesky(t(p.T.copy()).mT), np.linalg.cholesky(p), 1e-9)  # a non-contiguous input
+        with pytest.raises(LA.LinAlgError, match=r"\[linalg.solve\] The solver failed because the input matrix is "
+                                                 r"singular"):
+            LA.solve(t(np.ones((3, 3))), t(arr(8, 3, 2)))  # one singular A for a batch of B
+    finally:
+        ember.set_num_threads(previous)
+
+
+def test_single_precision_solvers():
+    a = well_conditioned(8, 6, 6).astype(np.float32)
+    b = arr(8, 6, 2).astype(np.float32)
+    x = LA.solve(ember.tensor(a), ember.tensor(b))
+    assert x.dtype == ember.float32
+    np.testing.assert_allclose(x.numpy(), np.linalg.solve(a.astype(np.float64), b), rtol=1e-4, atol=1e-5)
+    c = (well_conditioned(4, 4, complex_=True)).astype(np.complex64)
+    np.testing.assert_allclose(LA.inv(ember.tensor(c)).numpy(), np.linalg.inv(c.astype(np.complex128)), atol=1e-5)
+    p = spd(4, 4).astype(np.float32)
+    np.testing.assert_allclose(LA.cholesky(ember.tensor(p)).numpy(), np.linalg.cholesky(p.astype(np.float64)),
+                               atol=1e-5)
+
+
+def test_small_kernels_agree_with_lapack():
+    # Below a size the own loops run (Note [small matrices]); they pick LAPACK's pivots: the first
+    # largest |re| + |im| (here 2+2j over 3, though |2+2j| < 3), as getrf does for large matrices
+    block = np.array([[3.0, 1.0], [2.0 + 2.0j, 1.0]])
+    for size in (2, 80):  # own kernel, LAPACK
+        a = np.eye(size, dtype=complex)
+        a[:2, :2] = block
+        LU, piv = LA.lu_factor(t(a))
+        assert piv.tolist()[:2] == [2, 2]
+        close(LA.det(t(a)), np.linalg.det(a))
+    for n in (4, 20, 30, 70, 130):  # both sides of each threshold
+        a = well_conditioned(2, n, n)
+        b = arr(2, n, 3)
+        close(LA.solve(t(a), t(b)), np.linalg.solve(a, b), 1e-9)
+        p = spd(2, n, n)
+        close(LA.cholesky(t(p)), np.linalg.cholesky(p), 1e-9)
+        upper = np.triu(a)
+        close(LA.solve_triangular(t(upper), t(b), upper=True), np.linalg.solve(upper, b), 1e-9)

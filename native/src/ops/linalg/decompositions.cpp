@@ -322,7 +322,7 @@ std::tuple<Tensor, Tensor> eig_impl(const char* op, const Tensor& A, bool vector
   const DType c = is_complex(A.dtype()) ? A.dtype() : to_complex_dtype(A.dtype());
   const int64_t n = A.size(-1);
   const IntList batch = batch_of(A, 2);
-  const Tensor a = as_batch(to_dtype(A, c, false));
+  const Tensor a = as_batch(A);  // real input runs as real (LAPACK's sgeev / dgeev)
   const int64_t count = a.size(0);
   const Tensor w = empty({count, n}, c, A.device());
   const Tensor v = vectors ? empty({count, n, n}, c, A.device()) : Tensor();

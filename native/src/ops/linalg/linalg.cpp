@@ -1,6 +1,7 @@
 // ember.linalg solvers and determinants: solve, inv, det, slogdet, cholesky, cholesky_ex and
 // solve_triangular, on the LU / Cholesky / triangular-solve kernels (backend/cpu/linalg_kernels.cpp).
 // Inputs are batches of matrices ([*, n, n]); batch dims broadcast between A and B as PyTorch's do.
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -72,6 +73,15 @@ void permute_rows(const Tensor& b, const Tensor& pivots) {
   }
 }
 
+// X = A^-1 B in place of x [count, n, k] from A's factors f (of count matrices, or of one that
+// serves them all): LAPACK's getrs, as row swaps and two triangular solves.
+void solve_factored(const Lu& f, const Tensor& x) {
+  if (x.numel() == 0) return;
+  permute_rows(x, f.pivots);
+  triangular_solve_stub.get(x.device().type)(f.lu, x, false, true);  // L, unit diagonal
+  triangular_solve_stub.get(x.device().type)(f.lu, x, true, false);  // U
+}
+
 // X with A X = B for A [*, n, n] and B [*, n, k], batch dims broadcast; `singular` names the
 // error raised when some A is singular.
 Tensor solve_left(const Tensor& a, const Tensor& b, const std::string& singular) {
@@ -79,14 +89,14 @@ Tensor solve_left(const Tensor& a, const Tensor& b, const std::string& singular)
   IntList ea = batch, eb = batch;
   ea.insert(ea.end(), {a.size(-2), a.size(-1)});
   eb.insert(eb.end(), {b.size(-2), b.size(-1)});
-  const Lu f = lu_of(expand(a, ea));
+  // One matrix serving all of B is factored once (an empty batch factors none, as before).
+  const IntList a_batch = batch_of(a, 2);
+  const bool one_matrix = std::all_of(a_batch.begin(), a_batch.end(), [](int64_t d) { return d == 1; }) &&
+                          std::find(batch.begin(), batch.end(), 0) == batch.end();
+  const Lu f = lu_of(one_matrix ? a : expand(a, ea));
   EMBER_CHECK(first_failure(f.info) == 0, LinAlgError, singular);
-  Tensor x = as_batch(expand(b, eb));
-  if (x.numel() > 0) {
-    permute_rows(x, f.pivots);
-    triangular_solve_stub.get(a.device().type)(f.lu, x, false, true);  // L, unit diagonal
-    triangular_solve_stub.get(a.device().type)(f.lu, x, true, false);  // U
-  }
+  const Tensor x = as_batch(expand(b, eb));
+  solve_factored(f, x);
   return reshape(x, eb);
 }
 
@@ -121,7 +131,9 @@ Tensor linalg_inv(const Tensor& A) {
   const int32_t bad = first_failure(f.info);
   EMBER_CHECK(bad == 0, LinAlgError, "[linalg.inv] The diagonal element ", bad,
               " is zero, the inversion could not be completed because the input matrix is singular.");
-  return solve_left(A, eye_like(A), "[linalg.inv] the input matrix is singular.");
+  const Tensor x = as_batch(eye_like(A));
+  solve_factored(f, x);
+  return reshape(x, A.sizes());
 }
 
 std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A) {

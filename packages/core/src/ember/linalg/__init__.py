@@ -1,11 +1,10 @@
 """ember.linalg (torch.linalg): solve, inv, det, slogdet, cholesky, cholesky_ex and
-solve_triangular (on LU with partial pivoting, Cholesky and substitution kernels); the
-decompositions svd / svdvals (one-sided Jacobi), eigh / eigvalsh (cyclic Jacobi), qr and
-householder_product (Householder), lu_factor / lu_factor_ex / lu / lu_solve (partial pivoting),
-eig / eigvals (Hessenberg reduction and shifted complex QR), all registered ops with derivatives;
-the products multi_dot, matmul and vecdot; and the compositions of _composites.py (vector_norm,
-matrix_norm, norm, cross, diagonal, matrix_power, matrix_exp, and on the SVD / eigh: cond,
-matrix_rank, pinv, lstsq)."""
+solve_triangular (on LAPACK's getrf, potrf and trsm, with own loops for tiny matrices); the
+decompositions svd / svdvals (gesdd), eigh / eigvalsh (syevd / heevd), qr and
+householder_product (geqrf, orgqr / ungqr), lu_factor / lu_factor_ex / lu / lu_solve (getrf),
+eig / eigvals (geev), all registered ops with derivatives; the products multi_dot, matmul and
+vecdot; and the compositions of _composites.py (vector_norm, matrix_norm, norm, cross, diagonal,
+matrix_power, matrix_exp, and on the SVD / eigh: cond, matrix_rank, pinv, lstsq)."""
 
 from __future__ import annotations
 
