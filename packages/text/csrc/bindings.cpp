@@ -32,15 +32,16 @@ std::string_view text_of(py::handle obj) {
     if (p == nullptr) throw py::error_already_set();
     return {p, static_cast<size_t>(n)};
   }
-  if (PyBytes_Check(obj.ptr())) return {PyBytes_AS_STRING(obj.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(obj.ptr()))};
+  if (PyBytes_Check(obj.ptr()))
+    return {PyBytes_AS_STRING(obj.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(obj.ptr()))};
   throw py::type_error(std::string("expected str or bytes, but got ") + Py_TYPE(obj.ptr())->tp_name);
 }
 
 // Raises Python's UnicodeDecodeError for bytes that failed to decode.
 [[noreturn]] void raise_decode_error(std::string_view text, const embertext::Utf8Error& e) {
-  PyObject* exc = PyUnicodeDecodeError_Create("utf-8", text.data(), static_cast<Py_ssize_t>(text.size()),
-                                              static_cast<Py_ssize_t>(e.offset()),
-                                              static_cast<Py_ssize_t>(e.offset() + e.length()), e.reason().c_str());
+  PyObject* exc = PyUnicodeDecodeError_Create(
+      "utf-8", text.data(), static_cast<Py_ssize_t>(text.size()), static_cast<Py_ssize_t>(e.offset()),
+      static_cast<Py_ssize_t>(e.offset() + e.length()), e.reason().c_str());
   if (exc != nullptr) {
     PyErr_SetObject(PyExc_UnicodeDecodeError, exc);
     Py_DECREF(exc);
@@ -141,7 +142,8 @@ py::list tokenize_batch(const Tokenizer& tok, py::handle texts, int num_threads)
   const Batch b = encode_flat(tok, texts, num_threads);
   py::list out(b.offsets.size() - 1);
   for (size_t i = 0; i + 1 < b.offsets.size(); ++i) {
-    py::list row = tokens_of(tok, b.ids.data() + b.offsets[i], static_cast<size_t>(b.offsets[i + 1] - b.offsets[i]));
+    py::list row =
+        tokens_of(tok, b.ids.data() + b.offsets[i], static_cast<size_t>(b.offsets[i + 1] - b.offsets[i]));
     PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), row.release().ptr());
   }
   return out;
@@ -199,7 +201,9 @@ PYBIND11_MODULE(_C, m) {
 
   m.def(
       "parse_vocab",
-      [](const py::bytes& data, const std::string& name) { return embertext::parse_vocab(bytes_view(data), name); },
+      [](const py::bytes& data, const std::string& name) {
+        return embertext::parse_vocab(bytes_view(data), name);
+      },
       py::arg("data"), py::arg("name"), "The tokens of a vocab.txt's contents, one per line.");
   m.def(
       "parse_encoder_json",
@@ -212,13 +216,15 @@ PYBIND11_MODULE(_C, m) {
       [](const py::bytes& data, const std::string& name, std::optional<size_t> max_merges) {
         return embertext::parse_merges(bytes_view(data), name, max_merges);
       },
-      py::arg("data"), py::arg("name"), py::arg("max_merges") = py::none(), "vocab.bpe's merges in rank order.");
+      py::arg("data"), py::arg("name"), py::arg("max_merges") = py::none(),
+      "vocab.bpe's merges in rank order.");
   m.def("byte_to_unicode", &embertext::byte_to_unicode, "GPT-2's byte alphabet, indexed by byte value.");
 
   py::class_<embertext::BertTokenizer, Tokenizer>(m, "BertTokenizer")
       .def(py::init([](std::vector<std::string> vocab, bool lower_case, std::optional<bool> strip_accents,
-                       std::vector<std::string> never_split, std::string unk_token, size_t max_input_chars_per_word,
-                       bool clean_text, bool handle_chinese_chars, std::string continuing_subword_prefix) {
+                       std::vector<std::string> never_split, std::string unk_token,
+                       size_t max_input_chars_per_word, bool clean_text, bool handle_chinese_chars,
+                       std::string continuing_subword_prefix) {
              embertext::BertOptions o;
              o.lower_case = lower_case;
              o.strip_accents = strip_accents;
@@ -237,7 +243,8 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("vocab", &embertext::BertTokenizer::vocab);
 
   py::class_<embertext::GPT2BPETokenizer, Tokenizer>(m, "GPT2BPETokenizer")
-      .def(py::init<const embertext::Encoder&, const embertext::Merges&>(), py::arg("encoder"), py::arg("merges"))
+      .def(py::init<const embertext::Encoder&, const embertext::Merges&>(), py::arg("encoder"),
+           py::arg("merges"))
       .def("add_special_tokens", &embertext::GPT2BPETokenizer::add_special_tokens, py::arg("tokens"))
       .def_property_readonly("special_tokens", &embertext::GPT2BPETokenizer::special_tokens)
       .def("decode", &embertext::GPT2BPETokenizer::decode, py::arg("ids"));

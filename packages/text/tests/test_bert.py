@@ -4,7 +4,6 @@ reference on generated text."""
 from __future__ import annotations
 
 import pickle
-import unicodedata
 
 import _reference as ref
 import pytest

@@ -169,7 +169,7 @@ void BertTokenizer::Impl::encode(std::string_view text, std::vector<int32_t>& id
       while (j < n) {
         char32_t c2;
         size_t l2 = static_cast<unsigned char>(text[j]) < 0x80 ? (c2 = static_cast<unsigned char>(text[j]), 1)
-                                                                : utf8::decode_or_throw(text, j, c2);
+                                                               : utf8::decode_or_throw(text, j, c2);
         if (unicode::flags(c2) & unicode::kWhitespace) break;
         j += l2;
       }
@@ -216,7 +216,8 @@ void BertTokenizer::Impl::encode(std::string_view text, std::vector<int32_t>& id
   flush();
 }
 
-BertTokenizer::BertTokenizer(std::vector<std::string> vocab, BertOptions options) : impl_(std::make_shared<Impl>()) {
+BertTokenizer::BertTokenizer(std::vector<std::string> vocab, BertOptions options)
+    : impl_(std::make_shared<Impl>()) {
   Impl& m = *impl_;
   m.options = std::move(options);
   m.strip_accents = m.options.strip_accents.value_or(m.options.lower_case);
@@ -231,7 +232,8 @@ BertTokenizer::BertTokenizer(std::vector<std::string> vocab, BertOptions options
     try {
       utf8::validate(token);
     } catch (const Utf8Error& e) {
-      throw FormatError("vocabulary token " + std::to_string(id) + " is not valid UTF-8 (" + e.reason() + ")");
+      throw FormatError("vocabulary token " + std::to_string(id) + " is not valid UTF-8 (" + e.reason() +
+                        ")");
     }
     auto [slot, fresh] = m.whole.insert(token, static_cast<int32_t>(id));
     if (!fresh)
@@ -287,7 +289,8 @@ std::vector<std::string> parse_vocab(std::string_view data, const std::string& n
       continue;
     }
     if (first_empty)
-      throw FormatError(name + " line " + std::to_string(first_empty) + " is empty: every line must hold one token");
+      throw FormatError(name + " line " + std::to_string(first_empty) +
+                        " is empty: every line must hold one token");
     tokens.emplace_back(line);
   }
   if (tokens.empty()) throw FormatError(name + " has no tokens");
@@ -309,7 +312,9 @@ BertTokenizer BertTokenizer::from_file(const std::string& vocab_path, BertOption
 
 BertTokenizer::~BertTokenizer() = default;
 
-int64_t BertTokenizer::vocab_size() const { return static_cast<int64_t>(impl_->vocab.size()); }
+int64_t BertTokenizer::vocab_size() const {
+  return static_cast<int64_t>(impl_->vocab.size());
+}
 
 std::string BertTokenizer::id_to_token(int64_t id) const {
   if (id < 0 || id >= vocab_size())
@@ -324,9 +329,15 @@ std::optional<int64_t> BertTokenizer::token_to_id(std::string_view token) const 
   return *id;
 }
 
-void BertTokenizer::encode_into(std::string_view text, std::vector<int32_t>& ids) const { impl_->encode(text, ids); }
+void BertTokenizer::encode_into(std::string_view text, std::vector<int32_t>& ids) const {
+  impl_->encode(text, ids);
+}
 
-const BertOptions& BertTokenizer::options() const { return impl_->options; }
-const std::vector<std::string>& BertTokenizer::vocab() const { return impl_->vocab; }
+const BertOptions& BertTokenizer::options() const {
+  return impl_->options;
+}
+const std::vector<std::string>& BertTokenizer::vocab() const {
+  return impl_->vocab;
+}
 
 }  // namespace embertext

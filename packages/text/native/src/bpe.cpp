@@ -32,14 +32,16 @@ Merges parse_merges(std::string_view text, const std::string& name, std::optiona
     try {
       utf8::validate(line);
     } catch (const Utf8Error& e) {
-      throw FormatError(name + " line " + std::to_string(line_no) + " is not valid UTF-8 (" + e.reason() + ")");
+      throw FormatError(name + " line " + std::to_string(line_no) + " is not valid UTF-8 (" + e.reason() +
+                        ")");
     }
     if (line.empty()) {
       if (!first_empty) first_empty = line_no;
       continue;
     }
     if (first_empty)
-      throw FormatError(name + " line " + std::to_string(first_empty) + " is empty: every line must hold one merge");
+      throw FormatError(name + " line " + std::to_string(first_empty) +
+                        " is empty: every line must hold one merge");
     const size_t space = line.find(' ');
     if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
         line.find(' ', space + 1) != std::string_view::npos)
@@ -56,7 +58,9 @@ Merges read_merges_file(const std::string& path, std::optional<size_t> max_merge
 
 namespace {
 // The bytes GPT-2's alphabet keeps as themselves: printable Latin-1 except space and soft hyphen.
-bool printable_byte(int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
+bool printable_byte(int b) {
+  return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+}
 }  // namespace
 
 const std::vector<std::string>& byte_to_unicode() {
@@ -91,7 +95,9 @@ class PairMap {
     mask_ = cap - 1;
   }
 
-  static uint64_t key(int32_t a, int32_t b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b); }
+  static uint64_t key(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b);
+  }
   static size_t slot(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20); }
 
   // Sets k's value; a key inserted again takes the new value.
@@ -132,15 +138,15 @@ struct BpeModel {
     auto [slot, fresh] = ids.insert(token, static_cast<int32_t>(id));
     if (!fresh) {
       if (!last_wins)
-        throw FormatError("token " + quoted(token) + " appears twice (IDs " + std::to_string(*slot) + " and " +
-                          std::to_string(id) + ")");
+        throw FormatError("token " + quoted(token) + " appears twice (IDs " + std::to_string(*slot) +
+                          " and " + std::to_string(id) + ")");
       tokens[static_cast<size_t>(*slot)].clear();
       *slot = static_cast<int32_t>(id);
     }
     if (static_cast<size_t>(id) >= tokens.size()) tokens.resize(static_cast<size_t>(id) + 1);
     if (!tokens[static_cast<size_t>(id)].empty())
-      throw FormatError("token ID " + std::to_string(id) + " is used by both " + quoted(tokens[id]) + " and " +
-                        quoted(token));
+      throw FormatError("token ID " + std::to_string(id) + " is used by both " + quoted(tokens[id]) +
+                        " and " + quoted(token));
     tokens[static_cast<size_t>(id)] = token;
   }
 
@@ -154,10 +160,12 @@ struct BpeModel {
     this->merges.reserve(merges.size());
     for (size_t rank = 0; rank < merges.size(); ++rank) {
       const auto& [a, b] = merges[rank];
-      const std::string where = "merge " + std::to_string(rank + 1) + " (" + quoted(a) + " " + quoted(b) + ")";
+      const std::string where =
+          "merge " + std::to_string(rank + 1) + " (" + quoted(a) + " " + quoted(b) + ")";
       const int32_t ia = require(a, where), ib = require(b, where), merged = require(a + b, where);
       // A repeated pair takes its last rank, as in Hugging Face's and TorchText's dictionaries.
-      this->merges.assign(PairMap::key(ia, ib), (static_cast<uint64_t>(rank) << 32) | static_cast<uint32_t>(merged));
+      this->merges.assign(PairMap::key(ia, ib),
+                          (static_cast<uint64_t>(rank) << 32) | static_cast<uint32_t>(merged));
     }
   }
 
@@ -166,7 +174,8 @@ struct BpeModel {
     const auto& alphabet = byte_to_unicode();
     for (int b = 0; b < 256; ++b) {
       byte_id[b] = require(alphabet[b], "byte-level BPE needs all 256 byte symbols");
-      if (eow) byte_eow_id[b] = require(alphabet[b] + "</w>", "CLIP's BPE needs all 256 end-of-word byte symbols");
+      if (eow)
+        byte_eow_id[b] = require(alphabet[b] + "</w>", "CLIP's BPE needs all 256 end-of-word byte symbols");
     }
   }
 
@@ -279,7 +288,9 @@ struct Specials {
   }
 };
 
-inline bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+inline bool is_continuation(char c) {
+  return (static_cast<unsigned char>(c) & 0xC0) == 0x80;
+}
 
 // Decodes text[i] (validating it); ASCII without a call.
 inline size_t char_at(std::string_view text, size_t i, char32_t& cp) {
@@ -441,7 +452,10 @@ std::string bytes_to_text(std::string_view bytes) {
       continue;
     }
     const auto b0 = static_cast<unsigned char>(bytes[i]);
-    size_t need = b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 1;
+    size_t need = b0 >= 0xC2 && b0 <= 0xDF   ? 2
+                  : b0 >= 0xE0 && b0 <= 0xEF ? 3
+                  : b0 >= 0xF0 && b0 <= 0xF4 ? 4
+                                             : 1;
     size_t k = 1;
     for (; k < need && i + k < bytes.size(); ++k) {
       const auto b = static_cast<unsigned char>(bytes[i + k]);
@@ -517,7 +531,8 @@ struct GPT2BPETokenizer::Impl {
   }
 };
 
-GPT2BPETokenizer::GPT2BPETokenizer(const Encoder& encoder, const Merges& merges) : impl_(std::make_shared<Impl>()) {
+GPT2BPETokenizer::GPT2BPETokenizer(const Encoder& encoder, const Merges& merges)
+    : impl_(std::make_shared<Impl>()) {
   BpeModel& m = impl_->model;
   for (const auto& [token, id] : encoder) {
     utf8::validate(token);
@@ -607,8 +622,12 @@ std::string GPT2BPETokenizer::decode(const std::vector<int64_t>& ids) const {
   return bytes_to_text(bytes);
 }
 
-int64_t GPT2BPETokenizer::vocab_size() const { return static_cast<int64_t>(impl_->model.tokens.size()); }
-std::string GPT2BPETokenizer::id_to_token(int64_t id) const { return impl_->model.token(id); }
+int64_t GPT2BPETokenizer::vocab_size() const {
+  return static_cast<int64_t>(impl_->model.tokens.size());
+}
+std::string GPT2BPETokenizer::id_to_token(int64_t id) const {
+  return impl_->model.token(id);
+}
 std::optional<int64_t> GPT2BPETokenizer::token_to_id(std::string_view token) const {
   const int32_t* id = impl_->model.ids.find(token);
   if (!id) return std::nullopt;
@@ -704,7 +723,8 @@ void CLIPTokenizer::encode_into(std::string_view text, std::vector<int32_t>& ids
     const uint64_t h = hash_bytes(word);
     if (m.cache.lookup(word, h, ids)) return;
     symbols.clear();
-    for (size_t k = 0; k + 1 < word.size(); ++k) symbols.push_back(m.model.byte_id[static_cast<unsigned char>(word[k])]);
+    for (size_t k = 0; k + 1 < word.size(); ++k)
+      symbols.push_back(m.model.byte_id[static_cast<unsigned char>(word[k])]);
     symbols.push_back(m.model.byte_eow_id[static_cast<unsigned char>(word.back())]);
     m.model.merge(symbols);
     ids.insert(ids.end(), symbols.begin(), symbols.end());
@@ -728,8 +748,12 @@ std::string CLIPTokenizer::decode(const std::vector<int64_t>& ids) const {
   return out;
 }
 
-int64_t CLIPTokenizer::vocab_size() const { return static_cast<int64_t>(impl_->model.tokens.size()); }
-std::string CLIPTokenizer::id_to_token(int64_t id) const { return impl_->model.token(id); }
+int64_t CLIPTokenizer::vocab_size() const {
+  return static_cast<int64_t>(impl_->model.tokens.size());
+}
+std::string CLIPTokenizer::id_to_token(int64_t id) const {
+  return impl_->model.token(id);
+}
 std::optional<int64_t> CLIPTokenizer::token_to_id(std::string_view token) const {
   const int32_t* id = impl_->model.ids.find(token);
   if (!id) return std::nullopt;

@@ -34,7 +34,8 @@ class TokenCache {
     Shard& s = shards_[h >> (64 - kShardBits)];
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.map.size() >= per_shard_) return;
-    auto [entry, fresh] = s.map.insert(key, h, Entry{static_cast<uint32_t>(s.ids.size()), static_cast<uint32_t>(n)});
+    auto [entry, fresh] =
+        s.map.insert(key, h, Entry{static_cast<uint32_t>(s.ids.size()), static_cast<uint32_t>(n)});
     if (fresh) s.ids.insert(s.ids.end(), ids, ids + n);
     (void)entry;
   }

@@ -56,7 +56,8 @@ class Parser {
         ++col;
       }
     }
-    throw FormatError(name_ + " line " + std::to_string(line) + " column " + std::to_string(col) + ": " + what);
+    throw FormatError(name_ + " line " + std::to_string(line) + " column " + std::to_string(col) + ": " +
+                      what);
   }
 
   int peek() const { return i_ < s_.size() ? static_cast<unsigned char>(s_[i_]) : -1; }
@@ -117,7 +118,8 @@ class Parser {
             size_t at = i_ - 2;
             unsigned cp = hex4();
             if (cp >= 0xD800 && cp <= 0xDBFF) {
-              if (i_ + 2 > s_.size() || s_[i_] != '\\' || s_[i_ + 1] != 'u') fail("unpaired surrogate escape", at);
+              if (i_ + 2 > s_.size() || s_[i_] != '\\' || s_[i_ + 1] != 'u')
+                fail("unpaired surrogate escape", at);
               i_ += 2;
               unsigned lo = hex4();
               if (lo < 0xDC00 || lo > 0xDFFF) fail("unpaired surrogate escape", at);

@@ -44,7 +44,8 @@ class StringMap {
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.length == kEmpty) return nullptr;
-      if (s.hash == h && s.length == key.size() && std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0)
+      if (s.hash == h && s.length == key.size() &&
+          std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0)
         return &s.value;
     }
   }
@@ -64,11 +65,14 @@ class StringMap {
         ++size_;
         return {&s.value, true};
       }
-      if (s.hash == h && s.length == key.size() && std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0)
+      if (s.hash == h && s.length == key.size() &&
+          std::memcmp(arena_.data() + s.offset, key.data(), key.size()) == 0)
         return {&s.value, false};
     }
   }
-  std::pair<V*, bool> insert(std::string_view key, const V& value) { return insert(key, hash_bytes(key), value); }
+  std::pair<V*, bool> insert(std::string_view key, const V& value) {
+    return insert(key, hash_bytes(key), value);
+  }
 
   size_t arena_bytes() const { return arena_.size(); }
 

@@ -32,9 +32,13 @@ void utf8::validate(std::string_view s) {
 
 Tokenizer::~Tokenizer() = default;
 
-const char* unicode_version() { return unicode::version(); }
+const char* unicode_version() {
+  return unicode::version();
+}
 
-void validate_utf8(std::string_view text) { utf8::validate(text); }
+void validate_utf8(std::string_view text) {
+  utf8::validate(text);
+}
 
 std::vector<int64_t> Tokenizer::encode(std::string_view text) const {
   std::vector<int32_t> ids;
@@ -88,7 +92,8 @@ void Tokenizer::encode_batch_flat(const std::vector<std::string_view>& texts, in
     for (size_t i = begin; i < end; ++i) encode_into(texts[i], parts[i]);
   });
   offsets.assign(texts.size() + 1, 0);
-  for (size_t i = 0; i < parts.size(); ++i) offsets[i + 1] = offsets[i] + static_cast<int64_t>(parts[i].size());
+  for (size_t i = 0; i < parts.size(); ++i)
+    offsets[i + 1] = offsets[i] + static_cast<int64_t>(parts[i].size());
   ids.clear();
   ids.reserve(static_cast<size_t>(offsets.back()));
   for (auto& p : parts) ids.insert(ids.end(), p.begin(), p.end());

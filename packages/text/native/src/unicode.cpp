@@ -52,7 +52,8 @@ struct Storage {
     compress(flags, tables.flag_stage1, flag_blocks);
 
     std::vector<int32_t> lower(kMaxCodePoint + 1, 0);
-    for (const auto& pair : kLowerPairs) lower[pair[0]] = static_cast<int32_t>(pair[1]) - static_cast<int32_t>(pair[0]);
+    for (const auto& pair : kLowerPairs)
+      lower[pair[0]] = static_cast<int32_t>(pair[1]) - static_cast<int32_t>(pair[0]);
     compress(lower, tables.lower_stage1, lower_blocks);
 
     std::vector<uint8_t> ccc(kMaxCodePoint + 1, 0);
@@ -95,7 +96,8 @@ int decompose(char32_t cp, char32_t* out) {
   }
   const auto* begin = std::begin(kDecompIndex);
   const auto* end = std::end(kDecompIndex);
-  const auto* it = std::lower_bound(begin, end, cp, [](const uint32_t(&row)[3], char32_t c) { return row[0] < c; });
+  const auto* it =
+      std::lower_bound(begin, end, cp, [](const uint32_t(&row)[3], char32_t c) { return row[0] < c; });
   if (it == end || (*it)[0] != cp) {
     out[0] = cp;
     return 1;
@@ -105,6 +107,8 @@ int decompose(char32_t cp, char32_t* out) {
   return static_cast<int>(length);
 }
 
-const char* version() { return EMBERTEXT_UNICODE_VERSION; }
+const char* version() {
+  return EMBERTEXT_UNICODE_VERSION;
+}
 
 }  // namespace embertext::unicode

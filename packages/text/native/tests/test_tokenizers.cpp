@@ -13,12 +13,12 @@ namespace {
 
 int failures = 0;
 
-#define CHECK(cond)                                                     \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
+#define CHECK(cond)                                                          \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
       std::fprintf(stderr, "%s:%d: CHECK(%s)\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                       \
-    }                                                                   \
+      ++failures;                                                            \
+    }                                                                        \
   } while (0)
 
 template <typename E>
@@ -41,11 +41,13 @@ void expect_throw(const std::function<void()>& f, const std::string& fragment, i
 }
 #define EXPECT_THROW(E, stmt, fragment) expect_throw<E>([&] { stmt; }, fragment, __LINE__)
 
-std::vector<int64_t> ids(std::initializer_list<int64_t> v) { return v; }
+std::vector<int64_t> ids(std::initializer_list<int64_t> v) {
+  return v;
+}
 
 embertext::BertTokenizer tiny_bert(embertext::BertOptions options = {}) {
-  return embertext::BertTokenizer({"[PAD]", "[UNK]", "[CLS]", "hello", "world", "!", "un", "##aff", "##able", ",",
-                                   "cafe", "中", "##s", "naive", "hello##"},
+  return embertext::BertTokenizer({"[PAD]", "[UNK]", "[CLS]", "hello", "world", "!", "un", "##aff", "##able",
+                                   ",", "cafe", "中", "##s", "naive", "hello##"},
                                   options);
 }
 
@@ -53,11 +55,11 @@ void test_bert() {
   auto tok = tiny_bert();
   CHECK(tok.encode("Hello, WORLD!") == ids({3, 9, 4, 5}));
   CHECK(tok.encode("unaffable") == ids({6, 7, 8}));
-  CHECK(tok.encode("unaffablex") == ids({1}));              // an unmatchable rest: the whole word
-  CHECK(tok.encode("  \t\n ") == ids({}));                   // only whitespace
-  CHECK(tok.encode("Café") == ids({10}));                    // accents stripped when lower-casing
-  CHECK(tok.encode("nai\xCC\x88ve") == ids({13}));           // a combining diaeresis is dropped too
-  CHECK(tok.encode("hello\x01world") == ids({1}));           // control chars vanish: "helloworld"
+  CHECK(tok.encode("unaffablex") == ids({1}));                         // an unmatchable rest: the whole word
+  CHECK(tok.encode("  \t\n ") == ids({}));                             // only whitespace
+  CHECK(tok.encode("Café") == ids({10}));                              // accents stripped when lower-casing
+  CHECK(tok.encode("nai\xCC\x88ve") == ids({13}));                     // a combining diaeresis is dropped too
+  CHECK(tok.encode("hello\x01world") == ids({1}));                     // control chars vanish: "helloworld"
   CHECK(tok.encode("\xE4\xB8\xAD\xE4\xB8\xADs") == ids({11, 11, 1}));  // each CJK char is a word
   CHECK(tok.tokenize("hello!") == std::vector<std::string>({"hello", "!"}));
   std::string long_word(101, 'a');
@@ -80,7 +82,8 @@ void test_bert_errors() {
   EXPECT_THROW(embertext::Utf8Error, tiny_bert().encode("\xC0\xAF"), "overlong");
   EXPECT_THROW(embertext::Utf8Error, tiny_bert().encode("\xED\xA0\x80"), "surrogate");
   EXPECT_THROW(embertext::FormatError, embertext::BertTokenizer({"a", "b"}), "no unknown token '[UNK]'");
-  EXPECT_THROW(embertext::FormatError, embertext::BertTokenizer({"[UNK]", "a", "a"}), "appears twice (IDs 1 and 2)");
+  EXPECT_THROW(embertext::FormatError, embertext::BertTokenizer({"[UNK]", "a", "a"}),
+               "appears twice (IDs 1 and 2)");
   EXPECT_THROW(embertext::FormatError, embertext::BertTokenizer({}), "empty");
   EXPECT_THROW(embertext::FileError, embertext::BertTokenizer::from_file("/nonexistent/vocab.txt"),
                "cannot open vocab file");
@@ -150,7 +153,8 @@ void test_batch_threads() {
   texts[500] = "hello";
   views.assign(texts.begin(), texts.end());
   tok.encode_batch_flat(views, 2, flat, offsets);
-  CHECK(offsets.size() == 1001 && offsets[1] == 4 && offsets[2] - offsets[1] == 4 && offsets.back() == static_cast<int64_t>(flat.size()));
+  CHECK(offsets.size() == 1001 && offsets[1] == 4 && offsets[2] - offsets[1] == 4 &&
+        offsets.back() == static_cast<int64_t>(flat.size()));
 }
 
 void test_vocab_file(const std::string& dir) {
@@ -169,7 +173,7 @@ int main(int argc, char** argv) {
   test_clip();
   test_batch_threads();
   if (argc > 1) test_vocab_file(argv[1]);
-  std::printf("embertext %s (Unicode %s): %d failure(s)\n", EMBERTEXT_VERSION_STRING, embertext::unicode_version(),
-              failures);
+  std::printf("embertext %s (Unicode %s): %d failure(s)\n", EMBERTEXT_VERSION_STRING,
+              embertext::unicode_version(), failures);
   return failures == 0 ? 0 : 1;
 }

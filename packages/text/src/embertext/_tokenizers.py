@@ -9,7 +9,6 @@ from typing import Any
 
 import ember
 from ember import nn
-
 from embertext import _C
 
 PathLike = str | os.PathLike

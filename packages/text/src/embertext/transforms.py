@@ -10,7 +10,6 @@ from typing import Any
 
 import ember
 from ember import nn
-
 from embertext import functional as F
 from embertext._regex import RegexTokenizer
 from embertext._tokenizers import BERTTokenizer, CLIPTokenizer, GPT2BPETokenizer

@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
     if (kind == "bert") {
       tok = std::make_unique<embertext::BertTokenizer>(embertext::BertTokenizer::from_file(argv[2]));
     } else if (kind == "gpt2" && argc > 3) {
-      tok = std::make_unique<embertext::GPT2BPETokenizer>(embertext::GPT2BPETokenizer::from_files(argv[2], argv[3]));
+      tok = std::make_unique<embertext::GPT2BPETokenizer>(
+          embertext::GPT2BPETokenizer::from_files(argv[2], argv[3]));
     } else {
       std::cerr << "unknown tokenizer " << kind << "\n";
       return 2;

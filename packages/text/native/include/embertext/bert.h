@@ -49,6 +49,7 @@ class EMBERTEXT_API BertTokenizer final : public Tokenizer {
 // Reads a vocab.txt into its token list (FormatError/FileError on bad input).
 EMBERTEXT_API std::vector<std::string> read_vocab_file(const std::string& path);
 // The same for the file's contents; `name` is what error messages call it.
-EMBERTEXT_API std::vector<std::string> parse_vocab(std::string_view data, const std::string& name = "vocab.txt");
+EMBERTEXT_API std::vector<std::string> parse_vocab(std::string_view data,
+                                                   const std::string& name = "vocab.txt");
 
 }  // namespace embertext

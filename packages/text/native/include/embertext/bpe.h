@@ -12,7 +12,7 @@
 
 namespace embertext {
 
-using Encoder = std::vector<std::pair<std::string, int64_t>>;  // token -> ID (encoder.json)
+using Encoder = std::vector<std::pair<std::string, int64_t>>;     // token -> ID (encoder.json)
 using Merges = std::vector<std::pair<std::string, std::string>>;  // in rank order (vocab.bpe)
 
 // Reads encoder.json: one JSON object mapping tokens to non-negative integer IDs.
@@ -20,7 +20,8 @@ EMBERTEXT_API Encoder read_encoder_json(const std::string& path);
 EMBERTEXT_API Encoder parse_encoder_json(std::string_view json, const std::string& name = "encoder.json");
 // Reads vocab.bpe / merges.txt: an optional "#version" first line, then one "left right" pair
 // per line. At most max_merges pairs are read when it is set.
-EMBERTEXT_API Merges read_merges_file(const std::string& path, std::optional<size_t> max_merges = std::nullopt);
+EMBERTEXT_API Merges read_merges_file(const std::string& path,
+                                      std::optional<size_t> max_merges = std::nullopt);
 EMBERTEXT_API Merges parse_merges(std::string_view text, const std::string& name = "vocab.bpe",
                                   std::optional<size_t> max_merges = std::nullopt);
 

@@ -29,8 +29,8 @@ class EMBERTEXT_API Tokenizer {
                                                        int num_threads = 0) const;
   // The batch's IDs in one array: text i's are ids[offsets[i] : offsets[i + 1]]
   // (offsets has texts.size() + 1 entries).
-  void encode_batch_flat(const std::vector<std::string_view>& texts, int num_threads, std::vector<int32_t>& ids,
-                         std::vector<int64_t>& offsets) const;
+  void encode_batch_flat(const std::vector<std::string_view>& texts, int num_threads,
+                         std::vector<int32_t>& ids, std::vector<int64_t>& offsets) const;
 
   // One more than the largest ID.
   virtual int64_t vocab_size() const = 0;
