@@ -221,6 +221,7 @@ def _text_pipe(lines, tokenizer, vocab_transform):
 
 
 def test_transforms_in_dataloader_workers(tiny_vocab_path):
+    pytest.importorskip("emberdata", reason="the pipe is an emberdata DataPipe")
     from ember.utils.data import DataLoader
 
     lines = [f"hello world {'unaffable ' * (i % 4)}!" for i in range(40)]
