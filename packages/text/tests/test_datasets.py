@@ -303,6 +303,56 @@ def test_udpos(tmp_path, trust):
         [["Al", "-"], ["PROPN", "PUNCT"], ["NNP", "HYPH"]], [["What"], ["PRON"], ["WP"]]]
 
 
+def _tgz_bytes(members: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as t:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _iwslt_xml(sentences: list[str]) -> str:
+    segs = "".join(f'<seg id="{i}"> {s} </seg>\n' for i, s in enumerate(sentences, 1))
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<mteval>\n<srcset setid="x">\n<doc docid="1">\n{segs}</doc>\n</srcset>\n</mteval>\n'
+
+
+@pytest.mark.parametrize(("name", "outer", "inner", "year", "valid"), [
+    ("IWSLT2016", "2016-01.tgz", "texts/de/en/de-en.tgz", 16, "tst2013"),
+    ("IWSLT2017", "2017-01-trnmted.tgz", "texts/DeEnItNlRo/DeEnItNlRo/DeEnItNlRo-DeEnItNlRo.tgz", 17, "dev2010"),
+])
+def test_iwslt(tmp_path, trust, name, outer, inner, year, valid):
+    d = tmp_path / name
+    d.mkdir()
+    folder = inner.rsplit("/", 1)[1][: -len(".tgz")]
+    tags = {"de": "<url>http://x</url>\n<talkid>1</talkid>\n Guten Morgen. \nDanke.\n",
+            "en": "<url>http://x</url>\n<talkid>1</talkid>\nGood morning.\n Thanks. \n"}
+    members = {f"{folder}/train.tags.de-en.{lang}": text for lang, text in tags.items()}
+    members.update({f"{folder}/IWSLT{year}.TED.{valid}.de-en.{lang}.xml": _iwslt_xml(sents)
+                    for lang, sents in (("de", ["Hallo Welt.", "Ja."]), ("en", ["Hello world.", "Yes."]))})
+    inner_bytes = _tgz_bytes(members)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as t:
+        info = tarfile.TarInfo(f"{outer[: -len('.tgz')]}/{inner}")
+        info.size = len(inner_bytes)
+        t.addfile(info, io.BytesIO(inner_bytes))
+    (d / outer).write_bytes(buffer.getvalue())
+    trust(name, d)
+    train = getattr(datasets, name)(root=tmp_path, split="train")
+    assert _rows(train) == [("Guten Morgen.\n", "Good morning.\n"), ("Danke.\n", "Thanks.\n")]
+    valid_pipe = getattr(datasets, name)(root=tmp_path, split="valid")
+    assert _rows(valid_pipe) == [("Hallo Welt.\n", "Hello world.\n"), ("Ja.\n", "Yes.\n")]
+    with pytest.raises(ValueError, match="target language 'xx' is not supported for 'de'"):
+        getattr(datasets, name)(root=tmp_path, language_pair=("de", "xx"))
+
+
+def test_iwslt2016_sets_that_do_not_exist(tmp_path):
+    with pytest.raises(ValueError, match="test_set 'tst2014' does not exist for cs-en"):
+        datasets.IWSLT2016(root=tmp_path, language_pair=("cs", "en"))
+
+
 # -- files, hashes, splits, workers ---------------------------------------------------------------
 
 
@@ -351,7 +401,7 @@ def test_num_lines_and_registry():
     assert datasets.NUM_LINES["CoLA"] == {"train": 8551, "dev": 527, "test": 516}
     assert datasets.NUM_LINES["SST2"] == {"train": 67349, "dev": 872, "test": 1821}
     assert datasets.NUM_LINES["IMDB"] == {"train": 25000, "test": 25000}
-    assert len(datasets.DATASETS) == 27
+    assert len(datasets.DATASETS) == 29
 
 
 def test_shuffle_sharding_and_workers(tmp_path, trust):

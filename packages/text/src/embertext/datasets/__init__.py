@@ -11,6 +11,8 @@ Ember does not download: see Note [dataset files] in _common.py.
 from embertext.datasets._datasets import (
     AG_NEWS,
     IMDB,
+    IWSLT2016,
+    IWSLT2017,
     MNLI,
     MRPC,
     NUM_LINES,
@@ -42,6 +44,7 @@ from embertext.datasets._datasets import (
 DATASETS = {
     f.__name__: f
     for f in (AG_NEWS, AmazonReviewFull, AmazonReviewPolarity, CoLA, CoNLL2000Chunking, DBpedia, EnWik9, IMDB,
+              IWSLT2016, IWSLT2017,
               MNLI, MRPC, Multi30k, PennTreebank, QNLI, QQP, RTE, SogouNews, SQuAD1, SQuAD2, SST2, STSB, UDPOS,
               WikiText103, WikiText2, WNLI, YahooAnswers, YelpReviewFull, YelpReviewPolarity)
 }

@@ -523,3 +523,135 @@ def UDPOS(root: str | None = None, split: str | Sequence[str] = ("train", "valid
           verify_hash: bool = True):
     """Universal Dependencies English POS sentences as ``[words, UPOS tags, PTB tags]``."""
     return _dataset("UDPOS", root, split, verify_hash, lambda s, dp: _read_iob(read_lines(dp), "\t"))
+
+
+# ---------------------------------------------------------------------------------------------
+# IWSLT: an outer archive holding one inner .tgz per language pair; train files are TED
+# transcripts with XML-ish header lines, valid/test files are XML with one <seg> per sentence.
+
+_IWSLT_TAG_LINES = ("<url", "<keywords", "<talkid", "<description", "<reviewer", "<translator", "<title",
+                    "<speaker", "<doc", "</doc")
+
+
+def _basename_is(name: str, x: tuple[str, Any]) -> bool:
+    return os.path.basename(x[0]) == name
+
+
+def _iwslt_clean(x: tuple[str, Any]):
+    """Sentences of one IWSLT file, each with a trailing newline (as torchtext's cleaned files)."""
+    import xml.etree.ElementTree as ET
+
+    path, stream = x
+    data = stream.read().decode("utf-8")
+    if path.endswith(".xml"):
+        try:
+            root = ET.fromstring(data)[0]
+        except (ET.ParseError, IndexError) as error:
+            raise ValueError(f"{path}: not an IWSLT XML file: {error}") from None
+        for doc in root.findall("doc"):
+            for seg in doc.findall("seg"):
+                yield (seg.text or "").strip() + "\n"
+        return
+    for line in data.splitlines():
+        if not any(tag in line for tag in _IWSLT_TAG_LINES):
+            yield line.strip() + "\n"
+
+
+def _iwslt_lines(directory: str, name: str, outer: Download, inner: str, filename: str, verify_hash: bool):
+    # torchtext's cache keeps the inner archive extracted at <root>/<outer stem>/<inner path>.
+    extracted = os.path.join(directory, outer.name.rsplit(".", 1)[0], inner)
+    if os.path.isfile(extracted):
+        pipe = IterableWrapper([extracted]).open_files(mode="b")
+    else:
+        pipe = open_file(directory, name, Member(outer, inner), verify_hash)
+    return pipe.load_from_tar().filter(partial(_basename_is, filename)).flatmap(_iwslt_clean)
+
+
+def _iwslt(name: str, year: int, outer: Download, inner: str, root, split, language_pair, valid_set: str,
+           test_set: str, verify_hash: bool):
+    if not isinstance(language_pair, (tuple, list)) or len(language_pair) != 2:
+        raise ValueError(f"language_pair must hold 2 languages (source, target), but got {language_pair!r}")
+    src, tgt = language_pair
+    supported = _IWSLT_PAIRS[name]
+    if src not in supported:
+        raise ValueError(f"{name}: source language {src!r} is not supported; choose from {sorted(supported)}")
+    if tgt not in supported[src]:
+        raise ValueError(f"{name}: target language {tgt!r} is not supported for {src!r}; choose from {supported[src]}")
+    for what, chosen in (("valid_set", valid_set), ("test_set", test_set)):
+        if chosen not in _IWSLT_SETS[name] or chosen in _IWSLT_MISSING.get((src, tgt), ()):
+            raise ValueError(f"{name}: {what} {chosen!r} does not exist for {src}-{tgt}; choose from "
+                             f"{[s for s in _IWSLT_SETS[name] if s not in _IWSLT_MISSING.get((src, tgt), ())]}")
+    directory = dataset_dir(root, name)
+    pair = f"{src}-{tgt}"
+    inner = inner.format(src=src, tgt=tgt)
+
+    def filename(s: str, lang: str) -> str:
+        if s == "train":
+            return f"train.tags.{pair}.{lang}"
+        return f"IWSLT{year}.TED.{valid_set if s == 'valid' else test_set}.{pair}.{lang}.xml"
+
+    def build(s: str):
+        src_lines, tgt_lines = (_iwslt_lines(directory, name, outer, inner, filename(s, lang), verify_hash)
+                                for lang in (src, tgt))
+        return finish(src_lines.zip(tgt_lines))
+
+    return splits(name, split, ("train", "valid", "test"), build)
+
+
+_IWSLT_PAIRS = {
+    "IWSLT2016": {"en": ["ar", "de", "fr", "cs"], "ar": ["en"], "fr": ["en"], "de": ["en"], "cs": ["en"]},
+    "IWSLT2017": {"en": ["nl", "de", "it", "ro"], "ro": ["de", "en", "nl", "it"], "de": ["ro", "en", "nl", "it"],
+                  "it": ["en", "nl", "de", "ro"], "nl": ["de", "en", "it", "ro"]},
+}
+_IWSLT_SETS = {"IWSLT2016": ["dev2010", "tst2010", "tst2011", "tst2012", "tst2013", "tst2014"],
+               "IWSLT2017": ["dev2010", "tst2010"]}
+_IWSLT_MISSING = {("en", "cs"): ["tst2014"], ("cs", "en"): ["tst2014"]}
+_IWSLT2016 = Download("2016-01.tgz", "c393ed3fc2a1b0f004b3331043f615ae",
+                      "https://drive.google.com/uc?id=1l5y6Giag9aRPwGtuZHswh3w5v3qEz8D8")
+_IWSLT2017 = Download("2017-01-trnmted.tgz", "aca701032b1c4411afc4d9fa367796ba",
+                      "https://fbk.sharepoint.com/sites/MTUnit/_layouts/15/download.aspx?SourceUrl=%2Fsites%2FMTUnit"
+                      "%2FShared%20Documents%2Fwebsites%2FWIT3%2Dlibrary%2F2017%2D01%2Dtrnmted%2Etgz")
+_register("IWSLT2016", {}, {"train": _IWSLT2016})
+_register("IWSLT2017", {}, {"train": _IWSLT2017})
+# Sizes per split, evaluation set and language pair (a subset: torchtext's table for the pairs
+# whose sizes it lists).
+NUM_LINES["IWSLT2016"] = {
+    "train": {("ar", "en"): 224126, ("de", "en"): 196884, ("en", "fr"): 220400, ("cs", "en"): 114390},
+    "dev2010": {("ar", "en"): 887, ("de", "en"): 887, ("en", "fr"): 887, ("cs", "en"): 480},
+    "tst2010": {("ar", "en"): 1569, ("de", "en"): 1565, ("en", "fr"): 1664, ("cs", "en"): 1511},
+    "tst2011": {("ar", "en"): 1199, ("de", "en"): 1433, ("en", "fr"): 818, ("cs", "en"): 1013},
+    "tst2012": {("ar", "en"): 1702, ("de", "en"): 1700, ("en", "fr"): 1124, ("cs", "en"): 1385},
+    "tst2013": {("ar", "en"): 1169, ("de", "en"): 993, ("en", "fr"): 1026, ("cs", "en"): 1327},
+    "tst2014": {("ar", "en"): 1107, ("de", "en"): 1305, ("en", "fr"): 1305},
+}
+NUM_LINES["IWSLT2017"] = {
+    "train": {("en", "nl"): 237240, ("de", "en"): 206112, ("en", "it"): 231619, ("en", "ro"): 220538,
+              ("de", "ro"): 201455, ("nl", "ro"): 206920, ("it", "ro"): 217551, ("de", "nl"): 213628,
+              ("de", "it"): 205465, ("it", "nl"): 233415},
+    "dev2010": {("en", "nl"): 1003, ("de", "en"): 888, ("en", "it"): 929, ("en", "ro"): 914, ("de", "ro"): 912,
+                ("nl", "ro"): 913, ("it", "ro"): 914, ("de", "nl"): 1001, ("de", "it"): 923, ("it", "nl"): 1001},
+    "tst2010": {("en", "nl"): 1777, ("de", "en"): 1568, ("en", "it"): 1566, ("en", "ro"): 1678, ("de", "ro"): 1677,
+                ("nl", "ro"): 1680, ("it", "ro"): 1643, ("de", "nl"): 1779, ("de", "it"): 1567, ("it", "nl"): 1669},
+}
+
+
+def _iwslt_source(name: str) -> Download:
+    source = SOURCES[name]["train"]
+    assert isinstance(source, Download)
+    return source
+
+
+def IWSLT2016(root: str | None = None, split: str | Sequence[str] = ("train", "valid", "test"),
+              language_pair: Sequence[str] = ("de", "en"), valid_set: str = "tst2013", test_set: str = "tst2014",
+              *, verify_hash: bool = True):
+    """IWSLT 2016 TED talks, rows ``(source line, target line)`` with their newlines."""
+    return _iwslt("IWSLT2016", 16, _iwslt_source("IWSLT2016"), "texts/{src}/{tgt}/{src}-{tgt}.tgz", root, split,
+                  language_pair, valid_set, test_set, verify_hash)
+
+
+def IWSLT2017(root: str | None = None, split: str | Sequence[str] = ("train", "valid", "test"),
+              language_pair: Sequence[str] = ("de", "en"), *, verify_hash: bool = True):
+    """IWSLT 2017 TED talks (multilingual: de, en, it, nl, ro), rows ``(source line, target line)``."""
+    return _iwslt("IWSLT2017", 17, _iwslt_source("IWSLT2017"),
+                  "texts/DeEnItNlRo/DeEnItNlRo/DeEnItNlRo-DeEnItNlRo.tgz", root, split, language_pair, "dev2010",
+                  "tst2010", verify_hash)
