@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -128,11 +129,41 @@ Batch encode_flat(const Tokenizer& tok, py::handle texts, int num_threads) {
   return batch;
 }
 
+// One Python int per token ID, made on first use and shared by every list of a batch (ints are
+// immutable): a batch's millions of IDs then cost no allocations, only reference counts.
+class IdInts {
+ public:
+  explicit IdInts(int64_t vocab_size)
+      : ints_(static_cast<size_t>(std::max<int64_t>(vocab_size, 0)), nullptr) {}
+  ~IdInts() {
+    for (PyObject* o : ints_) Py_XDECREF(o);
+  }
+  IdInts(const IdInts&) = delete;
+  IdInts& operator=(const IdInts&) = delete;
+
+  PyObject* get(int32_t id) {  // a new reference
+    PyObject*& slot = ints_[static_cast<size_t>(id)];
+    if (slot == nullptr) {
+      slot = PyLong_FromLong(id);
+      if (slot == nullptr) throw py::error_already_set();
+    }
+    Py_INCREF(slot);
+    return slot;
+  }
+
+ private:
+  std::vector<PyObject*> ints_;
+};
+
 py::list encode_batch(const Tokenizer& tok, py::handle texts, int num_threads) {
   const Batch b = encode_flat(tok, texts, num_threads);
+  IdInts ints(tok.vocab_size());
   py::list out(b.offsets.size() - 1);
   for (size_t i = 0; i + 1 < b.offsets.size(); ++i) {
-    py::list row = to_list(b.ids.data() + b.offsets[i], static_cast<size_t>(b.offsets[i + 1] - b.offsets[i]));
+    const auto n = static_cast<size_t>(b.offsets[i + 1] - b.offsets[i]);
+    py::list row(n);
+    const int32_t* ids = b.ids.data() + b.offsets[i];
+    for (size_t k = 0; k < n; ++k) PyList_SET_ITEM(row.ptr(), static_cast<Py_ssize_t>(k), ints.get(ids[k]));
     PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), row.release().ptr());
   }
   return out;

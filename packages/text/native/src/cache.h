@@ -1,7 +1,11 @@
 #pragma once
-// TokenCache: word -> token ids, shared by the threads of a batch. Sharded so that two threads
-// rarely wait on one lock; bounded, and once a shard is full it stops taking entries (words seen
-// early are the frequent ones). Internal to the library.
+// TokenCache: word -> token ids, in two levels. Each thread first looks in its own small cache
+// (no lock, no shared cache lines), then in the cache shared by the threads of a batch, which is
+// sharded by hash so that threads rarely wait on one lock. Frequent words ("the", ",") all hash
+// to a few shards, so without the first level two threads would fight over those shards' locks
+// on most words. Both levels are bounded, and a full one stops taking entries (words seen early
+// are the frequent ones). Internal to the library.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -52,6 +56,32 @@ class TokenCache {
     StringMap<Entry> map;
     std::vector<int32_t> ids;
   };
+  struct Local {
+    uint64_t owner = 0;  // the id_ of the cache these entries belong to
+    StringMap<Entry> map;
+    std::vector<int32_t> ids;
+  };
+
+  static void add(StringMap<Entry>& map, std::vector<int32_t>& pool, size_t capacity, std::string_view key,
+                  uint64_t h, const int32_t* ids, size_t n) {
+    if (map.size() >= capacity) return;
+    if (map.insert(key, h, Entry{static_cast<uint32_t>(pool.size()), static_cast<uint32_t>(n)}).second)
+      pool.insert(pool.end(), ids, ids + n);
+  }
+
+  // This thread's first level, emptied when the thread moves on to another cache. Caches are
+  // told apart by an id that is never reused (an address could be).
+  Local& local() const {
+    thread_local Local mine;
+    if (mine.owner != id_) {
+      mine = Local{};
+      mine.owner = id_;
+    }
+    return mine;
+  }
+
+  static inline std::atomic<uint64_t> next_id_{0};
+  uint64_t id_;
   size_t per_shard_;
   std::unique_ptr<Shard[]> shards_;
 };
