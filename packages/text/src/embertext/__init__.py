@@ -19,12 +19,12 @@ __version__ = "0.1.0"
 
 # Note [core compatibility check]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# embertext has native code, so release.toml pins it to one core minor (`core = "0.1"`), as
+# embertext has native code, so release.toml pins it to one core minor (`core = "0.2"`), as
 # torchvision and torchaudio wheels are pinned to one torch minor. _SUPPORTED_CORE repeats that
 # pin, and embertext._C records the core version it was compiled against. A mismatch (a core
 # installed with --no-deps, or upgraded after embertext) fails here, at import, with a message
 # that says what to install, instead of failing later in some call.
-_SUPPORTED_CORE = "0.1"
+_SUPPORTED_CORE = "0.2"
 _COMPAT_PAGE = "docs/compatibility.md (the Ember compatibility page)"
 
 _RELEASE = re.compile(r"\s*v?(\d+)\.(\d+)")

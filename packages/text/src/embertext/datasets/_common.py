@@ -31,7 +31,7 @@ try:
 except ImportError as error:  # the datasets are DataPipes; the rest of embertext needs no emberdata
     raise ImportError(
         "embertext.datasets builds on emberdata's DataPipes, which is not installed: "
-        "pip install 'embertext[datasets]' (or emberdata>=0.1,<0.2)"
+        "pip install 'embertext[datasets]' (or emberdata>=0.2,<0.3)"
     ) from error
 
 DEFAULT_ROOT = os.path.join("~", ".embertext", "cache")
