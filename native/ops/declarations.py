@@ -375,6 +375,27 @@ OPS: list[Op] = [
     Op("sgn(Tensor self) -> Tensor",
        test={"family": "unary", "dtypes": "float", "complex": True,
              "ref": "np.where(a == 0, 0, a / np.where(a == 0, 1, np.abs(a))) if np.iscomplexobj(a) else np.sign(a)"}),
+    # ---- more math composed from existing ops (src/ops/composite/math.cpp) ----------------------
+    unary("square", "a * a", dtypes="numeric", complex=True),
+    unary("deg2rad", "np.deg2rad(a.astype(np.float64))", dtypes="numeric"),
+    unary("rad2deg", "np.rad2deg(a.astype(np.float64))", dtypes="numeric"),
+    unary("sinc", "np.sinc(a)"),
+    Op("signbit(Tensor self, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
+    binary("logaddexp", "np.logaddexp(a, b)", dtypes="float"),
+    binary("logaddexp2", "np.logaddexp2(a, b)", dtypes="float"),
+    binary("xlogy", "np.where((a == 0) & ~np.isnan(b), 0.0, a * np.log(b))", dtypes="float"),
+    binary("copysign", "np.copysign(a, b)", dtypes="float"),
+    binary("gcd", "np.gcd(a, b)", dtypes="integral"),
+    # |a / gcd * b| with the product wrapping in the dtype, as PyTorch (np.lcm wraps before the abs).
+    binary("lcm", "np.abs((a // np.where(np.gcd(a, b) == 0, 1, np.gcd(a, b))) * b)", dtypes="integral"),
+    Op("bitwise_left_shift(Tensor self, Tensor other, *, Tensor? out=None) -> Tensor", inplace=True,
+       test={"family": "none"}),
+    Op("bitwise_right_shift(Tensor self, Tensor other, *, Tensor? out=None) -> Tensor", inplace=True,
+       test={"family": "none"}),
+    Op("trace(Tensor self) -> Tensor", test={"family": "none"}),
+    Op("diag(Tensor self, int diagonal=0) -> Tensor", test={"family": "none"}),
+    Op("diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor", test={"family": "none"}),
+    Op("diagflat(Tensor self, int offset=0) -> Tensor", test={"family": "none"}),
     # ---- joining and shapes (src/ops/composite/joining.cpp) -------------------------------------
     Op("cat(Tensor[] tensors, int dim=0) -> Tensor", test={"family": "none"}),
     Op("stack(Tensor[] tensors, int dim=0) -> Tensor", test={"family": "none"}),
@@ -613,6 +634,25 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "true_divide": {"result": _ELEMENTWISE, "self": _div("grad", "conj(other)"),
                     "other": f"neg({_mul('grad', 'conj(' + _div(_div('self', 'other'), 'other') + ')')}, {_N})"},
     "pow": {"result": _ELEMENTWISE, "self": "pow_self_backward(grad, self, other)", "other": "pow_other_backward(grad, self, other, result)"},
+    # more math (src/ops/composite/math.cpp)
+    "square": {"result": _ELEMENTWISE, "self": _chain(_mul("num(2.0)", "self"))},
+    "deg2rad": {"result": _ELEMENTWISE, "self": _mul("grad", "num(0.017453292519943295)")},
+    "rad2deg": {"result": _ELEMENTWISE, "self": _mul("grad", "num(57.29577951308232)")},
+    "sinc": {"result": _ELEMENTWISE, "self": _chain(f"where(eq(self, num(0.0), {_N}), zeros_like(self, {_N}), "
+                                                   + _div(_sub(f"cos({_mul('self', 'num(3.141592653589793)')}, {_N})", "result"), "self") + ")")},
+    "logaddexp": {"result": _ELEMENTWISE, "self": _mul("grad", f"sigmoid({_sub('self', 'other')}, {_N})"),
+                  "other": _mul("grad", f"sigmoid({_sub('other', 'self')}, {_N})")},
+    "logaddexp2": {"result": _ELEMENTWISE, "self": _mul("grad", f"sigmoid({_mul(_sub('self', 'other'), 'num(0.6931471805599453)')}, {_N})"),
+                   "other": _mul("grad", f"sigmoid({_mul(_sub('other', 'self'), 'num(0.6931471805599453)')}, {_N})")},
+    "xlogy": {"result": _ELEMENTWISE,
+              "self": f"masked_fill(xlogy(grad, other, {_N}), logical_and(eq(self, num(0.0), {_N}), le(other, num(0.0), {_N}), {_N}), Scalar(0.0))",
+              "other": _div(_mul("grad", "self"), "other")},
+    "copysign": {"result": _ELEMENTWISE, "self": _mul("grad", f"masked_fill({_div('result', 'self')}, eq(self, num(0.0), {_N}), Scalar(0.0))"),
+                 "other": "zeros_like(other, std::nullopt)"},
+    "trace": {"result": _LINEAR, "self": "diagonal_backward(expand(grad, IntList{std::min(self_sizes[0], self_sizes[1])}), self_sizes, 0, 0, 1)"},
+    "diag": {"result": _LINEAR, "self": "self_sizes.size() == 1 ? ember::diagonal(grad, diagonal, 0, 1) : diagonal_backward(grad, self_sizes, diagonal, 0, 1)"},
+    "diag_embed": {"result": _LINEAR, "self": "ember::diagonal(grad, offset, dim1, dim2)"},
+    "diagflat": {"result": _LINEAR, "self": "reshape(ember::diagonal(grad, offset, 0, 1), self_sizes)"},
     "atan2": {"result": _ELEMENTWISE, "self": _mul("grad", _div("other", _add(_sq("self"), _sq("other")))),
               "other": _mul("grad", _div(f"neg(self, {_N})", _add(_sq("self"), _sq("other"))))},
     "hypot": {"result": _ELEMENTWISE, "self": _mul("grad", _div("self", "result")), "other": _mul("grad", _div("other", "result"))},
@@ -935,6 +975,7 @@ NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplu
                      "convolution_backward", "_fused_sgd_", "_fused_adam_", "_fused_adagrad_", "_fused_rmsprop_",
                      "detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
                      "bernoulli", "bernoulli_", "multinomial", "histc", "bincount"}
+# (integer and bool results need no entry: signbit, gcd, lcm and the shifts have no floating output)
 
 # vmap batching rules (native/codegen/gen_batching.py says what each kind means). An op with
 # tensor arguments and no rule here runs as a loop over the batch inside vmap, with a one-time
@@ -946,7 +987,8 @@ BATCHING = {
         "clamp", "where", "threshold", "nan_to_num", "lerp", "addcmul", "addcdiv", "view_as_real", "view_as_complex",
         "real", "imag", "conj", "conj_physical", "complex", "polar", "detach", "clone", "contiguous", "to_dtype",
         "copy_", "zeros_like", "ones_like", "full_like", "empty_like", "fill_", "zero_",
-        "gelu_backward", "silu_backward", "mish_backward", "softplus_backward")},
+        "gelu_backward", "silu_backward", "mish_backward", "softplus_backward",
+        "signbit", "bitwise_left_shift", "bitwise_right_shift")},
     # shapes and views
     "view": {"size": "shape"}, "reshape": {"shape": "shape"},
     "flatten": {"start_dim": "dim", "end_dim": "dim"}, "unflatten": _DIM,

@@ -200,12 +200,8 @@ inline Tensor diag_of(const Tensor& t) {
 inline Tensor eye_n(int64_t n, const Tensor& like) {
   return ember::eye(n, std::nullopt, like.dtype(), like.device());
 }
-// [*, k] -> the [*, k, k] matrices with it on the diagonal.
-inline Tensor diag_embed(const Tensor& v) {
-  return times(autograd::unsqueeze(v, -1), eye_n(v.size(-1), v));
-}
 inline Tensor off_diagonal(const Tensor& t) {
-  return minus(t, diag_embed(diag_of(t)));
+  return minus(t, autograd::diag_embed(diag_of(t)));
 }
 inline Tensor as_dtype_of(const Tensor& t, const Tensor& like) {
   return t.dtype() == like.dtype() ? t : autograd::to_dtype(t, like.dtype(), false);
@@ -223,7 +219,7 @@ inline double max_abs(const Tensor& t) {
 // i * Im(diag(x)) / (2 d) on the diagonal: the phase part of a complex gauge.
 inline Tensor phase_diagonal(const Tensor& x_diag, const Tensor& d) {
   const Tensor im = autograd::imag(x_diag);
-  return diag_embed(autograd::complex(zeros_of(im), over(im, times(d, num(2.0)))));
+  return autograd::diag_embed(autograd::complex(zeros_of(im), over(im, times(d, num(2.0)))));
 }
 
 // SVD A = U S V^H (reduced; full U / Vh are cut to their first k columns / rows, as PyTorch's
@@ -252,7 +248,7 @@ inline Tensor svd_backward(const std::vector<Tensor>& grads, const Tensor& U_ful
   const Tensor E = gaps(times(S, S));
   Tensor gP =
       over(plus(times(skewU, autograd::unsqueeze(S, -2)), times(autograd::unsqueeze(S, -1), skewV)), E);
-  gP = plus(off_diagonal(gP), diag_embed(as_dtype_of(gS, gP)));
+  gP = plus(off_diagonal(gP), autograd::diag_embed(as_dtype_of(gS, gP)));
   if (cplx) gP = plus(gP, phase_diagonal(minus(diag_of(UhgU), diag_of(VhgV)), S));
   Tensor gA = mm_(mm_(U, gP), Vh);
   if (m > k) gA = plus(gA, mm_(over(minus(gU, mm_(U, UhgU)), autograd::unsqueeze(S, -2)), Vh));
@@ -310,7 +306,7 @@ inline Tensor eigh_backward(const std::vector<Tensor>& grads, const Tensor& L, c
         "ill-defined.");
   }
   const Tensor skew = times(minus(VhgV, mH(VhgV)), num(0.5));
-  const Tensor inner = plus(off_diagonal(over(skew, gaps(L))), diag_embed(as_dtype_of(grads.at(0), V)));
+  const Tensor inner = plus(off_diagonal(over(skew, gaps(L))), autograd::diag_embed(as_dtype_of(grads.at(0), V)));
   return mm_(mm_(V, inner), mH(V));
 }
 
@@ -344,7 +340,7 @@ inline void check_qr_differentiable(const Tensor& Q, const Tensor& R, const std:
 inline Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R) {
   const Tensor M = minus(mm_(gR, mH(R)), mm_(mH(Q), gQ));
   const Tensor P =
-      plus(autograd::triu(M, 1), times(diag_embed(as_dtype_of(real_part(diag_of(M)), M)), num(0.5)));
+      plus(autograd::triu(M, 1), times(autograd::diag_embed(as_dtype_of(real_part(diag_of(M)), M)), num(0.5)));
   const Tensor Y = plus(gQ, mm_(Q, plus(P, mH(P))));
   return autograd::linalg_solve_triangular(mH(R), Y, false, false, false);
 }
@@ -354,7 +350,7 @@ inline std::vector<Tensor> qr_tangents_tall(const Tensor& A_t, const Tensor& Q, 
   const Tensor dARinv = autograd::linalg_solve_triangular(R, A_t, true, false, false);
   const Tensor C = mm_(mH(Q), dARinv);
   const Tensor S = plus(C, mH(C));
-  const Tensor W = plus(autograd::triu(S, 1), times(diag_embed(diag_of(S)), num(0.5)));
+  const Tensor W = plus(autograd::triu(S, 1), times(autograd::diag_embed(diag_of(S)), num(0.5)));
   return {minus(dARinv, mm_(Q, W)), mm_(W, R)};
 }
 
@@ -599,7 +595,7 @@ inline Tensor eig_backward(const std::vector<Tensor>& grads, const Tensor& L, co
   const Tensor projected =
       minus(VhgV, mm_(mH(V), times(V, autograd::unsqueeze(as_dtype_of(real_part(diag_of(VhgV)), V), -2))));
   const Tensor inner =
-      plus(off_diagonal(over(projected, gaps(autograd::conj(L)))), diag_embed(as_dtype_of(gL, V)));
+      plus(off_diagonal(over(projected, gaps(autograd::conj(L)))), autograd::diag_embed(as_dtype_of(gL, V)));
   return autograd::linalg_solve(mH(V), mm_(inner, mH(V)), true);
 }
 

@@ -118,6 +118,40 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
       .def(py::init([](const Tensor& data) { return autograd::alias(data); }), py::arg("data"),
            "A new tensor sharing data's memory and version counter, without its history (what "
            "nn.Parameter(data) builds on).")
+      // The legacy constructors, ember.Tensor(2, 3) / ember.Tensor([1, 2]) / ember.Tensor():
+      // ember/_legacy.py reads the arguments as torch.Tensor(...) does.
+      .def(py::init([](const py::args& args, const py::kwargs& kwargs) {
+        return py::module_::import("ember._legacy").attr("legacy_new")(*args, **kwargs).cast<Tensor>();
+      }))
+      .def_property(
+          "data",
+          [](const Tensor& t) {
+            // The same memory without history and with a version counter of its own, so writes
+            // through .data are invisible to autograd, as in PyTorch.
+            auto impl = std::make_shared<TensorImpl>(*t.impl());
+            impl->autograd_meta = nullptr;
+            impl->requires_grad = false;
+            impl->is_wrapped_number = false;
+            impl->version_counter = std::make_shared<VersionCounter>();
+            impl->version_counter->inference = t.impl()->version_counter->inference;
+            return Tensor(std::move(impl));
+          },
+          [](const Tensor& t, const py::object& value) {
+            EMBER_CHECK(py::isinstance<Tensor>(value), TypeError, "Variable data has to be a tensor, but got ",
+                        py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+            const Tensor& v = value.cast<const Tensor&>();
+            EMBER_CHECK(v.device() == t.device(), Error, "data set to a tensor on ", v.device().str(),
+                        ", but the tensor is on ", t.device().str());
+            // x.data = y: x now views y's memory, shape and dtype; x keeps its history, grad and
+            // version counter (PyTorch's set_data).
+            TensorImpl& dst = *t.impl();
+            const TensorImpl& src = *v.impl();
+            dst.storage = src.storage;
+            dst.sizes = src.sizes;
+            dst.strides = src.strides;
+            dst.storage_offset = src.storage_offset;
+            dst.dtype = src.dtype;
+          })
       .def_property(
           "requires_grad", [](const Tensor& t) { return autograd::requires_grad(t); },
           [](const Tensor& t, bool flag) { autograd::set_requires_grad(t, flag); })

@@ -220,6 +220,18 @@ for _name in ("zeros", "ones", "empty", "full", "rand", "randn", "arange", "lins
               "zeros_like", "ones_like", "full_like", "empty_like", "normal"):
     globals()[_name] = _with_requires_grad(globals()[_name])
 
+# PyTorch's size= keyword on the factories; aliases, predicates and legacy tensor types
+# (ember/_names.py, ember/_legacy.py).
+from . import _legacy, _names  # noqa: E402
+
+for _name in ("zeros", "ones", "empty", "full", "rand", "randn"):
+    globals()[_name] = _names.size_keyword(globals()[_name])
+randint = _names.size_keyword(randint, first=2)
+globals().update(_names.alias_table())
+globals().update({_name: getattr(_names, _name) for _name in _names.NAMES})
+globals().update(_legacy.TYPED)
+_names.install_tensor_aliases()
+
 __version__: str = _C.__version__
 
 # PyTorch's aliases.
@@ -283,7 +295,7 @@ __all__ = [
     "get_float32_matmul_precision", "einsum", "tensordot", "kron", "inner", "chain_matmul", "linalg", "nn",
     "fft", "stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
     "save", "load", "hub", "optim", "profiler", "utils", "cdist", "pdist", "cosine_similarity", "pairwise_distance",
-    *_GENERATED_OPS,
+    *_GENERATED_OPS, *_names.alias_table(), *_names.NAMES, *_legacy.TYPED,
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
 ]

@@ -43,9 +43,9 @@ def _infer(data: object) -> tuple[np.ndarray, _C.dtype]:
     if kind in "iu":
         return arr.astype(np.int64), _C.int64
     if kind == "f":
-        return arr.astype(np.float64), _C.float32  # Python floats become the default dtype
-    if kind == "c":
-        return arr.astype(np.complex128), _C.complex64
+        return arr.astype(np.float64), _C.get_default_dtype()  # Python floats: the default dtype
+    if kind == "c":  # the complex dtype matching the default dtype, as in PyTorch
+        return arr.astype(np.complex128), _C.complex128 if _C.get_default_dtype() == _C.float64 else _C.complex64
     raise TypeError(f"[tensor] expected numbers, but got {arr.dtype}")
 
 
@@ -83,7 +83,7 @@ def empty(*size: int | Sequence[int], dtype: _C.dtype | None = None, device: obj
     """Uninitialized tensor of the given size (``ember.empty(2, 3)`` or ``ember.empty((2, 3))``)."""
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
         size = tuple(size[0])
-    return _C._empty(list(size), dtype if dtype is not None else _C.float32,
+    return _C._empty(list(size), dtype if dtype is not None else _C.get_default_dtype(),
                      _C.device(device) if device is not None else _C.device("cpu"))
 
 
@@ -238,14 +238,16 @@ def _inplace(name: str):
 
 for _dunder, _op in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
                      ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "pow"),
-                     ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")]:
+                     ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                     ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")]:
     setattr(_C.Tensor, f"__{_dunder}__", _binary(_op))
     setattr(_C.Tensor, f"__i{_dunder}__", _inplace(_op))
 for _dunder, _op in [("radd", "add"), ("rmul", "mul"), ("rand", "bitwise_and"), ("ror", "bitwise_or"),
                      ("rxor", "bitwise_xor")]:
     setattr(_C.Tensor, f"__{_dunder}__", _binary(_op))  # commutative: other op self == self op other
 for _dunder, _op in [("rsub", "sub"), ("rtruediv", "div"), ("rfloordiv", "floor_divide"),
-                     ("rmod", "remainder"), ("rpow", "pow")]:
+                     ("rmod", "remainder"), ("rpow", "pow"), ("rlshift", "bitwise_left_shift"),
+                     ("rrshift", "bitwise_right_shift")]:
     setattr(_C.Tensor, f"__{_dunder}__", _binary(_op, reflected=True))
 for _dunder, _op in [("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")]:
     setattr(_C.Tensor, f"__{_dunder}__", _binary(_op))
@@ -502,3 +504,82 @@ def _backward(self: _C.Tensor, gradient: _C.Tensor | None = None, retain_graph: 
 
 
 _C.Tensor.backward = _backward
+
+
+# ---- the names old and new PyTorch scripts reach first (issue 18, item 1) ----------------------
+
+
+def _new_factory(name: str, make):
+    def method(self: _C.Tensor, *size: object, dtype: _C.dtype | None = None, device: object = None,
+               requires_grad: builtins.bool = False, **kwargs: object) -> _C.Tensor:
+        if "size" in kwargs:
+            size = (kwargs.pop("size"),)
+        out = make(self, _sizes(size), dtype or self.dtype, device or self.device, **kwargs)
+        return out.requires_grad_() if requires_grad else out
+    method.__name__ = name
+    method.__doc__ = f"Tensor.{name}(size, ...): a new tensor with self's dtype and device unless given."
+    return method
+
+
+_C.Tensor.new_zeros = _new_factory("new_zeros", lambda self, size, dtype, device: _C.zeros(size, dtype=dtype,
+                                                                                            device=device))
+_C.Tensor.new_ones = _new_factory("new_ones", lambda self, size, dtype, device: _C.ones(size, dtype=dtype,
+                                                                                         device=device))
+_C.Tensor.new_empty = _new_factory("new_empty", lambda self, size, dtype, device: empty(size, dtype=dtype,
+                                                                                         device=device))
+
+
+def _new_full(self: _C.Tensor, size: object, fill_value: object, *, dtype: _C.dtype | None = None,
+              device: object = None, requires_grad: builtins.bool = False) -> _C.Tensor:
+    """Tensor.new_full(size, fill_value): with self's dtype and device unless given."""
+    out = _C.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device)
+    return out.requires_grad_() if requires_grad else out
+
+
+def _new_tensor(self: _C.Tensor, data: object, *, dtype: _C.dtype | None = None, device: object = None,
+                requires_grad: builtins.bool = False) -> _C.Tensor:
+    """Tensor.new_tensor(data): a copy of data (never sharing memory) with self's dtype unless given."""
+    if isinstance(data, _C.Tensor):
+        out = _C.to_dtype(data.detach(), dtype or self.dtype, True)
+    else:
+        out = tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+    return out.requires_grad_() if requires_grad else out
+
+
+_C.Tensor.new_full = _new_full
+_C.Tensor.new_tensor = _new_tensor
+
+
+def _format(self: _C.Tensor, spec: str) -> str:
+    """format(t, ".2f"): a 0-dim tensor formats as its Python number, as in PyTorch."""
+    if self.dim() == 0:
+        return self.item().__format__(spec)
+    return object.__format__(self, spec)
+
+
+_C.Tensor.__format__ = _format
+_fill_scalar = _C.Tensor.fill_
+
+
+def _fill(self: _C.Tensor, value: object) -> _C.Tensor:
+    """Tensor.fill_(value): a number, or a 0-dim tensor (fill_.Tensor)."""
+    if isinstance(value, _C.Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                               "dimensions.")
+        value = value.item()
+    return _fill_scalar(self, value)
+
+
+_fill.__doc__ = _fill_scalar.__doc__
+_C.Tensor.fill_ = _fill
+
+
+def _type(self: _C.Tensor, dtype: object = None, non_blocking: builtins.bool = False, **kwargs: object) -> object:
+    from ._legacy import tensor_type
+
+    return tensor_type(self, dtype, non_blocking, **kwargs)
+
+
+_type.__doc__ = "t.type() names t's type ('ember.FloatTensor'); t.type(dtype) converts (torch.Tensor.type)."
+_C.Tensor.type = _type
