@@ -319,7 +319,8 @@ inline uint64_t random_blocks(RandomKind kind, DType dtype, int64_t n) {
 
 // Gather: out[p] = self[p with p[dim] = index[p]], over index's shape (out has it too).
 // Scatter*: out[p with p[dim] = index[p]] (=, +=, *=, max=, min=) src[p], over index's shape;
-// out is the destination (a copy of self). Index values are checked: IndexError when out of range.
+// out is the destination (a copy of self). Index values are checked: RuntimeError outside [0, size)
+// (Note [negative indices]).
 enum class IndexOp { Gather, Scatter, ScatterAdd, ScatterMul, ScatterMax, ScatterMin };
 using IndexFn = void (*)(IndexOp, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
                          const Tensor& src);
