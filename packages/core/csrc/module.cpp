@@ -150,6 +150,24 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cpu_empty_cache", &cpu_empty_cache);
   m.def("_cpu_cached_bytes", &cpu_cached_bytes);
   m.def("_cpu_allocated_bytes", &cpu_allocated_bytes);
+  m.def("_cpu_cache_limit", &cpu_cache_limit);
+  m.def("_cpu_set_cache_limit", &cpu_set_cache_limit, py::arg("nbytes"));
+  m.def("_cpu_reset_peak_memory_stats", &cpu_reset_peak_memory_stats);
+  m.def("_cpu_memory_stats", [] {
+    const CpuMemoryStats s = cpu_memory_stats();
+    py::dict d;
+    d["allocated_bytes.all.current"] = s.allocated;
+    d["allocated_bytes.all.peak"] = s.allocated_peak;
+    d["reserved_bytes.all.current"] = s.reserved;
+    d["reserved_bytes.all.peak"] = s.reserved_peak;
+    d["cached_bytes.all.current"] = s.cached;
+    d["cache_limit_bytes"] = s.cache_limit;
+    d["num_cache_hits"] = s.cache_hits;
+    d["num_cache_misses"] = s.cache_misses;
+    d["num_cache_evictions"] = s.cache_evictions;
+    d["num_alloc_retries"] = s.alloc_retries;
+    return d;
+  });
   m.def("set_float32_matmul_precision", &set_float32_matmul_precision, py::arg("precision"));
   m.def("get_float32_matmul_precision", &get_float32_matmul_precision);
   m.def("_blas_config", &blas_config);

@@ -290,7 +290,7 @@ __all__ = [
 
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism
 # switches, and probability distributions (issue 18, items 2 and 4).
-from . import accelerator, amp, backends, cuda, distributions  # noqa: E402
+from . import accelerator, amp, backends, cpu, cuda, distributions  # noqa: E402
 from ._compile import compile  # noqa: A004, E402
 from ._determinism import (  # noqa: E402
     are_deterministic_algorithms_enabled,
@@ -300,6 +300,6 @@ from ._determinism import (  # noqa: E402
     use_deterministic_algorithms,
 )
 
-__all__ += ["accelerator", "amp", "backends", "cuda", "distributions", "compile", "use_deterministic_algorithms",
+__all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "compile", "use_deterministic_algorithms",
             "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
             "set_deterministic_debug_mode", "get_deterministic_debug_mode"]
