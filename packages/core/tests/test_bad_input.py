@@ -221,6 +221,83 @@ def test_python_numbers_that_fit_or_wrap_as_pytorch():
     np.testing.assert_array_equal((i8 * 1000).numpy(), [-24, -48])
 
 
+# ---- pooling and convolution geometry ---------------------------------------------------------------
+# PyTorch's RuntimeError (its message; where PyTorch words one check differently for 1-d, 2-d and
+# 3-d, Ember uses one of its wordings), never a ZeroDivisionError from Python arithmetic.
+
+def img():
+    return ember.ones(1, 2, 5, 5)
+
+
+def w33():
+    return ember.ones(3, 2, 3, 3)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: F.max_pool2d(img(), 2, stride=0), r"stride must be greater than zero, but got \[0, 0\]"),
+    (lambda: F.max_pool1d(ember.ones(1, 2, 5), 0), r"kernel_size must be greater than zero, but got \[0\]"),
+    (lambda: F.max_pool3d(ember.ones(1, 2, 4, 4, 4), -1), r"kernel_size must be greater than zero"),
+    (lambda: F.max_pool2d(img(), 9), r"Given input size: \(2x5x5\). Calculated output size: \(2x0x0\). Output size "
+                                     r"is too small"),
+    (lambda: F.max_pool2d(img(), 2, padding=-1), r"pad must be non-negative, but got pad"),
+    (lambda: F.max_pool2d(img(), 2, padding=2), r"pad should be at most half of effective kernel size, but got pad=2, "
+                                                r"kernel_size=2 and dilation=1"),
+    (lambda: F.max_pool2d(img(), 2, dilation=0), r"dilation must be greater than zero"),
+    (lambda: F.avg_pool2d(img(), 2, stride=0), r"stride must be greater than zero"),
+    (lambda: F.avg_pool1d(ember.ones(1, 2, 5), 2, stride=0), r"stride must be greater than zero"),
+    (lambda: F.avg_pool3d(ember.ones(1, 2, 4, 4, 4), 2, padding=2), r"pad should be at most half of effective kernel"),
+    (lambda: F.avg_pool2d(img(), 2, divisor_override=0), r"divisor must be not zero"),
+    (lambda: F.lp_pool2d(img(), 2.0, 2, 0), r"stride must be greater than zero"),
+    (lambda: F.adaptive_avg_pool2d(img(), -1), r"elements of output_size must be greater than or equal to 0"),
+    (lambda: F.adaptive_max_pool2d(img(), (2, -1)), r"elements of output_size must be greater than or equal to 0"),
+    (lambda: F.max_unpool2d(*F.max_pool2d(img(), 2, return_indices=True), 2, stride=0),
+     r"kernel_size and strides should be greater than zero"),
+    (lambda: F.max_unpool1d(*F.max_pool1d(ember.ones(1, 2, 4), 2, return_indices=True), 0),
+     r"kernel_size and strides should be greater than zero"),
+    (lambda: F.conv2d(img(), w33(), stride=0), r"non-positive stride is not supported"),
+    (lambda: F.conv1d(ember.ones(1, 2, 5), ember.ones(3, 2, 3), stride=-1), r"non-positive stride is not supported"),
+    (lambda: F.conv2d(img(), w33(), padding=-1), r"negative padding is not supported"),
+    (lambda: F.conv2d(img(), w33(), dilation=0), r"dilation should be greater than zero, but got \[0, 0\]"),
+    (lambda: F.conv2d(ember.ones(1, 2, 2, 2), w33()), r"Calculated padded input size per channel: \(2 x 2\). Kernel "
+                                                      r"size: \(3 x 3\). Kernel size can't be greater than actual "
+                                                      r"input size"),
+    (lambda: F.conv2d(img(), w33(), groups=0), r"non-positive groups is not supported"),
+    (lambda: F.conv_transpose2d(img(), ember.ones(2, 3, 3, 3), groups=0), r"non-positive groups is not supported"),
+    (lambda: F.conv_transpose2d(img(), ember.ones(2, 3, 3, 3), stride=0), r"non-positive stride is not supported"),
+    (lambda: F.conv_transpose2d(img(), ember.ones(2, 3, 3, 3), output_padding=1),
+     r"output padding must be smaller than either stride or dilation"),
+    (lambda: F.conv_transpose2d(img(), ember.ones(2, 3, 3, 3), padding=5),
+     r"Given input size per channel: \(5 x 5\). Calculated output size per channel: \(-3 x -3\). Output size is "
+     r"too small"),
+    (lambda: F.unfold(img(), 2, stride=0), r"stride should be greater than zero, but got stride_height: 0 "
+                                           r"stride_width: 0"),
+    (lambda: F.unfold(img(), 0), r"kernel size should be greater than zero, but got kernel_height: 0 kernel_width: 0"),
+    (lambda: F.unfold(img(), 2, padding=-1), r"padding should be non-negative, but got pad_height: -1 pad_width: -1"),
+    (lambda: F.unfold(img(), 2, dilation=0), r"dilation should be greater than zero, but got dilation_height: 0 "
+                                             r"dilation_width: 0"),
+    (lambda: F.unfold(img(), 9), r"calculated shape of the array of sliding blocks as \(-3, -3\), but its components "
+                                 r"must be at least one"),
+    (lambda: F.fold(ember.ones(1, 8, 16), (5, 5), 2, stride=0), r"stride should be greater than zero"),
+    (lambda: F.fold(ember.ones(1, 8, 16), (5, 5), 0), r"kernel size should be greater than zero"),
+    (lambda: F.interpolate(img(), size=0), r"Input and output sizes should be greater than 0, but got input "
+                                           r"\(H: 5, W: 5\) output \(H: 0, W: 0\)"),
+    (lambda: F.interpolate(img(), scale_factor=-1.0), r"Input and output sizes should be greater than 0"),
+    (lambda: F.pixel_shuffle(img(), 0), r"pixel_shuffle expects a positive upscale_factor, but got 0"),
+    (lambda: img().unfold(2, 2, 0), r"step is 0 but must be > 0"),
+    (lambda: F.conv2d(img(), w33(), stride=(1, 1, 1)), r"stride must be an int or a tuple of 2 ints"),
+    (lambda: F.max_pool2d(img(), (2, 2, 2)), r"kernel_size must be an int or a tuple of 2 ints"),
+])
+def test_bad_geometry_raises_runtime_error(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call()
+
+
+def test_lp_pool_norm_zero_is_a_value_error():
+    # PyTorch raises ZeroDivisionError here; a geometry-like argument gets a ValueError instead
+    with pytest.raises(ValueError, match=r"lp_pool2d: norm_type must be non-zero, but got 0"):
+        F.lp_pool2d(img(), 0, 2)
+
+
 # ---- read-only NumPy memory ----------------------------------------------------------------------
 
 READ_ONLY = r"read-only NumPy array"
