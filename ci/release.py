@@ -5,6 +5,10 @@
     python ci/release.py [--root DIR] check   report drift, missing changelog headings, stale pages
     python ci/release.py [--root DIR] page    regenerate docs/compatibility.{md,html}
     python ci/release.py [--root DIR] list    print package names, core first
+    python ci/release.py [--root DIR] tags    print each package's release tag and whether it exists
+
+Releases follow docs/releasing.md: each package is tagged `<distribution>-v<version>` on the
+commit that cut it, and `check` compares the package's code with that tag.
 
 noxfile.py imports this module (`sys.path.insert(0, "ci"); import release`). It uses the
 standard library only, because it runs before anything is installed.
@@ -17,9 +21,10 @@ import datetime
 import html
 import json
 import re
+import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 RELEASE_TOML = "release.toml"
@@ -68,11 +73,23 @@ class Train:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """A pair known not to work: `package` `version` must be refused at install beside core
+    `core` (its pin excludes that core). `nox -s compat` proves the refusal."""
+
+    package: str
+    version: str
+    core: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Release:
     root: Path
     build: Build
     packages: dict[str, Package]  # core first, then release.toml order
     trains: list[Train]  # newest first
+    refused: list[Refused] = field(default_factory=list)
 
     @property
     def core(self) -> Package:
@@ -321,7 +338,34 @@ def load(root: Path) -> Release:
         raise ReleaseError(f"release.toml: {e}") from None
     build = _load_build(data)
     packages = _load_packages(data)
-    return Release(root, build, packages, _load_trains(data, packages))
+    trains = _load_trains(data, packages)
+    return Release(root, build, packages, trains, _load_refused(data, packages, trains))
+
+
+def _load_refused(data: dict, packages: dict[str, Package], trains: list[Train]) -> list[Refused]:
+    rows = data.get("refused", [])
+    if type(rows) is not list:
+        raise ReleaseError("release.toml: refused must be [[refused]] rows")
+    out: list[Refused] = []
+    for i, row in enumerate(rows, 1):
+        where = f"[[refused]] #{i}"
+        name = _get(row, "package", str, where)
+        if name not in packages or name == CORE:
+            raise ReleaseError(f"release.toml: {where} names '{name}', not a domain package")
+        pkg = packages[name]
+        version = _check_version(_get(row, "version", str, where), f"{where} version")
+        core = _check_version(_get(row, "core", str, where), f"{where} core")
+        reason = _get(row, "reason", str, where)
+        if version == pkg.version and _core_allows(pkg, core):
+            raise ReleaseError(
+                f"release.toml: {where}: {name} {version} allows core {core} ('{pkg.core}'), "
+                "so its pin would not refuse the pair"
+            )
+        for train in trains:
+            if train.versions.get(name) == version and train.versions[CORE] == core:
+                raise ReleaseError(f"release.toml: {where}: train {train.name} ships that pair")
+        out.append(Refused(name, version, core, reason))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -778,6 +822,9 @@ def _check_changelog(release: Release, pkg: Package) -> list[str]:
 # Results of the compatibility session (ci/compat-results.json)
 
 _RESULT_KEYS = ("train", "package", "version", "core", "python", "status", "date", "commit")
+# "refused": the install of a [[refused]] pair failed on the pin, as it must (train REFUSED).
+_STATUSES = ("passed", "failed", "refused")
+REFUSED = "refused"
 
 
 def _result_key(entry: dict) -> tuple[str, str, str, str]:
@@ -792,8 +839,10 @@ def _check_result(entry, where: str) -> None:
         raise ReleaseError(f"{where}: entry {entry} lacks {', '.join(missing)}")
     if any(not isinstance(entry[k], str) for k in _RESULT_KEYS):
         raise ReleaseError(f"{where}: entry {entry}: every field must be a string")
-    if entry["status"] not in ("passed", "failed"):
-        raise ReleaseError(f"{where}: status must be 'passed' or 'failed', not {entry['status']!r}")
+    if entry["status"] not in _STATUSES:
+        raise ReleaseError(
+            f"{where}: status must be 'passed', 'failed' or 'refused', not {entry['status']!r}"
+        )
     if not _DATE.match(entry["date"]):
         raise ReleaseError(f"{where}: date must be YYYY-MM-DD, not {entry['date']!r}")
     if not _COMMIT.match(entry["commit"]):
@@ -835,7 +884,7 @@ def record_results(root: Path, entries: list[dict]) -> Path:
 def _status(results: list[dict], package: str, version: str, core: str) -> tuple[str, str]:
     """(css class, words) for one (package version, core version) pair, from any train."""
     pair = (package, version, core)
-    runs = [r for r in results if (r["package"], r["version"], r["core"]) == pair]
+    runs = [r for r in results if (r["package"], r["version"], r["core"]) == pair and r["train"] != REFUSED]
     if not runs:
         return "untested", "not tested"
     # Newest run wins; on the same day a failure outranks a pass.
@@ -886,6 +935,30 @@ def _table_data(release: Release, results: list[dict]) -> tuple[list[str], list[
                 cells.append(_Cell(version, *_status(results, pkg.name, version, core)))
         rows.append([train.name, *cells, train.python])
     return header, rows
+
+
+def _refused_data(release: Release, results: list[dict]) -> list[tuple[Refused, _Cell]]:
+    """Each [[refused]] pair with the newest recorded attempt to install it."""
+    out = []
+    for pair in release.refused:
+        key = (REFUSED, pair.package, pair.version, pair.core)
+        runs = [r for r in results if _result_key(r) == key]
+        if not runs:
+            cell = _Cell(pair.version, "untested", "not tested")
+        else:
+            last = max(runs, key=lambda r: (r["date"], r["commit"]))
+            if last["status"] == "refused":
+                cell = _Cell(pair.version, "passed", f"refused at install ✓ {last['date']} ({last['commit']})")
+            else:
+                cell = _Cell(pair.version, "failed", f"INSTALLED, pin missing {last['date']} ({last['commit']})")
+        out.append((pair, cell))
+    return out
+
+
+_REFUSED_INTRO = (
+    "Pairs known not to work: pip must refuse to install them together, because the "
+    "package's pin excludes that core. `nox -s compat` tries each install and records the refusal."
+)
 
 
 def _mismatch_help(release: Release) -> str:
@@ -944,6 +1017,13 @@ def _render_md(release: Release, results: list[dict]) -> str:
             f"| `{pkg.distribution}` | `{pkg.import_name}` | {pkg.version} | {kind} | "
             f"{_md(core_support(pkg))} |"
         )
+    refused = _refused_data(release, results)
+    if refused:
+        lines += ["", "## Pairs known not to work", "", _REFUSED_INTRO, "",
+                  "| package | version | `ember` | why | install |", "|---|---|---|---|---|"]
+        for pair, cell in refused:
+            dist = release.packages[pair.package].distribution
+            lines.append(f"| `{dist}` | {pair.version} | {pair.core} | {_md(pair.reason)} | {cell.status} |")
     help_text = _mismatch_help(release)
     lines += [
         "",
@@ -1042,10 +1122,22 @@ def _render_html(release: Release, results: list[dict]) -> str:
             f"<td><code>{e(pkg.import_name)}</code></td><td>{e(pkg.version)}</td>"
             f"<td>{kind}</td><td>{e(core_support(pkg))}</td></tr>"
         )
+    out += ["</tbody>", "</table>"]
+    refused = _refused_data(release, results)
+    if refused:
+        out += ["<h2>Pairs known not to work</h2>", f"<p>{_md_inline(_REFUSED_INTRO)}</p>",
+                '<table id="refused">', "<thead>",
+                "<tr>" + "".join(f'<th scope="col">{h}</th>' for h in
+                                 ("package", "version", "ember", "why", "install")) + "</tr>",
+                "</thead>", "<tbody>"]
+        for pair, cell in refused:
+            dist = release.packages[pair.package].distribution
+            out.append(f'<tr><th scope="row"><code>{e(dist)}</code></th><td>{e(pair.version)}</td>'
+                       f"<td>{e(pair.core)}</td><td>{e(pair.reason)}</td>"
+                       f'<td class="{cell.css}"><span class="status">{e(cell.status)}</span></td></tr>')
+        out += ["</tbody>", "</table>"]
     help_text = _mismatch_help(release)
     out += [
-        "</tbody>",
-        "</table>",
         f"<p>{e(_build_note(release))}</p>",
         "<h2>If a native extension reports a core mismatch</h2>",
         f"<p>{_md_inline(help_text)}</p>",
@@ -1108,12 +1200,110 @@ def _check_pages(release: Release) -> list[str]:
     return problems
 
 
+# ---------------------------------------------------------------------------------------------
+# Releases in git: tags, and code changed since them (docs/releasing.md)
+
+
+def tag_name(pkg: Package, version: str) -> str:
+    """The git tag of a package's release: `ember-v0.2.0`, `emberdata-v0.2.0`."""
+    return f"{pkg.distribution}-v{version}"
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess | None:
+    """git in `root`, or None when git or the repository is unavailable."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    except OSError:
+        return None
+    return done
+
+
+def git_tags(root: Path) -> set[str] | None:
+    """The repository's tags; None when `root` is not the top of a git work tree."""
+    top = _git(root, "rev-parse", "--show-toplevel")
+    if top is None or top.returncode != 0 or Path(top.stdout.strip()).resolve() != Path(root).resolve():
+        return None
+    listed = _git(root, "tag", "--list")
+    return set(listed.stdout.split()) if listed is not None and listed.returncode == 0 else None
+
+
+def code_paths(release: Release, pkg: Package) -> list[str]:
+    """git pathspecs of the code a package ships (tests and benchmarks excluded)."""
+    paths = [pkg.path.as_posix()]
+    if pkg.name == CORE and pkg.native:
+        paths.append("native")
+    return paths + [f":(exclude){p}/{sub}" for p in paths for sub in ("tests", "benchmarks")]
+
+
+def unreleased_entries(release: Release, pkg: Package) -> list[str]:
+    """The non-blank, non-heading lines under a changelog's `## [Unreleased]`."""
+    path = release.root / pkg.path / "CHANGELOG.md"
+    if not path.exists():
+        return []
+    entries, inside = [], False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            inside = line == "## [Unreleased]"
+        elif inside and line.strip() and not line.startswith("#"):
+            entries.append(line)
+    return entries
+
+
+def _check_tags(release: Release) -> list[str]:
+    """Each package's current version is tagged, and code changed since that tag is described
+    under [Unreleased]. Skipped outside a git work tree or in a checkout without tags."""
+    tags = git_tags(release.root)
+    if not tags:
+        return []
+    problems = []
+    for pkg in release.packages.values():
+        tag = tag_name(pkg, pkg.version)
+        if tag not in tags:
+            problems.append(
+                f"{pkg.distribution} {pkg.version}: no git tag {tag}; tag the commit that cut it "
+                "(docs/releasing.md)"
+            )
+            continue
+        diff = _git(release.root, "diff", "--quiet", tag, "--", *code_paths(release, pkg))
+        if diff is not None and diff.returncode == 1 and not unreleased_entries(release, pkg):
+            problems.append(
+                f"{pkg.path.as_posix()}: code changed since {tag}, but CHANGELOG.md's [Unreleased] "
+                "section is empty; describe the change there"
+            )
+    return problems
+
+
+def _check_proven(release: Release) -> list[str]:
+    """The newest train's pairs passed `nox -s compat`, and each [[refused]] pair was refused."""
+    try:
+        results = load_results(release.root)
+    except ReleaseError as e:
+        return [str(e)]
+    problems = []
+    newest = release.trains[0]
+    core = newest.versions[CORE]
+    for name, version in newest.versions.items():
+        css, words = _status(results, name, version, core)
+        if css != "passed":
+            problems.append(
+                f"train {newest.name}: {release.packages[name].distribution} {version} with core "
+                f"{core} is {words}; run `nox -s compat`"
+            )
+    for pair, cell in _refused_data(release, results):
+        if cell.css != "passed":
+            problems.append(
+                f"refused pair {release.packages[pair.package].distribution} {pair.version} with "
+                f"core {pair.core}: {cell.status}; run `nox -s compat`"
+            )
+    return problems
+
+
 def check(release: Release) -> list[str]:
     """Every problem with the repository's release state; empty means OK."""
     problems = _check_synced(release)
     for pkg in release.packages.values():
         problems += _check_changelog(release, pkg)
-    return problems + _check_pages(release)
+    return problems + _check_pages(release) + _check_proven(release) + _check_tags(release)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1128,12 +1318,17 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(__file__).resolve().parent.parent,
         help="repository root (default: the parent of ci/)",
     )
-    parser.add_argument("command", choices=("sync", "check", "page", "list"))
+    parser.add_argument("command", choices=("sync", "check", "page", "list", "tags"))
     args = parser.parse_args(argv)
     try:
         release = load(args.root)
         if args.command == "list":
             print("\n".join(release.packages))
+        elif args.command == "tags":
+            tags = git_tags(release.root) or set()
+            for pkg in release.packages.values():
+                tag = tag_name(pkg, pkg.version)
+                print(f"{tag}\t{'exists' if tag in tags else 'missing'}")
         elif args.command == "check":
             problems = check(release)
             for problem in problems:

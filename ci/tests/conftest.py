@@ -81,6 +81,17 @@ def scaffold(root: Path, *, copy_real: bool) -> release.Release:
     return rel
 
 
+def proven_results(rel: release.Release) -> list[dict]:
+    """Compat results that prove the newest train and refuse every [[refused]] pair."""
+    base = {"python": "3.11.7", "date": "2026-11-25", "commit": "abc1234"}
+    newest = rel.trains[0]
+    out = [{**base, "train": newest.name, "package": name, "version": version,
+            "core": newest.versions["core"], "status": "passed"} for name, version in newest.versions.items()]
+    out += [{**base, "train": release.REFUSED, "package": p.package, "version": p.version, "core": p.core,
+             "status": "refused"} for p in rel.refused]
+    return out
+
+
 @pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[..., Path]:
     """make_repo(release_text=None) -> root of a consistent throwaway repository.
@@ -96,7 +107,9 @@ def make_repo(tmp_path: Path) -> Callable[..., Path]:
         (root / "release.toml").write_text(text, encoding="utf-8")
         (root / "ci").mkdir()
         (root / "ci" / "compat-results.json").write_text("[]\n", encoding="utf-8")
-        scaffold(root, copy_real=False)
+        rel = scaffold(root, copy_real=False)
+        release.record_results(root, proven_results(rel))
+        release.write_pages(rel)
         return root
 
     return make

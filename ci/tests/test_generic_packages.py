@@ -90,7 +90,33 @@ def zzz_repo(repo_root: Path, tmp_path: Path) -> Path:
     root = copy_repo(repo_root, tmp_path / "repo")
     assert release.check(release.load(root)) == [], "the copy must start out consistent"
     add_zzz(root)
+    prove_zzz(root)
     return root
+
+
+def prove_zzz(root: Path) -> None:
+    """Record what `nox -s compat` records when zzz's pair passes in the newest train."""
+    newest = release.load(root).trains[0]
+    release.record_results(root, [{
+        "train": newest.name, "package": "zzz", "version": ZZZ_VERSION, "core": newest.versions["core"],
+        "python": "3.11.7", "status": "passed", "date": "2026-11-25", "commit": "abc1234",
+    }])
+
+
+def test_a_new_package_in_the_newest_train_must_pass_compat(repo_root, tmp_path):
+    root = copy_repo(repo_root, tmp_path / "repo")
+    add_zzz(root)
+    rel = release.load(root)
+    release.sync(rel)
+    release.write_pages(rel)
+    core = rel.trains[0].versions["core"]
+    assert release.check(rel) == [
+        f"train {rel.trains[0].name}: emberzzz {ZZZ_VERSION} with core {core} is not tested; "
+        "run `nox -s compat`"
+    ]
+    prove_zzz(root)
+    release.write_pages(rel)
+    assert release.check(rel) == []
 
 
 def test_new_package_flows_through_sync_check_and_page(zzz_repo):
@@ -120,7 +146,7 @@ def test_new_package_flows_through_sync_check_and_page(zzz_repo):
     md = (zzz_repo / "docs/compatibility.md").read_text(encoding="utf-8")
     html = (zzz_repo / "docs/compatibility.html").read_text(encoding="utf-8")
     assert "| `emberzzz` |" in md  # a trains column and a packages row
-    assert f"{ZZZ_VERSION}<br>not tested" in md
+    assert f"{ZZZ_VERSION}<br>tested ✓ 2026-11-25 (abc1234)" in md
     assert '<th scope="col">emberzzz</th>' in html
     assert '<th scope="row"><code>emberzzz</code></th>' in html
 

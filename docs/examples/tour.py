@@ -142,6 +142,32 @@ def transformer_inference() -> None:
     print(f"{slow_s * 1000:.1f} ms -> {fast_s * 1000:.1f} ms per call; largest difference on real tokens {error:.1e}")
 
 
+def text_tokenizers() -> None:
+    stop("8. embertext: C++ tokenizers, a vocab and a transform pipeline")
+    try:
+        import embertext
+        import embertext.transforms as T
+        from embertext.data.utils import get_tokenizer
+        from embertext.vocab import build_vocab_from_iterator
+    except ImportError as error:
+        print(f"embertext is not installed ({error}); skipping this stop")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        vocab_txt = pathlib.Path(tmp) / "vocab.txt"
+        vocab_txt.write_text("\n".join(["[PAD]", "[UNK]", "hello", "world", ",", "!", "un", "##aff", "##able"]))
+        bert = T.BERTTokenizer(vocab_txt, return_tokens=True)
+        print(f"BERTTokenizer (WordPiece in C++): 'Hello, unaffable WORLD!' -> {bert('Hello, unaffable WORLD!')}")
+    lines = ["the cat sat", "the dog sat down", "a cat and a dog"]
+    tokenize = get_tokenizer("basic_english")
+    vocab = build_vocab_from_iterator(map(tokenize, lines), specials=["<pad>", "<unk>", "<bos>"])
+    vocab.set_default_index(vocab["<unk>"])
+    pipeline = T.Sequential(T.VocabTransform(vocab), T.AddToken(vocab["<bos>"], begin=True),
+                            T.ToTensor(padding_value=vocab["<pad>"]))
+    print(f"vocab of {len(vocab)} tokens; a padded batch:\n{pipeline([tokenize(s) for s in ['The cat!', 'a bird']])}")
+    print(f"(embertext {embertext.__version__}; its C++ library: find_package(EmberText) at "
+          f"{embertext.cmake_prefix_path})")
+
+
 def main() -> None:
     print(f"Ember tour: ember {ember.__version__} from {pathlib.Path(ember.__file__).parent}")
     tensors_and_dtypes()
@@ -151,6 +177,7 @@ def main() -> None:
     data_pipes()
     training()
     transformer_inference()
+    text_tokenizers()
     print("\ntour complete")
 
 

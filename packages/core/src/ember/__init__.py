@@ -162,7 +162,8 @@ def initial_seed() -> int:
 
 
 def get_rng_state() -> Tensor:
-    """The default generator's state: 16 bytes (seed, Philox offset) in a uint8 tensor."""
+    """The default generator's state as a uint8 tensor: mt19937's 5056 bytes in PyTorch's layout, so
+    torch.set_rng_state accepts it and ember.set_rng_state accepts torch.get_rng_state()'s."""
     return default_generator.get_state()
 
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 import importlib
 import re
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Note [core compatibility check]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # emberdata is pure Python and tested against a range of ember releases. release.toml names that
-# range (`core = ">=0.1,<0.2"`) and pyproject.toml pins it; _SUPPORTED_CORE repeats it here so a
+# range (`core = ">=0.2,<0.3"`) and pyproject.toml pins it; _SUPPORTED_CORE repeats it here so a
 # mismatched environment (an older/newer core installed with --no-deps, or a core upgraded after
 # emberdata) fails at import with a message that says what to do, instead of failing later at
 # some call site. Versions compare on their numeric release part only (X.Y.Z, zero-padded), so
 # "0.1.0.dev1" and "0.1.0+cpu" count as 0.1.0; no dependency on `packaging`.
-_SUPPORTED_CORE = (">=0.1", "<0.2")
+_SUPPORTED_CORE = (">=0.2", "<0.3")
 _COMPAT_PAGE = "docs/compatibility.md (the Ember compatibility page)"
 
 _RELEASE = re.compile(r"\s*v?(\d+(?:\.\d+)*)")

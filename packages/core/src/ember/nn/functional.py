@@ -223,7 +223,9 @@ def _check_p(p: float) -> None:
 
 
 def _keep_mask(input, p: float, feature_dims: int | None):
-    """0/1 mask in input's dtype; feature_dims = number of spatial dims for the channel forms."""
+    """0/1 mask in input's dtype; feature_dims = number of spatial dims for the channel forms.
+    Drawn as PyTorch draws its noise (an empty tensor's bernoulli_(1 - p)), so a seeded script
+    drops the same units as under PyTorch."""
     if feature_dims is None:
         shape = list(input.shape)
     else:
@@ -232,7 +234,7 @@ def _keep_mask(input, p: float, feature_dims: int | None):
             raise RuntimeError(f"dropout{feature_dims}d: Expected {feature_dims + 1}D or {feature_dims + 2}D input, "
                                f"but received a {input.dim()}D input")
         shape = list(input.shape[:2 if batched else 1]) + [1] * feature_dims
-    return _C.bernoulli(_C.full(shape, 1.0 - p, dtype=input.dtype))
+    return _C.zeros(shape, dtype=input.dtype).bernoulli_(1.0 - p)
 
 
 def _dropout(input, p, training, inplace, feature_dims):
@@ -241,7 +243,8 @@ def _dropout(input, p, training, inplace, feature_dims):
         return input
     if p == 1.0:
         return _written_back(input, input * 0.0, inplace)
-    return _written_back(input, input * _keep_mask(input, p, feature_dims) / (1.0 - p), inplace)
+    # input * (mask / (1 - p)), rounded as PyTorch rounds it (the mask is scaled first)
+    return _written_back(input, input * (_keep_mask(input, p, feature_dims) / (1.0 - p)), inplace)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
