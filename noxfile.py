@@ -10,6 +10,7 @@ sessions by being added there.
     nox -s docs             regenerate the compatibility page, check the docs' links
     nox -s bench            benchmarks, Ember beside its peer, printing ratios
     nox -s parity-text      a package's tests with its parity peers installed (HF tokenizers)
+    nox -s parity-random    random streams bit for bit against PyTorch 2.13's CPU generator
     nox -s demo             build, install, run the example tour in docs/examples/
     nox -s sanitize         the native unit tests under ASan + UBSan
 """
@@ -400,6 +401,23 @@ def docs(session: nox.Session) -> None:
     """Regenerate the compatibility page and check every relative link in the docs."""
     session.run("python", str(ROOT / "ci" / "release.py"), "page", external=True)
     session.run("python", str(ROOT / "ci" / "check_links.py"), external=True)
+
+
+@nox.session(name="parity-random", venv_backend="virtualenv")
+def parity_random(session: nox.Session) -> None:
+    """Ember's random streams beside PyTorch 2.13's CPU generator, bit for bit (and RNG states both
+    ways): torch runs in a venv of its own, named to the tests by EMBER_TORCH_PYTHON; Ember's tests
+    never import it."""
+    torch_env = Path(session.create_tmp()).resolve() / "torch-peer"
+    if not (torch_env / "bin" / "python").exists():
+        session.run(sys.executable, "-m", "venv", str(torch_env), external=True)
+        # From the registry with pip, as the bench session installs it (its CPU wheel).
+        session.run(str(torch_env / "bin" / "python"), "-m", "pip", "install", "-q", "numpy", "torch==2.13.0",
+                    external=True)
+    session.install(*map(str, wheels_for(session, RELEASE.core)), *TEST_REQUIREMENTS, "numpy")
+    session.env["EMBER_TORCH_PYTHON"] = str(torch_env / "bin" / "python")
+    tests = ROOT / RELEASE.core.path / "tests"
+    run_pytest(session, tests / "test_random_parity.py", "parity-random", "-rxs")
 
 
 # The peers of `nox -s bench` (never a dependency of any Ember wheel). PyTorch's CPU build comes

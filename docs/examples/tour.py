@@ -29,7 +29,7 @@ def tensors_and_dtypes() -> None:
     h = ember.tensor([0.1, 65504.0, 70000.0], dtype=ember.float16)
     print(f"float16 rounds to nearest even and overflows to inf: {h}")
     f8 = ember.tensor([0.3, 448.0, 500.0], dtype=ember.float8_e4m3fn)
-    print(f"float8_e4m3fn has no inf (overflow is NaN): {f8}")
+    print(f"float8_e4m3fn has no inf (overflow saturates to 448, as PyTorch): {f8}")
     print(f"devices parse like torch.device: {ember.device('cuda:1')!r}")
 
 

@@ -25,13 +25,33 @@ EMBER_TEST(philox_matches_random123_known_answers) {
 }
 
 EMBER_TEST(generator_reserves_disjoint_blocks) {
-  Generator g(42);
+  Generator g(42, GeneratorKind::Philox);
   const PhiloxState a = g.reserve(10);
   const PhiloxState b = g.reserve(3);
   CHECK_EQ(a.offset, 0u);
   CHECK_EQ(b.offset, 10u);
-  CHECK_EQ(g.state().offset, 13u);
+  CHECK_EQ(g.state().philox.offset, 13u);
   g.manual_seed(7);
   CHECK_EQ(g.initial_seed(), 7u);
-  CHECK_EQ(g.state().offset, 0u);
+  CHECK_EQ(g.state().philox.offset, 0u);
+}
+
+// The C++ standard fixes std::mt19937's 10000th output for the default seed 5489.
+EMBER_TEST(mt19937_matches_the_standards_known_answer) {
+  Mt19937 engine(5489);
+  CHECK_EQ(engine(), 3499211612u);
+  for (int i = 0; i < 9998; ++i) engine();
+  CHECK_EQ(engine(), 4123659995u);
+}
+
+EMBER_TEST(mt19937_generator_is_the_default_and_seeds_from_the_low_32_bits) {
+  Generator a((uint64_t{1} << 32) + 5489), b(5489);
+  CHECK(a.kind() == GeneratorKind::MT19937);
+  CHECK_EQ(a.initial_seed(), (uint64_t{1} << 32) + 5489);
+  CHECK_EQ(a.random(), 3499211612u);
+  CHECK_EQ(b.random64(), (uint64_t{3499211612u} << 32) | 581869302u);
+  const GeneratorState saved = a.state();
+  const uint32_t next = a.random();
+  a.set_state(saved);
+  CHECK_EQ(a.random(), next);
 }

@@ -42,4 +42,15 @@ class EMBER_API Scalar {
   std::complex<double> z_{};
 };
 
+// Note [scalar range]: a Python number written into a tensor (fill_, full, *_like, masked_fill,
+// index_fill, add's alpha) must fit the tensor's dtype, as PyTorch's checked_convert: an
+// integral dtype takes integers in its range (an unsigned one also -max..-1, which wrap, as in
+// PyTorch) and finite floats in its range; float16, float32 and complex64 take any value but a
+// finite one beyond their largest; a complex number with an imaginary part fits only complex
+// dtypes and bool. bool, bfloat16, float64, complex128 and the float8 dtypes take anything
+// (bfloat16 and float8 saturate or round to inf/nan on conversion). A number mixed into
+// arithmetic as a wrapped number (x + 1000) is not checked, as in PyTorch.
+// Raises RuntimeError "[op] value cannot be converted to type uint8_t without overflow".
+EMBER_API void check_scalar_fits(const Scalar& value, DType dtype, const char* op);
+
 }  // namespace ember

@@ -55,7 +55,8 @@ inline uint16_t float_to_bfloat16_bits(float value) {
   return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-// Note [float8 encodings]: e4m3fn has no infinity (S.1111.111 is NaN, max 448, overflow -> NaN);
+// Note [float8 encodings]: e4m3fn has no infinity (S.1111.111 is NaN, max 448); as PyTorch 2.13,
+// a value beyond +-448 after rounding, and +-inf, saturate to +-448 (only NaN gives NaN).
 // e5m2 is IEEE-like (overflow -> inf). Both round to nearest even.
 template <int ExpBits, int MantBits, bool HasInf>
 uint8_t float_to_fp8(float value) {
@@ -65,7 +66,8 @@ uint8_t float_to_fp8(float value) {
   const uint8_t sign = std::signbit(value) ? 0x80 : 0x00;
   if (std::isnan(value)) return uint8_t(sign | nan_code);
   const float a = std::fabs(value);
-  if (std::isinf(a)) return uint8_t(sign | (HasInf ? ((1 << ExpBits) - 1) << MantBits : nan_code));
+  constexpr uint8_t largest = uint8_t(nan_code - 1);  // e4m3fn: S.1111.110 = 448
+  if (std::isinf(a)) return uint8_t(sign | (HasInf ? ((1 << ExpBits) - 1) << MantBits : largest));
   int exp_field;
   int mant;
   if (a < std::ldexp(1.0f, 1 - bias)) {  // subnormal range; rounding may carry into exponent 1
@@ -88,7 +90,7 @@ uint8_t float_to_fp8(float value) {
     if (exp_field >= (1 << ExpBits) - 1) return uint8_t(sign | ((1 << ExpBits) - 1) << MantBits);
   } else if (exp_field > (1 << ExpBits) - 1 ||
              (exp_field == (1 << ExpBits) - 1 && mant == (1 << MantBits) - 1)) {
-    return uint8_t(sign | nan_code);
+    return uint8_t(sign | largest);
   }
   return uint8_t(sign | (exp_field << MantBits) | mant);
 }

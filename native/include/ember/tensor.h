@@ -33,11 +33,15 @@ class EMBER_API Storage {
   void* data() const { return data_.get(); }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  // Memory that must not be written (a read-only NumPy array): Note [read-only storage].
+  bool read_only() const { return read_only_; }
+  void set_read_only(bool v) { read_only_ = v; }
 
  private:
   DataPtr data_;
   size_t nbytes_;
   Device device_;
+  bool read_only_ = false;
 };
 
 // Shared by a tensor and all its views; bumped by every in-place write (autograd checks it).
@@ -99,7 +103,9 @@ class EMBER_API Tensor {
   }
   const std::shared_ptr<Storage>& storage() const;
   uint32_t version() const;
-  void bump_version() const;  // raises for an inference tensor outside inference mode
+  // Every in-place write and out= calls this first: raises for an inference tensor outside
+  // inference mode and for read-only memory (Note [read-only storage]).
+  void bump_version() const;
   bool is_inference() const;
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   TensorImpl* impl() const { return impl_.get(); }

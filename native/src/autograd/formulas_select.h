@@ -271,7 +271,10 @@ inline Tensor take_along_dim_backward(const Tensor& grad, const IntList& self_si
   const int64_t d = wrap_dim(*dim, grad.dim());
   IntList shape = grad.sizes();  // self broadcast over the result's other dims; the engine sums back
   shape[d] = self_sizes.empty() ? 1 : self_sizes[d];
-  return autograd::scatter_add(zeros_shaped(shape, grad), d, ember::expand(indices, grad.sizes()), grad);
+  // negative: from the end (Note [negative indices] in src/ops/indexing/indexing.cpp)
+  const Tensor idx =
+      ember::where(ember::lt(indices, int_num(0)), ember::add(indices, int_num(shape[d])), indices);
+  return autograd::scatter_add(zeros_shaped(shape, grad), d, ember::expand(idx, grad.sizes()), grad);
 }
 
 inline Tensor masked_select_backward(const Tensor& grad, const Tensor& self, const Tensor& mask) {

@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "ember/error.h"
+
 namespace ember {
 
 Philox4 philox4x32(Philox4 counter, uint32_t k0, uint32_t k1) {
@@ -23,13 +25,41 @@ Philox4 philox4x32(Philox4 counter, uint32_t k0, uint32_t k1) {
   return {{c0, c1, c2, c3}};
 }
 
-Generator::Generator(uint64_t seed) {
+Mt19937::Mt19937(uint64_t seed) {
+  // Knuth's initialisation (Matsumoto & Nishimura's init_genrand) from the seed's low 32 bits.
   state_.seed = seed;
+  state_.seeded = true;
+  state_.words[0] = static_cast<uint32_t>(seed);
+  for (uint32_t j = 1; j < kMtWords; ++j) {
+    const uint32_t prev = state_.words[j - 1];
+    state_.words[j] = 1812433253u * (prev ^ (prev >> 30)) + j;
+  }
+  state_.left = 1;
+  state_.next = 0;
+}
+
+void Mt19937::twist() {
+  constexpr int kShift = 397;
+  auto mix = [](uint32_t upper, uint32_t lower) {
+    const uint32_t y = (upper & 0x80000000u) | (lower & 0x7fffffffu);
+    return (y >> 1) ^ ((lower & 1u) ? 0x9908b0dfu : 0u);
+  };
+  auto& w = state_.words;
+  for (int k = 0; k < kMtWords; ++k) w[k] = w[(k + kShift) % kMtWords] ^ mix(w[k], w[(k + 1) % kMtWords]);
+  state_.left = kMtWords;
+  state_.next = 0;
+}
+
+Generator::Generator(uint64_t seed, GeneratorKind kind) : kind_(kind), engine_(seed) {
+  philox_.seed = seed;
 }
 
 void Generator::manual_seed(uint64_t seed) {
   std::lock_guard<std::mutex> lock(mutex_);
-  state_ = PhiloxState{seed, 0};
+  philox_ = PhiloxState{seed, 0};
+  engine_ = Mt19937(seed);
+  next_float_normal_.reset();
+  next_double_normal_.reset();
 }
 
 uint64_t Generator::seed() {
@@ -41,23 +71,34 @@ uint64_t Generator::seed() {
 
 uint64_t Generator::initial_seed() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return state_.seed;
+  return kind_ == GeneratorKind::Philox ? philox_.seed : engine_.state().seed;
 }
 
-PhiloxState Generator::state() const {
+GeneratorState Generator::state() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return state_;
+  return GeneratorState{kind_, philox_, engine_.state(), next_float_normal_, next_double_normal_};
 }
 
-void Generator::set_state(const PhiloxState& state) {
+void Generator::set_state(const GeneratorState& state) {
+  EMBER_CHECK(state.kind == kind_, Error, "[set_state] expected a state of this generator's kind (",
+              kind_ == GeneratorKind::Philox ? "philox" : "mt19937", "), but got one of the other kind");
+  Mt19937 engine;
+  engine.set_state(state.mt);
+  EMBER_CHECK(
+      kind_ == GeneratorKind::Philox || engine.valid(), Error,
+      "[set_state] expected a valid mt19937 state (seeded, 0 < left <= 624, next <= 624), but got left=",
+      state.mt.left, ", next=", state.mt.next);
   std::lock_guard<std::mutex> lock(mutex_);
-  state_ = state;
+  philox_ = state.philox;
+  engine_ = engine;
+  next_float_normal_ = state.next_float_normal;
+  next_double_normal_ = state.next_double_normal;
 }
 
 PhiloxState Generator::reserve(uint64_t blocks) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const PhiloxState used = state_;
-  state_.offset += blocks;
+  const PhiloxState used = philox_;
+  philox_.offset += blocks;
   return used;
 }
 

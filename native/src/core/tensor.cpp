@@ -66,7 +66,16 @@ const std::shared_ptr<Storage>& Tensor::storage() const {
 uint32_t Tensor::version() const {
   return checked(impl_).version_counter->version.load();
 }
+// Note [read-only storage]: from_numpy of a read-only array (np.memmap(mode="r"), an array over
+// bytes) wraps memory the process may not write; writing it would crash (PyTorch crashes or
+// writes behind NumPy's back). The Storage is flagged, so the tensor and every view of it know,
+// and bump_version, which every in-place op and out= passes before writing (copy_, fill_, the
+// pointwise ops' outputs, index_put_, the random fills, autograd.Function's dirty tensors),
+// raises instead. numpy() of such a tensor is a read-only array again.
 void Tensor::bump_version() const {
+  EMBER_CHECK(!checked(impl_).storage->read_only(), Error,
+              "[in-place] expected a writable tensor, but this one shares the memory of a read-only NumPy "
+              "array (from_numpy); copy it first (tensor.clone()) or pass a writable array");
   VersionCounter& counter = *checked(impl_).version_counter;
   EMBER_CHECK(
       !counter.inference || InferenceMode::is_enabled(), Error,

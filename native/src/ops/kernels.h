@@ -304,14 +304,20 @@ enum class ScanOp { Sum, Prod, Max, Min, LogSumExp };
 using ScanFn = void (*)(ScanOp, const Tensor& out, const Tensor& indices, const Tensor& in);
 extern DispatchStub<ScanFn> scan_stub;
 
-// Random draws into contiguous `out` from Philox blocks starting at `state` (Note
-// [reproducible randomness]): Uniform in [a, b), Normal(mean a, std b), Integer in [a, b) (read as
-// int64), Bernoulli(p) with p read elementwise from contiguous float64 `probs`.
-enum class RandomKind { Uniform, Normal, Integer, Bernoulli };
-using RandomFn = void (*)(RandomKind, const Tensor& out, PhiloxState state, const Scalar& a, const Scalar& b,
+// Random draws into contiguous `out` from `gen`: Uniform in [a, b), Normal(mean a, std b),
+// Integer in [a, b) (read as int64), Bernoulli(p) with p read elementwise from contiguous float64
+// `probs`, Exponential(rate a). A Philox generator gives each element its own counter (Note
+// [reproducible randomness]); an mt19937 one is drawn from serially, element after element, with
+// PyTorch's CPU transformations (Note [PyTorch-compatible streams] in src/ops/random/random.cpp):
+// NormalScalar is PyTorch's per-element Box-Muller (with the generator's cached second value),
+// Normal its blocked 16-wide one (used on contiguous outputs of >= 16 elements); BernoulliFloat
+// compares a 24-bit float uniform with p (p given as float32, float16 or bfloat16), Bernoulli a
+// 53-bit double one (p given as float64, or a Python float).
+enum class RandomKind { Uniform, Normal, NormalScalar, Integer, Bernoulli, BernoulliFloat, Exponential };
+using RandomFn = void (*)(RandomKind, const Tensor& out, Generator& gen, const Scalar& a, const Scalar& b,
                           const Tensor& probs);
 extern DispatchStub<RandomFn> random_stub;
-// Philox blocks one draw of n elements uses: 4 per block for 32-bit floats, 2 otherwise.
+// Philox blocks one draw of n elements uses: 4 per block for 32-bit uniforms, 2 otherwise.
 inline uint64_t random_blocks(RandomKind kind, DType dtype, int64_t n) {
   const bool narrow = kind == RandomKind::Uniform && dtype != DType::Float64;
   return static_cast<uint64_t>(narrow ? (n + 3) / 4 : (n + 1) / 2);
@@ -319,7 +325,8 @@ inline uint64_t random_blocks(RandomKind kind, DType dtype, int64_t n) {
 
 // Gather: out[p] = self[p with p[dim] = index[p]], over index's shape (out has it too).
 // Scatter*: out[p with p[dim] = index[p]] (=, +=, *=, max=, min=) src[p], over index's shape;
-// out is the destination (a copy of self). Index values are checked: IndexError when out of range.
+// out is the destination (a copy of self). Index values are checked: RuntimeError outside [0, size)
+// (Note [negative indices]).
 enum class IndexOp { Gather, Scatter, ScatterAdd, ScatterMul, ScatterMax, ScatterMin };
 using IndexFn = void (*)(IndexOp, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
                          const Tensor& src);

@@ -233,7 +233,7 @@ R fallback(const char* op, int64_t level, const Tensor* self, Generator* generat
               " has no batching rule and runs as a loop over the batch, which "
               "needs at least one batch element");
   const bool same = generator && randomness_of(level) == Randomness::Same;
-  const PhiloxState start = same ? generator->state() : PhiloxState();
+  const GeneratorState start = same ? generator->state() : GeneratorState();
   Stacked<R> results;
   for (int64_t b = 0; b < size; ++b) {
     if (same) generator->set_state(start);  // each element draws the same numbers

@@ -1,6 +1,8 @@
 // ember._C: exceptions, dtypes and devices; tensors and ops are bound in their own files.
 #include <pybind11/stl.h>
 
+#include <cstring>
+
 #include "bindings.h"
 #include "ember/dispatch_stub.h"
 #include "ember/linalg.h"
@@ -8,6 +10,69 @@
 
 namespace ember::python {
 namespace {
+
+// PyTorch's CPUGeneratorImplState, byte for byte (x86-64 layout, 5056 bytes): the legacy TH state
+// {u64 seed; i32 left; i32 seeded; u64 next; u64 words[624]; f64 normal_x, normal_y, normal_rho;
+// i32 normal_is_valid; pad} then {f32 next_float_normal; bool valid; pad}.
+constexpr size_t kMtStateBytes = 5056;
+constexpr size_t kMtWordsAt = 24, kNormalYAt = 24 + 8 * kMtWords + 8, kNormalValidAt = kNormalYAt + 16,
+                 kFloatNormalAt = kNormalValidAt + 8, kFloatValidAt = kFloatNormalAt + 4;
+
+template <class T>
+void put(uint8_t* p, size_t at, T v) {
+  std::memcpy(p + at, &v, sizeof(T));
+}
+template <class T>
+T take(const uint8_t* p, size_t at) {
+  T v;
+  std::memcpy(&v, p + at, sizeof(T));
+  return v;
+}
+
+Tensor generator_state_bytes(const GeneratorState& st) {
+  if (st.kind == GeneratorKind::Philox) {
+    Tensor out = zeros({16}, DType::UInt8, Device());
+    put<uint64_t>(out.data<uint8_t>(), 0, st.philox.seed);
+    put<uint64_t>(out.data<uint8_t>(), 8, st.philox.offset);
+    return out;
+  }
+  Tensor out = zeros({static_cast<int64_t>(kMtStateBytes)}, DType::UInt8, Device());
+  uint8_t* p = out.data<uint8_t>();
+  put<uint64_t>(p, 0, st.mt.seed);
+  put<int32_t>(p, 8, st.mt.left);
+  put<int32_t>(p, 12, st.mt.seeded ? 1 : 0);
+  put<uint64_t>(p, 16, st.mt.next);
+  for (int i = 0; i < kMtWords; ++i) put<uint64_t>(p, kMtWordsAt + 8 * i, st.mt.words[i]);
+  put<double>(p, kNormalYAt, st.next_double_normal.value_or(0.0));
+  put<int32_t>(p, kNormalValidAt, st.next_double_normal ? 1 : 0);
+  put<float>(p, kFloatNormalAt, st.next_float_normal.value_or(0.0f));
+  put<uint8_t>(p, kFloatValidAt, st.next_float_normal ? 1 : 0);
+  return out;
+}
+
+GeneratorState generator_state_from_bytes(GeneratorKind kind, const Tensor& bytes) {
+  const size_t want = kind == GeneratorKind::Philox ? 16 : kMtStateBytes;
+  EMBER_CHECK(static_cast<size_t>(bytes.numel()) == want, Error, "[set_state] expected an RNG state of ",
+              want, " bytes for a ", kind == GeneratorKind::Philox ? "philox" : "mt19937",
+              " generator, but got ", bytes.numel());
+  const uint8_t* p = bytes.data<uint8_t>();
+  GeneratorState st;
+  st.kind = kind;
+  if (kind == GeneratorKind::Philox) {
+    st.philox = PhiloxState{take<uint64_t>(p, 0), take<uint64_t>(p, 8)};
+    return st;
+  }
+  st.mt.seed = take<uint64_t>(p, 0);
+  st.mt.left = take<int32_t>(p, 8);
+  st.mt.seeded = take<int32_t>(p, 12) != 0;
+  const uint64_t next = take<uint64_t>(p, 16);
+  st.mt.next = next > static_cast<uint64_t>(kMtWords) ? kMtWords + 1 : static_cast<uint32_t>(next);
+  for (int i = 0; i < kMtWords; ++i)
+    st.mt.words[i] = static_cast<uint32_t>(take<uint64_t>(p, kMtWordsAt + 8 * i));
+  if (take<int32_t>(p, kNormalValidAt) != 0) st.next_double_normal = take<double>(p, kNormalYAt);
+  if (take<uint8_t>(p, kFloatValidAt) != 0) st.next_float_normal = take<float>(p, kFloatNormalAt);
+  return st;
+}
 // Leaked on purpose: destroying Python objects after the interpreter finalizes would crash.
 py::object* const g_dtype_objects = new py::object[kNumDTypes];
 }  // namespace
@@ -150,22 +215,44 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cpu_empty_cache", &cpu_empty_cache);
   m.def("_cpu_cached_bytes", &cpu_cached_bytes);
   m.def("_cpu_allocated_bytes", &cpu_allocated_bytes);
+  m.def("_cpu_cache_limit", &cpu_cache_limit);
+  m.def("_cpu_set_cache_limit", &cpu_set_cache_limit, py::arg("nbytes"));
+  m.def("_cpu_reset_peak_memory_stats", &cpu_reset_peak_memory_stats);
+  m.def("_cpu_memory_stats", [] {
+    const CpuMemoryStats s = cpu_memory_stats();
+    py::dict d;
+    d["allocated_bytes.all.current"] = s.allocated;
+    d["allocated_bytes.all.peak"] = s.allocated_peak;
+    d["reserved_bytes.all.current"] = s.reserved;
+    d["reserved_bytes.all.peak"] = s.reserved_peak;
+    d["cached_bytes.all.current"] = s.cached;
+    d["cache_limit_bytes"] = s.cache_limit;
+    d["num_cache_hits"] = s.cache_hits;
+    d["num_cache_misses"] = s.cache_misses;
+    d["num_cache_evictions"] = s.cache_evictions;
+    d["num_alloc_retries"] = s.alloc_retries;
+    return d;
+  });
   m.def("set_float32_matmul_precision", &set_float32_matmul_precision, py::arg("precision"));
   m.def("get_float32_matmul_precision", &get_float32_matmul_precision);
   m.def("_blas_config", &blas_config);
   m.def("_fma_peak_probe", &fma_peak_probe, py::arg("threads"), py::arg("seconds"));
 
-  // Generators: shared with ops through the Generator? schema type; state is 16 bytes
-  // (seed, then Philox offset, little-endian) in a uint8 tensor, as torch's ByteTensor states.
+  // Generators: shared with ops through the Generator? schema type. get_state gives a uint8 tensor,
+  // as torch's ByteTensor states: 5056 bytes in PyTorch's CPU layout for mt19937 (so torch's saved
+  // states load here and ours load there), 16 bytes (seed, Philox offset, little-endian) for philox.
   py::class_<Generator, std::shared_ptr<Generator>>(m, "Generator")
-      .def(py::init([](py::object device) {
+      .def(py::init([](py::object device, const std::string& kind) {
              const Device d =
                  py::isinstance<Device>(device) ? device.cast<Device>() : Device(device.cast<std::string>());
              EMBER_CHECK(d.type == DeviceType::CPU, NotImplementedError, "[Generator] not implemented for ",
                          d.str());
-             return std::make_shared<Generator>();
+             EMBER_CHECK(kind == "mt19937" || kind == "philox", ValueError,
+                         "[Generator] expected kind 'mt19937' or 'philox', but got '", kind, "'");
+             return std::make_shared<Generator>(
+                 kDefaultSeed, kind == "philox" ? GeneratorKind::Philox : GeneratorKind::MT19937);
            }),
-           py::arg("device") = "cpu")
+           py::arg("device") = "cpu", py::kw_only(), py::arg("kind") = "mt19937")
       .def(
           "manual_seed",
           [](std::shared_ptr<Generator> g, py::int_ seed) {
@@ -176,30 +263,14 @@ PYBIND11_MODULE(_C, m) {
       .def("seed", &Generator::seed)
       .def("initial_seed", &Generator::initial_seed)
       .def_property_readonly("device", [](const Generator&) { return Device(); })
-      .def("get_state",
-           [](const Generator& g) {
-             const PhiloxState st = g.state();
-             Tensor out = empty({16}, DType::UInt8, Device());
-             for (int i = 0; i < 8; ++i) {
-               out.data<uint8_t>()[i] = static_cast<uint8_t>(st.seed >> (8 * i));
-               out.data<uint8_t>()[8 + i] = static_cast<uint8_t>(st.offset >> (8 * i));
-             }
-             return out;
-           })
+      .def_property_readonly(
+          "kind", [](const Generator& g) { return g.kind() == GeneratorKind::Philox ? "philox" : "mt19937"; })
+      .def("get_state", [](const Generator& g) { return generator_state_bytes(g.state()); })
       .def("set_state", [](std::shared_ptr<Generator> g, const Tensor& state) {
         EMBER_CHECK(state.dtype() == DType::UInt8, TypeError,
                     "[set_state] expected the RNG state as a uint8 tensor (torch.ByteTensor), but got ",
                     dtype_name(state.dtype()));
-        EMBER_CHECK(state.numel() == 16, Error, "[set_state] expected an RNG state of 16 bytes, but got ",
-                    state.numel());
-        const Tensor c = state.contiguous();
-        PhiloxState st;
-        st.seed = st.offset = 0;
-        for (int i = 0; i < 8; ++i) {
-          st.seed |= static_cast<uint64_t>(c.data<uint8_t>()[i]) << (8 * i);
-          st.offset |= static_cast<uint64_t>(c.data<uint8_t>()[8 + i]) << (8 * i);
-        }
-        g->set_state(st);
+        g->set_state(generator_state_from_bytes(g->kind(), state.contiguous()));
         return g;
       });
   // The process-wide generator; a non-owning handle (it lives until exit).

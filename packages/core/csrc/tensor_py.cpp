@@ -45,19 +45,15 @@ Tensor from_numpy(py::array arr) {
     strides[d] = s / item;
     if (sizes[d] > 0) highest += (sizes[d] - 1) * s;
   }
-  if (!arr.writeable()) {
-    PyErr_WarnEx(PyExc_UserWarning,
-                 "The given NumPy array is not writable; writing to the "
-                 "tensor that shares its memory is undefined behaviour",
-                 1);
-  }
   const bool empty_array = arr.size() == 0;
   const size_t nbytes = empty_array ? 0 : static_cast<size_t>(highest - lowest + item);
   auto* keep = new py::object(arr);
-  return from_blob(const_cast<void*>(arr.data()), sizes, strides, dtype, Device(), nbytes, [keep](void*) {
+  Tensor t = from_blob(const_cast<void*>(arr.data()), sizes, strides, dtype, Device(), nbytes, [keep](void*) {
     py::gil_scoped_acquire gil;
     delete keep;
   });
+  t.storage()->set_read_only(!arr.writeable());  // Note [read-only storage]
+  return t;
 }
 
 py::array to_numpy(const Tensor& t) {
@@ -73,7 +69,9 @@ py::array to_numpy(const Tensor& t) {
   std::vector<py::ssize_t> strides;
   for (int64_t s : t.strides()) strides.push_back(s * t.element_size());
   py::capsule owner(new Tensor(t), [](void* p) { delete static_cast<Tensor*>(p); });
-  return py::array(py::dtype(std::string(typestr)), shape, strides, t.data_ptr(), owner);
+  py::array out(py::dtype(std::string(typestr)), shape, strides, t.data_ptr(), owner);
+  if (t.storage()->read_only()) out.attr("flags").attr("writeable") = false;  // Note [read-only storage]
+  return out;
 }
 
 py::tuple shape_of(const Tensor& t) {

@@ -343,10 +343,15 @@ def test_out_of_range_indices_raise_index_error(bad):
         F.embedding(_t(idx), w)
     with pytest.raises(IndexError, match="index out of range in self"):
         ember.embedding(w, _t(idx))
+    # a bag's member: PyTorch's RuntimeError, which names the member's position
+    bag_error = rf"Index 2 of input takes value {bad} which is not in the valid range \[0, 10\)"
     for mode in MODES:
-        with pytest.raises(IndexError, match="index out of range in self"):
+        with pytest.raises(RuntimeError, match=bag_error):
             F.embedding_bag(_t(idx), w, _t(np.array([0, 2])), mode=mode)
-    with pytest.raises(IndexError, match="index out of range in self"):
+    for dtype in (ember.float16, ember.bfloat16):  # the widened-accumulator path
+        with pytest.raises(RuntimeError, match=bag_error):
+            F.embedding_bag(_t(idx), w.to(dtype), _t(np.array([0, 2])))
+    with pytest.raises(RuntimeError, match=bag_error):
         F.embedding_bag(_t(idx), w, _t(np.array([0, 2])), mode="sum", per_sample_weights=_t(np.ones(4)))
     with pytest.raises(IndexError, match="index out of range in self"):
         ember.embedding_dense_backward(_t(np.ones((4, 3))), _t(idx), 10, -1, False)
@@ -359,7 +364,7 @@ def test_out_of_range_indices_raise_index_error(bad):
     with pytest.raises(IndexError, match="index out of range in self"):
         ember.embedding_renorm_(_t(np.ones((10, 3))), _t(idx), 1.0, 2.0)
     if np.iinfo(np.int32).min <= bad <= np.iinfo(np.int32).max:
-        with pytest.raises(IndexError, match="index out of range in self"):
+        with pytest.raises(RuntimeError, match=bag_error):
             F.embedding_bag(_t(idx.astype(np.int32)), w, _t(np.array([0, 2], np.int32)))
 
 

@@ -188,7 +188,7 @@ def test_adaptive_pooling_none_sizes_unbatched_gradients_and_errors():
         F.adaptive_avg_pool2d(_t(np.zeros((1, 2, 0, 3))), 2)
     with pytest.raises(RuntimeError, match="greater than or equal to 0"):
         F.adaptive_max_pool1d(_t(np.zeros((1, 2, 3))), -1)
-    with pytest.raises(ValueError, match="output_size must be an int or a tuple of 2 ints"):
+    with pytest.raises(RuntimeError, match="output_size must be an int or a tuple of 2 ints"):
         F.adaptive_avg_pool2d(_t(np.zeros((1, 2, 3, 3))), (1, 2, 3))
 
 

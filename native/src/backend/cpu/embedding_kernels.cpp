@@ -27,11 +27,23 @@ constexpr int64_t kPrefetchAhead = 16;
                    std::to_string(rows) + "), but got " + std::to_string(k));
 }
 
+// A bag's member out of range: RuntimeError with PyTorch's embedding_bag message.
+[[noreturn]] void bag_out_of_range(int64_t i, int64_t k, int64_t rows) {
+  throw Error("[embedding_bag] Index " + std::to_string(i) + " of input takes value " + std::to_string(k) +
+              " which is not in the valid range [0, " + std::to_string(rows) + ")");
+}
+
 // Unsigned comparison: a negative index is as out of range as one past the end.
 template <typename I>
 inline int64_t checked_row(const I* idx, int64_t i, int64_t rows) {
   const int64_t k = static_cast<int64_t>(idx[i]);
   if (static_cast<uint64_t>(k) >= static_cast<uint64_t>(rows)) out_of_range(k, rows);
+  return k;
+}
+template <typename I>
+inline int64_t checked_bag_row(const I* idx, int64_t i, int64_t rows) {
+  const int64_t k = static_cast<int64_t>(idx[i]);
+  if (static_cast<uint64_t>(k) >= static_cast<uint64_t>(rows)) bag_out_of_range(i, k, rows);
   return k;
 }
 
@@ -112,7 +124,7 @@ inline void sum_tile(const T* w, int64_t stride, int64_t rows, const I* idx, con
 #pragma GCC unroll 16
   for (int v = 0; v < NV; ++v) acc[v] = Vec<T>{};
   for (int64_t i = s; i < e; ++i) {
-    const int64_t k = checked_row(idx, i, rows);
+    const int64_t k = checked_bag_row(idx, i, rows);
     int64_t ahead = i + kPrefetchAhead < last ? static_cast<int64_t>(idx[i + kPrefetchAhead]) : k;
     if (static_cast<uint64_t>(ahead) >= static_cast<uint64_t>(rows)) ahead = k;
     if (k == pad) continue;
@@ -164,7 +176,7 @@ void sum_bag(const T* w, int64_t stride, int64_t rows, int64_t width, const I* i
   if (col == width) return;
   for (int64_t d = col; d < width; ++d) out[d] = T(0);
   for (int64_t i = s; i < e; ++i) {
-    const int64_t k = checked_row(idx, i, rows);
+    const int64_t k = checked_bag_row(idx, i, rows);
     if (k == pad) continue;
     const T f = kWeighted ? psw[i] : T(1);
     for (int64_t d = col; d < width; ++d) out[d] += f * w[k * stride + d];
@@ -218,7 +230,7 @@ void bag_forward(const Tensor& out, const Tensor& max_indices, const Tensor& tab
       int64_t count = 0;
       for (int64_t i = s; i < e; ++i) {
         if (i + kPrefetchAhead < last) prefetch_row(w, stride, idx, i + kPrefetchAhead, rows, row_bytes);
-        const int64_t k = checked_row(idx, i, rows);
+        const int64_t k = checked_bag_row(idx, i, rows);
         if (k == pad) continue;
         const T* row = w + k * stride;
         if (max) {

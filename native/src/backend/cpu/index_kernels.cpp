@@ -42,10 +42,11 @@ void index_kernel(IndexOp op, const Tensor& out, const Tensor& self, int64_t dim
   const int64_t nd = index.dim();
   const int64_t size = nd == 0 ? 1 : (op == IndexOp::Gather ? self : out).sizes()[dim];
   const int64_t stride = nd == 0 ? 0 : (op == IndexOp::Gather ? self : out).strides()[dim];
-  auto checked = [&](int64_t i) {
-    EMBER_CHECK(i >= -size && i < size, IndexError, "[index] index ", i, " is out of bounds for dimension ",
-                dim, " with size ", size);
-    return i < 0 ? i + size : i;
+  auto checked = [&](int64_t i) {  // Note [negative indices] in src/ops/indexing/indexing.cpp
+    EMBER_CHECK(static_cast<uint64_t>(i) < static_cast<uint64_t>(size), Error, "[",
+                op == IndexOp::Gather ? "gather" : "scatter", "] index ", i,
+                " is out of bounds for dimension ", dim, " with size ", size);
+    return i;
   };
   visit<kAll>(out.dtype(), "gather", [&](auto tag) {
     using T = typename decltype(tag)::type;

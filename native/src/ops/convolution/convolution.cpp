@@ -1,6 +1,7 @@
 // convolution and convolution_backward (PyTorch's aten ops behind conv1d/2d/3d and
 // conv_transpose1d/2d/3d): geometry checks with PyTorch's messages, output shapes, and the
 // GEMM-based kernels of Note [convolution kernels]. float16/bfloat16 compute in float32.
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -70,7 +71,8 @@ Plan plan(const Tensor& input, const Tensor& weight, const std::optional<Tensor>
          compute_dtype(input, weight)};
   for (int64_t i = 0; i < n; ++i) {
     EMBER_CHECK(p.stride[i] > 0, Error, "[convolution] non-positive stride is not supported");
-    EMBER_CHECK(p.dilation[i] > 0, Error, "[convolution] dilation should be greater than zero");
+    EMBER_CHECK(p.dilation[i] > 0, Error, "[convolution] dilation should be greater than zero, but got ",
+                dims::str(p.dilation));
     EMBER_CHECK(p.padding[i] >= 0, Error, "[convolution] negative padding is not supported");
     EMBER_CHECK(p.output_padding[i] >= 0, Error, "[convolution] negative output_padding is not supported");
   }
@@ -105,9 +107,10 @@ Plan plan(const Tensor& input, const Tensor& weight, const std::optional<Tensor>
                   ", dilation=", dims::str(p.dilation));
       p.out[i] = (p.in[i] - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (p.kernel[i] - 1) +
                  p.output_padding[i] + 1;
-      EMBER_CHECK(p.out[i] > 0, Error, "[convolution] Given input size per channel: (", sizes_x(p.in),
-                  "). Calculated output size per channel: (", sizes_x(p.out), "). Output size is too small");
     }
+    EMBER_CHECK(*std::min_element(p.out.begin(), p.out.end()) > 0, Error,
+                "[convolution] Given input size per channel: (", sizes_x(p.in),
+                "). Calculated output size per channel: (", sizes_x(p.out), "). Output size is too small");
   }
   if (bias && bias->defined()) {
     const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);

@@ -31,6 +31,7 @@ DType dtype_of(const Scalar& v) {
 }  // namespace
 
 Tensor fill_(const Tensor& self, const Scalar& value) {
+  check_scalar_fits(value, self.dtype(), "fill_");
   self.bump_version();
   fill_stub.get(self.device().type)(self, value);
   return self;
@@ -42,6 +43,7 @@ Tensor zero_(const Tensor& self) {
 namespace {
 Tensor filled(const char* op, const IntList& size, const Scalar& value, DType dtype,
               std::optional<Device> device) {
+  check_scalar_fits(value, dtype, op);
   Tensor out = allocate(op, size, dtype, device);
   fill_stub.get(out.device().type)(out, value);
   return out;

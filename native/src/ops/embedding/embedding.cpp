@@ -11,8 +11,10 @@
 //
 // offsets[0] is 0, offsets never decrease, and none exceeds N; with include_last_offset the last
 // offset ends the last bag (indices after it belong to no bag), otherwise the last bag runs to
-// N. Index values are checked by the kernels as they read them (IndexError "index out of range
-// in self", as PyTorch; negative indices too, which PyTorch also rejects). padding_idx (-1: none)
+// N. Index values are checked by the kernels as they read them, negative ones too, with
+// PyTorch's errors: embedding raises IndexError "index out of range in self", a bag's member
+// RuntimeError "Index i of input takes value k which is not in the valid range [0, rows)"
+// (Note [negative indices] in src/ops/indexing/indexing.cpp). padding_idx (-1: none)
 // names a row that bags leave out: it adds nothing, is not counted by mean, gets no gradient.
 #include <cstdint>
 #include <string>

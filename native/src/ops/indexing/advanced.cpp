@@ -204,6 +204,7 @@ Tensor index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& 
   EMBER_CHECK(values.device() == self.device(), Error, "[index_put_] expected values on ",
               self.device().str(), ", but got ", values.device().str());
   const IndexPlan p = make_plan("index_put_", self, indices);
+  self.bump_version();  // before writing: it raises for read-only memory (Note [read-only storage])
   const auto [shape, perm] = result_layout(p);
   Tensor source = pointwise::cast_to(values, self.dtype());
   if (source.storage() == self.storage()) source = source.clone();  // x[i] = x: read before writing
@@ -222,7 +223,6 @@ Tensor index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& 
         accumulate ? AdvancedIndexMode::Accumulate : AdvancedIndexMode::Put, p.self, source, to,
         offsets_of(source_view, 0, nb), self_rest_offsets(p), offsets_of(source_view, nb, source.dim() - nb));
   }
-  self.bump_version();
   return self;
 }
 

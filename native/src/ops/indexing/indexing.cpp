@@ -1,7 +1,15 @@
 // Indexing ops: gather/scatter family, index_* and masked_* ops, nonzero and take
 // (kernel: src/backend/cpu/index_kernels.cpp). Index values are bounds-checked by the kernel.
+//
+// Note [negative indices]: as PyTorch, gather, scatter*, index_select, index_add and index_copy
+// take indices in [0, size) only: -1 is an error, not the last row (and F.embedding /
+// embedding_bag check the same in their kernels). take, take_along_dim(dim=...), index_fill and
+// advanced indexing (x[idx], index_put_) count a negative index from the end, in [-size, size);
+// they hand the kernel indices already made non-negative.
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "ember/error.h"
@@ -65,6 +73,43 @@ void check_index_1d(const char* op, const Tensor& index) {
               "] index_select(): Index is supposed to be a vector, but got ", index.dim(), "-d");
 }
 
+// The first value of the int64 `index` outside [lo, size), if any (Note [negative indices]).
+std::optional<int64_t> first_outside(const Tensor& index, int64_t lo, int64_t size) {
+  const Tensor idx = index.contiguous();
+  const int64_t* v = idx.data<int64_t>();
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    if (v[i] < lo || v[i] >= size) return v[i];
+  }
+  return std::nullopt;
+}
+
+// `index` with every value in [-size, size) counted from the end when negative; `raise` throws
+// for the first value outside. A copy only when some value is negative.
+template <typename Raise>
+Tensor wrapped(const Tensor& index, int64_t size, Raise raise) {
+  if (auto bad = first_outside(index, -size, size)) raise(*bad);
+  if (!first_outside(index, 0, size)) return index;
+  Tensor out = index.contiguous().clone();
+  int64_t* v = out.data<int64_t>();
+  for (int64_t i = 0; i < out.numel(); ++i) v[i] += v[i] < 0 ? size : 0;
+  return out;
+}
+
+// The smallest or largest value of an integral (or bool) dtype.
+Scalar int_extreme(DType d, bool largest) {
+  switch (d) {
+    case DType::Bool: return Scalar(largest);
+    case DType::UInt8: return Scalar(int64_t(largest ? 255 : 0));
+    case DType::Int8: return Scalar(int64_t(largest ? 127 : -128));
+    case DType::Int16: return Scalar(int64_t(largest ? 32767 : -32768));
+    case DType::Int32:
+      return Scalar(
+          int64_t(largest ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int32_t>::min()));
+    default:
+      return Scalar(largest ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min());
+  }
+}
+
 }  // namespace
 
 Tensor gather(const Tensor& self, int64_t dim, const Tensor& index) {
@@ -82,15 +127,21 @@ Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<i
   EMBER_CHECK(self.dim() == indices.dim(), ValueError,
               "[take_along_dim] input and indices should have the same number of dimensions, but got ",
               self.dim(), " dimensions for input, and ", indices.dim(), " dimensions for indices");
-  if (self.dim() == 0) return gather(self, *dim, indices);
   const int64_t d = dims::wrap("take_along_dim", *dim, self.dim());
+  const int64_t size = self.dim() == 0 ? 1 : self.sizes()[d];
+  check_index("take_along_dim", indices);
+  const Tensor from_0 = wrapped(indices, size, [&](int64_t bad) {
+    throw Error("[take_along_dim] index " + std::to_string(bad) + " is out of bounds for dimension " +
+                std::to_string(d) + " with size " + std::to_string(size));
+  });
+  if (self.dim() == 0) return gather(self, d, from_0);
   IntList self_rest = self.sizes(), index_rest = indices.sizes();
   self_rest[d] = index_rest[d] = 1;
   IntList self_shape = pointwise::broadcast_shapes("take_along_dim", self_rest, index_rest);
   IntList index_shape = self_shape;
   self_shape[d] = self.sizes()[d];
   index_shape[d] = indices.sizes()[d];
-  return gather(expand(self, self_shape), d, expand(indices, index_shape));
+  return gather(expand(self, self_shape), d, expand(from_0, index_shape));
 }
 
 Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
@@ -126,8 +177,8 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
   Tensor base = self;
   if (!include_self) {  // the targets start from the reduction's identity instead of self
     Scalar id = is_floating_point(self.dtype()) ? Scalar(identity)
-                : reduce == "amax"              ? Scalar(int64_t(std::numeric_limits<int64_t>::min()))
-                : reduce == "amin"              ? Scalar(int64_t(std::numeric_limits<int64_t>::max()))
+                : reduce == "amax"              ? int_extreme(self.dtype(), false)
+                : reduce == "amin"              ? int_extreme(self.dtype(), true)
                                                 : Scalar(static_cast<int64_t>(identity));
     base = scatter_with(IndexOp::Scatter, "scatter_reduce", self, dim, index,
                         full(index.sizes(), id, self.dtype(), self.device()));
@@ -147,6 +198,11 @@ Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, cons
 Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   check_index_1d("index_select", index);
   const int64_t d = dims::wrap("index_select", dim, self.dim());
+  const int64_t size = self.dim() == 0 ? 1 : self.sizes()[d];
+  if (auto bad = first_outside(index, 0, size)) {
+    throw IndexError("[index_select] index out of range in self: expected every index in [0, " +
+                     std::to_string(size) + "), but got " + std::to_string(*bad));
+  }
   if (self.dim() == 0) return view(gather(reshape(self, {1}), 0, reshape(index, {-1})), index.sizes());
   IntList shape = self.sizes();
   shape[d] = index.numel();
@@ -162,6 +218,11 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
       "[index_add] source must have the same number of dimensions as self, and source.size(dim) must equal "
       "the number of indices (",
       index.numel(), ")");
+  const int64_t size = self.dim() == 0 ? 1 : self.sizes()[d];
+  if (auto bad = first_outside(index, 0, size)) {
+    throw Error("[index_add] index " + std::to_string(*bad) + " is out of bounds for dimension " +
+                std::to_string(d) + " with size " + std::to_string(size));
+  }
   const Tensor scaled = mul(source, wrapped_number(alpha), std::nullopt);
   return scatter_add(self, d, along(reshape(index, {-1}), d, source.sizes()).contiguous(), scaled);
 }
@@ -174,16 +235,27 @@ Tensor index_copy(const Tensor& self, int64_t dim, const Tensor& index, const Te
       "[index_copy] source must have the same number of dimensions as self, and source.size(dim) must equal "
       "the number of indices (",
       index.numel(), ")");
+  const int64_t size = self.dim() == 0 ? 1 : self.sizes()[d];
+  if (auto bad = first_outside(index, 0, size)) {
+    throw IndexError("[index_copy] index_copy_(): index " + std::to_string(*bad) +
+                     " is out of bounds for dimension " + std::to_string(d) + " with size " +
+                     std::to_string(size));
+  }
   return scatter(self, d, along(reshape(index, {-1}), d, source.sizes()).contiguous(), source);
 }
 
 Tensor index_fill(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
   check_index_1d("index_fill", index);
   const int64_t d = dims::wrap("index_fill", dim, self.dim());
+  const int64_t size = self.dim() == 0 ? 1 : self.sizes()[d];
+  const Tensor index_from_0 = wrapped(index, size, [&](int64_t bad) {
+    throw IndexError("[index_fill] index " + std::to_string(bad) + " is out of bounds for dimension " +
+                     std::to_string(d) + " with size " + std::to_string(size));
+  });
   IntList shape = self.sizes();
   if (self.dim() > 0) shape[d] = index.numel();
   const Tensor idx =
-      self.dim() == 0 ? reshape(index, {}) : along(reshape(index, {-1}), d, shape).contiguous();
+      self.dim() == 0 ? reshape(index_from_0, {}) : along(reshape(index_from_0, {-1}), d, shape).contiguous();
   return scatter(self, d, idx, full(idx.sizes(), value, self.dtype(), self.device()));
 }
 
@@ -222,12 +294,10 @@ Tensor take(const Tensor& self, const Tensor& index) {
   check_index("take", index);
   const Tensor flat = reshape(self, {-1});
   const int64_t n = flat.numel();
-  const Tensor idx = reshape(index, {-1}).contiguous();
-  for (int64_t i = 0; i < idx.numel(); ++i) {
-    const int64_t v = idx.data<int64_t>()[i];
-    EMBER_CHECK(v >= -n && v < n, IndexError, "[take] out of range: tried to access index ", v,
-                " on a tensor of ", n, " elements.");
-  }
+  const Tensor idx = wrapped(reshape(index, {-1}), n, [&](int64_t bad) {
+    throw IndexError("[take] out of range: tried to access index " + std::to_string(bad) +
+                     " on a tensor of " + std::to_string(n) + " elements.");
+  });
   return view(gather(flat, 0, idx), index.sizes());
 }
 

@@ -158,6 +158,7 @@ Tensor add(const Tensor& self, const Tensor& other, const Scalar& alpha, const s
   const DType t = result_type({self, other});
   EMBER_CHECK(!(is_integral(t, true) && (alpha.is_floating_point() || alpha.is_complex())), Error,
               "[add] For integral input tensors, argument alpha must not be a floating point number.");
+  check_scalar_fits(alpha, t, "add");  // Note [scalar range]
   return binary(BinaryOp::Add, self, other, out, Kind::Any, false, alpha);
 }
 Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha, const std::optional<Tensor>& out) {
@@ -167,6 +168,7 @@ Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha, const s
   const DType t = result_type({self, other});
   EMBER_CHECK(!(is_integral(t, true) && (alpha.is_floating_point() || alpha.is_complex())), Error,
               "[sub] For integral input tensors, argument alpha must not be a floating point number.");
+  check_scalar_fits(alpha, t, "sub");  // Note [scalar range]
   return binary(BinaryOp::Sub, self, other, out, Kind::Any, false, alpha);
 }
 Tensor mul(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
@@ -194,6 +196,13 @@ Tensor fmod(const Tensor& self, const Tensor& other, const std::optional<Tensor>
   return binary(BinaryOp::Fmod, self, other, out, Kind::NoComplex);
 }
 Tensor pow(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
+  // As PyTorch, only a Python number as exponent is checked; an integer tensor of exponents
+  // keeps C's truncating integer powers (2 ** -1 == 0).
+  if (other.impl()->is_wrapped_number && is_integral(other.dtype(), true) &&
+      is_integral(result_type({self, other}), true)) {
+    EMBER_CHECK(other.dtype() == DType::Bool || other.data<int64_t>()[0] >= 0, Error,
+                "[pow] Integers to negative integer powers are not allowed.");
+  }
   return binary(BinaryOp::Pow, self, other, out, Kind::NoComplex);
 }
 Tensor atan2(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {

@@ -1,7 +1,30 @@
 // Random ops: rand, randn, randint, randperm, normal, bernoulli, multinomial and the in-place
 // uniform_/normal_/bernoulli_ (kernels: src/backend/cpu/random_kernels.cpp).
+//
+// Note [PyTorch-compatible streams]
+// With an mt19937 generator (the default), every op draws what PyTorch's CPU build draws after the
+// same manual_seed, in the same order, through the same transformations (ATen's
+// DistributionsHelper/TransformationHelper and its CPU distribution kernels), so a script seeded
+// the same way gets the same numbers:
+// - draws are serial, one op after another, and within an op in the order its output's elements
+//   lie in memory (PyTorch's TensorIterator order: dims sorted by stride), whatever the thread count;
+// - float32 (and float16/bfloat16) uniforms take the low 24 bits of one 32-bit draw, float64 ones
+//   the low 53 bits of a 64-bit draw made of two (first one high); uniform_(a, b) = fma(u, b - a, a);
+// - normal_ on a contiguous tensor of >= 16 elements fills uniforms and turns each block of 16 into
+//   normals by Box-Muller (a ragged end redraws and redoes the last 16); smaller or strided tensors
+//   take scalar Box-Muller pairs in float64 (the second value cached in the generator);
+// - randint takes one 32-bit draw per element (x % range + low), or a 64-bit one from range 2^28;
+// - randperm swaps position i with i + (draw % (n - i)), i = 0 .. n - 2;
+// - bernoulli(p) compares a float32 uniform with float p and a float64 one with float64 p;
+//   bernoulli_(p: float) and dropout a float64 uniform with p;
+// - multinomial without replacement (or with one sample) takes argmax / topk of p / Exp(1) draws;
+//   with replacement a float64 uniform per sample searched in the row's normalised cumulative sum.
+// PyTorch's MKL builds on Intel CPUs instead draw bernoulli_(p: float) — and so dropout — from MKL's
+// own stream; that stream is not reproduced (docs/random-streams.md).
+// A Philox generator keeps Note [reproducible randomness] instead: values independent of threads.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "ember/error.h"
@@ -32,24 +55,114 @@ DType floating(const char* op, std::optional<DType> dtype) {
   return d;
 }
 
-// Draws into `out` (contiguous), reserving its Philox blocks from the generator.
+bool is_mt(const std::shared_ptr<Generator>& g) {
+  return pick(g).kind() == GeneratorKind::MT19937;
+}
+
+// Draws into `out` (contiguous).
 Tensor draw(RandomKind kind, const Tensor& out, const std::shared_ptr<Generator>& generator, const Scalar& a,
             const Scalar& b, const Tensor& probs = Tensor()) {
-  const PhiloxState state = pick(generator).reserve(random_blocks(kind, out.dtype(), out.numel()));
-  if (out.numel() > 0) random_stub.get(out.device().type)(kind, out, state, a, b, probs);
+  random_stub.get(out.device().type)(kind, out, pick(generator), a, b, probs);
   return out;
 }
 
-// In-place forms draw into a contiguous scratch tensor of self's dtype, then copy into self.
+// The dims of `t` ordered by stride, largest first (ties keep their order): the order in which
+// PyTorch's TensorIterator visits an output's elements, which is memory order.
+IntList memory_order(const Tensor& t) {
+  IntList dims(static_cast<size_t>(t.dim()));
+  std::iota(dims.begin(), dims.end(), 0);
+  auto key = [&](int64_t d) {  // a dim of size 1 steps nowhere: put it first
+    return t.sizes()[d] <= 1 ? std::numeric_limits<int64_t>::max() : t.strides()[d];
+  };
+  std::stable_sort(dims.begin(), dims.end(), [&](int64_t x, int64_t y) { return key(x) > key(y); });
+  return dims;
+}
+
+// In-place forms. Philox: draw into a contiguous scratch of self's shape, then copy. mt19937: draw in
+// self's memory order (straight into self when its elements are dense in some dim order).
 Tensor draw_into(const char* op, RandomKind kind, const Tensor& self,
                  const std::shared_ptr<Generator>& generator, const Scalar& a, const Scalar& b,
                  const Tensor& probs = Tensor()) {
   floating(op, self.dtype());
-  Tensor scratch = self.is_contiguous() ? self : empty(self.sizes(), self.dtype(), self.device());
   self.bump_version();
+  if (!is_mt(generator) || self.is_contiguous()) {
+    Tensor scratch = self.is_contiguous() ? self : empty(self.sizes(), self.dtype(), self.device());
+    draw(kind, scratch, generator, a, b, probs);
+    if (!scratch.is_same(self)) copy_(self, scratch);
+    return self;
+  }
+  if (kind == RandomKind::Normal) kind = RandomKind::NormalScalar;  // PyTorch: blocked only if contiguous
+  const Tensor ordered = permute(self, memory_order(self));
+  Tensor scratch = ordered.is_contiguous() ? ordered : empty(ordered.sizes(), self.dtype(), self.device());
   draw(kind, scratch, generator, a, b, probs);
-  if (!scratch.is_same(self)) copy_(self, scratch);
+  if (!scratch.is_same(ordered)) copy_(ordered, scratch);
   return self;
+}
+
+// Normal draws into a fresh tensor: blocked for >= 16 elements (PyTorch's rule), else scalar.
+RandomKind normal_kind(int64_t numel) {
+  return numel >= 16 ? RandomKind::Normal : RandomKind::NormalScalar;
+}
+
+// multinomial as PyTorch's CPU build samples it (Note [PyTorch-compatible streams]).
+Tensor multinomial_mt19937(const Tensor& self, int64_t num_samples, bool replacement,
+                           const std::shared_ptr<Generator>& generator) {
+  if (!replacement || num_samples == 1) {
+    // The largest p / q with q ~ Exp(1) per row (the Gumbel-max trick); q laid out as self is, so
+    // its draws follow self's memory order.
+    const IntList order = memory_order(self);
+    IntList sizes, inverse(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      sizes.push_back(self.sizes()[order[i]]);
+      inverse[order[i]] = static_cast<int64_t>(i);
+    }
+    const Tensor q = permute(empty(sizes, self.dtype(), self.device()), inverse);
+    draw_into("multinomial", RandomKind::Exponential, q, generator, 1.0, 0.0);
+    const Tensor ratio = div(self, q);
+    if (num_samples == 1) return argmax(ratio, -1, true);
+    return std::get<1>(topk(ratio, num_samples, -1, true, true));
+  }
+  // With replacement: per row the cumulative sum (float32 for narrower dtypes), normalised, its
+  // last entry set to 1; each sample is the first entry >= a float64 uniform.
+  const bool wide = self.dtype() == DType::Float64;
+  const Tensor probs =
+      to_dtype(self.dim() == 1 ? unsqueeze(self, 0) : self, wide ? DType::Float64 : DType::Float32, false)
+          .contiguous();
+  const int64_t rows = probs.sizes()[0], k = probs.sizes()[1];
+  Tensor out = empty({rows, num_samples}, DType::Int64, self.device());
+  int64_t* o = out.data<int64_t>();
+  auto sample = [&](auto zero) {
+    using A = decltype(zero);
+    const A* p = probs.data<A>();
+    std::vector<A> cum(static_cast<size_t>(k));
+    Generator& g = pick(generator);
+    const auto lock = g.lock();
+    for (int64_t r = 0; r < rows; ++r) {
+      A sum = 0;
+      for (int64_t j = 0; j < k; ++j) cum[j] = (sum += p[r * k + j]);
+      for (A& c : cum) c /= sum;
+      cum[k - 1] = 1;
+      for (int64_t s = 0; s < num_samples; ++s) {
+        const double u = static_cast<double>(g.random64() & ((uint64_t{1} << 53) - 1)) * 0x1.0p-53;
+        int64_t lo = 0, hi = k;
+        while (hi > lo) {
+          const int64_t mid = lo + (hi - lo) / 2;
+          if (cum[mid] < u) {
+            lo = mid + 1;
+          } else {
+            hi = mid;
+          }
+        }
+        o[r * num_samples + s] = lo;
+      }
+    }
+  };
+  if (wide) {
+    sample(0.0);
+  } else {
+    sample(0.0f);
+  }
+  return self.dim() == 1 ? squeeze(out, IntList{0}) : out;
 }
 
 }  // namespace
@@ -62,8 +175,8 @@ Tensor rand(const IntList& size, const std::shared_ptr<Generator>& generator, st
 
 Tensor randn(const IntList& size, const std::shared_ptr<Generator>& generator, std::optional<DType> dtype,
              std::optional<Device> device) {
-  return draw(RandomKind::Normal, allocate("randn", size, floating("randn", dtype), device), generator, 0.0,
-              1.0);
+  Tensor out = allocate("randn", size, floating("randn", dtype), device);
+  return draw(normal_kind(out.numel()), out, generator, 0.0, 1.0);
 }
 
 Tensor randint(int64_t low, int64_t high, const IntList& size, const std::shared_ptr<Generator>& generator,
@@ -79,8 +192,8 @@ Tensor randint(int64_t low, int64_t high, const IntList& size, const std::shared
 Tensor normal(double mean, double std, const IntList& size, const std::shared_ptr<Generator>& generator,
               std::optional<DType> dtype, std::optional<Device> device) {
   EMBER_CHECK(std >= 0.0, Error, "[normal] normal expects std >= 0.0, but found std ", std);
-  return draw(RandomKind::Normal, allocate("normal", size, floating("normal", dtype), device), generator,
-              mean, std);
+  Tensor out = allocate("normal", size, floating("normal", dtype), device);
+  return draw(normal_kind(out.numel()), out, generator, mean, std);
 }
 
 Tensor uniform_(const Tensor& self, double from, double to, const std::shared_ptr<Generator>& generator) {
@@ -92,7 +205,7 @@ Tensor uniform_(const Tensor& self, double from, double to, const std::shared_pt
 
 Tensor normal_(const Tensor& self, double mean, double std, const std::shared_ptr<Generator>& generator) {
   EMBER_CHECK(std >= 0.0, Error, "[normal_] normal expects std >= 0.0, but found std ", std);
-  return draw_into("normal_", RandomKind::Normal, self, generator, mean, std);
+  return draw_into("normal_", normal_kind(self.numel()), self, generator, mean, std);
 }
 
 Tensor randperm(int64_t n, const std::shared_ptr<Generator>& generator, std::optional<DType> dtype,
@@ -100,12 +213,21 @@ Tensor randperm(int64_t n, const std::shared_ptr<Generator>& generator, std::opt
   EMBER_CHECK(n >= 0, Error, "[randperm] n must be non-negative, got", n);
   std::vector<int64_t> perm(static_cast<size_t>(n));
   std::iota(perm.begin(), perm.end(), 0);
-  // Fisher-Yates; step i uses Philox block offset + i, so the permutation depends on the seed only.
-  const PhiloxState state = pick(generator).reserve(static_cast<uint64_t>(n));
-  for (int64_t i = n - 1; i > 0; --i) {
-    const Philox4 r = philox(state.seed, state.offset + static_cast<uint64_t>(i));
-    const uint64_t draw64 = (static_cast<uint64_t>(r.v[0]) << 32) | r.v[1];
-    std::swap(perm[i], perm[draw64 % static_cast<uint64_t>(i + 1)]);
+  if (is_mt(generator)) {  // PyTorch's shuffle: position i swaps with i + draw % (n - i)
+    Generator& g = pick(generator);
+    const auto lock = g.lock();
+    for (int64_t i = 0; i + 1 < n; ++i) {
+      const auto z = static_cast<int64_t>(g.random() % static_cast<uint64_t>(n - i));
+      std::swap(perm[i], perm[z + i]);
+    }
+  } else {
+    // Fisher-Yates; step i uses Philox block offset + i, so the permutation depends on the seed only.
+    const PhiloxState state = pick(generator).reserve(static_cast<uint64_t>(n));
+    for (int64_t i = n - 1; i > 0; --i) {
+      const Philox4 r = philox(state.seed, state.offset + static_cast<uint64_t>(i));
+      const uint64_t draw64 = (static_cast<uint64_t>(r.v[0]) << 32) | r.v[1];
+      std::swap(perm[i], perm[draw64 % static_cast<uint64_t>(i + 1)]);
+    }
   }
   Tensor out = allocate("randperm", {n}, DType::Int64, device);
   std::copy(perm.begin(), perm.end(), out.data<int64_t>());
@@ -121,7 +243,9 @@ Tensor bernoulli(const Tensor& self, const std::shared_ptr<Generator>& generator
                 "[bernoulli] Expected p_in >= 0 && p_in <= 1 to be true, but got ", pv[i]);
   }
   Tensor out = empty(self.sizes(), self.dtype(), self.device());
-  return draw(RandomKind::Bernoulli, out, generator, 0.0, 0.0, p);
+  // PyTorch compares float64 p with a 53-bit uniform, narrower p (as float) with a 24-bit one.
+  const RandomKind kind = self.dtype() == DType::Float64 ? RandomKind::Bernoulli : RandomKind::BernoulliFloat;
+  return draw(kind, out, generator, 0.0, 0.0, p);
 }
 
 Tensor bernoulli_(const Tensor& self, double p, const std::shared_ptr<Generator>& generator) {
@@ -158,6 +282,7 @@ Tensor multinomial(const Tensor& self, int64_t num_samples, bool replacement,
     EMBER_CHECK(total > 0.0, Error,
                 "[multinomial] invalid multinomial distribution (sum of probabilities <= 0)");
   }
+  if (is_mt(generator)) return multinomial_mt19937(self, num_samples, replacement, generator);
   // One Philox block per (row, sample): a uniform from two words for each draw.
   const PhiloxState state = pick(generator).reserve(static_cast<uint64_t>(rows * std::max(num_samples, k)));
   Tensor out = empty({rows, num_samples}, DType::Int64, self.device());

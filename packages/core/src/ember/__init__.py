@@ -162,7 +162,8 @@ def initial_seed() -> int:
 
 
 def get_rng_state() -> Tensor:
-    """The default generator's state: 16 bytes (seed, Philox offset) in a uint8 tensor."""
+    """The default generator's state as a uint8 tensor: mt19937's 5056 bytes in PyTorch's layout, so
+    torch.set_rng_state accepts it and ember.set_rng_state accepts torch.get_rng_state()'s."""
     return default_generator.get_state()
 
 
@@ -302,7 +303,7 @@ __all__ = [
 
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism
 # switches, and probability distributions (issue 18, items 2 and 4).
-from . import accelerator, amp, backends, cuda, distributions  # noqa: E402
+from . import accelerator, amp, backends, cpu, cuda, distributions  # noqa: E402
 from ._compile import compile  # noqa: A004, E402
 from ._determinism import (  # noqa: E402
     are_deterministic_algorithms_enabled,
@@ -312,6 +313,6 @@ from ._determinism import (  # noqa: E402
     use_deterministic_algorithms,
 )
 
-__all__ += ["accelerator", "amp", "backends", "cuda", "distributions", "compile", "use_deterministic_algorithms",
+__all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "compile", "use_deterministic_algorithms",
             "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
             "set_deterministic_debug_mode", "get_deterministic_debug_mode"]

@@ -49,6 +49,35 @@ def _infer(data: object) -> tuple[np.ndarray, _C.dtype]:
     raise TypeError(f"[tensor] expected numbers, but got {arr.dtype}")
 
 
+_INT_RANGES = {_C.uint8: np.iinfo(np.uint8), _C.int8: np.iinfo(np.int8), _C.int16: np.iinfo(np.int16),
+               _C.int32: np.iinfo(np.int32), _C.int64: np.iinfo(np.int64)}
+
+
+def _check_fits(arr: np.ndarray, dtype: _C.dtype) -> None:
+    """Python numbers bound for an integer dtype must fit it, as PyTorch checks in torch.tensor
+    (Note [scalar range]: an unsigned dtype also takes -max..-1 as integers, which wrap)."""
+    info = _INT_RANGES.get(dtype)
+    if info is None or arr.size == 0 or arr.dtype.kind == "b":
+        return
+    if arr.dtype.kind == "c":
+        if np.any(arr.imag != 0):
+            raise RuntimeError(f"value cannot be converted to type {dtype_name(dtype)} without overflow")
+        arr = arr.real
+    lo = -int(info.max) if info.min == 0 and arr.dtype.kind in "iu" else int(info.min)
+    if arr.dtype.kind == "f":
+        top = float(info.max)  # 2**63 for int64: rounded up, itself out of range
+        bad = (not np.all(np.isfinite(arr)) or arr.min() < lo
+               or (arr.max() >= top if dtype == _C.int64 else arr.max() > top))
+    else:
+        bad = int(arr.min()) < lo or int(arr.max()) > int(info.max)
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {dtype_name(dtype)} without overflow")
+
+
+def dtype_name(dtype: _C.dtype) -> str:
+    return str(dtype).removeprefix("ember.")
+
+
 def tensor(data: object, *, dtype: _C.dtype | None = None, device: object = None,
            requires_grad: builtins.bool = False) -> _C.Tensor:
     """Copies ``data`` (nested sequences, scalars, NumPy arrays or tensors) into a new tensor."""
@@ -59,6 +88,8 @@ def tensor(data: object, *, dtype: _C.dtype | None = None, device: object = None
         inferred = data.dtype
     else:
         arr, inferred = _infer(data)
+        if dtype is not None and not isinstance(data, np.ndarray):  # a NumPy array casts unchecked, as in PyTorch
+            _check_fits(arr, dtype)
         src = _C.from_numpy(np.array(arr, order="C", copy=None))  # keeps 0-d arrays 0-d
     # copy=True: always a fresh buffer, never a view of the caller's data (and no autograd history)
     out = _C.detach(_C.to_dtype(src, dtype if dtype is not None else inferred, True))

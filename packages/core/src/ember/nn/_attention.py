@@ -58,7 +58,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     weights = _C.where(empty_row, _C.zeros_like(weights), weights)
     if dropout_p > 0.0:
         keep = _C.empty_like(weights).bernoulli_(1 - dropout_p)
-        weights = weights * keep / (1 - dropout_p)
+        weights = weights * (keep / (1 - dropout_p))
     return _C.matmul(weights, value)
 
 

@@ -78,6 +78,8 @@ def _lp_pool(input, norm_type: float, kernel_size, stride, ceil_mode: bool, n: i
     """(sum over the window of x^p)^(1/p): the average of x^p times the window size, with the sign
     and relu keeping odd powers of negative sums out of the root, as PyTorch does."""
     kernel = _ntuple(kernel_size, n, "kernel_size")
+    if norm_type == 0:  # PyTorch divides by it and raises ZeroDivisionError
+        raise ValueError(f"lp_pool{n}d: norm_type must be non-zero, but got {norm_type}")
     pool = (avg_pool1d, avg_pool2d, avg_pool3d)[n - 1]
     mean = pool(input.pow(norm_type), kernel, stride, 0, ceil_mode)
     return (_C.sign(mean) * relu(mean.abs())).mul(math.prod(kernel)).pow(1.0 / norm_type)
@@ -108,6 +110,11 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n: in
     kernel = _ntuple(kernel_size, n, "kernel_size")
     stride = kernel if stride is None else _ntuple(stride, n, "stride")
     padding = _ntuple(padding, n, "padding")
+    if min(kernel) <= 0 or min(stride) <= 0:  # PyTorch 2.13 checks this in max_unpool3d only
+        raise RuntimeError(f"{name}: kernel_size and strides should be greater than zero, but got kernel_size: "
+                           f"{list(kernel)}, stride: {list(stride)}")
+    if min(padding) < 0:
+        raise RuntimeError(f"{name}: padding should be non-negative, but got padding: {list(padding)}")
     default = [(size - 1) * s - 2 * p + k for size, k, s, p in zip(x.shape[2:], kernel, stride, padding, strict=True)]
     if output_size is None:
         sizes = default

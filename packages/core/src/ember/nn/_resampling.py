@@ -137,8 +137,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_MODE_DIMS[mode] + 2}D input")
     sizes, scales = _output_sizes(input, size, scale_factor, n, recompute_scale_factor)
     if any(s <= 0 for s in sizes) and input.numel():
-        raise ValueError(f"Input and output sizes should be greater than 0, but got input {list(input.shape[2:])} "
-                         f"and output {sizes}")
+        names = "DHW"[3 - n:]
+        given = ", ".join(f"{d}: {v}" for d, v in zip(names, input.shape[2:], strict=True))
+        wanted = ", ".join(f"{d}: {v}" for d, v in zip(names, sizes, strict=True))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({given}) output ({wanted})")
     align = bool(align_corners)
     x = input
     for i, (size_out, scale) in enumerate(zip(sizes, scales, strict=True)):

@@ -223,7 +223,9 @@ def _check_p(p: float) -> None:
 
 
 def _keep_mask(input, p: float, feature_dims: int | None):
-    """0/1 mask in input's dtype; feature_dims = number of spatial dims for the channel forms."""
+    """0/1 mask in input's dtype; feature_dims = number of spatial dims for the channel forms.
+    Drawn as PyTorch draws its noise (an empty tensor's bernoulli_(1 - p)), so a seeded script
+    drops the same units as under PyTorch."""
     if feature_dims is None:
         shape = list(input.shape)
     else:
@@ -232,7 +234,7 @@ def _keep_mask(input, p: float, feature_dims: int | None):
             raise RuntimeError(f"dropout{feature_dims}d: Expected {feature_dims + 1}D or {feature_dims + 2}D input, "
                                f"but received a {input.dim()}D input")
         shape = list(input.shape[:2 if batched else 1]) + [1] * feature_dims
-    return _C.bernoulli(_C.full(shape, 1.0 - p, dtype=input.dtype))
+    return _C.zeros(shape, dtype=input.dtype).bernoulli_(1.0 - p)
 
 
 def _dropout(input, p, training, inplace, feature_dims):
@@ -241,7 +243,8 @@ def _dropout(input, p, training, inplace, feature_dims):
         return input
     if p == 1.0:
         return _written_back(input, input * 0.0, inplace)
-    return _written_back(input, input * _keep_mask(input, p, feature_dims) / (1.0 - p), inplace)
+    # input * (mask / (1 - p)), rounded as PyTorch rounds it (the mask is scaled first)
+    return _written_back(input, input * (_keep_mask(input, p, feature_dims) / (1.0 - p)), inplace)
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -294,7 +297,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 def _ntuple(value, n: int, name: str) -> tuple:
     values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
     if len(values) != n:
-        raise ValueError(f"{name} must be an int or a tuple of {n} ints, but got {value!r}")
+        raise RuntimeError(f"{name} must be an int or a tuple of {n} ints, but got {value!r}")  # PyTorch's type
     return values
 
 
@@ -340,7 +343,9 @@ def _conv(input, weight, bias, stride, padding, dilation, groups: int, n: int):
     stride, dilation = _ntuple(stride, n, "stride"), _ntuple(dilation, n, "dilation")
     kernel = tuple(weight.shape[2:])
     out_channels, per_group = weight.shape[0], weight.shape[1]
-    if groups <= 0 or x.shape[1] != per_group * groups or out_channels % groups:
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if x.shape[1] != per_group * groups or out_channels % groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
                            f"{list(x.shape)} to have {per_group * groups} channels, but got {x.shape[1]} channels "
                            f"instead")
@@ -383,7 +388,9 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     stride, dilation = _ntuple(stride, n, "stride"), _ntuple(dilation, n, "dilation")
     padding, output_padding = _ntuple(padding, n, "padding"), _ntuple(output_padding, n, "output_padding")
     in_channels = weight.shape[0]
-    if groups <= 0 or x.shape[1] != in_channels or in_channels % groups:
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if x.shape[1] != in_channels or in_channels % groups:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input{list(x.shape)} "
                            f"to have {in_channels} channels, but got {x.shape[1]} channels instead")
     for op, s, d in zip(output_padding, stride, dilation, strict=True):
@@ -408,8 +415,23 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def _fold_geometry(name, kernel_size, dilation, padding, stride):
-    return tuple(_ntuple(v, 2, f"{name} {label}") for v, label in
-                 ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
+    geometry = tuple(_ntuple(v, 2, f"{name} {label}") for v, label in
+                     ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
+    kernel, dilation, padding, stride = geometry
+    # PyTorch's im2col/col2im shape checks, with its messages
+    if min(kernel) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kernel[0]} "
+                           f"kernel_width: {kernel[1]}")
+    if min(stride) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {stride[0]} "
+                           f"stride_width: {stride[1]}")
+    if min(dilation) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dilation[0]} "
+                           f"dilation_width: {dilation[1]}")
+    if min(padding) < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {padding[0]} "
+                           f"pad_width: {padding[1]}")
+    return geometry
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
@@ -419,11 +441,12 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x, unbatched = _batched(input, 2, "unfold")
     kernel, dilation, padding, stride = _fold_geometry("unfold", kernel_size, dilation, padding, stride)
     x = _pad_spatial(x, [(p, p) for p in padding], 0.0)
-    for size, k, d in zip(x.shape[2:], kernel, dilation, strict=True):
-        if size < d * (k - 1) + 1:
-            raise RuntimeError(f"Given input with spatial size {list(input.shape[-2:])}, kernel_size={kernel}, "
-                               f"dilation={dilation}, padding={padding}, calculated shape of the array of sliding "
-                               f"blocks is non-positive")
+    blocks = [(size - d * (k - 1) - 1) // st + 1
+              for size, k, d, st in zip(x.shape[2:], kernel, dilation, stride, strict=True)]
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given input with spatial size {tuple(input.shape[-2:])}, kernel_size={kernel}, "
+                           f"dilation={dilation}, padding={padding}, calculated shape of the array of sliding "
+                           f"blocks as {tuple(blocks)}, but its components must be at least one.")
     win = _windows(x, kernel, stride, dilation)  # [N, C, oh, ow, kh, kw]
     blocks = win.shape[2] * win.shape[3]
     cols = _C.reshape(_C.permute(win, [0, 1, 4, 5, 2, 3]), [x.shape[0], x.shape[1] * kernel[0] * kernel[1], blocks])
