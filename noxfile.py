@@ -339,6 +339,8 @@ def compat(session: nox.Session) -> None:
     tags (`<distribution>-v<version>`, cached in dist/releases/) and tested with that tag's
     tests. A pair without a tag is reported as not tested. The results go to
     ci/compat-results.json and the compatibility page is regenerated from them."""
+    for pkg in RELEASE.packages.values():  # every current wheel first, from the commit recorded below
+        build_wheel(session, pkg)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True, check=True).stdout.strip()
     today = datetime.date.today().isoformat()
