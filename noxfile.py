@@ -50,6 +50,9 @@ BUILD_REQUIREMENTS = [
     "wheel",
     "build>=1.2",
     "scipy-openblas32>=0.3.28",  # BLAS/LAPACK that libember links (Note [BLAS provider])
+    # The core's own runtime dependency: native domain packages build against the installed core,
+    # and `build --sdist` checks that their requirement on it is met.
+    "numpy>=1.24",
 ]
 
 nox.options.default_venv_backend = "uv|virtualenv"

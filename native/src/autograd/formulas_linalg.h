@@ -306,7 +306,8 @@ inline Tensor eigh_backward(const std::vector<Tensor>& grads, const Tensor& L, c
         "ill-defined.");
   }
   const Tensor skew = times(minus(VhgV, mH(VhgV)), num(0.5));
-  const Tensor inner = plus(off_diagonal(over(skew, gaps(L))), autograd::diag_embed(as_dtype_of(grads.at(0), V)));
+  const Tensor inner =
+      plus(off_diagonal(over(skew, gaps(L))), autograd::diag_embed(as_dtype_of(grads.at(0), V)));
   return mm_(mm_(V, inner), mH(V));
 }
 
@@ -339,8 +340,8 @@ inline void check_qr_differentiable(const Tensor& Q, const Tensor& R, const std:
 // gA = (gQ + Q (P + P^H)) R^-H.
 inline Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R) {
   const Tensor M = minus(mm_(gR, mH(R)), mm_(mH(Q), gQ));
-  const Tensor P =
-      plus(autograd::triu(M, 1), times(autograd::diag_embed(as_dtype_of(real_part(diag_of(M)), M)), num(0.5)));
+  const Tensor P = plus(autograd::triu(M, 1),
+                        times(autograd::diag_embed(as_dtype_of(real_part(diag_of(M)), M)), num(0.5)));
   const Tensor Y = plus(gQ, mm_(Q, plus(P, mH(P))));
   return autograd::linalg_solve_triangular(mH(R), Y, false, false, false);
 }

@@ -137,7 +137,8 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
             return Tensor(std::move(impl));
           },
           [](const Tensor& t, const py::object& value) {
-            EMBER_CHECK(py::isinstance<Tensor>(value), TypeError, "Variable data has to be a tensor, but got ",
+            EMBER_CHECK(py::isinstance<Tensor>(value), TypeError,
+                        "Variable data has to be a tensor, but got ",
                         py::str(py::type::of(value).attr("__name__")).cast<std::string>());
             const Tensor& v = value.cast<const Tensor&>();
             EMBER_CHECK(v.device() == t.device(), Error, "data set to a tensor on ", v.device().str(),

@@ -92,7 +92,8 @@ Tensor sinc(const Tensor& self, const std::optional<Tensor>& out) {
 Tensor signbit(const Tensor& self, const std::optional<Tensor>& out) {
   check_real("signbit", self);
   if (!is_floating_point(self.dtype())) {
-    const Tensor r = self.dtype() == DType::Bool ? zeros_like(self, DType::Bool) : lt(self, inum(0), std::nullopt);
+    const Tensor r =
+        self.dtype() == DType::Bool ? zeros_like(self, DType::Bool) : lt(self, inum(0), std::nullopt);
     return with_out("signbit", r, out);
   }
   // The sign bit itself (set for -0.0 and for negative NaNs too), which no comparison can see:
@@ -107,28 +108,29 @@ Tensor signbit(const Tensor& self, const std::optional<Tensor>& out) {
   return with_out("signbit", r, out);
 }
 
-Tensor logaddexp(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  check_real("logaddexp", self);
-  check_real("logaddexp", other);
+namespace {
+// log(e^a + e^b) (or log2(2^a + 2^b)) as max + log1p(exp(-|a - b|)), which neither overflows nor
+// loses the smaller term; equal infinities (a - b is NaN) give that infinity.
+Tensor log_add_exp(const char* op, const Tensor& self, const Tensor& other, bool base2) {
+  check_real(op, self);
+  check_real(op, other);
   const DType t = float_result(self, other);
   const Tensor a = to_dtype(self, t, false), b = to_dtype(other, t, false);
-  const Tensor m = maximum(a, b, std::nullopt);
   const Tensor gap = neg(abs(sub(a, b, kOne, std::nullopt), std::nullopt), std::nullopt);
-  const Tensor sum_ = add(m, log1p(exp(gap, std::nullopt), std::nullopt), kOne, std::nullopt);
-  // Equal infinities: a - b is NaN, the answer is that infinity.
-  return with_out("logaddexp", where(logical_and(isinf(a), eq(a, b, std::nullopt), std::nullopt), a, sum_), out);
+  Tensor tail = base2 ? div(log1p(exp2(gap, std::nullopt), std::nullopt), num(std::log(2.0)), std::nullopt,
+                            std::nullopt)
+                      : log1p(exp(gap, std::nullopt), std::nullopt);
+  const Tensor sum_ = add(maximum(a, b, std::nullopt), tail, kOne, std::nullopt);
+  return where(logical_and(isinf(a), eq(a, b, std::nullopt), std::nullopt), a, sum_);
+}
+}  // namespace
+
+Tensor logaddexp(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
+  return with_out("logaddexp", log_add_exp("logaddexp", self, other, false), out);
 }
 
 Tensor logaddexp2(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  check_real("logaddexp2", self);
-  check_real("logaddexp2", other);
-  const DType t = float_result(self, other);
-  const Tensor a = to_dtype(self, t, false), b = to_dtype(other, t, false);
-  const Tensor m = maximum(a, b, std::nullopt);
-  const Tensor gap = neg(abs(sub(a, b, kOne, std::nullopt), std::nullopt), std::nullopt);
-  const Tensor tail = div(log1p(exp2(gap, std::nullopt), std::nullopt), num(std::log(2.0)), std::nullopt, std::nullopt);
-  const Tensor sum_ = add(m, tail, kOne, std::nullopt);
-  return with_out("logaddexp2", where(logical_and(isinf(a), eq(a, b, std::nullopt), std::nullopt), a, sum_), out);
+  return with_out("logaddexp2", log_add_exp("logaddexp2", self, other, true), out);
 }
 
 Tensor xlogy(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
@@ -138,7 +140,8 @@ Tensor xlogy(const Tensor& self, const Tensor& other, const std::optional<Tensor
   const Tensor x = to_dtype(self, t, false), y = to_dtype(other, t, false);
   const Tensor product = mul(x, log(y, std::nullopt), std::nullopt);
   // 0 * log(y) is 0 for every y but NaN (PyTorch's xlogy).
-  const Tensor zero = logical_and(eq(x, num(0.0), std::nullopt), logical_not(isnan(y), std::nullopt), std::nullopt);
+  const Tensor zero =
+      logical_and(eq(x, num(0.0), std::nullopt), logical_not(isnan(y), std::nullopt), std::nullopt);
   return with_out("xlogy", where(zero, zeros_like(product, std::nullopt), product), out);
 }
 
@@ -147,7 +150,8 @@ Tensor copysign(const Tensor& self, const Tensor& other, const std::optional<Ten
   check_real("copysign", other);
   const DType t = float_result(self, other);
   const Tensor magnitude = abs(to_dtype(self, t, false), std::nullopt);
-  return with_out("copysign", where(signbit(other, std::nullopt), neg(magnitude, std::nullopt), magnitude), out);
+  return with_out("copysign", where(signbit(other, std::nullopt), neg(magnitude, std::nullopt), magnitude),
+                  out);
 }
 
 Tensor gcd(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
@@ -175,7 +179,8 @@ Tensor lcm(const Tensor& self, const Tensor& other, const std::optional<Tensor>&
   const Tensor a = to_dtype(self, t, false), b = to_dtype(other, t, false);
   const Tensor g = gcd(a, b, std::nullopt);
   const Tensor safe_g = where(eq(g, inum(0), std::nullopt), ones_like(g, std::nullopt), g);
-  const Tensor l = abs(mul(div(a, safe_g, std::string("trunc"), std::nullopt), b, std::nullopt), std::nullopt);
+  const Tensor l =
+      abs(mul(div(a, safe_g, std::string("trunc"), std::nullopt), b, std::nullopt), std::nullopt);
   return with_out("lcm", where(eq(g, inum(0), std::nullopt), zeros_like(l, std::nullopt), l), out);
 }
 
@@ -191,13 +196,15 @@ Tensor shift(const char* op, const Tensor& self, const Tensor& other, bool left)
   const Tensor b = to_dtype(other, DType::Int64, false);
   const Tensor out_of_range =
       logical_or(lt(b, inum(0), std::nullopt), ge(b, inum(width), std::nullopt), std::nullopt);
-  const Tensor s = clamp(b, Scalar(int64_t(0)), Scalar(int64_t(std::min<int64_t>(width - 1, 62))), std::nullopt);
+  const Tensor s =
+      clamp(b, Scalar(int64_t(0)), Scalar(int64_t(std::min<int64_t>(width - 1, 62))), std::nullopt);
   const Tensor pow2 = pow(inum(2), s, std::nullopt);
   Tensor result;
   if (left) {
     // For width 64 a shift of 63 is the sign bit: a * 2^62 * 2 wraps as the hardware shift does.
     Tensor shifted = mul(a, pow2, std::nullopt);
-    if (width == 64) shifted = where(eq(b, inum(63), std::nullopt), mul(shifted, inum(2), std::nullopt), shifted);
+    if (width == 64)
+      shifted = where(eq(b, inum(63), std::nullopt), mul(shifted, inum(2), std::nullopt), shifted);
     result = where(out_of_range, zeros_like(shifted, std::nullopt), shifted);
   } else {
     const Tensor fill = where(lt(a, inum(0), std::nullopt), full_like(a, Scalar(int64_t(-1)), std::nullopt),
@@ -229,8 +236,8 @@ Tensor diag_embed(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2
   EMBER_CHECK(self.dim() >= 1, Error, "[diag_embed] expected a tensor with at least 1 dimension, but got 0");
   const int64_t rank = self.dim() + 1;
   auto wrap = [&](int64_t d) {
-    EMBER_CHECK(d >= -rank && d < rank, IndexError, "Dimension out of range (expected to be in range of [", -rank,
-                ", ", rank - 1, "], but got ", d, ")");
+    EMBER_CHECK(d >= -rank && d < rank, IndexError, "Dimension out of range (expected to be in range of [",
+                -rank, ", ", rank - 1, "], but got ", d, ")");
     return d < 0 ? d + rank : d;
   };
   const int64_t d1 = wrap(dim1), d2 = wrap(dim2);
