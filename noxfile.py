@@ -516,11 +516,13 @@ def sanitize(session: nox.Session) -> None:
 @nox.session
 def fuzz(session: nox.Session) -> None:
     """Hypothesis fuzzing of the checkpoint readers (zip archive, weights-only unpickler,
-    safetensors header, mmap) against the installed core wheel: every mutated file must load or
-    raise a documented exception. Examples per test: the first positional argument, else
+    safetensors header, mmap) and of the index-taking ops (any index value) against the installed
+    core wheel: every mutated file must load or raise a documented exception, every index call
+    must equal NumPy's answer or raise PyTorch's error. Examples per test: the first positional argument, else
     $EMBER_FUZZ_EXAMPLES, else 5000 (`nox -s fuzz -- 50000`). Under the sanitizer build, run
     tests/test_checkpoint_fuzz.py as `sanitize` runs the suite, with EMBER_FUZZ_EXAMPLES set."""
     examples = session.posargs[0] if session.posargs else os.environ.get("EMBER_FUZZ_EXAMPLES", "5000")
     session.install(*map(str, wheels_for(session, RELEASE.core)), *TEST_REQUIREMENTS)
     session.env["EMBER_FUZZ_EXAMPLES"] = str(int(examples))
-    run_pytest(session, ROOT / RELEASE.core.path / "tests" / "test_checkpoint_fuzz.py", "fuzz")
+    tests = ROOT / RELEASE.core.path / "tests"
+    run_pytest(session, tests / "test_checkpoint_fuzz.py", "fuzz", str(tests / "test_index_fuzz.py"))

@@ -173,6 +173,9 @@ void sum_bag(const T* w, int64_t stride, int64_t rows, int64_t width, const I* i
     sum_tile<T, I, 1, kWeighted>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
     col += L;
   }
+  if (width == 0) {  // nothing to read, but every index is still checked, as PyTorch does
+    for (int64_t i = s; i < e; ++i) checked_bag_row(idx, i, rows);
+  }
   if (col == width) return;
   for (int64_t d = col; d < width; ++d) out[d] = T(0);
   for (int64_t i = s; i < e; ++i) {
