@@ -128,13 +128,10 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
           [](const Tensor& t) {
             // The same memory without history and with a version counter of its own, so writes
             // through .data are invisible to autograd, as in PyTorch.
-            auto impl = std::make_shared<TensorImpl>(*t.impl());
-            impl->autograd_meta = nullptr;
-            impl->requires_grad = false;
-            impl->is_wrapped_number = false;
-            impl->version_counter = std::make_shared<VersionCounter>();
-            impl->version_counter->inference = t.impl()->version_counter->inference;
-            return Tensor(std::move(impl));
+            Tensor data = autograd::alias(t);
+            data.impl()->version_counter = std::make_shared<VersionCounter>();
+            data.impl()->version_counter->inference = t.impl()->version_counter->inference;
+            return data;
           },
           [](const Tensor& t, const py::object& value) {
             EMBER_CHECK(py::isinstance<Tensor>(value), TypeError,

@@ -162,16 +162,11 @@ void conv_forward_typed(const ConvArgs& a) {
     blas::gemm<T>({false, g.Cg * g.K}, {false, len}, g.Og, len, g.Cg * g.K, T(1), w, cols.data(), beta, y,
                   g.L);
   };
-  if (tasks > 1 && get_num_threads() > 1) {
-    blas::SerialBlas serial;
-    parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
-      std::vector<T> cols;
-      for (int64_t t = lo; t < hi; ++t) task(t, cols);
-    });
-  } else {
+  // Several blocks: one per task with single-threaded BLAS; a lone one uses BLAS's threads.
+  blas::for_each_problem(tasks, 2 * g.Og * g.Cg * g.K * lb, [&](int64_t lo, int64_t hi) {
     std::vector<T> cols;
-    for (int64_t t = 0; t < tasks; ++t) task(t, cols);
-  }
+    for (int64_t t = lo; t < hi; ++t) task(t, cols);
+  });
 }
 
 // grad_x[n] = W^T grad_y[n], folded back (col2im) into the image.
@@ -201,16 +196,10 @@ void conv_backward_input_typed(const ConvArgs& a) {
       col2im_add(g, cols.data(), l0, len, gx);
     }
   };
-  if (tasks > 1 && get_num_threads() > 1) {
-    blas::SerialBlas serial;
-    parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
-      std::vector<T> cols;
-      for (int64_t t = lo; t < hi; ++t) task(t, cols);
-    });
-  } else {
+  blas::for_each_problem(tasks, 2 * g.Og * g.Cg * g.K * g.L, [&](int64_t lo, int64_t hi) {
     std::vector<T> cols;
-    for (int64_t t = 0; t < tasks; ++t) task(t, cols);
-  }
+    for (int64_t t = lo; t < hi; ++t) task(t, cols);
+  });
 }
 
 // grad_W[g] = sum over images of grad_y[n, g] cols[n, g]^T; images split into chunks that each

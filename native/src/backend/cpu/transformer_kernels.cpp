@@ -62,17 +62,13 @@ void packed_attention_typed(const Tensor& out, const Tensor& q, const Tensor& k,
     blas::gemm<T>({false, lk}, {false, vs}, lq, head_dim, lk, T(1), scores.data(), vp + k0 * vs + col, T(0),
                   op + q0 * os + col, os);
   };
-  const int64_t tasks = sequences * heads;
-  if (tasks > 1 && get_num_threads() > 1) {
-    blas::SerialBlas serial;
-    parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
-      std::vector<T> scores;
-      for (int64_t t = begin; t < end; ++t) task(t, scores);
-    });
-  } else {
+  // One (sequence, head) per problem, of the mean sequence's size: two GEMMs of lq x lk x head_dim.
+  const int64_t tasks = sequences * heads, per = std::max<int64_t>(sequences, 1);
+  const int64_t work = 4 * head_dim * ((qo[sequences] - qo[0]) / per) * ((ko[sequences] - ko[0]) / per);
+  blas::for_each_problem(tasks, work, [&](int64_t begin, int64_t end) {
     std::vector<T> scores;
-    for (int64_t t = 0; t < tasks; ++t) task(t, scores);
-  }
+    for (int64_t t = begin; t < end; ++t) task(t, scores);
+  });
 }
 
 // out (contiguous [rows, features], holding the input) <- LayerNorm(out + residual) * weight + bias,
