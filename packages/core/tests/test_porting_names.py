@@ -296,6 +296,8 @@ def test_isclose_errors():
         ember.isclose(ember.zeros(1), ember.zeros(1), rtol=-1)
     with pytest.raises(RuntimeError, match="atol must be greater than or equal to zero, but got -0.5"):
         ember.allclose(ember.zeros(1), ember.zeros(1), atol=-0.5)
+    with pytest.raises(TypeError, match=r"isclose\(\): argument 'other' \(position 2\) must be Tensor, not float"):
+        ember.isclose(ember.zeros(1), 1.0)
 
 
 def test_equal():

@@ -21,7 +21,7 @@ SOURCE = Path(__file__).resolve().parent / "cpp_consumer"
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        pytest.skip(f"{name} is not installed")
+        pytest.fail(f"{name} is required to build the C++ consumer (the tests-text session installs it)")
     return path
 
 

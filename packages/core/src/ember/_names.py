@@ -68,9 +68,9 @@ def is_nonzero(input: _C.Tensor) -> builtins.bool:  # noqa: A002
     return builtins.bool(t.item())
 
 
-def _tensor_arg(obj: object, who: str) -> _C.Tensor:
+def _tensor_arg(obj: object, who: str, name: str = "input", position: int = 1) -> _C.Tensor:
     if not isinstance(obj, _C.Tensor):
-        raise TypeError(f"{who}(): argument 'input' (position 1) must be Tensor, not {type(obj).__name__}")
+        raise TypeError(f"{who}(): argument '{name}' (position {position}) must be Tensor, not {type(obj).__name__}")
     return obj
 
 
@@ -78,7 +78,7 @@ def isclose(input: _C.Tensor, other: _C.Tensor, rtol: builtins.float = 1e-05,  #
             atol: builtins.float = 1e-08, equal_nan: builtins.bool = False) -> _C.Tensor:
     """|input - other| <= atol + rtol * |other| elementwise, infinities equal only to themselves
     (torch.isclose). Bool tensor; no gradient."""
-    a, b = _tensor_arg(input, "isclose"), other if isinstance(other, _C.Tensor) else _C.tensor(other)
+    a, b = _tensor_arg(input, "isclose"), _tensor_arg(other, "isclose", "other", 2)
     if a.dtype != b.dtype:
         raise RuntimeError(f"{a.dtype} did not match {b.dtype}")
     if rtol < 0:
@@ -107,7 +107,7 @@ def allclose(input: _C.Tensor, other: _C.Tensor, rtol: builtins.float = 1e-05,  
 
 def equal(input: _C.Tensor, other: _C.Tensor) -> builtins.bool:  # noqa: A002
     """Same shape and same values (torch.equal; NaN is not equal to itself)."""
-    a, b = _tensor_arg(input, "equal"), _tensor_arg(other, "equal")
+    a, b = _tensor_arg(input, "equal"), _tensor_arg(other, "equal", "other", 2)
     if tuple(a.shape) != tuple(b.shape):
         return False
     return builtins.bool(_C.all(_C.eq(a.detach(), b.detach())).item())
