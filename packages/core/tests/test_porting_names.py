@@ -462,3 +462,18 @@ def test_method_forms_of_the_new_functions():
     assert y.clamp_min_(0.5) is y and y.tolist() == [[0.5, 2.0], [0.5, 3.0]]
     assert y.clamp_max_(1.0) is y and y.tolist() == [[0.5, 1.0], [0.5, 1.0]]
     assert ember.tensor([2.0]).is_nonzero()
+
+
+def test_new_ops_reject_unsupported_dtypes():
+    c = ember.zeros(2, dtype=ember.complex64)
+    for name in ("logaddexp", "logaddexp2", "xlogy", "copysign"):
+        with pytest.raises(NotImplementedError, match=rf"\[{name}\] not implemented for complex dtype"):
+            getattr(ember, name)(c, c)
+    for name in ("deg2rad", "rad2deg"):
+        with pytest.raises(NotImplementedError, match=rf"\[{name}\] not implemented for complex dtype"):
+            getattr(ember, name)(c)
+    for name in ("gcd", "lcm"):
+        with pytest.raises(NotImplementedError, match=rf"\[{name}\] not implemented for float32 \(it takes integer"):
+            getattr(ember, name)(ember.ones(2), ember.ones(2))
+    with pytest.raises(RuntimeError, match=r"\[square\] result type float32 can't be cast to the desired output type int64"):
+        ember.square(ember.ones(2), out=ember.zeros(2, dtype=ember.int64))
