@@ -28,7 +28,7 @@ class Op:
 
     @property
     def name(self) -> str:
-        return self.schema.split("(", 1)[0]
+        return self.schema.split("(", 1)[0].split("::")[-1]
 
 
 def unary(name: str, ref: str, domain=(-3.0, 3.0), dtypes="float", complex=False, inplace=True) -> Op:
@@ -537,6 +537,9 @@ OPS: list[Op] = [
        test={"family": "reduction", "ref": "np.var(a, axis=dim, keepdims=keepdim, ddof=1)", "dtypes": "float"}),
     Op("std(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
        test={"family": "reduction", "ref": "np.std(a, axis=dim, keepdims=keepdim, ddof=1)", "dtypes": "float"}),
+    # ---- FBGEMM's recommendation kernels (src/ops/fbgemm/): fbgemm_gpu's schemas, reached as
+    # ember.ops.fbgemm.<name> only (tests/test_fbgemm_*.py check them by hand)
+    Op("fbgemm::asynchronous_complete_cumsum(Tensor t_in) -> Tensor", method=False, test={"family": "none"}),
 ]
 
 

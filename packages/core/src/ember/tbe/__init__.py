@@ -1,0 +1,17 @@
+"""Table-batched embeddings: fbgemm_gpu's TBE modules and enums under its names, so FBGEMM code
+ports by changing `fbgemm_gpu.split_table_batched_embeddings_ops_*` to `ember.tbe`. The kernels
+are the core's fbgemm:: ops (native/src/ops/fbgemm/)."""
+
+from ._enums import (
+    BoundsCheckMode,
+    CacheAlgorithm,
+    ComputeDevice,
+    EmbeddingLocation,
+    EmbOptimType,
+    PoolingMode,
+    SparseType,
+    WeightDecayMode,
+)
+
+__all__ = ["BoundsCheckMode", "CacheAlgorithm", "ComputeDevice", "EmbOptimType", "EmbeddingLocation",
+           "PoolingMode", "SparseType", "WeightDecayMode"]
