@@ -425,6 +425,24 @@ def parity_random(session: nox.Session) -> None:
     run_pytest(session, tests / "test_random_parity.py", "parity-random", "-rxs")
 
 
+@nox.session(name="parity-fbgemm", venv_backend="virtualenv")
+def parity_fbgemm(session: nox.Session) -> None:
+    """The core's FBGEMM kernels (ember.ops.fbgemm, ember.tbe) beside fbgemm_gpu 1.8's CPU build on
+    the same inputs, quantized byte layouts included: fbgemm_gpu runs in a venv of its own, named
+    to the tests by EMBER_FBGEMM_PYTHON (the `run_fbgemm` fixture of tests/conftest.py)."""
+    peer_env = Path(session.create_tmp()).resolve() / "fbgemm-peer"
+    if not (peer_env / "bin" / "python").exists():
+        session.run(sys.executable, "-m", "venv", str(peer_env), external=True)
+        peer = str(peer_env / "bin" / "python")
+        session.run(peer, "-m", "pip", "install", "-q", "numpy", "torch==2.13.0", external=True)
+        session.run(peer, "-m", "pip", "install", "-q", "--no-deps", "fbgemm-gpu-cpu==1.8.0", external=True)
+    session.install(*map(str, wheels_for(session, RELEASE.core)), *TEST_REQUIREMENTS, "numpy")
+    session.env["EMBER_FBGEMM_PYTHON"] = str(peer_env / "bin" / "python")
+    tests = ROOT / RELEASE.core.path / "tests"
+    first, *rest = sorted(tests.glob("test_fbgemm*.py")) + sorted(tests.glob("test_tbe*.py"))
+    run_pytest(session, first, "parity-fbgemm", *map(str, rest), "-rs")
+
+
 # The peers of `nox -s bench` (never a dependency of any Ember wheel). PyTorch's CPU build comes
 # from pip (uv would fetch a CUDA build); fbgemm_gpu 1.8's CPU wheel is the newest that loads
 # beside torch 2.13 and must not pull its own torch.

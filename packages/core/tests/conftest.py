@@ -1,5 +1,10 @@
+import os
 import pathlib
+import subprocess
+import tempfile
+import textwrap
 
+import numpy as np
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -8,3 +13,48 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
 @pytest.fixture(scope="session")
 def repo_root() -> pathlib.Path:
     return REPO_ROOT
+
+
+# ---- fbgemm_gpu as a parity oracle ---------------------------------------------------------
+_FBGEMM_PRELUDE = """
+import sys, warnings
+warnings.filterwarnings("ignore")
+import numpy as np, torch, fbgemm_gpu
+inputs = dict(np.load(sys.argv[1]))
+result = {}
+"""
+_FBGEMM_EPILOGUE = """
+np.savez(sys.argv[2], **{k: np.asarray(v) for k, v in result.items()})
+"""
+
+
+@pytest.fixture(scope="session")
+def run_fbgemm():
+    """Runs code under fbgemm_gpu (the parity oracle) in its own interpreter, named by
+    EMBER_FBGEMM_PYTHON (`nox -s parity-fbgemm` makes one with torch 2.13 and fbgemm-gpu-cpu
+    1.8); Ember's tests never import torch. A test using this fixture skips without it.
+
+        out = run_fbgemm('''
+            result["y"] = torch.ops.fbgemm.FloatToFused8BitRowwiseQuantized(
+                torch.from_numpy(inputs["w"])).numpy()
+        ''', w=np.ones((2, 3), np.float32))
+        out["y"]  # a NumPy array
+
+    The code sees `torch`, `fbgemm_gpu`, `np`, `inputs` (the keyword arrays) and fills `result`
+    with NumPy arrays."""
+    python = os.environ.get("EMBER_FBGEMM_PYTHON")
+    if not python:
+        pytest.skip("EMBER_FBGEMM_PYTHON names no Python with fbgemm_gpu")
+
+    def run(code: str, **arrays: np.ndarray) -> dict:
+        with tempfile.TemporaryDirectory() as tmp:
+            src, dst = pathlib.Path(tmp) / "in.npz", pathlib.Path(tmp) / "out.npz"
+            np.savez(src, **arrays)
+            script = _FBGEMM_PRELUDE + textwrap.dedent(code) + _FBGEMM_EPILOGUE
+            done = subprocess.run([python, "-c", script, str(src), str(dst)], capture_output=True, text=True,
+                                  timeout=600)
+            assert done.returncode == 0, done.stderr[-4000:]
+            with np.load(dst) as out:
+                return {k: out[k] for k in out.files}
+
+    return run
