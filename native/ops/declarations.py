@@ -540,6 +540,26 @@ OPS: list[Op] = [
     # ---- FBGEMM's recommendation kernels (src/ops/fbgemm/): fbgemm_gpu's schemas, reached as
     # ember.ops.fbgemm.<name> only (tests/test_fbgemm_*.py check them by hand)
     Op("fbgemm::asynchronous_complete_cumsum(Tensor t_in) -> Tensor", method=False, test={"family": "none"}),
+    # table-batched embeddings (src/ops/fbgemm/tbe.cpp, Note [table-batched embeddings]): Ember's
+    # lookup and fused-optimizer backward behind ember.tbe, and FBGEMM's bounds_check_indices
+    Op("fbgemm::tbe_forward(Tensor weights, Tensor weights_offsets, Tensor D_offsets, Tensor rows_per_feature, "
+       "Tensor hash_size_cumsum, Tensor indices, Tensor offsets, int pooling_mode=0, Tensor? per_sample_weights=None, "
+       "Tensor? batch_size_per_feature_per_rank=None, int output_dtype=0) -> Tensor", method=False,
+       test={"family": "none"}),
+    Op("fbgemm::tbe_backward(Tensor grad_output, Tensor weights, Tensor weights_offsets, Tensor D_offsets, "
+       "Tensor rows_per_feature, Tensor hash_size_cumsum, Tensor indices, Tensor offsets, int pooling_mode, "
+       "Tensor? per_sample_weights, Tensor? batch_size_per_feature_per_rank, int optimizer, Tensor? momentum1=None, "
+       "Tensor? momentum2=None, float learning_rate=0.01, float eps=1e-8, float beta1=0.9, float beta2=0.999, "
+       "float weight_decay=0.0, int weight_decay_mode=0, int iter=0) -> Tensor", method=False,
+       test={"family": "none"}),
+    Op("fbgemm::tbe_per_sample_weights_backward(Tensor grad_output, Tensor weights, Tensor weights_offsets, "
+       "Tensor D_offsets, Tensor rows_per_feature, Tensor hash_size_cumsum, Tensor indices, Tensor offsets, "
+       "int pooling_mode, Tensor? batch_size_per_feature_per_rank=None) -> Tensor", method=False,
+       test={"family": "none"}),
+    Op("fbgemm::bounds_check_indices(Tensor rows_per_table, Tensor indices, Tensor offsets, int bounds_check_mode, "
+       "Tensor warning, Tensor? weights=None, Tensor? B_offsets=None, int max_B=-1, Tensor? b_t_map=None, "
+       "int info_B_num_bits=-1, int info_B_mask=-1, int bounds_check_version=1, bool prefetch_pipeline=False) -> ()",
+       method=False, test={"family": "none"}),
 ]
 
 

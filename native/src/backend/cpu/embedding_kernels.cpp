@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "embedding_rows.h"
 #include "ember/parallel.h"
 #include "kernel_utils.h"
 #include "ops/kernels.h"
@@ -19,79 +20,6 @@
 
 namespace ember::EMBER_CPU_NS {
 namespace {
-
-constexpr int64_t kPrefetchAhead = 16;
-
-[[noreturn]] void out_of_range(int64_t k, int64_t rows) {
-  throw IndexError("[embedding] index out of range in self: expected every index in [0, " +
-                   std::to_string(rows) + "), but got " + std::to_string(k));
-}
-
-// A bag's member out of range: RuntimeError with PyTorch's embedding_bag message.
-[[noreturn]] void bag_out_of_range(int64_t i, int64_t k, int64_t rows) {
-  throw Error("[embedding_bag] Index " + std::to_string(i) + " of input takes value " + std::to_string(k) +
-              " which is not in the valid range [0, " + std::to_string(rows) + ")");
-}
-
-// Unsigned comparison: a negative index is as out of range as one past the end.
-template <typename I>
-inline int64_t checked_row(const I* idx, int64_t i, int64_t rows) {
-  const int64_t k = static_cast<int64_t>(idx[i]);
-  if (static_cast<uint64_t>(k) >= static_cast<uint64_t>(rows)) out_of_range(k, rows);
-  return k;
-}
-template <typename I>
-inline int64_t checked_bag_row(const I* idx, int64_t i, int64_t rows) {
-  const int64_t k = static_cast<int64_t>(idx[i]);
-  if (static_cast<uint64_t>(k) >= static_cast<uint64_t>(rows)) bag_out_of_range(i, k, rows);
-  return k;
-}
-
-// Asks for every cache line of the row at idx[i] (when it is a valid row; prefetching never faults
-// but a wild address would only pollute the cache).
-template <typename T, typename I>
-inline void prefetch_row(const T* table, int64_t stride, const I* idx, int64_t i, int64_t rows,
-                         int64_t bytes) {
-  const int64_t k = static_cast<int64_t>(idx[i]);
-  if (static_cast<uint64_t>(k) >= static_cast<uint64_t>(rows)) return;
-  const char* p = reinterpret_cast<const char*>(table + k * stride);
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 0, 3);
-}
-
-template <typename A>
-inline void add_row(A* acc, const A* row, int64_t n) {
-  int64_t d = 0;
-  for (; d + kLanes<A> <= n; d += kLanes<A>) store(acc + d, load(acc + d) + load(row + d));
-  for (; d < n; ++d) acc[d] += row[d];
-}
-template <typename A>
-inline void axpy_row(A* acc, const A* row, A s, int64_t n) {
-  const Vec<A> sv = splat(s);
-  int64_t d = 0;
-  for (; d + kLanes<A> <= n; d += kLanes<A>) store(acc + d, load(acc + d) + sv * load(row + d));
-  for (; d < n; ++d) acc[d] += s * row[d];
-}
-template <typename A>
-inline void scale_row(A* acc, A s, int64_t n) {
-  const Vec<A> sv = splat(s);
-  int64_t d = 0;
-  for (; d + kLanes<A> <= n; d += kLanes<A>) store(acc + d, load(acc + d) * sv);
-  for (; d < n; ++d) acc[d] *= s;
-}
-
-// Reduced-precision rows are widened to float before they are summed.
-template <typename T, typename A>
-inline void add_row_any(A* acc, const T* row, A s, bool scaled, int64_t n) {
-  if constexpr (std::is_same_v<T, A>) {
-    if (scaled) {
-      axpy_row(acc, row, s, n);
-    } else {
-      add_row(acc, row, n);
-    }
-  } else {
-    for (int64_t d = 0; d < n; ++d) acc[d] += s * static_cast<A>(row[d]);
-  }
-}
 
 // Plain lookup (bags of one): a row copy per index, of any dtype.
 template <typename I>
@@ -109,82 +37,6 @@ void gather_rows(const Tensor& out, const Tensor& table, const Tensor& indices) 
       if (bytes > 0) std::memcpy(o + i * bytes, w + k * stride, static_cast<size_t>(bytes));
     }
   });
-}
-
-// One column tile of one sum/mean bag of a float or double table, its NV accumulators held in
-// registers over all the bag's members (a tile kept in memory runs ~1.4x slower: the loads and
-// stores of the partial sums crowd out the overlapping of the rows' cache misses). Each member
-// also asks for the same columns of the row kPrefetchAhead lookups on, one request per line.
-template <typename T, typename I, int NV, bool kWeighted>
-inline void sum_tile(const T* w, int64_t stride, int64_t rows, const I* idx, const T* psw, int64_t s,
-                     int64_t e, int64_t last, int64_t pad, int64_t col, T scale, T* out) {
-  constexpr int64_t L = kLanes<T>;
-  constexpr int64_t kVecBytes = L * static_cast<int64_t>(sizeof(T));
-  Vec<T> acc[NV];
-#pragma GCC unroll 16
-  for (int v = 0; v < NV; ++v) acc[v] = Vec<T>{};
-  for (int64_t i = s; i < e; ++i) {
-    const int64_t k = checked_bag_row(idx, i, rows);
-    int64_t ahead = i + kPrefetchAhead < last ? static_cast<int64_t>(idx[i + kPrefetchAhead]) : k;
-    if (static_cast<uint64_t>(ahead) >= static_cast<uint64_t>(rows)) ahead = k;
-    if (k == pad) continue;
-    const T* r = w + k * stride + col;
-    const char* p = reinterpret_cast<const char*>(w + ahead * stride + col);
-    Vec<T> wv{};
-    if constexpr (kWeighted) wv = splat(psw[i]);
-#pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) {
-      if constexpr (kWeighted) {
-        acc[v] += wv * load(r + v * L);
-      } else {
-        acc[v] += load(r + v * L);
-      }
-      if ((v * kVecBytes) % 64 == 0) __builtin_prefetch(p + v * kVecBytes, 0, 3);
-    }
-  }
-  const Vec<T> sv = splat(scale);
-#pragma GCC unroll 16
-  for (int v = 0; v < NV; ++v) store(out + col + v * L, acc[v] * sv);
-}
-
-// A sum/mean bag of a float or double table: column tiles of 16, 8, ..., 1 vectors (8 at most
-// with per-sample weights, whose splat needs a register), then the columns left over.
-template <typename T, typename I, bool kWeighted>
-void sum_bag(const T* w, int64_t stride, int64_t rows, int64_t width, const I* idx, const T* psw, int64_t s,
-             int64_t e, int64_t last, int64_t pad, T scale, T* out) {
-  constexpr int64_t L = kLanes<T>;
-  constexpr int kMax = kWeighted ? 8 : 16;
-  int64_t col = 0;
-  for (; width - col >= kMax * L; col += kMax * L)
-    sum_tile<T, I, kMax, kWeighted>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
-  if (kMax > 8 && width - col >= 8 * L) {
-    sum_tile<T, I, 8, kWeighted>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
-    col += 8 * L;
-  }
-  if (width - col >= 4 * L) {
-    sum_tile<T, I, 4, kWeighted>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
-    col += 4 * L;
-  }
-  if (width - col >= 2 * L) {
-    sum_tile<T, I, 2, kWeighted>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
-    col += 2 * L;
-  }
-  if (width - col >= L) {
-    sum_tile<T, I, 1, kWeighted>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
-    col += L;
-  }
-  if (width == 0) {  // nothing to read, but every index is still checked, as PyTorch does
-    for (int64_t i = s; i < e; ++i) checked_bag_row(idx, i, rows);
-  }
-  if (col == width) return;
-  for (int64_t d = col; d < width; ++d) out[d] = T(0);
-  for (int64_t i = s; i < e; ++i) {
-    const int64_t k = checked_bag_row(idx, i, rows);
-    if (k == pad) continue;
-    const T f = kWeighted ? psw[i] : T(1);
-    for (int64_t d = col; d < width; ++d) out[d] += f * w[k * stride + d];
-  }
-  for (int64_t d = col; d < width; ++d) out[d] *= scale;
 }
 
 template <typename T, typename I>
@@ -285,35 +137,6 @@ void embedding_bag_kernel(const Tensor& out, const Tensor& max_indices, const Te
 // sums are the same for every thread count), each run of equal rows (a segment) sums its
 // positions' gradient rows in a local accumulator, and writes its table row once. Segments own
 // distinct rows, so they run in parallel without atomics, and nothing of size [N, D] is built.
-struct Member {
-  int64_t row, pos;
-};
-
-void sort_by_row(std::vector<Member>& m, int64_t rows) {
-  if (m.size() < 256) {
-    std::stable_sort(m.begin(), m.end(), [](const Member& a, const Member& b) { return a.row < b.row; });
-    return;
-  }
-  constexpr int kBits = 11;
-  constexpr size_t kBuckets = size_t(1) << kBits;
-  int bits = 0;
-  while (bits < 63 && (uint64_t(1) << bits) < static_cast<uint64_t>(rows)) ++bits;
-  std::vector<Member> tmp(m.size());
-  std::vector<size_t> start(kBuckets);
-  for (int shift = 0; shift < bits; shift += kBits) {
-    std::fill(start.begin(), start.end(), 0);
-    for (const Member& x : m) ++start[(static_cast<uint64_t>(x.row) >> shift) & (kBuckets - 1)];
-    size_t sum = 0;
-    for (size_t& s : start) {
-      const size_t c = s;
-      s = sum;
-      sum += c;
-    }
-    for (const Member& x : m) tmp[start[(static_cast<uint64_t>(x.row) >> shift) & (kBuckets - 1)]++] = x;
-    m.swap(tmp);
-  }
-}
-
 template <typename T, typename I>
 void backward_sum(const Tensor& grad_table, const Tensor& grad, const EmbeddingBags& bags,
                   bool scale_by_freq) {

@@ -12,6 +12,7 @@ from ._enums import (
     SparseType,
     WeightDecayMode,
 )
+from ._training import OPTIMIZERS, SplitTableBatchedEmbeddingBagsCodegen
 
-__all__ = ["BoundsCheckMode", "CacheAlgorithm", "ComputeDevice", "EmbOptimType", "EmbeddingLocation",
-           "PoolingMode", "SparseType", "WeightDecayMode"]
+__all__ = ["OPTIMIZERS", "BoundsCheckMode", "CacheAlgorithm", "ComputeDevice", "EmbOptimType", "EmbeddingLocation",
+           "PoolingMode", "SparseType", "SplitTableBatchedEmbeddingBagsCodegen", "WeightDecayMode"]
