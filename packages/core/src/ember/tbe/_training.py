@@ -232,7 +232,7 @@ class SplitTableBatchedEmbeddingBagsCodegen(nn.Module):
     def split_embedding_weights(self) -> list:
         """Each table as a (rows, dim) view of the flat buffer (writes go to the module)."""
         flat = self.weights_host.detach()
-        return [flat[s:s + r * d].view(r, d) for s, r, d in zip(self._table_start, self._rows, self._dims, strict=True)]
+        return [flat[s:s + r * d].view(r, d) for s, r, d in zip(self._table_start[:-1], self._rows, self._dims, strict=True)]
 
     def init_embedding_weights_uniform(self, min_val: float, max_val: float) -> None:
         with ember.no_grad():
