@@ -206,9 +206,27 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
   const float* g = grad.data<float>();
   T* w = b.weights.data<T>();
   T* gw = grad_weights.numel() > 0 ? grad_weights.data<T>() : nullptr;
+  // The rows updated are scattered over the tables: each segment asks for the row (and its
+  // state) kPrefetchAhead segments on, as the forward does, so the updates overlap their misses.
+  float* m1 = step.momentum1.defined() ? step.momentum1.data<float>() : nullptr;
+  float* m2 = step.momentum2.defined() ? step.momentum2.data<float>() : nullptr;
+  const bool rowwise = step.kind == TbeOptimizer::ExactRowwiseAdagrad;
+  auto prefetch_segment = [&](int64_t j) {
+    const int32_t f = p.feature[members[seg[j]].pos];
+    const int64_t row = members[seg[j]].row, at = b.weights_offset[f] + (row - b.row_offset[f]) * b.dim[f];
+    const int64_t bytes = b.dim[f] * static_cast<int64_t>(sizeof(T));
+    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(reinterpret_cast<const char*>(w + at) + o, 1, 3);
+    if (m1 && rowwise) __builtin_prefetch(m1 + row, 1, 3);
+    for (float* m : {rowwise ? nullptr : m1, m2}) {
+      if (!m) continue;
+      for (int64_t o = 0; o < b.dim[f] * 4; o += 64) __builtin_prefetch(reinterpret_cast<const char*>(m + at) + o, 1, 3);
+    }
+  };
   parallel_for(0, nseg, grain, [&](int64_t j0, int64_t j1) {
     std::vector<float> acc(static_cast<size_t>(max_dim));
+    for (int64_t j = j0; j < std::min(j1, j0 + kPrefetchAhead); ++j) prefetch_segment(j);
     for (int64_t j = j0; j < j1; ++j) {
+      if (j + kPrefetchAhead < j1) prefetch_segment(j + kPrefetchAhead);
       const int32_t f = p.feature[members[seg[j]].pos];
       const int64_t D = b.dim[f];
       std::fill(acc.begin(), acc.begin() + D, 0.0f);
