@@ -175,6 +175,16 @@ def test_stacked_offsets(odtype):
         close(got, v * ref_to_jagged(y, [off0, off1], len(v)))
 
 
+def test_non_contiguous_offsets():
+    offsets = offsets_of([2, 0, 3])
+    v = rng.standard_normal((5, 2))
+    for dt in (np.int32, np.int64):
+        o = noncontig(offsets.astype(dt))
+        assert not o.is_contiguous()
+        close(F.jagged_to_padded_dense(T(v), [o], [2]), ref_to_dense(v, [offsets], [2]))
+        close(F.jagged_softmax(T(v), o, 2)[0], ref_softmax(v, offsets, 2))
+
+
 def test_empty_batch_and_empty_values():
     off = T(np.array([0], np.int64))
     assert F.jagged_to_padded_dense(T(np.zeros((0, 3))), [off], [4]).shape == (0, 4, 3)
@@ -513,3 +523,71 @@ def test_parity_with_fbgemm(run_fbgemm):
     np.testing.assert_allclose(
         F.jagged_dense_dense_elementwise_add_jagged_output(T(x), [o], T(pad), T(p1))[0].numpy(), out["addj2"], **tol)
     np.testing.assert_allclose(F.jagged_dense_elementwise_mul(T(x), [o], T(pad))[0].numpy(), out["mul"], **tol)
+
+
+def test_parity_truncation_and_gradients(run_fbgemm):
+    # rows longer than the dense dims: FBGEMM keeps x (adds) or gives 0 (product) there, as Ember does
+    offsets = offsets_of([4, 0, 2, 5])
+    L, B = int(offsets[-1]), 4
+    x = rng.standard_normal((L, 3))
+    y = rng.standard_normal((B, 2, 3))
+    yb = rng.standard_normal((B, 3, 2))
+    g_dense = rng.standard_normal((B, 2, 3))
+    g_vals = rng.standard_normal((L, 3))
+    g_bmm = rng.standard_normal((L, 2))
+    inputs = dict(x=x, y=y, yb=yb, offsets=offsets, g_dense=g_dense, g_vals=g_vals, g_bmm=g_bmm)
+    out = run_fbgemm('''
+        # FBGEMM's CPU elementwise kernels take no float64: its side runs in float32
+        t = {k: torch.from_numpy(a).float() if a.dtype == np.float64 else torch.from_numpy(a)
+             for k, a in inputs.items()}
+        f = torch.ops.fbgemm
+        o = t["offsets"]
+        result["addj"] = f.jagged_dense_elementwise_add_jagged_output(t["x"], [o], t["y"])[0].numpy()
+        result["mul"] = f.jagged_dense_elementwise_mul(t["x"], [o], t["y"])[0].numpy()
+        def grads(fn, outs_grad, *names):
+            ins = [t[n].clone().requires_grad_() for n in names]
+            fn(*ins).backward(outs_grad)
+            return [i.grad.numpy() for i in ins]
+        result["g_j2d"], = grads(lambda x: f.jagged_to_padded_dense(x, [o], [2], 5.0), t["g_dense"], "x")
+        result["g_d2j"], = grads(lambda y: f.dense_to_jagged(y, [o])[0], t["g_vals"], "y")
+        result["g_mul_x"], result["g_mul_y"] = grads(lambda x, y: f.jagged_dense_elementwise_mul(x, [o], y)[0],
+                                                     t["g_vals"], "x", "y")
+        result["g_add_x"], result["g_add_y"] = grads(lambda x, y: f.jagged_dense_elementwise_add(x, [o], y),
+                                                     t["g_dense"], "x", "y")
+        result["g_bmm_x"], result["g_bmm_y"] = grads(lambda x, y: f.jagged_dense_bmm(x, o, y, 3)[0], t["g_bmm"],
+                                                     "x", "yb")
+        result["g_sm"], = grads(lambda x: f.jagged_softmax(x, o, 3)[0], t["g_vals"], "x")
+        result["g_jj_x"], result["g_jj_y"] = grads(lambda x, y: f.jagged_jagged_bmm(x, y, o, 3), torch.ones(4, 3, 3),
+                                                   "x", "x")
+    ''', **inputs)
+    o = T(offsets)
+    tol = dict(rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(F.jagged_dense_elementwise_add_jagged_output(T(x), [o], T(y))[0].numpy(), out["addj"],
+                               **tol)
+    np.testing.assert_allclose(F.jagged_dense_elementwise_mul(T(x), [o], T(y))[0].numpy(), out["mul"], **tol)
+
+    def grads(fn, outs_grad, *arrays):
+        ins = [g64(a) for a in arrays]
+        fn(*ins).backward(T(outs_grad))
+        return [i.grad.numpy() for i in ins]
+
+    (g,) = grads(lambda x: F.jagged_to_padded_dense(x, [o], [2], 5.0), g_dense, x)
+    np.testing.assert_allclose(g, out["g_j2d"], **tol)
+    (g,) = grads(lambda y: F.dense_to_jagged(y, [o])[0], g_vals, y)
+    np.testing.assert_allclose(g, out["g_d2j"], **tol)
+    gx, gy = grads(lambda x, y: F.jagged_dense_elementwise_mul(x, [o], y)[0], g_vals, x, y)
+    np.testing.assert_allclose(gx, out["g_mul_x"], **tol)
+    np.testing.assert_allclose(gy, out["g_mul_y"], **tol)
+    gx, gy = grads(lambda x, y: F.jagged_dense_elementwise_add(x, [o], y), g_dense, x, y)
+    np.testing.assert_allclose(gx, out["g_add_x"], **tol)
+    np.testing.assert_allclose(gy, out["g_add_y"], **tol)
+    gx, gy = grads(lambda x, y: F.jagged_dense_bmm(x, o, y, 3)[0], g_bmm, x, yb)
+    np.testing.assert_allclose(gx, out["g_bmm_x"], **tol)
+    np.testing.assert_allclose(gy, out["g_bmm_y"], **tol)
+    # FBGEMM's softmax gradient is defined on the first max_L rows of each segment
+    (g,) = grads(lambda x: F.jagged_softmax(x, o, 3)[0], g_vals, x)
+    for _, begin, _, n in segments(offsets, 3):
+        np.testing.assert_allclose(g[begin:begin + n], out["g_sm"][begin:begin + n], **tol)
+    gx, gy = grads(lambda x, y: F.jagged_jagged_bmm(x, y, o, 3), np.ones((4, 3, 3)), x, x)
+    np.testing.assert_allclose(gx, out["g_jj_x"], **tol)
+    np.testing.assert_allclose(gy, out["g_jj_y"], **tol)

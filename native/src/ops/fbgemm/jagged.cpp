@@ -152,12 +152,13 @@ Tensor to_padded_dense(const char* op, const Tensor& values, const std::vector<T
   check_values(op, "values", values);
   check_max_lengths(op, max_lengths, offsets.size());
   const Levels levels = check_offsets(op, offsets, values.size(0));
-  const std::vector<int64_t> outer = outer_segments(levels, max_lengths);
   IntList shape{static_cast<int64_t>(levels[0].size()) - 1};
   shape.insert(shape.end(), max_lengths.begin(), max_lengths.end());
   if (values.dim() == 2) shape.push_back(values.size(1));
-  Tensor dense = empty(shape, values.dtype(), values.device());
+  Tensor dense = empty(shape, values.dtype(), values.device());  // checks the size for overflow
   if (dense.numel() == 0) return dense;
+  // only now: a non-empty dense tensor bounds the number of dense rows the layout lists
+  const std::vector<int64_t> outer = outer_segments(levels, max_lengths);
   const Tensor pad = full({1}, padding, values.dtype(), values.device());
   jagged_to_dense_stub.get(values.device().type)(layout_of(levels, outer, max_lengths), values.contiguous(),
                                                  dense, pad.data_ptr());
@@ -193,12 +194,14 @@ Tensor to_jagged(const char* op, const Tensor& dense, const std::vector<Tensor>&
               "] expected the dense batch size to match the offsets (", B, "), but got ", dense.size(0));
   const IntList max_lengths(dense.sizes().begin() + 1,
                             dense.sizes().begin() + 1 + static_cast<std::ptrdiff_t>(k));
-  const std::vector<int64_t> outer = outer_segments(levels, max_lengths);
   IntList shape{total};
   if (dense.dim() == static_cast<int64_t>(k) + 2) shape.push_back(dense.size(-1));
   // several levels can hide values rows from every dense row (a truncated upper level)
-  Tensor values = k > 1 ? zeros(shape, dense.dtype(), dense.device()) : new_rows(levels, shape, dense);
-  if (values.numel() == 0) return values;
+  Tensor values = k > 1 || dense.numel() == 0 ? zeros(shape, dense.dtype(), dense.device())
+                                              : new_rows(levels, shape, dense);
+  if (values.numel() == 0 || dense.numel() == 0) return values;
+  // only now: a non-empty dense tensor bounds the number of dense rows the layout lists
+  const std::vector<int64_t> outer = outer_segments(levels, max_lengths);
   dense_to_jagged_stub.get(dense.device().type)(layout_of(levels, outer, max_lengths), dense.contiguous(),
                                                 values);
   return values;
