@@ -173,3 +173,17 @@ def test_parity_with_fbgemm(run_fbgemm):
     np.testing.assert_array_equal(ys[1].numpy(), out["g1"])
     np.testing.assert_allclose(F.permute102_baddbmm_permute102(T(bias), T(A), T(B)).numpy(), out["p"], rtol=1e-5,
                                atol=1e-5)
+
+
+def test_segment_sums_do_not_depend_on_the_thread_count():
+    idx = T(rng.integers(0, 300, 50000))
+    g = T(rng.standard_normal((50000, 16)).astype(np.float32))
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        one = F.index_select_dim0_backward(g, idx, 300).numpy()
+        ember.set_num_threads(max(2, before))
+        many = F.index_select_dim0_backward(g, idx, 300).numpy()
+    finally:
+        ember.set_num_threads(before)
+    np.testing.assert_array_equal(one, many)

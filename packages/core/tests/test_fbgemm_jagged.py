@@ -591,3 +591,32 @@ def test_parity_truncation_and_gradients(run_fbgemm):
     gx, gy = grads(lambda x, y: F.jagged_jagged_bmm(x, y, o, 3), np.ones((4, 3, 3)), x, x)
     np.testing.assert_allclose(gx, out["g_jj_x"], **tol)
     np.testing.assert_allclose(gy, out["g_jj_y"], **tol)
+
+
+def test_folded_values_and_reduced_products():
+    offsets = offsets_of([2, 0, 3])
+    o = T(offsets)
+    x = rng.standard_normal(5)
+    y = rng.standard_normal((3, 4))
+    close(F.jagged_dense_elementwise_add(T(x), [o], T(y)), ref_to_dense(x, [offsets], [4]) + y)
+    got, _ = F.jagged_dense_elementwise_add_jagged_output(T(x), [o], T(y))
+    close(got, x + ref_to_jagged(y, [offsets], 5))
+    close(F.jagged_1d_to_dense(T(x), o, 2, 3), ref_to_dense(x, [offsets], [2], 3.0))
+    for dt in (ember.float16, ember.bfloat16):
+        a = rng.standard_normal((5, 4))
+        b = rng.standard_normal((3, 4, 2))
+        got, _ = F.jagged_dense_bmm(T(a).to(dt), o, T(b).to(dt), 3)
+        assert got.dtype == dt
+        np.testing.assert_allclose(got.to(ember.float64).numpy(), ref_jagged_dense_bmm(a, offsets, b, 3), atol=0.1)
+        got = F.jagged_jagged_bmm(T(a).to(dt), T(a).to(dt), o, 3)
+        np.testing.assert_allclose(got.to(ember.float64).numpy(), ref_jagged_jagged_bmm(a, a, offsets, 3), atol=0.1)
+
+
+def test_stacked_offsets_jagged_outputs():
+    off0 = np.array([0, 1, 3])
+    off1 = offsets_of([2, 0, 3])
+    offs = [T(off0), T(off1)]
+    x = rng.standard_normal((5, 2))
+    y0, y1 = rng.standard_normal((2, 2, 2, 2)), rng.standard_normal((2, 2, 2, 2))
+    got, _ = F.jagged_dense_dense_elementwise_add_jagged_output(T(x), offs, T(y0), T(y1))
+    close(got, x + ref_to_jagged(y0, [off0, off1], 5) + ref_to_jagged(y1, [off0, off1], 5))
