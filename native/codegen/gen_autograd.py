@@ -149,6 +149,11 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
             saves.append(f"  node->{a['name']}_ = SavedVariable({src}, false);")
             unpacks.append(f"    const Tensor {a['name']} = {a['name']}_.unpack(owner);")
             releases.append(f"{a['name']}_.reset();")
+        elif a["type"] == "Tensor[]" and a["name"] not in derivatives and uses(derivatives, a["name"]):
+            # a list the formulas read but do not differentiate (FBGEMM's jagged offsets): kept as is
+            members.append(f"  std::vector<Tensor> {a['name']};")
+            saves.append(f"  node->{a['name']} = {a['name']};")
+            releases.append(f"{a['name']}.clear();")
         elif a["type"] not in DIFF_TENSOR and a["type"] != "Tensor[]" and uses(derivatives, a["name"]):
             members.append(f"  {value_type(cpp_param[a['type']])} {a['name']};")
             saves.append(f"  node->{a['name']} = {a['name']};")

@@ -175,6 +175,10 @@ def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_
     random = rule in ("random", "random_factory")
     if not tensor_args and not random:
         return "", raw
+    if len(rets) > 1 and "Tensor[]" in rets:
+        # (values, offsets) of FBGEMM's jagged composites: no stacking of a mixed tuple; their bodies
+        # call ops that batch themselves (Note [jagged composites] in src/ops/fbgemm/jagged.cpp)
+        return "", raw
     params = ", ".join(cpp_param[a["type"]] + " " + a["name"] for a in args)
     names = ", ".join(a["name"] for a in tensor_args)
     batched_test = f"vmap::max_level({names}) > 0" if tensor_args else "false"

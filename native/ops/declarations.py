@@ -560,6 +560,41 @@ OPS: list[Op] = [
        "Tensor warning, Tensor? weights=None, Tensor? B_offsets=None, int max_B=-1, Tensor? b_t_map=None, "
        "int info_B_num_bits=-1, int info_B_mask=-1, int bounds_check_version=1, bool prefetch_pipeline=False) -> ()",
        method=False, test={"family": "none"}),
+    # ---- jagged tensors (src/ops/fbgemm/jagged.cpp, kernels in backend/cpu/jagged_kernels.cpp) and row
+    # gathers (src/ops/fbgemm/index_select.cpp). The *_forward / *_backward ops carry the derivatives;
+    # the ops returning (values, offsets) are composites over them (NONDIFFERENTIABLE below).
+    *[Op(f"fbgemm::{s}", method=False, test={"family": "none"}) for s in (
+        "jagged_to_padded_dense_forward(Tensor values, Tensor[] offsets, int[] max_lengths, "
+        "float padding_value=0.0) -> Tensor",
+        "jagged_to_padded_dense_backward(Tensor grad_output, Tensor[] offsets, int total_L) -> Tensor",
+        "jagged_to_padded_dense(Tensor values, Tensor[] offsets, int[] max_lengths, float padding_value=0.0) -> Tensor",
+        "dense_to_jagged_forward(Tensor dense, Tensor[] offsets, int? total_L=None) -> Tensor",
+        "dense_to_jagged(Tensor dense, Tensor[] x_offsets, int? total_L=None) -> (Tensor, Tensor[])",
+        "jagged_1d_to_dense(Tensor values, Tensor offsets, int max_sequence_length, int padding_value) -> Tensor",
+        "jagged_2d_to_dense(Tensor values, Tensor offsets, int max_sequence_length) -> Tensor",
+        "jagged_dense_elementwise_add(Tensor x_values, Tensor[] x_offsets, Tensor y) -> Tensor",
+        "jagged_dense_elementwise_add_jagged_output(Tensor x_values, Tensor[] x_offsets, Tensor y) "
+        "-> (Tensor, Tensor[])",
+        "jagged_dense_dense_elementwise_add_jagged_output(Tensor x_values, Tensor[] x_offsets, Tensor y_0, "
+        "Tensor y_1) -> (Tensor, Tensor[])",
+        "jagged_dense_elementwise_mul(Tensor x_values, Tensor[] x_offsets, Tensor y) -> (Tensor, Tensor[])",
+        "jagged_dense_bmm_forward(Tensor x_values, Tensor x_offsets, Tensor y, int max_L) -> Tensor",
+        "jagged_dense_bmm(Tensor x_values, Tensor x_offsets, Tensor y, int max_L) -> (Tensor, Tensor)",
+        "jagged_jagged_bmm_forward(Tensor x_values, Tensor y_values, Tensor x_offsets, int max_L) -> Tensor",
+        "jagged_jagged_bmm(Tensor x_values, Tensor y_values, Tensor x_offsets, int max_L) -> Tensor",
+        "batched_dense_vec_jagged_2d_mul(Tensor v, Tensor a_values, Tensor a_offsets) -> Tensor",
+        "batched_dense_vec_jagged_2d_mul_backward(Tensor grad_output, Tensor v, Tensor a_values, Tensor a_offsets) "
+        "-> (Tensor, Tensor)",
+        "jagged_softmax_forward(Tensor values, Tensor x_offsets, int max_L) -> Tensor",
+        "jagged_softmax(Tensor values, Tensor x_offsets, int max_L) -> (Tensor, Tensor)",
+        "jagged_softmax_backward(Tensor grad_output, Tensor output, Tensor x_offsets, int max_L) -> Tensor",
+        # SymInt? is int?; bool? is bool=False (the registry boxes no optional bool; CPU ignores the hint)
+        "index_select_dim0(Tensor input, Tensor indices, int? consecutive_range_start=0, "
+        "int? consecutive_range_length=0, bool skip_indices_sorting_fwd=False) -> Tensor",
+        "index_select_dim0_backward(Tensor grad_output, Tensor indices, int num_rows) -> Tensor",
+        "group_index_select_dim0(Tensor[] input_group, Tensor[] indices_group) -> Tensor[]",
+        "permute102_baddbmm_permute102(Tensor bias, Tensor A, Tensor B) -> Tensor",
+    )],
 ]
 
 
@@ -987,6 +1022,44 @@ DERIVATIVES: dict[str, dict[str, str]] = {
                "batch2": "scale(bmm(mH(batch1), addbmm_grad_per_batch(grad, batch1)), alpha)",
                "result": "add_tangents(self_t.defined() ? scale(self_t, beta) : Tensor(), product_tangent(batch1, batch1_t, batch2, "
                          "batch2_t, [&](const Tensor& a, const Tensor& b) { return scale(sum(bmm(a, b), IntList{0}), alpha); }))"},
+    # jagged tensors (helpers in native/src/autograd/formulas_fbgemm.h): padding is a constant, so a
+    # tangent is padded with zeros; rows past a max length are dropped, so they get zero gradient
+    **{name: {"values": "jagged_to_padded_dense_backward(grad, offsets, values_sizes[0])",
+              "result": "jagged_to_padded_dense_forward(values_t, offsets, max_lengths, 0.0)"}
+       for name in ("jagged_to_padded_dense_forward", "jagged_to_padded_dense")},
+    "jagged_to_padded_dense_backward": {
+        "grad_output": "jagged_to_padded_dense_forward(grad, offsets, jagged_max_lengths(grad_output_sizes, offsets), 0.0)",
+        "result": _LINEAR},
+    "dense_to_jagged_forward": {
+        "dense": "jagged_to_padded_dense_forward(grad, offsets, jagged_max_lengths(dense_sizes, offsets), 0.0)",
+        "result": _LINEAR},
+    "jagged_1d_to_dense": {"values": "jagged_to_padded_dense_backward(grad, {offsets}, values_sizes[0])",
+                           "result": "jagged_1d_to_dense(values_t, offsets, max_sequence_length, 0)"},
+    "jagged_2d_to_dense": {"values": "jagged_to_padded_dense_backward(grad, {offsets}, values_sizes[0])",
+                           "result": _LINEAR},
+    "jagged_dense_elementwise_add": {"x_values": "dense_to_jagged_forward(grad, x_offsets, x_values_sizes[0])",
+                                     "y": "grad", "result": _LINEAR},
+    "jagged_dense_bmm_forward": {
+        "x_values": "jagged_dense_bmm_forward(grad, x_offsets, transpose(y, 1, 2), max_L)",
+        "y": "jagged_jagged_bmm_forward(x_values, grad, x_offsets, max_L)",
+        "result": "product_tangent(x_values, x_values_t, y, y_t, [&](const Tensor& a, const Tensor& b) { "
+                  "return jagged_dense_bmm_forward(a, x_offsets, b, max_L); })"},
+    **{name: {"x_values": "jagged_dense_bmm_forward(y_values, x_offsets, transpose(grad, 1, 2), max_L)",
+              "y_values": "jagged_dense_bmm_forward(x_values, x_offsets, grad, max_L)",
+              "result": "product_tangent(x_values, x_values_t, y_values, y_values_t, [&](const Tensor& a, "
+                        "const Tensor& b) { return jagged_jagged_bmm_forward(a, b, x_offsets, max_L); })"}
+       for name in ("jagged_jagged_bmm_forward", "jagged_jagged_bmm")},
+    "batched_dense_vec_jagged_2d_mul": {
+        "v": "std::get<0>(batched_dense_vec_jagged_2d_mul_backward(grad, v, a_values, a_offsets))",
+        "a_values": "std::get<1>(batched_dense_vec_jagged_2d_mul_backward(grad, v, a_values, a_offsets))",
+        "result": "product_tangent(v, v_t, a_values, a_values_t, [&](const Tensor& a, const Tensor& b) { "
+                  "return batched_dense_vec_jagged_2d_mul(a, b, a_offsets); })"},
+    # softmax's Jacobian is symmetric: its JVP is its VJP applied to the tangent
+    "jagged_softmax_forward": {"values": "jagged_softmax_backward(grad, result, x_offsets, max_L)",
+                               "result": "jagged_softmax_backward(values_t, result, x_offsets, max_L)"},
+    "index_select_dim0": {"input": "index_select_dim0_backward(grad, indices, input_sizes[0])", "result": _LINEAR},
+    "index_select_dim0_backward": {"grad_output": "index_select_dim0(grad, indices, 0, 0, false)",
+                                   "result": _LINEAR},
 }
 
 # Ops whose floating results carry no gradient (PyTorch's non-differentiable outputs).
@@ -997,7 +1070,15 @@ NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplu
                      "_fused_rms_norm_backward", "native_group_norm_backward", "native_batch_norm_backward",
                      "convolution_backward", "_fused_sgd_", "_fused_adam_", "_fused_adagrad_", "_fused_rmsprop_",
                      "detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
-                     "bernoulli", "bernoulli_", "multinomial", "histc", "bincount"}
+                     "bernoulli", "bernoulli_", "multinomial", "histc", "bincount",
+                     # fbgemm composites: their bodies call the ember::autograd:: ops below, which record
+                     # the graph, so their own wrappers pass through (Note [jagged composites])
+                     "dense_to_jagged", "jagged_dense_elementwise_add_jagged_output",
+                     "jagged_dense_dense_elementwise_add_jagged_output", "jagged_dense_elementwise_mul",
+                     "jagged_dense_bmm", "jagged_softmax", "group_index_select_dim0",
+                     "permute102_baddbmm_permute102",
+                     # fused fbgemm backward kernels (first-order gradients only)
+                     "jagged_softmax_backward", "batched_dense_vec_jagged_2d_mul_backward"}
 # (integer and bool results need no entry: signbit, gcd, lcm and the shifts have no floating output)
 
 # vmap batching rules (native/codegen/gen_batching.py says what each kind means). An op with
