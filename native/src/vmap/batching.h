@@ -214,7 +214,8 @@ struct Stacked<std::tuple<T...>> {
     return finish(op, level, std::index_sequence_for<T...>{});
   }
   template <size_t... I>
-  std::tuple<T...> finish(const char* op, int64_t level, std::index_sequence<I...>) {
+  std::tuple<T...> finish([[maybe_unused]] const char* op, [[maybe_unused]] int64_t level,
+                          std::index_sequence<I...>) {  // unused when the op returns nothing
     return std::tuple<T...>{stack_slices(op, parts[I], level)...};
   }
 };
