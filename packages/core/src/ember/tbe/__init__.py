@@ -12,6 +12,7 @@ from ._enums import (
     SparseType,
     WeightDecayMode,
 )
+from ._inference import IntNBitTableBatchedEmbeddingBagsCodegen
 
 __all__ = ["BoundsCheckMode", "CacheAlgorithm", "ComputeDevice", "EmbOptimType", "EmbeddingLocation",
-           "PoolingMode", "SparseType", "WeightDecayMode"]
+           "IntNBitTableBatchedEmbeddingBagsCodegen", "PoolingMode", "SparseType", "WeightDecayMode"]
