@@ -17,6 +17,13 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__AVX2__)
+// Every AVX2 processor also converts halves (F16C); the AVX2 build uses it for fp16 rows, scales
+// and outputs.
+#pragma GCC target("f16c")
+#include <immintrin.h>
+#endif
+
 #include "ember/parallel.h"
 #include "kernel_utils.h"
 #include "ops/fbgemm/quantize_kernels.h"
@@ -80,11 +87,46 @@ inline VF half_to_float(VU h) {
   f = em >= 0x7C00u ? ((em << 13) | 0x7F800000u) : f;
   return (VF)(f | sign);
 }
-inline float half_to_float(uint16_t h) { return detail::half_bits_to_float(h); }
+inline float half_to_float(uint16_t h) {
+#if defined(__AVX2__)
+  return _cvtsh_ss(h);
+#else
+  return detail::half_bits_to_float(h);
+#endif
+}
 
 // L values of a row from element `col` (col a multiple of L), as floats.
 template <Ty TY>
 inline VF load_values(const uint8_t* data, int64_t col, const Fp8& fp8) {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  if constexpr (TY == Ty::FP16) {
+    return (VF)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * col)));
+  } else if constexpr (TY == Ty::BF16) {
+    const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * col)));
+    return (VF)_mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+  } else if constexpr (TY == Ty::FP8) {
+    const VU u = (VU)_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(data + col)));
+    const VU sign = (u & 0x80u) << 24;
+    const VF mag = (VF)((u & 0x7Fu) << fp8.shift) * fp8.multiplier;
+    return (VF)((VU)mag | sign);
+  } else if constexpr (TY == Ty::INT8) {
+    return (VF)_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(data + col))));
+  } else if constexpr (TY == Ty::INT4) {
+    int32_t four;
+    std::memcpy(&four, data + col / 2, 4);
+    const __m128i dup = _mm_shuffle_epi8(_mm_cvtsi32_si128(four), _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, -1, -1, -1,
+                                                                                -1, -1, -1, -1, -1));
+    const __m256i w = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(dup), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    return (VF)_mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(15)));
+  } else if constexpr (TY == Ty::INT2) {
+    int16_t two;
+    std::memcpy(&two, data + col / 4, 2);
+    const __m128i dup = _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<uint16_t>(two)),
+                                         _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1));
+    const __m256i w = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(dup), _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+    return (VF)_mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(3)));
+  }
+#endif
   if constexpr (TY == Ty::FP32) {
     return load(reinterpret_cast<const float*>(data) + col);
   } else if constexpr (TY == Ty::FP16 || TY == Ty::BF16) {
@@ -266,10 +308,17 @@ inline void write_row(O* dst, const float* src, int64_t D) {
   if constexpr (std::is_same_v<O, float>) {
     std::memcpy(dst, src, static_cast<size_t>(D) * sizeof(float));
   } else {
-    for (int64_t d = 0; d < D; ++d) dst[d] = O(src[d]);
+    int64_t d = 0;
+#if defined(__AVX2__)
+    if constexpr (std::is_same_v<O, Half>) {
+      for (; d + 8 <= D; d += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + d),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + d), _MM_FROUND_TO_NEAREST_INT));
+    }
+#endif
+    for (; d < D; ++d) dst[d] = O(src[d]);
   }
 }
-
 template <Ty TY, bool kW, typename I, typename O>
 void run_feature_bags(const IntNBitTbeArgs& a, int64_t bag0, int64_t bag1, float* scratch, int64_t* skipped) {
   const I* idx = a.indices.data<I>();
