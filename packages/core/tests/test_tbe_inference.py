@@ -408,7 +408,7 @@ for dt in ("int32", "int64"):
 
 
 @pytest.mark.parametrize("pooling", [PoolingMode.SUM, PoolingMode.MEAN, PoolingMode.NONE])
-@pytest.mark.parametrize("out_ty", [SparseType.FP32, SparseType.FP16])
+@pytest.mark.parametrize("out_ty", [SparseType.FP32, SparseType.FP16, SparseType.BF16])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_parity_with_fbgemm(run_fbgemm, pooling, out_ty, weighted):
     if weighted and pooling == PoolingMode.NONE:

@@ -316,6 +316,15 @@ inline void write_row(O* dst, const float* src, int64_t D) {
                          _mm256_cvtps_ph(_mm256_loadu_ps(src + d), _MM_FROUND_TO_NEAREST_INT));
     }
 #endif
+    if constexpr (std::is_same_v<O, BFloat16>) {  // FBGEMM's rounding: + half an ulp, truncated
+      for (; d < D; ++d) {
+        if (src[d] != src[d]) {
+          dst[d] = BFloat16(src[d]);
+        } else {
+          dst[d].bits = static_cast<uint16_t>((float_bits(src[d]) + 0x8000u) >> 16);
+        }
+      }
+    }
     for (; d < D; ++d) dst[d] = O(src[d]);
   }
 }

@@ -110,8 +110,12 @@ struct FloatOut {
       case DType::Float16:
         static_cast<Half*>(p)[i] = Half(v);
         break;
-      case DType::BFloat16:
-        static_cast<BFloat16*>(p)[i] = BFloat16(v);
+      case DType::BFloat16:  // FBGEMM's rounding: half a bf16 ulp added, then truncated (ties away from zero)
+        if (std::isnan(v)) {
+          static_cast<BFloat16*>(p)[i] = BFloat16(v);
+        } else {
+          static_cast<BFloat16*>(p)[i].bits = static_cast<uint16_t>((float_to_bits(v) + 0x8000u) >> 16);
+        }
         break;
       default:
         static_cast<float*>(p)[i] = v;

@@ -163,7 +163,7 @@ class IntNBitTableBatchedEmbeddingBagsCodegen(ember.nn.Module):
         self.max_float8_D = max_ty_D(SparseType.FP8)
         self.max_float16_D = max_ty_D(SparseType.FP16)
         self.max_float32_D = max_ty_D(SparseType.FP32)
-        if self.max_float8_D > 0:
+        if SparseType.FP8 in tys:
             self.fp8_exponent_bits = 4 if fp8_exponent_bits is None else int(fp8_exponent_bits)
             self.fp8_exponent_bias = 7 if fp8_exponent_bias is None else int(fp8_exponent_bias)
         else:
