@@ -79,7 +79,6 @@ def run_case(ty: str, args, rng) -> None:
         ratios.append(e / f)
     print(f"{ty:5s} T={T} rows={rows} D={D} B={B} L={L}: ember {statistics.median(te) * 1e3:8.2f} ms  "
           f"fbgemm {statistics.median(tt) * 1e3:8.2f} ms  ratio {statistics.median(ratios):5.2f}")
-    del ours, theirs
 
 
 def main() -> None:

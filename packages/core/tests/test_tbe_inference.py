@@ -104,7 +104,7 @@ def make_module(specs, rng, **kw):
     pairs = [random_table_bytes(rng, r, d, ty) for r, d, ty in specs]
     m.assign_embedding_weights([(ember.tensor(w), None if sb is None else ember.tensor(sb)) for w, sb in pairs])
     tables = [dequantize_rows(w if sb is None else np.concatenate([sb, w], 1), ty, d)
-              for (w, sb), (_, d, ty) in zip(pairs, specs)]
+              for (w, sb), (_, d, ty) in zip(pairs, specs, strict=True)]
     return m, tables, pairs
 
 
@@ -376,7 +376,7 @@ from fbgemm_gpu.split_table_batched_embeddings_ops_common import EmbeddingLocati
 tys = [SparseType(str(s)) for s in inputs["tys"]]
 dims = [int(d) for d in inputs["dims"]]
 rows = int(inputs["rows"])
-m = M([(f"t{i}", rows, d, ty, EmbeddingLocation.HOST) for i, (d, ty) in enumerate(zip(dims, tys))],
+m = M([(f"t{i}", rows, d, ty, EmbeddingLocation.HOST) for i, (d, ty) in enumerate(zip(dims, tys, strict=True))],
       pooling_mode=PoolingMode(int(inputs["pooling"])), device="cpu",
       output_dtype=SparseType(str(inputs["out_ty"])), fp8_exponent_bits=int(inputs["ebits"]),
       fp8_exponent_bias=int(inputs["ebias"]))
@@ -425,8 +425,8 @@ def test_parity_with_fbgemm(run_fbgemm, pooling, out_ty, weighted):
     res = run_fbgemm(_FBGEMM_TBE, tys=np.array([str(t) for t in tys]), dims=np.array(dims), rows=np.array(rows),
                      pooling=np.array(int(pooling)), out_ty=np.array(str(out_ty)), ebits=np.array(4),
                      ebias=np.array(7), maxpos=np.array(240.0), indices=indices, offsets=offsets, psw=psw, **ws)
-    m = IntNBitTableBatchedEmbeddingBagsCodegen([(f"t{i}", rows, d, ty, HOST) for i, (d, ty) in enumerate(zip(dims, tys))],
-                                                pooling_mode=pooling, output_dtype=out_ty)
+    specs = [(f"t{i}", rows, d, ty, HOST) for i, (d, ty) in enumerate(zip(dims, tys, strict=True))]
+    m = IntNBitTableBatchedEmbeddingBagsCodegen(specs, pooling_mode=pooling, output_dtype=out_ty)
     m.assign_embedding_weights([(ember.tensor(res[f"w{t}"]), ember.tensor(res[f"sb{t}"]) if res[f"sb{t}"].size else None)
                                 for t in range(len(dims))])
     for dt in (ember.int32, ember.int64):

@@ -47,8 +47,12 @@ struct TypeTag {
   using type = T;
 };
 
-constexpr bool is_quantized(Ty ty) { return ty == Ty::INT8 || ty == Ty::INT4 || ty == Ty::INT2; }
-constexpr int bits_of(Ty ty) { return ty == Ty::INT4 ? 4 : ty == Ty::INT2 ? 2 : 8; }
+constexpr bool is_quantized(Ty ty) {
+  return ty == Ty::INT8 || ty == Ty::INT4 || ty == Ty::INT2;
+}
+constexpr int bits_of(Ty ty) {
+  return ty == Ty::INT4 ? 4 : ty == Ty::INT2 ? 2 : 8;
+}
 
 struct Fp8 {
   int shift;         // code bits << shift puts the mantissa at float's mantissa position
@@ -102,7 +106,8 @@ inline VF load_values(const uint8_t* data, int64_t col, const Fp8& fp8) {
   if constexpr (TY == Ty::FP16) {
     return (VF)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * col)));
   } else if constexpr (TY == Ty::BF16) {
-    const __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * col)));
+    const __m256i u =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * col)));
     return (VF)_mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
   } else if constexpr (TY == Ty::FP8) {
     const VU u = (VU)_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(data + col)));
@@ -110,19 +115,21 @@ inline VF load_values(const uint8_t* data, int64_t col, const Fp8& fp8) {
     const VF mag = (VF)((u & 0x7Fu) << fp8.shift) * fp8.multiplier;
     return (VF)((VU)mag | sign);
   } else if constexpr (TY == Ty::INT8) {
-    return (VF)_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(data + col))));
+    return (VF)_mm256_cvtepi32_ps(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(data + col))));
   } else if constexpr (TY == Ty::INT4) {
     int32_t four;
     std::memcpy(&four, data + col / 2, 4);
-    const __m128i dup = _mm_shuffle_epi8(_mm_cvtsi32_si128(four), _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, -1, -1, -1,
-                                                                                -1, -1, -1, -1, -1));
+    const __m128i dup = _mm_shuffle_epi8(
+        _mm_cvtsi32_si128(four), _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, -1, -1, -1, -1, -1, -1, -1, -1));
     const __m256i w = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(dup), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
     return (VF)_mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(15)));
   } else if constexpr (TY == Ty::INT2) {
     int16_t two;
     std::memcpy(&two, data + col / 4, 2);
-    const __m128i dup = _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<uint16_t>(two)),
-                                         _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1));
+    const __m128i dup =
+        _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<uint16_t>(two)),
+                         _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1));
     const __m256i w = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(dup), _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
     return (VF)_mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(3)));
   }
@@ -153,7 +160,8 @@ inline VF load_values(const uint8_t* data, int64_t col, const Fp8& fp8) {
     if constexpr (per == 1) {
       return __builtin_convertvector(w, VF);
     } else {
-      const VI spread = (__builtin_shuffle(w, spread_index<per>()) >> spread_shift<per>()) & ((1 << bits) - 1);
+      const VI spread =
+          (__builtin_shuffle(w, spread_index<per>()) >> spread_shift<per>()) & ((1 << bits) - 1);
       return __builtin_convertvector(spread, VF);
     }
   }
@@ -179,10 +187,11 @@ inline float load_value(const uint8_t* data, int64_t d, const Fp8& fp8) {
   }
 }
 
-[[noreturn]] void bad_index(const IntNBitTbeArgs& a, int64_t t, int64_t b, int64_t i, int64_t k, int64_t rows) {
-  throw IndexError(std::string("[") + a.op + "] expected every index of table " + std::to_string(t) + " in [0, " +
-                   std::to_string(rows) + "), but got " + std::to_string(k) + " in bag " + std::to_string(b) +
-                   " (indices[" + std::to_string(i) + "])");
+[[noreturn]] void bad_index(const IntNBitTbeArgs& a, int64_t t, int64_t b, int64_t i, int64_t k,
+                            int64_t rows) {
+  throw IndexError(std::string("[") + a.op + "] expected every index of table " + std::to_string(t) +
+                   " in [0, " + std::to_string(rows) + "), but got " + std::to_string(k) + " in bag " +
+                   std::to_string(b) + " (indices[" + std::to_string(i) + "])");
 }
 
 struct Bag {
@@ -219,7 +228,8 @@ inline int64_t pool_tile(const Bag& g, const I* idx, int64_t col, bool prefetch,
   for (int64_t i = g.s; i < g.e; ++i) {
     if (prefetch && i + kPrefetchAhead < g.last) {
       const int64_t ka = static_cast<int64_t>(idx[i + kPrefetchAhead]);
-      if (static_cast<uint64_t>(ka) < static_cast<uint64_t>(f.rows)) prefetch_row(f.base + ka * f.row_bytes, f.row_bytes);
+      if (static_cast<uint64_t>(ka) < static_cast<uint64_t>(f.rows))
+        prefetch_row(f.base + ka * f.row_bytes, f.row_bytes);
     }
     const int64_t k = row_of(g, idx, i);
     if (k < 0) continue;
@@ -293,7 +303,8 @@ int64_t pool_bag(const Bag& g, const I* idx, float* out) {
           scale *= w;
           bias *= w;
         }
-        for (int64_t d = col; d < D; ++d) out[d] = __builtin_fmaf(scale, load_value<TY>(data, d, g.fp8), out[d] + bias);
+        for (int64_t d = col; d < D; ++d)
+          out[d] = __builtin_fmaf(scale, load_value<TY>(data, d, g.fp8), out[d] + bias);
       } else {
         for (int64_t d = col; d < D; ++d) out[d] = __builtin_fmaf(w, load_value<TY>(data, d, g.fp8), out[d]);
       }
@@ -337,7 +348,8 @@ void run_feature_bags(const IntNBitTbeArgs& a, int64_t bag0, int64_t bag1, float
     const TbeFeature& f = a.features[t];
     Bag g{&a, &f, t, b, a.offsets[bag], a.offsets[bag + 1], a.offsets[(t + 1) * a.B], {}};
     if constexpr (TY == Ty::FP8)
-      g.fp8 = {24 - (8 - a.fp8_exponent_bits), bits_float(static_cast<uint32_t>(254 - a.fp8_exponent_bias) << 23)};
+      g.fp8 = {24 - (8 - a.fp8_exponent_bits),
+               bits_float(static_cast<uint32_t>(254 - a.fp8_exponent_bias) << 23)};
     if (a.pooling == 2) {  // one output row per index
       for (int64_t i = g.s; i < g.e; ++i) {
         Bag one = g;
@@ -379,27 +391,13 @@ void run_bags(const IntNBitTbeArgs& a, int64_t bag0, int64_t bag1, float* scratc
       }
     };
     switch (a.features[t].ty) {
-      case Ty::FP32:
-        go(std::integral_constant<Ty, Ty::FP32>{});
-        break;
-      case Ty::FP16:
-        go(std::integral_constant<Ty, Ty::FP16>{});
-        break;
-      case Ty::BF16:
-        go(std::integral_constant<Ty, Ty::BF16>{});
-        break;
-      case Ty::FP8:
-        go(std::integral_constant<Ty, Ty::FP8>{});
-        break;
-      case Ty::INT8:
-        go(std::integral_constant<Ty, Ty::INT8>{});
-        break;
-      case Ty::INT4:
-        go(std::integral_constant<Ty, Ty::INT4>{});
-        break;
-      case Ty::INT2:
-        go(std::integral_constant<Ty, Ty::INT2>{});
-        break;
+      case Ty::FP32: go(std::integral_constant<Ty, Ty::FP32>{}); break;
+      case Ty::FP16: go(std::integral_constant<Ty, Ty::FP16>{}); break;
+      case Ty::BF16: go(std::integral_constant<Ty, Ty::BF16>{}); break;
+      case Ty::FP8: go(std::integral_constant<Ty, Ty::FP8>{}); break;
+      case Ty::INT8: go(std::integral_constant<Ty, Ty::INT8>{}); break;
+      case Ty::INT4: go(std::integral_constant<Ty, Ty::INT4>{}); break;
+      case Ty::INT2: go(std::integral_constant<Ty, Ty::INT2>{}); break;
     }
     bag0 = end;
   }
@@ -420,14 +418,9 @@ void int_nbit_tbe_kernel(const IntNBitTbeArgs& a) {
     };
     auto with_out = [&](auto itag) {
       switch (a.out.dtype()) {
-        case DType::Float16:
-          go(itag, TypeTag<Half>{});
-          break;
-        case DType::BFloat16:
-          go(itag, TypeTag<BFloat16>{});
-          break;
-        default:
-          go(itag, TypeTag<float>{});
+        case DType::Float16: go(itag, TypeTag<Half>{}); break;
+        case DType::BFloat16: go(itag, TypeTag<BFloat16>{}); break;
+        default: go(itag, TypeTag<float>{});
       }
     };
     if (a.indices.dtype() == DType::Int32) {

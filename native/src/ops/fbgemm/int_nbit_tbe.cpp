@@ -38,8 +38,8 @@ std::vector<int64_t> int_vector(const char* op, const char* name, const Tensor& 
   EMBER_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "[", op, "] not implemented for ",
               t.device().str());
   const DType dt = t.dtype();
-  EMBER_CHECK(dt == DType::UInt8 || dt == DType::Int32 || dt == DType::Int64, TypeError, "[", op, "] expected ", name,
-              " of dtype uint8, int32 or int64, but got ", dtype_name(dt));
+  EMBER_CHECK(dt == DType::UInt8 || dt == DType::Int32 || dt == DType::Int64, TypeError, "[", op,
+              "] expected ", name, " of dtype uint8, int32 or int64, but got ", dtype_name(dt));
   EMBER_CHECK(t.dim() == 1, ValueError, "[", op, "] expected a 1-D ", name, ", but got ", t.dim(), "-D");
   const Tensor c = t.contiguous();
   std::vector<int64_t> v(static_cast<size_t>(c.numel()));
@@ -57,19 +57,13 @@ std::vector<int64_t> int_vector(const char* op, const char* name, const Tensor& 
 
 int64_t unpadded_row_bytes(TbeWeightType ty, int64_t D) {
   switch (ty) {
-    case TbeWeightType::FP32:
-      return 4 * D;
+    case TbeWeightType::FP32: return 4 * D;
     case TbeWeightType::FP16:
-    case TbeWeightType::BF16:
-      return 2 * D;
-    case TbeWeightType::FP8:
-      return D;
-    case TbeWeightType::INT8:
-      return D + 4;
-    case TbeWeightType::INT4:
-      return (D + 1) / 2 + 4;
-    case TbeWeightType::INT2:
-      return (D + 3) / 4 + 4;
+    case TbeWeightType::BF16: return 2 * D;
+    case TbeWeightType::FP8: return D;
+    case TbeWeightType::INT8: return D + 4;
+    case TbeWeightType::INT4: return (D + 1) / 2 + 4;
+    case TbeWeightType::INT2: return (D + 3) / 4 + 4;
   }
   return 0;
 }
@@ -90,13 +84,14 @@ Tensor run_lookup(const Lookup& L, const std::vector<int64_t>* rows_per_table, i
   const char* op = L.op;
   const int64_t T = static_cast<int64_t>(L.weights_offsets.size());
   EMBER_CHECK(T >= 1, ValueError, "[", op, "] expected at least one feature in weights_offsets, but got 0");
-  EMBER_CHECK(static_cast<int64_t>(L.tys.size()) == T, ValueError, "[", op, "] expected weights_tys of length ", T,
-              " (one per feature), but got ", L.tys.size());
-  EMBER_CHECK(static_cast<int64_t>(L.D_offsets.size()) == T + 1, ValueError, "[", op, "] expected D_offsets of length ",
-              T + 1, ", but got ", L.D_offsets.size());
-  EMBER_CHECK(L.D_offsets[0] == 0, ValueError, "[", op, "] expected D_offsets[0] == 0, but got ", L.D_offsets[0]);
-  EMBER_CHECK(L.D_offsets[T] == L.total_D, ValueError, "[", op, "] expected total_D == D_offsets[-1] = ",
-              L.D_offsets[T], ", but got ", L.total_D);
+  EMBER_CHECK(static_cast<int64_t>(L.tys.size()) == T, ValueError, "[", op,
+              "] expected weights_tys of length ", T, " (one per feature), but got ", L.tys.size());
+  EMBER_CHECK(static_cast<int64_t>(L.D_offsets.size()) == T + 1, ValueError, "[", op,
+              "] expected D_offsets of length ", T + 1, ", but got ", L.D_offsets.size());
+  EMBER_CHECK(L.D_offsets[0] == 0, ValueError, "[", op, "] expected D_offsets[0] == 0, but got ",
+              L.D_offsets[0]);
+  EMBER_CHECK(L.D_offsets[T] == L.total_D, ValueError, "[", op,
+              "] expected total_D == D_offsets[-1] = ", L.D_offsets[T], ", but got ", L.total_D);
   EMBER_CHECK(L.row_alignment >= 1, ValueError, "[", op, "] expected a positive row_alignment, but got ",
               L.row_alignment);
   EMBER_CHECK(L.pooling_mode >= 0 && L.pooling_mode <= 2, ValueError, "[", op,
@@ -109,7 +104,8 @@ Tensor run_lookup(const Lookup& L, const std::vector<int64_t>* rows_per_table, i
   } else if (L.output_dtype == 5) {
     out_dt = DType::BFloat16;
   } else {
-    throw ValueError(std::string("[") + op + "] expected output_dtype 0 (FP32), 1 (FP16) or 5 (BF16), but got " +
+    throw ValueError(std::string("[") + op +
+                     "] expected output_dtype 0 (FP32), 1 (FP16) or 5 (BF16), but got " +
                      std::to_string(L.output_dtype));
   }
 
@@ -124,8 +120,8 @@ Tensor run_lookup(const Lookup& L, const std::vector<int64_t>* rows_per_table, i
               "] expected offsets of dtype int32 or int64, but got ", dtype_name(L.offsets.dtype()));
   std::vector<int64_t> offsets = int_vector(op, "offsets", L.offsets);
   const int64_t n_off = static_cast<int64_t>(offsets.size());
-  EMBER_CHECK(n_off >= 1 && (n_off - 1) % T == 0, ValueError, "[", op, "] expected offsets of length T*B+1 with T = ",
-              T, " features, but got ", n_off);
+  EMBER_CHECK(n_off >= 1 && (n_off - 1) % T == 0, ValueError, "[", op,
+              "] expected offsets of length T*B+1 with T = ", T, " features, but got ", n_off);
   const int64_t B = (n_off - 1) / T, N = idx.numel();
   if (bounds_mode == 1 || bounds_mode == 2) {
     for (int64_t i = 0; i < n_off; ++i) {
@@ -139,9 +135,11 @@ Tensor run_lookup(const Lookup& L, const std::vector<int64_t>* rows_per_table, i
       const int64_t v = offsets[i];
       const bool ok = i == 0 ? v == 0 : (v >= offsets[i - 1] && v <= N && (i + 1 < n_off || v == N));
       if (!ok) {
-        const int64_t bag = std::min(i, n_off - 2), t = bag / std::max<int64_t>(B, 1), b = bag % std::max<int64_t>(B, 1);
-        throw IndexError(std::string("[") + op + "] expected offsets non-decreasing from 0 to len(indices) = " +
-                         std::to_string(N) + ", but got offsets[" + std::to_string(i) + "] = " + std::to_string(v) +
+        const int64_t bag = std::min(i, n_off - 2), t = bag / std::max<int64_t>(B, 1),
+                      b = bag % std::max<int64_t>(B, 1);
+        throw IndexError(std::string("[") + op +
+                         "] expected offsets non-decreasing from 0 to len(indices) = " + std::to_string(N) +
+                         ", but got offsets[" + std::to_string(i) + "] = " + std::to_string(v) +
                          (i > 0 ? " after " + std::to_string(offsets[i - 1]) : std::string()) + " (table " +
                          std::to_string(t) + ", bag " + std::to_string(b) + ")");
       }
@@ -172,26 +170,27 @@ Tensor run_lookup(const Lookup& L, const std::vector<int64_t>* rows_per_table, i
   for (int64_t t = 0; t < T; ++t) {
     TbeFeature& f = args.features[t];
     const int64_t ty = L.tys[t];
-    EMBER_CHECK(ty >= 0 && ty <= 6, ValueError, "[", op,
-                "] expected weights_tys of SparseType codes FP32 0, FP16 1, INT8 2, INT4 3, INT2 4, BF16 5 or FP8 6, "
-                "but got ",
-                ty, " for feature ", t);
+    EMBER_CHECK(
+        ty >= 0 && ty <= 6, ValueError, "[", op,
+        "] expected weights_tys of SparseType codes FP32 0, FP16 1, INT8 2, INT4 3, INT2 4, BF16 5 or FP8 6, "
+        "but got ",
+        ty, " for feature ", t);
     f.ty = static_cast<TbeWeightType>(ty);
     has_fp8 = has_fp8 || f.ty == TbeWeightType::FP8;
     f.D_start = L.D_offsets[t];
     f.D = L.D_offsets[t + 1] - L.D_offsets[t];
-    EMBER_CHECK(f.D >= 0, ValueError, "[", op, "] expected non-decreasing D_offsets, but got D_offsets[", t + 1,
-                "] = ", L.D_offsets[t + 1], " < ", L.D_offsets[t]);
+    EMBER_CHECK(f.D >= 0, ValueError, "[", op, "] expected non-decreasing D_offsets, but got D_offsets[",
+                t + 1, "] = ", L.D_offsets[t + 1], " < ", L.D_offsets[t]);
     const int64_t unpadded = unpadded_row_bytes(f.ty, f.D);
     f.row_bytes = (unpadded + L.row_alignment - 1) / L.row_alignment * L.row_alignment;
     const int64_t off = L.weights_offsets[t];
-    EMBER_CHECK(off >= 0 && off <= nbytes, ValueError, "[", op, "] expected weights_offsets[", t, "] in [0, ", nbytes,
-                "] (the weight buffer's bytes), but got ", off);
+    EMBER_CHECK(off >= 0 && off <= nbytes, ValueError, "[", op, "] expected weights_offsets[", t, "] in [0, ",
+                nbytes, "] (the weight buffer's bytes), but got ", off);
     f.base = base + off;
     if (rows_per_table) {
       f.rows = (*rows_per_table)[t];
-      EMBER_CHECK(f.rows >= 0 && (f.row_bytes == 0 || f.rows <= (nbytes - off) / f.row_bytes), ValueError, "[", op,
-                  "] expected table ", t, "'s ", f.rows, " rows of ", f.row_bytes,
+      EMBER_CHECK(f.rows >= 0 && (f.row_bytes == 0 || f.rows <= (nbytes - off) / f.row_bytes), ValueError,
+                  "[", op, "] expected table ", t, "'s ", f.rows, " rows of ", f.row_bytes,
                   " bytes to fit in the weight buffer after weights_offsets[", t, "] = ", off, " (", nbytes,
                   " bytes), but they do not");
     } else {
@@ -217,7 +216,8 @@ Tensor run_lookup(const Lookup& L, const std::vector<int64_t>* rows_per_table, i
   Tensor out;
   if (L.pooling_mode == 2) {
     out = empty({N, args.features[0].D}, out_dt);
-    if (out.numel() > 0) std::memset(out.data_ptr(), 0, static_cast<size_t>(out.numel() * out.element_size()));
+    if (out.numel() > 0)
+      std::memset(out.data_ptr(), 0, static_cast<size_t>(out.numel() * out.element_size()));
   } else {
     out = empty({B, L.total_D}, out_dt);
   }
@@ -241,8 +241,8 @@ Tensor run_lookup(const Lookup& L, const std::vector<int64_t>* rows_per_table, i
 Tensor weight_buffer(const char* op, const Tensor& w) {
   EMBER_CHECK(w.device().type == DeviceType::CPU, NotImplementedError, "[", op, "] not implemented for ",
               w.device().str());
-  EMBER_CHECK(w.dtype() == DType::UInt8, TypeError, "[", op, "] expected dev_weights of dtype uint8, but got ",
-              dtype_name(w.dtype()));
+  EMBER_CHECK(w.dtype() == DType::UInt8, TypeError, "[", op,
+              "] expected dev_weights of dtype uint8, but got ", dtype_name(w.dtype()));
   EMBER_CHECK(w.dim() == 1, ValueError, "[", op, "] expected 1-D dev_weights, but got ", w.dim(), "-D");
   return w.contiguous();
 }
@@ -253,20 +253,23 @@ Tensor int_nbit_split_embedding_codegen_lookup_function(
     const Tensor& dev_weights, const Tensor& uvm_weights, const Tensor& weights_placements,
     const Tensor& weights_offsets, const Tensor& weights_tys, const Tensor& D_offsets, int64_t total_D,
     int64_t max_int2_D, int64_t max_int4_D, int64_t max_int8_D, int64_t max_float16_D, int64_t max_float32_D,
-    const Tensor& indices, const Tensor& offsets, int64_t pooling_mode, const std::optional<Tensor>& indice_weights,
-    int64_t output_dtype, const std::optional<Tensor>& lxu_cache_weights,
-    const std::optional<Tensor>& lxu_cache_locations, std::optional<int64_t> row_alignment,
-    std::optional<int64_t> max_float8_D, std::optional<int64_t> fp8_exponent_bits,
-    std::optional<int64_t> fp8_exponent_bias) {
+    const Tensor& indices, const Tensor& offsets, int64_t pooling_mode,
+    const std::optional<Tensor>& indice_weights, int64_t output_dtype,
+    const std::optional<Tensor>& lxu_cache_weights, const std::optional<Tensor>& lxu_cache_locations,
+    std::optional<int64_t> row_alignment, std::optional<int64_t> max_float8_D,
+    std::optional<int64_t> fp8_exponent_bits, std::optional<int64_t> fp8_exponent_bias) {
   (void)weights_placements;  // every table is on the host
-  (void)max_int2_D, (void)max_int4_D, (void)max_int8_D, (void)max_float16_D, (void)max_float32_D, (void)max_float8_D;
+  (void)max_int2_D, (void)max_int4_D, (void)max_int8_D, (void)max_float16_D, (void)max_float32_D,
+      (void)max_float8_D;
   (void)lxu_cache_locations;
   EMBER_CHECK(!lxu_cache_weights || !lxu_cache_weights->defined() || lxu_cache_weights->numel() == 0,
-              NotImplementedError, "[", kOp, "] expected no lxu_cache_weights (there is no cache on the CPU), but got ",
+              NotImplementedError, "[", kOp,
+              "] expected no lxu_cache_weights (there is no cache on the CPU), but got ",
               lxu_cache_weights->numel(), " elements");
   Lookup L;
   L.op = kOp;
-  L.weights = weight_buffer(kOp, dev_weights.numel() > 0 || uvm_weights.numel() == 0 ? dev_weights : uvm_weights);
+  L.weights =
+      weight_buffer(kOp, dev_weights.numel() > 0 || uvm_weights.numel() == 0 ? dev_weights : uvm_weights);
   L.weights_offsets = int_vector(kOp, "weights_offsets", weights_offsets);
   L.tys = int_vector(kOp, "weights_tys", weights_tys);
   L.D_offsets = int_vector(kOp, "D_offsets", D_offsets);
@@ -284,15 +287,16 @@ Tensor int_nbit_split_embedding_codegen_lookup_function(
 }
 
 Tensor int_nbit_split_embedding_bounds_checked_lookup(
-    const Tensor& dev_weights, const Tensor& weights_offsets, const Tensor& weights_tys, const Tensor& D_offsets,
-    int64_t total_D, const Tensor& rows_per_table, const Tensor& indices, const Tensor& offsets, int64_t pooling_mode,
-    const std::optional<Tensor>& indice_weights, int64_t output_dtype, int64_t row_alignment,
-    int64_t fp8_exponent_bits, int64_t fp8_exponent_bias, int64_t bounds_check_mode, const Tensor& warning) {
+    const Tensor& dev_weights, const Tensor& weights_offsets, const Tensor& weights_tys,
+    const Tensor& D_offsets, int64_t total_D, const Tensor& rows_per_table, const Tensor& indices,
+    const Tensor& offsets, int64_t pooling_mode, const std::optional<Tensor>& indice_weights,
+    int64_t output_dtype, int64_t row_alignment, int64_t fp8_exponent_bits, int64_t fp8_exponent_bias,
+    int64_t bounds_check_mode, const Tensor& warning) {
   EMBER_CHECK(bounds_check_mode >= 0 && bounds_check_mode <= 3, ValueError, "[", kCheckedOp,
               "] expected bounds_check_mode 0 (FATAL), 1 (WARNING), 2 (IGNORE) or 3 (NONE), but got ",
               bounds_check_mode);
-  EMBER_CHECK(warning.dtype() == DType::Int64 && warning.numel() == 1 && warning.is_contiguous(), TypeError, "[",
-              kCheckedOp, "] expected warning to be a one-element contiguous int64 tensor, but got ",
+  EMBER_CHECK(warning.dtype() == DType::Int64 && warning.numel() == 1 && warning.is_contiguous(), TypeError,
+              "[", kCheckedOp, "] expected warning to be a one-element contiguous int64 tensor, but got ",
               dtype_name(warning.dtype()), " with ", warning.numel(), " elements");
   Lookup L;
   L.op = kCheckedOp;
@@ -302,8 +306,8 @@ Tensor int_nbit_split_embedding_bounds_checked_lookup(
   L.D_offsets = int_vector(kCheckedOp, "D_offsets", D_offsets);
   const std::vector<int64_t> rows = int_vector(kCheckedOp, "rows_per_table", rows_per_table);
   EMBER_CHECK(rows.size() == L.weights_offsets.size(), ValueError, "[", kCheckedOp,
-              "] expected rows_per_table of length ", L.weights_offsets.size(), " (one per feature), but got ",
-              rows.size());
+              "] expected rows_per_table of length ", L.weights_offsets.size(),
+              " (one per feature), but got ", rows.size());
   L.total_D = total_D;
   L.indices = indices;
   L.offsets = offsets;

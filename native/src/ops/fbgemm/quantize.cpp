@@ -35,7 +35,9 @@ uint32_t float_to_bits(float f) {
   std::memcpy(&u, &f, sizeof(u));
   return u;
 }
-float round_to_half(float x) { return static_cast<float>(Half(x)); }
+float round_to_half(float x) {
+  return static_cast<float>(Half(x));
+}
 
 void check_cpu(const char* op, const Tensor& t) {
   EMBER_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "[", op, "] not implemented for ",
@@ -49,12 +51,9 @@ struct FloatRows {
   float at(int64_t r, int64_t c) const {
     const int64_t i = r * cols + c;
     switch (data.dtype()) {
-      case DType::Float16:
-        return static_cast<float>(data.data<Half>()[i]);
-      case DType::BFloat16:
-        return static_cast<float>(data.data<BFloat16>()[i]);
-      default:
-        return data.data<float>()[i];
+      case DType::Float16: return static_cast<float>(data.data<Half>()[i]);
+      case DType::BFloat16: return static_cast<float>(data.data<BFloat16>()[i]);
+      default: return data.data<float>()[i];
     }
   }
 };
@@ -69,7 +68,8 @@ FloatRows float_rows(const char* op, const Tensor& input, bool half_ok) {
     EMBER_CHECK(dt == DType::Float32, TypeError, "[", op, "] expected input of dtype float32, but got ",
                 dtype_name(dt));
   }
-  EMBER_CHECK(input.dim() >= 1, ValueError, "[", op, "] expected an input of at least 1 dimension, but got a 0-D tensor");
+  EMBER_CHECK(input.dim() >= 1, ValueError, "[", op,
+              "] expected an input of at least 1 dimension, but got a 0-D tensor");
   FloatRows r;
   r.data = input.contiguous();
   r.cols = input.size(input.dim() - 1);
@@ -82,10 +82,11 @@ Tensor bytes_input(const char* op, const Tensor& input, int64_t min_cols, const 
   check_cpu(op, input);
   EMBER_CHECK(input.dtype() == DType::UInt8, TypeError, "[", op, "] expected input of dtype uint8, but got ",
               dtype_name(input.dtype()));
-  EMBER_CHECK(input.dim() >= 1, ValueError, "[", op, "] expected an input of at least 1 dimension, but got a 0-D tensor");
+  EMBER_CHECK(input.dim() >= 1, ValueError, "[", op,
+              "] expected an input of at least 1 dimension, but got a 0-D tensor");
   const int64_t cols = input.size(input.dim() - 1);
-  EMBER_CHECK(cols >= min_cols, ValueError, "[", op, "] expected rows of at least ", min_cols, " bytes (", what,
-              "), but got ", cols);
+  EMBER_CHECK(cols >= min_cols, ValueError, "[", op, "] expected rows of at least ", min_cols, " bytes (",
+              what, "), but got ", cols);
   return input.contiguous();
 }
 
@@ -107,9 +108,7 @@ struct FloatOut {
   void* p;
   void set(int64_t i, float v) const {
     switch (dt) {
-      case DType::Float16:
-        static_cast<Half*>(p)[i] = Half(v);
-        break;
+      case DType::Float16: static_cast<Half*>(p)[i] = Half(v); break;
       case DType::BFloat16:  // FBGEMM's rounding: half a bf16 ulp added, then truncated (ties away from zero)
         if (std::isnan(v)) {
           static_cast<BFloat16*>(p)[i] = BFloat16(v);
@@ -117,8 +116,7 @@ struct FloatOut {
           static_cast<BFloat16*>(p)[i].bits = static_cast<uint16_t>((float_to_bits(v) + 0x8000u) >> 16);
         }
         break;
-      default:
-        static_cast<float*>(p)[i] = v;
+      default: static_cast<float*>(p)[i] = v;
     }
   }
 };
@@ -128,11 +126,13 @@ DType sparse_output_dtype(const char* op, int64_t code) {
   if (code == 0) return DType::Float32;
   if (code == 1) return DType::Float16;
   if (code == 5) return DType::BFloat16;
-  throw ValueError(std::string("[") + op + "] expected output_dtype 0 (FP32), 1 (FP16) or 5 (BF16), but got " +
-                   std::to_string(code));
+  throw ValueError(std::string("[") + op +
+                   "] expected output_dtype 0 (FP32), 1 (FP16) or 5 (BF16), but got " + std::to_string(code));
 }
 
-int64_t grain_for(int64_t cols) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)); }
+int64_t grain_for(int64_t cols) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1));
+}
 
 // ---- 8-bit ----
 
@@ -164,9 +164,11 @@ Tensor to_fused8bit(const char* op, const Tensor& input, bool half_ok) {
   return out;
 }
 
-Tensor from_fused8bit(const char* op, const Tensor& input, DType out_dt, bool scale_bias_last, bool float_qparams) {
+Tensor from_fused8bit(const char* op, const Tensor& input, DType out_dt, bool scale_bias_last,
+                      bool float_qparams) {
   const int64_t sb_bytes = float_qparams ? 8 : 4;
-  const Tensor in = bytes_input(op, input, sb_bytes, float_qparams ? "fp32 scale and bias" : "fp16 scale and bias");
+  const Tensor in =
+      bytes_input(op, input, sb_bytes, float_qparams ? "fp32 scale and bias" : "fp16 scale and bias");
   const int64_t cols = in.size(in.dim() - 1), out_cols = cols - sb_bytes, rows = rows_of(in);
   Tensor out = empty(with_last(in, out_cols), out_dt);
   const uint8_t* q = in.data<uint8_t>();
@@ -186,7 +188,8 @@ Tensor from_fused8bit(const char* op, const Tensor& input, DType out_dt, bool sc
         scale = static_cast<float>(h[0]);
         bias = static_cast<float>(h[1]);
       }
-      for (int64_t c = 0; c < out_cols; ++c) o.set(r * out_cols + c, std::fma(static_cast<float>(data[c]), scale, bias));
+      for (int64_t c = 0; c < out_cols; ++c)
+        o.set(r * out_cols + c, std::fma(static_cast<float>(data[c]), scale, bias));
     }
   });
   return out;
@@ -241,7 +244,8 @@ Tensor to_fused_nbit(const char* op, const Tensor& input, int64_t bit_rate, bool
   return out;
 }
 
-Tensor from_fused_nbit(const char* op, const Tensor& input, int64_t bit_rate, DType out_dt, bool scale_bias_last) {
+Tensor from_fused_nbit(const char* op, const Tensor& input, int64_t bit_rate, DType out_dt,
+                       bool scale_bias_last) {
   check_bit_rate(op, bit_rate);
   const Tensor in = bytes_input(op, input, 4, "fp16 scale and bias");
   const int64_t per_byte = 8 / bit_rate, cols = in.size(in.dim() - 1), packed = cols - 4;
@@ -284,7 +288,8 @@ uint8_t float_to_hfp8(float x, int ebits, int bias, float max_pos) {
   const float smallest_normal = bits_to_float(static_cast<uint32_t>(127 - bias + 1) << 23);
   uint32_t u;
   if (v >= smallest_normal) {
-    const float bouncer = bits_to_float((float_to_bits(v) & 0xFF800000u) + (static_cast<uint32_t>(23 - mbits) << 23));
+    const float bouncer =
+        bits_to_float((float_to_bits(v) & 0xFF800000u) + (static_cast<uint32_t>(23 - mbits) << 23));
     v = (bouncer + v) - bouncer;
     u = (float_to_bits(v) - (static_cast<uint32_t>(127 - bias) << 23)) << (8 - ebits);
     u = (u | sign) >> 24;
@@ -319,7 +324,8 @@ Tensor Fused8BitRowwiseQuantizedToFloat(const Tensor& input) {
 Tensor Fused8BitRowwiseQuantizedToFloatOrHalf(const Tensor& input, int64_t output_dtype, bool scale_bias_last,
                                               bool quant_padding_float_type) {
   const char* op = "Fused8BitRowwiseQuantizedToFloatOrHalf";
-  return from_fused8bit(op, input, sparse_output_dtype(op, output_dtype), scale_bias_last, quant_padding_float_type);
+  return from_fused8bit(op, input, sparse_output_dtype(op, output_dtype), scale_bias_last,
+                        quant_padding_float_type);
 }
 
 Tensor FloatToFusedNBitRowwiseQuantizedSBHalf(const Tensor& input, int64_t bit_rate) {
@@ -334,8 +340,8 @@ Tensor FusedNBitRowwiseQuantizedSBHalfToFloat(const Tensor& input, int64_t bit_r
   return from_fused_nbit("FusedNBitRowwiseQuantizedSBHalfToFloat", input, bit_rate, DType::Float32, true);
 }
 
-Tensor FusedNBitRowwiseQuantizedSBHalfToFloatOrHalf(const Tensor& input, int64_t bit_rate, int64_t output_dtype,
-                                                    bool scale_bias_last) {
+Tensor FusedNBitRowwiseQuantizedSBHalfToFloatOrHalf(const Tensor& input, int64_t bit_rate,
+                                                    int64_t output_dtype, bool scale_bias_last) {
   const char* op = "FusedNBitRowwiseQuantizedSBHalfToFloatOrHalf";
   return from_fused_nbit(op, input, bit_rate, sparse_output_dtype(op, output_dtype), scale_bias_last);
 }
@@ -343,8 +349,8 @@ Tensor FusedNBitRowwiseQuantizedSBHalfToFloatOrHalf(const Tensor& input, int64_t
 Tensor FloatToHFP8Quantized(const Tensor& input, int64_t ebits, int64_t exponent_bias, double max_pos) {
   const char* op = "FloatToHFP8Quantized";
   check_cpu(op, input);
-  EMBER_CHECK(input.dtype() == DType::Float32, TypeError, "[", op, "] expected input of dtype float32, but got ",
-              dtype_name(input.dtype()));
+  EMBER_CHECK(input.dtype() == DType::Float32, TypeError, "[", op,
+              "] expected input of dtype float32, but got ", dtype_name(input.dtype()));
   check_hfp8(op, ebits, exponent_bias);
   EMBER_CHECK(max_pos > 0, ValueError, "[", op, "] expected a positive max_pos, but got ", max_pos);
   const Tensor in = input.contiguous();

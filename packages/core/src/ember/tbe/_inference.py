@@ -155,7 +155,7 @@ class IntNBitTableBatchedEmbeddingBagsCodegen(ember.nn.Module):
         self.total_D = D_offsets[-1]
 
         def max_ty_D(ty: SparseType) -> int:
-            return max((d for d, t in zip(dims, tys) if t == ty), default=0)
+            return max((d for d, t in zip(dims, tys, strict=True) if t == ty), default=0)
 
         self.max_int2_D = max_ty_D(SparseType.INT2)
         self.max_int4_D = max_ty_D(SparseType.INT4)
@@ -257,7 +257,7 @@ class IntNBitTableBatchedEmbeddingBagsCodegen(ember.nn.Module):
         if len(q_weight_list) != len(dests):
             raise _err(f"expected {len(dests)} (weights, scale_bias) pairs, one per table, but got "
                        f"{len(q_weight_list)}")
-        for t, ((dw, dsb), pair) in enumerate(zip(dests, q_weight_list)):
+        for t, ((dw, dsb), pair) in enumerate(zip(dests, q_weight_list, strict=True)):
             w, sb = pair[0], pair[1] if len(pair) > 1 else None
             if tuple(w.shape) != tuple(dw.shape):
                 raise _err(f"expected table {t}'s weights of shape {tuple(dw.shape)}, but got {tuple(w.shape)}")
