@@ -181,6 +181,8 @@ Tensor run_lookup(const Lookup& L, const std::vector<int64_t>* rows_per_table, i
     f.D = L.D_offsets[t + 1] - L.D_offsets[t];
     EMBER_CHECK(f.D >= 0, ValueError, "[", op, "] expected non-decreasing D_offsets, but got D_offsets[",
                 t + 1, "] = ", L.D_offsets[t + 1], " < ", L.D_offsets[t]);
+    EMBER_CHECK(f.D <= (int64_t(1) << 40), ValueError, "[", op,
+                "] expected embedding dims below 2^40, but got ", f.D, " for feature ", t);
     const int64_t unpadded = unpadded_row_bytes(f.ty, f.D);
     f.row_bytes = (unpadded + L.row_alignment - 1) / L.row_alignment * L.row_alignment;
     const int64_t off = L.weights_offsets[t];
