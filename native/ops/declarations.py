@@ -595,6 +595,33 @@ OPS: list[Op] = [
         "group_index_select_dim0(Tensor[] input_group, Tensor[] indices_group) -> Tensor[]",
         "permute102_baddbmm_permute102(Tensor bias, Tensor A, Tensor B) -> Tensor",
     )],
+    # row-wise quantized tables and the inference TBE (src/ops/fbgemm/quantize.cpp, int_nbit_tbe.cpp)
+    *[Op(f"fbgemm::{schema}", method=False, test={"family": "none"}) for schema in (
+        "FloatToFused8BitRowwiseQuantized(Tensor t) -> Tensor",
+        "FloatOrHalfToFused8BitRowwiseQuantized(Tensor t) -> Tensor",
+        "Fused8BitRowwiseQuantizedToFloat(Tensor input) -> Tensor",
+        "Fused8BitRowwiseQuantizedToFloatOrHalf(Tensor input, int output_dtype=0, bool scale_bias_last=True, "
+        "bool quant_padding_float_type=True) -> Tensor",
+        "FloatToFusedNBitRowwiseQuantizedSBHalf(Tensor input, int bit_rate) -> Tensor",
+        "FloatOrHalfToFusedNBitRowwiseQuantizedSBHalf(Tensor input, int bit_rate) -> Tensor",
+        "FusedNBitRowwiseQuantizedSBHalfToFloat(Tensor input, int bit_rate) -> Tensor",
+        "FusedNBitRowwiseQuantizedSBHalfToFloatOrHalf(Tensor input, int bit_rate, int output_dtype=0, "
+        "bool scale_bias_last=True) -> Tensor",
+        "FloatToHFP8Quantized(Tensor input, int ebits, int exponent_bias, float max_pos) -> Tensor",
+        "HFP8QuantizedToFloat(Tensor input, int ebits, int exponent_bias) -> Tensor",
+        "int_nbit_split_embedding_codegen_lookup_function(Tensor dev_weights, Tensor uvm_weights, "
+        "Tensor weights_placements, Tensor weights_offsets, Tensor weights_tys, Tensor D_offsets, int total_D, "
+        "int max_int2_D, int max_int4_D, int max_int8_D, int max_float16_D, int max_float32_D, Tensor indices, "
+        "Tensor offsets, int pooling_mode, Tensor? indice_weights, int output_dtype=1, "
+        "Tensor? lxu_cache_weights=None, Tensor? lxu_cache_locations=None, int? row_alignment=None, "
+        "int? max_float8_D=0, int? fp8_exponent_bits=-1, int? fp8_exponent_bias=-1) -> Tensor",
+        # Ember's own: the same lookup checked against each table's real row count, with a
+        # BoundsCheckMode (FATAL raises; WARNING/IGNORE repair and count repairs into `warning`)
+        "int_nbit_split_embedding_bounds_checked_lookup(Tensor dev_weights, Tensor weights_offsets, "
+        "Tensor weights_tys, Tensor D_offsets, int total_D, Tensor rows_per_table, Tensor indices, Tensor offsets, "
+        "int pooling_mode, Tensor? indice_weights, int output_dtype, int row_alignment, int fp8_exponent_bits, "
+        "int fp8_exponent_bias, int bounds_check_mode, Tensor warning) -> Tensor",
+    )],
 ]
 
 

@@ -12,7 +12,9 @@ from ._enums import (
     SparseType,
     WeightDecayMode,
 )
+from ._inference import IntNBitTableBatchedEmbeddingBagsCodegen
 from ._training import OPTIMIZERS, SplitTableBatchedEmbeddingBagsCodegen
 
 __all__ = ["OPTIMIZERS", "BoundsCheckMode", "CacheAlgorithm", "ComputeDevice", "EmbOptimType", "EmbeddingLocation",
-           "PoolingMode", "SparseType", "SplitTableBatchedEmbeddingBagsCodegen", "WeightDecayMode"]
+           "IntNBitTableBatchedEmbeddingBagsCodegen", "PoolingMode", "SparseType", "SplitTableBatchedEmbeddingBagsCodegen",
+           "WeightDecayMode"]

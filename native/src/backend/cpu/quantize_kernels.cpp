@@ -1,0 +1,439 @@
+// CPU kernel of the inference TBE (interface in src/ops/fbgemm/quantize_kernels.h; layouts and
+// bounds checks in src/ops/fbgemm/int_nbit_tbe.cpp).
+//
+// Bags are split over parallel_for. A bag is pooled in column tiles of up to 8 vectors whose
+// accumulators stay in registers over all the bag's rows; each row is decoded to floats in
+// registers (codes widened and, for INT4/INT2, spread one code per lane with a shuffle, a
+// variable shift and a mask) and added as FBGEMM's kernels add it: acc = fma(scale, q, acc + bias)
+// for the quantized types (scale and bias first multiplied by the sample's weight), acc = fma(w,
+// x, acc) for the float types; MEAN multiplies by 1/count at the end. Rows are prefetched
+// kPrefetchAhead lookups ahead: a large table is read at random and the lookups are bound by
+// memory latency.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#if defined(__AVX2__)
+// Every AVX2 processor also converts halves (F16C); the AVX2 build uses it for fp16 rows, scales
+// and outputs.
+#pragma GCC target("f16c")
+#include <immintrin.h>
+#endif
+
+#include "ember/parallel.h"
+#include "kernel_utils.h"
+#include "ops/fbgemm/quantize_kernels.h"
+#include "vec.h"
+
+namespace ember::EMBER_CPU_NS {
+namespace {
+
+using Ty = TbeWeightType;
+using VF = Vec<float>;
+using VI = Vec<int32_t>;
+using VU = Vec<uint32_t>;
+constexpr int64_t L = kLanes<float>;
+typedef uint8_t VB __attribute__((vector_size(L)));       // L bytes
+typedef uint16_t VH __attribute__((vector_size(2 * L)));  // L 16-bit values
+constexpr int64_t kPrefetchAhead = 16;
+constexpr int kMaxTile = 8;  // vectors of accumulators
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+constexpr bool is_quantized(Ty ty) {
+  return ty == Ty::INT8 || ty == Ty::INT4 || ty == Ty::INT2;
+}
+constexpr int bits_of(Ty ty) {
+  return ty == Ty::INT4 ? 4 : ty == Ty::INT2 ? 2 : 8;
+}
+
+struct Fp8 {
+  int shift;         // code bits << shift puts the mantissa at float's mantissa position
+  float multiplier;  // 2^(127 - bias)
+};
+
+inline float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// Lane j of a spread vector takes code j of a group of `per` codes per byte.
+template <int per>
+inline VI spread_index() {
+  VI v;
+  for (int j = 0; j < L; ++j) v[j] = j / per;
+  return v;
+}
+template <int per>
+inline VI spread_shift() {
+  VI v;
+  for (int j = 0; j < L; ++j) v[j] = (j % per) * (8 / per);
+  return v;
+}
+
+inline VF half_to_float(VU h) {
+  const VU sign = (h & 0x8000u) << 16;
+  const VU em = h & 0x7FFFu;
+  VU f = (VU)((VF)(em << 13) * 0x1p112f);  // normals and subnormals, exactly
+  f = em >= 0x7C00u ? ((em << 13) | 0x7F800000u) : f;
+  return (VF)(f | sign);
+}
+inline float half_to_float(uint16_t h) {
+#if defined(__AVX2__)
+  return _cvtsh_ss(h);
+#else
+  return detail::half_bits_to_float(h);
+#endif
+}
+
+// L values of a row from element `col` (col a multiple of L), as floats.
+template <Ty TY>
+inline VF load_values(const uint8_t* data, int64_t col, const Fp8& fp8) {
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  if constexpr (TY == Ty::FP16) {
+    return (VF)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * col)));
+  } else if constexpr (TY == Ty::BF16) {
+    const __m256i u =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 2 * col)));
+    return (VF)_mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+  } else if constexpr (TY == Ty::FP8) {
+    const VU u = (VU)_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(data + col)));
+    const VU sign = (u & 0x80u) << 24;
+    const VF mag = (VF)((u & 0x7Fu) << fp8.shift) * fp8.multiplier;
+    return (VF)((VU)mag | sign);
+  } else if constexpr (TY == Ty::INT8) {
+    return (VF)_mm256_cvtepi32_ps(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(data + col))));
+  } else if constexpr (TY == Ty::INT4) {
+    int32_t four;
+    std::memcpy(&four, data + col / 2, 4);
+    const __m128i dup = _mm_shuffle_epi8(
+        _mm_cvtsi32_si128(four), _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, -1, -1, -1, -1, -1, -1, -1, -1));
+    const __m256i w = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(dup), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    return (VF)_mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(15)));
+  } else if constexpr (TY == Ty::INT2) {
+    int16_t two;
+    std::memcpy(&two, data + col / 4, 2);
+    const __m128i dup =
+        _mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<uint16_t>(two)),
+                         _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1));
+    const __m256i w = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(dup), _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+    return (VF)_mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(3)));
+  }
+#endif
+  if constexpr (TY == Ty::FP32) {
+    return load(reinterpret_cast<const float*>(data) + col);
+  } else if constexpr (TY == Ty::FP16 || TY == Ty::BF16) {
+    VH h;
+    std::memcpy(&h, data + 2 * col, sizeof(h));
+    const VU u = __builtin_convertvector(h, VU);
+    if constexpr (TY == Ty::BF16) {
+      return (VF)(u << 16);
+    } else {
+      return half_to_float(u);
+    }
+  } else if constexpr (TY == Ty::FP8) {
+    VB b;
+    std::memcpy(&b, data + col, sizeof(b));
+    const VU u = __builtin_convertvector(b, VU);
+    const VU sign = (u & 0x80u) << 24;
+    const VF mag = (VF)((u & 0x7Fu) << fp8.shift) * fp8.multiplier;
+    return (VF)((VU)mag | sign);
+  } else {
+    constexpr int bits = bits_of(TY), per = 8 / bits;
+    VB b{};
+    std::memcpy(&b, data + col / per, L / per);
+    const VI w = __builtin_convertvector(b, VI);
+    if constexpr (per == 1) {
+      return __builtin_convertvector(w, VF);
+    } else {
+      const VI spread =
+          (__builtin_shuffle(w, spread_index<per>()) >> spread_shift<per>()) & ((1 << bits) - 1);
+      return __builtin_convertvector(spread, VF);
+    }
+  }
+}
+
+template <Ty TY>
+inline float load_value(const uint8_t* data, int64_t d, const Fp8& fp8) {
+  if constexpr (TY == Ty::FP32) {
+    float f;
+    std::memcpy(&f, data + 4 * d, 4);
+    return f;
+  } else if constexpr (TY == Ty::FP16 || TY == Ty::BF16) {
+    uint16_t h;
+    std::memcpy(&h, data + 2 * d, 2);
+    return TY == Ty::BF16 ? bits_float(static_cast<uint32_t>(h) << 16) : half_to_float(h);
+  } else if constexpr (TY == Ty::FP8) {
+    const uint32_t u = data[d];
+    const float mag = bits_float((u & 0x7Fu) << fp8.shift) * fp8.multiplier;
+    return bits_float(float_bits(mag) | ((u & 0x80u) << 24));
+  } else {
+    constexpr int bits = bits_of(TY), per = 8 / bits;
+    return static_cast<float>((data[d / per] >> ((d % per) * bits)) & ((1 << bits) - 1));
+  }
+}
+
+[[noreturn]] void bad_index(const IntNBitTbeArgs& a, int64_t t, int64_t b, int64_t i, int64_t k,
+                            int64_t rows) {
+  throw IndexError(std::string("[") + a.op + "] expected every index of table " + std::to_string(t) +
+                   " in [0, " + std::to_string(rows) + "), but got " + std::to_string(k) + " in bag " +
+                   std::to_string(b) + " (indices[" + std::to_string(i) + "])");
+}
+
+struct Bag {
+  const IntNBitTbeArgs* a;
+  const TbeFeature* f;
+  int64_t t, b, s, e, last;  // members [s, e); prefetching reaches up to `last`
+  Fp8 fp8;
+};
+
+// A valid row index, or -1 for one to leave out (repair modes); raises in FATAL mode.
+template <typename I>
+inline int64_t row_of(const Bag& g, const I* idx, int64_t i) {
+  const int64_t k = static_cast<int64_t>(idx[i]);
+  if (static_cast<uint64_t>(k) < static_cast<uint64_t>(g.f->rows)) return k;
+  if (!g.a->skip_bad_indices) bad_index(*g.a, g.t, g.b, i, k, g.f->rows);
+  return -1;
+}
+
+inline void prefetch_row(const uint8_t* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+  __builtin_prefetch(p + bytes - 1, 0, 3);
+}
+
+// Pools columns [col, col + NV*L) of the bag into acc; returns the rows counted.
+template <Ty TY, int NV, bool kW, typename I>
+inline int64_t pool_tile(const Bag& g, const I* idx, int64_t col, bool prefetch, VF* out_acc) {
+  const TbeFeature& f = *g.f;
+  constexpr int64_t head = is_quantized(TY) ? 4 : 0;
+  const float* psw = g.a->weights;
+  VF acc[NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) acc[v] = VF{};
+  int64_t count = 0;
+  for (int64_t i = g.s; i < g.e; ++i) {
+    if (prefetch && i + kPrefetchAhead < g.last) {
+      const int64_t ka = static_cast<int64_t>(idx[i + kPrefetchAhead]);
+      if (static_cast<uint64_t>(ka) < static_cast<uint64_t>(f.rows))
+        prefetch_row(f.base + ka * f.row_bytes, f.row_bytes);
+    }
+    const int64_t k = row_of(g, idx, i);
+    if (k < 0) continue;
+    ++count;
+    const uint8_t* row = f.base + k * f.row_bytes;
+    const uint8_t* data = row + head;
+    if constexpr (is_quantized(TY)) {
+      uint16_t qp[2];
+      std::memcpy(qp, row, 4);
+      float scale = half_to_float(qp[0]), bias = half_to_float(qp[1]);
+      if constexpr (kW) {
+        scale *= psw[i];
+        bias *= psw[i];
+      }
+      const VF sv = splat(scale), bv = splat(bias);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[v] = (acc[v] + bv) + sv * load_values<TY>(data, col + v * L, g.fp8);
+    } else {
+      if constexpr (kW) {
+        const VF wv = splat(psw[i]);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[v] = acc[v] + wv * load_values<TY>(data, col + v * L, g.fp8);
+      } else {
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[v] = acc[v] + load_values<TY>(data, col + v * L, g.fp8);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) out_acc[v] = acc[v];
+  return count;
+}
+
+// Pools the bag into `out` (D floats); returns the rows counted.
+template <Ty TY, bool kW, typename I>
+int64_t pool_bag(const Bag& g, const I* idx, float* out) {
+  const int64_t D = g.f->D;
+  int64_t col = 0, count = -1;
+  VF acc[kMaxTile];
+  auto tile = [&](auto nv) {
+    constexpr int NV = decltype(nv)::value;
+    while (D - col >= NV * L) {
+      const int64_t c = pool_tile<TY, NV, kW, I>(g, idx, col, count < 0, acc);
+      if (count < 0) count = c;
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) store(out + col + v * L, acc[v]);
+      col += NV * L;
+    }
+  };
+  tile(std::integral_constant<int, kMaxTile>{});
+  tile(std::integral_constant<int, 4>{});
+  tile(std::integral_constant<int, 2>{});
+  tile(std::integral_constant<int, 1>{});
+  if (col < D || count < 0) {  // the columns left over (and, for D < L, the checks and the count)
+    const TbeFeature& f = *g.f;
+    constexpr int64_t head = is_quantized(TY) ? 4 : 0;
+    for (int64_t d = col; d < D; ++d) out[d] = 0.0f;
+    int64_t c = 0;
+    for (int64_t i = g.s; i < g.e; ++i) {
+      const int64_t k = row_of(g, idx, i);
+      if (k < 0) continue;
+      ++c;
+      const uint8_t* row = f.base + k * f.row_bytes;
+      const uint8_t* data = row + head;
+      const float w = kW ? g.a->weights[i] : 1.0f;
+      if constexpr (is_quantized(TY)) {
+        uint16_t qp[2];
+        std::memcpy(qp, row, 4);
+        float scale = half_to_float(qp[0]), bias = half_to_float(qp[1]);
+        if constexpr (kW) {
+          scale *= w;
+          bias *= w;
+        }
+        for (int64_t d = col; d < D; ++d)
+          out[d] = __builtin_fmaf(scale, load_value<TY>(data, d, g.fp8), out[d] + bias);
+      } else {
+        for (int64_t d = col; d < D; ++d) out[d] = __builtin_fmaf(w, load_value<TY>(data, d, g.fp8), out[d]);
+      }
+    }
+    if (count < 0) count = c;
+  }
+  return count;
+}
+
+template <typename O>
+inline void write_row(O* dst, const float* src, int64_t D) {
+  if constexpr (std::is_same_v<O, float>) {
+    std::memcpy(dst, src, static_cast<size_t>(D) * sizeof(float));
+  } else {
+    int64_t d = 0;
+#if defined(__AVX2__)
+    if constexpr (std::is_same_v<O, Half>) {
+      for (; d + 8 <= D; d += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + d),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + d), _MM_FROUND_TO_NEAREST_INT));
+    }
+#endif
+    if constexpr (std::is_same_v<O, BFloat16>) {  // FBGEMM's rounding: + half an ulp, truncated
+      for (; d < D; ++d) {
+        if (src[d] != src[d]) {
+          dst[d] = BFloat16(src[d]);
+        } else {
+          dst[d].bits = static_cast<uint16_t>((float_bits(src[d]) + 0x8000u) >> 16);
+        }
+      }
+    }
+    for (; d < D; ++d) dst[d] = O(src[d]);
+  }
+}
+template <Ty TY, bool kW, typename I, typename O>
+void run_feature_bags(const IntNBitTbeArgs& a, int64_t bag0, int64_t bag1, float* scratch, int64_t* skipped) {
+  const I* idx = a.indices.data<I>();
+  O* out = a.out.data<O>();
+  for (int64_t bag = bag0; bag < bag1; ++bag) {
+    const int64_t t = bag / a.B, b = bag % a.B;
+    const TbeFeature& f = a.features[t];
+    Bag g{&a, &f, t, b, a.offsets[bag], a.offsets[bag + 1], a.offsets[(t + 1) * a.B], {}};
+    if constexpr (TY == Ty::FP8)
+      g.fp8 = {24 - (8 - a.fp8_exponent_bits),
+               bits_float(static_cast<uint32_t>(254 - a.fp8_exponent_bias) << 23)};
+    if (a.pooling == 2) {  // one output row per index
+      for (int64_t i = g.s; i < g.e; ++i) {
+        Bag one = g;
+        one.s = i;
+        one.e = i + 1;
+        const int64_t c = pool_bag<TY, false, I>(one, idx, scratch);
+        if (c == 0) {
+          ++*skipped;
+          continue;  // the output row stays zero
+        }
+        write_row(out + i * f.D, scratch, f.D);
+      }
+      continue;
+    }
+    const int64_t c = pool_bag<TY, kW, I>(g, idx, scratch);
+    *skipped += (g.e - g.s) - c;
+    if (a.pooling == 1 && c > 0) {
+      const float inv = 1.0f / static_cast<float>(c);
+      for (int64_t d = 0; d < f.D; ++d) scratch[d] *= inv;
+    } else if (c == 0) {
+      for (int64_t d = 0; d < f.D; ++d) scratch[d] = 0.0f;
+    }
+    write_row(out + b * a.total_D + f.D_start, scratch, f.D);
+  }
+}
+
+template <typename I, typename O>
+void run_bags(const IntNBitTbeArgs& a, int64_t bag0, int64_t bag1, float* scratch, int64_t* skipped) {
+  // runs of bags of one feature share a specialization
+  while (bag0 < bag1) {
+    const int64_t t = bag0 / a.B, end = std::min(bag1, (t + 1) * a.B);
+    const bool w = a.weights != nullptr;
+    auto go = [&](auto ty) {
+      constexpr Ty TY = decltype(ty)::value;
+      if (w) {
+        run_feature_bags<TY, true, I, O>(a, bag0, end, scratch, skipped);
+      } else {
+        run_feature_bags<TY, false, I, O>(a, bag0, end, scratch, skipped);
+      }
+    };
+    switch (a.features[t].ty) {
+      case Ty::FP32: go(std::integral_constant<Ty, Ty::FP32>{}); break;
+      case Ty::FP16: go(std::integral_constant<Ty, Ty::FP16>{}); break;
+      case Ty::BF16: go(std::integral_constant<Ty, Ty::BF16>{}); break;
+      case Ty::FP8: go(std::integral_constant<Ty, Ty::FP8>{}); break;
+      case Ty::INT8: go(std::integral_constant<Ty, Ty::INT8>{}); break;
+      case Ty::INT4: go(std::integral_constant<Ty, Ty::INT4>{}); break;
+      case Ty::INT2: go(std::integral_constant<Ty, Ty::INT2>{}); break;
+    }
+    bag0 = end;
+  }
+}
+
+void int_nbit_tbe_kernel(const IntNBitTbeArgs& a) {
+  const int64_t T = static_cast<int64_t>(a.features.size()), nbags = T * a.B;
+  int64_t max_D = 0;
+  for (const TbeFeature& f : a.features) max_D = std::max(max_D, f.D);
+  const int64_t grain = std::max<int64_t>(1, 2048 / std::max<int64_t>(max_D, 1));
+  parallel_for(0, nbags, grain, [&](int64_t bag0, int64_t bag1) {
+    std::vector<float> scratch(static_cast<size_t>(max_D + L));
+    int64_t skipped = 0;
+    auto go = [&](auto itag, auto otag) {
+      using I = typename decltype(itag)::type;
+      using O = typename decltype(otag)::type;
+      run_bags<I, O>(a, bag0, bag1, scratch.data(), &skipped);
+    };
+    auto with_out = [&](auto itag) {
+      switch (a.out.dtype()) {
+        case DType::Float16: go(itag, TypeTag<Half>{}); break;
+        case DType::BFloat16: go(itag, TypeTag<BFloat16>{}); break;
+        default: go(itag, TypeTag<float>{});
+      }
+    };
+    if (a.indices.dtype() == DType::Int32) {
+      with_out(TypeTag<int32_t>{});
+    } else {
+      with_out(TypeTag<int64_t>{});
+    }
+    if (skipped && a.skipped) a.skipped->fetch_add(skipped);
+  });
+}
+
+}  // namespace
+
+EMBER_REGISTER_CPU_KERNEL(int_nbit_tbe_stub, &int_nbit_tbe_kernel);
+
+}  // namespace ember::EMBER_CPU_NS
