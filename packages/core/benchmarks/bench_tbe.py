@@ -30,7 +30,9 @@ try:
     from fbgemm_gpu.split_embedding_configs import EmbOptimType as FbOptim
     from fbgemm_gpu.split_table_batched_embeddings_ops_common import EmbeddingLocation as FbLocation
     from fbgemm_gpu.split_table_batched_embeddings_ops_training import ComputeDevice as FbCompute
-    from fbgemm_gpu.split_table_batched_embeddings_ops_training import SplitTableBatchedEmbeddingBagsCodegen as FbTBE
+    from fbgemm_gpu.split_table_batched_embeddings_ops_training import (
+        SplitTableBatchedEmbeddingBagsCodegen as FbTBE,
+    )
 except Exception:  # noqa: BLE001 - any import failure means no FBGEMM peer
     FbTBE = None
 
@@ -77,60 +79,62 @@ def main(argv=None) -> int:
         a, b, ratio = interleaved(ours, theirs)
         print(f"{name:52s} {t:3d} {a * 1e3:8.2f}ms {b * 1e3:8.2f}ms {ratio:6.2f}", flush=True)
 
+    e_idx, e_off, e_grad = ember.from_numpy(indices), ember.from_numpy(offsets), ember.from_numpy(grad)
+    forward, torch_forward = _embedding_bag_pair(specs, rows, indices, offsets, e_idx, e_off)
+    for t in threads:
+        ember.set_num_threads(t), torch.set_num_threads(t)
+        row("pooled SUM forward vs EmbeddingBag", t, forward, torch_forward)
+    del forward, torch_forward
+    if FbTBE is None:
+        print("  fbgemm_gpu not importable here: its rows are skipped")
+        return 0
+    f_idx, f_off, f_grad = torch.from_numpy(indices), torch.from_numpy(offsets), torch.from_numpy(grad)
+    for optimizer in ("EXACT_SGD", "EXACT_ROWWISE_ADAGRAD"):
+        ours = tbe.SplitTableBatchedEmbeddingBagsCodegen(specs, optimizer=getattr(tbe.EmbOptimType, optimizer),
+                                                         learning_rate=0.01)
+        peer = FbTBE([(rows, DIM, FbLocation.HOST, FbCompute.CPU)] * TABLES, optimizer=getattr(FbOptim, optimizer),
+                     learning_rate=0.01)
+        calls = _tbe_calls(ours, e_idx, e_off, e_grad, ember) + _tbe_calls(peer, f_idx, f_off, f_grad, torch)
+        for t in threads:
+            ember.set_num_threads(t), torch.set_num_threads(t)
+            if optimizer == "EXACT_SGD":
+                row("pooled SUM forward vs FBGEMM TBE", t, calls[0], calls[2])
+            row(f"training step {optimizer} vs FBGEMM TBE", t, calls[1], calls[3])
+        del ours, peer, calls
+    return 0
+
+
+def _embedding_bag_pair(specs, rows, indices, offsets, e_idx, e_off):
+    """Ember's TBE forward and PyTorch's EmbeddingBags (one per table, views of Ember's buffer)."""
     ours = tbe.SplitTableBatchedEmbeddingBagsCodegen(specs)
     ours.init_embedding_weights_uniform(-0.01, 0.01)
-    e_idx, e_off, e_grad = ember.from_numpy(indices), ember.from_numpy(offsets), ember.from_numpy(grad)
-
-    def forward():
-        with ember.no_grad():
-            return ours(e_idx, e_off)
-
-    # EmbeddingBag over the same memory: each table a view of Ember's flat buffer
     flat = torch.from_numpy(ours.weights_host.detach().numpy())
     bags = [torch.nn.EmbeddingBag.from_pretrained(flat[t * rows * DIM:(t + 1) * rows * DIM].view(rows, DIM),
                                                   mode="sum", freeze=True) for t in range(TABLES)]
     t_idx = [torch.from_numpy(indices[t * BATCH * POOL:(t + 1) * BATCH * POOL]) for t in range(TABLES)]
     t_off = torch.from_numpy(offsets[:BATCH])
 
+    def forward():
+        with ember.no_grad():
+            return ours(e_idx, e_off)
+
     def torch_forward():
         with torch.no_grad():
             return torch.cat([bag(i, t_off) for bag, i in zip(bags, t_idx, strict=True)], dim=1)
 
-    for t in threads:
-        ember.set_num_threads(t), torch.set_num_threads(t)
-        row("pooled SUM forward vs EmbeddingBag", t, forward, torch_forward)
-    del bags
-    if FbTBE is None:
-        print("  fbgemm_gpu not importable here: its rows are skipped")
-        return 0
-    f_idx, f_off, f_grad = torch.from_numpy(indices), torch.from_numpy(offsets), torch.from_numpy(grad)
-    fb_specs = [(rows, DIM, FbLocation.HOST, FbCompute.CPU)] * TABLES
-    for name, optimizer in (("EXACT_SGD", "EXACT_SGD"), ("EXACT_ROWWISE_ADAGRAD", "EXACT_ROWWISE_ADAGRAD")):
-        peer = FbTBE(fb_specs, optimizer=getattr(FbOptim, optimizer), learning_rate=0.01)
-        ours = tbe.SplitTableBatchedEmbeddingBagsCodegen(specs, optimizer=getattr(tbe.EmbOptimType, optimizer),
-                                                         learning_rate=0.01)
+    return forward, torch_forward
 
-        def fb_forward():
-            with torch.no_grad():
-                return peer(f_idx, f_off)
 
-        def ours_forward():
-            with ember.no_grad():
-                return ours(e_idx, e_off)
+def _tbe_calls(module, idx, off, grad, lib):
+    """[forward without grad, forward + fused backward] of one TBE module."""
+    def forward():
+        with lib.no_grad():
+            return module(idx, off)
 
-        def fb_step():
-            peer(f_idx, f_off).backward(f_grad)
+    def step():
+        module(idx, off).backward(grad)
 
-        def ours_step():
-            ours(e_idx, e_off).backward(e_grad)
-
-        for t in threads:
-            ember.set_num_threads(t), torch.set_num_threads(t)
-            if optimizer == "EXACT_SGD":
-                row("pooled SUM forward vs FBGEMM TBE", t, ours_forward, fb_forward)
-            row(f"training step {name} vs FBGEMM TBE", t, ours_step, fb_step)
-        del peer, ours
-    return 0
+    return [forward, step]
 
 
 if __name__ == "__main__":

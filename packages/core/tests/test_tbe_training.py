@@ -297,21 +297,29 @@ def test_fatal_checks_every_offset(offsets, message):
         m(ember.tensor([0, 1, 2]), ember.tensor(offsets, dtype=ember.int64))
 
 
-def test_warning_and_ignore_repair_as_documented():
+@pytest.mark.parametrize("pooling", [PoolingMode.SUM, PoolingMode.MEAN])
+def test_warning_and_ignore_leave_bad_indices_out(pooling):
     for mode in (BoundsCheckMode.WARNING, BoundsCheckMode.IGNORE):
-        m = make([(3, 4), (5, 4)], bounds_check_mode=mode)
+        m = make([(3, 4), (5, 4)], bounds_check_mode=mode, pooling_mode=pooling, optimizer=EmbOptimType.EXACT_SGD,
+                 learning_rate=1.0)
         w = tables_of(m)
-        idx, off = ember.tensor([0, 7, 2, -1, 4]), ember.tensor([0, 2, 9, 4, 5])
+        idx, off = ember.tensor([0, 7, 2, -1, 1, 4]), ember.tensor([0, 2, 9, 4, 6])
+        psw = ember.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], requires_grad=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            out = m(idx, off)
+            out = m(idx, off, psw)
         assert (len(caught) == 1) == (mode == BoundsCheckMode.WARNING)
-        # offsets clamp to [0, 2, 5, 5, 5]: feature 0's bags [0, 7 -> 0] and [2, -1 -> 0, 4 -> 0],
-        # feature 1's bags empty
-        want = np.stack([np.concatenate([w[0][0] + w[0][0], np.zeros(4)]),
-                         np.concatenate([w[0][2] + w[0][0] + w[0][0], np.zeros(4)])])
+        # offsets clamp to [0, 2, 6, 6, 6]: feature 0's bags [0, (7)] and [2, (-1), 1, (4)]
+        mean = pooling == PoolingMode.MEAN
+        want = np.stack([np.concatenate([1 * w[0][0], np.zeros(4)]),
+                         np.concatenate([(3 * w[0][2] + 5 * w[0][1]) / (2 if mean else 1), np.zeros(4)])])
         np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-6)
-        assert idx.tolist() == [0, 7, 2, -1, 4] and off.tolist() == [0, 2, 9, 4, 5]  # the caller's input is kept
+        assert idx.tolist() == [0, 7, 2, -1, 1, 4] and off.tolist() == [0, 2, 9, 4, 6]  # the caller's input is kept
+        out.sum().backward()
+        assert psw.grad.tolist()[1] == 0 and psw.grad.tolist()[3] == 0 and psw.grad.tolist()[5] == 0
+        after = tables_of(m)
+        np.testing.assert_array_equal(after[1], w[1])  # feature 1 read nothing
+        np.testing.assert_allclose(after[0][0], w[0][0] - 1.0 * np.ones(4), rtol=1e-6)  # row 0 once, weight 1
 
 
 def test_bounds_check_indices_op_in_place():

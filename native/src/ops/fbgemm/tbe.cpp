@@ -20,10 +20,12 @@
 // Note [bounds check]: every offset and every index is checked here, before a kernel reads a row.
 // offsets[0] must be 0, offsets never decrease and the last is at most len(indices) (indices after
 // it belong to no bag); every index of feature f must be in [0, rows_per_feature[f]). A violation
-// raises IndexError naming the feature, the bag and the value (BoundsCheckMode.FATAL). The
-// repairing modes, WARNING and IGNORE, run fbgemm::bounds_check_indices first (FBGEMM's op, in
-// place): each offset is clamped into [previous offset, len(indices)] (offsets[0] to 0), and a bad
-// index becomes row 0 with its per-sample weight, if any, set to 0, as FBGEMM does.
+// raises IndexError naming the feature, the bag and the value (BoundsCheckMode.FATAL). In the
+// repairing modes, WARNING and IGNORE, ember.tbe first clamps each offset into [previous offset,
+// len(indices)] (offsets[0] to 0) with fbgemm::bounds_check_indices, then leaves every bad index
+// out of its bag (it adds nothing, is not counted by MEAN, gets no gradient), as the inference
+// TBE does. fbgemm::bounds_check_indices itself keeps FBGEMM's in-place repair: a bad index
+// becomes row 0 and its per-sample weight, if given, 0.
 //
 // Note [fused optimizer backward]: training never builds the tables' dense gradient. The backward
 // sorts the batch's (table row, position) pairs by row (Note [sorted segment sums]), sums each

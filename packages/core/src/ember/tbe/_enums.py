@@ -30,11 +30,12 @@ class PoolingMode(enum.IntEnum):
 
 class BoundsCheckMode(enum.IntEnum):
     """What a lookup does with an index outside its table or an offset outside `indices`
-    (Note [bounds check] in native/src/ops/fbgemm/tbe.cpp). FATAL raises IndexError naming the table, bag and
-    value. WARNING and IGNORE repair the input, WARNING warning once per call: a bad index is
-    left out of its bag (it adds nothing, is not counted by MEAN, gets no gradient) and each
-    offset is clamped into [previous offset, len(indices)] (offsets[0] to 0). NONE is not
-    offered: Ember checks every index, and treats NONE as FATAL."""
+    (Note [bounds check] in native/src/ops/fbgemm/tbe.cpp). FATAL raises IndexError naming the
+    table or feature, the bag and the value. WARNING and IGNORE repair the input, WARNING warning
+    once per call: each offset is clamped into [previous offset, len(indices)] (offsets[0] to 0)
+    and a bad index is left out of its bag (it adds nothing, is not counted by MEAN, gets no
+    gradient). NONE is not offered: Ember checks every index, and treats NONE as FATAL. (The op
+    ember.ops.fbgemm.bounds_check_indices keeps FBGEMM's own repair: a bad index becomes row 0.)"""
 
     FATAL = 0
     WARNING = 1

@@ -198,21 +198,34 @@ class SplitTableBatchedEmbeddingBagsCodegen(nn.Module):
                              per_sample_weights, batch_sizes)
 
     def _repaired(self, indices, offsets, per_sample_weights, batch_sizes):
-        """WARNING / IGNORE: FBGEMM's in-place repair (Note [bounds check]), on copies of the input."""
-        indices, offsets = indices.contiguous().clone(), offsets.contiguous().clone()
-        weights = None if per_sample_weights is None else per_sample_weights.detach().contiguous().clone()
-        b_offsets = None
-        if batch_sizes is not None:
-            b_offsets = ember.tensor([0, *accumulate(batch_sizes.sum(1).tolist())], dtype=ember.int64)
+        """WARNING / IGNORE (Note [bounds check]): offsets clamped by FBGEMM's bounds_check_indices
+        (on copies: the caller's tensors are kept), then every bad index left out of its bag."""
+        idx, off = indices.contiguous().clone(), offsets.contiguous().clone()
+        F = len(self.feature_table_map)
+        nbags = off.numel() - 1
+        if batch_sizes is None:
+            b_offsets = None
+            bag_feature = ember.arange(max(nbags, 0)) // max(nbags // F, 1) if nbags >= 0 else None
+        else:
+            per_feature = batch_sizes.sum(1)
+            b_offsets = ember.tensor([0, *accumulate(per_feature.tolist())], dtype=ember.int64)
+            bag_feature = ember.repeat_interleave(ember.arange(F), per_feature)
         before = int(self.bounds_check_warning[0])
-        _fbgemm.bounds_check_indices(self.rows_per_table, indices, offsets, self.bounds_check_mode_int,
-                                     self.bounds_check_warning, weights, b_offsets)
-        if self.bounds_check_mode_int == BoundsCheckMode.WARNING and int(self.bounds_check_warning[0]) > before:
-            warnings.warn(f"SplitTableBatchedEmbeddingBagsCodegen: repaired {int(self.bounds_check_warning[0]) - before}"
-                          " out-of-range indices or offsets (BoundsCheckMode.WARNING)", stacklevel=3)
-        if weights is not None and per_sample_weights.requires_grad:
-            weights = per_sample_weights * (weights != 0).to(per_sample_weights.dtype)  # keep its history
-        return indices, offsets, weights
+        _fbgemm.bounds_check_indices(self.rows_per_table, idx, off, self.bounds_check_mode_int,
+                                     self.bounds_check_warning, None, b_offsets)
+        end = int(off[-1])
+        original = indices.contiguous()[:end].long()
+        rows = self.rows_per_table[ember.repeat_interleave(bag_feature, (off[1:] - off[:-1]).long())]
+        keep = (original >= 0) & (original < rows)
+        kept_before = ember.cat([ember.zeros(1, dtype=ember.int64), ember.cumsum(keep.long(), 0)])
+        off = kept_before[off.long()].to(offsets.dtype)
+        idx = indices.contiguous()[:end][keep]
+        weights = None if per_sample_weights is None else per_sample_weights[:end][keep]
+        repairs = int(self.bounds_check_warning[0]) - before
+        if self.bounds_check_mode_int == BoundsCheckMode.WARNING and repairs > 0:
+            warnings.warn(f"SplitTableBatchedEmbeddingBagsCodegen: repaired {repairs} out-of-range indices or "
+                          "offsets (BoundsCheckMode.WARNING): bad indices left out of their bags", stacklevel=3)
+        return idx, off, weights
 
     def _step(self, grad, indices, offsets, per_sample_weights, batch_sizes):
         """The backward's optimizer step; the flat buffer's gradient only for optimizer NONE."""
