@@ -438,3 +438,48 @@ def test_training_equals_fbgemm(run_fbgemm, opt, pooling, fmap):
         np.testing.assert_allclose(ours[s], peer[f"out{s}"], rtol=1e-5, atol=1e-5)
     for t, w in enumerate(m.split_embedding_weights()):
         np.testing.assert_allclose(w.numpy(), peer[f"w{t}"], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("pooling", [PoolingMode.SUM, PoolingMode.MEAN])
+def test_weighted_variable_batch_matches_per_rank_lookups(pooling):
+    """VBE with per-sample weights equals, block by block, the plain lookup of each (rank, feature)."""
+    tables, B = [(9, 4), (6, 3)], [[2, 0, 3], [1, 2, 2]]
+    m = make(tables, pooling_mode=pooling, optimizer=EmbOptimType.NONE)
+    w = tables_of(m)
+    rng = np.random.default_rng(8)
+    lengths = [[rng.integers(0, 4, b).tolist() for b in ranks] for ranks in B]
+    flat_lengths = [n for ranks in lengths for bags in ranks for n in bags]
+    idx = np.concatenate([rng.integers(0, tables[f][0], sum(sum(r) for r in lengths[f])) for f in range(2)])
+    off = np.concatenate([[0], np.cumsum(flat_lengths)])
+    psw = ember.tensor(rng.uniform(0.5, 2, len(idx)), dtype=ember.float32, requires_grad=True)
+    out = m(ember.tensor(idx), ember.tensor(off), psw, batch_size_per_feature_per_rank=B)
+    # the reference: bag j of feature f, rank r; output blocks rank by rank, feature by feature
+    bags, j = {}, 0
+    for f in range(2):
+        for r in range(3):
+            for b in range(B[f][r]):
+                s, e = off[j], off[j + 1]
+                v = sum((psw.detach().numpy()[i] * w[f][idx[i]] for i in range(s, e)), np.zeros(tables[f][1]))
+                bags[f, r, b] = v / (e - s) if pooling == PoolingMode.MEAN and e > s else v
+                j += 1
+    want = np.concatenate([bags[f, r, b] for r in range(3) for f in range(2) for b in range(B[f][r])])
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-5, atol=1e-6)
+    grad = rng.standard_normal(out.numel()).astype(np.float32)
+    out.backward(ember.tensor(grad))
+    # d out / d psw_i = row_i . (its bag's output gradient) (/ L for MEAN)
+    at, start = {}, 0
+    for r in range(3):
+        for f in range(2):
+            for b in range(B[f][r]):
+                at[f, r, b] = start
+                start += tables[f][1]
+    want_grad, j = np.zeros(len(idx)), 0
+    for f in range(2):
+        for r in range(3):
+            for b in range(B[f][r]):
+                s, e = off[j], off[j + 1]
+                g = grad[at[f, r, b]:at[f, r, b] + tables[f][1]]
+                for i in range(s, e):
+                    want_grad[i] = g @ w[f][idx[i]] / ((e - s) if pooling == PoolingMode.MEAN else 1)
+                j += 1
+    np.testing.assert_allclose(psw.grad.numpy(), want_grad, rtol=1e-5, atol=1e-5)
