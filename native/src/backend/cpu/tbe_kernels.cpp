@@ -216,6 +216,10 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
     const int64_t row = members[seg[j]].row, at = b.weights_offset[f] + (row - b.row_offset[f]) * b.dim[f];
     const int64_t bytes = b.dim[f] * static_cast<int64_t>(sizeof(T));
     for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(reinterpret_cast<const char*>(w + at) + o, 1, 3);
+    for (size_t m = seg[j]; m < seg[j + 1]; ++m) {  // the output gradient rows it sums
+      const char* gr = reinterpret_cast<const char*>(g + p.grad_at[members[m].pos]);
+      for (int64_t o = 0; o < b.dim[f] * 4; o += 64) __builtin_prefetch(gr + o, 0, 3);
+    }
     if (m1 && rowwise) __builtin_prefetch(m1 + row, 1, 3);
     for (float* m : {rowwise ? nullptr : m1, m2}) {
       if (!m) continue;
