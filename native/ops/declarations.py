@@ -540,6 +540,16 @@ OPS: list[Op] = [
     # ---- FBGEMM's recommendation kernels (src/ops/fbgemm/): fbgemm_gpu's schemas, reached as
     # ember.ops.fbgemm.<name> only (tests/test_fbgemm_*.py check them by hand)
     Op("fbgemm::asynchronous_complete_cumsum(Tensor t_in) -> Tensor", method=False, test={"family": "none"}),
+    # sparse-feature helpers (src/ops/fbgemm/sparse.cpp): index bookkeeping, no gradients
+    *[Op(f"fbgemm::{s}", method=False, test={"family": "none"}) for s in (
+        "permute_2D_sparse_data(Tensor permute, Tensor lengths, Tensor values, Tensor? weights=None, "
+        "int? permuted_lengths_sum=None) -> (Tensor, Tensor, Tensor?)",
+        "permute_1D_sparse_data(Tensor permute, Tensor lengths, Tensor values, Tensor? weights=None, "
+        "int? permuted_lengths_sum=None) -> (Tensor, Tensor, Tensor?)",
+        "bucketize_sparse_features(Tensor lengths, Tensor indices, bool bucketize_pos, int my_size, "
+        "Tensor? weights=None) -> (Tensor, Tensor, Tensor?, Tensor?)",
+        "offsets_range(Tensor offsets, int range_size) -> Tensor",
+    )],
     # table-batched embeddings (src/ops/fbgemm/tbe.cpp, Note [table-batched embeddings]): Ember's
     # lookup and fused-optimizer backward behind ember.tbe, and FBGEMM's bounds_check_indices
     Op("fbgemm::tbe_forward(Tensor weights, Tensor weights_offsets, Tensor D_offsets, Tensor rows_per_feature, "

@@ -199,14 +199,24 @@ struct Stacked<std::vector<Tensor>> {
     return out;
   }
 };
+// A tuple of Tensor and Tensor? results (FBGEMM's sparse ops): a Tensor? entry is None in the
+// stacked result when every batch element returned None, and an error when only some did.
 template <class... T>
 struct Stacked<std::tuple<T...>> {
   std::vector<std::vector<Tensor>> parts = std::vector<std::vector<Tensor>>(sizeof...(T));
+  std::vector<size_t> nones = std::vector<size_t>(sizeof...(T), 0);
+  static void put(std::vector<Tensor>& p, size_t&, const Tensor& x) { p.push_back(x); }
+  static void put(std::vector<Tensor>& p, size_t& none, const std::optional<Tensor>& x) {
+    if (x.has_value())
+      p.push_back(*x);
+    else
+      ++none;
+  }
   void add(std::tuple<T...> r) {
     std::apply(
         [&](auto&... x) {
           size_t i = 0;
-          ((parts[i++].push_back(x)), ...);
+          ((put(parts[i], nones[i], x), ++i), ...);
         },
         r);
   }
@@ -215,8 +225,17 @@ struct Stacked<std::tuple<T...>> {
   }
   template <size_t... I>
   std::tuple<T...> finish([[maybe_unused]] const char* op, [[maybe_unused]] int64_t level,
-                          std::index_sequence<I...>) {  // unused when the op returns nothing
-    return std::tuple<T...>{stack_slices(op, parts[I], level)...};
+                          std::index_sequence<I...>) {
+    return std::tuple<T...>{finish_one<T>(op, level, I)...};
+  }
+  template <class U>
+  U finish_one(const char* op, int64_t level, size_t i) {
+    if constexpr (std::is_same_v<U, std::optional<Tensor>>) {
+      if (parts[i].empty()) return std::nullopt;
+      EMBER_CHECK(nones[i] == 0, Error, "vmap: the loop over the batch of ", op, " got None for ", nones[i],
+                  " batch elements and a tensor for ", parts[i].size(), " in output ", i);
+    }
+    return stack_slices(op, parts[i], level);
   }
 };
 
