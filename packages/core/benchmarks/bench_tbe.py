@@ -94,6 +94,9 @@ def main(argv=None) -> int:
                                                          learning_rate=0.01)
         peer = FbTBE([(rows, DIM, FbLocation.HOST, FbCompute.CPU)] * TABLES, optimizer=getattr(FbOptim, optimizer),
                      learning_rate=0.01)
+        # real values in every page of both (an untouched zero page would be read from cache)
+        ours.init_embedding_weights_uniform(-0.01, 0.01)
+        peer.init_embedding_weights_uniform(-0.01, 0.01)
         calls = _tbe_calls(ours, e_idx, e_off, e_grad, ember) + _tbe_calls(peer, f_idx, f_off, f_grad, torch)
         for t in threads:
             ember.set_num_threads(t), torch.set_num_threads(t)
@@ -105,12 +108,12 @@ def main(argv=None) -> int:
 
 
 def _embedding_bag_pair(specs, rows, indices, offsets, e_idx, e_off):
-    """Ember's TBE forward and PyTorch's EmbeddingBags (one per table, views of Ember's buffer)."""
+    """Ember's TBE forward and PyTorch's EmbeddingBags (one per table, in PyTorch's own memory, as
+    a PyTorch user has them: Ember's buffer gets huge pages from its allocator, PyTorch's do not)."""
     ours = tbe.SplitTableBatchedEmbeddingBagsCodegen(specs)
     ours.init_embedding_weights_uniform(-0.01, 0.01)
-    flat = torch.from_numpy(ours.weights_host.detach().numpy())
-    bags = [torch.nn.EmbeddingBag.from_pretrained(flat[t * rows * DIM:(t + 1) * rows * DIM].view(rows, DIM),
-                                                  mode="sum", freeze=True) for t in range(TABLES)]
+    bags = [torch.nn.EmbeddingBag.from_pretrained(torch.from_numpy(table.numpy()).clone(), mode="sum", freeze=True)
+            for table in ours.split_embedding_weights()]
     t_idx = [torch.from_numpy(indices[t * BATCH * POOL:(t + 1) * BATCH * POOL]) for t in range(TABLES)]
     t_off = torch.from_numpy(offsets[:BATCH])
 
