@@ -664,6 +664,8 @@ def test_random_integers():
     assert r.min() == -5 and r.max() == 127
     r = _fill("random_", dtype=ember.int64, n=1000, **{"from": -3, "to": 0})
     assert set(np.unique(r)) == {-3, -2, -1}
+    assert set(np.unique(_fill("random_", n=1000, to=3))) == {0, 1, 2}
+    assert set(np.unique(_fill("random_", 2, n=1000, dtype=ember.int8, to=5))) == {2, 3, 4}
     view = ember.zeros(4, 4)
     view[:, 1].random_(1, 2)
     assert view.sum(0).tolist() == [0.0, 4.0, 0.0, 0.0]
@@ -692,6 +694,8 @@ def test_random_fills_bad_input():
         ember.ones(3, dtype=ember.uint8).random_(0, 300)
     with pytest.raises(RuntimeError, match="from is out of bounds for unsigned char"):
         ember.ones(3, dtype=ember.uint8).random_(-1, 3)
+    with pytest.raises(TypeError, match="random_\\(\\) received an invalid combination of arguments - got \\(from=int, \\)"):
+        ember.ones(3).random_(**{"from": 2})
     with pytest.raises(RuntimeError, match="to - 1 is out of bounds for bool"):
         ember.ones(3, dtype=ember.bool).random_(0, 3)
     with pytest.warns(UserWarning, match="to - 1 is out of bounds \\[-\\(2\\^24\\), 2\\^24\\]"):

@@ -725,9 +725,16 @@ def random_(self: _C.Tensor, *args: object, generator: object = None, **kwargs: 
         raise NotImplementedError(f"\"random_\" not implemented for '{_dtype_name(self.dtype)}'")
     bounds = list(args)
     if "from" in kwargs:
-        bounds = [kwargs.pop("from"), *bounds]
+        if bounds:
+            raise TypeError("random_() got multiple values for argument 'from'")
+        bounds = [kwargs.pop("from")]
+        if "to" not in kwargs:
+            raise TypeError("random_() received an invalid combination of arguments - got (from=int, ), but "
+                            "expected (), (to) or (from, to)")
     if "to" in kwargs:
-        bounds = [*(bounds or [0]), kwargs.pop("to")]
+        if len(bounds) > 1:
+            raise TypeError("random_() got multiple values for argument 'to'")
+        bounds = [bounds[0], kwargs.pop("to")] if bounds else [kwargs.pop("to")]
     if kwargs:
         raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if len(bounds) > 2:
