@@ -224,7 +224,7 @@ for _name in ("zeros", "ones", "empty", "full", "rand", "randn", "arange", "lins
 
 # PyTorch's size= keyword on the factories; aliases, predicates and legacy tensor types
 # (ember/_names.py, ember/_legacy.py).
-from . import _legacy, _names  # noqa: E402
+from . import _composites_py, _legacy, _names  # noqa: E402
 
 for _name in ("zeros", "ones", "empty", "full", "rand", "randn"):
     globals()[_name] = _names.size_keyword(globals()[_name])
@@ -233,6 +233,9 @@ globals().update(_names.alias_table())
 globals().update({_name: getattr(_names, _name) for _name in _names.NAMES})
 globals().update(_legacy.TYPED)
 _names.install_tensor_aliases()
+# Functions and methods composed in Python from declared ops (ember/_composites_py.py).
+globals().update({_name: getattr(_composites_py, _name) for _name in _composites_py.NAMES})
+_composites_py.install_tensor_methods()
 
 __version__: str = _C.__version__
 
@@ -297,7 +300,8 @@ __all__ = [
     "get_float32_matmul_precision", "einsum", "tensordot", "kron", "inner", "chain_matmul", "linalg", "nn",
     "fft", "stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
     "save", "load", "hub", "optim", "profiler", "utils", "cdist", "pdist", "cosine_similarity", "pairwise_distance",
-    *_GENERATED_OPS, *_names.alias_table(), *_names.NAMES, *_legacy.TYPED,
+    *_GENERATED_OPS, *_names.alias_table(), *_names.NAMES, *_composites_py.NAMES,
+    *_legacy.TYPED,
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
 ]

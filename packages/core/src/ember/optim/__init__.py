@@ -1,16 +1,18 @@
-"""ember.optim (torch.optim): optimizers over parameter groups, and lr_scheduler."""
+"""ember.optim (torch.optim): optimizers over parameter groups, lr_scheduler and swa_utils."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
+from .asgd import ASGD
 from .lbfgs import LBFGS
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "LBFGS", "lr_scheduler"]
+           "LBFGS", "ASGD", "Rprop", "lr_scheduler", "swa_utils"]

@@ -370,17 +370,18 @@ def _scalar_dtype():
 
 
 # Scalar bookkeeping kept in its own dtype on load. PyTorch keeps only "step" and casts NAdam's
-# "mu_product" to the parameter's dtype, so a resumed NAdam run drifts from an uninterrupted one;
-# Ember keeps both, and resumes exactly.
+# "mu_product" (and ASGD's 0-dim "eta" and "mu") to the parameter's dtype, so a resumed run drifts
+# from an uninterrupted one; Ember keeps them all, and resumes exactly.
 _KEEP_DTYPE = frozenset({"step", "mu_product"})
+_KEEP_DTYPE_SCALARS = frozenset({"eta", "mu"})
 
 
 def _cast(param, value, key=None):
     """A copy of saved state for ``param``: floating tensors take a floating parameter's dtype,
     step counters stay as saved; dicts and sequences are copied item by item."""
     if isinstance(value, _C.Tensor):
-        if key not in _KEEP_DTYPE and param.is_floating_point() and (value.is_floating_point()
-                                                                     or value.is_complex()):
+        keep = key in _KEEP_DTYPE or (key in _KEEP_DTYPE_SCALARS and value.dim() == 0)
+        if not keep and param.is_floating_point() and (value.is_floating_point() or value.is_complex()):
             return value.to(param.dtype).clone()
         return value.clone()
     if isinstance(value, dict):
