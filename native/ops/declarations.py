@@ -566,6 +566,16 @@ OPS: list[Op] = [
        "Tensor D_offsets, Tensor rows_per_feature, Tensor hash_size_cumsum, Tensor indices, Tensor offsets, "
        "int pooling_mode, Tensor? batch_size_per_feature_per_rank=None) -> Tensor", method=False,
        test={"family": "none"}),
+    # FBGEMM's CPU lookup ops (its schemas) over the same kernels; row counts from hash_size_cumsum
+    Op("fbgemm::split_embedding_codegen_forward_cpu(Tensor weights, Tensor weights_offsets, Tensor D_offsets, "
+       "int total_D, Tensor hash_size_cumsum, Tensor indices, Tensor offsets, int pooling_mode, Tensor indice_weights, "
+       "int output_dtype) -> Tensor", method=False, test={"family": "none"}),
+    Op("fbgemm::split_embedding_nobag_codegen_forward_cpu(Tensor weights, Tensor weights_offsets, int D, "
+       "Tensor hash_size_cumsum, Tensor indices, Tensor offsets, int output_dtype) -> Tensor", method=False,
+       test={"family": "none"}),
+    Op("fbgemm::split_embedding_codegen_grad_indice_weights_cpu(Tensor grad_output, Tensor weights, "
+       "Tensor weights_offsets, Tensor D_offsets, Tensor indices, Tensor offsets, Tensor feature_requires_grad) "
+       "-> Tensor", method=False, test={"family": "none"}),
     Op("fbgemm::bounds_check_indices(Tensor rows_per_table, Tensor indices, Tensor offsets, int bounds_check_mode, "
        "Tensor warning, Tensor? weights=None, Tensor? B_offsets=None, int max_B=-1, Tensor? b_t_map=None, "
        "int info_B_num_bits=-1, int info_B_mask=-1, int bounds_check_version=1, bool prefetch_pipeline=False) -> ()",

@@ -164,7 +164,8 @@ class CpuAllocator final : public Allocator {
   void* system_alloc(size_t size, size_t requested) {
     const bool huge = size >= kHugeMin;
     auto attempt = [&] {
-      return huge ? std::aligned_alloc(kHugePage, round_up(size, kHugePage)) : std::aligned_alloc(kCpuAlignment, size);
+      return huge ? std::aligned_alloc(kHugePage, round_up(size, kHugePage))
+                  : std::aligned_alloc(kCpuAlignment, size);
     };
     void* p = attempt();
     if (p == nullptr) {

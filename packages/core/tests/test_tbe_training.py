@@ -483,3 +483,73 @@ def test_weighted_variable_batch_matches_per_rank_lookups(pooling):
                     want_grad[i] = g @ w[f][idx[i]] / ((e - s) if pooling == PoolingMode.MEAN else 1)
                 j += 1
     np.testing.assert_allclose(psw.grad.numpy(), want_grad, rtol=1e-5, atol=1e-5)
+
+
+# ---- FBGEMM's CPU lookup ops under their own schemas ------------------------------------------
+def _flat_case():
+    """Two tables (3 x 4, 5 x 2) in one buffer, three features (the third shares table 0)."""
+    w = ember.arange(3 * 4 + 5 * 2, dtype=ember.float32)
+    wo, Do = ember.tensor([0, 12, 0]), ember.tensor([0, 4, 6, 10], dtype=ember.int32)
+    hs = ember.tensor([0, 3, 0, 8])
+    idx, off = ember.tensor([0, 2, 1, 4, 1, 0]), ember.tensor([0, 2, 4, 6])
+    return w, wo, Do, hs, idx, off
+
+
+def test_fbgemm_schema_forward_and_grad_indice_weights():
+    w, wo, Do, hs, idx, off = _flat_case()
+    iw = ember.tensor([1.0, 2, 3, 4, 5, 6])
+    out = ember.ops.fbgemm.split_embedding_codegen_forward_cpu(w, wo, Do, 10, hs, idx, off, 0, iw, 0)
+    assert out.tolist() == [[16, 19, 22, 25, 122, 129, 20, 31, 42, 53]]  # worked by hand (and equal to FBGEMM's)
+    unweighted = ember.ops.fbgemm.split_embedding_codegen_forward_cpu(w, wo, Do, 10, hs, idx, off, 1, ember.empty(0), 0)
+    assert unweighted.tolist() == [[4, 5, 6, 7, 17, 18, 2, 3, 4, 5]]  # MEAN; an empty indice_weights is none
+    grad = ember.ops.fbgemm.split_embedding_codegen_grad_indice_weights_cpu(
+        ember.ones(1, 10), w, wo, Do, idx, off, ember.tensor([1, 0, 1], dtype=ember.int32))
+    assert grad.tolist() == [6, 38, 0, 0, 22, 6]
+    nobag = ember.ops.fbgemm.split_embedding_nobag_codegen_forward_cpu(
+        ember.arange(20.0), ember.tensor([0, 8]), 4, ember.tensor([0, 2, 5]), ember.tensor([1, 0, 2]),
+        ember.tensor([0, 2, 3]), 0)
+    assert nobag.tolist() == [[4, 5, 6, 7], [0, 1, 2, 3], [16, 17, 18, 19]]
+
+
+def test_fbgemm_schema_ops_check_rows_and_total_D():
+    w, wo, Do, hs, idx, off = _flat_case()
+    iw = ember.ones(6)
+    # table 0 has 3 rows: its end is table 1's first row, found from hash_size_cumsum
+    with pytest.raises(IndexError, match=r"feature 2 in \[0, 3\), but its bag 0 \(offsets\[2\]\) holds 3"):
+        ember.ops.fbgemm.split_embedding_codegen_forward_cpu(w, wo, Do, 10, hs, ember.tensor([0, 2, 1, 4, 1, 3]),
+                                                             off, 0, iw, 0)
+    with pytest.raises(ValueError, match="total_D = 10 .*, but got 9"):
+        ember.ops.fbgemm.split_embedding_codegen_forward_cpu(w, wo, Do, 9, hs, idx, off, 0, iw, 0)
+    with pytest.raises(IndexError, match="holds 100"):  # rows unknown: checked against the buffer's end
+        ember.ops.fbgemm.split_embedding_codegen_grad_indice_weights_cpu(
+            ember.ones(1, 10), w, wo, Do, ember.tensor([0, 100, 1, 4, 1, 0]), off, ember.ones(3, dtype=ember.int32))
+
+
+def test_fbgemm_schema_ops_equal_fbgemm(run_fbgemm):
+    rng = np.random.default_rng(9)
+    tables, fmap, B = [(40, 8), (25, 4)], [0, 1, 0], 6
+    w = rng.standard_normal(40 * 8 + 25 * 4).astype(np.float32)
+    wo = np.array([0, 320, 0])
+    Do = np.array([0, 8, 12, 20], dtype=np.int32)
+    hs = np.array([0, 40, 0, 65])
+    idx, off = batch(rng, [tables[t][0] for t in fmap], B)
+    iw = rng.uniform(0.5, 2, len(idx)).astype(np.float32)
+    grad = rng.standard_normal((B, 20)).astype(np.float32)
+    need = np.array([1, 0, 1], dtype=np.int32)
+    peer = run_fbgemm("""
+        t = {k: torch.from_numpy(v) for k, v in inputs.items()}
+        for mode in (0, 1):
+            result[f"out{mode}"] = torch.ops.fbgemm.split_embedding_codegen_forward_cpu(
+                t["w"], t["wo"], t["Do"], 20, t["hs"], t["idx"], t["off"], mode, t["iw"], 0).numpy()
+        result["giw"] = torch.ops.fbgemm.split_embedding_codegen_grad_indice_weights_cpu(
+            t["grad"], t["w"], t["wo"], t["Do"], t["idx"], t["off"], t["need"]).numpy()
+    """, w=w, wo=wo, Do=Do, hs=hs, idx=idx, off=off, iw=iw, grad=grad, need=need)
+    e = {k: ember.tensor(v) for k, v in dict(w=w, wo=wo, Do=Do, hs=hs, idx=idx, off=off, iw=iw, grad=grad,
+                                              need=need).items()}
+    for mode in (0, 1):
+        ours = ember.ops.fbgemm.split_embedding_codegen_forward_cpu(e["w"], e["wo"], e["Do"], 20, e["hs"], e["idx"],
+                                                                    e["off"], mode, e["iw"], 0)
+        np.testing.assert_allclose(ours.numpy(), peer[f"out{mode}"], rtol=1e-5, atol=1e-6)
+    giw = ember.ops.fbgemm.split_embedding_codegen_grad_indice_weights_cpu(e["grad"], e["w"], e["wo"], e["Do"],
+                                                                           e["idx"], e["off"], e["need"])
+    np.testing.assert_allclose(giw.numpy(), peer["giw"], rtol=1e-5, atol=1e-5)

@@ -5,6 +5,8 @@
 // prefetching (sum_bag of embedding_rows.h, the embedding_bag kernel's), other dtypes widen each
 // row to float. Backward: Note [sorted segment sums], then the row's optimizer update (Note [fused
 // optimizer backward]); segments own distinct rows, so updates never race.
+#include "ops/fbgemm/tbe_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,7 +15,6 @@
 #include "embedding_rows.h"
 #include "ember/parallel.h"
 #include "kernel_utils.h"
-#include "ops/fbgemm/tbe_kernels.h"
 #include "vec.h"
 
 namespace ember::EMBER_CPU_NS {
@@ -24,7 +25,8 @@ void visit_table(DType d, F&& f) {
   if (d == DType::Float32) return f(Tag<float>{});
   if (d == DType::Float16) return f(Tag<Half>{});
   if (d == DType::BFloat16) return f(Tag<BFloat16>{});
-  throw TypeError(std::string("[tbe] expected a float32, float16 or bfloat16 table, but got ") + dtype_name(d));
+  throw TypeError(std::string("[tbe] expected a float32, float16 or bfloat16 table, but got ") +
+                  dtype_name(d));
 }
 
 template <typename F>
@@ -82,7 +84,8 @@ void forward(const Tensor& out, const TbeBatch& b) {
       } else {
         std::fill(acc.begin(), acc.begin() + D, 0.0f);
         for (int64_t i = s; i < e; ++i) {
-          if (i + kPrefetchAhead < last) prefetch_row(table, D, idx, i + kPrefetchAhead, rows, D * int64_t(sizeof(T)));
+          if (i + kPrefetchAhead < last)
+            prefetch_row(table, D, idx, i + kPrefetchAhead, rows, D * int64_t(sizeof(T)));
           const T* row = table + checked_bag_row(idx, i, rows) * D;
           const float c = psw ? psw[i] : 1.0f;
           for (int64_t d = 0; d < D; ++d) acc[d] += c * static_cast<float>(row[d]);
@@ -97,7 +100,8 @@ void tbe_forward_kernel(const Tensor& out, const TbeBatch& batch) {
   visit_table(batch.weights.dtype(), [&](auto t) {
     visit_table(out.dtype(), [&](auto o) {
       visit_rows(batch.indices.dtype(), [&](auto i) {
-        forward<typename decltype(t)::type, typename decltype(o)::type, typename decltype(i)::type>(out, batch);
+        forward<typename decltype(t)::type, typename decltype(o)::type, typename decltype(i)::type>(out,
+                                                                                                    batch);
       });
     });
   });
@@ -140,7 +144,8 @@ Positions positions(const TbeBatch& b) {
 // One row's update from its summed gradient g (Note [fused optimizer backward]); `row` is its
 // index among all tables' rows, `at` its first element in the flat buffer.
 template <typename T>
-void apply(const TbeOptimizerStep& s, T* w, const float* g, int64_t D, int64_t row, int64_t at, T* grad_weights) {
+void apply(const TbeOptimizerStep& s, T* w, const float* g, int64_t D, int64_t row, int64_t at,
+           T* grad_weights) {
   const float lr = static_cast<float>(s.learning_rate), eps = static_cast<float>(s.eps);
   const float wd = static_cast<float>(s.weight_decay);
   switch (s.kind) {
@@ -192,7 +197,8 @@ void apply(const TbeOptimizerStep& s, T* w, const float* g, int64_t D, int64_t r
 }
 
 template <typename T, typename I>
-void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& step, const Tensor& grad_weights) {
+void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& step,
+              const Tensor& grad_weights) {
   const Positions p = positions<I>(b);
   const std::vector<Member>& members = p.members;
   std::vector<size_t> seg{0};  // segment j: members [seg[j], seg[j + 1]), one table row each
@@ -215,7 +221,8 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
     const int32_t f = p.feature[members[seg[j]].pos];
     const int64_t row = members[seg[j]].row, at = b.weights_offset[f] + (row - b.row_offset[f]) * b.dim[f];
     const int64_t bytes = b.dim[f] * static_cast<int64_t>(sizeof(T));
-    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(reinterpret_cast<const char*>(w + at) + o, 1, 3);
+    for (int64_t o = 0; o < bytes; o += 64)
+      __builtin_prefetch(reinterpret_cast<const char*>(w + at) + o, 1, 3);
     for (size_t m = seg[j]; m < seg[j + 1]; ++m) {  // the output gradient rows it sums
       const char* gr = reinterpret_cast<const char*>(g + p.grad_at[members[m].pos]);
       for (int64_t o = 0; o < b.dim[f] * 4; o += 64) __builtin_prefetch(gr + o, 0, 3);
@@ -223,7 +230,8 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
     if (m1 && rowwise) __builtin_prefetch(m1 + row, 1, 3);
     for (float* m : {rowwise ? nullptr : m1, m2}) {
       if (!m) continue;
-      for (int64_t o = 0; o < b.dim[f] * 4; o += 64) __builtin_prefetch(reinterpret_cast<const char*>(m + at) + o, 1, 3);
+      for (int64_t o = 0; o < b.dim[f] * 4; o += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(m + at) + o, 1, 3);
     }
   };
   parallel_for(0, nseg, grain, [&](int64_t j0, int64_t j1) {
@@ -276,10 +284,12 @@ void per_sample_weights_backward(const Tensor& grad_psw, const Tensor& grad, con
   });
 }
 
-void tbe_per_sample_weights_backward_kernel(const Tensor& grad_psw, const Tensor& grad, const TbeBatch& batch) {
+void tbe_per_sample_weights_backward_kernel(const Tensor& grad_psw, const Tensor& grad,
+                                            const TbeBatch& batch) {
   visit_table(batch.weights.dtype(), [&](auto t) {
     visit_rows(batch.indices.dtype(), [&](auto i) {
-      per_sample_weights_backward<typename decltype(t)::type, typename decltype(i)::type>(grad_psw, grad, batch);
+      per_sample_weights_backward<typename decltype(t)::type, typename decltype(i)::type>(grad_psw, grad,
+                                                                                          batch);
     });
   });
 }

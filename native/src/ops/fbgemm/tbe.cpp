@@ -49,7 +49,8 @@ namespace ember {
 
 DispatchStub<TbeForwardFn> tbe_forward_stub("tbe_forward");
 DispatchStub<TbeBackwardFn> tbe_backward_stub("tbe_backward");
-DispatchStub<TbePerSampleWeightsBackwardFn> tbe_per_sample_weights_backward_stub("tbe_per_sample_weights_backward");
+DispatchStub<TbePerSampleWeightsBackwardFn> tbe_per_sample_weights_backward_stub(
+    "tbe_per_sample_weights_backward");
 
 namespace {
 
@@ -68,7 +69,9 @@ std::vector<int64_t> int64_list(const Tensor& t, const char* name) {
   return v;
 }
 
-bool is_table_dtype(DType d) { return d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16; }
+bool is_table_dtype(DType d) {
+  return d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16;
+}
 
 DType output_dtype_of(int64_t code) {
   // SparseType's codes: FP32 0, FP16 1, BF16 5
@@ -101,8 +104,9 @@ void check_indices(const I* idx, const TbeBatch& batch) {
 // Validates the tables, offsets and indices (Note [bounds check]) and lays out the bags.
 TbeBatch make_batch(const Tensor& weights, const Tensor& weights_offsets, const Tensor& D_offsets,
                     const Tensor& rows_per_feature, const Tensor& hash_size_cumsum, const Tensor& indices,
-                    const Tensor& offsets, int64_t pooling_mode, const std::optional<Tensor>& per_sample_weights,
-                    const std::optional<Tensor>& batch_sizes, int64_t* total_out) {
+                    const Tensor& offsets, int64_t pooling_mode,
+                    const std::optional<Tensor>& per_sample_weights, const std::optional<Tensor>& batch_sizes,
+                    int64_t* total_out) {
   TbeBatch batch;
   EMBER_CHECK(weights.dim() == 1 && is_table_dtype(weights.dtype()), TypeError, kOp,
               " expected a 1-D float32, float16 or bfloat16 weights buffer, but got a ", weights.dim(), "-D ",
@@ -121,15 +125,16 @@ TbeBatch make_batch(const Tensor& weights, const Tensor& weights_offsets, const 
   const int64_t F = static_cast<int64_t>(batch.weights_offset.size());
   EMBER_CHECK(static_cast<int64_t>(d_off.size()) == F + 1 && static_cast<int64_t>(batch.rows.size()) == F &&
                   static_cast<int64_t>(hash.size()) == F + 1,
-              ValueError, kOp, " expected D_offsets and hash_size_cumsum of ", F + 1, " entries and rows_per_feature of ",
-              F, " (one per feature), but got ", d_off.size(), ", ", hash.size(), " and ", batch.rows.size());
+              ValueError, kOp, " expected D_offsets and hash_size_cumsum of ", F + 1,
+              " entries and rows_per_feature of ", F, " (one per feature), but got ", d_off.size(), ", ",
+              hash.size(), " and ", batch.rows.size());
   EMBER_CHECK(F > 0, ValueError, kOp, " expected at least one feature, but got 0");
   batch.total_rows = hash[F];
   for (int64_t f = 0; f < F; ++f) {
     const int64_t D = d_off[f + 1] - d_off[f], rows = batch.rows[f], start = batch.weights_offset[f];
-    EMBER_CHECK(D >= 0 && rows >= 0 && start >= 0 && hash[f] >= 0 && hash[f] + rows <= batch.total_rows, ValueError,
-                kOp, " expected feature ", f, "'s table to lie inside the row space, but got D ", D, ", rows ", rows,
-                ", first row ", hash[f], " of ", batch.total_rows);
+    EMBER_CHECK(D >= 0 && rows >= 0 && start >= 0 && hash[f] >= 0 && hash[f] + rows <= batch.total_rows,
+                ValueError, kOp, " expected feature ", f, "'s table to lie inside the row space, but got D ",
+                D, ", rows ", rows, ", first row ", hash[f], " of ", batch.total_rows);
     // the table must lie inside the buffer: no row of it can be read out of bounds
     EMBER_CHECK(D == 0 || rows <= (weights.numel() - std::min(start, weights.numel())) / D, ValueError, kOp,
                 " expected feature ", f, "'s table (", rows, " rows of ", D, " from element ", start,
@@ -140,8 +145,8 @@ TbeBatch make_batch(const Tensor& weights, const Tensor& weights_offsets, const 
   if (pooling_mode == 2) {
     for (int64_t f = 1; f < F; ++f)
       EMBER_CHECK(batch.dim[f] == batch.dim[0], ValueError, kOp,
-                  " expected one embedding dim for pooling NONE, but features 0 and ", f, " have ", batch.dim[0],
-                  " and ", batch.dim[f]);
+                  " expected one embedding dim for pooling NONE, but features 0 and ", f, " have ",
+                  batch.dim[0], " and ", batch.dim[f]);
   }
 
   EMBER_CHECK(indices.dim() == 1, ValueError, kOp, " expected 1-D indices, but got ", indices.dim(), "-D");
@@ -178,7 +183,8 @@ TbeBatch make_batch(const Tensor& weights, const Tensor& weights_offsets, const 
   } else {
     const Tensor& bs = *batch_sizes;
     EMBER_CHECK(bs.dim() == 2 && bs.size(0) == F, ValueError, kOp,
-                " expected batch_size_per_feature_per_rank of shape (", F, ", ranks), but got ", bs.dim(), "-D");
+                " expected batch_size_per_feature_per_rank of shape (", F, ", ranks), but got ", bs.dim(),
+                "-D");
     const std::vector<int64_t> sizes = int64_list(reshape(bs.contiguous(), {bs.numel()}), "batch sizes");
     const int64_t R = bs.size(1);
     int64_t bags = 0;
@@ -225,12 +231,13 @@ TbeBatch make_batch(const Tensor& weights, const Tensor& weights_offsets, const 
 
 Tensor tbe_forward(const Tensor& weights, const Tensor& weights_offsets, const Tensor& D_offsets,
                    const Tensor& rows_per_feature, const Tensor& hash_size_cumsum, const Tensor& indices,
-                   const Tensor& offsets, int64_t pooling_mode, const std::optional<Tensor>& per_sample_weights,
+                   const Tensor& offsets, int64_t pooling_mode,
+                   const std::optional<Tensor>& per_sample_weights,
                    const std::optional<Tensor>& batch_size_per_feature_per_rank, int64_t output_dtype) {
   int64_t total = 0;
-  const TbeBatch batch = make_batch(weights, weights_offsets, D_offsets, rows_per_feature, hash_size_cumsum,
-                                    indices, offsets, pooling_mode, per_sample_weights,
-                                    batch_size_per_feature_per_rank, &total);
+  const TbeBatch batch =
+      make_batch(weights, weights_offsets, D_offsets, rows_per_feature, hash_size_cumsum, indices, offsets,
+                 pooling_mode, per_sample_weights, batch_size_per_feature_per_rank, &total);
   const DType dtype = output_dtype_of(output_dtype);
   Tensor out;
   if (pooling_mode == 2)
@@ -254,19 +261,21 @@ Tensor grad_like_output(const Tensor& grad_output, const TbeBatch& batch, int64_
     shape = {rows_or_total};
   else
     shape = {rows_or_total, batch.total_dim};
-  EMBER_CHECK(grad_output.sizes() == shape, ValueError, kOp, " expected grad_output of the forward output's shape ",
-              dims::str(shape), ", but got ", dims::str(grad_output.sizes()));
+  EMBER_CHECK(grad_output.sizes() == shape, ValueError, kOp,
+              " expected grad_output of the forward output's shape ", dims::str(shape), ", but got ",
+              dims::str(grad_output.sizes()));
   EMBER_CHECK(is_table_dtype(grad_output.dtype()), TypeError, kOp,
-              " expected a float32, float16 or bfloat16 grad_output, but got ", dtype_name(grad_output.dtype()));
+              " expected a float32, float16 or bfloat16 grad_output, but got ",
+              dtype_name(grad_output.dtype()));
   return to_dtype(grad_output, DType::Float32, false).contiguous();
 }
 
 Tensor checked_state(const std::optional<Tensor>& t, int64_t numel, const char* what, const char* optimizer) {
   EMBER_CHECK(t.has_value() && t->defined(), ValueError, kOp, " ", optimizer, " expected its ", what,
               " state, but got none");
-  EMBER_CHECK(t->dtype() == DType::Float32 && t->dim() == 1 && t->numel() == numel && t->is_contiguous(), ValueError,
-              kOp, " ", optimizer, " expected a contiguous 1-D float32 ", what, " state of ", numel,
-              " elements, but got ", t->dim(), "-D ", dtype_name(t->dtype()), " of ", t->numel());
+  EMBER_CHECK(t->dtype() == DType::Float32 && t->dim() == 1 && t->numel() == numel && t->is_contiguous(),
+              ValueError, kOp, " ", optimizer, " expected a contiguous 1-D float32 ", what, " state of ",
+              numel, " elements, but got ", t->dim(), "-D ", dtype_name(t->dtype()), " of ", t->numel());
   return *t;
 }
 
@@ -281,12 +290,14 @@ Tensor tbe_backward(const Tensor& grad_output, const Tensor& weights, const Tens
                     double learning_rate, double eps, double beta1, double beta2, double weight_decay,
                     int64_t weight_decay_mode, int64_t iter) {
   int64_t total = 0;
-  const TbeBatch batch = make_batch(weights, weights_offsets, D_offsets, rows_per_feature, hash_size_cumsum,
-                                    indices, offsets, pooling_mode, per_sample_weights,
-                                    batch_size_per_feature_per_rank, &total);
-  const Tensor grad = grad_like_output(grad_output, batch, total, batch_size_per_feature_per_rank.has_value());
+  const TbeBatch batch =
+      make_batch(weights, weights_offsets, D_offsets, rows_per_feature, hash_size_cumsum, indices, offsets,
+                 pooling_mode, per_sample_weights, batch_size_per_feature_per_rank, &total);
+  const Tensor grad =
+      grad_like_output(grad_output, batch, total, batch_size_per_feature_per_rank.has_value());
   EMBER_CHECK(optimizer >= 0 && optimizer <= 4, ValueError, kOp,
-              " expected optimizer 0 (NONE), 1 (EXACT_SGD), 2 (EXACT_ADAGRAD), 3 (EXACT_ROWWISE_ADAGRAD) or 4 (ADAM), "
+              " expected optimizer 0 (NONE), 1 (EXACT_SGD), 2 (EXACT_ADAGRAD), 3 (EXACT_ROWWISE_ADAGRAD) or "
+              "4 (ADAM), "
               "but got ",
               optimizer);
   EMBER_CHECK(weight_decay_mode >= 0 && weight_decay_mode <= 2, ValueError, kOp,
@@ -305,16 +316,19 @@ Tensor tbe_backward(const Tensor& grad_output, const Tensor& weights, const Tens
       step.momentum1 = checked_state(momentum1, weights.numel(), "per-element momentum1", "EXACT_ADAGRAD");
       break;
     case TbeOptimizer::ExactRowwiseAdagrad:
-      step.momentum1 = checked_state(momentum1, batch.total_rows, "per-row momentum1", "EXACT_ROWWISE_ADAGRAD");
+      step.momentum1 =
+          checked_state(momentum1, batch.total_rows, "per-row momentum1", "EXACT_ROWWISE_ADAGRAD");
       break;
     case TbeOptimizer::Adam:
-      EMBER_CHECK(iter >= 1, ValueError, kOp, " ADAM expected iter >= 1 (the step being taken), but got ", iter);
+      EMBER_CHECK(iter >= 1, ValueError, kOp, " ADAM expected iter >= 1 (the step being taken), but got ",
+                  iter);
       step.momentum1 = checked_state(momentum1, weights.numel(), "per-element momentum1", "ADAM");
       step.momentum2 = checked_state(momentum2, weights.numel(), "per-element momentum2", "ADAM");
       break;
     default: break;
   }
-  Tensor grad_weights = step.kind == TbeOptimizer::None ? zeros({weights.numel()}, weights.dtype()) : empty({0});
+  Tensor grad_weights =
+      step.kind == TbeOptimizer::None ? zeros({weights.numel()}, weights.dtype()) : empty({0});
   tbe_backward_stub.get(weights.device().type)(grad, batch, step, grad_weights);
   return grad_weights;
 }
@@ -325,13 +339,122 @@ Tensor tbe_per_sample_weights_backward(const Tensor& grad_output, const Tensor& 
                                        const Tensor& indices, const Tensor& offsets, int64_t pooling_mode,
                                        const std::optional<Tensor>& batch_size_per_feature_per_rank) {
   int64_t total = 0;
-  const TbeBatch batch = make_batch(weights, weights_offsets, D_offsets, rows_per_feature, hash_size_cumsum,
-                                    indices, offsets, pooling_mode, std::nullopt, batch_size_per_feature_per_rank,
-                                    &total);
-  const Tensor grad = grad_like_output(grad_output, batch, total, batch_size_per_feature_per_rank.has_value());
+  const TbeBatch batch =
+      make_batch(weights, weights_offsets, D_offsets, rows_per_feature, hash_size_cumsum, indices, offsets,
+                 pooling_mode, std::nullopt, batch_size_per_feature_per_rank, &total);
+  const Tensor grad =
+      grad_like_output(grad_output, batch, total, batch_size_per_feature_per_rank.has_value());
   Tensor grad_psw = zeros({indices.numel()}, DType::Float32);
   tbe_per_sample_weights_backward_stub.get(weights.device().type)(grad_psw, grad, batch);
   return grad_psw;
+}
+
+}  // namespace ember
+
+namespace ember {
+
+namespace {
+
+// FBGEMM's CPU lookup ops name no row counts; each feature's table ends where the next table
+// (the smallest row start above its own among all features) begins, or at the last row.
+Tensor rows_from_hash_size_cumsum(const Tensor& hash_size_cumsum) {
+  const std::vector<int64_t> hash = int64_list(hash_size_cumsum, "hash_size_cumsum");
+  EMBER_CHECK(hash.size() >= 2, ValueError, kOp, " expected hash_size_cumsum of F + 1 entries, but got ",
+              hash.size());
+  const int64_t F = static_cast<int64_t>(hash.size()) - 1;
+  Tensor rows = empty({F}, DType::Int64);
+  for (int64_t f = 0; f < F; ++f) {
+    int64_t end = hash[F];
+    for (int64_t g = 0; g < F; ++g)
+      if (hash[g] > hash[f]) end = std::min(end, hash[g]);
+    rows.data<int64_t>()[f] = std::max<int64_t>(end - hash[f], 0);
+  }
+  return rows;
+}
+
+// Tables whose row counts are unknown (FBGEMM's grad_indice_weights op): each feature may read up
+// to the end of the buffer, so no index reads outside it.
+Tensor rows_to_buffer_end(const Tensor& weights, const Tensor& weights_offsets, const Tensor& D_offsets) {
+  const std::vector<int64_t> start = int64_list(weights_offsets, "weights_offsets");
+  const std::vector<int64_t> d = int64_list(D_offsets, "D_offsets");
+  EMBER_CHECK(d.size() == start.size() + 1, ValueError, kOp, " expected D_offsets of ", start.size() + 1,
+              " entries (one per feature, plus one), but got ", d.size());
+  const int64_t F = static_cast<int64_t>(start.size());
+  Tensor rows = empty({F}, DType::Int64);
+  for (int64_t f = 0; f < F; ++f) {
+    const int64_t D = d[f + 1] - d[f];
+    rows.data<int64_t>()[f] =
+        D > 0 && start[f] >= 0 ? std::max<int64_t>(weights.numel() - start[f], 0) / D : 0;
+  }
+  return rows;
+}
+
+// A per-row start for every feature from its table's first element (row-wise states are unused).
+Tensor row_starts_like(const Tensor& rows) {
+  const int64_t F = rows.numel();
+  Tensor hash = empty({F + 1}, DType::Int64);
+  int64_t at = 0;
+  for (int64_t f = 0; f < F; ++f) {
+    hash.data<int64_t>()[f] = at;
+    at += rows.data<int64_t>()[f];
+  }
+  hash.data<int64_t>()[F] = at;
+  return hash;
+}
+
+std::optional<Tensor> weights_or_none(const Tensor& indice_weights) {
+  return indice_weights.defined() && indice_weights.numel() > 0 ? std::optional<Tensor>(indice_weights)
+                                                                : std::nullopt;
+}
+
+}  // namespace
+
+// FBGEMM's CPU forward ops, on the same kernels as ember.tbe (Note [table-batched embeddings]).
+Tensor split_embedding_codegen_forward_cpu(const Tensor& weights, const Tensor& weights_offsets,
+                                           const Tensor& D_offsets, int64_t total_D,
+                                           const Tensor& hash_size_cumsum, const Tensor& indices,
+                                           const Tensor& offsets, int64_t pooling_mode,
+                                           const Tensor& indice_weights, int64_t output_dtype) {
+  Tensor out = tbe_forward(weights, weights_offsets, D_offsets, rows_from_hash_size_cumsum(hash_size_cumsum),
+                           hash_size_cumsum, indices, offsets, pooling_mode, weights_or_none(indice_weights),
+                           std::nullopt, output_dtype);
+  EMBER_CHECK(pooling_mode == 2 || out.size(1) == total_D, ValueError, kOp,
+              " expected total_D = ", out.size(1), " (the sum of the features' dims), but got ", total_D);
+  return out;
+}
+
+Tensor split_embedding_nobag_codegen_forward_cpu(const Tensor& weights, const Tensor& weights_offsets,
+                                                 int64_t D, const Tensor& hash_size_cumsum,
+                                                 const Tensor& indices, const Tensor& offsets,
+                                                 int64_t output_dtype) {
+  const int64_t F = hash_size_cumsum.numel() - 1;
+  EMBER_CHECK(F >= 1 && D >= 0, ValueError, kOp,
+              " expected hash_size_cumsum of F + 1 >= 2 entries and D >= 0");
+  Tensor d_offsets = empty({F + 1}, DType::Int64);
+  for (int64_t f = 0; f <= F; ++f) d_offsets.data<int64_t>()[f] = f * D;
+  return tbe_forward(weights, weights_offsets, d_offsets, rows_from_hash_size_cumsum(hash_size_cumsum),
+                     hash_size_cumsum, indices, offsets, 2, std::nullopt, std::nullopt, output_dtype);
+}
+
+Tensor split_embedding_codegen_grad_indice_weights_cpu(const Tensor& grad_output, const Tensor& weights,
+                                                       const Tensor& weights_offsets, const Tensor& D_offsets,
+                                                       const Tensor& indices, const Tensor& offsets,
+                                                       const Tensor& feature_requires_grad) {
+  const Tensor rows = rows_to_buffer_end(weights, weights_offsets, D_offsets);
+  Tensor grad = tbe_per_sample_weights_backward(grad_output, weights, weights_offsets, D_offsets, rows,
+                                                row_starts_like(rows), indices, offsets, 0, std::nullopt);
+  if (feature_requires_grad.defined() && feature_requires_grad.numel() > 0) {
+    // positions of features that need no gradient get 0, as FBGEMM's op gives them
+    const std::vector<int64_t> need = int64_list(feature_requires_grad, "feature_requires_grad");
+    const std::vector<int64_t> off = int64_list(offsets, "offsets");
+    const int64_t F = rows.numel(), B = (static_cast<int64_t>(off.size()) - 1) / F;
+    EMBER_CHECK(static_cast<int64_t>(need.size()) == F, ValueError, kOp,
+                " expected feature_requires_grad of ", F, " entries, but got ", need.size());
+    float* g = grad.data<float>();
+    for (int64_t f = 0; f < F; ++f)
+      if (!need[f]) std::fill(g + off[f * B], g + off[(f + 1) * B], 0.0f);
+  }
+  return grad;
 }
 
 }  // namespace ember
@@ -358,8 +481,8 @@ Repair repair_of(int64_t mode) {
 }
 
 template <typename I, typename O>
-void check_and_repair(const std::vector<int64_t>& rows, const std::vector<int64_t>& bag_start, I* idx, int64_t n,
-                      O* off, int64_t nbags, float* weights, Repair repair, int64_t* warnings) {
+void check_and_repair(const std::vector<int64_t>& rows, const std::vector<int64_t>& bag_start, I* idx,
+                      int64_t n, O* off, int64_t nbags, float* weights, Repair repair, int64_t* warnings) {
   const char* op = "[bounds_check_indices]";
   auto fail = [&](const std::string& what) {
     if (repair == Repair::Fatal) throw IndexError(std::string(op) + " " + what);
@@ -372,8 +495,9 @@ void check_and_repair(const std::vector<int64_t>& rows, const std::vector<int64_
   for (int64_t j = 0; j < nbags; ++j) {
     const int64_t lo = static_cast<int64_t>(off[j]), hi = static_cast<int64_t>(off[j + 1]);
     if (hi < lo || hi > n) {
-      fail("expected offsets never to decrease and to be at most len(indices) = " + std::to_string(n) + ", but bag " +
-           std::to_string(j) + " runs from " + std::to_string(lo) + " to " + std::to_string(hi));
+      fail("expected offsets never to decrease and to be at most len(indices) = " + std::to_string(n) +
+           ", but bag " + std::to_string(j) + " runs from " + std::to_string(lo) + " to " +
+           std::to_string(hi));
       off[j + 1] = static_cast<O>(std::clamp(hi, lo, n));
     }
   }
@@ -398,8 +522,9 @@ void check_and_repair(const std::vector<int64_t>& rows, const std::vector<int64_
 
 std::tuple<> bounds_check_indices(const Tensor& rows_per_table, const Tensor& indices, const Tensor& offsets,
                                   int64_t bounds_check_mode, const Tensor& warning,
-                                  const std::optional<Tensor>& weights, const std::optional<Tensor>& B_offsets,
-                                  int64_t max_B, const std::optional<Tensor>& b_t_map, int64_t info_B_num_bits,
+                                  const std::optional<Tensor>& weights,
+                                  const std::optional<Tensor>& B_offsets, int64_t max_B,
+                                  const std::optional<Tensor>& b_t_map, int64_t info_B_num_bits,
                                   int64_t info_B_mask, int64_t bounds_check_version, bool prefetch_pipeline) {
   // max_B, b_t_map, info_B_*, bounds_check_version and prefetch_pipeline choose among FBGEMM's GPU
   // kernels; the one CPU check here needs none of them.
@@ -411,9 +536,11 @@ std::tuple<> bounds_check_indices(const Tensor& rows_per_table, const Tensor& in
   const int64_t F = static_cast<int64_t>(rows.size());
   EMBER_CHECK(F > 0, ValueError, op, " expected rows for at least one feature, but got none");
   for (const Tensor* t : {&indices, &offsets}) {
-    EMBER_CHECK(t->dim() == 1 && t->is_contiguous() && (t->dtype() == DType::Int32 || t->dtype() == DType::Int64),
-                TypeError, op, " expected contiguous 1-D int32 or int64 indices and offsets (updated in place), but got ",
-                t->dim(), "-D ", dtype_name(t->dtype()));
+    EMBER_CHECK(
+        t->dim() == 1 && t->is_contiguous() && (t->dtype() == DType::Int32 || t->dtype() == DType::Int64),
+        TypeError, op,
+        " expected contiguous 1-D int32 or int64 indices and offsets (updated in place), but got ", t->dim(),
+        "-D ", dtype_name(t->dtype()));
   }
   EMBER_CHECK(warning.dtype() == DType::Int64 && warning.numel() == 1, TypeError, op,
               " expected a one-element int64 warning counter, but got ", dtype_name(warning.dtype()), " of ",
@@ -436,9 +563,10 @@ std::tuple<> bounds_check_indices(const Tensor& rows_per_table, const Tensor& in
   }
   float* w = nullptr;
   if (weights.has_value()) {
-    EMBER_CHECK(weights->dtype() == DType::Float32 && weights->is_contiguous() && weights->numel() == indices.numel(),
-                TypeError, op, " expected contiguous float32 weights like indices, but got ",
-                dtype_name(weights->dtype()), " of ", weights->numel());
+    EMBER_CHECK(
+        weights->dtype() == DType::Float32 && weights->is_contiguous() && weights->numel() == indices.numel(),
+        TypeError, op, " expected contiguous float32 weights like indices, but got ",
+        dtype_name(weights->dtype()), " of ", weights->numel());
     w = weights->data<float>();
   }
   int64_t* warnings = warning.data<int64_t>();
