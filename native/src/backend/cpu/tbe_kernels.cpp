@@ -207,8 +207,10 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
   seg.push_back(members.size());
   const int64_t nseg = members.empty() ? 0 : static_cast<int64_t>(seg.size()) - 1;
   const int64_t max_dim = *std::max_element(b.dim.begin(), b.dim.end());
+  // Few, long chunks (about four per thread): each chunk's first segments were prefetched by nobody.
   const int64_t per_seg = static_cast<int64_t>(members.size()) / std::max<int64_t>(nseg, 1) + 1;
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(per_seg * max_dim, 1));
+  const int64_t grain = std::max({int64_t(1), 16384 / std::max<int64_t>(per_seg * max_dim, 1),
+                                  nseg / (4 * static_cast<int64_t>(get_num_threads()))});
   const float* g = grad.data<float>();
   T* w = b.weights.data<T>();
   T* gw = grad_weights.numel() > 0 ? grad_weights.data<T>() : nullptr;
