@@ -86,7 +86,10 @@ def split_top_level(text: str) -> list[str]:
 def namespace(schema: str) -> str:
     """'fbgemm::name(...)' -> 'fbgemm'; an unqualified schema is aten's."""
     head = schema.split("(", 1)[0]
-    return head.split("::", 1)[0] if "::" in head else "aten"
+    ns = head.split("::", 1)[0] if "::" in head else "aten"
+    if ns not in ("aten", "fbgemm"):
+        raise SystemExit(f"gen_ops: {schema!r}: built-in ops live in aten or fbgemm, not {ns!r}")
+    return ns
 
 
 def parse(schema: str) -> tuple[str, list[dict], list[str]]:
