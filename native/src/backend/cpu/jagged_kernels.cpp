@@ -14,6 +14,7 @@
 #include <limits>
 #include <vector>
 
+#include "embedding_rows.h"
 #include "ember/parallel.h"
 #include "kernel_utils.h"
 
@@ -297,17 +298,17 @@ void jagged_softmax_backward_kernel(const Tensor& grad, const Tensor& output, co
 
 // ---- row gathers ---------------------------------------------------------------------------------
 
-constexpr int64_t kPrefetchAhead = 8;
+constexpr int64_t kGatherAhead = 8;
 
 template <typename I>
 void gather_rows_impl(const char* in, int64_t row_bytes, const I* idx, int64_t n, char* out) {
   // Rows are read at random from a large table: the loop is bound by memory latency, so each row
-  // is requested kPrefetchAhead lookups before it is copied.
+  // is requested kGatherAhead lookups before it is copied.
   const int64_t grain = std::max<int64_t>(64, row_grain(row_bytes));
   parallel_for(0, n, grain, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      if (i + kPrefetchAhead < i1) {
-        const char* p = in + static_cast<int64_t>(idx[i + kPrefetchAhead]) * row_bytes;
+      if (i + kGatherAhead < i1) {
+        const char* p = in + static_cast<int64_t>(idx[i + kGatherAhead]) * row_bytes;
         for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(p + b, 0, 0);
       }
       std::memcpy(out + i * row_bytes, in + static_cast<int64_t>(idx[i]) * row_bytes,
@@ -329,38 +330,7 @@ void gather_rows_kernel(const Tensor& input, const Tensor& indices, const Tensor
     gather_rows_impl(in, row_bytes, indices.data<int64_t>(), n, o);
 }
 
-// Note [sorted segment sums] (as embedding_kernels.cpp): the (row, position) pairs are sorted by row
-// with a stable LSD radix sort, so each run of equal rows sums its gradient rows in position order
-// (the same sums for every thread count) and writes its output row once, without atomics.
-struct Member {
-  int64_t row, pos;
-};
-
-void radix_sort_by_row(std::vector<Member>& m, int64_t rows) {
-  if (m.size() < 256) {
-    std::stable_sort(m.begin(), m.end(), [](const Member& a, const Member& b) { return a.row < b.row; });
-    return;
-  }
-  constexpr int kBits = 11;
-  constexpr size_t kBuckets = size_t(1) << kBits;
-  int bits = 0;
-  while (bits < 63 && (uint64_t(1) << bits) < static_cast<uint64_t>(rows)) ++bits;
-  std::vector<Member> tmp(m.size());
-  std::vector<size_t> start(kBuckets);
-  for (int shift = 0; shift < bits; shift += kBits) {
-    std::fill(start.begin(), start.end(), 0);
-    for (const Member& x : m) ++start[(static_cast<uint64_t>(x.row) >> shift) & (kBuckets - 1)];
-    size_t sum = 0;
-    for (size_t& s : start) {
-      const size_t c = s;
-      s = sum;
-      sum += c;
-    }
-    for (const Member& x : m) tmp[start[(static_cast<uint64_t>(x.row) >> shift) & (kBuckets - 1)]++] = x;
-    m.swap(tmp);
-  }
-}
-
+// Note [sorted segment sums] (embedding_kernels.cpp), with embedding_rows.h's Member and sort_by_row.
 void scatter_add_rows_kernel(const Tensor& grad, const Tensor& indices, const Tensor& out) {
   const int64_t n = indices.numel();
   const int64_t rows = out.size(0);
@@ -372,7 +342,7 @@ void scatter_add_rows_kernel(const Tensor& grad, const Tensor& indices, const Te
         indices.dtype() == DType::Int32 ? int64_t(indices.data<int32_t>()[i]) : indices.data<int64_t>()[i];
     m[static_cast<size_t>(i)] = {k, i};
   }
-  radix_sort_by_row(m, rows);
+  sort_by_row(m, rows);
   std::vector<int64_t> seg_start;
   for (int64_t i = 0; i < n; ++i)
     if (i == 0 || m[static_cast<size_t>(i)].row != m[static_cast<size_t>(i - 1)].row) seg_start.push_back(i);

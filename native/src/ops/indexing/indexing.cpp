@@ -16,6 +16,7 @@
 #include "ember/ops.h"
 #include "ember/promotion.h"
 #include "ops/dims.h"
+#include "ops/fbgemm/jagged_kernels.h"  // gather_rows_stub: dim-0 row copies
 #include "ops/kernels.h"
 #include "ops/pointwise/pointwise.h"
 
@@ -206,6 +207,13 @@ Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {
   if (self.dim() == 0) return view(gather(reshape(self, {1}), 0, reshape(index, {-1})), index.sizes());
   IntList shape = self.sizes();
   shape[d] = index.numel();
+  if (d == 0 && self.device().type == DeviceType::CPU) {
+    // whole rows: one copy per index (FBGEMM's index_select_dim0 kernel), not an element gather
+    Tensor out = empty(shape, self.dtype(), self.device());
+    if (out.numel() > 0)
+      gather_rows_stub.get(self.device().type)(self.contiguous(), reshape(index, {-1}).contiguous(), out);
+    return out;
+  }
   return gather(self, d, along(reshape(index, {-1}), d, shape).contiguous());
 }
 
