@@ -1,0 +1,1 @@
+"""Embedding tables and the collections that look them up (TorchRec's ``torchrec.modules``)."""
