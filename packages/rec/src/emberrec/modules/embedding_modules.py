@@ -9,6 +9,7 @@ dicts match TorchRec's and any ember optimizer trains them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import ember
@@ -18,6 +19,7 @@ from emberrec.modules.embedding_configs import (
     DataType,
     EmbeddingBagConfig,
     EmbeddingConfig,
+    PoolingType,
     data_type_to_dtype,
     pooling_type_to_str,
 )
@@ -65,6 +67,16 @@ def _features_of(features: KeyedJaggedTensor, wanted: Sequence[str]) -> dict[str
     return by_key
 
 
+@contextlib.contextmanager
+def _naming(feature: str, config: BaseEmbeddingConfig):
+    """A lookup's error (an id outside the table) names the feature and its table."""
+    try:
+        yield
+    except (IndexError, RuntimeError) as error:
+        raise IndexError(f"feature {feature!r} (table {config.name!r}, {config.num_embeddings} rows): "
+                         f"{error}") from error
+
+
 class EmbeddingBagCollection(nn.Module):
     """Pooled lookups: KeyedJaggedTensor → KeyedTensor keyed by feature, in table order.
 
@@ -76,6 +88,10 @@ class EmbeddingBagCollection(nn.Module):
     def __init__(self, tables: list[EmbeddingBagConfig], is_weighted: bool = False, device=None) -> None:
         super().__init__()
         _check_tables(tables, EmbeddingBagConfig)
+        for config in tables:
+            if is_weighted and config.pooling != PoolingType.SUM:
+                raise ValueError(f"table {config.name!r} pools by {config.pooling.value}; weighted features "
+                                 f"(is_weighted=True) are pooled by SUM only")
         self._is_weighted = is_weighted
         self._embedding_bag_configs = list(tables)
         self.embedding_bags = nn.ModuleDict()
@@ -104,7 +120,9 @@ class EmbeddingBagCollection(nn.Module):
             bag = self.embedding_bags[config.name]
             for feature in config.feature_names:
                 jt = by_key[feature]
-                out = bag(jt.values(), jt.offsets(), per_sample_weights=jt.weights() if self._is_weighted else None)
+                with _naming(feature, config):
+                    out = bag(jt.values(), jt.offsets(),
+                              per_sample_weights=jt.weights() if self._is_weighted else None)
                 if inverse is not None:
                     if feature not in inverse:
                         raise KeyError(f"inverse_indices lack feature {feature!r}")
@@ -156,7 +174,8 @@ class EmbeddingCollection(nn.Module):
             table = self.embeddings[config.name]
             for feature in config.feature_names:
                 jt = by_key[feature]
-                rows = table(jt.values())
+                with _naming(feature, config):
+                    rows = table(jt.values())
                 out[feature] = JaggedTensor(rows, lengths=jt.lengths(),
                                             weights=jt.values() if self._need_indices else None)
         return out

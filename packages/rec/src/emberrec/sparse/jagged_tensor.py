@@ -490,13 +490,17 @@ class KeyedJaggedTensor:
         return out
 
     def permute(self, indices: Sequence[int], indices_tensor: Tensor | None = None) -> KeyedJaggedTensor:
-        """Keys in the order `indices` (a key may be repeated or left out)."""
+        """Keys in the order `indices` (a key may be left out, not repeated: keys are unique)."""
         n = len(self._keys)
         for i in indices:
             if not -n <= i < n:
                 raise IndexError(f"permute index {i} out of range for {n} keys")
         indices = [i % n for i in indices]
         keys = [self._keys[i] for i in indices]
+        if len(set(keys)) != len(keys):
+            repeated = next(k for k in keys if keys.count(k) > 1)
+            raise ValueError(f"permute {list(indices)} repeats key {repeated!r}; the keys of a KeyedJaggedTensor "
+                             f"are unique")
         length_per_key = self.length_per_key()
         permuted_total = sum(length_per_key[i] for i in indices)
         if not self._variable_stride:
