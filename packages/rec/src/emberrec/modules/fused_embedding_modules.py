@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import ember
-from ember import nn
 from ember.tbe import (
     ComputeDevice,
     EmbeddingLocation,
@@ -25,13 +24,14 @@ from ember.tbe import (
     SplitTableBatchedEmbeddingBagsCodegen,
     WeightDecayMode,
 )
+from emberrec.modules._tbe_tables import TablesInStateDict, features_by_group
 from emberrec.modules.embedding_configs import (
     EmbeddingBagConfig,
     PoolingType,
     data_type_to_sparse_type,
     pooling_type_to_pooling_mode,
 )
-from emberrec.modules.embedding_modules import _check_tables, _features_of
+from emberrec.modules.embedding_modules import _check_tables
 from emberrec.optim.keyed import KeyedOptimizer
 from emberrec.optim.rowwise_adagrad import RowWiseAdagrad
 from emberrec.sparse.jagged_tensor import KeyedJaggedTensor, KeyedTensor
@@ -118,7 +118,7 @@ class EmbeddingFusedOptimizer(KeyedOptimizer):
         self.step()  # a restored learning rate reaches the kernels
 
 
-class FusedEmbeddingBagCollection(nn.Module):
+class FusedEmbeddingBagCollection(TablesInStateDict):
     """An EmbeddingBagCollection trained by a fused optimizer (see the module docstring)."""
 
     def __init__(self, tables: list[EmbeddingBagConfig], optimizer_type: type, optimizer_kwargs: dict[str, Any],
@@ -166,15 +166,9 @@ class FusedEmbeddingBagCollection(nn.Module):
                                               optimizer_type, self._optimizer_kwargs)
 
     def forward(self, features: KeyedJaggedTensor) -> KeyedTensor:
-        _features_of(features, self._embedding_names)
-        if features.variable_stride_per_key():
-            raise NotImplementedError("FusedEmbeddingBagCollection: a variable batch per key is not implemented")
         if self._is_weighted and features.weights_or_none() is None:
             raise ValueError("this FusedEmbeddingBagCollection is weighted but the KeyedJaggedTensor has no weights")
-        index = features._key_indices()
-        order = [index[f] for names in self._group_features for f in names]
-        grouped = features.permute(order) if order != list(range(len(features.keys()))) else features
-        parts = grouped.split([len(names) for names in self._group_features])
+        parts = features_by_group(features, self._group_features)
         pooled = []
         for tbe, part in zip(self._emb_modules, parts, strict=True):
             pooled.append(tbe(part.values(), part.offsets(),
@@ -197,30 +191,5 @@ class FusedEmbeddingBagCollection(nn.Module):
     def optimizer_kwargs(self) -> dict[str, Any]:
         return self._optimizer_kwargs
 
-    # The tables, by EmbeddingBagCollection's names, in and out of state dicts.
-    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        for key, weight in self._optim.params.items():
-            destination[prefix + key] = weight
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs) -> None:
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
-                                      error_msgs)
-        for key, weight in self._optim.params.items():
-            if prefix + key not in state_dict:
-                if strict:
-                    missing_keys.append(prefix + key)
-                continue
-            value = state_dict[prefix + key]
-            if tuple(value.shape) != tuple(weight.shape):
-                error_msgs.append(f"size mismatch for {prefix + key}: copying a param with shape "
-                                  f"{list(value.shape)} from checkpoint, the shape in current model is "
-                                  f"{list(weight.shape)}.")
-                continue
-            with ember.no_grad():
-                weight.copy_(value)
-        if strict:
-            ours = {prefix + key for key in self._optim.params}
-            unexpected_keys += [k for k in state_dict if k.startswith(prefix) and k not in ours
-                                and k[len(prefix):].split(".", 1)[0] not in self._modules]
+    def _state_tables(self) -> dict[str, ember.Tensor]:
+        return self._optim.params
