@@ -367,7 +367,10 @@ class RecMetric(nn.Module, abc.ABC):
     Subclasses set ``_namespace`` and ``_computation_class``. ``update(predictions=, labels=,
     weights=)`` takes a dict keyed by task name (a tensor is accepted when there is one task, and in
     FUSED_TASKS_COMPUTATION a tensor ``(n_tasks, batch)``); ``weights`` None means weight 1.
-    ``compute()`` returns ``{"{namespace}-{task}|{lifetime_|window_}{metric}": value}``.
+    ``compute()`` returns ``{"{namespace}-{task}|{lifetime_|window_}{metric}": value}``, float64
+    tensors of shape ``(1,)`` in UNFUSED and ``()`` in FUSED_TASKS_COMPUTATION, as in TorchRec.
+    Bad input (mismatched element counts, a task name the metric does not have, negative weights)
+    raises ValueError before any state changes.
 
     Args:
         world_size: the number of trainers.
@@ -503,14 +506,11 @@ class RecMetric(nn.Module, abc.ABC):
         if weights is not None and weights.numel() and bool((weights < 0).any()):
             raise ValueError(f"task {name!r}: weights must be non-negative, got a minimum of {weights.min().item()}")
 
-    def _update(
-        self,
-        *,
-        predictions: RecModelOutput,
-        labels: RecModelOutput,
-        weights: RecModelOutput | None,
-        **kwargs: Any,
-    ) -> None:
+    def _prepare(
+        self, predictions: RecModelOutput, labels: RecModelOutput, weights: RecModelOutput | None
+    ) -> list[tuple[RecMetricComputation, Tensor, Tensor, Tensor]]:
+        """Check a batch and split it per computation into ``(rows, n)`` float64 tensors; raises
+        before any state changes."""
         names = [task.name for task in self._tasks]
         fused = self._compute_mode == RecComputeMode.FUSED_TASKS_COMPUTATION
         if fused and isinstance(predictions, Tensor):
@@ -554,6 +554,17 @@ class RecMetric(nn.Module, abc.ABC):
             w = ember.ones_like(p) if w is None else _as_2d(w.detach(), rows)
             computation.validate(p, y, w)
             work.append((computation, p, y, w))
+        return work
+
+    def _update(
+        self,
+        *,
+        predictions: RecModelOutput,
+        labels: RecModelOutput,
+        weights: RecModelOutput | None,
+        **kwargs: Any,
+    ) -> None:
+        work = self._prepare(predictions, labels, weights)
         with ember.no_grad():
             for computation, p, y, w in work:
                 if self._should_validate_update:
@@ -572,6 +583,10 @@ class RecMetric(nn.Module, abc.ABC):
         **kwargs: Any,
     ) -> None:
         if self._fused_update_limit > 0:
+            # Check now: a bad batch found at the fused update would take the good ones with it.
+            self._prepare(predictions, labels, weights)
+            if (weights is None) != (not self._update_buffers[self.WEIGHTS]) and self._update_buffers[self.PREDICTIONS]:
+                raise RecMetricException("with fused_update_limit, pass weights in every update() or in none")
             self._update_buffers[self.PREDICTIONS].append(predictions)
             self._update_buffers[self.LABELS].append(labels)
             if weights is not None:
@@ -586,8 +601,6 @@ class RecMetric(nn.Module, abc.ABC):
             return
         if not force and len(buffered) < self._fused_update_limit:
             return
-        if self._update_buffers[self.WEIGHTS] and len(self._update_buffers[self.WEIGHTS]) != len(buffered):
-            raise RecMetricException("with fused_update_limit, pass weights in every update() or in none")
 
         def fuse(outputs: list[RecModelOutput]) -> RecModelOutput:
             if isinstance(outputs[0], Tensor):
