@@ -536,6 +536,15 @@ def test_compute_on_all_ranks():
         assert value(out, "ctr-t|lifetime_ctr") == 0.75
 
 
+def test_loading_a_checkpoint_of_another_configuration_fails():
+    source = make(AUCMetric, lifetime_bins=64)
+    feed(source, [0.1, 0.8], [0, 1], [1, 1])
+    with pytest.raises(RuntimeError, match=r"size mismatch for _metrics_computations.0.lifetime_pos_histogram"):
+        make(AUCMetric, lifetime_bins=128).load_state_dict(source.state_dict())
+    with pytest.raises(RuntimeError, match=r"Missing key\(s\) in state_dict"):
+        make(AUCMetric, tasks=TASKS).load_state_dict(source.state_dict())
+
+
 def test_state_dict_applies_buffered_fused_updates():
     rng = np.random.default_rng(12)
     source, restored = all_metrics(fused_update_limit=4), all_metrics()

@@ -56,14 +56,14 @@ def compute_auc(n_tasks: int, predictions: Tensor, labels: Tensor, weights: Tens
     aucs = []
     for p, y, w in zip(predictions, labels, weights, strict=True):
         if p.numel() == 0:
-            aucs.append(ember.tensor(0.5, dtype=ember.float64))
+            aucs.append(ember.tensor(0.5, dtype=ember.float64, device=p.device))
             continue
         order = ember.argsort(p, descending=True)
         p, y, w = p[order], y[order].double(), w[order].double()
         # The last example of each run of equal scores closes a group.
-        ends = ember.ones(p.shape[0], dtype=ember.bool)
+        ends = ember.ones(p.shape[0], dtype=ember.bool, device=p.device)
         ends[:-1] = p[:-1] != p[1:]
-        zero = ember.zeros(1, dtype=ember.float64)
+        zero = ember.zeros(1, dtype=ember.float64, device=p.device)
         pos = ember.diff(ember.cumsum(w * y, dim=0)[ends], prepend=zero)
         neg = ember.diff(ember.cumsum(w * (1.0 - y), dim=0)[ends], prepend=zero)
         aucs.append(_grouped_auc(pos, neg))
@@ -114,7 +114,7 @@ class AUCMetricComputation(RecMetricComputation):
         if self._lifetime_bins:
             bins = self._lifetime_bins
             index = (predictions * bins).floor().long().clamp(0, bins - 1)
-            index = index + ember.arange(self._n_tasks).reshape(-1, 1) * bins
+            index = index + ember.arange(self._n_tasks, device=index.device).reshape(-1, 1) * bins
             size = self._n_tasks * bins
             for name, mass in ((POS_HISTOGRAM, weights * labels), (NEG_HISTOGRAM, weights * (1.0 - labels))):
                 counts = ember.bincount(index.reshape(-1), weights=mass.reshape(-1), minlength=size)

@@ -116,10 +116,10 @@ def reduce_states(
         if kind == "sum":
             out[name] = reduce_fn(state)
         elif kind == "cat":
-            lengths = ember.zeros(world_size, dtype=ember.int64)
+            lengths = ember.zeros(world_size, dtype=ember.int64, device=state.device)
             lengths[my_rank] = state.shape[-1]
             lengths = reduce_fn(lengths).tolist()
-            rows = ember.zeros((world_size, *state.shape[:-1], max(lengths)), dtype=state.dtype)
+            rows = ember.zeros((world_size, *state.shape[:-1], max(lengths)), dtype=state.dtype, device=state.device)
             rows[my_rank, ..., : state.shape[-1]] = state
             rows = reduce_fn(rows)
             out[name] = ember.cat([rows[rank, ..., :n] for rank, n in enumerate(lengths)], dim=-1)
@@ -340,7 +340,7 @@ class RecMetricComputation(nn.Module, abc.ABC):
 
     def reset(self) -> None:
         for name, default in self._defaults.items():
-            setattr(self, name, default.clone())
+            setattr(self, name, default.clone().to(getattr(self, name).device))
         for buffer in self._window_buffers.values():
             buffer.reset()
 
@@ -352,7 +352,7 @@ class RecMetricComputation(nn.Module, abc.ABC):
             if kind == "cat" and key in state_dict:
                 value, current = state_dict[key], getattr(self, name)
                 if isinstance(value, Tensor) and tuple(value.shape[:-1]) == tuple(current.shape[:-1]):
-                    setattr(self, name, ember.zeros(tuple(value.shape), dtype=current.dtype))
+                    setattr(self, name, ember.zeros(tuple(value.shape), dtype=current.dtype, device=current.device))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
 
