@@ -37,48 +37,9 @@ from emberrec.distributed.types import (
     ShardMetadata,
 )
 from emberrec.modules.embedding_configs import EmbeddingBagConfig, EmbeddingConfig
+from emberrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
 
-try:
-    from emberrec.modules.embedding_modules import EmbeddingBagCollection, EmbeddingCollection
-
-    EBCSharder, ECSharder = EmbeddingBagCollectionSharder, EmbeddingCollectionSharder
-except ImportError:
-    # The collections are written in parallel; until they land, stand-ins with exactly their
-    # planning interface (configs, is_weighted, and the tables as
-    # `embedding_bags.<table>.weight` / `embeddings.<table>.weight`), and sharders keyed to them.
-    class EmbeddingBagCollection(nn.Module):  # type: ignore[no-redef]
-        def __init__(self, tables: list[EmbeddingBagConfig], is_weighted: bool = False, device: object = None) -> None:
-            super().__init__()
-            self._configs = tables
-            self._is_weighted = is_weighted
-            self.embedding_bags = nn.ModuleDict(
-                {t.name: nn.EmbeddingBag(t.num_embeddings, t.embedding_dim, mode="sum") for t in tables}
-            )
-
-        def embedding_bag_configs(self) -> list[EmbeddingBagConfig]:
-            return self._configs
-
-        def is_weighted(self) -> bool:
-            return self._is_weighted
-
-    class EmbeddingCollection(nn.Module):  # type: ignore[no-redef]
-        def __init__(self, tables: list[EmbeddingConfig], device: object = None, need_indices: bool = False) -> None:
-            super().__init__()
-            self._configs = tables
-            self.embeddings = nn.ModuleDict({t.name: nn.Embedding(t.num_embeddings, t.embedding_dim) for t in tables})
-
-        def embedding_configs(self) -> list[EmbeddingConfig]:
-            return self._configs
-
-    class EBCSharder(EmbeddingBagCollectionSharder):  # type: ignore[no-redef]
-        @property
-        def module_type(self) -> type:
-            return EmbeddingBagCollection
-
-    class ECSharder(EmbeddingCollectionSharder):  # type: ignore[no-redef]
-        @property
-        def module_type(self) -> type:
-            return EmbeddingCollection
+EBCSharder, ECSharder = EmbeddingBagCollectionSharder, EmbeddingCollectionSharder
 
 
 ALL_TYPES = [t.value for t in ShardingType]
