@@ -28,7 +28,17 @@ from emberrec.distributed.planner.shard_estimators import perf_func_emb_wall_tim
 from emberrec.distributed.planner.stats import EmbeddingStats
 from emberrec.distributed.planner.storage_reservations import HeuristicalStorageReservation
 from emberrec.distributed.planner.types import PlannerErrorType, Storage
-from emberrec.distributed.sharding_plan import calculate_shard_sizes_and_offsets
+from emberrec.distributed.sharding_plan import (
+    apply_to_all,
+    calculate_shard_sizes_and_offsets,
+    column_wise,
+    construct_module_sharding_plan,
+    data_parallel,
+    get_module_to_default_sharders,
+    row_wise,
+    table_row_wise,
+    table_wise,
+)
 from emberrec.distributed.types import (
     EnumerableShardingSpec,
     ParameterSharding,
@@ -537,3 +547,57 @@ def test_cuda_topology_places_on_local_devices():
     assert [s.placement for s in shards] == ["rank:0/cuda:0", "rank:1/cuda:1", "rank:2/cuda:0", "rank:3/cuda:1"]
     for used in rank_usage(p, 4):
         assert used.ddr == 0 and 0 < used.hbm <= 0.9 * 1024**3
+
+
+# ---- plans written by hand -------------------------------------------------------------------------
+
+def test_construct_module_sharding_plan():
+    module = ebc(("dp", 10, 8), ("tw", 12, 8), ("rw", 10, 8), ("cw", 6, 16), ("twrw", 9, 8))
+    plan = construct_module_sharding_plan(
+        module,
+        {
+            "dp": data_parallel(),
+            "tw": table_wise(rank=3),
+            "rw": row_wise(),
+            "cw": column_wise(ranks=[2, 0, 2, 1]),
+            "twrw": table_row_wise(host_index=1),
+        },
+        world_size=4,
+        local_size=2,
+        device_type="cuda",
+    )
+    assert plan["dp"] == ParameterSharding("data_parallel", "dense", ranks=[0, 1, 2, 3])
+    assert plan["tw"].compute_kernel == "fused" and plan["tw"].ranks == [3]
+    assert plan["tw"].sharding_spec.shards == [ShardMetadata([0, 0], [12, 8], "rank:3/cuda:1")]
+    rw = plan["rw"].sharding_spec.shards
+    assert [(s.shard_offsets, s.shard_sizes) for s in rw] == [([0, 0], [3, 8]), ([3, 0], [3, 8]), ([6, 0], [3, 8]), ([9, 0], [1, 8])]
+    assert plan["cw"].ranks == [2, 0, 2, 1]
+    assert [s.shard_offsets for s in plan["cw"].sharding_spec.shards] == [[0, 0], [0, 4], [0, 8], [0, 12]]
+    assert plan["twrw"].ranks == [2, 3]
+    for name, (rows, cols) in {"tw": (12, 8), "rw": (10, 8), "cw": (6, 16), "twrw": (9, 8)}.items():
+        shards = plan[name].sharding_spec.shards
+        assert_tiles(plan[name].sharding_type, rows, cols, [s.shard_sizes for s in shards], [s.shard_offsets for s in shards])
+    # one generator for all tables, on cpu, with the sharder's default kernel
+    everywhere = construct_module_sharding_plan(module, apply_to_all(module, row_wise()), world_size=2, device_type="cpu")
+    assert set(everywhere) == set(plan) and all(ps.compute_kernel == "fused" for ps in everywhere.values())
+    assert everywhere["tw"].sharding_spec.shards[1].placement == "rank:1/cpu"
+    assert isinstance(get_module_to_default_sharders()[EmbeddingBagCollection], EmbeddingBagCollectionSharder)
+
+
+def test_construct_module_sharding_plan_errors():
+    module = ebc(("a", 10, 8), ("b", 10, 6))
+    build = construct_module_sharding_plan
+    with pytest.raises(ValueError, match=r"missing \['b'\], unknown \['c'\]"):
+        build(module, {"a": row_wise(), "c": row_wise()}, world_size=2)
+    with pytest.raises(ValueError, match="pass world_size"):
+        build(module, apply_to_all(module, row_wise()))
+    with pytest.raises(ValueError, match="table_wise: rank 2 is outside the world of 2 ranks"):
+        build(module, {"a": table_wise(2), "b": row_wise()}, world_size=2)
+    with pytest.raises(ValueError, match="column_wise: 6 columns do not split into 2 blocks"):
+        build(module, {"a": column_wise([0, 1]), "b": column_wise([0, 1])}, world_size=2)
+    with pytest.raises(ValueError, match="table_row_wise: host_index 1 is outside the 1 hosts"):
+        build(module, {"a": table_row_wise(1), "b": row_wise()}, world_size=2)
+    with pytest.raises(ValueError, match="no default sharder for Linear"):
+        build(nn.Linear(2, 2), {}, world_size=2)
+    with pytest.raises(TypeError, match="EmbeddingCollectionSharder shards EmbeddingCollection, not EmbeddingBagCollection"):
+        apply_to_all(module, row_wise(), ECSharder())

@@ -30,8 +30,8 @@ from emberrec.distributed.planner.types import (
     StorageReservation,
     Topology,
 )
-from emberrec.distributed.planner.utils import reset_shard_rank, storage_repr_in_bytes, storage_repr_in_gb
-from emberrec.distributed.sharding_plan import placement
+from emberrec.distributed.planner.utils import reset_shard_rank, storage_repr_in_bytes
+from emberrec.distributed.sharding_plan import get_default_sharders, placement
 from emberrec.distributed.types import (
     EmbeddingModuleShardingPlan,
     EnumerableShardingSpec,
@@ -44,13 +44,6 @@ from emberrec.distributed.types import (
 )
 
 logger: logging.Logger = logging.getLogger(__name__)
-
-
-def get_default_sharders() -> list[ModuleSharder[nn.Module]]:
-    from emberrec.distributed.embedding import EmbeddingCollectionSharder
-    from emberrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
-
-    return [EmbeddingBagCollectionSharder(), EmbeddingCollectionSharder()]
 
 
 def _to_sharding_plan(sharding_options: list[ShardingOption], topology: Topology) -> ShardingPlan:
@@ -281,8 +274,8 @@ class EmbeddingShardingPlanner(ShardingPlanner):
             f"{self._num_proposals} proposals.\nLargest tables:{tables}"
             f"\n  Per rank: hardware {storage_repr_in_bytes(self._topology.devices[0].storage)}, free for shards "
             f"{storage_repr_in_bytes(rank_free)} (reserved percentage, dense and KJT storage taken off)"
-            f"\n  Global: hardware {storage_repr_in_gb(capacity)}, free for shards {storage_repr_in_gb(available)}, "
-            f"the smallest proposal needs {storage_repr_in_gb(lowest_storage)}"
+            f"\n  Global: hardware {storage_repr_in_bytes(capacity)}, free for shards {storage_repr_in_bytes(available)}, "
+            f"the smallest proposal needs {storage_repr_in_bytes(lowest_storage)}"
             "\nPossible solutions:"
             f"\n  1) Increase the number of devices ({self._topology.world_size})"
             "\n  2) Reduce the model size"
