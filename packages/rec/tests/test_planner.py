@@ -601,3 +601,38 @@ def test_construct_module_sharding_plan_errors():
         build(nn.Linear(2, 2), {}, world_size=2)
     with pytest.raises(TypeError, match="EmbeddingCollectionSharder shards EmbeddingCollection, not EmbeddingBagCollection"):
         apply_to_all(module, row_wise(), ECSharder())
+
+
+def test_perf_estimate_row_wise_and_data_parallel_reference():
+    batch, pooling, world, local, rows, cols = 64, 2.0, 4, 2, 1000, 128
+    bw, intra, inter = 1e6, 1e5, 1e4
+    common = dict(
+        compute_kernel="fused", compute_device="cpu", batch_sizes=[batch], world_size=world, local_world_size=local,
+        input_lengths=[pooling], input_data_type_size=8, table_data_type_size=4, num_poolings=[1.0], hbm_mem_bw=1.0,
+        ddr_mem_bw=bw, intra_host_bw=intra, inter_host_bw=inter, bwd_compute_multiplier=2.0, is_pooled=True,
+    )
+    rw = perf_func_emb_wall_time(shard_sizes=[[250, cols]] * 4, sharding_type="row_wise", **common)
+    ids = batch * pooling  # a row block sees 1/W of each of the W ranks' ids
+    output = batch * world * cols * 4  # partial sums for the global batch, reduce-scattered
+    fwd = (ids * 8 + ids * cols * 4 + output) / bw
+    assert rw[0].fwd_compute == pytest.approx(fwd) and rw[0].bwd_compute == pytest.approx(2 * fwd)
+    assert rw[0].fwd_comms == pytest.approx(output / inter)  # two hosts: the exchange crosses them
+    assert rw[0].bwd_comms == pytest.approx(output / inter + output * 2.455 / bw)
+    common["compute_kernel"] = "dense"
+    (dp,) = perf_func_emb_wall_time(shard_sizes=[[rows, cols]], sharding_type="data_parallel", **common)
+    table = rows * cols * 4
+    fwd = (ids * 8 + ids * cols * 4 + batch * cols * 4) / (0.5 * bw)  # dense kernels: half the bandwidth
+    all_reduce = table * (2 * 2 - 1) / 2 / (inter * local)  # ring all-reduce over two hosts
+    assert dp.fwd_compute == pytest.approx(fwd) and dp.fwd_comms == 0
+    assert dp.bwd_comms == pytest.approx(all_reduce + table * 9.22 / (0.5 * bw))
+    with pytest.raises(PlannerError, match="No kernel bandwidth exists for this combo of compute device: cpu, compute kernel: fused_uvm"):
+        perf_func_emb_wall_time(shard_sizes=[[rows, cols]], sharding_type="table_wise", **{**common, "compute_kernel": "fused_uvm"})
+
+
+def test_default_topology_and_no_proposals():
+    p = EmbeddingShardingPlanner(batch_size=8)
+    assert p._topology.world_size == 1 and p._topology.compute_device in ("cpu", "cuda")
+    model = ebc(("a", 10, 8), ("b", 10, 8))
+    with pytest.raises(PlannerError, match="the proposers proposed nothing") as info:
+        planner(Topology(world_size=2, compute_device="cpu"), proposer=GridSearchProposer(max_proposals=2)).plan(model, [EBCSharder()])
+    assert info.value.error_type == PlannerErrorType.STRICT_CONSTRAINTS

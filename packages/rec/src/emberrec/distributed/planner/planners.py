@@ -267,8 +267,10 @@ class EmbeddingShardingPlanner(ShardingPlanner):
             f"{storage_repr_in_bytes(per_rank)} on one rank)"
             for fqn, (total, per_rank, sharding_type) in largest
         )
-        insufficient = not lowest_storage.fits_in(available)
+        insufficient = self._num_proposals > 0 and not lowest_storage.fits_in(available)
         reason = "insufficient storage" if insufficient else "the strict constraints"
+        if self._num_proposals == 0:
+            reason = "the proposers proposed nothing (a grid search over too many options proposes nothing)"
         message = (
             f"Unable to find a plan for this model because of {reason}. Planner evaluated "
             f"{self._num_proposals} proposals.\nLargest tables:{tables}"
