@@ -8,6 +8,7 @@ command -v g++ >/dev/null || packages+=(g++)
 command -v ccache >/dev/null || packages+=(ccache)          # makes rebuilds of core fast
 command -v chromium >/dev/null || packages+=(chromium)      # renders the compatibility page in a test
 command -v git >/dev/null || packages+=(git)
+[ -e /usr/include/gloo/config.h ] || packages+=(libgloo-dev)  # ember.distributed's engine (ember._C_gloo)
 if ((${#packages[@]})); then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo

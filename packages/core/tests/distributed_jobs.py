@@ -1,0 +1,306 @@
+"""Jobs that test_distributed*.py runs in several processes: `python distributed_jobs.py JOB RANK
+WORLD INIT_METHOD`. Each job checks its results itself (against single-process NumPy / ember
+references computed from every rank's inputs, which are functions of the rank) and exits non-zero
+on the first failure; it prints one `checks: N` line on success."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from datetime import timedelta
+
+import numpy as np
+
+import ember
+import ember.distributed as dist
+
+DTYPES = [ember.bool, ember.uint8, ember.int8, ember.int16, ember.int32, ember.int64, ember.float16,
+          ember.bfloat16, ember.float32, ember.float64, ember.complex64, ember.complex128,
+          ember.float8_e4m3fn, ember.float8_e5m2]
+OPS = [dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN, dist.ReduceOp.MAX,
+       dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR]
+checks = 0
+
+
+def values(rank: int, n: int, dtype, seed: int = 0) -> np.ndarray:
+    """Rank r's data: small integers, so that every partial sum and product is exact in every
+    dtype (float8 included) and the reduction order does not matter."""
+    v = (np.arange(n) * 7 + rank * 5 + seed) % 3
+    if dtype == ember.bool:
+        return v.astype(bool)
+    if dtype.is_complex:
+        return v + 1j * ((np.arange(n) + rank) % 2)
+    return v.astype(np.float64 if dtype.is_floating_point else np.int64)
+
+
+def make(rank: int, shape, dtype, seed: int = 0) -> ember.Tensor:
+    n = int(np.prod(shape))
+    return ember.from_numpy(values(rank, n, dtype, seed).reshape(shape)).to(dtype)
+
+
+def zeros(shape, dtype) -> ember.Tensor:
+    return ember.zeros(shape).to(dtype)  # ember has no float8 fill
+
+
+def make_strided(rank: int, shape, dtype) -> ember.Tensor:
+    """make()'s values in a non-contiguous view (the transpose of a contiguous tensor)."""
+    t = zeros(tuple(reversed(shape)), dtype).t()
+    t.copy_(make(rank, shape, dtype))
+    return t
+
+
+def as_np(t: ember.Tensor) -> np.ndarray:
+    if t.dtype == ember.bool:
+        return t.numpy()
+    return t.to(ember.complex128 if t.dtype.is_complex else ember.float64).numpy()
+
+
+def check(cond: bool, what: str) -> None:
+    global checks
+    checks += 1
+    if not cond:
+        raise AssertionError(what)
+
+
+def same(t: ember.Tensor, expected: np.ndarray, what: str) -> None:
+    got = as_np(t)
+    check(got.shape == expected.shape and np.array_equal(got, expected.astype(got.dtype)),
+          f"{what}: got {got.tolist()}, expected {expected.tolist()}")
+
+
+def op_valid(op, dtype) -> bool:
+    floating = dtype.is_floating_point or dtype.is_complex
+    if op in (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR):
+        return not floating
+    if op in (dist.ReduceOp.MIN, dist.ReduceOp.MAX):
+        return not dtype.is_complex
+    if op == dist.ReduceOp.AVG:
+        return floating
+    return True
+
+
+def reference(op, arrays: list[np.ndarray], dtype) -> np.ndarray:
+    a = np.stack(arrays)
+    if dtype == ember.bool:
+        f = {dist.ReduceOp.SUM: np.any, dist.ReduceOp.MAX: np.any, dist.ReduceOp.BOR: np.any,
+             dist.ReduceOp.PRODUCT: np.all, dist.ReduceOp.MIN: np.all, dist.ReduceOp.BAND: np.all}
+        if op == dist.ReduceOp.BXOR:
+            return np.logical_xor.reduce(a, axis=0)
+        return f[op](a, axis=0)
+    if op == dist.ReduceOp.SUM:
+        return a.sum(0)
+    if op == dist.ReduceOp.AVG:
+        return a.sum(0) / len(arrays)
+    if op == dist.ReduceOp.PRODUCT:
+        return a.prod(0)
+    if op == dist.ReduceOp.MIN:
+        return a.min(0)
+    if op == dist.ReduceOp.MAX:
+        return a.max(0)
+    ufunc = {dist.ReduceOp.BAND: np.bitwise_and, dist.ReduceOp.BOR: np.bitwise_or, dist.ReduceOp.BXOR: np.bitwise_xor}
+    return ufunc[op].reduce(a, axis=0)
+
+
+def expect_error(exc_type, text: str, fn) -> None:
+    try:
+        fn()
+    except exc_type as e:
+        check(text in str(e), f"expected {text!r} in {str(e)!r}")
+        return
+    raise AssertionError(f"expected {exc_type.__name__} with {text!r}")
+
+
+# --- jobs ----------------------------------------------------------------------------------
+
+def job_collectives(rank: int, world: int) -> None:
+    """Every collective, every dtype and op, sync and async, against single-process results."""
+    everyone = range(world)
+    for dtype in DTYPES:
+        name = str(dtype)
+        shape = (3, 4)
+        inputs = [values(r, 12, dtype).reshape(shape) for r in everyone]
+        for op in OPS:
+            if not op_valid(op, dtype):
+                bad = make(rank, shape, dtype)
+                expect_error(ValueError, f"ReduceOp.{op.name}", lambda t=bad, op=op: dist.all_reduce(t, op=op))
+                continue
+            t = make(rank, shape, dtype)
+            dist.all_reduce(t, op=op)
+            same(t, reference(op, inputs, dtype), f"all_reduce {name} {op.name}")
+            # reduce onto the last rank, through a non-contiguous view; other ranks keep their input
+            t = make_strided(rank, shape, dtype)
+            dist.reduce(t, dst=world - 1, op=op)
+            same(t, reference(op, inputs, dtype) if rank == world - 1 else inputs[rank], f"reduce {name} {op.name}")
+        # all_reduce of a non-contiguous view writes through to its base; async returns a Work
+        op = dist.ReduceOp.SUM if dtype.is_complex else dist.ReduceOp.MAX
+        t = make_strided(rank, shape, dtype)
+        work = dist.all_reduce(t, op=op, async_op=True)
+        check(isinstance(work, dist.Work), "async all_reduce returns a Work")
+        work.wait()
+        check(work.is_completed() and work.is_success(), "Work completed")
+        same(t, reference(op, inputs, dtype), f"async non-contiguous all_reduce {name}")
+        fut = dist.all_reduce(make(rank, shape, dtype), async_op=True).get_future()
+        same(fut.wait()[0], reference(dist.ReduceOp.SUM, inputs, dtype), f"future all_reduce {name}")
+
+        # broadcast from the last rank
+        t = make(rank, shape, dtype)
+        dist.broadcast(t, src=world - 1)
+        same(t, inputs[world - 1], f"broadcast {name}")
+        # all_gather (tensor_list, one entry non-contiguous) and all_gather_into_tensor
+        outs = [zeros(shape, dtype) for _ in everyone]
+        outs[0] = zeros((4, 3), dtype).t()
+        dist.all_gather(outs, make(rank, shape, dtype))
+        for r in everyone:
+            same(outs[r], inputs[r], f"all_gather {name} [{r}]")
+        out = zeros((world * 3, 4), dtype)
+        dist.all_gather_into_tensor(out, make(rank, shape, dtype))
+        same(out, np.concatenate(inputs), f"all_gather_into_tensor {name}")
+        # gather to rank 0, scatter from rank 0
+        gl = [zeros(shape, dtype) for _ in everyone] if rank == 0 else None
+        dist.gather(make(rank, shape, dtype), gl, dst=0)
+        if rank == 0:
+            for r in everyone:
+                same(gl[r], inputs[r], f"gather {name} [{r}]")
+        t = zeros(shape, dtype)
+        sl = [make(r, shape, dtype, seed=1) for r in everyone] if rank == 0 else None
+        dist.scatter(t, sl, src=0)
+        same(t, values(rank, 12, dtype, seed=1).reshape(shape), f"scatter {name}")
+        # reduce_scatter(_tensor): block r of every rank reduces onto rank r
+        op = dist.ReduceOp.SUM
+        blocks = [[values(r, 6, dtype, seed=j) for j in everyone] for r in everyone]
+        mine = reference(op, [blocks[r][rank] for r in everyone], dtype)
+        t = zeros(6, dtype)
+        dist.reduce_scatter(t, [ember.from_numpy(b).to(dtype) for b in blocks[rank]], op=op)
+        same(t, mine, f"reduce_scatter {name}")
+        t = zeros(6, dtype)
+        dist.reduce_scatter_tensor(t, ember.from_numpy(np.concatenate(blocks[rank])).to(dtype), op=op)
+        same(t, mine, f"reduce_scatter_tensor {name}")
+        # all_to_all_single with uneven splits: rank r sends (r + j) % 3 rows of width 2 to rank j
+        send_rows = [(rank + j) % 3 for j in everyone]
+        recv_rows = [(j + rank) % 3 for j in everyone]
+        rows_of = [[values(r * 10 + j, 2 * ((r + j) % 3), dtype).reshape(-1, 2) for j in everyone] for r in everyone]
+        inp = ember.from_numpy(np.concatenate(rows_of[rank])).to(dtype)
+        out = zeros((sum(recv_rows), 2), dtype)
+        dist.all_to_all_single(out, inp, output_split_sizes=recv_rows, input_split_sizes=send_rows)
+        same(out, np.concatenate([rows_of[j][rank] for j in everyone]), f"all_to_all_single uneven {name}")
+        # all_to_all with tensor lists of different sizes
+        outs = [zeros(rows_of[j][rank].shape, dtype) for j in everyone]
+        dist.all_to_all(outs, [ember.from_numpy(rows_of[rank][j]).to(dtype) for j in everyone])
+        for j in everyone:
+            same(outs[j], rows_of[j][rank], f"all_to_all {name} [{j}]")
+        # send/recv around the ring, and batch_isend_irecv both ways
+        right, left = (rank + 1) % world, (rank - 1) % world
+        t = zeros(shape, dtype)
+        ops = [dist.P2POp(dist.isend, make(rank, shape, dtype), right), dist.P2POp(dist.irecv, t, left)]
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+        same(t, inputs[left], f"batch_isend_irecv {name}")
+        if rank % 2 == 0:
+            dist.send(make(rank, shape, dtype), right, tag=3)
+            t = zeros(shape, dtype)
+            check(dist.recv(t, left, tag=3) == left, "recv returns the sender")
+        else:
+            t = zeros(shape, dtype)
+            check(dist.recv(t, None, tag=3) == left, "recv from any source returns the sender")
+            dist.send(make(rank, shape, dtype), right, tag=3)
+        same(t, inputs[left], f"send/recv {name}")
+
+    # the object collectives go through ember.save / ember.load(weights_only=True)
+    objs = [None] * world
+    dist.all_gather_object(objs, {"rank": rank, "t": ember.full((2,), float(rank))})
+    for r in everyone:
+        check(objs[r]["rank"] == r and objs[r]["t"].tolist() == [float(r)] * 2, f"all_gather_object {objs}")
+    lst = [{"a": [1, 2.5], "b": "x"}, ember.arange(3), 7] if rank == 1 else [None, None, None]
+    dist.broadcast_object_list(lst, src=1)
+    check(lst[0] == {"a": [1, 2.5], "b": "x"} and lst[1].tolist() == [0, 1, 2] and lst[2] == 7,
+          f"broadcast_object_list {lst}")
+
+    # a subgroup of ranks {1, .., world-1}: ranks are global, group ranks start at 0
+    sub = dist.new_group(list(range(1, world)))
+    if rank == 0:
+        check(sub is dist.GroupMember.NON_GROUP_MEMBER and dist.get_rank(sub) == -1, "non-member")
+        check(dist.all_reduce(ember.ones(2), group=sub) is None, "collective on a non-member is a no-op")
+    else:
+        check(dist.get_rank(sub) == rank - 1 and dist.get_world_size(sub) == world - 1, "subgroup rank")
+        t = ember.full((3,), float(rank))
+        dist.all_reduce(t, group=sub)
+        same(t, np.full(3, float(sum(range(1, world)))), "subgroup all_reduce")
+        t = ember.full((3,), float(rank))
+        dist.broadcast(t, src=world - 1, group=sub)
+        same(t, np.full(3, float(world - 1)), "subgroup broadcast (global src)")
+        expect_error(ValueError, "rank 0 (src) is not part of the group", lambda: dist.broadcast(t, src=0, group=sub))
+
+    # bad input: clear errors, raised before anything is sent
+    expect_error(TypeError, "expected tensor to be an ember.Tensor, but got list", lambda: dist.all_reduce([1, 2]))
+    expect_error(ValueError, f"expected src to be a rank in [0, {world}), but got {world}",
+                 lambda: dist.broadcast(ember.ones(2), src=world))
+    expect_error(ValueError, f"expected tensor_list to hold {world} tensors (one per rank), but got 1",
+                 lambda: dist.all_gather([ember.ones(2)], ember.ones(2)))
+    expect_error(TypeError, "expected tensor_list[0] to have dtype ember.float32 like the input, but got ember.int64",
+                 lambda: dist.all_gather([ember.ones(2, dtype=ember.int64)] * world, ember.ones(2)))
+    expect_error(ValueError, f"expected output_tensor to have {2 * world} elements, but got 3",
+                 lambda: dist.all_gather_into_tensor(ember.ones(3), ember.ones(2)))
+    expect_error(ValueError, f"non-negative sizes summing to {world + 1}",
+                 lambda: dist.all_to_all_single(ember.ones(world + 1), ember.ones(world + 1), None, [1] * world))
+    expect_error(ValueError, "this rank sends itself 1 elements but receives 2",
+                 lambda: dist.all_to_all_single(ember.ones(world + 1), ember.ones(world),
+                                                [2 if j == rank else 1 for j in range(world)], [1] * world))
+    expect_error(ValueError, "ReduceOp.BAND needs an integer or bool tensor, but got float32",
+                 lambda: dist.all_reduce(ember.ones(2), op=dist.ReduceOp.BAND))
+    expect_error(ValueError, "a rank cannot send to itself", lambda: dist.send(ember.ones(1), rank))
+    expect_error(RuntimeError, "trying to initialize the default process group twice",
+                 lambda: dist.init_process_group("gloo", init_method="env://"))
+    dist.barrier()
+    dist.monitored_barrier(timeout=timedelta(seconds=20))
+    check(dist.get_rank() == rank and dist.get_world_size() == world and dist.is_initialized(), "rank/size")
+
+
+def job_timeout(rank: int, world: int) -> None:
+    """Rank 1 stays away: rank 0's all_reduce times out naming the collective, and a
+    monitored_barrier names rank 1."""
+    if rank == 0:
+        pg = dist.new_group(timeout=timedelta(seconds=1))
+        start = time.monotonic()
+        expect_error(dist.DistBackendError, "all_reduce timed out after 1 s on rank 0",
+                     lambda: dist.all_reduce(ember.ones(4), group=pg))
+        check(time.monotonic() - start < 10, "the timeout fired in time")
+        expect_error(dist.DistBackendError, "Rank 1 failed to pass monitored_barrier in 1 s",
+                     lambda: dist.monitored_barrier(timeout=timedelta(seconds=1)))
+        _store_flag_set("rank0_done")
+    else:
+        dist.new_group(timeout=timedelta(seconds=1))
+        _store_flag_wait("rank0_done")
+
+
+def job_killed_peer(rank: int, world: int) -> None:
+    """The last rank dies (SIGKILL) before an all_reduce: the others get a clean error well
+    within the 60 s timeout instead of a hang."""
+    dist.barrier()
+    if rank == world - 1:
+        os.kill(os.getpid(), 9)
+    start = time.monotonic()
+    expect_error(dist.DistBackendError, "all_reduce", lambda: dist.all_reduce(ember.ones(1 << 16)))
+    check(time.monotonic() - start < 30, f"error after {time.monotonic() - start:.1f} s")
+
+
+def _store_flag_set(key: str) -> None:
+    dist.distributed_c10d._world.store.set(key, b"1")
+
+
+def _store_flag_wait(key: str) -> None:
+    dist.distributed_c10d._world.store.wait([key], timedelta(seconds=30))
+
+
+JOBS = {"collectives": job_collectives, "timeout": job_timeout, "killed_peer": job_killed_peer}
+TIMEOUTS = {"collectives": 60, "timeout": 60, "killed_peer": 60}
+
+
+if __name__ == "__main__":
+    job, rank, world, init_method = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=TIMEOUTS[job]))
+    JOBS[job](rank, world)
+    print(f"checks: {checks}", flush=True)
+    if job != "killed_peer":
+        dist.destroy_process_group()

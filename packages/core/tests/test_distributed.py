@@ -1,0 +1,208 @@
+"""ember.distributed on Gloo: stores, process groups and every collective, in 2 and 4 processes on
+loopback (the multi-process checks live in distributed_jobs.py; each spawned job has a deadline,
+so a hang fails the test instead of hanging it)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+
+import ember
+import ember.distributed as dist
+
+JOBS = pathlib.Path(__file__).with_name("distributed_jobs.py")
+needs_gloo = pytest.mark.skipif(not dist.is_gloo_available(),
+                                reason="ember was built without Gloo (ember._C_gloo or libgloo missing)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_job(job: str, world: int, init_method: str, deadline: float = 60) -> list[subprocess.CompletedProcess]:
+    """Runs distributed_jobs.py JOB in `world` processes; kills them all at the deadline."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    procs = [subprocess.Popen([sys.executable, str(JOBS), job, str(r), str(world), init_method], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(world)]
+    end = time.monotonic() + deadline
+    results = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=max(end - time.monotonic(), 0.1))
+            results.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        logs = "\n".join((p.communicate()[1] or "")[-2000:] for p in procs)
+        pytest.fail(f"job {job} on {world} processes hung past its {deadline} s deadline:\n{logs}")
+    return results
+
+
+def assert_ok(results: list[subprocess.CompletedProcess], ranks=None) -> None:
+    for r, res in enumerate(results):
+        if ranks is None or r in ranks:
+            assert res.returncode == 0, f"rank {r} failed:\n{res.stderr[-4000:]}"
+            assert "checks: " in res.stdout
+
+
+@needs_gloo
+def test_every_collective_every_dtype_2_processes_file_init(tmp_path):
+    assert_ok(run_job("collectives", 2, f"file://{tmp_path}/store"))
+
+
+@needs_gloo
+def test_every_collective_every_dtype_4_processes_tcp_init():
+    assert_ok(run_job("collectives", 4, f"tcp://127.0.0.1:{free_port()}"))
+
+
+@needs_gloo
+def test_timeout_names_the_collective_and_monitored_barrier_names_the_rank():
+    assert_ok(run_job("timeout", 2, f"tcp://127.0.0.1:{free_port()}"))
+
+
+@needs_gloo
+def test_killed_peer_is_a_clean_error_not_a_hang(tmp_path):
+    results = run_job("killed_peer", 2, f"file://{tmp_path}/store", deadline=40)
+    assert results[1].returncode == -9
+    assert_ok(results, ranks=[0])
+
+
+# --- in one process ------------------------------------------------------------------------
+
+@pytest.fixture
+def single():
+    """A world of one process over a HashStore."""
+    if not dist.is_gloo_available():
+        pytest.skip("ember was built without Gloo")
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1, timeout=timedelta(seconds=10))
+    yield
+    dist.destroy_process_group()
+
+
+def test_not_initialized_errors():
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError, match="all_reduce: the default process group has not been initialized"):
+        dist.all_reduce(ember.ones(2))
+    with pytest.raises(ValueError, match="get_rank: the default process group has not been initialized"):
+        dist.get_rank()
+
+
+def test_availability_is_reported_and_a_missing_library_is_named(monkeypatch):
+    assert dist.is_available() == dist.is_gloo_available()
+    c10d = dist.distributed_c10d
+    monkeypatch.setattr(c10d, "_gloo_module", None)
+    monkeypatch.setattr(c10d, "_gloo_problem", "ember._C_gloo could not load the Gloo library libgloo: "
+                                               "libgloo.so.0: cannot open shared object file")
+    assert not dist.is_available()
+    with pytest.raises(RuntimeError, match="gloo backend is not available: .*libgloo.so.0"):
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+
+
+def test_init_arguments_are_checked():
+    if not dist.is_gloo_available():
+        pytest.skip("ember was built without Gloo")
+    with pytest.raises(ValueError, match=r"expected rank in \[0, 2\), but got 2"):
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=2, world_size=2)
+    with pytest.raises(ValueError, match="unknown init_method 'udp://x'"):
+        dist.init_process_group("gloo", init_method="udp://x", rank=0, world_size=1)
+    with pytest.raises(RuntimeError, match="backend 'nccl' is not available"):
+        dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+    with pytest.raises(ValueError, match="Unknown backend 'fancy'"):
+        dist.init_process_group("fancy")
+    with pytest.raises(ValueError, match="env:// needs the MASTER_ADDR and MASTER_PORT"):
+        env = {k: v for k, v in os.environ.items() if k not in ("MASTER_ADDR", "MASTER_PORT")}
+        old = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            dist.init_process_group("gloo", rank=0, world_size=1)
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+    assert not dist.is_initialized()
+
+
+def test_world_of_one(single):
+    t = ember.arange(6.0).reshape(2, 3)
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    assert t.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert dist.get_rank() == 0 and dist.get_world_size() == 1 and dist.get_backend() == "gloo"
+    assert dist.group.WORLD is dist.GroupMember.WORLD is not None
+    objs = [None]
+    dist.all_gather_object(objs, {"k": (1, 2)})
+    assert objs == [{"k": (1, 2)}]
+    with pytest.raises(ValueError, match=r"expected dst to be a rank in \[0, 1\), but got -1"):
+        dist.reduce(t, dst=-1)
+    with pytest.raises(ValueError, match=r"expected a process group from init_process_group or new_group"):
+        dist.all_reduce(t, group="world")
+    with pytest.raises(ValueError, match="ReduceOp.AVG needs a floating-point or complex tensor, but got int64"):
+        dist.all_reduce(ember.ones(2, dtype=ember.int64), op=dist.ReduceOp.AVG)
+    with pytest.raises(ValueError, match="ReduceOp.MAX is not defined for complex tensors"):
+        dist.all_reduce(ember.ones(2, dtype=ember.complex64), op=dist.ReduceOp.MAX)
+    with pytest.raises(TypeError, match="gather: expected gather_list to be a list of tensors, but got NoneType"):
+        dist.gather(t, None, dst=0)
+
+
+def test_object_collectives_refuse_unsafe_objects(single):
+    class Custom:
+        pass
+    objs = [None]
+    with pytest.raises(Exception, match="Custom"):
+        dist.all_gather_object(objs, Custom())
+
+
+# --- stores --------------------------------------------------------------------------------
+
+def _exercise(store: dist.Store) -> None:
+    store.set("a", "1")
+    store.set("b", b"\x00\xff")
+    assert store.get("a") == b"1" and store.get("b") == b"\x00\xff"
+    assert store.add("n", 2) == 2 and store.add("n", 3) == 5 and store.get("n") == b"5"
+    assert store.check(["a", "n"]) and not store.check(["zz"])
+    assert store.compare_set("a", "1", "2") == b"2" and store.compare_set("a", "1", "3") == b"2"
+    assert store.delete_key("b") and not store.delete_key("b")
+    assert store.num_keys() >= 2
+    store.wait(["a"], timedelta(seconds=1))
+    start = time.monotonic()
+    with pytest.raises(dist.DistStoreError, match=r"Timed out after 0.2 s waiting for keys \['missing'\]"):
+        store.wait(["missing"], timedelta(seconds=0.2))
+    assert time.monotonic() - start < 5
+    # a getter blocks until another thread sets the key
+    threading.Timer(0.1, lambda: store.set("late", "x")).start()
+    assert store.get("late") == b"x"
+    with pytest.raises(TypeError, match="Store values must be str or bytes, but got int"):
+        store.set("c", 3)
+
+
+def test_hash_store():
+    _exercise(dist.HashStore())
+
+
+def test_file_store(tmp_path):
+    _exercise(dist.FileStore(str(tmp_path / "fs")))
+    a, b = dist.FileStore(str(tmp_path / "shared")), dist.FileStore(str(tmp_path / "shared"))
+    a.set("k", "v")
+    assert b.get("k") == b"v" and b.add("c", 1) == 1 and a.add("c", 1) == 2
+
+
+def test_tcp_store():
+    master = dist.TCPStore("127.0.0.1", 0, world_size=2, is_master=True, timeout=timedelta(seconds=10),
+                           wait_for_workers=False)
+    client = dist.TCPStore("127.0.0.1", master.port, timeout=timedelta(seconds=10))
+    _exercise(client)
+    assert master.get("a") == b"2"
+    prefixed = dist.PrefixStore("p", master)
+    prefixed.set("x", "1")
+    assert client.get("p/x") == b"1" and prefixed.get("x") == b"1"
+    with pytest.raises(dist.DistStoreError, match="could not connect to 127.0.0.1:1 within 0.3 s"):
+        dist.TCPStore("127.0.0.1", 1, timeout=timedelta(seconds=0.3))
