@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ember
 from ember import nn
 from emberrec.distributed.embedding_types import BaseEmbeddingSharder
 
@@ -22,3 +23,11 @@ class EmbeddingBagCollectionSharder(BaseEmbeddingSharder):
 
     def shardable_parameters(self, module: Any) -> dict[str, nn.Parameter]:
         return {name.split(".")[0]: param for name, param in module.embedding_bags.named_parameters()}
+
+    def shard(self, module: Any, params: dict[str, Any], env: Any, device: Any = None) -> Any:
+        """The ShardedEmbeddingBagCollection executing `params` (table -> ParameterSharding)."""
+        from emberrec.distributed.sharded_embeddingbag import ShardedEmbeddingBagCollection
+
+        if device is not None and ember.device(device).type != "cpu":
+            raise NotImplementedError(f"sharded execution runs on the CPU only, got device {device}")
+        return ShardedEmbeddingBagCollection(module, dict(params), env, self.fused_params)

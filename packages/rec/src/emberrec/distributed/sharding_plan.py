@@ -18,7 +18,6 @@ from typing import Any
 
 import ember
 from ember import nn
-from emberrec.distributed.planner.constants import MIN_CW_DIM
 from emberrec.distributed.types import (
     EmbeddingModuleShardingPlan,
     EnumerableShardingSpec,
@@ -111,6 +110,8 @@ def _base_dim(lower_bound: int, dim: int) -> int:
 
 
 def _column_blocks(columns: int, rows: int, col_wise_shard_dim: int | None) -> tuple[list[list[int]], list[list[int]]]:
+    from emberrec.distributed.planner.constants import MIN_CW_DIM  # here: the planner imports this module
+
     width = _base_dim(col_wise_shard_dim if col_wise_shard_dim else MIN_CW_DIM, columns)
     return [[rows, width] for _ in range(columns // width)], [[0, width * i] for i in range(columns // width)]
 
