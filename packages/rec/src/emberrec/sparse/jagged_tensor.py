@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 import ember
 from ember import Tensor
 
@@ -71,7 +73,8 @@ def _segment_owner(position: int, segment_sizes: Sequence[int], keys: Sequence[s
 def _validate(values: Tensor, weights: Tensor | None, lengths: Tensor | None, offsets: Tensor | None,
               keys: Sequence[str] | None = None, segment_sizes: Sequence[int] | None = None) -> None:
     """The invariants of a jagged batch; errors name the key (when `keys` is given, each owning
-    `segment_sizes[k]` consecutive lengths)."""
+    `segment_sizes[k]` consecutive lengths). The checks read the index tensors through NumPy views
+    (no copy): a pass over the lengths costs microseconds, not a kernel launch per check."""
     if not isinstance(values, Tensor):
         raise TypeError(f"values must be an ember.Tensor, got {type(values).__name__}")
     if values.dim() == 0:
@@ -92,30 +95,28 @@ def _validate(values: Tensor, weights: Tensor | None, lengths: Tensor | None, of
         raise ValueError("give lengths or offsets")
     if lengths is not None:
         _check_index_tensor(lengths, "lengths")
-        if lengths.numel():
-            negative = (lengths < 0).nonzero()
-            if negative.numel():
-                i = int(negative[0, 0].item())
-                raise ValueError(f"lengths has a negative entry {int(lengths[i].item())} at position {i} ({where(i)})")
-        total = int(lengths.sum().item()) if lengths.numel() else 0
+        counts = lengths.numpy()
+        if counts.size and counts.min() < 0:
+            i = int(np.argmax(counts < 0))
+            raise ValueError(f"lengths has a negative entry {int(counts[i])} at position {i} ({where(i)})")
+        total = int(counts.sum())
         if total != n:
             raise ValueError(f"lengths sum to {total} but values has {n} entries")
     if offsets is not None:
         _check_index_tensor(offsets, "offsets")
-        if offsets.numel() == 0:
+        bounds = offsets.numpy()
+        if bounds.size == 0:
             raise ValueError("offsets needs at least one entry (offsets[0] == 0)")
-        first, last = int(offsets[0].item()), int(offsets[-1].item())
-        if first != 0:
-            raise ValueError(f"offsets must start at 0, got {first}")
-        decreasing = (_diff(offsets) < 0).nonzero()
-        if decreasing.numel():
-            i = int(decreasing[0, 0].item())
+        if bounds[0] != 0:
+            raise ValueError(f"offsets must start at 0, got {int(bounds[0])}")
+        steps = np.diff(bounds)
+        if steps.size and steps.min() < 0:
+            i = int(np.argmax(steps < 0))
             raise ValueError(f"offsets decrease at position {i + 1} ({where(i)}): "
-                             f"{int(offsets[i].item())} then {int(offsets[i + 1].item())}")
-        if last != n:
-            raise ValueError(f"offsets end at {last} but values has {n} entries")
-        if lengths is not None and (offsets.numel() != lengths.numel() + 1 or not ember.equal(
-                _diff(offsets), lengths.to(offsets.dtype))):
+                             f"{int(bounds[i])} then {int(bounds[i + 1])}")
+        if bounds[-1] != n:
+            raise ValueError(f"offsets end at {int(bounds[-1])} but values has {n} entries")
+        if lengths is not None and (bounds.size != lengths.numel() + 1 or not np.array_equal(steps, lengths.numpy())):
             raise ValueError("lengths and offsets disagree (offsets must be the running sum of lengths)")
 
 
@@ -291,6 +292,7 @@ class KeyedJaggedTensor:
                 raise ValueError(f"inverse_indices must be [len(keys), batch], got shape {tuple(inverse.shape)}")
             inverse_indices = (list(inverse_keys), inverse)
         self._inverse_indices = inverse_indices
+        self._jt_dict: dict[str, JaggedTensor] | None = None
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -443,10 +445,17 @@ class KeyedJaggedTensor:
     def length_per_key(self) -> list[int]:
         """The number of values of each key."""
         if self._length_per_key is None:
-            bounds = self.lengths_offset_per_key()
-            offsets = self.offsets()
-            ends = offsets[ember.tensor(bounds, dtype=ember.int64)].tolist() if offsets.numel() else [0] * len(bounds)
-            self._length_per_key = [ends[i + 1] - ends[i] for i in range(len(self._keys))]
+            if self._lengths is not None:
+                counts = self._lengths.numpy()
+                if self._variable_stride:
+                    running = np.concatenate([[0], np.cumsum(counts)])[self.lengths_offset_per_key()]
+                    sums = np.diff(running)
+                else:
+                    sums = counts.reshape(len(self._keys), self._stride).sum(1)
+                self._length_per_key = [int(x) for x in sums]
+            else:
+                ends = self._offsets.numpy()[self.lengths_offset_per_key()]
+                self._length_per_key = [int(b - a) for a, b in zip(ends[:-1], ends[1:], strict=True)]
         return self._length_per_key
 
     def length_per_key_or_none(self) -> list[int] | None:
@@ -536,7 +545,15 @@ class KeyedJaggedTensor:
                             lengths=self.lengths()[bounds[index]:bounds[index + 1]], _trusted=True)
 
     def to_dict(self) -> dict[str, JaggedTensor]:
-        return {key: self[key] for key in self._keys}
+        """{key: JaggedTensor}, views of this KJT's tensors (built once, then cached)."""
+        if self._jt_dict is None:
+            values = ember.split(self._values, self.length_per_key())
+            lengths = ember.split(self.lengths(), self._stride_per_key)
+            weights = [None] * len(self._keys) if self._weights is None else \
+                ember.split(self._weights, self.length_per_key())
+            self._jt_dict = {key: JaggedTensor(v, w, lengths=n, _trusted=True)
+                             for key, v, w, n in zip(self._keys, values, weights, lengths, strict=True)}
+        return self._jt_dict
 
     def to(self, device, non_blocking: bool = False, dtype=None) -> KeyedJaggedTensor:
         """On `device`; `dtype` (if given) converts the weights, as TorchRec's."""

@@ -1,0 +1,5 @@
+"""Quantized inference collections (TorchRec's ``torchrec.quant``)."""
+
+from emberrec.quant.embedding_modules import EmbeddingBagCollection, quantize_embeddings
+
+__all__ = ["EmbeddingBagCollection", "quantize_embeddings"]
