@@ -2,8 +2,8 @@
 
 The file comes from ``emberrec.datasets.synthetic.generate_criteo_tsv``: Criteo's layout (label,
 13 integer counts, 26 hex categoricals, empty fields) with a planted click model, so a model that
-learns gets an AUC clearly above 0.5; the click model's own probabilities give the best AUC any
-model can reach on the held-out rows ("oracle").
+learns gets an AUC clearly above 0.5 (computed exactly by emberrec.metrics); the click model's own
+probabilities give the best AUC any model can reach on the held-out rows ("oracle").
 
     PYTHONPATH=packages/rec/src python packages/rec/examples/dlrm_criteo.py --rows 50000
 
@@ -27,27 +27,15 @@ from emberrec import EmbeddingBagCollection, EmbeddingBagConfig
 from emberrec.datasets.criteo import DEFAULT_CAT_NAMES, DEFAULT_INT_NAMES, criteo_batches, criteo_kaggle
 from emberrec.datasets.synthetic import generate_criteo_tsv
 from emberrec.datasets.utils import idx_split_train_val
+from emberrec.metrics.auc import compute_auc
 from emberrec.models.dlrm import DLRM, DLRM_DCN, DLRMTrain
 
 
 def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """Exact ROC AUC by ranks (ties share their average rank); 0.5 when a class is absent."""
-    scores = np.asarray(scores, dtype=np.float64)
-    labels = np.asarray(labels).astype(bool)
-    positives, negatives = int(labels.sum()), int((~labels).sum())
-    if positives == 0 or negatives == 0:
-        return 0.5
-    order = np.argsort(scores, kind="mergesort")
-    sorted_scores = scores[order]
-    ranks = np.empty(len(scores), dtype=np.float64)
-    start = 0
-    while start < len(scores):  # average ranks over runs of equal scores
-        stop = start
-        while stop + 1 < len(scores) and sorted_scores[stop + 1] == sorted_scores[start]:
-            stop += 1
-        ranks[order[start:stop + 1]] = (start + stop) / 2.0 + 1.0
-        start = stop + 1
-    return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
+    """Exact AUC (ties count half) by emberrec.metrics' sort-based computation."""
+    scores = ember.from_numpy(np.asarray(scores, dtype=np.float64))[None]
+    labels = ember.from_numpy(np.asarray(labels, dtype=np.float64))[None]
+    return float(compute_auc(1, scores, labels, ember.ones(*labels.shape, dtype=ember.float64))[0])
 
 
 def build_model(embedding_dim: int, num_embeddings: int, dcn: bool) -> DLRMTrain:
