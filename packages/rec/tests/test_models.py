@@ -16,9 +16,11 @@ from emberrec.models.dlrm import (
     DLRM,
     DLRM_DCN,
     DenseArch,
+    DLRM_Projection,
     DLRMTrain,
     InteractionArch,
     InteractionDCNArch,
+    InteractionProjectionArch,
     OverArch,
     SparseArch,
     choose,
@@ -278,6 +280,29 @@ def test_dlrm_dcn_interaction_is_the_cross_net():
     combined = np.concatenate([embedded_dense[:, None, :], f64(model.sparse_arch(kjt))], 1).reshape(3, -1)
     np.testing.assert_allclose(f64(model.inter_arch(model.dense_arch(dense), model.sparse_arch(kjt))),
                                crossnet_ref(model.inter_arch.crossnet, combined), rtol=1e-5, atol=1e-6)
+
+
+def test_dlrm_projection_matches_numpy():
+    ember.manual_seed(10)
+    model = DLRM_Projection(small_ebc(), dense_in_features=6, dense_arch_layer_sizes=[5, D],
+                            over_arch_layer_sizes=[7, 1], interaction_branch1_layer_sizes=[9, 3 * D],
+                            interaction_branch2_layer_sizes=[9, 2 * D])
+    assert isinstance(model.inter_arch, InteractionProjectionArch)
+    kjt = kjt_from_bags(["f1", "f2", "f3"], BAGS)
+    dense = ember.rand(3, 6)
+    assert model(dense, kjt).shape == (3, 1)
+    embedded_dense, sparse = model.dense_arch(dense), model.sparse_arch(kjt)
+    x = f64(embedded_dense)
+    flat = np.concatenate([x[:, None, :], f64(sparse)], 1).reshape(3, -1)
+    y = mlp_ref(model.inter_arch.interaction_branch1.model, flat).reshape(3, 3, D)
+    z = mlp_ref(model.inter_arch.interaction_branch2.model, flat).reshape(3, D, 2)
+    expected = np.concatenate([x, (y @ z).reshape(3, -1)], 1)
+    out = model.inter_arch(embedded_dense, sparse)
+    assert out.shape == (3, D + 3 * 2)
+    np.testing.assert_allclose(f64(out), expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"interaction branch2 layer size \(6\) is not a multiple of embedding size \(4\)"):
+        DLRM_Projection(small_ebc(), dense_in_features=6, dense_arch_layer_sizes=[5, D], over_arch_layer_sizes=[7, 1],
+                        interaction_branch1_layer_sizes=[8], interaction_branch2_layer_sizes=[6])
 
 
 def test_dense_and_over_arch_shapes():

@@ -127,6 +127,29 @@ class InteractionDCNArch(nn.Module):
         return self.crossnet(combined.reshape(combined.shape[0], -1))
 
 
+class InteractionProjectionArch(nn.Module):
+    """Projected interaction: two MLP branches over the flattened [dense; sparse] (B, (F + 1) * D)
+    give Y (B, F1 * D) and Z (B, D * F2); returns ``[dense, flatten(Y (B, F1, D) @ Z (B, D, F2))]``,
+    (B, D + F1 * F2)."""
+
+    def __init__(self, num_sparse_features: int, interaction_branch1: nn.Module,
+                 interaction_branch2: nn.Module) -> None:
+        super().__init__()
+        self.F: int = num_sparse_features
+        self.interaction_branch1 = interaction_branch1
+        self.interaction_branch2 = interaction_branch2
+
+    def forward(self, dense_features: ember.Tensor, sparse_features: ember.Tensor) -> ember.Tensor:
+        if self.F <= 0:
+            return dense_features
+        combined = _combined(dense_features, sparse_features)
+        B, D = dense_features.shape
+        flat = combined.reshape(B, -1)
+        branch1 = self.interaction_branch1(flat).reshape(B, -1, D)
+        branch2 = self.interaction_branch2(flat).reshape(B, D, -1)
+        return ember.cat((dense_features, ember.bmm(branch1, branch2).reshape(B, -1)), dim=1)
+
+
 class OverArch(nn.Module):
     """ReLU MLP over ``layer_sizes[:-1]`` then a plain Linear to ``layer_sizes[-1]`` (the logits)."""
 
@@ -189,6 +212,40 @@ class DLRM(nn.Module):
         embedded_sparse = self.sparse_arch(sparse_features)
         concatenated_dense = self.inter_arch(dense_features=embedded_dense, sparse_features=embedded_sparse)
         return self.over_arch(concatenated_dense)
+
+
+class DLRM_Projection(DLRM):
+    """DLRM whose interaction is :class:`InteractionProjectionArch`: the final sizes of both branch
+    MLPs (``interaction_branch{1,2}_layer_sizes[-1]``) must be multiples of D (ValueError)."""
+
+    def __init__(
+        self,
+        embedding_bag_collection: EmbeddingBagCollection,
+        dense_in_features: int,
+        dense_arch_layer_sizes: list[int],
+        over_arch_layer_sizes: list[int],
+        interaction_branch1_layer_sizes: list[int],
+        interaction_branch2_layer_sizes: list[int],
+        dense_device: ember.device | str | None = None,
+    ) -> None:
+        super().__init__(embedding_bag_collection, dense_in_features, dense_arch_layer_sizes,
+                         over_arch_layer_sizes, dense_device)
+        embedding_dim = self.sparse_arch.D
+        num_sparse_features = self.sparse_arch.F
+        projected = []
+        for which, sizes in (("branch1", interaction_branch1_layer_sizes), ("branch2", interaction_branch2_layer_sizes)):
+            if not sizes or sizes[-1] % embedding_dim:
+                raise ValueError(f"Final interaction {which} layer size ({sizes[-1] if sizes else None}) is not a "
+                                 f"multiple of embedding size ({embedding_dim})")
+            projected.append(sizes[-1] // embedding_dim)
+        in_features = (num_sparse_features + 1) * embedding_dim
+        self.inter_arch = InteractionProjectionArch(
+            num_sparse_features=num_sparse_features,
+            interaction_branch1=DenseArch(in_features, interaction_branch1_layer_sizes, device=dense_device),
+            interaction_branch2=DenseArch(in_features, interaction_branch2_layer_sizes, device=dense_device),
+        )
+        self.over_arch = OverArch(embedding_dim + projected[0] * projected[1], over_arch_layer_sizes,
+                                  device=dense_device)
 
 
 class DLRM_DCN(DLRM):
