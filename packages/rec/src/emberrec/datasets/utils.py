@@ -74,23 +74,25 @@ class ReadRows(IterDataPipe[tuple[str, int, list[str]]]):
                         yield path, reader.line_num, row
 
 
+def _map_row(row_mapper: Callable[[list[str]], Any] | None, num_columns: tuple[int, ...],
+             item: tuple[str, int, list[str]]) -> Any:
+    path, line, row = item
+    if len(row) not in num_columns:
+        expected = " or ".join(str(n) for n in num_columns)
+        raise ValueError(f"{path}, line {line}: expected {expected} columns, got {len(row)}")
+    if row_mapper is None:
+        return row
+    try:
+        return row_mapper(row)
+    except ValueError as error:
+        raise ValueError(f"{path}, line {line}: {error}") from error
+
+
 def map_rows(rows: IterDataPipe[tuple[str, int, list[str]]], row_mapper: Callable[[list[str]], Any] | None,
              num_columns: tuple[int, ...]) -> IterDataPipe[Any]:
     """Checks each row's column count and applies ``row_mapper``; any ValueError names the file and line."""
-
-    def apply(item: tuple[str, int, list[str]]) -> Any:
-        path, line, row = item
-        if len(row) not in num_columns:
-            expected = " or ".join(str(n) for n in num_columns)
-            raise ValueError(f"{path}, line {line}: expected {expected} columns, got {len(row)}")
-        if row_mapper is None:
-            return row
-        try:
-            return row_mapper(row)
-        except ValueError as error:
-            raise ValueError(f"{path}, line {line}: {error}") from error
-
-    return rows.map(apply)
+    # A partial of a module function, not a closure: the pipe stays picklable for worker processes.
+    return rows.map(partial(_map_row, row_mapper, num_columns))
 
 
 class _IdxFilter(IterDataPipe[Any]):
