@@ -4,6 +4,7 @@ splits, RandomRecDataset and the Criteo-format generator."""
 from __future__ import annotations
 
 import math
+import pickle
 import random
 
 import numpy as np
@@ -63,6 +64,9 @@ def test_criteo_rows_match_plain_parsing(tmp_path):
 
     raw = list(criteo_kaggle(str(tmp_path / "train.txt"), row_mapper=None))
     assert raw == [line.split("\t") for line in lines]
+    # Pipes pickle (DataLoader worker processes receive them so).
+    assert list(pickle.loads(pickle.dumps(criteo_batches(pipe, 8))))[0].labels.tolist() == [
+        parse_plainly(line)["label"] for line in lines[:8]]
 
 
 def test_criteo_terabyte_reads_files_in_order(tmp_path):
