@@ -71,9 +71,10 @@ def _segment_owner(position: int, segment_sizes: Sequence[int], keys: Sequence[s
 
 
 def _validate(values: Tensor, weights: Tensor | None, lengths: Tensor | None, offsets: Tensor | None,
-              keys: Sequence[str] | None = None, segment_sizes: Sequence[int] | None = None) -> None:
+              keys: Sequence[str] | None = None, segment_sizes: Sequence[int] | None = None) -> list[int] | None:
     """The invariants of a jagged batch; errors name the key (when `keys` is given, each owning
-    `segment_sizes[k]` consecutive lengths). The checks read the index tensors through NumPy views
+    `segment_sizes[k]` consecutive lengths). Returns the number of values of each key when the
+    lengths were given with `keys` (found on the way). The checks read the index tensors through NumPy views
     (no copy): a pass over the lengths costs microseconds, not a kernel launch per check."""
     if not isinstance(values, Tensor):
         raise TypeError(f"values must be an ember.Tensor, got {type(values).__name__}")
@@ -99,7 +100,13 @@ def _validate(values: Tensor, weights: Tensor | None, lengths: Tensor | None, of
         if counts.size and counts.min() < 0:
             i = int(np.argmax(counts < 0))
             raise ValueError(f"lengths has a negative entry {int(counts[i])} at position {i} ({where(i)})")
-        total = int(counts.sum())
+        per_segment = None
+        if segment_sizes is not None and len(set(segment_sizes)) == 1 and segment_sizes[0] > 0:
+            per_segment = counts.reshape(len(segment_sizes), segment_sizes[0]).sum(1)  # one pass
+        elif segment_sizes is not None:
+            running = np.concatenate([[0], np.cumsum(counts)])
+            per_segment = np.diff(running[np.concatenate([[0], np.cumsum(segment_sizes, dtype=np.int64)])])
+        total = int(per_segment.sum()) if per_segment is not None else int(counts.sum())
         if total != n:
             raise ValueError(f"lengths sum to {total} but values has {n} entries")
     if offsets is not None:
@@ -118,6 +125,9 @@ def _validate(values: Tensor, weights: Tensor | None, lengths: Tensor | None, of
             raise ValueError(f"offsets end at {int(bounds[-1])} but values has {n} entries")
         if lengths is not None and (bounds.size != lengths.numel() + 1 or not np.array_equal(steps, lengths.numpy())):
             raise ValueError("lengths and offsets disagree (offsets must be the running sum of lengths)")
+    if lengths is not None and segment_sizes is not None:
+        return [int(x) for x in per_segment]
+    return None
 
 
 class JaggedTensor:
@@ -240,7 +250,7 @@ class KeyedJaggedTensor:
                  stride_per_key_per_rank: Sequence[Sequence[int]] | None = None,
                  length_per_key: Sequence[int] | None = None, offset_per_key: Sequence[int] | None = None,
                  index_per_key: dict[str, int] | None = None,
-                 inverse_indices: tuple[Sequence[str], Tensor] | None = None, *, _trusted: bool = False) -> None:
+                 inverse_indices: tuple[Sequence[str], Tensor] | None = None) -> None:
         keys = list(keys)
         if not all(isinstance(k, str) for k in keys):
             raise TypeError(f"keys must be strings, got {keys!r}")
@@ -271,8 +281,9 @@ class KeyedJaggedTensor:
         if sum(stride_per_key) != n_lengths:
             raise ValueError(f"{len(keys)} keys with batch sizes {stride_per_key} need {sum(stride_per_key)} "
                              f"lengths, got {n_lengths}")
-        if not _trusted:
-            _validate(values, weights, lengths, offsets, keys, stride_per_key)
+        counted = _validate(values, weights, lengths, offsets, keys, stride_per_key)
+        if length_per_key is None:
+            length_per_key = counted
         self._keys = keys
         self._values = values
         self._weights = weights
@@ -474,29 +485,36 @@ class KeyedJaggedTensor:
 
     # -- reshaping ------------------------------------------------------------------------------
 
-    def _slice_keys(self, start: int, stop: int) -> KeyedJaggedTensor:
-        """Keys start..stop-1 as a KJT over views of this one's tensors."""
-        bounds, value_bounds = self.lengths_offset_per_key(), self.offset_per_key()
-        lo, hi = value_bounds[start], value_bounds[stop]
-        return KeyedJaggedTensor(
-            self._keys[start:stop], self._values[lo:hi],
-            None if self._weights is None else self._weights[lo:hi],
-            lengths=self.lengths()[bounds[start]:bounds[stop]],
-            stride=self._stride if not self._variable_stride else None,
-            stride_per_key_per_rank=self._stride_per_key_per_rank[start:stop] if self._variable_stride else None,
-            length_per_key=self.length_per_key()[start:stop],
-            offset_per_key=[o - lo for o in value_bounds[start:stop + 1]], _trusted=True,
-        )
+    @classmethod
+    def _assemble(cls, keys: list[str], values: Tensor, weights: Tensor | None, lengths: Tensor, stride: int,
+                  stride_per_key: list[int], stride_per_key_per_rank: list[list[int]] | None,
+                  length_per_key: list[int], inverse_indices=None) -> KeyedJaggedTensor:
+        """A KJT from parts of a checked one (split, permute): no checks, no bookkeeping to redo."""
+        kjt = cls.__new__(cls)
+        kjt._keys, kjt._values, kjt._weights, kjt._lengths, kjt._offsets = keys, values, weights, lengths, None
+        kjt._stride, kjt._stride_per_key = stride, stride_per_key
+        kjt._stride_per_key_per_rank = stride_per_key_per_rank
+        kjt._variable_stride = stride_per_key_per_rank is not None
+        kjt._length_per_key, kjt._offset_per_key, kjt._index_per_key = length_per_key, None, None
+        kjt._inverse_indices, kjt._jt_dict = inverse_indices, None
+        return kjt
 
     def split(self, segments: Sequence[int]) -> list[KeyedJaggedTensor]:
         """Consecutive groups of keys, `segments[i]` keys in the i-th (views, no copy)."""
         if any(s < 0 for s in segments) or sum(segments) != len(self._keys):
             raise ValueError(f"segments {list(segments)} must be non-negative and sum to the {len(self._keys)} keys")
-        out, start = [], 0
+        bounds = [0]
         for size in segments:
-            out.append(self._slice_keys(start, start + size))
-            start += size
-        return out
+            bounds.append(bounds[-1] + size)
+        per_key, strides = self.length_per_key(), self._stride_per_key
+        value_sizes = [sum(per_key[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        values = ember.split(self._values, value_sizes)
+        weights = [None] * len(segments) if self._weights is None else ember.split(self._weights, value_sizes)
+        lengths = ember.split(self.lengths(), [sum(strides[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+        per_rank = self._stride_per_key_per_rank
+        return [KeyedJaggedTensor._assemble(self._keys[a:b], v, w, n, self._stride, strides[a:b],
+                                            per_rank[a:b] if per_rank is not None else None, per_key[a:b])
+                for a, b, v, w, n in zip(bounds[:-1], bounds[1:], values, weights, lengths, strict=True)]
 
     def permute(self, indices: Sequence[int], indices_tensor: Tensor | None = None) -> KeyedJaggedTensor:
         """Keys in the order `indices` (a key may be left out, not repeated: keys are unique)."""
@@ -516,18 +534,18 @@ class KeyedJaggedTensor:
             permute = ember.tensor(indices, dtype=ember.int32) if indices_tensor is None else indices_tensor
             lengths, values, weights = ember.ops.fbgemm.permute_2D_sparse_data(
                 permute, self.lengths().view(n, self._stride), self._values, self._weights, permuted_total)
-            return KeyedJaggedTensor(keys, values, weights, lengths=lengths.view(-1), stride=self._stride,
-                                     length_per_key=[length_per_key[i] for i in indices], _trusted=True)
+            return KeyedJaggedTensor._assemble(keys, values, weights, lengths.view(-1), self._stride,
+                                               [self._stride] * len(keys), None, [length_per_key[i] for i in indices])
         # A variable batch per key: gather the permuted keys' lengths one segment at a time.
         bounds = self.lengths_offset_per_key()
         segments = ember.cat([ember.arange(bounds[i], bounds[i + 1]) for i in indices]) if indices else \
             ember.empty(0, dtype=ember.int64)
         lengths, values, weights = ember.ops.fbgemm.permute_1D_sparse_data(
             segments.to(ember.int32), self.lengths(), self._values, self._weights, permuted_total)
-        return KeyedJaggedTensor(keys, values, weights, lengths=lengths,
-                                 stride_per_key_per_rank=[self._stride_per_key_per_rank[i] for i in indices],
-                                 length_per_key=[length_per_key[i] for i in indices],
-                                 inverse_indices=self._inverse_indices, _trusted=True)
+        per_rank = [self._stride_per_key_per_rank[i] for i in indices]
+        return KeyedJaggedTensor._assemble(keys, values, weights, lengths, self._stride,
+                                           [self._stride_per_key[i] for i in indices], per_rank,
+                                           [length_per_key[i] for i in indices], self._inverse_indices)
 
     def flatten_lengths(self) -> KeyedJaggedTensor:
         return KeyedJaggedTensor(self._keys, self._values, self._weights, lengths=self.lengths().view(-1),
