@@ -1,0 +1,1 @@
+"""Recommendation models (TorchRec's ``torchrec.models``): DLRM and its DCN variant, two towers."""
