@@ -44,3 +44,7 @@ def test_fused_kernels_train_like_the_unsharded_module(world, tmp_path):
 
 def test_planner_plans_and_executes(tmp_path):
     run("planned", 2, tmp_path)
+
+
+def test_train_pipeline_matches_the_plain_loop(tmp_path):
+    run("pipeline", 2, tmp_path)

@@ -28,7 +28,7 @@ import ember
 import ember.distributed as dist
 from ember import nn
 from ember.tbe import EmbOptimType
-from emberrec.distributed.comm_ops import all_to_all_flat, all_to_all_pooled, reduce_scatter_pooled
+from emberrec.distributed.comm_ops import all_to_all_pooled, reduce_scatter_pooled
 from emberrec.distributed.embedding_types import EmbeddingComputeKernel
 from emberrec.distributed.types import ParameterSharding, ShardingType, ShardMetadata
 from emberrec.modules.embedding_configs import EmbeddingBagConfig, PoolingType, pooling_type_to_str
@@ -105,6 +105,77 @@ class _Unit:
     @property
     def row_split(self) -> bool:
         return self.sharding_type in _ROW_SPLIT
+
+
+# Note [pipelined input distribution]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Sending a batch's bags takes three collectives, each sized by the one before: batch sizes
+# (all-gather), lengths (all-to-all) and ids with weights (all-to-all with the split sizes the
+# lengths give). InputDist runs them as stages, so a training pipeline can start the next batch's
+# lengths before this batch's forward and its ids after this batch's backward, letting the
+# transfers overlap compute. Every rank runs the stages at the same points of its program, so the
+# collectives pair up across ranks in the same order.
+class InputDist:
+    """The bags of one batch on their way to the shard owners: `send_ids()` (after the lengths
+    arrive) starts the second all-to-all, `wait()` returns {unit: (lengths, ids, weights)}."""
+
+    def __init__(self, module: ShardedEmbeddingBagCollection, batch_sizes: list[int], send_lengths, send_values,
+                 send_weights) -> None:
+        self.module, self.batch_sizes = module, batch_sizes
+        self._values, self._weights = send_values, send_weights
+        n_mine = len(module._mine)
+        self._recv_counts = [n_mine * b for b in batch_sizes]
+        self._lengths = ember.empty(sum(self._recv_counts), dtype=ember.int64)
+        self._lengths_work = dist.all_to_all_single(
+            self._lengths, ember.cat(send_lengths), output_split_sizes=self._recv_counts,
+            input_split_sizes=[t.numel() for t in send_lengths], group=module._group, async_op=True)
+        self._ids_work = None
+        self._bags = None
+
+    def send_ids(self) -> None:
+        if self._ids_work is not None:
+            return
+        self._lengths_work.wait()
+        self._per_source = list(ember.split(self._lengths, self._recv_counts))
+        self._value_counts = [int(block.sum().item()) for block in self._per_source]
+        group, counts = self.module._group, self._value_counts
+        self._ids = ember.empty(sum(counts), dtype=ember.int64)
+        works = [dist.all_to_all_single(self._ids, ember.cat(self._values), output_split_sizes=counts,
+                                        input_split_sizes=[t.numel() for t in self._values], group=group,
+                                        async_op=True)]
+        self._w = None
+        if self.module._is_weighted:
+            self._w = ember.empty(sum(counts))
+            works.append(dist.all_to_all_single(self._w, ember.cat(self._weights), output_split_sizes=counts,
+                                                input_split_sizes=[t.numel() for t in self._weights], group=group,
+                                                async_op=True))
+        self._ids_work = works
+
+    def wait(self) -> dict[str, tuple]:
+        if self._bags is not None:
+            return self._bags
+        self.send_ids()
+        for work in self._ids_work:
+            work.wait()
+        # Regroup by unit: each source sent its bags unit after unit.
+        mine, n_mine = self.module._mine, len(self.module._mine)
+        id_blocks = list(ember.split(self._ids, self._value_counts))
+        w_blocks = list(ember.split(self._w, self._value_counts)) if self._w is not None else None
+        per_unit = [list(ember.split(block, [b] * n_mine)) if n_mine else []
+                    for block, b in zip(self._per_source, self.batch_sizes, strict=True)]
+        counts = [[int(x.sum().item()) for x in blocks] for blocks in per_unit]
+        bags = {}
+        for k, u in enumerate(mine):
+            lens, ids, ws = [], [], []
+            for s in range(len(self.batch_sizes)):
+                start = sum(counts[s][:k])
+                lens.append(per_unit[s][k])
+                ids.append(id_blocks[s][start:start + counts[s][k]])
+                if w_blocks is not None:
+                    ws.append(w_blocks[s][start:start + counts[s][k]])
+            bags[u.name] = (ember.cat(lens), ember.cat(ids), ember.cat(ws) if ws else None)
+        self._bags = bags
+        return bags
 
 
 class ShardedTensor:
@@ -210,6 +281,7 @@ class ShardedEmbeddingBagCollection(nn.Module):
                         num_embeddings=nr, embedding_dim=nc, name=key, pooling=pooling,
                         feature_names=[u.name for u in self._units if u.table == config.name and u.shard == index],
                         init_fn=lambda w, rows=rows: w.copy_(rows)))
+        self._pending: dict[int, InputDist] = {}  # input distributions started ahead, by KJT object
         self._fused = None
         if fused_configs:
             optimizer, kwargs = fused_optimizer_of(fused_params)
@@ -231,9 +303,13 @@ class ShardedEmbeddingBagCollection(nn.Module):
 
     # ---- the three stages -------------------------------------------------------------------
 
-    def _input_dist(self, features: KeyedJaggedTensor, batch_sizes: list[int]):
-        """Each local unit's bags from every rank: {unit name: (lengths, ids, weights)} over the
-        batches of all ranks, in rank order."""
+    def input_dist(self, features: KeyedJaggedTensor) -> InputDist:
+        """Starts sending `features`' bags to the shard owners (Note [pipelined input
+        distribution]); forward() on the same KJT object then uses them instead of sending again."""
+        self._check(features)
+        sizes = [ember.zeros(1, dtype=ember.int64) for _ in range(self._env.world_size)]
+        dist.all_gather(sizes, ember.tensor([features.stride()], dtype=ember.int64), group=self._group)
+        batch_sizes = [int(s.item()) for s in sizes]
         by_key = features.to_dict()
         send_lengths, send_values, send_weights = [], [], []
         for units in self._units_on:
@@ -254,33 +330,20 @@ class ShardedEmbeddingBagCollection(nn.Module):
             send_lengths.append(ember.cat(lengths) if lengths else ember.empty(0, dtype=ember.int64))
             send_values.append(ember.cat(values) if values else ember.empty(0, dtype=ember.int64))
             send_weights.append(ember.cat(weights) if weights else ember.empty(0))
-        rank, n_mine = self._env.rank, len(self._mine)
-        recv_counts = [n_mine * b for b in batch_sizes]
-        lengths = all_to_all_flat(ember.cat(send_lengths), [t.numel() for t in send_lengths], recv_counts, self._group)
-        per_source = list(ember.split(lengths, recv_counts))
-        value_counts = [int(block.sum().item()) for block in per_source]
-        values = all_to_all_flat(ember.cat(send_values), [t.numel() for t in send_values], value_counts, self._group)
-        weights = None
-        if self._is_weighted:
-            weights = all_to_all_flat(ember.cat(send_weights), [t.numel() for t in send_weights], value_counts,
-                                      self._group)
-        del rank
-        # Regroup by unit: source s sent its units' bags unit after unit.
-        out = {}
-        value_blocks = list(ember.split(values, value_counts))
-        weight_blocks = list(ember.split(weights, value_counts)) if weights is not None else None
-        unit_lengths = [list(ember.split(block, [b] * n_mine)) if n_mine else [] for block, b in zip(per_source, batch_sizes, strict=True)]
-        for k, u in enumerate(self._mine):
-            lens, ids, ws = [], [], []
-            for s in range(len(batch_sizes)):
-                n_before = sum(int(unit_lengths[s][j].sum().item()) for j in range(k))
-                n_here = int(unit_lengths[s][k].sum().item())
-                lens.append(unit_lengths[s][k])
-                ids.append(value_blocks[s][n_before:n_before + n_here])
-                if weight_blocks is not None:
-                    ws.append(weight_blocks[s][n_before:n_before + n_here])
-            out[u.name] = (ember.cat(lens), ember.cat(ids), ember.cat(ws) if ws else None)
-        return out
+        pending = InputDist(self, batch_sizes, send_lengths, send_values, send_weights)
+        self._pending[id(features)] = pending
+        return pending
+
+    def _check(self, features: KeyedJaggedTensor) -> None:
+        if not isinstance(features, KeyedJaggedTensor):
+            raise TypeError(f"expected a KeyedJaggedTensor, got {type(features).__name__}")
+        missing = [f for f in self._embedding_names if f not in features._key_indices()]
+        if missing:
+            raise KeyError(f"the KeyedJaggedTensor lacks features {missing} (it has {features.keys()})")
+        if features.variable_stride_per_key():
+            raise NotImplementedError("a variable batch per key is not implemented for sharded collections")
+        if self._is_weighted and features.weights_or_none() is None:
+            raise ValueError("this EmbeddingBagCollection is weighted but the KeyedJaggedTensor has no weights")
 
     def _lookups(self, bags, total_batch: int) -> dict[str, ember.Tensor]:
         """[sum of batches, cols] pooled rows of every local unit."""
@@ -334,21 +397,11 @@ class ShardedEmbeddingBagCollection(nn.Module):
         return pieces
 
     def forward(self, features: KeyedJaggedTensor) -> KeyedTensor:
-        if not isinstance(features, KeyedJaggedTensor):
-            raise TypeError(f"expected a KeyedJaggedTensor, got {type(features).__name__}")
-        missing = [f for f in self._embedding_names if f not in features._key_indices()]
-        if missing:
-            raise KeyError(f"the KeyedJaggedTensor lacks features {missing} (it has {features.keys()})")
-        if features.variable_stride_per_key():
-            raise NotImplementedError("a variable batch per key is not implemented for sharded collections")
-        if self._is_weighted and features.weights_or_none() is None:
-            raise ValueError("this EmbeddingBagCollection is weighted but the KeyedJaggedTensor has no weights")
-        sizes = [ember.zeros(1, dtype=ember.int64) for _ in range(self._env.world_size)]
-        dist.all_gather(sizes, ember.tensor([features.stride()], dtype=ember.int64), group=self._group)
-        batch_sizes = [int(s.item()) for s in sizes]
+        pending = self._pending.pop(id(features), None) or self.input_dist(features)
+        self._pending.pop(id(features), None)
+        bags, batch_sizes = pending.wait(), pending.batch_sizes
         pieces = {}
         if self._units:
-            bags = self._input_dist(features, batch_sizes)
             pieces = self._output_dist(self._lookups(bags, sum(batch_sizes)), batch_sizes)
         by_key = features.to_dict()
         outputs = []
