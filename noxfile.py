@@ -148,14 +148,25 @@ def build_wheel(session: nox.Session, pkg: release.Package) -> Path:
     return built
 
 
+def _test_extra(pkg: release.Package) -> dict[str, str]:
+    """`pkg`'s `test` extra: distribution name (lower case) -> its requirement."""
+    project = tomllib.loads((ROOT / pkg.path / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].strip().lower(): r
+            for r in project.get("optional-dependencies", {}).get("test", [])}
+
+
 def _test_extra_packages(pkg: release.Package) -> list[release.Package]:
     """Other Ember packages that `pkg`'s `test` extra names (e.g. embertext's datasets tests
     need emberdata, an optional dependency of the wheel)."""
-    project = tomllib.loads((ROOT / pkg.path / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    wanted = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].strip().lower()
-              for r in project.get("optional-dependencies", {}).get("test", [])}
+    wanted = _test_extra(pkg)
     return [p for p in RELEASE.packages.values()
             if p.distribution.lower() in wanted and p.name not in (release.CORE, pkg.name)]
+
+
+def _test_extra_requirements(pkg: release.Package) -> list[str]:
+    """The rest of `pkg`'s `test` extra, from PyPI (e.g. emberrec's retrieval tests need faiss-cpu)."""
+    ours = {p.distribution.lower() for p in RELEASE.packages.values()}
+    return [req for name, req in _test_extra(pkg).items() if name not in ours]
 
 
 def wheels_for(session: nox.Session, pkg: release.Package) -> list[Path]:
@@ -195,7 +206,7 @@ def build(session: nox.Session) -> None:
 
 def _package_tests(pkg: release.Package):
     def session_fn(session: nox.Session) -> None:
-        session.install(*map(str, wheels_for(session, pkg)), *TEST_REQUIREMENTS)
+        session.install(*map(str, wheels_for(session, pkg)), *TEST_REQUIREMENTS, *_test_extra_requirements(pkg))
         if pkg.native:
             build_dir = _native_build_dir(pkg)
             assert build_dir is not None, f"the {pkg.name} build has no ctest directory"

@@ -146,7 +146,7 @@ def job_planned(rank: int, world: int) -> None:
 
 
 def dlrm_batches(rank: int, n: int):
-    from emberrec.datasets.utils import Batch
+    from emberrec.datasets.batch import Batch
 
     out = []
     for i in range(n):

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import ember
-from emberdata.datapipes.iter import IterableWrapper, IterDataPipe
+
+pytest.importorskip("emberdata", reason="the readers are emberdata DataPipes")
+
+from emberdata.datapipes.iter import IterableWrapper, IterDataPipe  # noqa: E402
 from emberrec.datasets.criteo import (
     DEFAULT_CAT_NAMES,
     DEFAULT_INT_NAMES,

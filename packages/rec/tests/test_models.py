@@ -11,7 +11,7 @@ import pytest
 
 import ember
 from emberrec import EmbeddingBagCollection, EmbeddingBagConfig, KeyedJaggedTensor
-from emberrec.datasets.utils import Batch
+from emberrec.datasets.batch import Batch
 from emberrec.models.dlrm import (
     DLRM,
     DLRM_DCN,
@@ -386,6 +386,7 @@ def rank_auc(scores: np.ndarray, labels: np.ndarray) -> float:
 
 
 def test_dlrm_learns_a_generated_criteo_file(tmp_path):
+    pytest.importorskip("emberdata", reason="the Criteo reader is an emberdata pipe")
     from emberrec.datasets.criteo import DEFAULT_CAT_NAMES, criteo_batches, criteo_kaggle
     from emberrec.datasets.synthetic import generate_criteo_tsv
     from emberrec.datasets.utils import idx_split_train_val
@@ -468,7 +469,7 @@ def test_two_tower_rejects_bad_tables():
 
 
 def test_get_index_validates_and_builds_ivfpq():
-    import faiss
+    faiss = pytest.importorskip("faiss", reason="retrieval indexes candidates with faiss-cpu")
 
     with pytest.raises(ValueError, match=r"embedding_dim \(10\) must be a multiple of num_subquantizers \(4\)"):
         get_index(10, num_centroids=4, num_probe=2, num_subquantizers=4, bits_per_code=8)
@@ -486,7 +487,7 @@ def test_get_index_validates_and_builds_ivfpq():
 
 
 def test_retrieval_returns_the_exact_top_k_of_its_index():
-    import faiss
+    faiss = pytest.importorskip("faiss", reason="retrieval indexes candidates with faiss-cpu")
 
     ember.manual_seed(9)
     tables = two_tower_tables(num_users=6, num_items=12)
@@ -519,6 +520,7 @@ def test_retrieval_returns_the_exact_top_k_of_its_index():
 
 def test_two_tower_retrieves_planted_items():
     """Train with in-batch negatives, index every item in an IVFPQ, recall@10 of planted items."""
+    pytest.importorskip("faiss", reason="retrieval indexes candidates with faiss-cpu")
     rng = np.random.default_rng(0)
     ember.manual_seed(0)
     num_users, num_items, groups, k = 600, 300, 30, 10

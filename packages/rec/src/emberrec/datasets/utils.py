@@ -7,36 +7,11 @@ from __future__ import annotations
 import csv
 import random
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import ember
 from emberdata.datapipes.iter import IterDataPipe
-
-if TYPE_CHECKING:
-    from emberrec.sparse.jagged_tensor import KeyedJaggedTensor
-
-
-@dataclass
-class Batch:
-    """One training batch: ``dense_features`` (B, num_dense) float, ``sparse_features`` a KJT with
-    stride B, ``labels`` (B,)."""
-
-    dense_features: ember.Tensor
-    sparse_features: KeyedJaggedTensor
-    labels: ember.Tensor
-
-    def to(self, device: ember.device | str, non_blocking: bool = False) -> Batch:
-        return Batch(
-            dense_features=self.dense_features.to(device=device, non_blocking=non_blocking),
-            sparse_features=self.sparse_features.to(device=device, non_blocking=non_blocking),
-            labels=self.labels.to(device=device, non_blocking=non_blocking),
-        )
-
-    def pin_memory(self) -> Batch:
-        # ember has no page-locked host tensors, so there is nothing to pin: the batch itself.
-        return self
+from emberrec.datasets.batch import Batch as Batch  # TorchRec's path to it
 
 
 def safe_cast(val: Any, dest_type: Callable[[Any], Any], default: Any) -> Any:

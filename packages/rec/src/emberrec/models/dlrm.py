@@ -20,7 +20,7 @@ from emberrec.modules.crossnet import LowRankCrossNet
 from emberrec.modules.mlp import MLP
 
 if TYPE_CHECKING:
-    from emberrec.datasets.utils import Batch
+    from emberrec.datasets.batch import Batch
     from emberrec.modules.embedding_modules import EmbeddingBagCollection
     from emberrec.sparse.jagged_tensor import KeyedJaggedTensor
 

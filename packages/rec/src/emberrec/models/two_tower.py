@@ -27,7 +27,7 @@ from emberrec.modules.mlp import MLP
 from emberrec.sparse.jagged_tensor import KeyedJaggedTensor
 
 if TYPE_CHECKING:
-    from emberrec.datasets.utils import Batch
+    from emberrec.datasets.batch import Batch
     from emberrec.modules.embedding_modules import EmbeddingBagCollection
 
 
