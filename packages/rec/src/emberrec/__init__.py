@@ -14,51 +14,32 @@ Importing ``emberrec`` checks that the installed ``ember`` core is in the tested
 from __future__ import annotations
 
 import importlib
-import re
 
 __version__ = "0.1.0"
 
 # Note [core compatibility check]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# emberrec is pure Python on core's kernels, so release.toml gives it a tested core range
-# (`core = ">=0.2,<0.3"`), which pyproject.toml pins and _SUPPORTED_CORE repeats. A core installed
-# with --no-deps, or upgraded afterwards, fails here with a message naming both versions rather
-# than later inside some op. Only the numeric release part counts ("0.2.1.dev3" is 0.2.1).
+# emberrec is pure Python on core's kernels, so release.toml gives it a tested core range, which
+# pyproject.toml pins and _SUPPORTED_CORE repeats; ember.utils._packages checks it at import (a
+# core older than that module is older than the range).
 _SUPPORTED_CORE = (">=0.2", "<0.3")
-_COMPAT_PAGE = "docs/compatibility.md (the Ember compatibility page)"
-
-
-def _release(version: str) -> tuple[int, int, int]:
-    found = re.match(r"\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?", version)
-    if found is None:
-        raise ValueError(f"cannot read a release number from version {version!r}")
-    major, minor, micro = (int(part or 0) for part in found.groups())
-    return major, minor, micro
-
-
-def _in_supported_range(core_version: str) -> bool:
-    low, high = (_release(bound.lstrip("<>=")) for bound in _SUPPORTED_CORE)
-    try:
-        return low <= _release(core_version) < high
-    except ValueError:
-        return False
 
 
 def _check_core() -> None:
     wanted = ",".join(_SUPPORTED_CORE)
-    advice = f"pip install 'ember{wanted}'; see {_COMPAT_PAGE}."
     try:
         import ember
     except ImportError as error:
         if getattr(error, "name", None) == "ember":
-            raise ImportError(f"emberrec {__version__} needs ember {wanted}, which is not installed: {advice}") from error
+            raise ImportError(f"emberrec {__version__} needs ember {wanted}, which is not installed: "
+                              f"pip install 'ember{wanted}'") from error
         raise ImportError(f"emberrec needs ember {wanted}, but importing ember failed: {error}") from error
-    core_version = str(getattr(ember, "__version__", "unknown"))
-    if not _in_supported_range(core_version):
-        raise ImportError(
-            f"emberrec {__version__} supports ember {wanted}, but ember {core_version} is installed. "
-            f"Install a matching pair: {advice}"
-        )
+    try:
+        from ember.utils._packages import check_supported_core
+    except ImportError:
+        raise ImportError(f"emberrec {__version__} supports ember {wanted}, but ember "
+                          f"{getattr(ember, '__version__', '?')} is installed: pip install 'ember{wanted}'") from None
+    check_supported_core("emberrec", __version__, _SUPPORTED_CORE)
 
 
 _check_core()
