@@ -70,10 +70,13 @@ def plan_for(ebc, kind: str, world: int, kernel: str) -> ShardingPlan:
         "column_wise": sharding_plan.apply_to_all(ebc, sharding_plan.column_wise(ranks=[world - 1, 0])),
         "table_row_wise": sharding_plan.apply_to_all(ebc, sharding_plan.table_row_wise(host_index=0)),
         "data_parallel": sharding_plan.apply_to_all(ebc, sharding_plan.data_parallel()),
+        "table_column_wise": sharding_plan.apply_to_all(ebc, sharding_plan.column_wise(ranks=[0, world - 1])),
         "mixed": {"t0": sharding_plan.row_wise(), "t1": sharding_plan.column_wise(ranks=[0, world - 1])},
     }[kind]
     module_plan = sharding_plan.construct_module_sharding_plan(ebc, generators, world_size=world, device_type="cpu")
     for ps in module_plan.values():
+        if kind == "table_column_wise":  # column blocks on the ranks of host 0 (all ranks here: one host)
+            ps.sharding_type = "table_column_wise"
         if ps.sharding_type != "data_parallel":
             ps.compute_kernel = kernel
     return ShardingPlan({"": module_plan})
@@ -86,7 +89,8 @@ def gathered(dmp) -> dict:
 def job_dense(rank: int, world: int) -> None:
     """Every sharding type, dense kernel, float64: outputs equal the unsharded module's and every
     table's gradient the sum over ranks (replicated tables: the average)."""
-    for kind in ("table_wise", "row_wise", "column_wise", "table_row_wise", "data_parallel", "mixed"):
+    for kind in ("table_wise", "row_wise", "column_wise", "table_row_wise", "table_column_wise", "data_parallel",
+                 "mixed"):
         ref = reference(ember.float64)
         dmp = DistributedModelParallel(reference(ember.float64), plan=plan_for(ref, kind, world, "dense"))
         out = dmp(batch(rank))
@@ -139,10 +143,21 @@ def job_fused(rank: int, world: int) -> None:
 
 def job_planned(rank: int, world: int) -> None:
     """No plan given: the planner plans on every rank (the same plan) and the outputs are right."""
+    from emberrec.distributed.planner import EmbeddingShardingPlanner, Topology
+    from emberrec.distributed.planner.types import PlannerError
+
     ref = reference(ember.float32)
     dmp = DistributedModelParallel(reference(ember.float32))
     check(set(dmp.plan.plan) == {""}, f"planned modules {list(dmp.plan.plan)}")
     close(dmp(batch(rank)).values(), ref(batch(rank)).values(), "planned forward", tol=1e-6)
+    # A rank with a different model plans differently: every rank learns which one.
+    tables = TABLES if rank == 0 else [EmbeddingBagConfig(**{**TABLES[0].__dict__, "num_embeddings": 5000}), TABLES[1]]
+    planner = EmbeddingShardingPlanner(topology=Topology(world_size=world, compute_device="cpu"))
+    try:
+        planner.collective_plan(EmbeddingBagCollection(tables), None, None)
+        check(False, "differing plans are refused")
+    except PlannerError as error:
+        check("planned differently from rank 0" in str(error) and "[1]" in str(error), str(error))
 
 
 def dlrm_batches(rank: int, n: int):
@@ -206,6 +221,46 @@ def job_pipeline(rank: int, world: int) -> None:
     dist.all_gather(copies, head.detach().contiguous())
     for c in copies[1:]:
         close(c, copies[0], "replicated dense parameter equal on every rank", tol=0)
+
+
+def job_metrics(rank: int, world: int) -> None:
+    """RecMetrics reduced over real processes (ember.distributed's all-reduce) equal one metric fed
+    every rank's data (windows large enough to hold it all: a rank keeps window_size / world)."""
+    from emberrec.metrics import (
+        AccuracyMetric,
+        AUCMetric,
+        CalibrationMetric,
+        CTRMetric,
+        MSEMetric,
+        NEMetric,
+        RecMetricList,
+        RecTaskInfo,
+    )
+
+    task = RecTaskInfo(name="t", label_name="y", prediction_name="p", weight_name="w")
+
+    def metrics(world_size, my_rank):
+        return RecMetricList([cls(world_size=world_size, my_rank=my_rank, batch_size=8, tasks=[task], window_size=1000)
+                              for cls in (NEMetric, CTRMetric, CalibrationMetric, MSEMetric, AccuracyMetric, AUCMetric)])
+
+    ours, single = metrics(world, rank), metrics(1, 0)
+    for step in range(5):
+        for r in range(world):
+            rng = np.random.default_rng(1000 * step + r)
+            n = 6 + r  # ranks hold different numbers of examples
+            args = {"predictions": {"t": ember.tensor(rng.uniform(0, 1, n))},
+                    "labels": {"t": ember.tensor(rng.integers(0, 2, n).astype(np.float64))},
+                    "weights": {"t": ember.tensor(rng.uniform(0.5, 2, n))}}
+            single.update(**args)
+            if r == rank:
+                ours.update(**args)
+    got, want = ours.compute(), single.compute()
+    if rank != 0:
+        check(got == {}, "only rank 0 reports")
+        return
+    check(set(got) == set(want), f"keys {sorted(set(got) ^ set(want))}")
+    for key in want:
+        close(got[key], want[key], f"metric {key}", tol=1e-9)
 
 
 def main() -> int:

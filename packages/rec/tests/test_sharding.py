@@ -48,3 +48,8 @@ def test_planner_plans_and_executes(tmp_path):
 
 def test_train_pipeline_matches_the_plain_loop(tmp_path):
     run("pipeline", 2, tmp_path)
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_rec_metrics_reduce_across_processes(world, tmp_path):
+    run("metrics", world, tmp_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import logging
 from time import perf_counter
 from typing import Any
@@ -150,14 +151,23 @@ class EmbeddingShardingPlanner(ShardingPlanner):
         sharders: list[ModuleSharder[nn.Module]] | None = None,
         pg: Any = None,
     ) -> ShardingPlan:
-        """Plans once for all ranks. Without a process group this is ``plan``; planning on rank 0
-        and broadcasting to a group waits for ember.distributed."""
-        if pg is not None:
-            raise NotImplementedError(
-                "collective_plan over a process group needs ember.distributed's object broadcast, which "
-                "emberrec does not use yet; call plan() (it is deterministic, so every rank gets the same plan)"
-            )
-        return self.plan(module, sharders if sharders is not None else get_default_sharders())
+        """One plan for every rank of `pg` (the default group when None and ember.distributed is
+        initialized). Planning is deterministic, so each rank plans locally and the ranks compare
+        their plans' digests: ranks that planned differently (a different model or topology on
+        one of them) raise PlannerError naming them rather than executing mismatched plans."""
+        plan = self.plan(module, sharders if sharders is not None else get_default_sharders())
+        import ember.distributed as dist
+
+        if not dist.is_available() or not dist.is_initialized() or dist.get_world_size(pg) == 1:
+            return plan
+        digest = hashlib.sha256(str(plan).encode()).hexdigest()
+        digests: list[Any] = [None] * dist.get_world_size(pg)
+        dist.all_gather_object(digests, digest, group=pg)
+        differing = [r for r, d in enumerate(digests) if d != digests[0]]
+        if differing:
+            raise PlannerError(f"ranks {differing} planned differently from rank 0 (different models, sharders or "
+                               f"topologies on the ranks?)", PlannerErrorType.OTHER)
+        return plan
 
     def plan(self, module: nn.Module, sharders: list[ModuleSharder[nn.Module]]) -> ShardingPlan:
         self._num_proposals = 0
