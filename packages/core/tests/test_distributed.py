@@ -66,6 +66,12 @@ def test_every_collective_every_dtype_4_processes_tcp_init():
 
 
 @needs_gloo
+@pytest.mark.parametrize("world", [2, 4])
+def test_ddp_matches_one_process_on_the_whole_batch(tmp_path, world):
+    assert_ok(run_job("ddp", world, f"file://{tmp_path}/store"))
+
+
+@needs_gloo
 def test_timeout_names_the_collective_and_monitored_barrier_names_the_rank():
     assert_ok(run_job("timeout", 2, f"tcp://127.0.0.1:{free_port()}"))
 
@@ -159,6 +165,30 @@ def test_object_collectives_refuse_unsafe_objects(single):
     objs = [None]
     with pytest.raises(Exception, match="Custom"):
         dist.all_gather_object(objs, Custom())
+
+
+def test_distributed_sampler():
+    from ember.utils.data import DistributedSampler
+    data = list(range(10))
+    shares = [list(DistributedSampler(data, num_replicas=3, rank=r, shuffle=False)) for r in range(3)]
+    assert shares == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]  # padded with the first indices
+    dropped = [list(DistributedSampler(data, num_replicas=3, rank=r, shuffle=False, drop_last=True)) for r in range(3)]
+    assert dropped == [[0, 3, 6], [1, 4, 7], [2, 5, 8]]
+    a, b = DistributedSampler(data, 2, 0, seed=5), DistributedSampler(data, 2, 1, seed=5)
+    first = list(a) + list(b)
+    assert sorted(first) == data and list(a) == list(DistributedSampler(data, 2, 0, seed=5))
+    a.set_epoch(1)
+    assert list(a) != first[:5] and len(a) == 5
+    with pytest.raises(ValueError, match=r"Invalid rank 2, rank should be in the interval \[0, 1\]"):
+        DistributedSampler(data, num_replicas=2, rank=2)
+    with pytest.raises(RuntimeError, match="pass num_replicas and rank, or call ember.distributed.init_process_group"):
+        DistributedSampler(data)
+
+
+def test_ddp_needs_a_process_group():
+    from ember.nn.parallel import DistributedDataParallel
+    with pytest.raises(ValueError, match="get_world_size: the default process group has not been initialized"):
+        DistributedDataParallel(ember.nn.Linear(2, 2))
 
 
 # --- stores --------------------------------------------------------------------------------
