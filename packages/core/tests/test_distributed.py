@@ -114,6 +114,52 @@ def test_availability_is_reported_and_a_missing_library_is_named(monkeypatch):
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 
 
+NO_GLOO = """
+import sys
+
+class Block:  # stands for a build without Gloo, or a machine without libgloo
+    def find_spec(self, name, path=None, target=None):
+        if name == "ember._C_gloo":
+            if sys.argv[1] == "not-built":
+                raise ModuleNotFoundError("No module named 'ember._C_gloo'", name=name)
+            raise ImportError("libgloo.so.0: cannot open shared object file: No such file or directory")
+
+sys.meta_path.insert(0, Block())
+import ember
+import ember.distributed as dist
+from ember.nn.parallel import DistributedDataParallel
+assert ember.ones(2).sum().item() == 2
+print(dist.is_available(), dist.is_gloo_available())
+try:
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+except RuntimeError as e:
+    print(e)
+"""
+
+
+@pytest.mark.parametrize("case, cause", [
+    ("not-built", "this ember was built without Gloo (libgloo was not found when it was built; on Debian/Ubuntu "
+                  "install libgloo-dev and rebuild ember)"),
+    ("no-library", "ember._C_gloo could not load the Gloo library libgloo: libgloo.so.0: cannot open shared object "
+                   "file: No such file or directory"),
+])
+def test_without_gloo_ember_imports_and_init_names_the_missing_library(case, cause):
+    res = subprocess.run([sys.executable, "-c", NO_GLOO, case], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["False False", f"ember.distributed: the gloo backend is not available: {cause}"]
+
+
+def test_rendezvous_timeout_names_the_missing_ranks(tmp_path):
+    if not dist.is_gloo_available():
+        pytest.skip("ember was built without Gloo")
+    start = time.monotonic()
+    with pytest.raises(dist.DistStoreError, match=r"init_process_group: timed out after 0.5 s waiting for rank\(s\) "
+                                                  r"\[1, 2\] to join \(rank 0 is here\)"):
+        dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=3,
+                                timeout=timedelta(seconds=0.5))
+    assert time.monotonic() - start < 10 and not dist.is_initialized()
+
+
 def test_init_arguments_are_checked():
     if not dist.is_gloo_available():
         pytest.skip("ember was built without Gloo")
@@ -139,6 +185,11 @@ def test_init_arguments_are_checked():
 
 
 def test_world_of_one(single):
+    # collectives write parameters in place, outside autograd (also through a non-contiguous view)
+    p = ember.nn.Parameter(ember.ones(2, 3))
+    dist.all_reduce(p, op=dist.ReduceOp.AVG)
+    dist.all_reduce(p.t())
+    assert p.tolist() == [[1, 1, 1], [1, 1, 1]] and p.requires_grad
     t = ember.arange(6.0).reshape(2, 3)
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
     assert t.tolist() == [[0, 1, 2], [3, 4, 5]]

@@ -19,6 +19,7 @@ through ember.save / ember.load(weights_only=True), so a received object can nev
 from __future__ import annotations
 
 import enum
+import importlib
 import io
 import os
 import socket
@@ -33,7 +34,7 @@ import numpy as np
 import ember
 
 from ..futures import Future
-from ._errors import DistBackendError
+from ._errors import DistBackendError, DistStoreError
 from ._store import FileStore, PrefixStore, Store, TCPStore
 
 __all__ = [
@@ -59,9 +60,10 @@ def _load_gloo() -> Any:
     global _gloo_module, _gloo_problem
     if _gloo_module is None and _gloo_problem is None:
         try:
-            from .. import _C_gloo
-            _gloo_module = _C_gloo
-        except ModuleNotFoundError:
+            _gloo_module = importlib.import_module("ember._C_gloo")
+        except ModuleNotFoundError as e:
+            if e.name != "ember._C_gloo":
+                raise
             _gloo_problem = ("this ember was built without Gloo (libgloo was not found when it was built; "
                              "on Debian/Ubuntu install libgloo-dev and rebuild ember)")
         except ImportError as e:  # the module is there but libgloo.so is not
@@ -206,15 +208,24 @@ class _Worker:
 class ProcessGroup:
     """A set of ranks with their own Gloo context; made by init_process_group and new_group."""
 
-    def __init__(self, store: Store, rank: int, ranks: list[int], timeout: timedelta, hostname: str,
+    def __init__(self, name: str, store: Store, rank: int, ranks: list[int], timeout: timedelta, hostname: str,
                  iface: str) -> None:
         self._ranks = ranks  # global ranks, in group-rank order
         self._rank = rank
         self._timeout = timeout
+        # Join through the store first, so that a rank that never comes is named (Gloo's own
+        # rendezvous would only time out).
+        store.set(f"joined/{rank}", b"1")
+        try:
+            store.wait([f"joined/{r}" for r in range(len(ranks))], timeout)
+        except DistStoreError as e:
+            missing = [g for r, g in enumerate(ranks) if not store.check([f"joined/{r}"])]
+            raise DistStoreError(f"{name}: timed out after {timeout.total_seconds():g} s waiting for rank(s) "
+                                 f"{missing} to join (rank {ranks[rank]} is here)") from e
         try:
             self._ctx = _gloo().Context(store, rank, len(ranks), hostname, iface, timeout)
         except _gloo().GlooError as e:
-            raise DistBackendError(f"init_process_group: rank {rank} could not connect to its peers: {e}") from e
+            raise DistBackendError(f"{name}: rank {ranks[rank]} could not connect to its peers: {e}") from e
         self._collectives = _Worker(f"ember-dist-pg{id(self):x}")
         self._p2p = _Worker(f"ember-dist-p2p{id(self):x}")
 
@@ -248,7 +259,8 @@ class ProcessGroup:
 
         def job() -> None:
             try:
-                body()
+                with ember.no_grad():  # collectives write tensors' memory, outside autograd (as PyTorch's)
+                    body()
             except BaseException as e:  # noqa: BLE001 - re-raised by whoever waits on the Work
                 work._future.set_exception(self._fail(name, e))
                 return
@@ -423,14 +435,14 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     _world.group_count = 0
     _world.store = store
     _world.world_size = world_size
-    pg = _new_pg(list(range(world_size)), rank, timeout)
+    pg = _new_pg("init_process_group", list(range(world_size)), rank, timeout)
     _world.default_pg = pg
 
 
-def _new_pg(ranks: list[int], rank: int, timeout: timedelta) -> ProcessGroup:
+def _new_pg(name: str, ranks: list[int], rank: int, timeout: timedelta) -> ProcessGroup:
     prefix = f"ember/{_world.generation}/pg{_world.group_count}"
     _world.group_count += 1
-    pg = ProcessGroup(PrefixStore(prefix, _world.store), rank, ranks, timeout, _world.hostname, _world.iface)
+    pg = ProcessGroup(name, PrefixStore(prefix, _world.store), rank, ranks, timeout, _world.hostname, _world.iface)
     _world.groups.append(pg)
     return pg
 
@@ -472,7 +484,7 @@ def new_group(ranks: list[int] | None = None, timeout: timedelta | None = None, 
     if me not in ranks:
         _world.group_count += 1  # keep the store prefixes of later groups in step with the members
         return GroupMember.NON_GROUP_MEMBER
-    return _new_pg(ranks, ranks.index(me), default._timeout if timeout is None else timeout)
+    return _new_pg("new_group", ranks, ranks.index(me), default._timeout if timeout is None else timeout)
 
 
 def get_rank(group: ProcessGroup | None = None) -> int:
@@ -916,7 +928,8 @@ def _p2p(name: str, tensor: ember.Tensor, peer: int | None, group: Any, tag: int
         try:
             peer_rank = handle.wait(wait_for)
             if not is_send:
-                _write_back(tensor, buf)
+                with ember.no_grad():
+                    _write_back(tensor, buf)
             work.source_rank = pg._ranks[peer_rank] if peer_rank >= 0 else peer
         except BaseException as e:  # noqa: BLE001 - raised again by Work.wait
             work._future.set_exception(pg._fail(name, e))
