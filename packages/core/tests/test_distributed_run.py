@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import textwrap
 import pytest
 
 import ember.distributed as dist
-from ember.distributed.run import parse_args
+from ember.distributed.run import _describe, parse_args
 
 needs_gloo = pytest.mark.skipif(not dist.is_gloo_available(),
                                 reason="ember was built without Gloo (ember._C_gloo or libgloo missing)")
@@ -118,8 +119,14 @@ def test_launcher_runs_an_unmodified_ddp_training_script(tmp_path):
     res = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--standalone", "--nproc-per-node", "2",
                           str(script)], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
-    sums = sorted(line.split()[3] for line in res.stdout.splitlines() if line.startswith("rank "))
+    # (the workers share the launcher's stdout, so their lines may interleave)
+    sums = re.findall(r"rank \d checksum (\S+)", res.stdout)
     assert len(sums) == 2 and sums[0] == sums[1], res.stdout  # the replicas stayed identical
+
+
+def test_exit_descriptions():
+    assert _describe(1) == "exited with code 1"
+    assert _describe(-9) == "was killed by signal SIGKILL"
 
 
 def test_launcher_arguments(capsys):

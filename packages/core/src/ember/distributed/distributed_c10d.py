@@ -383,6 +383,8 @@ def _rendezvous(init_method: str, rank: int, world_size: int, timeout: timedelta
     world_size = need(world_size, "world_size", "the world size")
     _check_world(rank, world_size)
     if url.scheme == "file":
+        if not url.path or url.netloc:
+            raise ValueError(f"init_process_group: expected file:///absolute/path, but got {init_method!r}")
         return FileStore(url.path, world_size), rank, world_size, None
     if url.scheme == "env":
         host = os.environ.get("MASTER_ADDR")
@@ -580,14 +582,10 @@ def _nbytes(t: ember.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-def _ms(pg: ProcessGroup) -> timedelta:
-    return pg._timeout
-
-
 def _reduce_in_place(pg: ProcessGroup, buf: ember.Tensor, op: ReduceOp) -> None:
     """all-reduce of a contiguous buffer, AVG included."""
     if buf.numel():
-        pg._ctx.allreduce(buf.data_ptr(), buf.numel(), buf.element_size(), _dtype_name(buf), _CPP_OP[op], _ms(pg))
+        pg._ctx.allreduce(buf.data_ptr(), buf.numel(), buf.element_size(), _dtype_name(buf), _CPP_OP[op], pg._timeout)
     if op == ReduceOp.AVG:
         _divide(buf, pg.size())
 
@@ -629,7 +627,7 @@ def broadcast(tensor: ember.Tensor, src: int, group: ProcessGroup | None = None,
     def body() -> None:
         buf = _contig(tensor)
         if buf.numel():
-            pg._ctx.broadcast(buf.data_ptr(), _nbytes(buf), root, _ms(pg))
+            pg._ctx.broadcast(buf.data_ptr(), _nbytes(buf), root, pg._timeout)
         _write_back(tensor, buf)
 
     return pg._run("broadcast", body, [tensor], async_op)
@@ -650,7 +648,7 @@ def reduce(tensor: ember.Tensor, dst: int, op: ReduceOp = ReduceOp.SUM, group: P
         buf = _contig(tensor) if pg.rank() == root else tensor.contiguous().clone()
         if buf.numel():
             pg._ctx.reduce(buf.data_ptr(), buf.numel(), buf.element_size(), _dtype_name(buf), _CPP_OP[op], root,
-                           _ms(pg))
+                           pg._timeout)
         if pg.rank() == root:
             if op == ReduceOp.AVG:
                 _divide(buf, pg.size())
@@ -664,9 +662,9 @@ def _allgatherv(pg: ProcessGroup, src: ember.Tensor, out: ember.Tensor, counts: 
     size = src.element_size()
     if sum(counts):
         if len(set(counts)) == 1:
-            pg._ctx.allgather(src.data_ptr(), out.data_ptr(), counts[0] * size, _ms(pg))
+            pg._ctx.allgather(src.data_ptr(), out.data_ptr(), counts[0] * size, pg._timeout)
         else:
-            pg._ctx.allgatherv(src.data_ptr(), out.data_ptr(), [c * size for c in counts], _ms(pg))
+            pg._ctx.allgatherv(src.data_ptr(), out.data_ptr(), [c * size for c in counts], pg._timeout)
 
 
 def all_gather(tensor_list: list[ember.Tensor], tensor: ember.Tensor, group: ProcessGroup | None = None,
@@ -734,7 +732,7 @@ def gather(tensor: ember.Tensor, gather_list: list[ember.Tensor] | None = None, 
         n = tensor.numel()
         flat = ember.empty(n * pg.size() if outs else 0, dtype=tensor.dtype)
         if n:
-            pg._ctx.gather(_contig(tensor).data_ptr(), flat.data_ptr(), _nbytes(tensor), root, _ms(pg))
+            pg._ctx.gather(_contig(tensor).data_ptr(), flat.data_ptr(), _nbytes(tensor), root, pg._timeout)
         for r, t in enumerate(outs):
             t.copy_(flat[r * n:(r + 1) * n].view(t.shape))
 
@@ -762,7 +760,7 @@ def scatter(tensor: ember.Tensor, scatter_list: list[ember.Tensor] | None = None
         bufs = [_contig(t) for t in ins]
         out = _contig(tensor)
         if tensor.numel():
-            pg._ctx.scatter([b.data_ptr() for b in bufs], out.data_ptr(), _nbytes(tensor), root, _ms(pg))
+            pg._ctx.scatter([b.data_ptr() for b in bufs], out.data_ptr(), _nbytes(tensor), root, pg._timeout)
         _write_back(tensor, out)
 
     return pg._run("scatter", body, [tensor], async_op)
@@ -856,7 +854,7 @@ def all_to_all_single(output: ember.Tensor, input: ember.Tensor, output_split_si
         src, out = _contig(input), _contig(output)
         size = input.element_size()
         pg._ctx.alltoallv(src.data_ptr(), [r * in_row * size for r in in_rows], out.data_ptr(),
-                          [r * out_row * size for r in out_rows], _ms(pg))
+                          [r * out_row * size for r in out_rows], pg._timeout)
         _write_back(output, out)
 
     return pg._run(name, body, [output], async_op)
@@ -879,7 +877,7 @@ def all_to_all(output_tensor_list: list[ember.Tensor], input_tensor_list: list[e
         src = ember.cat([t.reshape(-1) for t in ins])
         out = ember.empty(sum(t.numel() for t in outs), dtype=ins[0].dtype)
         pg._ctx.alltoallv(src.data_ptr(), [t.numel() * size for t in ins], out.data_ptr(),
-                          [t.numel() * size for t in outs], _ms(pg))
+                          [t.numel() * size for t in outs], pg._timeout)
         at = 0
         for t in outs:
             t.copy_(out[at:at + t.numel()].view(t.shape))
@@ -893,7 +891,7 @@ def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_id
     pg = _pg(group, "barrier")
     if pg is None:
         return None
-    return pg._run("barrier", lambda: pg._ctx.barrier(_ms(pg)), [], async_op)
+    return pg._run("barrier", lambda: pg._ctx.barrier(pg._timeout), [], async_op)
 
 
 # --- point to point ------------------------------------------------------------------------
