@@ -287,7 +287,8 @@ def job_killed_peer(rank: int, world: int) -> None:
 
 def job_ddp(rank: int, world: int) -> None:
     """DDP on `world` processes, each on its shard, against one process on the whole batch
-    (float64): 10 SGD steps, no_sync accumulation, find_unused_parameters, broadcast_buffers."""
+    (float64): an MLP (10 SGD steps) and a Transformer encoder layer (5 Adam steps), no_sync
+    accumulation, find_unused_parameters, broadcast_buffers; then DistributedSampler."""
     from ember import nn
     from ember.nn.parallel import DistributedDataParallel as DDP
 
@@ -327,6 +328,29 @@ def job_ddp(rank: int, world: int) -> None:
         ref_opt.step()
     for p, q in zip(ddp.parameters(), ref.parameters(), strict=True):
         close(p, q, "parameters after 10 steps")
+
+    # a small Transformer (attention, layer norms, many buckets), Adam, 5 steps
+    def encoder() -> nn.Module:
+        return nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
+                                          batch_first=True).double()
+
+    ember.manual_seed(0)
+    tref = encoder()
+    ember.manual_seed(rank * 7)  # rank 0's weights equal the reference's; DDP broadcasts them
+    tddp = DDP(encoder(), bucket_cap_mb=1000 / 2**20)
+    topt, tref_opt = ember.optim.Adam(tddp.parameters(), lr=1e-2), ember.optim.Adam(tref.parameters(), lr=1e-2)
+    for step in range(5):
+        g = ember.Generator()
+        g.manual_seed(500 + step)
+        x = ember.randn(world * 2, 3, 8, generator=g, dtype=ember.float64)
+        topt.zero_grad()
+        tddp(shard(x, 2)).pow(2).mean().backward()
+        topt.step()
+        tref_opt.zero_grad()
+        tref(x).pow(2).mean().backward()
+        tref_opt.step()
+    for p, q in zip(tddp.parameters(), tref.parameters(), strict=True):
+        close(p, q, "Transformer parameters after 5 Adam steps")
 
     # no_sync: two micro-batches, the first accumulated locally, averaged with the second
     opt.zero_grad()
