@@ -5,6 +5,7 @@ on the first failure; it prints one `checks: N` line on success."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -284,6 +285,137 @@ def job_killed_peer(rank: int, world: int) -> None:
     check(time.monotonic() - start < 30, f"error after {time.monotonic() - start:.1f} s")
 
 
+def job_ddp(rank: int, world: int) -> None:
+    """DDP on `world` processes, each on its shard, against one process on the whole batch
+    (float64): an MLP (10 SGD steps) and a Transformer encoder layer (5 Adam steps), no_sync
+    accumulation, find_unused_parameters, broadcast_buffers; then DistributedSampler."""
+    from ember import nn
+    from ember.nn.parallel import DistributedDataParallel as DDP
+
+    def mlp() -> nn.Module:
+        return nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 3)).double()
+
+    def batch(seed: int, per_rank: int) -> tuple[ember.Tensor, ember.Tensor]:
+        g = ember.Generator()
+        g.manual_seed(seed)
+        return (ember.randn(world * per_rank, 5, generator=g, dtype=ember.float64),
+                ember.randn(world * per_rank, 3, generator=g, dtype=ember.float64))
+
+    def shard(t: ember.Tensor, per_rank: int) -> ember.Tensor:
+        return t[rank * per_rank:(rank + 1) * per_rank]
+
+    def close(a: ember.Tensor, b: ember.Tensor, what: str) -> None:
+        err = float((a - b).abs().max())
+        check(err < 1e-12, f"{what}: max error {err}")
+
+    # training: replicas start from different weights; DDP broadcasts rank 0's (seed 0)
+    ember.manual_seed(0)
+    ref = mlp()
+    ember.manual_seed(rank)
+    ddp = DDP(mlp(), bucket_cap_mb=200 / 2**20)  # ~200-byte buckets: several of them
+    check(len(ddp._buckets) > 2, f"{len(ddp._buckets)} buckets")
+    for p, q in zip(ddp.parameters(), ref.parameters(), strict=True):
+        close(p, q, "parameters after DDP's broadcast")
+    opt = ember.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    ref_opt = ember.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    for step in range(10):
+        x, y = batch(100 + step, 4)
+        opt.zero_grad()
+        ((ddp(shard(x, 4)) - shard(y, 4)) ** 2).mean().backward()
+        opt.step()
+        ref_opt.zero_grad()
+        ((ref(x) - y) ** 2).mean().backward()
+        ref_opt.step()
+    for p, q in zip(ddp.parameters(), ref.parameters(), strict=True):
+        close(p, q, "parameters after 10 steps")
+
+    # a small Transformer (attention, layer norms, many buckets), Adam, 5 steps
+    def encoder() -> nn.Module:
+        return nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
+                                          batch_first=True).double()
+
+    ember.manual_seed(0)
+    tref = encoder()
+    ember.manual_seed(rank * 7)  # rank 0's weights equal the reference's; DDP broadcasts them
+    tddp = DDP(encoder(), bucket_cap_mb=1000 / 2**20)
+    topt, tref_opt = ember.optim.Adam(tddp.parameters(), lr=1e-2), ember.optim.Adam(tref.parameters(), lr=1e-2)
+    for step in range(5):
+        g = ember.Generator()
+        g.manual_seed(500 + step)
+        x = ember.randn(world * 2, 3, 8, generator=g, dtype=ember.float64)
+        topt.zero_grad()
+        tddp(shard(x, 2)).pow(2).mean().backward()
+        topt.step()
+        tref_opt.zero_grad()
+        tref(x).pow(2).mean().backward()
+        tref_opt.step()
+    for p, q in zip(tddp.parameters(), tref.parameters(), strict=True):
+        close(p, q, "Transformer parameters after 5 Adam steps")
+
+    # no_sync: two micro-batches, the first accumulated locally, averaged with the second
+    opt.zero_grad()
+    ref_opt.zero_grad()
+    for k in range(2):
+        x, y = batch(200 + k, 2)
+        with ddp.no_sync() if k == 0 else contextlib.nullcontext():
+            ((ddp(shard(x, 2)) - shard(y, 2)) ** 2).mean().backward()
+        ((ref(x) - y) ** 2).mean().backward()
+    for p, q in zip(ddp.parameters(), ref.parameters(), strict=True):
+        close(p.grad, q.grad, "no_sync accumulated gradients")
+
+    # find_unused_parameters: head b only on rank 1, head c on no rank
+    class Heads(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body, self.a, self.b, self.c = nn.Linear(5, 4), nn.Linear(4, 1), nn.Linear(4, 1), nn.Linear(4, 1)
+
+        def forward(self, x: ember.Tensor, use_b: bool) -> ember.Tensor:
+            h = self.body(x).tanh()
+            return self.a(h) + self.b(h) if use_b else self.a(h)
+
+    ember.manual_seed(1)
+    ref = Heads().double()
+    model = DDP(Heads().double(), find_unused_parameters=True)
+    model.module.load_state_dict(ref.state_dict())
+    x, _ = batch(300, 3)
+    model(shard(x, 3), rank == 1).sum().backward()
+    total = sum(ref(x[r * 3:(r + 1) * 3], r == 1).sum() for r in range(world)) / world
+    total.backward()
+    for (name, p), q in zip(model.module.named_parameters(), ref.parameters(), strict=True):
+        if name.startswith("c."):
+            check(p.grad is None, f"{name}: unused on every rank keeps grad None")
+        else:
+            close(p.grad, q.grad, f"find_unused_parameters gradient of {name}")
+    # without find_unused_parameters an unused head is an error at the next forward
+    strict = DDP(Heads().double())
+    strict(shard(x, 3), False).sum().backward()
+    expect_error(RuntimeError, "parameters that received no gradient: ['b.weight', 'b.bias', 'c.weight', 'c.bias']",
+                 lambda: strict(shard(x, 3), False))
+
+    # broadcast_buffers: at each forward every rank starts from rank 0's BatchNorm statistics
+    for broadcast in (True, False):
+        net = nn.Sequential(nn.Linear(5, 4), nn.BatchNorm1d(4)).double()
+        seen = []
+        net[1].register_forward_pre_hook(lambda m, args, seen=seen: seen.append(m.running_mean.clone()))
+        model = DDP(net, broadcast_buffers=broadcast)
+        for k in range(2):
+            x, _ = batch(400 + k, 3)
+            model(shard(x, 3)).sum().backward()
+        everyone = [ember.zeros(4, dtype=ember.float64) for _ in range(world)]
+        dist.all_gather(everyone, seen[-1])
+        agree = all(bool((e == everyone[0]).all()) for e in everyone)
+        check(agree == broadcast, f"broadcast_buffers={broadcast}: running means agree: {agree}")
+
+    # DistributedSampler: the ranks' shares are disjoint and cover the dataset (padded)
+    from ember.utils.data import DistributedSampler
+    sampler = DistributedSampler(list(range(10)), shuffle=True, seed=3)
+    sampler.set_epoch(2)
+    shares = [None] * world
+    dist.all_gather_object(shares, list(sampler))
+    check(len(shares[rank]) == -(-10 // world) and sorted(set(sum(shares, []))) == list(range(10)),
+          f"DistributedSampler shares {shares}")
+
+
 def _store_flag_set(key: str) -> None:
     dist.distributed_c10d._world.store.set(key, b"1")
 
@@ -292,8 +424,8 @@ def _store_flag_wait(key: str) -> None:
     dist.distributed_c10d._world.store.wait([key], timedelta(seconds=30))
 
 
-JOBS = {"collectives": job_collectives, "timeout": job_timeout, "killed_peer": job_killed_peer}
-TIMEOUTS = {"collectives": 60, "timeout": 60, "killed_peer": 60}
+JOBS = {"collectives": job_collectives, "ddp": job_ddp, "timeout": job_timeout, "killed_peer": job_killed_peer}
+TIMEOUTS = {"collectives": 60, "ddp": 60, "timeout": 60, "killed_peer": 60}
 
 
 if __name__ == "__main__":

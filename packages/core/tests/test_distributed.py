@@ -66,6 +66,12 @@ def test_every_collective_every_dtype_4_processes_tcp_init():
 
 
 @needs_gloo
+@pytest.mark.parametrize("world", [2, 4])
+def test_ddp_matches_one_process_on_the_whole_batch(tmp_path, world):
+    assert_ok(run_job("ddp", world, f"file://{tmp_path}/store"))
+
+
+@needs_gloo
 def test_timeout_names_the_collective_and_monitored_barrier_names_the_rank():
     assert_ok(run_job("timeout", 2, f"tcp://127.0.0.1:{free_port()}"))
 
@@ -108,6 +114,52 @@ def test_availability_is_reported_and_a_missing_library_is_named(monkeypatch):
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 
 
+NO_GLOO = """
+import sys
+
+class Block:  # stands for a build without Gloo, or a machine without libgloo
+    def find_spec(self, name, path=None, target=None):
+        if name == "ember._C_gloo":
+            if sys.argv[1] == "not-built":
+                raise ModuleNotFoundError("No module named 'ember._C_gloo'", name=name)
+            raise ImportError("libgloo.so.0: cannot open shared object file: No such file or directory")
+
+sys.meta_path.insert(0, Block())
+import ember
+import ember.distributed as dist
+from ember.nn.parallel import DistributedDataParallel
+assert ember.ones(2).sum().item() == 2
+print(dist.is_available(), dist.is_gloo_available())
+try:
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+except RuntimeError as e:
+    print(e)
+"""
+
+
+@pytest.mark.parametrize("case, cause", [
+    ("not-built", "this ember was built without Gloo (libgloo was not found when it was built; on Debian/Ubuntu "
+                  "install libgloo-dev and rebuild ember)"),
+    ("no-library", "ember._C_gloo could not load the Gloo library libgloo: libgloo.so.0: cannot open shared object "
+                   "file: No such file or directory"),
+])
+def test_without_gloo_ember_imports_and_init_names_the_missing_library(case, cause):
+    res = subprocess.run([sys.executable, "-c", NO_GLOO, case], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["False False", f"ember.distributed: the gloo backend is not available: {cause}"]
+
+
+def test_rendezvous_timeout_names_the_missing_ranks(tmp_path):
+    if not dist.is_gloo_available():
+        pytest.skip("ember was built without Gloo")
+    start = time.monotonic()
+    with pytest.raises(dist.DistStoreError, match=r"init_process_group: timed out after 0.5 s waiting for rank\(s\) "
+                                                  r"\[1, 2\] to join \(rank 0 is here\)"):
+        dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=3,
+                                timeout=timedelta(seconds=0.5))
+    assert time.monotonic() - start < 10 and not dist.is_initialized()
+
+
 def test_init_arguments_are_checked():
     if not dist.is_gloo_available():
         pytest.skip("ember was built without Gloo")
@@ -133,6 +185,11 @@ def test_init_arguments_are_checked():
 
 
 def test_world_of_one(single):
+    # collectives write parameters in place, outside autograd (also through a non-contiguous view)
+    p = ember.nn.Parameter(ember.ones(2, 3))
+    dist.all_reduce(p, op=dist.ReduceOp.AVG)
+    dist.all_reduce(p.t())
+    assert p.tolist() == [[1, 1, 1], [1, 1, 1]] and p.requires_grad
     t = ember.arange(6.0).reshape(2, 3)
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
     assert t.tolist() == [[0, 1, 2], [3, 4, 5]]
@@ -159,6 +216,30 @@ def test_object_collectives_refuse_unsafe_objects(single):
     objs = [None]
     with pytest.raises(Exception, match="Custom"):
         dist.all_gather_object(objs, Custom())
+
+
+def test_distributed_sampler():
+    from ember.utils.data import DistributedSampler
+    data = list(range(10))
+    shares = [list(DistributedSampler(data, num_replicas=3, rank=r, shuffle=False)) for r in range(3)]
+    assert shares == [[0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]  # padded with the first indices
+    dropped = [list(DistributedSampler(data, num_replicas=3, rank=r, shuffle=False, drop_last=True)) for r in range(3)]
+    assert dropped == [[0, 3, 6], [1, 4, 7], [2, 5, 8]]
+    a, b = DistributedSampler(data, 2, 0, seed=5), DistributedSampler(data, 2, 1, seed=5)
+    first = list(a) + list(b)
+    assert sorted(first) == data and list(a) == list(DistributedSampler(data, 2, 0, seed=5))
+    a.set_epoch(1)
+    assert list(a) != first[:5] and len(a) == 5
+    with pytest.raises(ValueError, match=r"Invalid rank 2, rank should be in the interval \[0, 1\]"):
+        DistributedSampler(data, num_replicas=2, rank=2)
+    with pytest.raises(RuntimeError, match="pass num_replicas and rank, or call ember.distributed.init_process_group"):
+        DistributedSampler(data)
+
+
+def test_ddp_needs_a_process_group():
+    from ember.nn.parallel import DistributedDataParallel
+    with pytest.raises(ValueError, match="get_world_size: the default process group has not been initialized"):
+        DistributedDataParallel(ember.nn.Linear(2, 2))
 
 
 # --- stores --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import textwrap
 import pytest
 
 import ember.distributed as dist
-from ember.distributed.run import parse_args
+from ember.distributed.run import _describe, parse_args
 
 needs_gloo = pytest.mark.skipif(not dist.is_gloo_available(),
                                 reason="ember was built without Gloo (ember._C_gloo or libgloo missing)")
@@ -32,6 +33,42 @@ SCRIPT = textwrap.dedent("""
     if dist.get_rank() == 1 and (mode == "always" or (mode == "once" and restart == 0)):
         raise ValueError(f"boom on rank 1 (restart {restart})")
     dist.destroy_process_group()
+""")
+
+
+DDP_SCRIPT = textwrap.dedent("""
+    # A torchrun-style training script, as written for PyTorch with the imports renamed.
+    import os
+    import ember
+    import ember.distributed as dist
+    from ember import nn
+    from ember.nn.parallel import DistributedDataParallel as DDP
+    from ember.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+    def main():
+        dist.init_process_group(backend="gloo")
+        local_rank = int(os.environ["LOCAL_RANK"])
+        ember.manual_seed(1234 + local_rank)  # replicas differ until DDP broadcasts rank 0's weights
+        model = DDP(nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1)))
+        g = ember.Generator().manual_seed(0)
+        x = ember.randn(64, 4, generator=g)
+        data = TensorDataset(x, x.sum(1, keepdim=True))
+        sampler = DistributedSampler(data, shuffle=True, seed=0)
+        loader = DataLoader(data, batch_size=8, sampler=sampler)
+        opt = ember.optim.SGD(model.parameters(), lr=0.05)
+        for epoch in range(2):
+            sampler.set_epoch(epoch)
+            for xb, yb in loader:
+                opt.zero_grad()
+                loss = nn.functional.mse_loss(model(xb), yb)
+                loss.backward()
+                opt.step()
+        checksum = sum(float(p.double().sum()) for p in model.parameters())
+        print(f"rank {dist.get_rank()} checksum {checksum:.12f} loss {float(loss):.4f}", flush=True)
+        dist.destroy_process_group()
+
+    if __name__ == "__main__":
+        main()
 """)
 
 
@@ -73,6 +110,23 @@ def test_launcher_reports_the_failing_ranks_traceback(tmp_path):
     report = res.stderr[res.stderr.index("the worker group failed after 1 restart(s)"):]
     assert "first failure: rank 1 (local_rank 1) exited with code 1" in report
     assert "its traceback:" in report and "ValueError: boom on rank 1 (restart 1)" in report
+
+
+@needs_gloo
+def test_launcher_runs_an_unmodified_ddp_training_script(tmp_path):
+    script = tmp_path / "train_ddp.py"
+    script.write_text(DDP_SCRIPT)
+    res = subprocess.run([sys.executable, "-m", "ember.distributed.run", "--standalone", "--nproc-per-node", "2",
+                          str(script)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    # (the workers share the launcher's stdout, so their lines may interleave)
+    sums = re.findall(r"rank \d checksum (\S+)", res.stdout)
+    assert len(sums) == 2 and sums[0] == sums[1], res.stdout  # the replicas stayed identical
+
+
+def test_exit_descriptions():
+    assert _describe(1) == "exited with code 1"
+    assert _describe(-9) == "was killed by signal SIGKILL"
 
 
 def test_launcher_arguments(capsys):

@@ -321,3 +321,14 @@ from ._determinism import (  # noqa: E402
 __all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "compile", "use_deterministic_algorithms",
             "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
             "set_deterministic_debug_mode", "get_deterministic_debug_mode"]
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562
+    # ember.distributed and ember.futures load on first use: most programs never need them.
+    if name in ("distributed", "futures"):
+        import importlib
+        return importlib.import_module(f"ember.{name}")
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+
+__all__ += ["distributed", "futures"]

@@ -19,6 +19,7 @@ through ember.save / ember.load(weights_only=True), so a received object can nev
 from __future__ import annotations
 
 import enum
+import importlib
 import io
 import os
 import socket
@@ -33,7 +34,7 @@ import numpy as np
 import ember
 
 from ..futures import Future
-from ._errors import DistBackendError
+from ._errors import DistBackendError, DistStoreError
 from ._store import FileStore, PrefixStore, Store, TCPStore
 
 __all__ = [
@@ -59,9 +60,10 @@ def _load_gloo() -> Any:
     global _gloo_module, _gloo_problem
     if _gloo_module is None and _gloo_problem is None:
         try:
-            from .. import _C_gloo
-            _gloo_module = _C_gloo
-        except ModuleNotFoundError:
+            _gloo_module = importlib.import_module("ember._C_gloo")
+        except ModuleNotFoundError as e:
+            if e.name != "ember._C_gloo":
+                raise
             _gloo_problem = ("this ember was built without Gloo (libgloo was not found when it was built; "
                              "on Debian/Ubuntu install libgloo-dev and rebuild ember)")
         except ImportError as e:  # the module is there but libgloo.so is not
@@ -206,15 +208,24 @@ class _Worker:
 class ProcessGroup:
     """A set of ranks with their own Gloo context; made by init_process_group and new_group."""
 
-    def __init__(self, store: Store, rank: int, ranks: list[int], timeout: timedelta, hostname: str,
+    def __init__(self, name: str, store: Store, rank: int, ranks: list[int], timeout: timedelta, hostname: str,
                  iface: str) -> None:
         self._ranks = ranks  # global ranks, in group-rank order
         self._rank = rank
         self._timeout = timeout
+        # Join through the store first, so that a rank that never comes is named (Gloo's own
+        # rendezvous would only time out).
+        store.set(f"joined/{rank}", b"1")
+        try:
+            store.wait([f"joined/{r}" for r in range(len(ranks))], timeout)
+        except DistStoreError as e:
+            missing = [g for r, g in enumerate(ranks) if not store.check([f"joined/{r}"])]
+            raise DistStoreError(f"{name}: timed out after {timeout.total_seconds():g} s waiting for rank(s) "
+                                 f"{missing} to join (rank {ranks[rank]} is here)") from e
         try:
             self._ctx = _gloo().Context(store, rank, len(ranks), hostname, iface, timeout)
         except _gloo().GlooError as e:
-            raise DistBackendError(f"init_process_group: rank {rank} could not connect to its peers: {e}") from e
+            raise DistBackendError(f"{name}: rank {ranks[rank]} could not connect to its peers: {e}") from e
         self._collectives = _Worker(f"ember-dist-pg{id(self):x}")
         self._p2p = _Worker(f"ember-dist-p2p{id(self):x}")
 
@@ -248,7 +259,8 @@ class ProcessGroup:
 
         def job() -> None:
             try:
-                body()
+                with ember.no_grad():  # collectives write tensors' memory, outside autograd (as PyTorch's)
+                    body()
             except BaseException as e:  # noqa: BLE001 - re-raised by whoever waits on the Work
                 work._future.set_exception(self._fail(name, e))
                 return
@@ -371,6 +383,8 @@ def _rendezvous(init_method: str, rank: int, world_size: int, timeout: timedelta
     world_size = need(world_size, "world_size", "the world size")
     _check_world(rank, world_size)
     if url.scheme == "file":
+        if not url.path or url.netloc:
+            raise ValueError(f"init_process_group: expected file:///absolute/path, but got {init_method!r}")
         return FileStore(url.path, world_size), rank, world_size, None
     if url.scheme == "env":
         host = os.environ.get("MASTER_ADDR")
@@ -423,14 +437,14 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     _world.group_count = 0
     _world.store = store
     _world.world_size = world_size
-    pg = _new_pg(list(range(world_size)), rank, timeout)
+    pg = _new_pg("init_process_group", list(range(world_size)), rank, timeout)
     _world.default_pg = pg
 
 
-def _new_pg(ranks: list[int], rank: int, timeout: timedelta) -> ProcessGroup:
+def _new_pg(name: str, ranks: list[int], rank: int, timeout: timedelta) -> ProcessGroup:
     prefix = f"ember/{_world.generation}/pg{_world.group_count}"
     _world.group_count += 1
-    pg = ProcessGroup(PrefixStore(prefix, _world.store), rank, ranks, timeout, _world.hostname, _world.iface)
+    pg = ProcessGroup(name, PrefixStore(prefix, _world.store), rank, ranks, timeout, _world.hostname, _world.iface)
     _world.groups.append(pg)
     return pg
 
@@ -472,7 +486,7 @@ def new_group(ranks: list[int] | None = None, timeout: timedelta | None = None, 
     if me not in ranks:
         _world.group_count += 1  # keep the store prefixes of later groups in step with the members
         return GroupMember.NON_GROUP_MEMBER
-    return _new_pg(ranks, ranks.index(me), default._timeout if timeout is None else timeout)
+    return _new_pg("new_group", ranks, ranks.index(me), default._timeout if timeout is None else timeout)
 
 
 def get_rank(group: ProcessGroup | None = None) -> int:
@@ -568,14 +582,10 @@ def _nbytes(t: ember.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-def _ms(pg: ProcessGroup) -> timedelta:
-    return pg._timeout
-
-
 def _reduce_in_place(pg: ProcessGroup, buf: ember.Tensor, op: ReduceOp) -> None:
     """all-reduce of a contiguous buffer, AVG included."""
     if buf.numel():
-        pg._ctx.allreduce(buf.data_ptr(), buf.numel(), buf.element_size(), _dtype_name(buf), _CPP_OP[op], _ms(pg))
+        pg._ctx.allreduce(buf.data_ptr(), buf.numel(), buf.element_size(), _dtype_name(buf), _CPP_OP[op], pg._timeout)
     if op == ReduceOp.AVG:
         _divide(buf, pg.size())
 
@@ -617,7 +627,7 @@ def broadcast(tensor: ember.Tensor, src: int, group: ProcessGroup | None = None,
     def body() -> None:
         buf = _contig(tensor)
         if buf.numel():
-            pg._ctx.broadcast(buf.data_ptr(), _nbytes(buf), root, _ms(pg))
+            pg._ctx.broadcast(buf.data_ptr(), _nbytes(buf), root, pg._timeout)
         _write_back(tensor, buf)
 
     return pg._run("broadcast", body, [tensor], async_op)
@@ -638,7 +648,7 @@ def reduce(tensor: ember.Tensor, dst: int, op: ReduceOp = ReduceOp.SUM, group: P
         buf = _contig(tensor) if pg.rank() == root else tensor.contiguous().clone()
         if buf.numel():
             pg._ctx.reduce(buf.data_ptr(), buf.numel(), buf.element_size(), _dtype_name(buf), _CPP_OP[op], root,
-                           _ms(pg))
+                           pg._timeout)
         if pg.rank() == root:
             if op == ReduceOp.AVG:
                 _divide(buf, pg.size())
@@ -652,9 +662,9 @@ def _allgatherv(pg: ProcessGroup, src: ember.Tensor, out: ember.Tensor, counts: 
     size = src.element_size()
     if sum(counts):
         if len(set(counts)) == 1:
-            pg._ctx.allgather(src.data_ptr(), out.data_ptr(), counts[0] * size, _ms(pg))
+            pg._ctx.allgather(src.data_ptr(), out.data_ptr(), counts[0] * size, pg._timeout)
         else:
-            pg._ctx.allgatherv(src.data_ptr(), out.data_ptr(), [c * size for c in counts], _ms(pg))
+            pg._ctx.allgatherv(src.data_ptr(), out.data_ptr(), [c * size for c in counts], pg._timeout)
 
 
 def all_gather(tensor_list: list[ember.Tensor], tensor: ember.Tensor, group: ProcessGroup | None = None,
@@ -722,7 +732,7 @@ def gather(tensor: ember.Tensor, gather_list: list[ember.Tensor] | None = None, 
         n = tensor.numel()
         flat = ember.empty(n * pg.size() if outs else 0, dtype=tensor.dtype)
         if n:
-            pg._ctx.gather(_contig(tensor).data_ptr(), flat.data_ptr(), _nbytes(tensor), root, _ms(pg))
+            pg._ctx.gather(_contig(tensor).data_ptr(), flat.data_ptr(), _nbytes(tensor), root, pg._timeout)
         for r, t in enumerate(outs):
             t.copy_(flat[r * n:(r + 1) * n].view(t.shape))
 
@@ -750,7 +760,7 @@ def scatter(tensor: ember.Tensor, scatter_list: list[ember.Tensor] | None = None
         bufs = [_contig(t) for t in ins]
         out = _contig(tensor)
         if tensor.numel():
-            pg._ctx.scatter([b.data_ptr() for b in bufs], out.data_ptr(), _nbytes(tensor), root, _ms(pg))
+            pg._ctx.scatter([b.data_ptr() for b in bufs], out.data_ptr(), _nbytes(tensor), root, pg._timeout)
         _write_back(tensor, out)
 
     return pg._run("scatter", body, [tensor], async_op)
@@ -844,7 +854,7 @@ def all_to_all_single(output: ember.Tensor, input: ember.Tensor, output_split_si
         src, out = _contig(input), _contig(output)
         size = input.element_size()
         pg._ctx.alltoallv(src.data_ptr(), [r * in_row * size for r in in_rows], out.data_ptr(),
-                          [r * out_row * size for r in out_rows], _ms(pg))
+                          [r * out_row * size for r in out_rows], pg._timeout)
         _write_back(output, out)
 
     return pg._run(name, body, [output], async_op)
@@ -867,7 +877,7 @@ def all_to_all(output_tensor_list: list[ember.Tensor], input_tensor_list: list[e
         src = ember.cat([t.reshape(-1) for t in ins])
         out = ember.empty(sum(t.numel() for t in outs), dtype=ins[0].dtype)
         pg._ctx.alltoallv(src.data_ptr(), [t.numel() * size for t in ins], out.data_ptr(),
-                          [t.numel() * size for t in outs], _ms(pg))
+                          [t.numel() * size for t in outs], pg._timeout)
         at = 0
         for t in outs:
             t.copy_(out[at:at + t.numel()].view(t.shape))
@@ -881,7 +891,7 @@ def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_id
     pg = _pg(group, "barrier")
     if pg is None:
         return None
-    return pg._run("barrier", lambda: pg._ctx.barrier(_ms(pg)), [], async_op)
+    return pg._run("barrier", lambda: pg._ctx.barrier(pg._timeout), [], async_op)
 
 
 # --- point to point ------------------------------------------------------------------------
@@ -916,7 +926,8 @@ def _p2p(name: str, tensor: ember.Tensor, peer: int | None, group: Any, tag: int
         try:
             peer_rank = handle.wait(wait_for)
             if not is_send:
-                _write_back(tensor, buf)
+                with ember.no_grad():
+                    _write_back(tensor, buf)
             work.source_rank = pg._ranks[peer_rank] if peer_rank >= 0 else peer
         except BaseException as e:  # noqa: BLE001 - raised again by Work.wait
             work._future.set_exception(pg._fail(name, e))

@@ -204,7 +204,10 @@ def main(args: list[str] | None = None) -> int:
         if report:
             lines += ["  its traceback:", *("    " + line for line in report.rstrip("\n").split("\n"))]
         else:
-            lines.append("  (it printed no Python traceback)")
+            last = "".join(list(failed.tail)[-10:]).rstrip("\n")
+            lines.append("  it printed no Python traceback; its last lines on stderr:" if last else
+                         "  it printed nothing on stderr")
+            lines += ["    " + line for line in last.split("\n") if last]
         lines.append("=" * 72)
         print("\n".join(lines), file=sys.stderr, flush=True)
         return 1

@@ -1,7 +1,7 @@
 """ember.nn (torch.nn): Module and its containers, layers, Parameter, functional, init and utils."""
 
-from . import functional, init, modules, utils
+from . import functional, init, modules, parallel, utils
 from .modules import *  # noqa: F403 - every layer, as torch.nn exports them
 from .parameter import Parameter
 
-__all__ = ["functional", "init", "utils", "Parameter", *modules.__all__]
+__all__ = ["functional", "init", "parallel", "utils", "Parameter", *modules.__all__]

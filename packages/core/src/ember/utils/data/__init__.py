@@ -11,6 +11,7 @@ from .dataset import (
     TensorDataset,
     random_split,
 )
+from .distributed import DistributedSampler
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -22,4 +23,4 @@ from .sampler import (
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset", "random_split",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
-           "BatchSampler", "default_collate", "default_convert", "DataLoader", "get_worker_info"]
+           "BatchSampler", "DistributedSampler", "default_collate", "default_convert", "DataLoader", "get_worker_info"]
