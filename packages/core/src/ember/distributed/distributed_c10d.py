@@ -148,6 +148,7 @@ class Work:
         self.name = name
         self._outputs = outputs
         self._future = Future()
+        self.source_rank: int | None = None  # a completed recv's sender
 
     def wait(self, timeout: timedelta | None = None) -> bool:
         """Blocks until the operation completes and raises its error, if any. The collective's
@@ -919,7 +920,6 @@ def _p2p(name: str, tensor: ember.Tensor, peer: int | None, group: Any, tag: int
     post = pg._ctx.send if is_send else pg._ctx.recv
     handle = post(buf.data_ptr(), _nbytes(buf), gpeer, slot)
     work = Work(name, [tensor])
-    work.source_rank = None
     wait_for = timeout or pg._timeout
 
     def job() -> None:  # on the group's p2p thread (Note [collective execution])
