@@ -416,6 +416,110 @@ def job_ddp(rank: int, world: int) -> None:
           f"DistributedSampler shares {shares}")
 
 
+def job_ddp_hooks(rank: int, world: int) -> None:
+    """DDP communication hooks: allreduce_hook equals the default bit for bit; fp16/bf16 within the
+    cast's precision; PowerSGD at full rank equals plain averaging, and at rank 1 with error feedback
+    trains a regression MLP to the loss plain DDP reaches."""
+    from ember import nn
+    from ember.distributed.algorithms.ddp_comm_hooks import default_hooks as dh
+    from ember.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+    from ember.nn.parallel import DistributedDataParallel as DDP
+
+    def mlp(dtype=ember.float64) -> nn.Module:
+        ember.manual_seed(0)
+        return nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 3)).to(dtype)
+
+    def batch(step: int, dtype=ember.float64) -> tuple[ember.Tensor, ember.Tensor]:
+        g = ember.Generator()
+        g.manual_seed(700 + step * world + rank)  # this rank's own shard
+        return ember.randn(4, 5, generator=g, dtype=dtype), ember.randn(4, 3, generator=g, dtype=dtype)
+
+    def train(model: nn.Module, steps: int, dtype=ember.float64, record=None) -> None:
+        opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        for step in range(steps):
+            x, y = batch(step, dtype)
+            opt.zero_grad()
+            ((model(x) - y) ** 2).mean().backward()
+            if record is not None:
+                record.append([p.grad.clone() for p in model.parameters()])
+            opt.step()
+
+    def err(a: ember.Tensor, b: ember.Tensor) -> float:
+        return float((a.double() - b.double()).abs().max())
+
+    cap = 200 / 2**20  # several buckets
+    plain = DDP(mlp(), bucket_cap_mb=cap)
+    train(plain, 10)
+    hooked = DDP(mlp(), bucket_cap_mb=cap)
+    hooked.register_comm_hook(None, dh.allreduce_hook)
+    train(hooked, 10)
+    for p, q in zip(hooked.parameters(), plain.parameters(), strict=True):
+        check(bool((p == q).all()), f"allreduce_hook vs default: max difference {err(p, q)}")
+
+    # fp16/bf16: the gradients of the first step against the default's, on float32 models
+    for hook, rel in ((dh.fp16_compress_hook, 2.0 ** -9), (dh.bf16_compress_hook, 2.0 ** -6)):
+        ref_grads, grads = [], []
+        train(DDP(mlp(ember.float32), bucket_cap_mb=cap), 3, ember.float32, ref_grads)
+        model = DDP(mlp(ember.float32), bucket_cap_mb=cap)
+        model.register_comm_hook(dist.group.WORLD, hook)
+        train(model, 3, ember.float32, grads)
+        for step in range(3):
+            for g, r in zip(grads[step], ref_grads[step], strict=True):
+                scale = float(r.abs().max())
+                check(g.dtype == ember.float32 and err(g, r) <= rel * scale + 1e-6,
+                      f"{hook.__name__} step {step}: error {err(g, r)} vs scale {scale}")
+
+    # PowerSGD with a rank at least each matrix's full rank, compressing every matrix: the same
+    # average as plain all-reduce (up to rounding), for 8 compressed steps after 2 plain ones
+    state = psgd.PowerSGDState(None, matrix_approximation_rank=8, start_powerSGD_iter=2, min_compression_rate=0,
+                               use_error_feedback=True, warm_start=True, random_seed=3)
+    full = DDP(mlp(), bucket_cap_mb=cap)
+    full.register_comm_hook(state, psgd.powerSGD_hook)
+    train(full, 10)
+    check(state.iter == 10 and state.compression_stats()[2] > 0 and len(state.error_dict) > 0,
+          f"PowerSGD state: iter {state.iter}, stats {state.compression_stats()}")
+    for p, q in zip(full.parameters(), plain.parameters(), strict=True):
+        check(err(p, q) < 1e-9, f"full-rank PowerSGD vs plain averaging: max difference {err(p, q)}")
+
+    # PowerSGD at rank 1 with error feedback on a regression task: after 150 SGD steps the loss is
+    # within 25% (+0.002) of plain DDP's, and both lie far below the starting loss
+    def regression(hook_state) -> tuple[float, float]:
+        ember.manual_seed(11)
+        teacher = nn.Sequential(nn.Linear(16, 24), nn.Tanh(), nn.Linear(24, 1)).double()
+        ember.manual_seed(12)
+        net = DDP(nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
+                                nn.Linear(32, 1)).double())
+        if hook_state is not None:
+            net.register_comm_hook(hook_state, psgd.powerSGD_hook)
+        g = ember.Generator()
+        g.manual_seed(99)
+        xs = ember.randn(world, 64, 16, generator=g, dtype=ember.float64)
+        with ember.no_grad():
+            ys = teacher(xs)
+        opt = ember.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+        losses = []
+        for _ in range(150):
+            opt.zero_grad()
+            loss = ((net(xs[rank]) - ys[rank]) ** 2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        total = ember.tensor([losses[0], losses[-1]], dtype=ember.float64)
+        dist.all_reduce(total, op=dist.ReduceOp.AVG)
+        return float(total[0]), float(total[1])
+
+    start, plain_loss = regression(None)
+    low = psgd.PowerSGDState(None, matrix_approximation_rank=1, start_powerSGD_iter=10, use_error_feedback=True,
+                             warm_start=True, random_seed=5)
+    start_low, low_loss = regression(low)
+    rate = low.compression_stats()[0]
+    print(f"regression: start {start:.4f}, plain DDP {plain_loss:.5f}, PowerSGD rank 1 {low_loss:.5f} "
+          f"(compression rate {rate:.2f})", flush=True)
+    check(start == start_low and rate > 2, f"starting losses {start} {start_low}, rate {rate}")
+    check(plain_loss < 0.1 * start and low_loss <= 1.25 * plain_loss + 0.002,
+          f"PowerSGD rank 1 loss {low_loss} vs plain DDP {plain_loss} (start {start})")
+
+
 def _store_flag_set(key: str) -> None:
     dist.distributed_c10d._world.store.set(key, b"1")
 
@@ -424,8 +528,8 @@ def _store_flag_wait(key: str) -> None:
     dist.distributed_c10d._world.store.wait([key], timedelta(seconds=30))
 
 
-JOBS = {"collectives": job_collectives, "ddp": job_ddp, "timeout": job_timeout, "killed_peer": job_killed_peer}
-TIMEOUTS = {"collectives": 60, "ddp": 60, "timeout": 60, "killed_peer": 60}
+JOBS = {"collectives": job_collectives, "ddp": job_ddp, "ddp_hooks": job_ddp_hooks, "timeout": job_timeout, "killed_peer": job_killed_peer}
+TIMEOUTS = {"collectives": 60, "ddp": 60, "ddp_hooks": 60, "timeout": 60, "killed_peer": 60}
 
 
 if __name__ == "__main__":

@@ -72,6 +72,11 @@ def test_ddp_matches_one_process_on_the_whole_batch(tmp_path, world):
 
 
 @needs_gloo
+def test_ddp_comm_hooks_allreduce_fp16_bf16_powersgd(tmp_path):
+    assert_ok(run_job("ddp_hooks", 2, f"file://{tmp_path}/store"))
+
+
+@needs_gloo
 def test_timeout_names_the_collective_and_monitored_barrier_names_the_rank():
     assert_ok(run_job("timeout", 2, f"tcp://127.0.0.1:{free_port()}"))
 
@@ -240,6 +245,56 @@ def test_ddp_needs_a_process_group():
     from ember.nn.parallel import DistributedDataParallel
     with pytest.raises(ValueError, match="get_world_size: the default process group has not been initialized"):
         DistributedDataParallel(ember.nn.Linear(2, 2))
+
+
+def test_ddp_comm_hook_registration_errors(single):
+    from ember.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    from ember.nn.parallel import DistributedDataParallel
+    model = DistributedDataParallel(ember.nn.Linear(3, 2))
+    with pytest.raises(TypeError, match="register_comm_hook: expected hook to be callable, but got int"):
+        model.register_comm_hook(None, 3)
+    with pytest.raises(TypeError, match=r"the hook must take two arguments, \(state, bucket\)"):
+        model.register_comm_hook(None, lambda bucket: None)
+    model.register_comm_hook(None, default_hooks.allreduce_hook)
+    with pytest.raises(RuntimeError, match="a communication hook is already registered; register_comm_hook can "
+                                           "only be called once"):
+        model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    model(ember.ones(1, 3)).sum().backward()
+    assert model.module.weight.grad.tolist() == [[1, 1, 1], [1, 1, 1]]
+
+    late = DistributedDataParallel(ember.nn.Linear(3, 2))
+    late(ember.ones(1, 3)).sum().backward()
+    with pytest.raises(RuntimeError, match="the hook must be registered before the first backward pass"):
+        late.register_comm_hook(None, default_hooks.allreduce_hook)
+
+    # what a hook hands back is checked when backward uses it
+    bad = DistributedDataParallel(ember.nn.Linear(3, 2))
+    bad.register_comm_hook(None, lambda state, bucket: bucket.buffer())
+    with pytest.raises(TypeError, match="the communication hook must return an ember.futures.Future, but it "
+                                        "returned Tensor"):
+        bad(ember.ones(1, 3)).sum().backward()
+    short = DistributedDataParallel(ember.nn.Linear(3, 2))
+    short.register_comm_hook(None, lambda state, bucket: default_hooks._allreduce_fut(state, bucket.buffer()[:1]))
+    with pytest.raises(RuntimeError, match="the communication hook's future must hold the reduced bucket, a tensor "
+                                           "of 8 elements, but it holds a tensor of 1 elements"):
+        short(ember.ones(1, 3)).sum().backward()
+
+    with pytest.raises(ValueError, match="Expect `start_powerSGD_iter` > 1 if `use_error_feedback` or `warm_start`"):
+        powerSGD_hook.PowerSGDState(None, start_powerSGD_iter=1)
+    with pytest.raises(ValueError, match="expected matrix_approximation_rank to be an int >= 1, but got 0"):
+        powerSGD_hook.PowerSGDState(None, matrix_approximation_rank=0)
+
+
+def test_grad_bucket():
+    params = [ember.nn.Parameter(ember.zeros(2, 3)), ember.nn.Parameter(ember.zeros(2))]
+    bucket = dist.GradBucket(1, ember.arange(8.0), params, is_last=False)
+    assert bucket.index() == 1 and not bucket.is_last() and bucket.parameters() == params
+    w, b = bucket.gradients()
+    assert w.tolist() == [[0, 1, 2], [3, 4, 5]] and b.tolist() == [6, 7]
+    bucket.set_buffer(ember.zeros(8))
+    assert bucket.buffer().tolist() == [0] * 8
+    with pytest.raises(ValueError, match=r"expected a 1-D tensor of 8 elements, but got shape \(2, 4\)"):
+        bucket.set_buffer(ember.zeros(2, 4))
 
 
 # --- stores --------------------------------------------------------------------------------

@@ -6,9 +6,10 @@ how collectives run, and ember.distributed.run for the launcher.
 """
 
 from ._errors import DistBackendError, DistError, DistStoreError
+from ._grad_bucket import GradBucket
 from ._store import FileStore, HashStore, PrefixStore, Store, TCPStore
 from .distributed_c10d import *  # noqa: F403 - the public API, listed in its __all__
 from .distributed_c10d import __all__ as _c10d_all
 
-__all__ = ["DistBackendError", "DistError", "DistStoreError", "FileStore", "HashStore", "PrefixStore", "Store",
+__all__ = ["DistBackendError", "DistError", "DistStoreError", "FileStore", "GradBucket", "HashStore", "PrefixStore", "Store",
            "TCPStore", *_c10d_all]

@@ -6,6 +6,14 @@ the order they were issued (the order is what makes Gloo's tags match), and `asy
 returns the Work instead of waiting on it. Send/recv are posted at once (Gloo matches them by peer
 and tag) and waited on by a second thread, as in PyTorch's ProcessGroupGloo.
 
+Note [collectives from callbacks]: a Work's future runs its callbacks on the thread that completes
+it: the group's worker thread, or the thread that registers the callback if the Work is already
+done. A collective issued from such a callback (DDP communication hooks chain them:
+`all_reduce(...).get_future().then(lambda f: all_reduce(...) ...)`) runs at once, on the calling
+worker thread, instead of being queued behind it (which would deadlock once the callback waits on
+it). Either way it runs right after the collective whose callback issued it and before anything
+the issuing rank queues later, so every rank still runs collectives in the same order.
+
 Note [tensor buffers]: Gloo sees raw memory. A contiguous tensor is handed over as is (so
 all_reduce works in place); a non-contiguous one through a contiguous copy that is copied back
 into it when the collective is done. The Work keeps every tensor alive until then.
@@ -148,6 +156,7 @@ class Work:
         self.name = name
         self._outputs = outputs
         self._future = Future()
+        self.source_rank: int | None = None  # a completed recv's sender
 
     def wait(self, timeout: timedelta | None = None) -> bool:
         """Blocks until the operation completes and raises its error, if any. The collective's
@@ -266,7 +275,11 @@ class ProcessGroup:
                 return
             work._future.set_result(outputs)
 
-        (worker or self._collectives).submit(job)
+        worker = worker or self._collectives
+        if threading.current_thread() is worker._thread:
+            job()  # issued by a callback of an earlier collective's future (Note [collectives from callbacks])
+        else:
+            worker.submit(job)
         if async_op:
             return work
         work.wait()
@@ -919,7 +932,6 @@ def _p2p(name: str, tensor: ember.Tensor, peer: int | None, group: Any, tag: int
     post = pg._ctx.send if is_send else pg._ctx.recv
     handle = post(buf.data_ptr(), _nbytes(buf), gpeer, slot)
     work = Work(name, [tensor])
-    work.source_rank = None
     wait_for = timeout or pg._timeout
 
     def job() -> None:  # on the group's p2p thread (Note [collective execution])

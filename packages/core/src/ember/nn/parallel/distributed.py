@@ -3,10 +3,18 @@
 Note [DDP buckets]: the parameters that require grad are grouped into buckets of at most
 bucket_cap_mb (one dtype each), in reverse registration order, which roughly follows the order
 in which backward produces their gradients. A post-accumulate-grad hook marks a parameter ready;
-once a bucket is all ready its gradients are flattened and all-reduced asynchronously (AVG) while
-backward goes on. Buckets start strictly in index order on every rank (a later bucket that is ready
+once a bucket is all ready its gradients are flattened and averaged by an asynchronous all-reduce
+(Note [DDP communication hooks]) while backward goes on. Buckets start strictly in index order on every rank (a later bucket that is ready
 first waits for the earlier ones), so the collectives match across ranks. The hook that completes
 the last bucket waits for them all and writes the averages back into .grad.
+
+Note [DDP communication hooks]: "average a bucket" is itself a hook, hook(state, GradBucket) ->
+Future, called once per bucket in index order (from the backward thread, with grad mode off); the
+Future's value is the reduced flat buffer. Without register_comm_hook it is
+default_hooks.allreduce_hook on the process group (each rank divides by the world size, then a SUM
+all-reduce, as PyTorch's reducer does), so registering that hook reproduces the default bit for
+bit. A hook may chain further collectives on its future (Note [collectives from callbacks] in
+distributed_c10d.py keeps them in the same order on every rank).
 
 With find_unused_parameters, forward walks the autograd graph from the outputs: parameters it does
 not reach are ready at once (their slot is zero), and a second all-reduce of "used" flags decides
@@ -16,11 +24,14 @@ which parameters get a gradient: one no rank used keeps the .grad it had (None s
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import inspect
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ember
 import ember.distributed as dist
+from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
+from ember.futures import Future
 
 from ..modules.module import Module
 
@@ -32,7 +43,7 @@ class _Bucket:
         self.params = params
         self.pending = 0
         self.flat: ember.Tensor | None = None
-        self.work: dist.Work | None = None
+        self.future: Future | None = None
 
 
 def _tensors_in(obj: Any) -> Iterator[ember.Tensor]:
@@ -70,6 +81,9 @@ class DistributedDataParallel(Module):
         self.find_unused_parameters = find_unused_parameters
         self.static_graph = static_graph
         self.require_backward_grad_sync = True
+        self._comm_hook: Any = None
+        self._comm_state: Any = None
+        self._backward_ran = False  # register_comm_hook must come before the first backward
         self._world = dist.get_world_size(process_group)
         if self._world < 0:
             raise ValueError("DistributedDataParallel: this rank is not part of process_group")
@@ -127,6 +141,30 @@ class DistributedDataParallel(Module):
         finally:
             self.require_backward_grad_sync = old
 
+    def register_comm_hook(self, state: Any, hook: Callable[[Any, dist.GradBucket], Future]) -> None:
+        """Replaces how each bucket of gradients is averaged (Note [DDP communication hooks]):
+        hook(state, bucket) is called with a dist.GradBucket once the bucket's gradients are all
+        ready and returns an ember.futures.Future holding the reduced bucket buffer (a tensor of the
+        same size). Built-ins live in ember.distributed.algorithms.ddp_comm_hooks. Register once,
+        before the first backward."""
+        if not callable(hook):
+            raise TypeError(f"DistributedDataParallel.register_comm_hook: expected hook to be callable, but got "
+                            f"{type(hook).__name__}")
+        try:
+            inspect.signature(hook).bind(state, None)
+        except TypeError as e:
+            raise TypeError("DistributedDataParallel.register_comm_hook: the hook must take two arguments, "
+                            f"(state, bucket): {e}") from None
+        except ValueError:
+            pass  # a builtin without a signature: let the first call tell
+        if self._comm_hook is not None:
+            raise RuntimeError("DistributedDataParallel.register_comm_hook: a communication hook is already "
+                               "registered; register_comm_hook can only be called once")
+        if self._backward_ran:
+            raise RuntimeError("DistributedDataParallel.register_comm_hook: the hook must be registered before "
+                               "the first backward pass")
+        self._comm_state, self._comm_hook = state, hook
+
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         if self._expecting and self._grads_seen:
             missing = [name for pid, name in self._names.items() if pid not in self._ready]
@@ -150,7 +188,7 @@ class DistributedDataParallel(Module):
         self._ready = set()
         self._grads_seen = False
         for b in self._buckets:
-            b.pending, b.flat, b.work = len(b.params), None, None
+            b.pending, b.flat, b.future = len(b.params), None, None
         if not self.find_unused_parameters:
             self._used = set(self._bucket_of)
             return
@@ -177,6 +215,7 @@ class DistributedDataParallel(Module):
     # --- backward (Note [DDP buckets]) -------------------------------------------------------
 
     def _on_grad(self, param: ember.Tensor) -> None:
+        self._backward_ran = True
         if not self._expecting or id(param) in self._ready:
             return
         self._grads_seen = True
@@ -197,7 +236,29 @@ class DistributedDataParallel(Module):
             parts = [(p.grad if p.grad is not None and id(p) in self._used else ember.zeros_like(p)).reshape(-1)
                      for p in bucket.params]
             bucket.flat = ember.cat(parts)
-        bucket.work = dist.all_reduce(bucket.flat, op=dist.ReduceOp.AVG, group=self.process_group, async_op=True)
+        index = self._buckets.index(bucket)
+        grad_bucket = dist.GradBucket(index, bucket.flat, bucket.params, index == len(self._buckets) - 1)
+        with ember.no_grad():
+            if self._comm_hook is None:
+                future = default_hooks.allreduce_hook(self.process_group, grad_bucket)
+            else:
+                future = self._comm_hook(self._comm_state, grad_bucket)
+        if not isinstance(future, Future):
+            raise TypeError(f"DistributedDataParallel: the communication hook must return an ember.futures.Future, "
+                            f"but it returned {type(future).__name__}")
+        bucket.future = future
+
+    def _hook_result(self, bucket: _Bucket) -> ember.Tensor:
+        value = bucket.future.wait()
+        # PyTorch 1.8's hooks return a list holding the tensor; later ones the tensor itself.
+        if isinstance(value, (list, tuple)) and len(value) == 1:
+            value = value[0]
+        if not isinstance(value, ember.Tensor) or value.numel() != bucket.flat.numel():
+            got = (f"a tensor of {value.numel()} elements" if isinstance(value, ember.Tensor)
+                   else type(value).__name__)
+            raise RuntimeError(f"DistributedDataParallel: the communication hook's future must hold the reduced "
+                               f"bucket, a tensor of {bucket.flat.numel()} elements, but it holds {got}")
+        return value
 
     def _finish(self) -> None:
         self._expecting = False
@@ -210,16 +271,16 @@ class DistributedDataParallel(Module):
         i = 0
         with ember.no_grad():
             for b in self._buckets:
-                b.work.wait()
+                reduced = self._hook_result(b)
                 at = 0
                 for p in b.params:
                     n = p.numel()
                     if used_anywhere is None or used_anywhere[i]:
-                        avg = b.flat[at:at + n].view(p.shape)
+                        avg = reduced[at:at + n].view(p.shape)
                         if p.grad is None:
                             p.grad = avg.clone()
                         else:
                             p.grad.copy_(avg)
                     at += n
                     i += 1
-                b.flat, b.work = None, None
+                b.flat, b.future = None, None
