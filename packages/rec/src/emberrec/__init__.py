@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 # emberrec is pure Python on core's kernels, so release.toml gives it a tested core range, which
 # pyproject.toml pins and _SUPPORTED_CORE repeats; ember.utils._packages checks it at import (a
 # core older than that module is older than the range).
-_SUPPORTED_CORE = (">=0.2", "<0.3")
+_SUPPORTED_CORE = (">=0.2.1", "<0.3")
 
 
 def _check_core() -> None:
