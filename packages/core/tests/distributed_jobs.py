@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 
@@ -520,6 +521,149 @@ def job_ddp_hooks(rank: int, world: int) -> None:
           f"PowerSGD rank 1 loss {low_loss} vs plain DDP {plain_loss} (start {start})")
 
 
+def job_fsdp(rank: int, world: int) -> None:
+    """FSDP on `world` processes against one process on the whole batch (float64): an MLP (size-based
+    auto-wrap, 10 SGD steps) and a Transformer encoder layer (transformer auto-wrap, 10 Adam steps)
+    under each ShardingStrategy; full and local state dicts round-trip; MixedPrecision, CPUOffload,
+    ignored_modules, sync_module_states."""
+    import functools
+
+    from ember import nn
+    from ember.distributed.fsdp import (
+        CPUOffload,
+        FlatParameter,
+        FullStateDictConfig,
+        LocalStateDictConfig,
+        MixedPrecision,
+        ShardingStrategy,
+        StateDictType,
+    )
+    from ember.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from ember.distributed.fsdp.wrap import (
+        ModuleWrapPolicy,
+        size_based_auto_wrap_policy,
+        transformer_auto_wrap_policy,
+    )
+
+    def mlp() -> nn.Module:
+        return nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 3)).double()
+
+    def encoder() -> nn.Module:
+        return nn.Sequential(nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
+                                                        batch_first=True), nn.Linear(8, 3)).double()
+
+    def data(step: int, shape) -> tuple[ember.Tensor, ember.Tensor]:
+        g = ember.Generator()
+        g.manual_seed(900 + step)
+        x = ember.randn(world * shape[0], *shape[1:], generator=g, dtype=ember.float64)
+        return x, ember.randn(*x.shape[:-1], 3, generator=g, dtype=ember.float64)
+
+    def shard(t: ember.Tensor) -> ember.Tensor:
+        n = t.shape[0] // world
+        return t[rank * n:(rank + 1) * n]
+
+    def close(model: nn.Module, ref: Any, what: str, tol: float = 1e-12) -> None:
+        got, want = model.state_dict(), ref if isinstance(ref, dict) else ref.state_dict()
+        check(list(got) == list(want), f"{what}: keys {list(got)} vs {list(want)}")
+        for k in want:
+            err = float((got[k].double() - want[k].double()).abs().max())
+            check(err <= tol, f"{what}: {k} off by {err}")
+
+    def train(make, wrap, shape, opt_cls, steps=10, tol=1e-12, what=""):
+        ember.manual_seed(0)
+        ref = make()
+        ember.manual_seed(1 + rank)
+        model = wrap(make())
+        model.load_state_dict(ref.state_dict())  # every rank passes the full state dict
+        opt, ref_opt = opt_cls(model.parameters()), opt_cls(ref.parameters())
+        for step in range(steps):
+            x, y = data(step, shape)
+            opt.zero_grad()
+            ((model(shard(x)) - shard(y)) ** 2).mean().backward()
+            opt.step()
+            ref_opt.zero_grad()
+            ((ref(x) - y) ** 2).mean().backward()
+            ref_opt.step()
+        close(model, ref, what, tol)
+        return model, ref
+
+    size_policy = functools.partial(size_based_auto_wrap_policy, min_num_params=40)
+    layer_policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={nn.TransformerEncoderLayer})
+    sgd = functools.partial(ember.optim.SGD, lr=0.1, momentum=0.9)
+    adam = functools.partial(ember.optim.Adam, lr=1e-2)
+    for strategy in ShardingStrategy:
+        mlp_fsdp, mlp_ref = train(mlp, lambda m, s=strategy: FSDP(m, sharding_strategy=s, auto_wrap_policy=size_policy),
+                                  (4, 5), sgd, what=f"MLP {strategy.name}")
+        units = [m for m in mlp_fsdp.modules() if isinstance(m, FSDP)]
+        flat = [p for p in mlp_fsdp.parameters()]
+        sizes = [u._numel for u in units if u.flat_param is not None]
+        share = (lambda n: n) if strategy == ShardingStrategy.NO_SHARD else (lambda n: -(-n // world))
+        check(len(units) == 3 and sorted(sizes) == [27, 48, 72] and all(isinstance(p, FlatParameter) for p in flat)
+              and sorted(p.numel() for p in flat) == sorted(share(n) for n in sizes),
+              f"{strategy.name}: units {len(units)}, sizes {sizes}, local {[p.numel() for p in flat]}")
+        # 1e-10: the key projection's bias has a gradient of pure rounding noise (softmax ignores it),
+        # which Adam's division by sqrt(v) + eps scales up by ~1/eps
+        # the gathered parameters: released after forward (FULL_SHARD) or kept until backward
+        first = units[1].module  # Linear(5, 8)
+        loss = mlp_fsdp(ember.ones(2, 5, dtype=ember.float64)).sum()
+        held = first.weight.numel()
+        loss.backward()
+        check(held == (40 if strategy == ShardingStrategy.SHARD_GRAD_OP else 0) and first.weight.numel() == 0,
+              f"{strategy.name}: {held} gathered weights held between forward and backward")
+        train(encoder, lambda m, s=strategy: FSDP(m, sharding_strategy=s, auto_wrap_policy=layer_policy),
+              (2, 3, 8), adam, tol=1e-10, what=f"Transformer {strategy.name}")
+
+    # full state dict: a fresh model loads it and then computes what the reference does
+    full = mlp_fsdp.state_dict()
+    ember.manual_seed(50 + rank)
+    fresh = FSDP(mlp(), auto_wrap_policy=size_policy)
+    fresh.load_state_dict(full)
+    close(fresh, full, "full state dict round trip", 0)
+    x, _ = data(77, (4, 5))
+    out = fresh(shard(x))
+    err = float((out - mlp_ref(shard(x))).abs().max())
+    check(err < 1e-12, f"output after loading the full state dict: off by {err}")
+    with FSDP.state_dict_type(fresh, StateDictType.FULL_STATE_DICT, FullStateDictConfig(offload_to_cpu=True,
+                                                                                        rank0_only=True)):
+        only = fresh.state_dict()
+    check((len(only) == 6) if rank == 0 else (only == {}), f"rank0_only state dict on rank {rank}: {list(only)}")
+    # local state dict: the flat shards under the wrappers' names
+    with FSDP.state_dict_type(fresh, StateDictType.LOCAL_STATE_DICT, LocalStateDictConfig()):
+        local = fresh.state_dict()
+        other = FSDP(mlp(), auto_wrap_policy=size_policy)
+        with FSDP.state_dict_type(other, StateDictType.LOCAL_STATE_DICT):
+            other.load_state_dict(local)
+    check(sorted(local) == ["_fsdp_wrapped_module.0.flat_param", "_fsdp_wrapped_module.2.flat_param", "flat_param"]
+          and local["flat_param"].numel() == 14, f"local state dict {[(k, v.shape) for k, v in local.items()]}")
+    close(other, full, "local state dict round trip", 0)
+
+    # MixedPrecision: compute in float32, shards and their gradients stay float64
+    mp = MixedPrecision(param_dtype=ember.float32, reduce_dtype=ember.float32, buffer_dtype=ember.float32)
+    model, _ = train(mlp, lambda m: FSDP(m, mixed_precision=mp, auto_wrap_policy=ModuleWrapPolicy({nn.Linear})),
+                     (4, 5), sgd, steps=3, tol=1e-5, what="MixedPrecision")
+    check(model(ember.zeros(2, 5, dtype=ember.float64)).dtype == ember.float32
+          and all(p.dtype == ember.float64 and p.grad.dtype == ember.float64 for p in model.parameters()),
+          "MixedPrecision dtypes")
+    bn = FSDP(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).double(), mixed_precision=mp)
+    check(bn.module[1].running_mean.dtype == ember.float32, "buffer_dtype casts buffers")
+
+    # CPUOffload is a flag on CPU; ignored_modules keep their parameters whole and unsynchronized
+    train(mlp, lambda m: FSDP(m, cpu_offload=CPUOffload(offload_params=True)), (4, 5), sgd, steps=3,
+          what="CPUOffload")
+    net = mlp()
+    ignored = FSDP(net, ignored_modules=[net[4]])
+    names = [n for n, _ in ignored.named_parameters()]
+    check(names == ["flat_param", "_fsdp_wrapped_module.4.weight", "_fsdp_wrapped_module.4.bias"]
+          and ignored.flat_param.numel() == 60, f"ignored_modules: {names}, {ignored.flat_param.numel()}")
+
+    # sync_module_states: every rank starts from rank 0's weights
+    ember.manual_seed(rank)
+    synced = FSDP(mlp(), sync_module_states=True).state_dict()
+    ember.manual_seed(0)
+    for k, v in mlp().state_dict().items():
+        check(bool((synced[k] == v).all()), f"sync_module_states: {k}")
+
+
 def _store_flag_set(key: str) -> None:
     dist.distributed_c10d._world.store.set(key, b"1")
 
@@ -528,8 +672,8 @@ def _store_flag_wait(key: str) -> None:
     dist.distributed_c10d._world.store.wait([key], timedelta(seconds=30))
 
 
-JOBS = {"collectives": job_collectives, "ddp": job_ddp, "ddp_hooks": job_ddp_hooks, "timeout": job_timeout, "killed_peer": job_killed_peer}
-TIMEOUTS = {"collectives": 60, "ddp": 60, "ddp_hooks": 60, "timeout": 60, "killed_peer": 60}
+JOBS = {"collectives": job_collectives, "ddp": job_ddp, "ddp_hooks": job_ddp_hooks, "fsdp": job_fsdp, "timeout": job_timeout, "killed_peer": job_killed_peer}
+TIMEOUTS = {"collectives": 60, "ddp": 60, "ddp_hooks": 60, "fsdp": 60, "timeout": 60, "killed_peer": 60}
 
 
 if __name__ == "__main__":

@@ -77,6 +77,11 @@ def test_ddp_comm_hooks_allreduce_fp16_bf16_powersgd(tmp_path):
 
 
 @needs_gloo
+def test_fsdp_matches_one_process_on_the_whole_batch(tmp_path):
+    assert_ok(run_job("fsdp", 2, f"file://{tmp_path}/store"))
+
+
+@needs_gloo
 def test_timeout_names_the_collective_and_monitored_barrier_names_the_rank():
     assert_ok(run_job("timeout", 2, f"tcp://127.0.0.1:{free_port()}"))
 
@@ -295,6 +300,71 @@ def test_grad_bucket():
     assert bucket.buffer().tolist() == [0] * 8
     with pytest.raises(ValueError, match=r"expected a 1-D tensor of 8 elements, but got shape \(2, 4\)"):
         bucket.set_buffer(ember.zeros(2, 4))
+
+
+def test_fsdp_bad_configurations(single):
+    from ember.distributed.fsdp import (
+        FullStateDictConfig,
+        FullyShardedDataParallel,
+        LocalStateDictConfig,
+        MixedPrecision,
+        ShardingStrategy,
+        StateDictType,
+    )
+    from ember.distributed.fsdp.wrap import ModuleWrapPolicy
+    nn = ember.nn
+    with pytest.raises(TypeError, match="FullyShardedDataParallel: expected an ember.nn.Module, but got int"):
+        FullyShardedDataParallel(3)
+    with pytest.raises(TypeError, match="expected sharding_strategy to be a ShardingStrategy, but got 'FULL_SHARD'"):
+        FullyShardedDataParallel(nn.Linear(2, 2), sharding_strategy="FULL_SHARD")
+    with pytest.raises(ValueError, match=r"expected MixedPrecision.param_dtype to be a floating-point dtype, but "
+                                         r"got ember.int32"):
+        FullyShardedDataParallel(nn.Linear(2, 2), mixed_precision=MixedPrecision(param_dtype=ember.int32))
+    with pytest.raises(NotImplementedError, match="param_init_fn materializes modules on the meta device"):
+        FullyShardedDataParallel(nn.Linear(2, 2), param_init_fn=lambda m: None)
+    with pytest.raises(ValueError, match="device_id is for CUDA modules"):
+        FullyShardedDataParallel(nn.Linear(2, 2), device_id=0)
+    with pytest.raises(TypeError, match="expected auto_wrap_policy to be callable, but got int"):
+        FullyShardedDataParallel(nn.Linear(2, 2), auto_wrap_policy=5)
+    with pytest.raises(ValueError, match="the parameters flattened into one unit must share dtype and requires_grad, "
+                                         "but 1.weight is ember.float64"):
+        FullyShardedDataParallel(nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2).double()))
+    with pytest.raises(TypeError, match="ModuleWrapPolicy: expected nn.Module subclasses, but got 3"):
+        ModuleWrapPolicy({3})
+    model = FullyShardedDataParallel(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)),
+                                     sharding_strategy=ShardingStrategy.SHARD_GRAD_OP)
+    with pytest.raises(ValueError, match="already wrapped in FSDP; auto_wrap_policy can only wrap an unwrapped"):
+        FullyShardedDataParallel(model, auto_wrap_policy=ModuleWrapPolicy({nn.Linear}))
+    with pytest.raises(ValueError, match="FULL_STATE_DICT takes a FullStateDictConfig, but got LocalStateDictConfig"):
+        with FullyShardedDataParallel.state_dict_type(model, StateDictType.FULL_STATE_DICT, LocalStateDictConfig()):
+            pass
+    with pytest.raises(ValueError, match="the module contains no FSDP unit"):
+        with FullyShardedDataParallel.state_dict_type(nn.Linear(2, 2), StateDictType.FULL_STATE_DICT):
+            pass
+    with FullyShardedDataParallel.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
+        with pytest.raises(NotImplementedError, match="SHARDED_STATE_DICT stores ShardedTensors"):
+            model.state_dict()
+    state = model.state_dict()
+    assert list(state) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    with pytest.raises(RuntimeError, match=r"missing keys \['2.bias'\], unexpected keys \['extra'\]"):
+        model.load_state_dict({**{k: v for k, v in state.items() if k != "2.bias"}, "extra": ember.zeros(1)})
+    with pytest.raises(RuntimeError, match=r"weight of Linear has shape \(3, 3\), but the model's has \(3, 2\)"):
+        model.load_state_dict({**state, "0.weight": ember.zeros(3, 3)})
+    with FullyShardedDataParallel.state_dict_type(model, StateDictType.FULL_STATE_DICT, FullStateDictConfig()):
+        assert list(model.state_dict()) == list(state)
+    # in a world of one, FSDP computes what the module does; SHARD_GRAD_OP keeps the gathered
+    # weights from forward to backward, and a forward without grad releases them at once
+    ember.manual_seed(0)
+    x = ember.randn(4, 2)
+    ref = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    ref.load_state_dict(state)
+    out = model(x)
+    assert ember.allclose(out, ref(x)) and model.module[0].weight.numel() == 6
+    out.sum().backward()
+    assert model.module[0].weight.numel() == 0 and model.flat_param.grad.shape == (13,)
+    with ember.no_grad():
+        assert ember.allclose(model(x), ref(x)) and model.module[0].weight.numel() == 0
+    assert [n for n, _ in model.named_parameters()] == ["flat_param"] and model.flat_param.numel() == 13
 
 
 # --- stores --------------------------------------------------------------------------------

@@ -1,0 +1,463 @@
+"""FullyShardedDataParallel on CPU (torch.distributed.fsdp's 1.12 API).
+
+Note [FSDP flat parameter]: each unit (an FSDP instance) takes the parameters of its module that
+no nested unit took, flattens them in module order into one 1-D tensor, pads it to a multiple of
+the world size and keeps only its rank's equal slice, as the unit's FlatParameter (the only
+parameter the optimizer sees). The original parameters leave their modules' _parameters; during
+forward each name holds a view into the gathered flat tensor:
+
+    flat (padded):  [ w0 ....... | b0 .. | w1 ......... | b1 | pad ]
+    rank 0 shard:   [ ................. ]
+    rank 1 shard:                       [ .......................... ]
+
+Note [FSDP autograd]: the gather is one autograd Function. Forward all-gathers the shards (cast to
+MixedPrecision.param_dtype); its backward gets the gradient of the whole flat tensor, once every
+use of every view has contributed, reduce-scatters it (SUM, in reduce_dtype), divides by the world
+size and hands this rank's slice to the FlatParameter's .grad. Averaging per rank makes N ranks on
+N equal batches equal one process on their concatenation. NO_SHARD keeps the whole flat tensor on
+every rank and all-reduces instead.
+
+Difference from PyTorch, by necessity: ember's autograd has no saved-tensor hooks, so the gathered
+parameters that forward's operations saved for backward stay alive until backward. FULL_SHARD drops
+the unit's own references after forward (so a forward without grad, e.g. evaluation, keeps only the
+shards) but cannot free what the autograd graph holds, and so it does not all-gather again before
+backward; under autograd its peak memory is SHARD_GRAD_OP's. The communication and the results are
+PyTorch's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import ember
+import ember.distributed as dist
+from ember import nn
+
+from .api import (
+    BackwardPrefetch,
+    CPUOffload,
+    FullStateDictConfig,
+    LocalStateDictConfig,
+    MixedPrecision,
+    ShardedStateDictConfig,
+    ShardingStrategy,
+    StateDictConfig,
+    StateDictType,
+)
+from .wrap import _recursive_wrap
+
+__all__ = ["FlatParameter", "FullyShardedDataParallel"]
+
+
+class FlatParameter(nn.Parameter):
+    """A unit's parameters flattened into one 1-D tensor; this rank's shard of it (Note [FSDP flat parameter])."""
+
+
+@dataclass
+class _ParamInfo:
+    module: nn.Module
+    name: str
+    shape: tuple
+    offset: int
+    numel: int
+
+
+class _Unshard(ember.autograd.Function):
+    """Note [FSDP autograd]."""
+
+    @staticmethod
+    def forward(ctx: Any, shard: ember.Tensor, unit: FullyShardedDataParallel) -> ember.Tensor:
+        ctx.unit = unit
+        return unit._gather(shard, unit._param_dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad: ember.Tensor) -> tuple:
+        return ctx.unit._reduce_grad(grad), None
+
+
+_STATE_DICT_CONFIGS = {StateDictType.FULL_STATE_DICT: FullStateDictConfig,
+                       StateDictType.LOCAL_STATE_DICT: LocalStateDictConfig,
+                       StateDictType.SHARDED_STATE_DICT: ShardedStateDictConfig}
+
+
+def _cast_inputs(obj: Any, dtype: ember.dtype) -> Any:
+    if isinstance(obj, ember.Tensor):
+        return obj.to(dtype) if obj.is_floating_point() else obj
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_cast_inputs(o, dtype) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _cast_inputs(v, dtype) for k, v in obj.items()}
+    return obj
+
+
+class FullyShardedDataParallel(nn.Module):
+    """Shards `module`'s parameters across the process group (Note [FSDP flat parameter]).
+
+    With auto_wrap_policy (see ember.distributed.fsdp.wrap) the submodules it picks become units of
+    their own, each gathered only around its own forward; the root takes what remains. Build the
+    optimizer on fsdp_model.parameters() (the shards). device_id must be None or the CPU, and
+    param_init_fn is not supported (ember has no meta device)."""
+
+    def __init__(self, module: nn.Module, process_group: Any = None, sharding_strategy: ShardingStrategy | None = None,
+                 cpu_offload: CPUOffload | None = None, auto_wrap_policy: Callable[..., bool] | None = None,
+                 backward_prefetch: BackwardPrefetch | None = None, mixed_precision: MixedPrecision | None = None,
+                 ignored_modules: Any = None, param_init_fn: Any = None, device_id: Any = None,
+                 sync_module_states: bool = False, forward_prefetch: bool = False,
+                 limit_all_gathers: bool = False) -> None:
+        super().__init__()
+        self._check_args(module, sharding_strategy, cpu_offload, auto_wrap_policy, backward_prefetch,
+                         mixed_precision, param_init_fn, device_id)
+        ignored = set() if ignored_modules is None else {id(m) for ig in ignored_modules for m in ig.modules()}
+        if auto_wrap_policy is not None:
+            child_args = dict(process_group=process_group, sharding_strategy=sharding_strategy,
+                              cpu_offload=cpu_offload, backward_prefetch=backward_prefetch,
+                              mixed_precision=mixed_precision, ignored_modules=ignored_modules,
+                              sync_module_states=sync_module_states, forward_prefetch=forward_prefetch,
+                              limit_all_gathers=limit_all_gathers)
+            _recursive_wrap(module, auto_wrap_policy, functools.partial(FullyShardedDataParallel, **child_args),
+                            lambda m: isinstance(m, FullyShardedDataParallel) or id(m) in ignored,
+                            only_children=True)
+        self._fsdp_wrapped_module = module
+        self.process_group = process_group
+        self.sharding_strategy = sharding_strategy or ShardingStrategy.FULL_SHARD
+        self.cpu_offload = cpu_offload or CPUOffload()
+        self.backward_prefetch = backward_prefetch
+        self.forward_prefetch = forward_prefetch
+        self.limit_all_gathers = limit_all_gathers
+        self.mixed_precision = mixed_precision
+        self._world = dist.get_world_size(process_group)
+        if self._world < 0:
+            raise ValueError("FullyShardedDataParallel: this rank is not part of process_group")
+        self._rank = dist.get_rank(process_group)
+        self._param_dtype = mixed_precision.param_dtype if mixed_precision else None
+        self._reduce_dtype = (mixed_precision.reduce_dtype or mixed_precision.param_dtype) if mixed_precision else None
+        self._state_dict_type = StateDictType.FULL_STATE_DICT
+        self._state_dict_config: StateDictConfig = FullStateDictConfig()
+        if sync_module_states:
+            self._broadcast_states(module, ignored)
+        if mixed_precision is not None and mixed_precision.buffer_dtype is not None:
+            for _, m in self._unit_modules(module, ignored):
+                for name, b in list(m._buffers.items()):
+                    if b is not None and b.is_floating_point():
+                        m._buffers[name] = b.to(mixed_precision.buffer_dtype)
+        self._flatten(module, ignored)
+
+    # --- construction ------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_args(module: Any, sharding_strategy: Any, cpu_offload: Any, auto_wrap_policy: Any,
+                    backward_prefetch: Any, mixed_precision: Any, param_init_fn: Any, device_id: Any) -> None:
+        name = "FullyShardedDataParallel"
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"{name}: expected an ember.nn.Module, but got {type(module).__name__}")
+        if isinstance(module, FullyShardedDataParallel) and auto_wrap_policy is not None:
+            raise ValueError(f"{name}: the module is already wrapped in FSDP; auto_wrap_policy can only wrap "
+                             f"an unwrapped module")
+        for arg, value, kind in (("sharding_strategy", sharding_strategy, ShardingStrategy),
+                                 ("cpu_offload", cpu_offload, CPUOffload),
+                                 ("backward_prefetch", backward_prefetch, BackwardPrefetch),
+                                 ("mixed_precision", mixed_precision, MixedPrecision)):
+            if value is not None and not isinstance(value, kind):
+                raise TypeError(f"{name}: expected {arg} to be a {kind.__name__}, but got {value!r}")
+        if auto_wrap_policy is not None and not callable(auto_wrap_policy):
+            raise TypeError(f"{name}: expected auto_wrap_policy to be callable, but got "
+                            f"{type(auto_wrap_policy).__name__}")
+        if mixed_precision is not None:
+            for field in ("param_dtype", "reduce_dtype", "buffer_dtype"):
+                dtype = getattr(mixed_precision, field)
+                if dtype is not None and not (isinstance(dtype, ember.dtype) and dtype.is_floating_point):
+                    raise ValueError(f"{name}: expected MixedPrecision.{field} to be a floating-point dtype, "
+                                     f"but got {dtype!r}")
+        if param_init_fn is not None:
+            raise NotImplementedError(f"{name}: param_init_fn materializes modules on the meta device, which "
+                                      f"ember does not have; build the module on the CPU")
+        if device_id is not None and str(device_id) != "cpu":
+            raise ValueError(f"{name}: device_id is for CUDA modules; ember.distributed runs on CPU, so leave "
+                             f"it None (got {device_id!r})")
+
+    @staticmethod
+    def _unit_modules(module: nn.Module, ignored: set) -> Iterator[tuple[str, nn.Module]]:
+        """(path, module) for the modules whose parameters this unit owns: module and its
+        descendants, in module order, stopping at nested units and ignored modules."""
+        stack = [("", module)]
+        while stack:
+            path, m = stack.pop(0)
+            if id(m) in ignored:
+                continue
+            yield path, m
+            stack[:0] = [(f"{path}{name}.", c) for name, c in m._modules.items()
+                         if c is not None and not isinstance(c, FullyShardedDataParallel)]
+
+    def _broadcast_states(self, module: nn.Module, ignored: set) -> None:
+        src = dist.get_global_rank(self.process_group, 0) if self.process_group is not None else 0
+        with ember.no_grad():
+            for _, m in self._unit_modules(module, ignored):
+                for t in list(m._parameters.values()) + list(m._buffers.values()):
+                    if t is not None:
+                        dist.broadcast(t.detach(), src, group=self.process_group)
+
+    def _flatten(self, module: nn.Module, ignored: set) -> None:
+        infos: list[_ParamInfo] = []
+        shared: list[tuple[nn.Module, str, int]] = []  # a tied parameter: (module, name, index in infos)
+        index_of: dict[int, int] = {}
+        tensors, paths = [], []
+        offset = 0
+        for path, m in self._unit_modules(module, ignored):
+            for name, p in list(m._parameters.items()):
+                if p is None:
+                    continue
+                if id(p) in index_of:
+                    shared.append((m, name, index_of[id(p)]))
+                    continue
+                if tensors and (p.dtype != tensors[0].dtype or p.requires_grad != tensors[0].requires_grad):
+                    raise ValueError(
+                        f"FullyShardedDataParallel: the parameters flattened into one unit must share dtype and "
+                        f"requires_grad, but {path}{name} is {p.dtype} (requires_grad={p.requires_grad}) and "
+                        f"{paths[0]} is {tensors[0].dtype} (requires_grad={tensors[0].requires_grad}); "
+                        f"wrap them in separate units or pass the module in ignored_modules")
+                index_of[id(p)] = len(infos)
+                infos.append(_ParamInfo(m, name, tuple(p.shape), offset, p.numel()))
+                tensors.append(p)
+                paths.append(path + name)
+                offset += p.numel()
+        self._infos, self._shared = infos, shared
+        self._numel = offset
+        if not infos:
+            self.flat_param = None
+            return
+        n = 1 if self.sharding_strategy == ShardingStrategy.NO_SHARD else self._world
+        self._shard_numel = -(-offset // n)
+        self._padded_numel = self._shard_numel * n
+        with ember.no_grad():
+            flat = ember.cat([p.detach().reshape(-1) for p in tensors])
+            if self._padded_numel > offset:
+                flat = ember.cat([flat, ember.zeros(self._padded_numel - offset, dtype=flat.dtype)])
+            rank = 0 if n == 1 else self._rank
+            shard = flat[rank * self._shard_numel:(rank + 1) * self._shard_numel].clone()
+        self.flat_param = FlatParameter(shard, requires_grad=tensors[0].requires_grad)
+        for info in infos:
+            del info.module._parameters[info.name]
+        for m, name, _ in shared:
+            del m._parameters[name]
+        self._free_params()
+
+    # --- gathering and reducing (Note [FSDP autograd]) ---------------------------------------
+
+    def _gather(self, shard: ember.Tensor, dtype: ember.dtype | None) -> ember.Tensor:
+        src = shard.detach()
+        if dtype is not None and dtype != src.dtype:
+            src = src.to(dtype)
+        if self.sharding_strategy == ShardingStrategy.NO_SHARD:
+            return src.clone() if src is not shard else src.detach().clone()
+        full = ember.empty(self._padded_numel, dtype=src.dtype)
+        dist.all_gather_into_tensor(full, src.contiguous(), group=self.process_group)
+        return full
+
+    def _reduce_grad(self, grad: ember.Tensor) -> ember.Tensor:
+        grad = grad.contiguous()
+        if self._reduce_dtype is not None and grad.dtype != self._reduce_dtype:
+            grad = grad.to(self._reduce_dtype)
+        if self.sharding_strategy == ShardingStrategy.NO_SHARD:
+            out = grad.clone()
+            dist.all_reduce(out, group=self.process_group)
+        else:
+            out = ember.empty(self._shard_numel, dtype=grad.dtype)
+            dist.reduce_scatter_tensor(out, grad, group=self.process_group)
+        out.div_(self._world)
+        if self.sharding_strategy == ShardingStrategy.SHARD_GRAD_OP:
+            self._free_params()  # kept from forward for this backward; done now
+        return out.to(self.flat_param.dtype)
+
+    def _use_params(self, full: ember.Tensor) -> None:
+        for info in self._infos:
+            setattr(info.module, info.name, full[info.offset:info.offset + info.numel].view(info.shape))
+        for m, name, i in self._shared:
+            setattr(m, name, getattr(self._infos[i].module, self._infos[i].name))
+
+    def _free_params(self) -> None:
+        # An empty tensor, not a stale view, so that the gathered memory is released (as far as
+        # the unit is concerned) and a use outside forward fails loudly; not None, which modules
+        # read as "this parameter does not exist" (a bias, in extra_repr).
+        released = ember.empty(0, dtype=self.flat_param.dtype)
+        for info in self._infos:
+            setattr(info.module, info.name, released)
+        for m, name, _ in self._shared:
+            setattr(m, name, released)
+
+    # --- forward -----------------------------------------------------------------------------
+
+    @property
+    def module(self) -> nn.Module:
+        """The wrapped module."""
+        return self._fsdp_wrapped_module
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        if self._param_dtype is not None:
+            args, kwargs = _cast_inputs(args, self._param_dtype), _cast_inputs(kwargs, self._param_dtype)
+        if self.flat_param is None:
+            return self._fsdp_wrapped_module(*args, **kwargs)
+        track = ember.is_grad_enabled() and self.flat_param.requires_grad
+        if track:
+            full = _Unshard.apply(self.flat_param, self)
+        else:
+            with ember.no_grad():
+                full = self._gather(self.flat_param, self._param_dtype)
+        self._use_params(full)
+        try:
+            out = self._fsdp_wrapped_module(*args, **kwargs)
+        except BaseException:
+            self._free_params()
+            raise
+        if not track or self.sharding_strategy != ShardingStrategy.SHARD_GRAD_OP:
+            self._free_params()
+        return out
+
+    # --- state dicts -------------------------------------------------------------------------
+
+    @staticmethod
+    @contextlib.contextmanager
+    def state_dict_type(module: nn.Module, state_dict_type: StateDictType,
+                        state_dict_config: StateDictConfig | None = None) -> Iterator[None]:
+        """Within it, state_dict() and load_state_dict() of every FSDP unit in `module` use
+        state_dict_type (with its config: FullStateDictConfig for FULL_STATE_DICT, ...)."""
+        if not isinstance(state_dict_type, StateDictType):
+            raise TypeError(f"FullyShardedDataParallel.state_dict_type: expected a StateDictType, but got "
+                            f"{state_dict_type!r}")
+        kind = _STATE_DICT_CONFIGS[state_dict_type]
+        if state_dict_config is None:
+            state_dict_config = kind()
+        elif type(state_dict_config) is not kind:
+            raise ValueError(f"FullyShardedDataParallel.state_dict_type: {state_dict_type.name} takes a "
+                             f"{kind.__name__}, but got {type(state_dict_config).__name__}")
+        units = [m for m in module.modules() if isinstance(m, FullyShardedDataParallel)]
+        if not units:
+            raise ValueError("FullyShardedDataParallel.state_dict_type: the module contains no FSDP unit")
+        saved = [(u._state_dict_type, u._state_dict_config) for u in units]
+        for u in units:
+            u._state_dict_type, u._state_dict_config = state_dict_type, state_dict_config
+        try:
+            yield
+        finally:
+            for u, (t, c) in zip(units, saved, strict=True):
+                u._state_dict_type, u._state_dict_config = t, c
+
+    def _check_state_dict_type(self) -> None:
+        if self._state_dict_type == StateDictType.SHARDED_STATE_DICT:
+            raise NotImplementedError("FullyShardedDataParallel: SHARDED_STATE_DICT stores ShardedTensors, which "
+                                      "ember does not have; use LOCAL_STATE_DICT (this rank's flat shards) or "
+                                      "FULL_STATE_DICT")
+
+    def state_dict(self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:
+        """FULL_STATE_DICT (the default): the original parameter names and full values, gathered
+        from every rank (every rank must call it); LOCAL_STATE_DICT: the units' flat shards."""
+        self._check_state_dict_type()
+        if self._state_dict_type == StateDictType.LOCAL_STATE_DICT:
+            return super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
+        if args:
+            raise TypeError("state_dict() takes its arguments by keyword: destination, prefix, keep_vars")
+        full = self._gather_full_params()
+        out = OrderedDict() if destination is None else destination
+        if self._state_dict_config.rank0_only and self._rank != 0:
+            return out  # it took part in the gathers
+        for key, kind, m, name in self._entries(prefix):
+            if kind == "owned":
+                out[key] = full[(id(m), name)]
+            else:
+                t = m._parameters[name] if kind == "param" else m._buffers[name]
+                out[key] = t if keep_vars else t.detach()
+        return out
+
+    def _units(self) -> list[FullyShardedDataParallel]:
+        return [m for m in self.modules() if isinstance(m, FullyShardedDataParallel)]
+
+    def _gather_full_params(self) -> dict[tuple[int, str], ember.Tensor]:
+        """(id(module), name) -> the full value of every parameter the units in this tree own."""
+        values: dict[tuple[int, str], ember.Tensor] = {}
+        with ember.no_grad():
+            for unit in self._units():  # the same order on every rank: each gather is a collective
+                if unit.flat_param is None:
+                    continue
+                flat = unit._gather(unit.flat_param, None)
+                for info in unit._infos:
+                    values[(id(info.module), info.name)] = flat[info.offset:info.offset + info.numel].view(info.shape).clone()
+                for m, name, i in unit._shared:
+                    values[(id(m), name)] = values[(id(unit._infos[i].module), unit._infos[i].name)]
+        return values
+
+    def _entries(self, prefix: str = "") -> list[tuple[str, str, nn.Module, str]]:
+        """(original name, kind, module, attribute) for the parameters and buffers of the original
+        model, in module order, FSDP wrappers left out of the names. kind: "owned" (in a flat
+        parameter), "param" (left out of every unit: ignored_modules), "buffer" (persistent)."""
+        owned: dict[int, list[str]] = {}
+        for unit in self._units():
+            for info in unit._infos:
+                owned.setdefault(id(info.module), []).append(info.name)
+            for m, name, _ in unit._shared:
+                owned.setdefault(id(m), []).append(name)
+        out = []
+
+        def visit(m: nn.Module, pre: str) -> None:
+            if isinstance(m, FullyShardedDataParallel):
+                visit(m._fsdp_wrapped_module, pre)
+                return
+            out.extend((pre + name, "owned", m, name) for name in owned.get(id(m), []))
+            out.extend((pre + name, "param", m, name) for name, p in m._parameters.items() if p is not None)
+            out.extend((pre + name, "buffer", m, name) for name, b in m._buffers.items()
+                       if b is not None and name not in m._non_persistent_buffers_set)
+            for name, c in m._modules.items():
+                if c is not None:
+                    visit(c, pre + name + ".")
+
+        visit(self, prefix)
+        return out
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
+        """Loads what state_dict() gave under the same StateDictType; under FULL_STATE_DICT every
+        rank passes the full dictionary and keeps its shard of it."""
+        self._check_state_dict_type()
+        if self._state_dict_type == StateDictType.LOCAL_STATE_DICT:
+            return super().load_state_dict(state_dict, strict=strict, assign=assign)
+        entries = self._entries()
+        names = {key for key, *_ in entries}
+        missing = [key for key in names if key not in state_dict]
+        unexpected = [key for key in state_dict if key not in names]
+        if strict and (missing or unexpected):
+            raise RuntimeError(f"Error(s) in loading state_dict for FullyShardedDataParallel: missing keys "
+                               f"{sorted(missing)}, unexpected keys {unexpected}")
+        values: dict[tuple[int, str], ember.Tensor] = {}
+        with ember.no_grad():
+            for key, kind, m, name in entries:
+                if key not in state_dict:
+                    continue
+                value = state_dict[key]
+                if not isinstance(value, ember.Tensor):
+                    raise TypeError(f"load_state_dict: expected a tensor for {key}, but got {type(value).__name__}")
+                if kind == "owned":
+                    values[(id(m), name)] = value
+                    continue
+                target = m._parameters[name] if kind == "param" else m._buffers[name]
+                if tuple(value.shape) != tuple(target.shape):
+                    raise RuntimeError(f"load_state_dict: {key} has shape {tuple(value.shape)}, but the model's "
+                                       f"has {tuple(target.shape)}")
+                target.copy_(value)
+            for unit in self._units():
+                if unit.flat_param is None or not all((id(i.module), i.name) in values for i in unit._infos):
+                    continue  # a unit with a missing entry (strict=False) keeps its values
+                parts = []
+                for info in unit._infos:
+                    value = values[(id(info.module), info.name)]
+                    if tuple(value.shape) != info.shape:
+                        raise RuntimeError(f"load_state_dict: {info.name} of {type(info.module).__name__} has "
+                                           f"shape {tuple(value.shape)}, but the model's has {info.shape}")
+                    parts.append(value.reshape(-1).to(unit.flat_param.dtype))
+                flat = ember.cat(parts)
+                if unit._padded_numel > unit._numel:
+                    flat = ember.cat([flat, ember.zeros(unit._padded_numel - unit._numel, dtype=flat.dtype)])
+                rank = 0 if unit.sharding_strategy == ShardingStrategy.NO_SHARD else unit._rank
+                unit.flat_param.copy_(flat[rank * unit._shard_numel:(rank + 1) * unit._shard_numel])
+        return None
