@@ -613,6 +613,35 @@ def job_fsdp(rank: int, world: int) -> None:
         train(encoder, lambda m, s=strategy: FSDP(m, sharding_strategy=s, auto_wrap_policy=layer_policy),
               (2, 3, 8), adam, tol=1e-10, what=f"Transformer {strategy.name}")
 
+    # no_sync accumulation, clip_grad_norm_ (inf, then 2) and summon_full_params on FULL_SHARD
+    ember.manual_seed(0)
+    ref = mlp()
+    model = FSDP(mlp(), auto_wrap_policy=size_policy)
+    model.load_state_dict(ref.state_dict())
+    for k in range(2):
+        x, y = data(200 + k, (2, 5))
+        with model.no_sync() if k == 0 else contextlib.nullcontext():
+            ((model(shard(x)) - shard(y)) ** 2).mean().backward()
+        ((ref(x) - y) ** 2).mean().backward()
+    inf_norm = model.clip_grad_norm_(1e9, float("inf"))
+    ref_inf = nn.utils.get_total_norm([p.grad for p in ref.parameters()], float("inf"))
+    norm = model.clip_grad_norm_(0.05)
+    ref_norm = nn.utils.clip_grad_norm_(ref.parameters(), 0.05)
+    check(abs(float(inf_norm) - float(ref_inf)) < 1e-12 and abs(float(norm) - float(ref_norm)) < 1e-12
+          and float(ref_norm) > 0.05, f"clip_grad_norm_: {inf_norm} {ref_inf}, {norm} {ref_norm}")
+    ember.optim.SGD(model.parameters(), lr=0.5).step()
+    ember.optim.SGD(ref.parameters(), lr=0.5).step()
+    close(model, ref, "no_sync accumulation, then clipping")
+    with FSDP.summon_full_params(model):
+        linear = model.module[0].module
+        check(linear.weight.shape == (8, 5), f"summon_full_params: weight of shape {linear.weight.shape}")
+        err = float((linear.weight - ref[0].weight).abs().max())
+        linear.weight.mul_(2)
+    with ember.no_grad():
+        ref[0].weight.mul_(2)
+    check(err < 1e-12 and linear.weight.numel() == 0, f"summon_full_params: off by {err}")
+    close(model, ref, "summon_full_params writeback")
+
     # full state dict: a fresh model loads it and then computes what the reference does
     full = mlp_fsdp.state_dict()
     ember.manual_seed(50 + rank)

@@ -365,6 +365,15 @@ def test_fsdp_bad_configurations(single):
     with ember.no_grad():
         assert ember.allclose(model(x), ref(x)) and model.module[0].weight.numel() == 0
     assert [n for n, _ in model.named_parameters()] == ["flat_param"] and model.flat_param.numel() == 13
+    with pytest.raises(ValueError, match="writeback=True is not supported with rank0_only=True"):
+        with FullyShardedDataParallel.summon_full_params(model, rank0_only=True):
+            pass
+    nested = FullyShardedDataParallel(nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1)),
+                                      auto_wrap_policy=ModuleWrapPolicy({nn.Linear}))
+    inner = nested.module[0]
+    for call in (lambda: inner.clip_grad_norm_(1.0), lambda: inner.no_sync().__enter__()):
+        with pytest.raises(RuntimeError, match="must be called on the root FSDP instance"):
+            call()
 
 
 # --- stores --------------------------------------------------------------------------------

@@ -145,7 +145,13 @@ class FullyShardedDataParallel(nn.Module):
                 for name, b in list(m._buffers.items()):
                     if b is not None and b.is_floating_point():
                         m._buffers[name] = b.to(mixed_precision.buffer_dtype)
+        self._sync_grads = True
+        self._pending_grad: ember.Tensor | None = None  # gradients accumulated under no_sync(), unsharded
+        self._is_root = True
         self._flatten(module, ignored)
+        for m in module.modules():
+            if isinstance(m, FullyShardedDataParallel):
+                m._is_root = False
 
     # --- construction ------------------------------------------------------------------------
 
@@ -258,7 +264,15 @@ class FullyShardedDataParallel(nn.Module):
         dist.all_gather_into_tensor(full, src.contiguous(), group=self.process_group)
         return full
 
-    def _reduce_grad(self, grad: ember.Tensor) -> ember.Tensor:
+    def _reduce_grad(self, grad: ember.Tensor) -> ember.Tensor | None:
+        if self.sharding_strategy == ShardingStrategy.SHARD_GRAD_OP:
+            self._free_params()  # kept from forward for this backward; done now
+        if not self._sync_grads:
+            # no_sync(): keep the unsharded gradient here; the next synchronized backward reduces it
+            self._pending_grad = grad.clone() if self._pending_grad is None else self._pending_grad.add_(grad)
+            return None
+        if self._pending_grad is not None:
+            grad, self._pending_grad = grad + self._pending_grad, None
         grad = grad.contiguous()
         if self._reduce_dtype is not None and grad.dtype != self._reduce_dtype:
             grad = grad.to(self._reduce_dtype)
@@ -269,8 +283,6 @@ class FullyShardedDataParallel(nn.Module):
             out = ember.empty(self._shard_numel, dtype=grad.dtype)
             dist.reduce_scatter_tensor(out, grad, group=self.process_group)
         out.div_(self._world)
-        if self.sharding_strategy == ShardingStrategy.SHARD_GRAD_OP:
-            self._free_params()  # kept from forward for this backward; done now
         return out.to(self.flat_param.dtype)
 
     def _use_params(self, full: ember.Tensor) -> None:
@@ -316,6 +328,92 @@ class FullyShardedDataParallel(nn.Module):
         if not track or self.sharding_strategy != ShardingStrategy.SHARD_GRAD_OP:
             self._free_params()
         return out
+
+    def _check_root(self, what: str) -> None:
+        if not self._is_root:
+            raise RuntimeError(f"FullyShardedDataParallel.{what} must be called on the root FSDP instance (the "
+                               f"outermost one), not on a nested unit")
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Within it, backward reduces no gradients: each unit keeps its unsharded gradient (full
+        size, so more memory) and the first backward after it reduces their sum. Root only."""
+        self._check_root("no_sync")
+        units = self._units()
+        for u in units:
+            u._sync_grads = False
+        try:
+            yield
+        finally:
+            for u in units:
+                u._sync_grads = True
+
+    def clip_grad_norm_(self, max_norm: float, norm_type: float = 2.0) -> ember.Tensor:
+        """Scales every unit's gradient shard so that the norm of the whole (unsharded) gradient is
+        at most max_norm; returns that norm before clipping (the same on every rank). Root only."""
+        self._check_root("clip_grad_norm_")
+        p = float(norm_type)
+        params = [u.flat_param for u in self._units() if u.flat_param is not None and u.flat_param.grad is not None]
+        sharded = [q.grad for u in self._units() for q in [u.flat_param]
+                   if q is not None and q.grad is not None and u.sharding_strategy != ShardingStrategy.NO_SHARD]
+        replicated = [q.grad for u in self._units() for q in [u.flat_param]
+                      if q is not None and q.grad is not None and u.sharding_strategy == ShardingStrategy.NO_SHARD]
+        with ember.no_grad():
+            if p == float("inf"):
+                part = ember.zeros((), dtype=ember.float64)
+                for g in sharded:
+                    part = ember.maximum(part, g.abs().max().to(ember.float64))
+                dist.all_reduce(part, op=dist.ReduceOp.MAX, group=self.process_group)
+                for g in replicated:
+                    part = ember.maximum(part, g.abs().max().to(ember.float64))
+                total = part
+            else:
+                # sum of |g|^p over this rank's shards, summed over ranks (the padding's gradient is zero)
+                part = ember.zeros((), dtype=ember.float64)
+                for g in sharded:
+                    part = part + g.to(ember.float64).abs().pow(p).sum()
+                dist.all_reduce(part, group=self.process_group)
+                for g in replicated:
+                    part = part + g.to(ember.float64).abs().pow(p).sum()
+                total = part.pow(1.0 / p)
+            coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
+            for q in params:
+                q.grad.mul_(coef.to(q.grad.dtype))
+        return total
+
+    @staticmethod
+    @contextlib.contextmanager
+    def summon_full_params(module: nn.Module, recurse: bool = True, writeback: bool = True, rank0_only: bool = False,
+                           offload_to_cpu: bool = False) -> Iterator[None]:
+        """Within it, the modules inside `module`'s FSDP units hold their full parameters (gathered,
+        in full precision) under their original names; with writeback, changes made to them in place
+        go back into the shards on exit. Every rank must enter it. rank0_only: only rank 0's modules
+        get the full parameters (no writeback then); offload_to_cpu: they are on the CPU already."""
+        if rank0_only and writeback:
+            raise ValueError("FullyShardedDataParallel.summon_full_params: writeback=True is not supported with "
+                             "rank0_only=True (the other ranks would have nothing to write back)")
+        if isinstance(module, FullyShardedDataParallel) and not recurse:
+            units = [module]
+        else:
+            units = [m for m in module.modules() if isinstance(m, FullyShardedDataParallel)]
+        gathered = []
+        with ember.no_grad():
+            for u in units:
+                if u.flat_param is None:
+                    continue
+                full = u._gather(u.flat_param, None)
+                gathered.append((u, full))
+                if not rank0_only or u._rank == 0:
+                    u._use_params(full)
+        try:
+            yield
+        finally:
+            with ember.no_grad():
+                for u, full in gathered:
+                    if writeback:
+                        rank = 0 if u.sharding_strategy == ShardingStrategy.NO_SHARD else u._rank
+                        u.flat_param.copy_(full[rank * u._shard_numel:(rank + 1) * u._shard_numel])
+                    u._free_params()
 
     # --- state dicts -------------------------------------------------------------------------
 
