@@ -470,6 +470,16 @@ def job_ddp_hooks(rank: int, world: int) -> None:
                 check(g.dtype == ember.float32 and err(g, r) <= rel * scale + 1e-6,
                       f"{hook.__name__} step {step}: error {err(g, r)} vs scale {scale}")
 
+    # the wrappers: fp16_compress_wrapper(allreduce_hook) is fp16_compress_hook, bit for bit
+    wrapped = DDP(mlp(ember.float32), bucket_cap_mb=cap)
+    wrapped.register_comm_hook(None, dh.fp16_compress_wrapper(dh.allreduce_hook))
+    direct = DDP(mlp(ember.float32), bucket_cap_mb=cap)
+    direct.register_comm_hook(None, dh.fp16_compress_hook)
+    train(wrapped, 3, ember.float32)
+    train(direct, 3, ember.float32)
+    for p, q in zip(wrapped.parameters(), direct.parameters(), strict=True):
+        check(p.dtype == ember.float32 and bool((p == q).all()), f"fp16_compress_wrapper: off by {err(p, q)}")
+
     # PowerSGD with a rank at least each matrix's full rank, compressing every matrix: the same
     # average as plain all-reduce (up to rounding), for 8 compressed steps after 2 plain ones
     state = psgd.PowerSGDState(None, matrix_approximation_rank=8, start_powerSGD_iter=2, min_compression_rate=0,
@@ -484,14 +494,14 @@ def job_ddp_hooks(rank: int, world: int) -> None:
 
     # PowerSGD at rank 1 with error feedback on a regression task: after 150 SGD steps the loss is
     # within 25% (+0.002) of plain DDP's, and both lie far below the starting loss
-    def regression(hook_state) -> tuple[float, float]:
+    def regression(hook_state, hook=None) -> tuple[float, float]:
         ember.manual_seed(11)
         teacher = nn.Sequential(nn.Linear(16, 24), nn.Tanh(), nn.Linear(24, 1)).double()
         ember.manual_seed(12)
         net = DDP(nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
                                 nn.Linear(32, 1)).double())
-        if hook_state is not None:
-            net.register_comm_hook(hook_state, psgd.powerSGD_hook)
+        if hook is not None:
+            net.register_comm_hook(hook_state, hook)
         g = ember.Generator()
         g.manual_seed(99)
         xs = ember.randn(world, 64, 16, generator=g, dtype=ember.float64)
@@ -512,10 +522,12 @@ def job_ddp_hooks(rank: int, world: int) -> None:
     start, plain_loss = regression(None)
     low = psgd.PowerSGDState(None, matrix_approximation_rank=1, start_powerSGD_iter=10, use_error_feedback=True,
                              warm_start=True, random_seed=5)
-    start_low, low_loss = regression(low)
+    start_low, low_loss = regression(low, psgd.powerSGD_hook)
     rate = low.compression_stats()[0]
+    _, fp16_loss = regression(None, dh.fp16_compress_hook)
     print(f"regression: start {start:.4f}, plain DDP {plain_loss:.5f}, PowerSGD rank 1 {low_loss:.5f} "
-          f"(compression rate {rate:.2f})", flush=True)
+          f"(compression rate {rate:.2f}), fp16 {fp16_loss:.5f}", flush=True)
+    check(abs(fp16_loss - plain_loss) <= 0.05 * plain_loss, f"fp16 hook loss {fp16_loss} vs plain DDP {plain_loss}")
     check(start == start_low and rate > 2, f"starting losses {start} {start_low}, rate {rate}")
     check(plain_loss < 0.1 * start and low_loss <= 1.25 * plain_loss + 0.002,
           f"PowerSGD rank 1 loss {low_loss} vs plain DDP {plain_loss} (start {start})")
