@@ -654,6 +654,43 @@ def job_fsdp(rank: int, world: int) -> None:
     check(err < 1e-12 and linear.weight.numel() == 0, f"summon_full_params: off by {err}")
     close(model, ref, "summon_full_params writeback")
 
+    # optimizer state: full_optim_state_dict consolidates Adam's shards under the original
+    # parameters' ids; shard_full_optim_state_dict hands a fresh model's optimizer its share
+    def step(m: nn.Module, o: Any, x: ember.Tensor, y: ember.Tensor) -> None:
+        o.zero_grad()
+        ((m(x) - y) ** 2).mean().backward()
+        o.step()
+
+    ember.manual_seed(0)
+    ref = mlp()
+    model = FSDP(mlp(), auto_wrap_policy=size_policy)
+    model.load_state_dict(ref.state_dict())
+    opt, ref_opt = adam(model.parameters()), adam(ref.parameters())
+    for k in range(3):
+        x, y = data(300 + k, (2, 5))
+        step(model, opt, shard(x), shard(y))
+        step(ref, ref_opt, x, y)
+    full_osd = FSDP.full_optim_state_dict(model, opt, rank0_only=False)
+    ref_osd = ref_opt.state_dict()
+    check(full_osd["param_groups"][0]["params"] == list(range(6)) and sorted(full_osd["state"]) == list(range(6))
+          and full_osd["param_groups"][0]["lr"] == 1e-2, f"full optimizer state dict: {full_osd['param_groups']}")
+    for uid in range(6):
+        for key in ("step", "exp_avg", "exp_avg_sq"):
+            got, want = full_osd["state"][uid][key], ref_osd["state"][uid][key]
+            check(got.shape == want.shape and float((got - want).abs().max()) < 1e-12,
+                  f"full optimizer state {uid} {key}: {got} vs {want}")
+    only = FSDP.full_optim_state_dict(model, opt)
+    check(len(only["state"]) == 6 if rank == 0 else only == {}, f"rank0_only optimizer state on rank {rank}")
+    fresh = FSDP(mlp(), auto_wrap_policy=size_policy)
+    fresh.load_state_dict(model.state_dict())
+    fresh_opt = adam(fresh.parameters())
+    fresh_opt.load_state_dict(FSDP.shard_full_optim_state_dict(full_osd, fresh))
+    for k in range(2):
+        x, y = data(400 + k, (2, 5))
+        step(fresh, fresh_opt, shard(x), shard(y))
+        step(ref, ref_opt, x, y)
+    close(fresh, ref, "training resumed from the sharded full optimizer state dict")
+
     # full state dict: a fresh model loads it and then computes what the reference does
     full = mlp_fsdp.state_dict()
     ember.manual_seed(50 + rank)

@@ -368,6 +368,15 @@ def test_fsdp_bad_configurations(single):
     with pytest.raises(ValueError, match="writeback=True is not supported with rank0_only=True"):
         with FullyShardedDataParallel.summon_full_params(model, rank0_only=True):
             pass
+    with pytest.raises(ValueError, match="expected the dictionary full_optim_state_dict returned"):
+        FullyShardedDataParallel.shard_full_optim_state_dict({"state": {}}, model)
+    with pytest.raises(ValueError, match="parameter id 9 is out of range for a model with 4 parameters"):
+        FullyShardedDataParallel.shard_full_optim_state_dict({"state": {}, "param_groups": [{"params": [9]}]}, model)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(x).sum().backward()
+    opt.step()
+    full = FullyShardedDataParallel.full_optim_state_dict(model, opt)
+    assert [tuple(full["state"][i]["momentum_buffer"].shape) for i in range(4)] == [(3, 2), (3,), (1, 3), (1,)]
     nested = FullyShardedDataParallel(nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1)),
                                       auto_wrap_policy=ModuleWrapPolicy({nn.Linear}))
     inner = nested.module[0]

@@ -415,6 +415,146 @@ class FullyShardedDataParallel(nn.Module):
                         u.flat_param.copy_(full[rank * u._shard_numel:(rank + 1) * u._shard_numel])
                     u._free_params()
 
+    # --- optimizer state ---------------------------------------------------------------------
+
+    def _original_params(self) -> list[tuple[Any, nn.Module, str]]:
+        """(owner, module, name) for each parameter of the original model, in module order, once
+        each (a tied parameter at its first place): owner is the unit whose flat parameter holds
+        it, or None for a parameter no unit holds (ignored_modules)."""
+        primary = {(id(i.module), i.name): u for u in self._units() for i in u._infos}
+        out, seen = [], set()
+        for _, kind, m, name in self._entries():
+            if kind == "owned" and (id(m), name) in primary:
+                out.append((primary[(id(m), name)], m, name))
+            elif kind == "param" and id(m._parameters[name]) not in seen:
+                seen.add(id(m._parameters[name]))
+                out.append((None, m, name))
+        return out
+
+    @staticmethod
+    def full_optim_state_dict(model: FullyShardedDataParallel, optim: Any, optim_input: Any = None,
+                              rank0_only: bool = True, group: Any = None) -> dict:
+        """The optimizer's state for the original, unflattened parameters: {"state": {id: ...},
+        "param_groups": [...]} with ids numbering model's original parameters in order, the state
+        tensors gathered from every rank and shaped like their parameters. Every rank must call
+        it; with rank0_only only rank 0 gets the result (the others get {})."""
+        model._check_root("full_optim_state_dict")
+        if optim_input is not None:
+            raise NotImplementedError("full_optim_state_dict: optim_input is not supported; the optimizer's own "
+                                      "parameter order is used")
+        osd = optim.state_dict()
+        flat_index = {id(p): i for i, p in enumerate(p for g in optim.param_groups for p in g["params"])}
+        originals = model._original_params()
+        state: dict[int, dict] = {}
+        with ember.no_grad():
+            for uid, (owner, m, name) in enumerate(originals):
+                if owner is None:
+                    i = flat_index.get(id(m._parameters[name]))
+                    if i is not None and i in osd["state"]:
+                        state[uid] = dict(osd["state"][i])
+            for unit in model._units():  # the same order on every rank: each gather is a collective
+                i = flat_index.get(id(unit.flat_param)) if unit.flat_param is not None else None
+                if i is None or i not in osd["state"]:
+                    continue
+                full: dict[str, Any] = {}
+                sharded = set()  # state shaped like the flat shard (momenta), not per step (step)
+                for key, value in sorted(osd["state"][i].items()):
+                    if isinstance(value, ember.Tensor) and value.dim() == 1 and value.numel() == unit._shard_numel:
+                        full[key] = unit._gather(value, None)
+                        sharded.add(key)
+                    else:
+                        full[key] = value
+                for uid, (owner, m, name) in enumerate(originals):
+                    if owner is not unit:
+                        continue
+                    info = next(x for x in unit._infos if x.module is m and x.name == name)
+                    state[uid] = {k: (v[info.offset:info.offset + info.numel].view(info.shape).clone()
+                                      if k in sharded else v) for k, v in full.items()}
+        if rank0_only and model._rank != 0:
+            return {}
+        groups = []
+        for g, packed in zip(optim.param_groups, osd["param_groups"], strict=True):
+            members = {id(p) for p in g["params"]}
+            ids = [uid for uid, (owner, m, name) in enumerate(originals)
+                   if id(owner.flat_param if owner is not None else m._parameters[name]) in members]
+            groups.append({**{k: v for k, v in packed.items() if k != "params"}, "params": ids})
+        return {"state": state, "param_groups": groups}
+
+    @staticmethod
+    def shard_full_optim_state_dict(full_optim_state_dict: dict, model: FullyShardedDataParallel,
+                                    optim_input: Any = None) -> dict:
+        """This rank's share of full_optim_state_dict(), keyed like an optimizer built on
+        model.parameters() (each group's parameters in that order): pass it to that optimizer's
+        load_state_dict."""
+        model._check_root("shard_full_optim_state_dict")
+        if optim_input is not None:
+            raise NotImplementedError("shard_full_optim_state_dict: optim_input is not supported; the optimizer "
+                                      "must be built on model.parameters()")
+        if not isinstance(full_optim_state_dict, dict) or set(full_optim_state_dict) != {"state", "param_groups"}:
+            raise ValueError("shard_full_optim_state_dict: expected the dictionary full_optim_state_dict returned "
+                             "(keys 'state' and 'param_groups')")
+        originals = model._original_params()
+        full_state = full_optim_state_dict["state"]
+        flat_params = list(model.parameters())
+        flat_index = {id(p): i for i, p in enumerate(flat_params)}
+        owner_index = [flat_index[id(owner.flat_param if owner is not None else m._parameters[name])]
+                       for owner, m, name in originals]
+        state: dict[int, dict] = {}
+        with ember.no_grad():
+            for uid, (owner, _, _) in enumerate(originals):
+                if owner is None and uid in full_state:
+                    state[owner_index[uid]] = dict(full_state[uid])
+            for unit in model._units():
+                if unit.flat_param is None:
+                    continue
+                uids = [uid for uid, (owner, _, _) in enumerate(originals) if owner is unit]
+                present = [uid for uid in uids if uid in full_state]
+                if not present:
+                    continue
+                if len(present) != len(uids):
+                    raise ValueError(f"shard_full_optim_state_dict: parameters {sorted(set(uids) - set(present))} have "
+                                     f"no state but share a flat parameter with parameters that do")
+                entry = {}
+                for key, value in full_state[present[0]].items():
+                    # Tensors of positive rank are per-element state (flattened and sharded like the
+                    # parameters); anything else (step) must be the same for the whole unit.
+                    if isinstance(value, ember.Tensor) and value.dim() > 0:
+                        parts = []
+                        for uid, info in zip(uids, unit._infos, strict=True):
+                            v = full_state[uid][key]
+                            if tuple(v.shape) != info.shape:
+                                raise ValueError(f"shard_full_optim_state_dict: state {key!r} of parameter {uid} has "
+                                                 f"shape {tuple(v.shape)}, but the parameter has {info.shape}")
+                            parts.append(v.reshape(-1).to(value.dtype))
+                        flat = ember.cat(parts)
+                        if unit._padded_numel > unit._numel:
+                            flat = ember.cat([flat, ember.zeros(unit._padded_numel - unit._numel, dtype=flat.dtype)])
+                        rank = 0 if unit.sharding_strategy == ShardingStrategy.NO_SHARD else unit._rank
+                        entry[key] = flat[rank * unit._shard_numel:(rank + 1) * unit._shard_numel].clone()
+                    else:
+                        for uid in uids:
+                            other = full_state[uid][key]
+                            equal = (bool((other == value).all()) if isinstance(value, ember.Tensor)
+                                     and isinstance(other, ember.Tensor) and other.shape == value.shape
+                                     else other == value)
+                            if not equal:
+                                raise ValueError(f"shard_full_optim_state_dict: state {key!r} differs between "
+                                                 f"parameters {present[0]} and {uid}, which share a flat parameter")
+                        entry[key] = value
+                state[flat_index[id(unit.flat_param)]] = entry
+        groups = []
+        for g in full_optim_state_dict["param_groups"]:
+            ids = []
+            for uid in g["params"]:
+                if not 0 <= uid < len(originals):
+                    raise ValueError(f"shard_full_optim_state_dict: parameter id {uid} is out of range for a model "
+                                     f"with {len(originals)} parameters")
+                if owner_index[uid] not in ids:
+                    ids.append(owner_index[uid])
+            # load_state_dict pairs ids with the group's parameters by position: model.parameters() order
+            groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": sorted(ids)})
+        return {"state": state, "param_groups": groups}
+
     # --- state dicts -------------------------------------------------------------------------
 
     @staticmethod
