@@ -77,8 +77,9 @@ def test_ddp_comm_hooks_allreduce_fp16_bf16_powersgd(tmp_path):
 
 
 @needs_gloo
-def test_fsdp_matches_one_process_on_the_whole_batch(tmp_path):
-    assert_ok(run_job("fsdp", 2, f"file://{tmp_path}/store"))
+@pytest.mark.parametrize("world", [2, 4])
+def test_fsdp_matches_one_process_on_the_whole_batch(tmp_path, world):
+    assert_ok(run_job("fsdp", world, f"file://{tmp_path}/store"))
 
 
 @needs_gloo

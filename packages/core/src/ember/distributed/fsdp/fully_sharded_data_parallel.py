@@ -256,10 +256,11 @@ class FullyShardedDataParallel(nn.Module):
 
     def _gather(self, shard: ember.Tensor, dtype: ember.dtype | None) -> ember.Tensor:
         src = shard.detach()
-        if dtype is not None and dtype != src.dtype:
+        cast = dtype is not None and dtype != src.dtype
+        if cast:
             src = src.to(dtype)
         if self.sharding_strategy == ShardingStrategy.NO_SHARD:
-            return src.clone() if src is not shard else src.detach().clone()
+            return src if cast else src.clone()  # never the parameter's own memory
         full = ember.empty(self._padded_numel, dtype=src.dtype)
         dist.all_gather_into_tensor(full, src.contiguous(), group=self.process_group)
         return full
@@ -554,6 +555,21 @@ class FullyShardedDataParallel(nn.Module):
             # load_state_dict pairs ids with the group's parameters by position: model.parameters() order
             groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": sorted(ids)})
         return {"state": state, "param_groups": groups}
+
+    @staticmethod
+    def scatter_full_optim_state_dict(full_optim_state_dict: dict | None, model: FullyShardedDataParallel,
+                                      optim_input: Any = None, group: Any = None) -> dict:
+        """shard_full_optim_state_dict for a dictionary that only rank 0 has (the others pass None):
+        rank 0 broadcasts it (through the weights-only object path, so every rank receives the whole
+        dictionary for a moment) and each rank keeps its share."""
+        model._check_root("scatter_full_optim_state_dict")
+        group = model.process_group if group is None else group
+        src = dist.get_global_rank(group, 0) if group is not None else 0
+        if dist.get_rank() == src and full_optim_state_dict is None:
+            raise ValueError("scatter_full_optim_state_dict: rank 0 must pass the full optimizer state dict")
+        holder = [full_optim_state_dict]
+        dist.broadcast_object_list(holder, src=src, group=group)
+        return FullyShardedDataParallel.shard_full_optim_state_dict(holder[0], model, optim_input)
 
     # --- state dicts -------------------------------------------------------------------------
 
