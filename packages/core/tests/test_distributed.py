@@ -297,6 +297,8 @@ def test_grad_bucket():
     assert bucket.index() == 1 and not bucket.is_last() and bucket.parameters() == params
     w, b = bucket.gradients()
     assert w.tolist() == [[0, 1, 2], [3, 4, 5]] and b.tolist() == [6, 7]
+    assert bucket.get_index() == 1 and bucket.get_tensor() is bucket.buffer()  # the 1.8 names
+    assert not bucket.is_the_last_bucket_to_allreduce() and len(bucket.get_per_parameter_tensors()) == 2
     bucket.set_buffer(ember.zeros(8))
     assert bucket.buffer().tolist() == [0] * 8
     with pytest.raises(ValueError, match=r"expected a 1-D tensor of 8 elements, but got shape \(2, 4\)"):

@@ -88,6 +88,8 @@ _STATE_DICT_CONFIGS = {StateDictType.FULL_STATE_DICT: FullStateDictConfig,
 def _cast_inputs(obj: Any, dtype: ember.dtype) -> Any:
     if isinstance(obj, ember.Tensor):
         return obj.to(dtype) if obj.is_floating_point() else obj
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple
+        return type(obj)(*(_cast_inputs(o, dtype) for o in obj))
     if isinstance(obj, (list, tuple)):
         return type(obj)(_cast_inputs(o, dtype) for o in obj)
     if isinstance(obj, dict):
