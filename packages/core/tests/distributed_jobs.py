@@ -492,6 +492,28 @@ def job_ddp_hooks(rank: int, world: int) -> None:
     for p, q in zip(full.parameters(), plain.parameters(), strict=True):
         check(err(p, q) < 1e-9, f"full-rank PowerSGD vs plain averaging: max difference {err(p, q)}")
 
+    # batched PowerSGD at full rank on a bucket that is exactly a square (a 4 x 4 weight, whose
+    # gradient over 8 samples has full rank): plain averaging again
+    def square(hook_state) -> nn.Module:
+        ember.manual_seed(3)
+        net = DDP(nn.Linear(4, 4, bias=False).double())
+        if hook_state is not None:
+            net.register_comm_hook(hook_state, psgd.batched_powerSGD_hook)
+        opt = ember.optim.SGD(net.parameters(), lr=0.1)
+        for step in range(10):
+            g = ember.Generator()
+            g.manual_seed(40 + step * world + rank)
+            x, y = ember.randn(4, 4, generator=g, dtype=ember.float64), ember.randn(4, 4, generator=g, dtype=ember.float64)
+            opt.zero_grad()
+            ((net(x) - y) ** 2).mean().backward()
+            opt.step()
+        return net
+
+    bstate = psgd.PowerSGDState(None, matrix_approximation_rank=4, start_powerSGD_iter=2, random_seed=4)
+    a, b = square(bstate).module.weight, square(None).module.weight
+    check(bstate.iter == 10 and bstate.compression_stats()[1:] == (8 * 16, 8 * 32) and err(a, b) < 1e-9,
+          f"full-rank batched PowerSGD vs plain averaging: {bstate.compression_stats()}, off by {err(a, b)}")
+
     # PowerSGD at rank 1 with error feedback on a regression task: after 150 SGD steps the loss is
     # within 25% (+0.002) of plain DDP's, and both lie far below the starting loss
     def regression(hook_state, hook=None) -> tuple[float, float]:
@@ -525,8 +547,14 @@ def job_ddp_hooks(rank: int, world: int) -> None:
     start_low, low_loss = regression(low, psgd.powerSGD_hook)
     rate = low.compression_stats()[0]
     _, fp16_loss = regression(None, dh.fp16_compress_hook)
+    batched_state = psgd.PowerSGDState(None, matrix_approximation_rank=4, start_powerSGD_iter=10, random_seed=5)
+    _, batched_loss = regression(batched_state, psgd.batched_powerSGD_hook)
+    batched_rate = batched_state.compression_stats()[0]
     print(f"regression: start {start:.4f}, plain DDP {plain_loss:.5f}, PowerSGD rank 1 {low_loss:.5f} "
-          f"(compression rate {rate:.2f}), fp16 {fp16_loss:.5f}", flush=True)
+          f"(compression rate {rate:.2f}), fp16 {fp16_loss:.5f}, batched PowerSGD rank 4 {batched_loss:.5f} "
+          f"(compression rate {batched_rate:.2f})", flush=True)
+    check(batched_rate > 2 and batched_loss <= 1.25 * plain_loss + 0.002,
+          f"batched PowerSGD rank 4 loss {batched_loss} vs plain DDP {plain_loss} (rate {batched_rate})")
     check(abs(fp16_loss - plain_loss) <= 0.05 * plain_loss, f"fp16 hook loss {fp16_loss} vs plain DDP {plain_loss}")
     check(start == start_low and rate > 2, f"starting losses {start} {start_low}, rate {rate}")
     check(plain_loss < 0.1 * start and low_loss <= 1.25 * plain_loss + 0.002,
