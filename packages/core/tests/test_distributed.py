@@ -291,6 +291,24 @@ def test_ddp_comm_hook_registration_errors(single):
         powerSGD_hook.PowerSGDState(None, matrix_approximation_rank=0)
 
 
+def test_powersgd_on_a_bucket_without_matrices(single):
+    # LayerNorm's parameters are vectors: every step after the plain ones averages them uncompressed
+    from ember.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+    from ember.nn.parallel import DistributedDataParallel
+    state = powerSGD_hook.PowerSGDState(None, start_powerSGD_iter=2)
+    model = DistributedDataParallel(ember.nn.LayerNorm(4))
+    model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+    x = ember.arange(8.0).reshape(2, 4)
+    for _ in range(4):
+        model.module.zero_grad()
+        (model(x) * ember.arange(4.0)).sum().backward()
+    ref = ember.nn.LayerNorm(4)
+    (ref(x) * ember.arange(4.0)).sum().backward()
+    assert state.iter == 4 and state.compression_stats() == (1.0, 16, 16)
+    assert model.module.weight.grad.tolist() == ref.weight.grad.tolist()
+    assert model.module.bias.grad.tolist() == ref.bias.grad.tolist() == [0, 2, 4, 6]
+
+
 def test_grad_bucket():
     params = [ember.nn.Parameter(ember.zeros(2, 3)), ember.nn.Parameter(ember.zeros(2))]
     bucket = dist.GradBucket(1, ember.arange(8.0), params, is_last=False)

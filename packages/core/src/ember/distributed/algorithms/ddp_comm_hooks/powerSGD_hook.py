@@ -208,7 +208,8 @@ def powerSGD_hook(state: PowerSGDState, bucket: dist.GradBucket) -> Future:  # n
         for g in uncompressed:
             g.copy_(averaged[at:at + g.numel()].view(g.shape))
             at += g.numel()
-        dist.all_reduce(p_flat, group=group, async_op=True).get_future().wait()
+        if matrices:  # the same on every rank: the buckets are
+            dist.all_reduce(p_flat, group=group, async_op=True).get_future().wait()
 
     def orthogonalize_and_reduce_qs(fut: Future) -> None:
         fut.value()  # raises if the previous stage failed
@@ -216,7 +217,8 @@ def powerSGD_hook(state: PowerSGDState, bucket: dist.GradBucket) -> Future:  # n
             _orthogonalize(p, state.orthogonalization_epsilon)
         for (m, _), p, q in zip(matrices, ps, qs, strict=True):
             ember.matmul(m.t(), p, out=q)
-        dist.all_reduce(q_flat, group=group, async_op=True).get_future().wait()
+        if matrices:
+            dist.all_reduce(q_flat, group=group, async_op=True).get_future().wait()
 
     def decompress(fut: Future) -> ember.Tensor:
         fut.value()
