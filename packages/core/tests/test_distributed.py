@@ -398,6 +398,16 @@ def test_fsdp_bad_configurations(single):
     opt.step()
     full = FullyShardedDataParallel.full_optim_state_dict(model, opt)
     assert [tuple(full["state"][i]["momentum_buffer"].shape) for i in range(4)] == [(3, 2), (3,), (1, 3), (1,)]
+    from ember.distributed.fsdp.wrap import enable_wrap, wrap
+    plain = wrap(nn.Linear(2, 2))
+    with enable_wrap(wrapper_cls=FullyShardedDataParallel, sharding_strategy=ShardingStrategy.NO_SHARD):
+        manual = wrap(nn.Sequential(wrap(nn.Linear(2, 2)), wrap(nn.Linear(2, 2), sharding_strategy=None)))
+        with pytest.raises(RuntimeError, match="already inside an enable_wrap context"):
+            with enable_wrap(wrapper_cls=FullyShardedDataParallel):
+                pass
+    assert isinstance(plain, nn.Linear) and isinstance(manual, FullyShardedDataParallel)
+    assert [u.sharding_strategy for u in (manual, manual.module[0], manual.module[1])] == [
+        ShardingStrategy.NO_SHARD, ShardingStrategy.NO_SHARD, ShardingStrategy.FULL_SHARD]
     nested = FullyShardedDataParallel(nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1)),
                                       auto_wrap_policy=ModuleWrapPolicy({nn.Linear}))
     inner = nested.module[0]

@@ -6,12 +6,13 @@ nonwrapped_numel parameters not already in a unit below it) becomes one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ember import nn
 
-__all__ = ["ModuleWrapPolicy", "size_based_auto_wrap_policy", "transformer_auto_wrap_policy"]
+__all__ = ["ModuleWrapPolicy", "enable_wrap", "size_based_auto_wrap_policy", "transformer_auto_wrap_policy", "wrap"]
 
 
 def size_based_auto_wrap_policy(module: nn.Module, recurse: bool, nonwrapped_numel: int,
@@ -80,3 +81,29 @@ def _unwrapped_params(module: nn.Module, skip: Callable[[nn.Module], bool]) -> l
                 seen[id(p)] = p
         stack.extend(c for c in m._modules.values() if c is not None)
     return list(seen.values())
+
+
+class _WrapContext:
+    wrapper_cls: Callable[..., nn.Module] | None = None
+    kwargs: dict = {}
+
+
+@contextlib.contextmanager
+def enable_wrap(*, wrapper_cls: Callable[..., nn.Module], **wrapper_kwargs: Any) -> Iterator[None]:
+    """Within it, wrap(module) wraps `module` in wrapper_cls (FullyShardedDataParallel) with
+    wrapper_kwargs; outside it wrap() returns the module as it is."""
+    if _WrapContext.wrapper_cls is not None:
+        raise RuntimeError("enable_wrap: already inside an enable_wrap context; they do not nest")
+    _WrapContext.wrapper_cls, _WrapContext.kwargs = wrapper_cls, dict(wrapper_kwargs)
+    try:
+        yield
+    finally:
+        _WrapContext.wrapper_cls, _WrapContext.kwargs = None, {}
+
+
+def wrap(module: nn.Module, **wrap_overrides: Any) -> nn.Module:
+    """Wraps `module` as enable_wrap says (wrap_overrides win over its arguments), or returns it
+    unwrapped outside enable_wrap: one model definition serves both."""
+    if _WrapContext.wrapper_cls is None:
+        return module
+    return _WrapContext.wrapper_cls(module, **{**_WrapContext.kwargs, **wrap_overrides})
