@@ -643,13 +643,22 @@ def job_fsdp(rank: int, world: int) -> None:
               f"{strategy.name}: units {len(units)}, sizes {sizes}, local {[p.numel() for p in flat]}")
         # 1e-10: the key projection's bias has a gradient of pure rounding noise (softmax ignores it),
         # which Adam's division by sqrt(v) + eps scales up by ~1/eps
-        # the gathered parameters: released after forward (FULL_SHARD) or kept until backward
+        # the gathered parameters: released after forward and gathered again before backward
+        # (FULL_SHARD: the pages go back to the OS, so the saved views read zeros in between), or
+        # kept until backward (SHARD_GRAD_OP); NO_SHARD gathers nothing
         first = units[1].module  # Linear(5, 8)
+        before = units[1]._all_gathers
         loss = mlp_fsdp(ember.ones(2, 5, dtype=ember.float64)).sum()
-        held = first.weight.numel()
+        held, forward_gathers = first.weight.numel(), units[1]._all_gathers - before
+        gathered = units[1]._last_gathered()
+        released = gathered is not None and not gathered.live and float(gathered.tensor.abs().sum()) == 0
         loss.backward()
-        check(held == (40 if strategy == ShardingStrategy.SHARD_GRAD_OP else 0) and first.weight.numel() == 0,
-              f"{strategy.name}: {held} gathered weights held between forward and backward")
+        gathers = units[1]._all_gathers - before
+        expected = {ShardingStrategy.FULL_SHARD: (0, 1, 2, True), ShardingStrategy.SHARD_GRAD_OP: (40, 1, 1, False),
+                    ShardingStrategy.NO_SHARD: (0, 0, 0, False)}[strategy]
+        check((held, forward_gathers, gathers, released) == expected and first.weight.numel() == 0,
+              f"{strategy.name}: {held} gathered weights held between forward and backward, {forward_gathers} "
+              f"gathers in forward, {gathers} in all, pages released {released}")
         train(encoder, lambda m, s=strategy: FSDP(m, sharding_strategy=s, auto_wrap_policy=layer_policy),
               (2, 3, 8), adam, tol=1e-10, what=f"Transformer {strategy.name}")
 

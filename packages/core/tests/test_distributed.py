@@ -408,6 +408,24 @@ def test_fsdp_bad_configurations(single):
     assert isinstance(plain, nn.Linear) and isinstance(manual, FullyShardedDataParallel)
     assert [u.sharding_strategy for u in (manual, manual.module[0], manual.module[1])] == [
         ShardingStrategy.NO_SHARD, ShardingStrategy.NO_SHARD, ShardingStrategy.FULL_SHARD]
+    # FULL_SHARD regathers at the unit's outputs; a tensor that leaves the unit another way would
+    # meet released parameters in backward, which is an error, not zeros
+    class Leaky(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+
+        def forward(self, x: ember.Tensor) -> ember.Tensor:
+            self.side = self.lin(x * 2)
+            return self.lin(x)
+
+    leaky = FullyShardedDataParallel(Leaky())
+    out = leaky(x)
+    out.sum().backward()  # through the output: fine
+    leaky(x)
+    with pytest.raises(RuntimeError, match="backward reached the unit's parameters without passing through the "
+                                           "unit's outputs"):
+        leaky.module.side.sum().backward()
     nested = FullyShardedDataParallel(nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1)),
                                       auto_wrap_policy=ModuleWrapPolicy({nn.Linear}))
     inner = nested.module[0]

@@ -17,22 +17,30 @@ size and hands this rank's slice to the FlatParameter's .grad. Averaging per ran
 N equal batches equal one process on their concatenation. NO_SHARD keeps the whole flat tensor on
 every rank and all-reduces instead.
 
-Difference from PyTorch, by necessity: ember's autograd has no saved-tensor hooks, so the gathered
-parameters that forward's operations saved for backward stay alive until backward. FULL_SHARD drops
-the unit's own references after forward (so a forward without grad, e.g. evaluation, keeps only the
-shards) but cannot free what the autograd graph holds, and so it does not all-gather again before
-backward; under autograd its peak memory is SHARD_GRAD_OP's. The communication and the results are
-PyTorch's.
+Note [FSDP re-shard]: under FULL_SHARD, forward's operations save views of the gathered tensor for
+backward, so dropping references cannot free it (ember's autograd has no saved-tensor hooks). The
+gathered tensor therefore lives in its own private anonymous memory map: after forward its pages
+are handed back to the OS (madvise(MADV_DONTNEED); the views stay valid and read zeros, never
+out-of-bounds memory), and a hook on each output of the unit all-gathers into the same pages again
+when backward reaches it, before any of the unit's own backward steps run. The gather's backward
+checks that this happened (a tensor that left the unit other than through its outputs would
+otherwise see zeros) and releases the pages again. Dtypes NumPy cannot map (bfloat16, float8) keep
+an ordinary allocation, so with those as MixedPrecision.param_dtype FULL_SHARD holds the gathered
+parameters from forward to backward as SHARD_GRAD_OP does.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import mmap
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 import ember
 import ember.distributed as dist
@@ -67,22 +75,60 @@ class _ParamInfo:
     numel: int
 
 
+_NUMPY_DTYPES = {ember.float16: np.float16, ember.float32: np.float32, ember.float64: np.float64,
+                 ember.complex64: np.complex64, ember.complex128: np.complex128}
+
+
+class _Gathered:
+    """One forward's gathered flat parameter under FULL_SHARD (Note [FSDP re-shard])."""
+
+    def __init__(self, numel: int, dtype: ember.dtype) -> None:
+        np_dtype = _NUMPY_DTYPES.get(dtype)
+        if np_dtype is None:
+            self._map = None
+            self.tensor = ember.empty(numel, dtype=dtype)
+        else:
+            self._map = mmap.mmap(-1, max(numel * np.dtype(np_dtype).itemsize, 1),
+                                  flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            self.tensor = ember.from_numpy(np.frombuffer(self._map, dtype=np_dtype, count=numel))
+        self.live = True  # holds the gathered values
+
+    def release(self) -> None:
+        if self._map is not None:
+            self._map.madvise(mmap.MADV_DONTNEED)
+            self.live = False
+
+
 class _Unshard(ember.autograd.Function):
     """Note [FSDP autograd]."""
 
     @staticmethod
-    def forward(ctx: Any, shard: ember.Tensor, unit: FullyShardedDataParallel) -> ember.Tensor:
-        ctx.unit = unit
-        return unit._gather(shard, unit._param_dtype)
+    def forward(ctx: Any, shard: ember.Tensor, unit: FullyShardedDataParallel, gathered: _Gathered | None) -> ember.Tensor:
+        ctx.unit, ctx.gathered = unit, gathered
+        if gathered is None:
+            return unit._gather(shard, unit._param_dtype)
+        unit._gather(shard, unit._param_dtype, out=gathered.tensor)
+        return gathered.tensor
 
     @staticmethod
     def backward(ctx: Any, grad: ember.Tensor) -> tuple:
-        return ctx.unit._reduce_grad(grad), None
+        return ctx.unit._reduce_grad(grad, ctx.gathered), None, None
 
 
 _STATE_DICT_CONFIGS = {StateDictType.FULL_STATE_DICT: FullStateDictConfig,
                        StateDictType.LOCAL_STATE_DICT: LocalStateDictConfig,
                        StateDictType.SHARDED_STATE_DICT: ShardedStateDictConfig}
+
+
+def _tensors_in(obj: Any) -> Iterator[ember.Tensor]:
+    if isinstance(obj, ember.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors_in(o)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors_in(o)
 
 
 def _cast_inputs(obj: Any, dtype: ember.dtype) -> Any:
@@ -148,6 +194,8 @@ class FullyShardedDataParallel(nn.Module):
                     if b is not None and b.is_floating_point():
                         m._buffers[name] = b.to(mixed_precision.buffer_dtype)
         self._sync_grads = True
+        self._all_gathers = 0  # collectives this unit ran to gather its parameters
+        self._last_gathered: Callable[[], _Gathered | None] = lambda: None  # a weak reference
         self._pending_grad: ember.Tensor | None = None  # gradients accumulated under no_sync(), unsharded
         self._is_root = True
         self._flatten(module, ignored)
@@ -256,18 +304,34 @@ class FullyShardedDataParallel(nn.Module):
 
     # --- gathering and reducing (Note [FSDP autograd]) ---------------------------------------
 
-    def _gather(self, shard: ember.Tensor, dtype: ember.dtype | None) -> ember.Tensor:
+    def _gather(self, shard: ember.Tensor, dtype: ember.dtype | None, out: ember.Tensor | None = None) -> ember.Tensor:
         src = shard.detach()
         cast = dtype is not None and dtype != src.dtype
         if cast:
             src = src.to(dtype)
         if self.sharding_strategy == ShardingStrategy.NO_SHARD:
             return src if cast else src.clone()  # never the parameter's own memory
-        full = ember.empty(self._padded_numel, dtype=src.dtype)
+        full = ember.empty(self._padded_numel, dtype=src.dtype) if out is None else out
         dist.all_gather_into_tensor(full, src.contiguous(), group=self.process_group)
+        self._all_gathers += 1
         return full
 
-    def _reduce_grad(self, grad: ember.Tensor) -> ember.Tensor | None:
+    def _pre_backward(self, gathered: _Gathered) -> None:
+        """Output hook (Note [FSDP re-shard]): the parameters come back before the unit's backward."""
+        if not gathered.live:
+            with ember.no_grad():
+                self._gather(self.flat_param, self._param_dtype, out=gathered.tensor)
+            gathered.live = True
+
+    def _reduce_grad(self, grad: ember.Tensor, gathered: _Gathered | None = None) -> ember.Tensor | None:
+        if gathered is not None:
+            if not gathered.live:
+                raise RuntimeError(
+                    "FullyShardedDataParallel (FULL_SHARD): backward reached the unit's parameters without passing "
+                    "through the unit's outputs, so they were never gathered again and its gradients were computed "
+                    "from released memory; return every tensor that backward must reach from the wrapped module's "
+                    "forward, or use ShardingStrategy.SHARD_GRAD_OP")
+            gathered.release()  # the unit's backward is done (Note [FSDP re-shard])
         if self.sharding_strategy == ShardingStrategy.SHARD_GRAD_OP:
             self._free_params()  # kept from forward for this backward; done now
         if not self._sync_grads:
@@ -317,8 +381,12 @@ class FullyShardedDataParallel(nn.Module):
         if self.flat_param is None:
             return self._fsdp_wrapped_module(*args, **kwargs)
         track = ember.is_grad_enabled() and self.flat_param.requires_grad
+        gathered = None
+        if track and self.sharding_strategy == ShardingStrategy.FULL_SHARD:
+            gathered = _Gathered(self._padded_numel, self._param_dtype or self.flat_param.dtype)
+            self._last_gathered = weakref.ref(gathered)
         if track:
-            full = _Unshard.apply(self.flat_param, self)
+            full = _Unshard.apply(self.flat_param, self, gathered)
         else:
             with ember.no_grad():
                 full = self._gather(self.flat_param, self._param_dtype)
@@ -330,6 +398,12 @@ class FullyShardedDataParallel(nn.Module):
             raise
         if not track or self.sharding_strategy != ShardingStrategy.SHARD_GRAD_OP:
             self._free_params()
+        if gathered is not None:
+            hooked = [t for t in _tensors_in(out) if t.requires_grad]
+            for t in hooked:
+                t.register_hook(lambda grad, g=gathered: self._pre_backward(g))
+            if hooked:  # else backward cannot reach the unit, and its pages can go with it
+                gathered.release()
         return out
 
     def _check_root(self, what: str) -> None:
