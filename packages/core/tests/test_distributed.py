@@ -350,6 +350,8 @@ def test_fsdp_bad_configurations(single):
     with pytest.raises(ValueError, match="the parameters flattened into one unit must share dtype and requires_grad, "
                                          "but 1.weight is ember.float64"):
         FullyShardedDataParallel(nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2).double()))
+    with pytest.raises(TypeError, match="expected ignored_modules to hold nn.Modules, but got str"):
+        FullyShardedDataParallel(nn.Linear(2, 2), ignored_modules=["0"])
     with pytest.raises(TypeError, match="ModuleWrapPolicy: expected nn.Module subclasses, but got 3"):
         ModuleWrapPolicy({3})
     model = FullyShardedDataParallel(nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)),

@@ -160,7 +160,12 @@ class FullyShardedDataParallel(nn.Module):
         super().__init__()
         self._check_args(module, sharding_strategy, cpu_offload, auto_wrap_policy, backward_prefetch,
                          mixed_precision, param_init_fn, device_id)
-        ignored = set() if ignored_modules is None else {id(m) for ig in ignored_modules for m in ig.modules()}
+        ignored_modules = [] if ignored_modules is None else list(ignored_modules)
+        for ig in ignored_modules:
+            if not isinstance(ig, nn.Module):
+                raise TypeError(f"FullyShardedDataParallel: expected ignored_modules to hold nn.Modules, but got "
+                                f"{type(ig).__name__}")
+        ignored = {id(m) for ig in ignored_modules for m in ig.modules()}
         if auto_wrap_policy is not None:
             child_args = dict(process_group=process_group, sharding_strategy=sharding_strategy,
                               cpu_offload=cpu_offload, backward_prefetch=backward_prefetch,
