@@ -575,6 +575,7 @@ def job_fsdp(rank: int, world: int) -> None:
         FullStateDictConfig,
         LocalStateDictConfig,
         MixedPrecision,
+        ShardedStateDictConfig,
         ShardingStrategy,
         StateDictType,
     )
@@ -747,6 +748,19 @@ def job_fsdp(rank: int, world: int) -> None:
                                                                                         rank0_only=True)):
         only = fresh.state_dict()
     check((len(only) == 6) if rank == 0 else (only == {}), f"rank0_only state dict on rank {rank}: {list(only)}")
+    # sharded state dict: original names, this rank's chunk of each parameter's rows
+    with FSDP.state_dict_type(fresh, StateDictType.SHARDED_STATE_DICT, ShardedStateDictConfig()):
+        chunks = fresh.state_dict()
+        reloaded = FSDP(mlp(), auto_wrap_policy=size_policy)
+        with FSDP.state_dict_type(reloaded, StateDictType.SHARDED_STATE_DICT):
+            reloaded.load_state_dict(chunks)
+    rows = -(-8 // world)
+    check(list(chunks) == list(full) and all(bool((chunks[k] == full[k][rank * rows:(rank + 1) * rows]).all())
+                                             for k in ("0.weight", "0.bias", "2.weight"))
+          and chunks["4.bias"].shape == full["4.bias"][rank * -(-3 // world):(rank + 1) * -(-3 // world)].shape,
+          f"sharded state dict on rank {rank}: {[(k, tuple(v.shape)) for k, v in chunks.items()]}")
+    close(reloaded, full, "sharded state dict round trip", 0)
+
     # local state dict: the flat shards under the wrappers' names
     with FSDP.state_dict_type(fresh, StateDictType.LOCAL_STATE_DICT, LocalStateDictConfig()):
         local = fresh.state_dict()

@@ -364,10 +364,11 @@ def test_fsdp_bad_configurations(single):
     with pytest.raises(ValueError, match="the module contains no FSDP unit"):
         with FullyShardedDataParallel.state_dict_type(nn.Linear(2, 2), StateDictType.FULL_STATE_DICT):
             pass
-    with FullyShardedDataParallel.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
-        with pytest.raises(NotImplementedError, match="SHARDED_STATE_DICT stores ShardedTensors"):
-            model.state_dict()
     state = model.state_dict()
+    with FullyShardedDataParallel.state_dict_type(model, StateDictType.SHARDED_STATE_DICT):
+        with pytest.raises(RuntimeError, match=r"weight of Linear on rank 0 has shape \(2, 2\), but its chunk of a "
+                                               r"\(3, 2\) parameter over 1 ranks is \(3, 2\)"):
+            model.load_state_dict({**state, "0.weight": ember.zeros(2, 2)})
     assert list(state) == ["0.weight", "0.bias", "2.weight", "2.bias"]
     with pytest.raises(RuntimeError, match=r"missing keys \['2.bias'\], unexpected keys \['extra'\]"):
         model.load_state_dict({**{k: v for k, v in state.items() if k != "2.bias"}, "extra": ember.zeros(1)})

@@ -50,8 +50,9 @@ class CPUOffload:
 
 class StateDictType(enum.Enum):
     """FULL_STATE_DICT: the unsharded parameters under their original names (gathered on every rank).
-    LOCAL_STATE_DICT: each unit's local shard of its flat parameter. SHARDED_STATE_DICT needs
-    PyTorch's ShardedTensor, which ember does not have: using it raises NotImplementedError."""
+    SHARDED_STATE_DICT: the original names, each parameter's rows chunked across the ranks (this
+    rank's chunk, a plain tensor where PyTorch has a ShardedTensor). LOCAL_STATE_DICT: each unit's
+    local shard of its flat parameter."""
 
     FULL_STATE_DICT = enum.auto()
     LOCAL_STATE_DICT = enum.auto()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import mmap
 import weakref
 from collections import OrderedDict
@@ -118,6 +119,13 @@ class _Unshard(ember.autograd.Function):
 _STATE_DICT_CONFIGS = {StateDictType.FULL_STATE_DICT: FullStateDictConfig,
                        StateDictType.LOCAL_STATE_DICT: LocalStateDictConfig,
                        StateDictType.SHARDED_STATE_DICT: ShardedStateDictConfig}
+
+
+def _rows(rows: int, world: int, rank: int) -> tuple[int, int]:
+    """[start, stop) of the rows rank keeps when Tensor.chunk(world) splits `rows` rows."""
+    size = -(-rows // world)
+    start = min(rank * size, rows)
+    return start, min(start + size, rows)
 
 
 def _tensors_in(obj: Any) -> Iterator[ember.Tensor]:
@@ -681,27 +689,28 @@ class FullyShardedDataParallel(nn.Module):
             for u, (t, c) in zip(units, saved, strict=True):
                 u._state_dict_type, u._state_dict_config = t, c
 
-    def _check_state_dict_type(self) -> None:
-        if self._state_dict_type == StateDictType.SHARDED_STATE_DICT:
-            raise NotImplementedError("FullyShardedDataParallel: SHARDED_STATE_DICT stores ShardedTensors, which "
-                                      "ember does not have; use LOCAL_STATE_DICT (this rank's flat shards) or "
-                                      "FULL_STATE_DICT")
-
     def state_dict(self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:
         """FULL_STATE_DICT (the default): the original parameter names and full values, gathered
-        from every rank (every rank must call it); LOCAL_STATE_DICT: the units' flat shards."""
-        self._check_state_dict_type()
+        from every rank (every rank must call it); SHARDED_STATE_DICT: the original names, each
+        parameter's rows chunked across the ranks as Tensor.chunk(world_size) splits them, this
+        rank's chunk as a plain tensor (PyTorch wraps it in a ShardedTensor, which ember does not
+        have); LOCAL_STATE_DICT: the units' flat shards under the wrappers' names."""
         if self._state_dict_type == StateDictType.LOCAL_STATE_DICT:
             return super().state_dict(*args, destination=destination, prefix=prefix, keep_vars=keep_vars)
         if args:
             raise TypeError("state_dict() takes its arguments by keyword: destination, prefix, keep_vars")
         full = self._gather_full_params()
         out = OrderedDict() if destination is None else destination
-        if self._state_dict_config.rank0_only and self._rank != 0:
+        if getattr(self._state_dict_config, "rank0_only", False) and self._rank != 0:
             return out  # it took part in the gathers
+        sharded = self._state_dict_type == StateDictType.SHARDED_STATE_DICT
         for key, kind, m, name in self._entries(prefix):
             if kind == "owned":
-                out[key] = full[(id(m), name)]
+                t = full[(id(m), name)]
+                if sharded and t.dim() > 0:
+                    start, stop = _rows(t.shape[0], self._world, self._rank)
+                    t = t[start:stop].clone()
+                out[key] = t
             else:
                 t = m._parameters[name] if kind == "param" else m._buffers[name]
                 out[key] = t if keep_vars else t.detach()
@@ -723,6 +732,49 @@ class FullyShardedDataParallel(nn.Module):
                 for m, name, i in unit._shared:
                     values[(id(m), name)] = values[(id(unit._infos[i].module), unit._infos[i].name)]
         return values
+
+    def _unchunk(self, chunks: dict[tuple[int, str], ember.Tensor]) -> dict[tuple[int, str], ember.Tensor]:
+        """The full parameters from every rank's SHARDED_STATE_DICT chunks: per unit, each rank's
+        chunks, flattened and padded to the largest rank's share, travel in one all-gather."""
+        full: dict[tuple[int, str], ember.Tensor] = {}
+        world, rank = self._world, self._rank
+        for unit in self._units():  # the same order on every rank
+            if unit.flat_param is None or not all((id(i.module), i.name) in chunks for i in unit._infos):
+                continue
+            dtype = unit.flat_param.dtype
+            rows = [i for i in unit._infos if len(i.shape) > 0]
+            for info in unit._infos:
+                value = chunks[(id(info.module), info.name)]
+                expect = info.shape
+                if len(info.shape) > 0:
+                    start, stop = _rows(info.shape[0], world, rank)
+                    expect = (stop - start, *info.shape[1:])
+                if tuple(value.shape) != expect:
+                    raise RuntimeError(f"load_state_dict (SHARDED_STATE_DICT): {info.name} of "
+                                       f"{type(info.module).__name__} on rank {rank} has shape {tuple(value.shape)}, "
+                                       f"but its chunk of a {info.shape} parameter over {world} ranks is {expect}")
+                if len(info.shape) == 0:
+                    full[(id(info.module), info.name)] = value.to(dtype)
+            row_numel = [math.prod(i.shape[1:]) for i in rows]
+            share = [sum((_rows(i.shape[0], world, r)[1] - _rows(i.shape[0], world, r)[0]) * n
+                         for i, n in zip(rows, row_numel, strict=True)) for r in range(world)]
+            width = max(share)
+            if width == 0:
+                continue
+            mine = [chunks[(id(i.module), i.name)].reshape(-1).to(dtype) for i in rows]
+            mine.append(ember.zeros(width - share[rank], dtype=dtype))
+            gathered = ember.empty(world * width, dtype=dtype)
+            dist.all_gather_into_tensor(gathered, ember.cat(mine), group=unit.process_group)
+            at = [r * width for r in range(world)]
+            pieces: list[list[ember.Tensor]] = [[] for _ in rows]
+            for r in range(world):
+                for k, (info, n) in enumerate(zip(rows, row_numel, strict=True)):
+                    start, stop = _rows(info.shape[0], world, r)
+                    pieces[k].append(gathered[at[r]:at[r] + (stop - start) * n])
+                    at[r] += (stop - start) * n
+            for info, parts in zip(rows, pieces, strict=True):
+                full[(id(info.module), info.name)] = ember.cat(parts).view(info.shape)
+        return full
 
     def _entries(self, prefix: str = "") -> list[tuple[str, str, nn.Module, str]]:
         """(original name, kind, module, attribute) for the parameters and buffers of the original
@@ -753,8 +805,8 @@ class FullyShardedDataParallel(nn.Module):
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False) -> Any:
         """Loads what state_dict() gave under the same StateDictType; under FULL_STATE_DICT every
-        rank passes the full dictionary and keeps its shard of it."""
-        self._check_state_dict_type()
+        rank passes the full dictionary and keeps its shard of it; under SHARDED_STATE_DICT each
+        rank passes its own chunks (the same world size), which are all-gathered."""
         if self._state_dict_type == StateDictType.LOCAL_STATE_DICT:
             return super().load_state_dict(state_dict, strict=strict, assign=assign)
         entries = self._entries()
@@ -780,6 +832,8 @@ class FullyShardedDataParallel(nn.Module):
                     raise RuntimeError(f"load_state_dict: {key} has shape {tuple(value.shape)}, but the model's "
                                        f"has {tuple(target.shape)}")
                 target.copy_(value)
+            if self._state_dict_type == StateDictType.SHARDED_STATE_DICT:
+                values = self._unchunk(values)
             for unit in self._units():
                 if unit.flat_param is None or not all((id(i.module), i.name) in values for i in unit._infos):
                     continue  # a unit with a missing entry (strict=False) keeps its values
