@@ -4,8 +4,9 @@ Note [DDP buckets]: the parameters that require grad are grouped into buckets of
 bucket_cap_mb (one dtype each), in reverse registration order, which roughly follows the order
 in which backward produces their gradients. A post-accumulate-grad hook marks a parameter ready;
 once a bucket is all ready its gradients are flattened and averaged by an asynchronous all-reduce
-(Note [DDP communication hooks]) while backward goes on. Buckets start strictly in index order on every rank (a later bucket that is ready
-first waits for the earlier ones), so the collectives match across ranks. The hook that completes
+(Note [DDP communication hooks]) while backward goes on. Buckets start strictly in index order on
+every rank (a later bucket that is ready first waits for the earlier ones), so the collectives
+match across ranks. The hook that completes
 the last bucket waits for them all and writes the averages back into .grad.
 
 Note [DDP communication hooks]: "average a bucket" is itself a hook, hook(state, GradBucket) ->
