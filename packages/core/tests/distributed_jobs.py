@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 
@@ -469,6 +470,16 @@ def job_ddp_hooks(rank: int, world: int) -> None:
                 check(g.dtype == ember.float32 and err(g, r) <= rel * scale + 1e-6,
                       f"{hook.__name__} step {step}: error {err(g, r)} vs scale {scale}")
 
+    # the wrappers: fp16_compress_wrapper(allreduce_hook) is fp16_compress_hook, bit for bit
+    wrapped = DDP(mlp(ember.float32), bucket_cap_mb=cap)
+    wrapped.register_comm_hook(None, dh.fp16_compress_wrapper(dh.allreduce_hook))
+    direct = DDP(mlp(ember.float32), bucket_cap_mb=cap)
+    direct.register_comm_hook(None, dh.fp16_compress_hook)
+    train(wrapped, 3, ember.float32)
+    train(direct, 3, ember.float32)
+    for p, q in zip(wrapped.parameters(), direct.parameters(), strict=True):
+        check(p.dtype == ember.float32 and bool((p == q).all()), f"fp16_compress_wrapper: off by {err(p, q)}")
+
     # PowerSGD with a rank at least each matrix's full rank, compressing every matrix: the same
     # average as plain all-reduce (up to rounding), for 8 compressed steps after 2 plain ones
     state = psgd.PowerSGDState(None, matrix_approximation_rank=8, start_powerSGD_iter=2, min_compression_rate=0,
@@ -481,16 +492,38 @@ def job_ddp_hooks(rank: int, world: int) -> None:
     for p, q in zip(full.parameters(), plain.parameters(), strict=True):
         check(err(p, q) < 1e-9, f"full-rank PowerSGD vs plain averaging: max difference {err(p, q)}")
 
+    # batched PowerSGD at full rank on a bucket that is exactly a square (a 4 x 4 weight, whose
+    # gradient over 8 samples has full rank): plain averaging again
+    def square(hook_state) -> nn.Module:
+        ember.manual_seed(3)
+        net = DDP(nn.Linear(4, 4, bias=False).double())
+        if hook_state is not None:
+            net.register_comm_hook(hook_state, psgd.batched_powerSGD_hook)
+        opt = ember.optim.SGD(net.parameters(), lr=0.1)
+        for step in range(10):
+            g = ember.Generator()
+            g.manual_seed(40 + step * world + rank)
+            x, y = ember.randn(4, 4, generator=g, dtype=ember.float64), ember.randn(4, 4, generator=g, dtype=ember.float64)
+            opt.zero_grad()
+            ((net(x) - y) ** 2).mean().backward()
+            opt.step()
+        return net
+
+    bstate = psgd.PowerSGDState(None, matrix_approximation_rank=4, start_powerSGD_iter=2, random_seed=4)
+    a, b = square(bstate).module.weight, square(None).module.weight
+    check(bstate.iter == 10 and bstate.compression_stats()[1:] == (8 * 16, 8 * 32) and err(a, b) < 1e-9,
+          f"full-rank batched PowerSGD vs plain averaging: {bstate.compression_stats()}, off by {err(a, b)}")
+
     # PowerSGD at rank 1 with error feedback on a regression task: after 150 SGD steps the loss is
     # within 25% (+0.002) of plain DDP's, and both lie far below the starting loss
-    def regression(hook_state) -> tuple[float, float]:
+    def regression(hook_state, hook=None) -> tuple[float, float]:
         ember.manual_seed(11)
         teacher = nn.Sequential(nn.Linear(16, 24), nn.Tanh(), nn.Linear(24, 1)).double()
         ember.manual_seed(12)
         net = DDP(nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(),
                                 nn.Linear(32, 1)).double())
-        if hook_state is not None:
-            net.register_comm_hook(hook_state, psgd.powerSGD_hook)
+        if hook is not None:
+            net.register_comm_hook(hook_state, hook)
         g = ember.Generator()
         g.manual_seed(99)
         xs = ember.randn(world, 64, 16, generator=g, dtype=ember.float64)
@@ -511,13 +544,258 @@ def job_ddp_hooks(rank: int, world: int) -> None:
     start, plain_loss = regression(None)
     low = psgd.PowerSGDState(None, matrix_approximation_rank=1, start_powerSGD_iter=10, use_error_feedback=True,
                              warm_start=True, random_seed=5)
-    start_low, low_loss = regression(low)
+    start_low, low_loss = regression(low, psgd.powerSGD_hook)
     rate = low.compression_stats()[0]
+    _, fp16_loss = regression(None, dh.fp16_compress_hook)
+    batched_state = psgd.PowerSGDState(None, matrix_approximation_rank=4, start_powerSGD_iter=10, random_seed=5)
+    _, batched_loss = regression(batched_state, psgd.batched_powerSGD_hook)
+    batched_rate = batched_state.compression_stats()[0]
     print(f"regression: start {start:.4f}, plain DDP {plain_loss:.5f}, PowerSGD rank 1 {low_loss:.5f} "
-          f"(compression rate {rate:.2f})", flush=True)
+          f"(compression rate {rate:.2f}), fp16 {fp16_loss:.5f}, batched PowerSGD rank 4 {batched_loss:.5f} "
+          f"(compression rate {batched_rate:.2f})", flush=True)
+    check(batched_rate > 2 and batched_loss <= 1.25 * plain_loss + 0.002,
+          f"batched PowerSGD rank 4 loss {batched_loss} vs plain DDP {plain_loss} (rate {batched_rate})")
+    check(abs(fp16_loss - plain_loss) <= 0.05 * plain_loss, f"fp16 hook loss {fp16_loss} vs plain DDP {plain_loss}")
     check(start == start_low and rate > 2, f"starting losses {start} {start_low}, rate {rate}")
     check(plain_loss < 0.1 * start and low_loss <= 1.25 * plain_loss + 0.002,
           f"PowerSGD rank 1 loss {low_loss} vs plain DDP {plain_loss} (start {start})")
+
+
+def job_fsdp(rank: int, world: int) -> None:
+    """FSDP on `world` processes against one process on the whole batch (float64): an MLP (size-based
+    auto-wrap, 10 SGD steps) and a Transformer encoder layer (transformer auto-wrap, 10 Adam steps)
+    under each ShardingStrategy; full and local state dicts round-trip; MixedPrecision, CPUOffload,
+    ignored_modules, sync_module_states."""
+    import functools
+
+    from ember import nn
+    from ember.distributed.fsdp import (
+        CPUOffload,
+        FlatParameter,
+        FullStateDictConfig,
+        LocalStateDictConfig,
+        MixedPrecision,
+        ShardedStateDictConfig,
+        ShardingStrategy,
+        StateDictType,
+    )
+    from ember.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from ember.distributed.fsdp.wrap import (
+        ModuleWrapPolicy,
+        size_based_auto_wrap_policy,
+        transformer_auto_wrap_policy,
+    )
+
+    def mlp() -> nn.Module:
+        return nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 3)).double()
+
+    def encoder() -> nn.Module:
+        return nn.Sequential(nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
+                                                        batch_first=True), nn.Linear(8, 3)).double()
+
+    def data(step: int, shape) -> tuple[ember.Tensor, ember.Tensor]:
+        g = ember.Generator()
+        g.manual_seed(900 + step)
+        x = ember.randn(world * shape[0], *shape[1:], generator=g, dtype=ember.float64)
+        return x, ember.randn(*x.shape[:-1], 3, generator=g, dtype=ember.float64)
+
+    def shard(t: ember.Tensor) -> ember.Tensor:
+        n = t.shape[0] // world
+        return t[rank * n:(rank + 1) * n]
+
+    def close(model: nn.Module, ref: Any, what: str, tol: float = 1e-12) -> None:
+        got, want = model.state_dict(), ref if isinstance(ref, dict) else ref.state_dict()
+        check(list(got) == list(want), f"{what}: keys {list(got)} vs {list(want)}")
+        for k in want:
+            err = float((got[k].double() - want[k].double()).abs().max())
+            check(err <= tol, f"{what}: {k} off by {err}")
+
+    def train(make, wrap, shape, opt_cls, steps=10, tol=1e-12, what=""):
+        ember.manual_seed(0)
+        ref = make()
+        ember.manual_seed(1 + rank)
+        model = wrap(make())
+        model.load_state_dict(ref.state_dict())  # every rank passes the full state dict
+        opt, ref_opt = opt_cls(model.parameters()), opt_cls(ref.parameters())
+        for step in range(steps):
+            x, y = data(step, shape)
+            opt.zero_grad()
+            ((model(shard(x)) - shard(y)) ** 2).mean().backward()
+            opt.step()
+            ref_opt.zero_grad()
+            ((ref(x) - y) ** 2).mean().backward()
+            ref_opt.step()
+        close(model, ref, what, tol)
+        return model, ref
+
+    size_policy = functools.partial(size_based_auto_wrap_policy, min_num_params=40)
+    layer_policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={nn.TransformerEncoderLayer})
+    sgd = functools.partial(ember.optim.SGD, lr=0.1, momentum=0.9)
+    adam = functools.partial(ember.optim.Adam, lr=1e-2)
+    for strategy in ShardingStrategy:
+        mlp_fsdp, mlp_ref = train(mlp, lambda m, s=strategy: FSDP(m, sharding_strategy=s, auto_wrap_policy=size_policy),
+                                  (4, 5), sgd, what=f"MLP {strategy.name}")
+        units = [m for m in mlp_fsdp.modules() if isinstance(m, FSDP)]
+        flat = [p for p in mlp_fsdp.parameters()]
+        sizes = [u._numel for u in units if u.flat_param is not None]
+        share = (lambda n: n) if strategy == ShardingStrategy.NO_SHARD else (lambda n: -(-n // world))
+        check(len(units) == 3 and sorted(sizes) == [27, 48, 72] and all(isinstance(p, FlatParameter) for p in flat)
+              and sorted(p.numel() for p in flat) == sorted(share(n) for n in sizes),
+              f"{strategy.name}: units {len(units)}, sizes {sizes}, local {[p.numel() for p in flat]}")
+        # 1e-10: the key projection's bias has a gradient of pure rounding noise (softmax ignores it),
+        # which Adam's division by sqrt(v) + eps scales up by ~1/eps
+        # the gathered parameters: released after forward and gathered again before backward
+        # (FULL_SHARD: the pages go back to the OS, so the saved views read zeros in between), or
+        # kept until backward (SHARD_GRAD_OP); NO_SHARD gathers nothing
+        first = units[1].module  # Linear(5, 8)
+        before = units[1]._all_gathers
+        loss = mlp_fsdp(ember.ones(2, 5, dtype=ember.float64)).sum()
+        held, forward_gathers = first.weight.numel(), units[1]._all_gathers - before
+        gathered = units[1]._last_gathered()
+        released = gathered is not None and not gathered.live and float(gathered.tensor.abs().sum()) == 0
+        loss.backward()
+        gathers = units[1]._all_gathers - before
+        expected = {ShardingStrategy.FULL_SHARD: (0, 1, 2, True), ShardingStrategy.SHARD_GRAD_OP: (40, 1, 1, False),
+                    ShardingStrategy.NO_SHARD: (0, 0, 0, False)}[strategy]
+        check((held, forward_gathers, gathers, released) == expected and first.weight.numel() == 0,
+              f"{strategy.name}: {held} gathered weights held between forward and backward, {forward_gathers} "
+              f"gathers in forward, {gathers} in all, pages released {released}")
+        train(encoder, lambda m, s=strategy: FSDP(m, sharding_strategy=s, auto_wrap_policy=layer_policy),
+              (2, 3, 8), adam, tol=1e-10, what=f"Transformer {strategy.name}")
+
+    # no_sync accumulation, clip_grad_norm_ (inf, then 2) and summon_full_params on FULL_SHARD
+    ember.manual_seed(0)
+    ref = mlp()
+    model = FSDP(mlp(), auto_wrap_policy=size_policy)
+    model.load_state_dict(ref.state_dict())
+    for k in range(2):
+        x, y = data(200 + k, (2, 5))
+        with model.no_sync() if k == 0 else contextlib.nullcontext():
+            ((model(shard(x)) - shard(y)) ** 2).mean().backward()
+        ((ref(x) - y) ** 2).mean().backward()
+    inf_norm = model.clip_grad_norm_(1e9, float("inf"))
+    ref_inf = nn.utils.get_total_norm([p.grad for p in ref.parameters()], float("inf"))
+    norm = model.clip_grad_norm_(0.05)
+    ref_norm = nn.utils.clip_grad_norm_(ref.parameters(), 0.05)
+    check(abs(float(inf_norm) - float(ref_inf)) < 1e-12 and abs(float(norm) - float(ref_norm)) < 1e-12
+          and float(ref_norm) > 0.05, f"clip_grad_norm_: {inf_norm} {ref_inf}, {norm} {ref_norm}")
+    ember.optim.SGD(model.parameters(), lr=0.5).step()
+    ember.optim.SGD(ref.parameters(), lr=0.5).step()
+    close(model, ref, "no_sync accumulation, then clipping")
+    with FSDP.summon_full_params(model):
+        linear = model.module[0].module
+        check(linear.weight.shape == (8, 5), f"summon_full_params: weight of shape {linear.weight.shape}")
+        err = float((linear.weight - ref[0].weight).abs().max())
+        linear.weight.mul_(2)
+    with ember.no_grad():
+        ref[0].weight.mul_(2)
+    check(err < 1e-12 and linear.weight.numel() == 0, f"summon_full_params: off by {err}")
+    close(model, ref, "summon_full_params writeback")
+
+    # optimizer state: full_optim_state_dict consolidates Adam's shards under the original
+    # parameters' ids; shard_full_optim_state_dict hands a fresh model's optimizer its share
+    def step(m: nn.Module, o: Any, x: ember.Tensor, y: ember.Tensor) -> None:
+        o.zero_grad()
+        ((m(x) - y) ** 2).mean().backward()
+        o.step()
+
+    ember.manual_seed(0)
+    ref = mlp()
+    model = FSDP(mlp(), auto_wrap_policy=size_policy)
+    model.load_state_dict(ref.state_dict())
+    opt, ref_opt = adam(model.parameters()), adam(ref.parameters())
+    for k in range(3):
+        x, y = data(300 + k, (2, 5))
+        step(model, opt, shard(x), shard(y))
+        step(ref, ref_opt, x, y)
+    full_osd = FSDP.full_optim_state_dict(model, opt, rank0_only=False)
+    ref_osd = ref_opt.state_dict()
+    check(full_osd["param_groups"][0]["params"] == list(range(6)) and sorted(full_osd["state"]) == list(range(6))
+          and full_osd["param_groups"][0]["lr"] == 1e-2, f"full optimizer state dict: {full_osd['param_groups']}")
+    for uid in range(6):
+        for key in ("step", "exp_avg", "exp_avg_sq"):
+            got, want = full_osd["state"][uid][key], ref_osd["state"][uid][key]
+            check(got.shape == want.shape and float((got - want).abs().max()) < 1e-12,
+                  f"full optimizer state {uid} {key}: {got} vs {want}")
+    only = FSDP.full_optim_state_dict(model, opt)
+    check(len(only["state"]) == 6 if rank == 0 else only == {}, f"rank0_only optimizer state on rank {rank}")
+    fresh = FSDP(mlp(), auto_wrap_policy=size_policy)
+    scattered = FSDP(mlp(), auto_wrap_policy=size_policy)
+    fresh.load_state_dict(model.state_dict())
+    scattered.load_state_dict(model.state_dict())
+    fresh_opt, scattered_opt = adam(fresh.parameters()), adam(scattered.parameters())
+    fresh_opt.load_state_dict(FSDP.shard_full_optim_state_dict(full_osd, fresh))
+    scattered_opt.load_state_dict(FSDP.scatter_full_optim_state_dict(only if rank == 0 else None, scattered))
+    for k in range(2):
+        x, y = data(400 + k, (2, 5))
+        step(fresh, fresh_opt, shard(x), shard(y))
+        step(scattered, scattered_opt, shard(x), shard(y))
+        step(ref, ref_opt, x, y)
+    close(fresh, ref, "training resumed from the sharded full optimizer state dict")
+    close(scattered, ref, "training resumed from the scattered full optimizer state dict")
+
+    # full state dict: a fresh model loads it and then computes what the reference does
+    full = mlp_fsdp.state_dict()
+    ember.manual_seed(50 + rank)
+    fresh = FSDP(mlp(), auto_wrap_policy=size_policy)
+    fresh.load_state_dict(full)
+    close(fresh, full, "full state dict round trip", 0)
+    x, _ = data(77, (4, 5))
+    out = fresh(shard(x))
+    err = float((out - mlp_ref(shard(x))).abs().max())
+    check(err < 1e-12, f"output after loading the full state dict: off by {err}")
+    with FSDP.state_dict_type(fresh, StateDictType.FULL_STATE_DICT, FullStateDictConfig(offload_to_cpu=True,
+                                                                                        rank0_only=True)):
+        only = fresh.state_dict()
+    check((len(only) == 6) if rank == 0 else (only == {}), f"rank0_only state dict on rank {rank}: {list(only)}")
+    # sharded state dict: original names, this rank's chunk of each parameter's rows
+    with FSDP.state_dict_type(fresh, StateDictType.SHARDED_STATE_DICT, ShardedStateDictConfig()):
+        chunks = fresh.state_dict()
+        reloaded = FSDP(mlp(), auto_wrap_policy=size_policy)
+        with FSDP.state_dict_type(reloaded, StateDictType.SHARDED_STATE_DICT):
+            reloaded.load_state_dict(chunks)
+    rows = -(-8 // world)
+    check(list(chunks) == list(full) and all(bool((chunks[k] == full[k][rank * rows:(rank + 1) * rows]).all())
+                                             for k in ("0.weight", "0.bias", "2.weight"))
+          and chunks["4.bias"].shape == full["4.bias"][rank * -(-3 // world):(rank + 1) * -(-3 // world)].shape,
+          f"sharded state dict on rank {rank}: {[(k, tuple(v.shape)) for k, v in chunks.items()]}")
+    close(reloaded, full, "sharded state dict round trip", 0)
+
+    # local state dict: the flat shards under the wrappers' names
+    with FSDP.state_dict_type(fresh, StateDictType.LOCAL_STATE_DICT, LocalStateDictConfig()):
+        local = fresh.state_dict()
+        other = FSDP(mlp(), auto_wrap_policy=size_policy)
+        with FSDP.state_dict_type(other, StateDictType.LOCAL_STATE_DICT):
+            other.load_state_dict(local)
+    check(sorted(local) == ["_fsdp_wrapped_module.0.flat_param", "_fsdp_wrapped_module.2.flat_param", "flat_param"]
+          and local["flat_param"].numel() == -(-27 // world), f"local state dict {[(k, v.shape) for k, v in local.items()]}")
+    close(other, full, "local state dict round trip", 0)
+
+    # MixedPrecision: compute in float32, shards and their gradients stay float64
+    mp = MixedPrecision(param_dtype=ember.float32, reduce_dtype=ember.float32, buffer_dtype=ember.float32)
+    model, _ = train(mlp, lambda m: FSDP(m, mixed_precision=mp, auto_wrap_policy=ModuleWrapPolicy({nn.Linear})),
+                     (4, 5), sgd, steps=3, tol=1e-5, what="MixedPrecision")
+    check(model(ember.zeros(2, 5, dtype=ember.float64)).dtype == ember.float32
+          and all(p.dtype == ember.float64 and p.grad.dtype == ember.float64 for p in model.parameters()),
+          "MixedPrecision dtypes")
+    bn = FSDP(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).double(), mixed_precision=mp)
+    check(bn.module[1].running_mean.dtype == ember.float32, "buffer_dtype casts buffers")
+
+    # CPUOffload is a flag on CPU; ignored_modules keep their parameters whole and unsynchronized
+    train(mlp, lambda m: FSDP(m, cpu_offload=CPUOffload(offload_params=True)), (4, 5), sgd, steps=3,
+          what="CPUOffload")
+    net = mlp()
+    ignored = FSDP(net, ignored_modules=[net[4]])
+    names = [n for n, _ in ignored.named_parameters()]
+    check(names == ["flat_param", "_fsdp_wrapped_module.4.weight", "_fsdp_wrapped_module.4.bias"]
+          and ignored.flat_param.numel() == -(-120 // world), f"ignored_modules: {names}, {ignored.flat_param.numel()}")
+
+    # sync_module_states: every rank starts from rank 0's weights
+    ember.manual_seed(rank)
+    synced = FSDP(mlp(), sync_module_states=True).state_dict()
+    ember.manual_seed(0)
+    for k, v in mlp().state_dict().items():
+        check(bool((synced[k] == v).all()), f"sync_module_states: {k}")
 
 
 def _store_flag_set(key: str) -> None:
@@ -528,8 +806,8 @@ def _store_flag_wait(key: str) -> None:
     dist.distributed_c10d._world.store.wait([key], timedelta(seconds=30))
 
 
-JOBS = {"collectives": job_collectives, "ddp": job_ddp, "ddp_hooks": job_ddp_hooks, "timeout": job_timeout, "killed_peer": job_killed_peer}
-TIMEOUTS = {"collectives": 60, "ddp": 60, "ddp_hooks": 60, "timeout": 60, "killed_peer": 60}
+JOBS = {"collectives": job_collectives, "ddp": job_ddp, "ddp_hooks": job_ddp_hooks, "fsdp": job_fsdp, "timeout": job_timeout, "killed_peer": job_killed_peer}
+TIMEOUTS = {"collectives": 60, "ddp": 60, "ddp_hooks": 60, "fsdp": 60, "timeout": 60, "killed_peer": 60}
 
 
 if __name__ == "__main__":

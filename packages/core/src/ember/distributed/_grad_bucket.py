@@ -47,3 +47,10 @@ class GradBucket:
             out.append(self._buffer[at:at + p.numel()].view(p.shape))
             at += p.numel()
         return out
+
+    # PyTorch 1.8/1.9's names, which hooks written for those releases call.
+    get_index = index
+    get_tensor = buffer
+    set_tensor = set_buffer
+    is_the_last_bucket_to_allreduce = is_last
+    get_per_parameter_tensors = gradients

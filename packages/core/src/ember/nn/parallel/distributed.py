@@ -4,8 +4,9 @@ Note [DDP buckets]: the parameters that require grad are grouped into buckets of
 bucket_cap_mb (one dtype each), in reverse registration order, which roughly follows the order
 in which backward produces their gradients. A post-accumulate-grad hook marks a parameter ready;
 once a bucket is all ready its gradients are flattened and averaged by an asynchronous all-reduce
-(Note [DDP communication hooks]) while backward goes on. Buckets start strictly in index order on every rank (a later bucket that is ready
-first waits for the earlier ones), so the collectives match across ranks. The hook that completes
+(Note [DDP communication hooks]) while backward goes on. Buckets start strictly in index order on
+every rank (a later bucket that is ready first waits for the earlier ones), so the collectives
+match across ranks. The hook that completes
 the last bucket waits for them all and writes the averages back into .grad.
 
 Note [DDP communication hooks]: "average a bucket" is itself a hook, hook(state, GradBucket) ->
@@ -41,6 +42,7 @@ __all__ = ["DistributedDataParallel"]
 class _Bucket:
     def __init__(self, params: list) -> None:
         self.params = params
+        self.index = 0
         self.pending = 0
         self.flat: ember.Tensor | None = None
         self.future: Future | None = None
@@ -94,6 +96,8 @@ class DistributedDataParallel(Module):
         self._names = {id(p): n for n, p in named}
         self._sync_module_states()
         self._buckets = self._make_buckets([p for _, p in named], bucket_cap_mb * 1024 * 1024)
+        for i, b in enumerate(self._buckets):
+            b.index = i
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
         self._expecting = False  # a backward of a synced forward is due
         self._next_bucket = 0
@@ -236,7 +240,7 @@ class DistributedDataParallel(Module):
             parts = [(p.grad if p.grad is not None and id(p) in self._used else ember.zeros_like(p)).reshape(-1)
                      for p in bucket.params]
             bucket.flat = ember.cat(parts)
-        index = self._buckets.index(bucket)
+        index = bucket.index
         grad_bucket = dist.GradBucket(index, bucket.flat, bucket.params, index == len(self._buckets) - 1)
         with ember.no_grad():
             if self._comm_hook is None:

@@ -8,7 +8,8 @@ split into matrices worth compressing (each gradient of rank >= 2, seen as an n 
 averaged uncompressed in one all-reduce. For each M, with Q (m x r) either random (the same seed on
 every rank) or last step's (warm start):
     P = M Q; all-reduce P; orthonormalize P's columns; Q = M^T P; all-reduce Q; M ~ P Q^T / world.
-Only P and Q travel: (n + m) r numbers instead of n m. With error feedback, the difference between
+Only P and Q travel: (n + m) r numbers instead of n m. batched_powerSGD_hook instead views the whole
+bucket, zero-padded, as one square matrix (coarser, one pair of all-reduces per bucket in all). With error feedback, the difference between
 this rank's input and the result it gets back is added to the next step's gradients, so what
 compression drops is delayed, not lost.
 """
@@ -16,6 +17,7 @@ compression drops is delayed, not lost.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import numpy as np
@@ -26,7 +28,7 @@ from ember.futures import Future
 
 from . import default_hooks
 
-__all__ = ["PowerSGDState", "powerSGD_hook"]
+__all__ = ["PowerSGDState", "batched_powerSGD_hook", "powerSGD_hook"]
 
 logger = logging.getLogger(__name__)
 
@@ -206,7 +208,8 @@ def powerSGD_hook(state: PowerSGDState, bucket: dist.GradBucket) -> Future:  # n
         for g in uncompressed:
             g.copy_(averaged[at:at + g.numel()].view(g.shape))
             at += g.numel()
-        dist.all_reduce(p_flat, group=group, async_op=True).get_future().wait()
+        if matrices:  # the same on every rank: the buckets are
+            dist.all_reduce(p_flat, group=group, async_op=True).get_future().wait()
 
     def orthogonalize_and_reduce_qs(fut: Future) -> None:
         fut.value()  # raises if the previous stage failed
@@ -214,7 +217,8 @@ def powerSGD_hook(state: PowerSGDState, bucket: dist.GradBucket) -> Future:  # n
             _orthogonalize(p, state.orthogonalization_epsilon)
         for (m, _), p, q in zip(matrices, ps, qs, strict=True):
             ember.matmul(m.t(), p, out=q)
-        dist.all_reduce(q_flat, group=group, async_op=True).get_future().wait()
+        if matrices:
+            dist.all_reduce(q_flat, group=group, async_op=True).get_future().wait()
 
     def decompress(fut: Future) -> ember.Tensor:
         fut.value()
@@ -230,3 +234,62 @@ def powerSGD_hook(state: PowerSGDState, bucket: dist.GradBucket) -> Future:  # n
         return buffer
 
     return first.then(unpack_and_reduce_ps).then(orthogonalize_and_reduce_qs).then(decompress)
+
+
+def batched_powerSGD_hook(state: PowerSGDState, bucket: dist.GradBucket) -> Future:  # noqa: N802 - torch's name
+    """PowerSGD on the whole bucket at once: its gradients, zero-padded to s * s elements with
+    s = ceil(sqrt(numel)), form one s x s matrix (Note [PowerSGD step]; min_compression_rate does not
+    apply). Cheaper to run than powerSGD_hook, usually less accurate at the same rank."""
+    group = state.process_group
+    world = dist.get_world_size(group)
+    buffer = bucket.buffer()
+    if state.iter < state.start_powerSGD_iter:
+        state.maybe_increase_iter(bucket)
+        return default_hooks._allreduce_fut(group, buffer)
+
+    index, dtype, numel = bucket.index(), buffer.dtype, buffer.numel()
+    side = math.isqrt(numel - 1) + 1 if numel > 0 else 0
+    rank = min(side, state.matrix_approximation_rank)
+    padded = ember.zeros(side * side, dtype=dtype)
+    padded[:numel].copy_(buffer)
+    if state.use_error_feedback:
+        error = state.error_dict.get(index)
+        if error is not None and error.numel() == padded.numel():
+            padded.add_(error)
+        else:
+            state.error_dict[index] = ember.zeros_like(padded)
+        local = padded.clone()
+    state.total_numel_before_compression += side * side
+    state.total_numel_after_compression += 2 * side * rank
+    matrix = padded.view(side, side)
+    p_flat, _ = _flat_memory(state.p_memory_dict, index, side * rank, dtype)
+    q_flat, q_new = _flat_memory(state.q_memory_dict, index, side * rank, dtype)
+    p, q = p_flat.view(side, rank), q_flat.view(side, rank)
+    if q_new or not state.warm_start:
+        gen = ember.Generator()
+        gen.manual_seed(int(state.rng.randint(1_000_000_000)))
+        q.copy_(ember.randn(q.shape, generator=gen, dtype=dtype))
+        _orthogonalize(q, state.orthogonalization_epsilon)
+    ember.matmul(matrix, q, out=p)
+
+    def orthogonalize_and_reduce_q(fut: Future) -> None:
+        fut.value()
+        _orthogonalize(p, state.orthogonalization_epsilon)
+        ember.matmul(matrix.t(), p, out=q)
+        dist.all_reduce(q_flat, group=group, async_op=True).get_future().wait()
+
+    def decompress(fut: Future) -> ember.Tensor:
+        fut.value()
+        matrix.copy_(ember.matmul(p, q.t()).div_(world))
+        if state.use_error_feedback:
+            state.error_dict[index] = local - padded
+        if not state.warm_start:
+            state.p_memory_dict.pop(index, None)
+            state.q_memory_dict.pop(index, None)
+        buffer.copy_(padded[:numel])
+        state._report(bucket)
+        state.maybe_increase_iter(bucket)
+        return buffer
+
+    first = dist.all_reduce(p_flat, group=group, async_op=True).get_future()
+    return first.then(orthogonalize_and_reduce_q).then(decompress)
