@@ -26,7 +26,7 @@ _SUPPORTED_CORE = (">=0.2", "<0.3")
 def _check_core() -> None:
     wanted = ",".join(_SUPPORTED_CORE)
     try:
-        import ember
+        import ember  # noqa: F401  (the ImportError names the missing core)
         from ember.utils._packages import check_supported_core
     except ImportError as error:
         raise ImportError(f"embervision {__version__} needs ember {wanted} ({error}): pip install 'ember{wanted}'; "
