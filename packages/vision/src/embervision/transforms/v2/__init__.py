@@ -1,0 +1,45 @@
+"""Transforms v2 (torchvision.transforms.v2): transforms that act jointly on images, videos,
+masks and bounding boxes, dispatching per input type (Note [v2 input rules] in ``_transform.py``).
+"""
+
+from .._modes import InterpolationMode
+from . import functional
+from ._color import (
+    ColorJitter,
+    Grayscale,
+    RandomAdjustSharpness,
+    RandomAutocontrast,
+    RandomEqualize,
+    RandomGrayscale,
+    RandomInvert,
+    RandomPosterize,
+    RandomSolarize,
+)
+from ._container import Compose, RandomApply, RandomChoice, RandomOrder
+from ._geometry import (
+    CenterCrop,
+    ElasticTransform,
+    Pad,
+    RandomAffine,
+    RandomCrop,
+    RandomHorizontalFlip,
+    RandomPerspective,
+    RandomResizedCrop,
+    RandomRotation,
+    RandomVerticalFlip,
+    Resize,
+)
+from ._meta import ClampBoundingBoxes, ConvertBoundingBoxFormat
+from ._misc import ConvertImageDtype, GaussianBlur, Lambda, Normalize, SanitizeBoundingBoxes, ToDtype
+from ._transform import Transform
+from ._type_conversion import ToImage, ToPureTensor
+
+__all__ = [
+    "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose", "ConvertBoundingBoxFormat",
+    "ConvertImageDtype", "ElasticTransform", "GaussianBlur", "Grayscale", "InterpolationMode", "Lambda",
+    "Normalize", "Pad", "RandomAdjustSharpness", "RandomAffine", "RandomApply", "RandomAutocontrast",
+    "RandomChoice", "RandomCrop", "RandomEqualize", "RandomGrayscale", "RandomHorizontalFlip", "RandomInvert",
+    "RandomOrder", "RandomPerspective", "RandomPosterize", "RandomResizedCrop", "RandomRotation",
+    "RandomSolarize", "RandomVerticalFlip", "Resize", "SanitizeBoundingBoxes", "ToDtype", "ToImage",
+    "ToPureTensor", "Transform", "functional"
+]

@@ -1,0 +1,112 @@
+"""Low-level kernels of transforms v2, dispatched on the input's type (torchvision.transforms.v2.functional).
+
+Each functional (``resize``) picks its kernel from the registry by input type (``_utils``);
+``<op>_image`` / ``<op>_mask`` / ``<op>_bounding_boxes`` are the kernels on plain tensors.
+"""
+
+from ..._modes import InterpolationMode
+from ._color import (
+    adjust_brightness,
+    adjust_brightness_image,
+    adjust_contrast,
+    adjust_contrast_image,
+    adjust_gamma,
+    adjust_gamma_image,
+    adjust_hue,
+    adjust_hue_image,
+    adjust_saturation,
+    adjust_saturation_image,
+    adjust_sharpness,
+    adjust_sharpness_image,
+    autocontrast,
+    autocontrast_image,
+    equalize,
+    equalize_image,
+    grayscale_to_rgb,
+    grayscale_to_rgb_image,
+    invert,
+    invert_image,
+    posterize,
+    posterize_image,
+    rgb_to_grayscale,
+    rgb_to_grayscale_image,
+    solarize,
+    solarize_image,
+    to_grayscale,
+)
+from ._geometry import (
+    affine,
+    affine_bounding_boxes,
+    affine_image,
+    center_crop,
+    center_crop_image,
+    crop,
+    crop_bounding_boxes,
+    crop_image,
+    elastic,
+    elastic_bounding_boxes,
+    elastic_image,
+    elastic_transform,
+    hflip,
+    horizontal_flip,
+    horizontal_flip_bounding_boxes,
+    horizontal_flip_image,
+    pad,
+    pad_bounding_boxes,
+    pad_image,
+    pad_mask,
+    perspective,
+    perspective_bounding_boxes,
+    perspective_image,
+    resize,
+    resize_bounding_boxes,
+    resize_image,
+    resize_mask,
+    resized_crop,
+    resized_crop_image,
+    rotate,
+    rotate_bounding_boxes,
+    rotate_image,
+    vertical_flip,
+    vertical_flip_bounding_boxes,
+    vertical_flip_image,
+    vflip,
+)
+from ._meta import (
+    clamp_bounding_boxes,
+    convert_bounding_box_format,
+    get_dimensions,
+    get_dimensions_image,
+    get_num_channels,
+    get_size,
+)
+from ._misc import (
+    convert_image_dtype,
+    gaussian_blur,
+    gaussian_blur_image,
+    normalize,
+    normalize_image,
+    to_dtype,
+    to_dtype_image,
+)
+from ._type_conversion import to_image, to_pure_tensor
+from ._utils import register_kernel
+
+__all__ = [
+    "InterpolationMode", "adjust_brightness", "adjust_brightness_image", "adjust_contrast",
+    "adjust_contrast_image", "adjust_gamma", "adjust_gamma_image", "adjust_hue", "adjust_hue_image",
+    "adjust_saturation", "adjust_saturation_image", "adjust_sharpness", "adjust_sharpness_image", "affine",
+    "affine_bounding_boxes", "affine_image", "autocontrast", "autocontrast_image", "center_crop",
+    "center_crop_image", "clamp_bounding_boxes", "convert_bounding_box_format", "convert_image_dtype", "crop",
+    "crop_bounding_boxes", "crop_image", "elastic", "elastic_bounding_boxes", "elastic_image",
+    "elastic_transform", "equalize", "equalize_image", "gaussian_blur", "gaussian_blur_image",
+    "get_dimensions", "get_dimensions_image", "get_num_channels", "get_size", "grayscale_to_rgb",
+    "grayscale_to_rgb_image", "hflip", "horizontal_flip", "horizontal_flip_bounding_boxes",
+    "horizontal_flip_image", "invert", "invert_image", "normalize", "normalize_image", "pad",
+    "pad_bounding_boxes", "pad_image", "pad_mask", "perspective", "perspective_bounding_boxes",
+    "perspective_image", "posterize", "posterize_image", "register_kernel", "resize", "resize_bounding_boxes",
+    "resize_image", "resize_mask", "resized_crop", "resized_crop_image", "rgb_to_grayscale",
+    "rgb_to_grayscale_image", "rotate", "rotate_bounding_boxes", "rotate_image", "solarize", "solarize_image",
+    "to_dtype", "to_dtype_image", "to_grayscale", "to_image", "to_pure_tensor", "vertical_flip",
+    "vertical_flip_bounding_boxes", "vertical_flip_image", "vflip"
+]
