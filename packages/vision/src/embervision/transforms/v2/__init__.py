@@ -4,6 +4,8 @@ masks and bounding boxes, dispatching per input type (Note [v2 input rules] in `
 
 from .._modes import InterpolationMode
 from . import functional
+from ._augment import CutMix, MixUp
+from ._auto_augment import AugMix, AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide
 from ._color import (
     ColorJitter,
     Grayscale,
@@ -35,6 +37,7 @@ from ._transform import Transform
 from ._type_conversion import ToImage, ToPureTensor
 
 __all__ = [
+    "AugMix", "AutoAugment", "AutoAugmentPolicy", "CutMix", "MixUp", "RandAugment", "TrivialAugmentWide",
     "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose", "ConvertBoundingBoxFormat",
     "ConvertImageDtype", "ElasticTransform", "GaussianBlur", "Grayscale", "InterpolationMode", "Lambda",
     "Normalize", "Pad", "RandomAdjustSharpness", "RandomAffine", "RandomApply", "RandomAutocontrast",
