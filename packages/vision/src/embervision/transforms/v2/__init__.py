@@ -4,7 +4,7 @@ masks and bounding boxes, dispatching per input type (Note [v2 input rules] in `
 
 from .._modes import InterpolationMode
 from . import functional
-from ._augment import CutMix, MixUp
+from ._augment import CutMix, MixUp, RandomErasing
 from ._auto_augment import AugMix, AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugmentWide
 from ._color import (
     ColorJitter,
@@ -21,6 +21,7 @@ from ._container import Compose, RandomApply, RandomChoice, RandomOrder
 from ._geometry import (
     CenterCrop,
     ElasticTransform,
+    FiveCrop,
     Pad,
     RandomAffine,
     RandomCrop,
@@ -30,13 +31,23 @@ from ._geometry import (
     RandomRotation,
     RandomVerticalFlip,
     Resize,
+    TenCrop,
 )
 from ._meta import ClampBoundingBoxes, ConvertBoundingBoxFormat
-from ._misc import ConvertImageDtype, GaussianBlur, Lambda, Normalize, SanitizeBoundingBoxes, ToDtype
+from ._misc import (
+    ConvertImageDtype,
+    GaussianBlur,
+    Lambda,
+    LinearTransformation,
+    Normalize,
+    SanitizeBoundingBoxes,
+    ToDtype,
+)
 from ._transform import Transform
 from ._type_conversion import ToImage, ToPureTensor
 
 __all__ = [
+    "FiveCrop", "LinearTransformation", "RandomErasing", "TenCrop",
     "AugMix", "AutoAugment", "AutoAugmentPolicy", "CutMix", "MixUp", "RandAugment", "TrivialAugmentWide",
     "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose", "ConvertBoundingBoxFormat",
     "ConvertImageDtype", "ElasticTransform", "GaussianBlur", "Grayscale", "InterpolationMode", "Lambda",

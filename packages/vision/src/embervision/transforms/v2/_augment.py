@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import ember
@@ -10,8 +13,9 @@ import ember.nn.functional as nnF
 from ember.distributions import Beta
 
 from .. import _tv_tensors as tvt
-from ._transform import Transform
-from ._utils import _parse_labels_getter, has_any, query_size, tree_flatten, tree_unflatten
+from . import functional as F
+from ._transform import Transform, _RandomApplyTransform
+from ._utils import _parse_labels_getter, has_any, query_chw, query_size, tree_flatten, tree_unflatten
 from .functional._utils import is_pure_tensor
 
 
@@ -110,3 +114,66 @@ class CutMix(_BaseMixUpCutMix):
         output = plain.clone()
         output[..., y1:y2, x1:x2] = plain.roll(1, 0)[..., y1:y2, x1:x2]
         return tvt.wrap(output, like=inpt) if isinstance(inpt, tvt.TVTensor) else output
+
+
+class RandomErasing(_RandomApplyTransform):
+    """With probability ``p``, erases a random window of ``scale`` times the area and ``ratio``
+    aspect with ``value`` (a number, one per channel, or ``"random"``: standard normal noise)."""
+
+    def __init__(self, p: float = 0.5, scale: Sequence[float] = (0.02, 0.33), ratio: Sequence[float] = (0.3, 3.3),
+                 value: Any = 0.0, inplace: bool = False) -> None:
+        super().__init__(p=p)
+        if not isinstance(value, (numbers.Number, str, tuple, list)):
+            raise TypeError("Argument value should be either a number or str or a sequence")
+        if isinstance(value, str) and value != "random":
+            raise ValueError("If value is str, it should be 'random'")
+        if not isinstance(scale, Sequence):
+            raise TypeError("Scale should be a sequence")
+        if not isinstance(ratio, Sequence):
+            raise TypeError("Ratio should be a sequence")
+        if scale[0] > scale[1] or ratio[0] > ratio[1]:
+            warnings.warn("Scale and ratio should be of kind (min, max)", stacklevel=2)
+        if scale[0] < 0 or scale[1] > 1:
+            raise ValueError("Scale should be between 0 and 1")
+        self.scale, self.ratio = scale, ratio
+        if isinstance(value, (int, float)):
+            self.value = [float(value)]
+        elif isinstance(value, str):
+            self.value = None
+        else:
+            self.value = [float(v) for v in value]
+        self.inplace = inplace
+        self._log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+
+    def _call_kernel(self, functional: Any, inpt: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(inpt, (tvt.BoundingBoxes, tvt.Mask)):
+            warnings.warn(f"{type(self).__name__}() is currently passing through inputs of type "
+                          f"tv_tensors.{type(inpt).__name__}. This will likely change in the future.", stacklevel=2)
+        return super()._call_kernel(functional, inpt, *args, **kwargs)
+
+    def _get_params(self, flat_inputs: list) -> dict:
+        img_c, img_h, img_w = query_chw(flat_inputs)
+        if self.value is not None and len(self.value) not in (1, img_c):
+            raise ValueError(f"If value is a sequence, it should have either a single value or {img_c} "
+                             f"(number of inpt channels)")
+        area = img_h * img_w
+        for _ in range(10):
+            erase_area = area * float(ember.empty(1, dtype=ember.float64).uniform_(*self.scale).item())
+            aspect_ratio = math.exp(float(ember.empty(1, dtype=ember.float64).uniform_(*self._log_ratio).item()))
+            h = int(round(math.sqrt(erase_area * aspect_ratio)))
+            w = int(round(math.sqrt(erase_area / aspect_ratio)))
+            if not (h < img_h and w < img_w):
+                continue
+            if self.value is None:
+                v = ember.empty((img_c, h, w), dtype=ember.float32).normal_()
+            else:
+                v = ember.tensor(self.value)[:, None, None]
+            i = int(ember.randint(0, img_h - h + 1, size=(1,)).item())
+            j = int(ember.randint(0, img_w - w + 1, size=(1,)).item())
+            return dict(i=i, j=j, h=h, w=w, v=v)
+        return dict(i=0, j=0, h=img_h, w=img_w, v=None)
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        if params["v"] is not None:
+            inpt = self._call_kernel(F.erase, inpt, **params, inplace=self.inplace)
+        return inpt

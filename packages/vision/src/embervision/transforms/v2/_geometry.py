@@ -9,6 +9,7 @@ from typing import Any
 
 import ember
 
+from .. import _tv_tensors as tvt
 from .._modes import InterpolationMode, _check_interpolation
 from . import functional as F
 from ._transform import Transform, _RandomApplyTransform
@@ -21,6 +22,7 @@ from ._utils import (
     _setup_fill_arg,
     _setup_number_or_seq,
     _setup_size,
+    has_any,
     query_size,
 )
 from .functional._geometry import _get_perspective_coeffs, _parse_pad_padding
@@ -330,3 +332,34 @@ class ElasticTransform(Transform):
         return self._call_kernel(F.elastic, inpt, **params, fill=_get_fill(self._fill, type(inpt)),
                                  interpolation=self.interpolation)
 
+
+
+class FiveCrop(Transform):
+    """The four corner crops and the center crop of ``size``, as a tuple (images and videos)."""
+
+    def __init__(self, size: Any) -> None:
+        super().__init__()
+        self.size = _setup_size(size, error_msg="Please provide only two dimensions (h, w) for size.")
+
+    def _check_inputs(self, flat_inputs: list) -> None:
+        if has_any(flat_inputs, tvt.BoundingBoxes, tvt.Mask):
+            raise TypeError(f"BoundingBoxes'es and Mask's are not supported by {type(self).__name__}()")
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        return self._call_kernel(F.five_crop, inpt, self.size)
+
+
+class TenCrop(Transform):
+    """FiveCrop of the image and of its horizontal (or vertical) flip."""
+
+    def __init__(self, size: Any, vertical_flip: bool = False) -> None:
+        super().__init__()
+        self.size = _setup_size(size, error_msg="Please provide only two dimensions (h, w) for size.")
+        self.vertical_flip = vertical_flip
+
+    def _check_inputs(self, flat_inputs: list) -> None:
+        if has_any(flat_inputs, tvt.BoundingBoxes, tvt.Mask):
+            raise TypeError(f"BoundingBoxes'es and Mask's are not supported by {type(self).__name__}()")
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        return self._call_kernel(F.ten_crop, inpt, self.size, vertical_flip=self.vertical_flip)

@@ -162,3 +162,33 @@ class SanitizeBoundingBoxes(Transform):
             return inpt
         output = inpt.as_subclass(ember.Tensor)[params["valid"]] if not is_label else inpt[params["valid"]]
         return output if is_label else tvt.wrap(output, like=inpt)
+
+
+class LinearTransformation(Transform):
+    """Flattens each image, subtracts ``mean_vector`` and multiplies by ``transformation_matrix``
+    (e.g. ZCA whitening), then restores the shape."""
+
+    _transformed_types = (ember.Tensor,)
+
+    def __init__(self, transformation_matrix: ember.Tensor, mean_vector: ember.Tensor) -> None:
+        super().__init__()
+        if transformation_matrix.shape[0] != transformation_matrix.shape[1]:
+            raise ValueError(f"transformation_matrix should be square. Got {tuple(transformation_matrix.shape)} "
+                             f"rectangular matrix.")
+        if mean_vector.shape[0] != transformation_matrix.shape[0]:
+            raise ValueError(f"mean_vector should have the same length {mean_vector.shape[0]} as any one of the "
+                             f"dimensions of the transformation_matrix [{tuple(transformation_matrix.shape)}]")
+        self.transformation_matrix, self.mean_vector = transformation_matrix, mean_vector
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        if not (is_pure_tensor(inpt) or isinstance(inpt, (tvt.Image, tvt.Video))):
+            return inpt
+        plain = inpt.as_subclass(ember.Tensor) if isinstance(inpt, tvt.TVTensor) else inpt
+        shape = tuple(plain.shape)
+        n = shape[-3] * shape[-2] * shape[-1]
+        if n != self.transformation_matrix.shape[0]:
+            raise ValueError(f"Input tensor and transformation matrix have incompatible shape."
+                             f"[{shape[-3]} x {shape[-2]} x {shape[-1]}] != {self.transformation_matrix.shape[0]}")
+        flat = plain.reshape(-1, n) - self.mean_vector
+        output = (flat @ self.transformation_matrix.to(flat.dtype)).reshape(shape)
+        return tvt.wrap(output, like=inpt) if isinstance(inpt, tvt.TVTensor) else output

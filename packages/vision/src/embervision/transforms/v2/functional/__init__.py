@@ -47,6 +47,8 @@ from ._geometry import (
     elastic_bounding_boxes,
     elastic_image,
     elastic_transform,
+    five_crop,
+    five_crop_image,
     hflip,
     horizontal_flip,
     horizontal_flip_bounding_boxes,
@@ -67,6 +69,8 @@ from ._geometry import (
     rotate,
     rotate_bounding_boxes,
     rotate_image,
+    ten_crop,
+    ten_crop_image,
     vertical_flip,
     vertical_flip_bounding_boxes,
     vertical_flip_image,
@@ -82,6 +86,8 @@ from ._meta import (
 )
 from ._misc import (
     convert_image_dtype,
+    erase,
+    erase_image,
     gaussian_blur,
     gaussian_blur_image,
     normalize,
@@ -93,6 +99,7 @@ from ._type_conversion import to_image, to_pure_tensor
 from ._utils import register_kernel
 
 __all__ = [
+    "erase", "erase_image", "five_crop", "five_crop_image", "ten_crop", "ten_crop_image",
     "InterpolationMode", "adjust_brightness", "adjust_brightness_image", "adjust_contrast",
     "adjust_contrast_image", "adjust_gamma", "adjust_gamma_image", "adjust_hue", "adjust_hue_image",
     "adjust_saturation", "adjust_saturation_image", "adjust_sharpness", "adjust_sharpness_image", "affine",

@@ -833,3 +833,55 @@ def _elastic_boxes_dispatch(inpt, displacement, interpolation=None, fill=None):
 
 
 elastic_transform = elastic
+
+
+# ---- five and ten crops ----------------------------------------------------------------------
+
+def _parse_five_crop_size(size: Any) -> tuple[int, int]:
+    if isinstance(size, numbers.Number):
+        return int(size), int(size)
+    if isinstance(size, (tuple, list)) and len(size) == 1:
+        return size[0], size[0]
+    if isinstance(size, (tuple, list)) and len(size) == 2:
+        return size[0], size[1]
+    raise ValueError("Please provide only two dimensions (h, w) for size.")
+
+
+def five_crop(inpt: Any, size: Any) -> tuple:
+    """The four corner crops and the center crop of ``size``: (tl, tr, bl, br, center)."""
+    return _dispatch(five_crop, inpt, size=size)
+
+
+def five_crop_image(image: ember.Tensor, size: Any) -> tuple:
+    crop_h, crop_w = _parse_five_crop_size(size)
+    image_h, image_w = image.shape[-2:]
+    if crop_w > image_w or crop_h > image_h:
+        raise ValueError(f"Requested crop size {size} is bigger than input size {(image_h, image_w)}")
+    tl = crop_image(image, 0, 0, crop_h, crop_w)
+    tr = crop_image(image, 0, image_w - crop_w, crop_h, crop_w)
+    bl = crop_image(image, image_h - crop_h, 0, crop_h, crop_w)
+    br = crop_image(image, image_h - crop_h, image_w - crop_w, crop_h, crop_w)
+    return tl, tr, bl, br, center_crop_image(image, [crop_h, crop_w])
+
+
+def ten_crop(inpt: Any, size: Any, vertical_flip: bool = False) -> tuple:
+    """five_crop of the image, then of its horizontal (or vertical) flip."""
+    return _dispatch(ten_crop, inpt, size=size, vertical_flip=vertical_flip)
+
+
+def ten_crop_image(image: ember.Tensor, size: Any, vertical_flip: bool = False) -> tuple:
+    flipped = vertical_flip_image(image) if vertical_flip else horizontal_flip_image(image)
+    return five_crop_image(image, size) + five_crop_image(flipped, size)
+
+
+def _wrap_each(kernel):
+    def wrapper(inpt, *args, **kwargs):
+        return tuple(tvt.wrap(out, like=inpt) for out in kernel(inpt.as_subclass(ember.Tensor), *args, **kwargs))
+
+    return wrapper
+
+
+for _f, _k in ((five_crop, five_crop_image), (ten_crop, ten_crop_image)):
+    _register_kernel_internal(_f, ember.Tensor)(_k)
+    for _t in (tvt.Image, tvt.Video):
+        _register_kernel_internal(_f, _t, tv_tensor_wrapper=False)(_wrap_each(_k))

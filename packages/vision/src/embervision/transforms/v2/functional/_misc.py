@@ -141,3 +141,20 @@ for _t in (tvt.Mask, tvt.BoundingBoxes):
 def convert_image_dtype(image: ember.Tensor, dtype: Any = ember.float32) -> ember.Tensor:
     """The v1 name of ``to_dtype_image(image, dtype, scale=True)``."""
     return to_dtype_image(image, dtype, scale=True)
+
+
+def erase(inpt: Any, i: int, j: int, h: int, w: int, v: ember.Tensor, inplace: bool = False) -> Any:
+    """Sets the ``h x w`` window at ``(i, j)`` to ``v`` (broadcast over it)."""
+    return _dispatch(erase, inpt, i=i, j=j, h=h, w=w, v=v, inplace=inplace)
+
+
+def erase_image(image: ember.Tensor, i: int, j: int, h: int, w: int, v: ember.Tensor,
+                inplace: bool = False) -> ember.Tensor:
+    if not inplace:
+        image = image.clone()
+    image[..., i:i + h, j:j + w] = v
+    return image
+
+
+for _t in (ember.Tensor, tvt.Image, tvt.Video):
+    _register_kernel_internal(erase, _t)(erase_image)
