@@ -89,10 +89,13 @@ def gaussian_blur_image(image: ember.Tensor, kernel_size: Any, sigma: Any = None
     x = image.reshape(-1, channels, shape[-2], shape[-1]).to(dtype)
     kx = _gaussian_kernel1d(kernel_size[0], sigma[0], dtype)
     ky = _gaussian_kernel1d(kernel_size[1], sigma[1], dtype)
-    kernel = (ky[:, None] * kx[None, :]).expand(channels, 1, kernel_size[1], kernel_size[0])
     x = nnF.pad(x, [kernel_size[0] // 2, kernel_size[0] // 2, kernel_size[1] // 2, kernel_size[1] // 2],
                 mode="reflect")
-    out = nnF.conv2d(x, kernel.contiguous(), groups=channels).reshape(shape)
+    # The 2-D Gaussian is the outer product of the two 1-D ones: two 1-D passes (kx + ky taps a
+    # pixel instead of kx * ky) give the same result up to rounding order.
+    x = nnF.conv2d(x, kx.reshape(1, 1, 1, -1).expand(channels, 1, 1, kernel_size[0]).contiguous(), groups=channels)
+    out = nnF.conv2d(x, ky.reshape(1, 1, -1, 1).expand(channels, 1, kernel_size[1], 1).contiguous(),
+                     groups=channels).reshape(shape)
     return out if fp else out.round().to(image.dtype)
 
 
