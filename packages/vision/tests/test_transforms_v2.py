@@ -41,6 +41,11 @@ JOINT = [
     ("rotate_expand", lambda: v2.RandomRotation((20, 60), expand=True), 1),
     ("perspective", lambda: v2.RandomPerspective(0.5, p=1.0, interpolation=NEAREST), 1),
     ("elastic", lambda: v2.ElasticTransform(alpha=20.0, sigma=3.0, interpolation=NEAREST), 3),
+    ("zoom_out", lambda: v2.RandomZoomOut(p=1.0, side_range=(1.0, 2.0)), 0),
+    ("iou_crop", lambda: v2.RandomIoUCrop(), 0),
+    ("scale_jitter", lambda: v2.ScaleJitter((32, 40), scale_range=(0.5, 1.5), interpolation=NEAREST), 1),
+    ("shortest_size", lambda: v2.RandomShortestSize([20, 48], max_size=50, interpolation=NEAREST), 1),
+    ("random_resize", lambda: v2.RandomResize(16, 40, interpolation=NEAREST), 1),
 ]
 
 
@@ -237,3 +242,45 @@ def test_argument_and_sample_errors():
         v2.RandomCrop(2)(tv_tensors.Image(ember.zeros((3, 4, 4))), tv_tensors.Mask(ember.zeros((5, 5))))
     with pytest.raises(TypeError, match="No image, video, mask or bounding box was found in the sample"):
         v2.RandomCrop(2)({"label": 3})
+
+
+def test_detection_and_video_helpers():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, size=(2, 3, 4, 5)).astype(np.uint8)
+    out = v2.functional.permute_channels(ember.tensor(a), [2, 0, 1])
+    np.testing.assert_array_equal(out.numpy(), a[:, [2, 0, 1]])
+    with pytest.raises(ValueError, match="Length of permutation does not match number of channels: 2 != 3"):
+        v2.functional.permute_channels(ember.tensor(a), [1, 0])
+    ember.manual_seed(0)
+    shuffled = v2.RandomChannelPermutation()(tv_tensors.Image(ember.tensor(a[0]))).numpy()
+    assert sorted(shuffled.reshape(3, -1).tolist()) == sorted(a[0].reshape(3, -1).tolist())
+    ember.manual_seed(1)
+    distorted = v2.RandomPhotometricDistort(p=1.0)(tv_tensors.Image(ember.tensor(a[0])))
+    assert type(distorted) is tv_tensors.Image and distorted.dtype == ember.uint8
+    video = tv_tensors.Video(ember.tensor(rng.integers(0, 256, size=(10, 3, 2, 2)).astype(np.uint8)))
+    sub = v2.UniformTemporalSubsample(4)(video)
+    assert type(sub) is tv_tensors.Video
+    np.testing.assert_array_equal(sub.numpy(), video.numpy()[[0, 3, 6, 9]])
+    img = tv_tensors.Image(ember.zeros((3, 2, 2)))
+    assert v2.Identity()(img) is img
+    assert v2.UniformTemporalSubsample(2)(img) is img  # images are not videos
+    with pytest.raises(ValueError, match=r"Invalid canvas side range provided \(0.5, 2.0\)"):
+        v2.RandomZoomOut(side_range=(0.5, 2.0))
+    with pytest.raises(TypeError, match="RandomIoUCrop\\(\\) requires input sample to contain tensor or PIL images and "
+                                        "bounding boxes"):
+        v2.RandomIoUCrop()(img)
+
+
+def test_iou_crop_zeroes_boxes_outside():
+    img = tv_tensors.Image(ember.zeros((3, 40, 40)))
+    boxes = tv_tensors.BoundingBoxes([[2, 2, 12, 12], [20, 20, 38, 38]], format="XYXY", canvas_size=(40, 40),
+                                     dtype=ember.float32)
+    ember.manual_seed(0)
+    t = v2.RandomIoUCrop(min_scale=0.5, max_scale=0.6, sampler_options=[0.0])
+    for _ in range(10):
+        out_img, out_boxes = t(img, boxes)
+        h, w = out_img.shape[-2:]
+        assert out_boxes.canvas_size == (h, w)
+        kept = out_boxes.numpy()
+        assert np.any(kept.sum(axis=1) > 0)  # at least one box centered in the window survives
+        assert np.all((kept.sum(axis=1) == 0) | ((kept[:, 2] > kept[:, 0]) & (kept[:, 3] > kept[:, 1])))

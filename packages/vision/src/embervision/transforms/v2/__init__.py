@@ -11,9 +11,11 @@ from ._color import (
     Grayscale,
     RandomAdjustSharpness,
     RandomAutocontrast,
+    RandomChannelPermutation,
     RandomEqualize,
     RandomGrayscale,
     RandomInvert,
+    RandomPhotometricDistort,
     RandomPosterize,
     RandomSolarize,
 )
@@ -26,27 +28,36 @@ from ._geometry import (
     RandomAffine,
     RandomCrop,
     RandomHorizontalFlip,
+    RandomIoUCrop,
     RandomPerspective,
+    RandomResize,
     RandomResizedCrop,
     RandomRotation,
+    RandomShortestSize,
     RandomVerticalFlip,
+    RandomZoomOut,
     Resize,
+    ScaleJitter,
     TenCrop,
 )
 from ._meta import ClampBoundingBoxes, ConvertBoundingBoxFormat
 from ._misc import (
     ConvertImageDtype,
     GaussianBlur,
+    Identity,
     Lambda,
     LinearTransformation,
     Normalize,
     SanitizeBoundingBoxes,
     ToDtype,
+    UniformTemporalSubsample,
 )
 from ._transform import Transform
 from ._type_conversion import ToImage, ToPureTensor
 
 __all__ = [
+    "Identity", "RandomChannelPermutation", "RandomIoUCrop", "RandomPhotometricDistort", "RandomResize",
+    "RandomShortestSize", "RandomZoomOut", "ScaleJitter", "UniformTemporalSubsample",
     "FiveCrop", "LinearTransformation", "RandomErasing", "TenCrop",
     "AugMix", "AutoAugment", "AutoAugmentPolicy", "CutMix", "MixUp", "RandAugment", "TrivialAugmentWide",
     "CenterCrop", "ClampBoundingBoxes", "ColorJitter", "Compose", "ConvertBoundingBoxFormat",

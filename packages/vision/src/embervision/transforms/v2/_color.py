@@ -146,3 +146,54 @@ class RandomInvert(_RandomApplyTransform):
 
     def _transform(self, inpt: Any, params: dict) -> Any:
         return self._call_kernel(F.invert, inpt)
+
+
+class RandomChannelPermutation(Transform):
+    """Shuffles the channels of images and videos."""
+
+    def _get_params(self, flat_inputs: list) -> dict:
+        return dict(permutation=ember.randperm(query_chw(flat_inputs)[0]))
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        return self._call_kernel(F.permute_channels, inpt, params["permutation"])
+
+
+class RandomPhotometricDistort(Transform):
+    """SSD's photometric distortion: brightness, contrast (before or after the rest), saturation,
+    hue and a channel shuffle, each applied with probability ``p`` with a factor from its range."""
+
+    def __init__(self, brightness: tuple[float, float] = (0.875, 1.125), contrast: tuple[float, float] = (0.5, 1.5),
+                 saturation: tuple[float, float] = (0.5, 1.5), hue: tuple[float, float] = (-0.05, 0.05),
+                 p: float = 0.5) -> None:
+        super().__init__()
+        self.brightness = ColorJitter._check_input(brightness, "brightness")
+        self.contrast = ColorJitter._check_input(contrast, "contrast")
+        self.hue = ColorJitter._check_input(hue, "hue", center=0, bound=(-0.5, 0.5), clip_first_on_zero=False)
+        self.saturation = ColorJitter._check_input(saturation, "saturation")
+        self.p = p
+
+    def _get_params(self, flat_inputs: list) -> dict:
+        num_channels = query_chw(flat_inputs)[0]
+        params: dict[str, Any] = {}
+        for key, value_range in (("brightness_factor", self.brightness), ("contrast_factor", self.contrast),
+                                 ("saturation_factor", self.saturation), ("hue_factor", self.hue)):
+            apply = float(ember.rand(1).item()) < self.p
+            params[key] = ColorJitter._generate_value(*value_range) if apply and value_range is not None else None
+        params["contrast_before"] = float(ember.rand(()).item()) < 0.5
+        params["channel_permutation"] = ember.randperm(num_channels) if float(ember.rand(1).item()) < self.p else None
+        return params
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        if params["brightness_factor"] is not None:
+            inpt = self._call_kernel(F.adjust_brightness, inpt, brightness_factor=params["brightness_factor"])
+        if params["contrast_factor"] is not None and params["contrast_before"]:
+            inpt = self._call_kernel(F.adjust_contrast, inpt, contrast_factor=params["contrast_factor"])
+        if params["saturation_factor"] is not None:
+            inpt = self._call_kernel(F.adjust_saturation, inpt, saturation_factor=params["saturation_factor"])
+        if params["hue_factor"] is not None:
+            inpt = self._call_kernel(F.adjust_hue, inpt, hue_factor=params["hue_factor"])
+        if params["contrast_factor"] is not None and not params["contrast_before"]:
+            inpt = self._call_kernel(F.adjust_contrast, inpt, contrast_factor=params["contrast_factor"])
+        if params["channel_permutation"] is not None:
+            inpt = self._call_kernel(F.permute_channels, inpt, permutation=params["channel_permutation"])
+        return inpt

@@ -9,6 +9,7 @@ from typing import Any
 
 import ember
 
+from ...ops.boxes import box_iou
 from .. import _tv_tensors as tvt
 from .._modes import InterpolationMode, _check_interpolation
 from . import functional as F
@@ -22,10 +23,13 @@ from ._utils import (
     _setup_fill_arg,
     _setup_number_or_seq,
     _setup_size,
+    get_bounding_boxes,
+    has_all,
     has_any,
     query_size,
 )
 from .functional._geometry import _get_perspective_coeffs, _parse_pad_padding
+from .functional._utils import is_pure_tensor
 
 
 def _uniform(low: float, high: float) -> float:
@@ -363,3 +367,150 @@ class TenCrop(Transform):
 
     def _transform(self, inpt: Any, params: dict) -> Any:
         return self._call_kernel(F.ten_crop, inpt, self.size, vertical_flip=self.vertical_flip)
+
+
+class RandomZoomOut(_RandomApplyTransform):
+    """With probability ``p``, places the input on a canvas ``side_range`` times larger, filled with
+    ``fill`` (SSD's zoom out)."""
+
+    def __init__(self, fill: Any = 0, side_range: Sequence[float] = (1.0, 4.0), p: float = 0.5) -> None:
+        super().__init__(p=p)
+        self.fill = fill
+        self._fill = _setup_fill_arg(fill)
+        _check_sequence_input(side_range, "side_range", req_sizes=(2,))
+        self.side_range = side_range
+        if side_range[0] < 1.0 or side_range[0] > side_range[1]:
+            raise ValueError(f"Invalid canvas side range provided {side_range}.")
+
+    def _get_params(self, flat_inputs: list) -> dict:
+        orig_h, orig_w = query_size(flat_inputs)
+        r = self.side_range[0] + float(ember.rand(1).item()) * (self.side_range[1] - self.side_range[0])
+        canvas_w, canvas_h = int(orig_w * r), int(orig_h * r)
+        rx, ry = ember.rand(2).tolist()
+        left, top = int((canvas_w - orig_w) * rx), int((canvas_h - orig_h) * ry)
+        right, bottom = canvas_w - (left + orig_w), canvas_h - (top + orig_h)
+        return dict(padding=[left, top, right, bottom])
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        return self._call_kernel(F.pad, inpt, **params, fill=_get_fill(self._fill, type(inpt)))
+
+
+class RandomIoUCrop(Transform):
+    """SSD's crop: a random window (``min_scale``..``max_scale`` of each side, aspect within
+    bounds) whose IoU with some box (centered inside it) reaches a randomly chosen threshold from
+    ``sampler_options`` (an option >= 1 keeps the sample as is). Boxes whose centers fall outside
+    are zeroed, for SanitizeBoundingBoxes to drop."""
+
+    def __init__(self, min_scale: float = 0.3, max_scale: float = 1.0, min_aspect_ratio: float = 0.5,
+                 max_aspect_ratio: float = 2.0, sampler_options: list[float] | None = None, trials: int = 40) -> None:
+        super().__init__()
+        self.min_scale, self.max_scale = min_scale, max_scale
+        self.min_aspect_ratio, self.max_aspect_ratio = min_aspect_ratio, max_aspect_ratio
+        self.options = sampler_options if sampler_options is not None else [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 2.0]
+        self.trials = trials
+
+    def _check_inputs(self, flat_inputs: list) -> None:
+        if not (has_all(flat_inputs, tvt.BoundingBoxes) and has_any(flat_inputs, tvt.Image, is_pure_tensor)):
+            raise TypeError(f"{type(self).__name__}() requires input sample to contain tensor or PIL images and "
+                            f"bounding boxes. Sample can also contain masks.")
+
+    def _get_params(self, flat_inputs: list) -> dict:
+        orig_h, orig_w = query_size(flat_inputs)
+        boxes = get_bounding_boxes(flat_inputs)
+        xyxy = F.convert_bounding_box_format(boxes, new_format=tvt.BoundingBoxFormat.XYXY).as_subclass(ember.Tensor)
+        cx = 0.5 * (xyxy[..., 0] + xyxy[..., 2])
+        cy = 0.5 * (xyxy[..., 1] + xyxy[..., 3])
+        while True:
+            min_jaccard_overlap = self.options[int(ember.randint(0, len(self.options), (1,)).item())]
+            if min_jaccard_overlap >= 1.0:  # the "leave as is" option
+                return {}
+            for _ in range(self.trials):
+                r0, r1 = (self.min_scale + (self.max_scale - self.min_scale) * ember.rand(2)).tolist()
+                new_w, new_h = int(orig_w * r0), int(orig_h * r1)
+                if new_h == 0 or not (self.min_aspect_ratio <= new_w / new_h <= self.max_aspect_ratio):
+                    continue
+                rx, ry = ember.rand(2).tolist()
+                left, top = int((orig_w - new_w) * rx), int((orig_h - new_h) * ry)
+                right, bottom = left + new_w, top + new_h
+                if left == right or top == bottom:
+                    continue
+                within = (left < cx) & (cx < right) & (top < cy) & (cy < bottom)
+                if not bool(within.any()):
+                    continue
+                window = ember.tensor([[left, top, right, bottom]], dtype=xyxy.dtype)
+                if float(box_iou(xyxy[within], window).max()) < min_jaccard_overlap:
+                    continue
+                return dict(top=top, left=left, height=new_h, width=new_w, is_within_crop_area=within)
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        if not params:
+            return inpt
+        output = self._call_kernel(F.crop, inpt, top=params["top"], left=params["left"], height=params["height"],
+                                   width=params["width"])
+        if isinstance(output, tvt.BoundingBoxes):
+            output[~params["is_within_crop_area"]] = 0  # degenerate: SanitizeBoundingBoxes removes them
+        return output
+
+
+class ScaleJitter(Transform):
+    """Resizes to fit ``target_size`` (h, w) times a random scale in ``scale_range`` (aspect kept)."""
+
+    def __init__(self, target_size: tuple[int, int], scale_range: tuple[float, float] = (0.1, 2.0),
+                 interpolation: Any = InterpolationMode.BILINEAR, antialias: bool | None = True) -> None:
+        super().__init__()
+        self.target_size, self.scale_range = target_size, scale_range
+        self.interpolation = _check_interpolation(interpolation)
+        self.antialias = antialias
+
+    def _get_params(self, flat_inputs: list) -> dict:
+        orig_h, orig_w = query_size(flat_inputs)
+        scale = self.scale_range[0] + float(ember.rand(1).item()) * (self.scale_range[1] - self.scale_range[0])
+        r = min(self.target_size[1] / orig_w, self.target_size[0] / orig_h) * scale
+        return dict(size=(int(orig_h * r), int(orig_w * r)))
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        return self._call_kernel(F.resize, inpt, size=params["size"], interpolation=self.interpolation,
+                                 antialias=self.antialias)
+
+
+class RandomShortestSize(Transform):
+    """Resizes the shorter side to one of ``min_size`` (random), the longer side capped at
+    ``max_size``."""
+
+    def __init__(self, min_size: int | Sequence[int], max_size: int | None = None,
+                 interpolation: Any = InterpolationMode.BILINEAR, antialias: bool | None = True) -> None:
+        super().__init__()
+        self.min_size = [min_size] if isinstance(min_size, int) else list(min_size)
+        self.max_size = max_size
+        self.interpolation = _check_interpolation(interpolation)
+        self.antialias = antialias
+
+    def _get_params(self, flat_inputs: list) -> dict:
+        orig_h, orig_w = query_size(flat_inputs)
+        min_size = self.min_size[int(ember.randint(len(self.min_size), ()).item())]
+        r = min_size / min(orig_h, orig_w)
+        if self.max_size is not None:
+            r = min(r, self.max_size / max(orig_h, orig_w))
+        return dict(size=(int(orig_h * r), int(orig_w * r)))
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        return self._call_kernel(F.resize, inpt, size=params["size"], interpolation=self.interpolation,
+                                 antialias=self.antialias)
+
+
+class RandomResize(Transform):
+    """Resizes the shorter side to a random size in ``[min_size, max_size)``."""
+
+    def __init__(self, min_size: int, max_size: int, interpolation: Any = InterpolationMode.BILINEAR,
+                 antialias: bool | None = True) -> None:
+        super().__init__()
+        self.min_size, self.max_size = min_size, max_size
+        self.interpolation = _check_interpolation(interpolation)
+        self.antialias = antialias
+
+    def _get_params(self, flat_inputs: list) -> dict:
+        return dict(size=[int(ember.randint(self.min_size, self.max_size, ()).item())])
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        return self._call_kernel(F.resize, inpt, params["size"], interpolation=self.interpolation,
+                                 antialias=self.antialias)

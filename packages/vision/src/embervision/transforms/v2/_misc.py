@@ -192,3 +192,25 @@ class LinearTransformation(Transform):
         flat = plain.reshape(-1, n) - self.mean_vector
         output = (flat @ self.transformation_matrix.to(flat.dtype)).reshape(shape)
         return tvt.wrap(output, like=inpt) if isinstance(inpt, tvt.TVTensor) else output
+
+
+class Identity(Transform):
+    """Returns the inputs unchanged."""
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        return inpt
+
+
+class UniformTemporalSubsample(Transform):
+    """``num_samples`` evenly spaced frames of videos ``[..., T, C, H, W]``."""
+
+    _transformed_types = (ember.Tensor,)
+
+    def __init__(self, num_samples: int) -> None:
+        super().__init__()
+        self.num_samples = num_samples
+
+    def _transform(self, inpt: Any, params: dict) -> Any:
+        if not (is_pure_tensor(inpt) or isinstance(inpt, tvt.Video)):
+            return inpt
+        return self._call_kernel(F.uniform_temporal_subsample, inpt, self.num_samples)

@@ -26,6 +26,8 @@ from ._color import (
     grayscale_to_rgb_image,
     invert,
     invert_image,
+    permute_channels,
+    permute_channels_image,
     posterize,
     posterize_image,
     rgb_to_grayscale,
@@ -95,10 +97,12 @@ from ._misc import (
     to_dtype,
     to_dtype_image,
 )
+from ._temporal import uniform_temporal_subsample, uniform_temporal_subsample_video
 from ._type_conversion import to_image, to_pure_tensor
 from ._utils import register_kernel
 
 __all__ = [
+    "permute_channels", "permute_channels_image", "uniform_temporal_subsample", "uniform_temporal_subsample_video",
     "erase", "erase_image", "five_crop", "five_crop_image", "ten_crop", "ten_crop_image",
     "InterpolationMode", "adjust_brightness", "adjust_brightness_image", "adjust_contrast",
     "adjust_contrast_image", "adjust_gamma", "adjust_gamma_image", "adjust_hue", "adjust_hue_image",

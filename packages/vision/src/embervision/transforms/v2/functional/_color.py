@@ -318,3 +318,23 @@ for _f, _k in ((adjust_brightness, adjust_brightness_image), (adjust_saturation,
                (invert, invert_image), (solarize, solarize_image), (autocontrast, autocontrast_image),
                (equalize, equalize_image)):
     _register(_f, _k)
+
+
+def permute_channels(inpt: Any, permutation: list[int]) -> Any:
+    """Reorders the channels: output channel i is input channel ``permutation[i]``."""
+    return _dispatch(permute_channels, inpt, permutation=permutation)
+
+
+def permute_channels_image(image: ember.Tensor, permutation: list[int]) -> ember.Tensor:
+    shape = tuple(image.shape)
+    num_channels, height, width = shape[-3:]
+    if len(permutation) != num_channels:
+        raise ValueError(f"Length of permutation does not match number of channels: {len(permutation)} != "
+                         f"{num_channels}")
+    if image.numel() == 0:
+        return image
+    index = ember.as_tensor(permutation, dtype=ember.int64) if not isinstance(permutation, ember.Tensor) else permutation
+    return image.reshape(-1, num_channels, height, width).index_select(1, index.long()).reshape(shape)
+
+
+_register(permute_channels, permute_channels_image)
