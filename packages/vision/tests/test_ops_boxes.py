@@ -92,6 +92,14 @@ def test_nms_matches_greedy_reference(seed, threshold):
     np.testing.assert_array_equal(keep.numpy(), ref_nms(b.astype(np.float32).astype(np.float64), s, threshold))
 
 
+def test_nms_across_blocks():
+    # more boxes than one block of the vectorized suppression (Note [vectorized greedy nms])
+    rng = np.random.default_rng(11)
+    b = _boxes(rng, 700, scale=60)
+    s = rng.uniform(size=700)
+    np.testing.assert_array_equal(ops.nms(_t(b), _t(s), 0.3).numpy(), ref_nms(b, s, 0.3))
+
+
 def test_nms_chain_and_threshold_is_strict():
     # Each box overlaps the next by IoU 1/3 exactly: a chain where only every other box survives.
     b = np.array([[0, 0, 2, 1], [1, 0, 3, 1], [2, 0, 4, 1], [3, 0, 5, 1], [4, 0, 6, 1]], dtype=np.float64)

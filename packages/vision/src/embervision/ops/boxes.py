@@ -11,6 +11,7 @@ import math
 import ember
 
 _FORMATS = ("xyxy", "xywh", "cxcywh")
+_NMS_BLOCK = 256  # boxes settled together (Note [vectorized greedy nms])
 _REDUCTION_ERROR = "Invalid Value for arg 'reduction': '{} \n Supported reduction modes: 'none', 'mean', 'sum'"
 
 
@@ -52,19 +53,30 @@ def nms(boxes, scores, iou_threshold: float):
     order = ember.sort(scores, descending=True, stable=True)[1]
     # Note [vectorized greedy nms]
     # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-    # With boxes in score order and S[i, j] = (i < j and IoU(i, j) > t), greedy NMS keeps j exactly
-    # when no kept i suppresses it: keep[j] = not any(keep[i] and S[i, j]). keep[j] depends only
-    # on earlier entries, so this equation has one solution, and iterating it from all-kept fixes
-    # one more prefix entry per step; it stops at the first step that changes nothing (the depth
-    # of the longest suppression chain, usually a handful), each step one [n, n] reduction.
-    ious = box_iou(boxes[order], boxes[order])
-    above = ember.triu(ious > iou_threshold, diagonal=1)
-    keep = ember.ones((n,), dtype=ember.bool)
-    while True:
-        new_keep = ~(above & keep[:, None]).any(0)
-        if bool((new_keep == keep).all()):
-            break
-        keep = new_keep
+    # With boxes in score order, greedy NMS keeps box j exactly when no kept box i < j has
+    # IoU(i, j) > t. Boxes go by blocks of _NMS_BLOCK: a block's boxes first drop those that a box
+    # kept in earlier blocks suppresses (one [kept, block] IoU matrix), then the block settles its
+    # own: keep[j] = candidate[j] and not any(keep[i] and S[i, j]) over the block's earlier boxes
+    # (S = the strict upper triangle of IoU > t). keep[j] depends only on earlier entries, so the
+    # equation has one solution, and iterating it from all candidates fixes one more prefix entry a
+    # step; it stops at the first step that changes nothing. Memory stays O(n * block).
+    sorted_boxes = boxes[order]
+    keep = ember.zeros((n,), dtype=ember.bool)
+    kept_boxes = sorted_boxes[:0]
+    for start in range(0, n, _NMS_BLOCK):
+        block = sorted_boxes[start:start + _NMS_BLOCK]
+        candidate = ember.ones((block.shape[0],), dtype=ember.bool)
+        if kept_boxes.shape[0] > 0:
+            candidate = ~(box_iou(kept_boxes, block) > iou_threshold).any(0)
+        above = ember.triu(box_iou(block, block) > iou_threshold, diagonal=1)
+        block_keep = candidate
+        while True:
+            new_keep = candidate & ~(above & block_keep[:, None]).any(0)
+            if bool((new_keep == block_keep).all()):
+                break
+            block_keep = new_keep
+        keep[start:start + block.shape[0]] = block_keep
+        kept_boxes = ember.cat([kept_boxes, block[block_keep]])
     return order[keep]
 
 
