@@ -361,3 +361,33 @@ def test_float_kernels_are_differentiable(name, fn):
     # On plain float tensors the kernels are ember ops: gradients flow (float64 gradcheck).
     x = ember.tensor(_img(seed=9, shape=(3, 5, 6), dtype=np.float64) * 0.8 + 0.1, requires_grad=True)
     assert ember.autograd.gradcheck(fn, (x,))
+
+
+def test_per_type_kernels_match_the_dispatch():
+    boxes = np.array([[1.0, 2.0, 6.0, 7.0]], dtype=np.float32)
+    tv_boxes = tv_tensors.BoundingBoxes(boxes, format="XYXY", canvas_size=(8, 10))
+    plain = ember.tensor(boxes)
+    out, canvas = F.center_crop_bounding_boxes(plain, tv_boxes.format, (8, 10), [4, 4])
+    via = F.center_crop(tv_boxes, [4, 4])
+    assert canvas == via.canvas_size == (4, 4) and out.tolist() == via.tolist()
+    out, canvas = F.resized_crop_bounding_boxes(plain, tv_boxes.format, 1, 1, 6, 8, [12, 16])
+    via = F.resized_crop(tv_boxes, 1, 1, 6, 8, [12, 16])
+    assert canvas == via.canvas_size == (12, 16) and out.tolist() == via.tolist()
+    # kernels that keep the canvas return the boxes alone, as torchvision's
+    flipped = F.horizontal_flip_bounding_boxes(plain, tv_boxes.format, (8, 10))
+    assert isinstance(flipped, ember.Tensor) and flipped.tolist() == [[4.0, 2.0, 9.0, 7.0]]
+    moved = F.affine_bounding_boxes(plain, tv_boxes.format, (8, 10), 0.0, [1, 1], 1.0, [0.0, 0.0])
+    assert moved.tolist() == [[2.0, 3.0, 7.0, 8.0]]
+    mask = np.zeros((8, 10), dtype=np.uint8)
+    mask[2:5, 3:7] = 1
+    tv_mask = tv_tensors.Mask(ember.tensor(mask))
+    for kernel, functional, args in (
+            (F.affine_mask, F.affine, (15.0, [1, 0], 1.0, [0.0, 0.0])),
+            (F.rotate_mask, F.rotate, (30.0,)),
+            (F.crop_mask, F.crop, (1, 2, 5, 6)),
+            (F.horizontal_flip_mask, F.horizontal_flip, ()),
+            (F.perspective_mask, F.perspective, ([[0, 0], [9, 0], [9, 7], [0, 7]], [[1, 0], [9, 1], [8, 7], [0, 6]])),
+    ):
+        np.testing.assert_array_equal(kernel(ember.tensor(mask), *args).numpy(), functional(tv_mask, *args).numpy())
+    video = ember.zeros((2, 3, 8, 10))
+    assert F.resize_video(video, [4, 5]).shape == (2, 3, 4, 5)

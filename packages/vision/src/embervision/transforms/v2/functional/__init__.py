@@ -1,7 +1,8 @@
 """Low-level kernels of transforms v2, dispatched on the input's type (torchvision.transforms.v2.functional).
 
 Each functional (``resize``) picks its kernel from the registry by input type (``_utils``);
-``<op>_image`` / ``<op>_mask`` / ``<op>_bounding_boxes`` are the kernels on plain tensors.
+``<op>_image`` / ``<op>_video`` / ``<op>_mask`` / ``<op>_bounding_boxes`` are the kernels on plain
+tensors (box kernels take the format and canvas size, and return the new canvas size when it changes).
 """
 
 from ..._modes import InterpolationMode
@@ -40,42 +41,66 @@ from ._geometry import (
     affine,
     affine_bounding_boxes,
     affine_image,
+    affine_mask,
+    affine_video,
     center_crop,
+    center_crop_bounding_boxes,
     center_crop_image,
+    center_crop_mask,
+    center_crop_video,
     crop,
     crop_bounding_boxes,
     crop_image,
+    crop_mask,
+    crop_video,
     elastic,
     elastic_bounding_boxes,
     elastic_image,
+    elastic_mask,
     elastic_transform,
+    elastic_video,
     five_crop,
     five_crop_image,
+    five_crop_video,
     hflip,
     horizontal_flip,
     horizontal_flip_bounding_boxes,
     horizontal_flip_image,
+    horizontal_flip_mask,
+    horizontal_flip_video,
     pad,
     pad_bounding_boxes,
     pad_image,
     pad_mask,
+    pad_video,
     perspective,
     perspective_bounding_boxes,
     perspective_image,
+    perspective_mask,
+    perspective_video,
     resize,
     resize_bounding_boxes,
     resize_image,
     resize_mask,
+    resize_video,
     resized_crop,
+    resized_crop_bounding_boxes,
     resized_crop_image,
+    resized_crop_mask,
+    resized_crop_video,
     rotate,
     rotate_bounding_boxes,
     rotate_image,
+    rotate_mask,
+    rotate_video,
     ten_crop,
     ten_crop_image,
+    ten_crop_video,
     vertical_flip,
     vertical_flip_bounding_boxes,
     vertical_flip_image,
+    vertical_flip_mask,
+    vertical_flip_video,
     vflip,
 )
 from ._meta import (
@@ -85,6 +110,8 @@ from ._meta import (
     get_dimensions_image,
     get_num_channels,
     get_size,
+    get_size_bounding_boxes,
+    get_size_image,
 )
 from ._misc import (
     convert_image_dtype,
@@ -97,27 +124,39 @@ from ._misc import (
     to_dtype,
     to_dtype_image,
 )
-from ._temporal import uniform_temporal_subsample, uniform_temporal_subsample_video
-from ._type_conversion import to_image, to_pure_tensor
+from ._temporal import (
+    uniform_temporal_subsample,
+    uniform_temporal_subsample_video,
+)
+from ._type_conversion import (
+    to_image,
+    to_pure_tensor,
+)
 from ._utils import register_kernel
 
 __all__ = [
-    "permute_channels", "permute_channels_image", "uniform_temporal_subsample", "uniform_temporal_subsample_video",
-    "erase", "erase_image", "five_crop", "five_crop_image", "ten_crop", "ten_crop_image",
     "InterpolationMode", "adjust_brightness", "adjust_brightness_image", "adjust_contrast",
     "adjust_contrast_image", "adjust_gamma", "adjust_gamma_image", "adjust_hue", "adjust_hue_image",
     "adjust_saturation", "adjust_saturation_image", "adjust_sharpness", "adjust_sharpness_image", "affine",
-    "affine_bounding_boxes", "affine_image", "autocontrast", "autocontrast_image", "center_crop",
-    "center_crop_image", "clamp_bounding_boxes", "convert_bounding_box_format", "convert_image_dtype", "crop",
-    "crop_bounding_boxes", "crop_image", "elastic", "elastic_bounding_boxes", "elastic_image",
-    "elastic_transform", "equalize", "equalize_image", "gaussian_blur", "gaussian_blur_image",
-    "get_dimensions", "get_dimensions_image", "get_num_channels", "get_size", "grayscale_to_rgb",
-    "grayscale_to_rgb_image", "hflip", "horizontal_flip", "horizontal_flip_bounding_boxes",
-    "horizontal_flip_image", "invert", "invert_image", "normalize", "normalize_image", "pad",
-    "pad_bounding_boxes", "pad_image", "pad_mask", "perspective", "perspective_bounding_boxes",
-    "perspective_image", "posterize", "posterize_image", "register_kernel", "resize", "resize_bounding_boxes",
-    "resize_image", "resize_mask", "resized_crop", "resized_crop_image", "rgb_to_grayscale",
-    "rgb_to_grayscale_image", "rotate", "rotate_bounding_boxes", "rotate_image", "solarize", "solarize_image",
-    "to_dtype", "to_dtype_image", "to_grayscale", "to_image", "to_pure_tensor", "vertical_flip",
-    "vertical_flip_bounding_boxes", "vertical_flip_image", "vflip"
+    "affine_bounding_boxes", "affine_image", "affine_mask", "affine_video", "autocontrast",
+    "autocontrast_image", "center_crop", "center_crop_bounding_boxes", "center_crop_image",
+    "center_crop_mask", "center_crop_video", "clamp_bounding_boxes", "convert_bounding_box_format",
+    "convert_image_dtype", "crop", "crop_bounding_boxes", "crop_image", "crop_mask", "crop_video", "elastic",
+    "elastic_bounding_boxes", "elastic_image", "elastic_mask", "elastic_transform", "elastic_video",
+    "equalize", "equalize_image", "erase", "erase_image", "five_crop", "five_crop_image", "five_crop_video",
+    "gaussian_blur", "gaussian_blur_image", "get_dimensions", "get_dimensions_image", "get_num_channels",
+    "get_size", "get_size_bounding_boxes", "get_size_image", "grayscale_to_rgb", "grayscale_to_rgb_image",
+    "hflip", "horizontal_flip", "horizontal_flip_bounding_boxes", "horizontal_flip_image",
+    "horizontal_flip_mask", "horizontal_flip_video", "invert", "invert_image", "normalize", "normalize_image",
+    "pad", "pad_bounding_boxes", "pad_image", "pad_mask", "pad_video", "permute_channels",
+    "permute_channels_image", "perspective", "perspective_bounding_boxes", "perspective_image",
+    "perspective_mask", "perspective_video", "posterize", "posterize_image", "register_kernel", "resize",
+    "resize_bounding_boxes", "resize_image", "resize_mask", "resize_video", "resized_crop",
+    "resized_crop_bounding_boxes", "resized_crop_image", "resized_crop_mask", "resized_crop_video",
+    "rgb_to_grayscale", "rgb_to_grayscale_image", "rotate", "rotate_bounding_boxes", "rotate_image",
+    "rotate_mask", "rotate_video", "solarize", "solarize_image", "ten_crop", "ten_crop_image",
+    "ten_crop_video", "to_dtype", "to_dtype_image", "to_grayscale", "to_image", "to_pure_tensor",
+    "uniform_temporal_subsample", "uniform_temporal_subsample_video", "vertical_flip",
+    "vertical_flip_bounding_boxes", "vertical_flip_image", "vertical_flip_mask", "vertical_flip_video",
+    "vflip"
 ]

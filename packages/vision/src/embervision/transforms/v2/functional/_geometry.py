@@ -40,10 +40,10 @@ def _register_image(functional, kernel, video: bool = True) -> None:
 
 
 def _register_boxes(functional, kernel) -> None:
-    # Box kernels take (boxes, format, canvas_size, ...) and return (boxes, canvas_size).
+    # For box kernels (boxes, format, canvas_size, ...) -> boxes that keep the canvas.
     def dispatch(inpt: tvt.BoundingBoxes, *args: Any, **kwargs: Any) -> tvt.BoundingBoxes:
-        out, canvas_size = kernel(inpt.as_subclass(ember.Tensor), inpt.format, inpt.canvas_size, *args, **kwargs)
-        return tvt.wrap(out, like=inpt, canvas_size=canvas_size)
+        return tvt.wrap(kernel(inpt.as_subclass(ember.Tensor), inpt.format, inpt.canvas_size, *args, **kwargs),
+                        like=inpt)
 
     _register_kernel_internal(functional, tvt.BoundingBoxes, tv_tensor_wrapper=False)(dispatch)
 
@@ -81,7 +81,7 @@ def horizontal_flip_image(image: ember.Tensor) -> ember.Tensor:
     return image.flip(-1)
 
 
-def horizontal_flip_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size) -> tuple:
+def horizontal_flip_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size) -> ember.Tensor:
     width = canvas_size[1]
     a, b, c, d = bounding_boxes.unbind(-1)
     if format == XYXY:
@@ -90,7 +90,7 @@ def horizontal_flip_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_
         out = [width - a - c, b, c, d]
     else:  # CXCYWH
         out = [width - a, b, c, d]
-    return ember.stack(out, dim=-1), canvas_size
+    return ember.stack(out, dim=-1)
 
 
 def vertical_flip(inpt: Any) -> Any:
@@ -102,7 +102,7 @@ def vertical_flip_image(image: ember.Tensor) -> ember.Tensor:
     return image.flip(-2)
 
 
-def vertical_flip_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size) -> tuple:
+def vertical_flip_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size) -> ember.Tensor:
     height = canvas_size[0]
     a, b, c, d = bounding_boxes.unbind(-1)
     if format == XYXY:
@@ -111,7 +111,7 @@ def vertical_flip_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_si
         out = [a, height - b - d, c, d]
     else:
         out = [a, height - b, c, d]
-    return ember.stack(out, dim=-1), canvas_size
+    return ember.stack(out, dim=-1)
 
 
 for _f, _img, _box in ((horizontal_flip, horizontal_flip_image, horizontal_flip_bounding_boxes),
@@ -120,6 +120,8 @@ for _f, _img, _box in ((horizontal_flip, horizontal_flip_image, horizontal_flip_
     _register_kernel_internal(_f, tvt.Mask)(_img)
     _register_boxes(_f, _box)
 hflip, vflip = horizontal_flip, vertical_flip
+horizontal_flip_mask = horizontal_flip_video = horizontal_flip_image
+vertical_flip_mask = vertical_flip_video = vertical_flip_image
 
 # ---- resize ----------------------------------------------------------------------------------
 
@@ -585,11 +587,11 @@ def _affine_bounding_boxes_with_expand(bounding_boxes: ember.Tensor, format, can
 
 
 def affine_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size, angle, translate, scale, shear,
-                          center=None) -> tuple:
+                          center=None) -> ember.Tensor:
     angle, translate, shear, _, center = _affine_parse_args(angle, translate, scale, shear,
                                                            InterpolationMode.NEAREST, center)
     return _affine_bounding_boxes_with_expand(bounding_boxes, format, canvas_size, angle, translate, scale, shear,
-                                              center, expand=False)
+                                              center, expand=False)[0]
 
 
 _register_image(affine, affine_image)
@@ -604,9 +606,9 @@ def _affine_mask_dispatch(inpt, angle, translate, scale, shear, interpolation=No
 
 @_register_kernel_internal(affine, tvt.BoundingBoxes, tv_tensor_wrapper=False)
 def _affine_boxes_dispatch(inpt, angle, translate, scale, shear, interpolation=None, fill=None, center=None):
-    out, canvas_size = affine_bounding_boxes(inpt.as_subclass(ember.Tensor), inpt.format, inpt.canvas_size, angle,
-                                             translate, scale, shear, center)
-    return tvt.wrap(out, like=inpt, canvas_size=canvas_size)
+    out = affine_bounding_boxes(inpt.as_subclass(ember.Tensor), inpt.format, inpt.canvas_size, angle, translate,
+                                scale, shear, center)
+    return tvt.wrap(out, like=inpt)
 
 
 def rotate(inpt: Any, angle: float, interpolation: Any = InterpolationMode.NEAREST, expand: bool = False,
@@ -726,9 +728,9 @@ def perspective_image(image: ember.Tensor, startpoints: Any, endpoints: Any,
 
 
 def perspective_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size, startpoints: Any, endpoints: Any,
-                               coefficients: list[float] | None = None) -> tuple:
+                               coefficients: list[float] | None = None) -> ember.Tensor:
     if bounding_boxes.numel() == 0:
-        return bounding_boxes, canvas_size
+        return bounding_boxes
     coeffs = _perspective_coefficients(startpoints, endpoints, coefficients)
     # The coefficients map output to input; boxes need input to output: invert the homography.
     h = np.array([coeffs[0:3], coeffs[3:6], [coeffs[6], coeffs[7], 1.0]], dtype=np.float64)
@@ -742,7 +744,7 @@ def perspective_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size
     mapped = corners @ inv.T
     points = (mapped[:, :2] / mapped[:, 2:]).reshape(-1, 4, 2)
     out = ember.cat([points.amin(1), points.amax(1)], dim=1).to(xyxy.dtype)
-    return _from_xy(out, bounding_boxes, format, canvas_size), canvas_size
+    return _from_xy(out, bounding_boxes, format, canvas_size)
 
 
 _register_image(perspective, perspective_image)
@@ -757,9 +759,9 @@ def _perspective_mask_dispatch(inpt, startpoints, endpoints, interpolation=None,
 
 @_register_kernel_internal(perspective, tvt.BoundingBoxes, tv_tensor_wrapper=False)
 def _perspective_boxes_dispatch(inpt, startpoints, endpoints, interpolation=None, fill=None, coefficients=None):
-    out, canvas_size = perspective_bounding_boxes(inpt.as_subclass(ember.Tensor), inpt.format, inpt.canvas_size,
-                                                  startpoints, endpoints, coefficients)
-    return tvt.wrap(out, like=inpt, canvas_size=canvas_size)
+    out = perspective_bounding_boxes(inpt.as_subclass(ember.Tensor), inpt.format, inpt.canvas_size, startpoints,
+                                     endpoints, coefficients)
+    return tvt.wrap(out, like=inpt)
 
 
 # ---- elastic ---------------------------------------------------------------------------------
@@ -798,10 +800,11 @@ def elastic_image(image: ember.Tensor, displacement: ember.Tensor, interpolation
     return _apply_grid_transform(image, grid, interpolation, fill)
 
 
-def elastic_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size, displacement: ember.Tensor) -> tuple:
+def elastic_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size,
+                           displacement: ember.Tensor) -> ember.Tensor:
     _check_displacement(displacement, canvas_size)
     if bounding_boxes.numel() == 0:
-        return bounding_boxes, canvas_size
+        return bounding_boxes
     height, width = canvas_size
     # The image samples input at (output + displacement); the inverse map is approximated by
     # output ~ input - displacement(input), read at each corner's pixel.
@@ -813,7 +816,7 @@ def elastic_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size, di
     size = ember.tensor([width, height], dtype=ember.float64)
     points = ((inv_grid[0, iy, ix, :] + 1) * 0.5 * size - 0.5).reshape(-1, 4, 2)
     out = ember.cat([points.amin(1), points.amax(1)], dim=1).to(xyxy.dtype)
-    return _from_xy(out, bounding_boxes, format, canvas_size), canvas_size
+    return _from_xy(out, bounding_boxes, format, canvas_size)
 
 
 _register_image(elastic, elastic_image)
@@ -827,9 +830,8 @@ def _elastic_mask_dispatch(inpt, displacement, interpolation=None, fill=None):
 
 @_register_kernel_internal(elastic, tvt.BoundingBoxes, tv_tensor_wrapper=False)
 def _elastic_boxes_dispatch(inpt, displacement, interpolation=None, fill=None):
-    out, canvas_size = elastic_bounding_boxes(inpt.as_subclass(ember.Tensor), inpt.format, inpt.canvas_size,
-                                              displacement)
-    return tvt.wrap(out, like=inpt, canvas_size=canvas_size)
+    out = elastic_bounding_boxes(inpt.as_subclass(ember.Tensor), inpt.format, inpt.canvas_size, displacement)
+    return tvt.wrap(out, like=inpt)
 
 
 elastic_transform = elastic
@@ -885,3 +887,57 @@ for _f, _k in ((five_crop, five_crop_image), (ten_crop, ten_crop_image)):
     _register_kernel_internal(_f, ember.Tensor)(_k)
     for _t in (tvt.Image, tvt.Video):
         _register_kernel_internal(_f, _t, tv_tensor_wrapper=False)(_wrap_each(_k))
+
+
+# ---- the per-type kernel names of torchvision's functional namespace -------------------------
+
+def crop_mask(mask: ember.Tensor, top: int, left: int, height: int, width: int) -> ember.Tensor:
+    return _with_channel(crop_image)(mask, top, left, height, width)
+
+
+def center_crop_mask(mask: ember.Tensor, output_size: Any) -> ember.Tensor:
+    return _with_channel(center_crop_image)(mask, output_size)
+
+
+def center_crop_bounding_boxes(bounding_boxes: ember.Tensor, format, canvas_size, output_size: Any) -> tuple:
+    crop_h, crop_w = _center_crop_parse_output_size(output_size)
+    top, left = _center_crop_anchor(crop_h, crop_w, *canvas_size)
+    return crop_bounding_boxes(bounding_boxes, format, top, left, crop_h, crop_w)
+
+
+def resized_crop_mask(mask: ember.Tensor, top: int, left: int, height: int, width: int, size: Any) -> ember.Tensor:
+    return resize_mask(crop_mask(mask, top, left, height, width), size)
+
+
+def resized_crop_bounding_boxes(bounding_boxes: ember.Tensor, format, top: int, left: int, height: int, width: int,
+                                size: Any) -> tuple:
+    boxes, canvas_size = crop_bounding_boxes(bounding_boxes, format, top, left, height, width)
+    return resize_bounding_boxes(boxes, canvas_size, size)
+
+
+def affine_mask(mask: ember.Tensor, angle: float, translate: Sequence[float], scale: float, shear: Any,
+                fill: Any = 0, center: list[float] | None = None) -> ember.Tensor:
+    return _with_channel(affine_image)(mask, angle, translate, scale, shear, InterpolationMode.NEAREST, fill, center)
+
+
+def rotate_mask(mask: ember.Tensor, angle: float, expand: bool = False, center: list[float] | None = None,
+                fill: Any = 0) -> ember.Tensor:
+    return _with_channel(rotate_image)(mask, angle, InterpolationMode.NEAREST, expand, center, fill)
+
+
+def perspective_mask(mask: ember.Tensor, startpoints: Any, endpoints: Any, fill: Any = 0,
+                     coefficients: list[float] | None = None) -> ember.Tensor:
+    return _with_channel(perspective_image)(mask, startpoints, endpoints, InterpolationMode.NEAREST, fill,
+                                            coefficients)
+
+
+def elastic_mask(mask: ember.Tensor, displacement: ember.Tensor, fill: Any = 0) -> ember.Tensor:
+    return _with_channel(elastic_image)(mask, displacement, InterpolationMode.NEAREST, fill)
+
+
+# Videos [..., T, C, H, W] go through the image kernels.
+resize_video, crop_video, center_crop_video, resized_crop_video = resize_image, crop_image, center_crop_image, \
+    resized_crop_image
+pad_video, affine_video, rotate_video = pad_image, affine_image, rotate_image
+perspective_video, elastic_video = perspective_image, elastic_image
+five_crop_video, ten_crop_video = five_crop_image, ten_crop_image
