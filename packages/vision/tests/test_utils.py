@@ -73,10 +73,29 @@ def test_draw_bounding_boxes_errors():
         utils.draw_bounding_boxes(image, ember.tensor([[0, 0, 1, 1], [0, 0, 2, 2]]), colors=["red"])
     with pytest.raises(ValueError, match="unknown color specifier: 'chartreuse-ish'"):
         utils.draw_bounding_boxes(image, ember.tensor([[0, 0, 1, 1]]), colors="chartreuse-ish")
-    with pytest.raises(NotImplementedError, match="needs a font renderer"):
-        utils.draw_bounding_boxes(image, ember.tensor([[0, 0, 1, 1]]), labels=["cat"])
+    with pytest.raises(ValueError, match=r"Number of boxes \(1\) and labels \(2\) mismatch"):
+        utils.draw_bounding_boxes(image, ember.tensor([[0, 0, 1, 1]]), labels=["cat", "dog"])
+    with pytest.raises(NotImplementedError, match="needs a TrueType rasterizer"):
+        utils.draw_bounding_boxes(image, ember.tensor([[0, 0, 1, 1]]), labels=["cat"], font="DejaVuSans.ttf")
     with pytest.warns(UserWarning, match="boxes doesn't contain any box"):
         assert utils.draw_bounding_boxes(image, ember.zeros((0, 4))) is image
+
+
+def test_draw_bounding_boxes_labels():
+    from embervision import _font
+
+    image = ember.zeros((3, 20, 40), dtype=ember.uint8)
+    out = utils.draw_bounding_boxes(image, ember.tensor([[1, 2, 38, 19], [0, 0, 3, 3]]), labels=["Cat 7", None],
+                                    colors=[(0, 255, 0), (9, 9, 9)], width=2).numpy()
+    text = _font.render("Cat 7")
+    region = out[1, 5:5 + _font.HEIGHT, 4:4 + text.shape[1]]  # at (x0, y0) + width + 1
+    np.testing.assert_array_equal(region == 255, text)
+    assert text.sum() > 20 and out[0, 5:15, 4:34].sum() == 0  # in the box's color only
+    clipped = utils.draw_bounding_boxes(image, ember.tensor([[30, 15, 39, 19]]), labels=["long label"]).numpy()
+    assert clipped.shape == (3, 20, 40)  # text past the border is cut, not an error
+    np.testing.assert_array_equal(_font.render("\u00e9"), _font.render("?"))
+    with pytest.warns(UserWarning, match="Argument 'font_size' will be ignored since 'font' is not set."):
+        utils.draw_bounding_boxes(image, ember.tensor([[0, 0, 5, 5]]), labels=["a"], font_size=12)
 
 
 def test_draw_segmentation_masks_reference():

@@ -8,9 +8,10 @@ rasterized here with PIL's conventions: box corners are inclusive pixel indices 
 the coordinates), the outline is ``width`` nested one-pixel rectangles inside the box, and the fill
 (``fill=True``) is the box's color at alpha 100/255, blended with PIL's integer rounding. Keypoint
 disks and connection lines are pixel-center tests (inside the ellipse; within ``width / 2`` of the
-segment), which can differ from PIL's rasterizer on edge pixels. Text (box labels) needs a font
-renderer, which embervision does not have yet, so ``labels`` are refused. Color strings are
-``"#rgb"``, ``"#rrggbb"``, ``"rgb(r, g, b)"`` or a CSS basic color name.
+segment), which can differ from PIL's rasterizer on edge pixels. Labels are drawn with a built-in
+6x10 bitmap font (``_font``, X11's public-domain misc-fixed) where PIL would use its default font;
+TrueType fonts (``font=``) need a font rasterizer embervision does not have, and are refused. Color
+strings are ``"#rgb"``, ``"#rrggbb"``, ``"rgb(r, g, b)"`` or a CSS basic color name.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Any
 import numpy as np
 
 import ember
+
+from . import _font
 
 __all__ = ["draw_bounding_boxes", "draw_keypoints", "draw_segmentation_masks", "flow_to_image", "make_grid"]
 
@@ -155,18 +158,22 @@ def draw_bounding_boxes(image: ember.Tensor, boxes: ember.Tensor, labels: list[s
     if num_boxes == 0:
         warnings.warn("boxes doesn't contain any box. No box was drawn", stacklevel=2)
         return image
-    if labels is not None:
-        if len(labels) != num_boxes:
-            raise ValueError(f"Number of boxes ({num_boxes}) and labels ({len(labels)}) mismatch. Please specify "
-                             f"labels for each box.")
-        raise NotImplementedError("draw_bounding_boxes(labels=...) needs a font renderer, which embervision does not "
-                                  "have yet (see Note [drawing without PIL])")
+    if labels is None:
+        labels = [None] * num_boxes
+    elif len(labels) != num_boxes:
+        raise ValueError(f"Number of boxes ({num_boxes}) and labels ({len(labels)}) mismatch. Please specify labels "
+                         f"for each box.")
+    if font is not None:
+        raise NotImplementedError(f"draw_bounding_boxes(font={font!r}) needs a TrueType rasterizer, which embervision "
+                                  f"does not have; leave font unset for the built-in bitmap font")
+    if font_size is not None:
+        warnings.warn("Argument 'font_size' will be ignored since 'font' is not set.", stacklevel=2)
     colors = _parse_colors(colors, num_objects=num_boxes)
     canvas = np.ascontiguousarray(image.numpy().transpose(1, 2, 0))
     if canvas.shape[2] == 1:
         canvas = np.repeat(canvas, 3, axis=2)
     h, w = canvas.shape[:2]
-    for (x0, y0, x1, y1), color in zip(boxes.to(ember.int64).tolist(), colors, strict=True):
+    for (x0, y0, x1, y1), color, label in zip(boxes.to(ember.int64).tolist(), colors, labels, strict=True):
         if fill:
             ys, xs = slice(max(y0, 0), max(min(y1 + 1, h), 0)), slice(max(x0, 0), max(min(x1 + 1, w), 0))
             canvas[ys, xs] = _blend_alpha(canvas[ys, xs], color, 100)
@@ -182,7 +189,21 @@ def draw_bounding_boxes(image: ember.Tensor, boxes: ember.Tensor, labels: list[s
             for x in (left, right):
                 if 0 <= x < w:
                     canvas[rows, x] = color
+        if label is not None:
+            margin = width + 1  # as torchvision: the text's top-left corner, inside the outline
+            _draw_text(canvas, x0 + margin, y0 + margin, str(label), color)
     return ember.tensor(canvas.transpose(2, 0, 1).copy(), dtype=ember.uint8)
+
+
+def _draw_text(canvas: np.ndarray, x: int, y: int, text: str, color: tuple[int, int, int]) -> None:
+    bitmap = _font.render(text)
+    h, w = canvas.shape[:2]
+    top, left = max(y, 0), max(x, 0)
+    bottom, right = min(y + bitmap.shape[0], h), min(x + bitmap.shape[1], w)
+    if top >= bottom or left >= right:
+        return
+    region = canvas[top:bottom, left:right]
+    region[bitmap[top - y:bottom - y, left - x:right - x]] = color
 
 
 # ---- masks -----------------------------------------------------------------------------------
