@@ -67,6 +67,8 @@ def test_return_type_rule():
         boxes = tv_tensors.BoundingBoxes([0, 0, 2, 2], format="XYXY", canvas_size=(4, 4))
         moved = boxes + 1
         assert type(moved) is tv_tensors.BoundingBoxes and moved.canvas_size == (4, 4)
+        total = boxes.sum()  # any shape: outputs are wrapped without the [N, 4] check
+        assert type(total) is tv_tensors.BoundingBoxes and total.ndim == 0
     finally:
         tv_tensors.set_return_type("Tensor")
     with pytest.raises(ValueError, match="return_type must be 'TVTensor' or 'Tensor'"):

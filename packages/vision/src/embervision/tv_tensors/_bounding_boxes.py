@@ -60,3 +60,6 @@ class BoundingBoxes(TVTensor):
 
     def _metadata(self) -> dict[str, Any]:
         return {"format": self.format, "canvas_size": self.canvas_size}
+
+    def _wrap_output(self, tensor: ember.Tensor) -> BoundingBoxes:
+        return BoundingBoxes._wrap(tensor, format=self.format, canvas_size=self.canvas_size, check_dims=False)

@@ -84,6 +84,10 @@ class TVTensor(ember.Tensor):
     def _metadata(self) -> dict[str, Any]:
         return {}
 
+    def _wrap_output(self, tensor: ember.Tensor) -> TVTensor:
+        # An op's output as this tensor's type, shapes unchecked (a box tensor's sum is 0-d).
+        return type(self)._make(tensor)
+
     def as_subclass(self, cls: type) -> ember.Tensor:
         """This tensor's memory seen as ``cls`` (``ember.Tensor`` unwraps; as torch's as_subclass,
         without the autograd history, see the Note)."""
@@ -117,7 +121,7 @@ def _rebuild(cls: type, tensor: ember.Tensor, metadata: dict, requires_grad: boo
 
 def _rewrap(value: Any, like: TVTensor) -> Any:
     if isinstance(value, ember.Tensor):
-        return value if isinstance(value, TVTensor) else wrap(value, like=like)
+        return value if isinstance(value, TVTensor) else like._wrap_output(value)
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # sort(), max(dim): named tuples
         return type(value)(*(_rewrap(v, like) for v in value))
     if isinstance(value, (tuple, list)):
