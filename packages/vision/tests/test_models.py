@@ -1,0 +1,227 @@
+"""Classification models: parameter counts and state-dict names equal torchvision's, forward on
+small inputs, one training step, and the builders' options and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+from ember.nn import functional as F
+from embervision import models
+
+# torchvision's documented parameter counts (its weight tables' "num_params", which its docs print)
+# and a few state-dict entries of its checkpoints, name → shape.
+SPECS = {
+    "resnet18": (11689512, {"conv1.weight": (64, 3, 7, 7), "bn1.running_mean": (64,),
+                            "layer1.0.conv1.weight": (64, 64, 3, 3), "layer2.0.downsample.0.weight": (128, 64, 1, 1),
+                            "layer2.0.downsample.1.num_batches_tracked": (), "layer4.1.bn2.weight": (512,),
+                            "fc.weight": (1000, 512), "fc.bias": (1000,)}),
+    "resnet34": (21797672, {"layer3.5.conv2.weight": (256, 256, 3, 3), "fc.weight": (1000, 512)}),
+    "resnet50": (25557032, {"layer1.0.conv1.weight": (64, 64, 1, 1), "layer1.0.conv3.weight": (256, 64, 1, 1),
+                            "layer1.0.downsample.0.weight": (256, 64, 1, 1), "layer4.2.bn3.running_var": (2048,),
+                            "fc.weight": (1000, 2048)}),
+    "resnet101": (44549160, {"layer3.22.conv2.weight": (256, 256, 3, 3), "layer4.2.conv3.weight": (2048, 512, 1, 1)}),
+    "resnet152": (60192808, {"layer2.7.conv1.weight": (128, 512, 1, 1), "layer3.35.bn3.weight": (1024,)}),
+    "resnext50_32x4d": (25028904, {"layer1.0.conv1.weight": (128, 64, 1, 1), "layer1.0.conv2.weight": (128, 4, 3, 3),
+                                   "layer4.0.conv2.weight": (1024, 32, 3, 3)}),
+    "resnext101_32x8d": (88791336, {"layer1.0.conv2.weight": (256, 8, 3, 3),
+                                    "layer3.22.conv3.weight": (1024, 1024, 1, 1)}),
+    "resnext101_64x4d": (83455272, {"layer1.0.conv2.weight": (256, 4, 3, 3), "layer3.22.bn2.running_var": (1024,)}),
+    "wide_resnet50_2": (68883240, {"layer1.0.conv2.weight": (128, 128, 3, 3),
+                                   "layer4.0.conv1.weight": (1024, 1024, 1, 1)}),
+    "wide_resnet101_2": (126886696, {"layer3.22.conv2.weight": (512, 512, 3, 3)}),
+    "mobilenet_v2": (3504872, {"features.0.0.weight": (32, 3, 3, 3), "features.1.conv.0.0.weight": (32, 1, 3, 3),
+                               "features.1.conv.1.weight": (16, 32, 1, 1), "features.1.conv.2.running_mean": (16,),
+                               "features.2.conv.0.0.weight": (96, 16, 1, 1), "features.17.conv.2.weight": (320, 960, 1, 1),
+                               "features.17.conv.3.weight": (320,),
+                               "features.18.0.weight": (1280, 320, 1, 1), "classifier.1.weight": (1000, 1280)}),
+    "mobilenet_v3_large": (5483032, {"features.0.0.weight": (16, 3, 3, 3), "features.1.block.0.0.weight": (16, 1, 3, 3),
+                                     "features.4.block.2.fc1.weight": (24, 72, 1, 1),
+                                     "features.4.block.2.fc2.bias": (72,), "features.16.0.weight": (960, 160, 1, 1),
+                                     "classifier.0.weight": (1280, 960), "classifier.3.weight": (1000, 1280)}),
+    "mobilenet_v3_small": (2542856, {"features.1.block.1.fc1.weight": (8, 16, 1, 1),
+                                     "features.12.0.weight": (576, 96, 1, 1), "classifier.0.weight": (1024, 576)}),
+    "alexnet": (61100840, {"features.0.weight": (64, 3, 11, 11), "features.10.weight": (256, 256, 3, 3),
+                           "classifier.1.weight": (4096, 9216), "classifier.6.weight": (1000, 4096)}),
+    "vgg11": (132863336, {"features.0.weight": (64, 3, 3, 3), "features.18.weight": (512, 512, 3, 3),
+                          "classifier.0.weight": (4096, 25088), "classifier.6.bias": (1000,)}),
+    "vgg11_bn": (132868840, {"features.25.weight": (512, 512, 3, 3), "features.26.running_var": (512,)}),
+    "vgg13": (133047848, {"features.22.weight": (512, 512, 3, 3)}),
+    "vgg13_bn": (133053736, {"features.31.weight": (512, 512, 3, 3), "features.32.running_mean": (512,)}),
+    "vgg16": (138357544, {"features.28.weight": (512, 512, 3, 3), "classifier.3.weight": (4096, 4096)}),
+    "vgg16_bn": (138365992, {"features.40.weight": (512, 512, 3, 3), "features.41.running_var": (512,)}),
+    "vgg19": (143667240, {"features.34.weight": (512, 512, 3, 3)}),
+    "vgg19_bn": (143678248, {"features.49.weight": (512, 512, 3, 3), "features.50.running_mean": (512,)}),
+    "squeezenet1_0": (1248424, {"features.0.weight": (96, 3, 7, 7), "features.3.squeeze.weight": (16, 96, 1, 1),
+                                "features.12.expand3x3.weight": (256, 64, 3, 3),
+                                "classifier.1.weight": (1000, 512, 1, 1)}),
+    "squeezenet1_1": (1235496, {"features.0.weight": (64, 3, 3, 3), "features.12.expand1x1.weight": (256, 64, 1, 1),
+                                "classifier.1.bias": (1000,)}),
+}
+
+# The smallest input side a model takes (the weights' min_size, else 32).
+def _min_side(name):
+    return max(32, *models.get_model_weights(name).DEFAULT.meta["min_size"])
+
+
+@pytest.fixture
+def cheap_init(monkeypatch):
+    """Random initialization of the big models costs more time than these tests have (ember fills
+    ~100M values/s), so normal_/uniform_/trunc_normal_ fill with a tiled block of random values of
+    the same distribution: every layer still sees varied, well-scaled weights."""
+    from ember.nn import init
+
+    block = 1 << 16
+    gen = np.random.default_rng(0)
+    normal = ember.from_numpy(gen.standard_normal(block).astype(np.float32))
+    uniform = ember.from_numpy(gen.random(block).astype(np.float32))
+
+    def tile(tensor, values):
+        with ember.no_grad():
+            flat = tensor.view(-1)
+            n = flat.numel()
+            full = n // block
+            if full:
+                flat[:full * block].view(full, block).copy_(values.expand(full, block))
+            flat[full * block:].copy_(values[:n - full * block])
+        return tensor
+
+    def normal_(tensor, mean=0.0, std=1.0, generator=None):
+        return tile(tensor, normal * std + mean)
+
+    def uniform_(tensor, a=0.0, b=1.0, generator=None):
+        return tile(tensor, uniform * (b - a) + a)
+
+    def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+        return tile(tensor, (normal * std + mean).clamp(a, b))
+
+    monkeypatch.setattr(init, "normal_", normal_)
+    monkeypatch.setattr(init, "uniform_", uniform_)
+    monkeypatch.setattr(init, "trunc_normal_", trunc_normal_)
+
+
+def test_every_registered_model_has_a_spec():
+    assert sorted(SPECS) == models.list_models()
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_parameter_count_state_dict_and_forward(name, cheap_init):
+    num_params, keys = SPECS[name]
+    model = models.get_model(name)
+    assert sum(p.numel() for p in model.parameters()) == num_params
+    assert models.get_model_weights(name).DEFAULT.meta["num_params"] == num_params
+    state = model.state_dict()
+    for key, shape in keys.items():
+        assert key in state, key
+        assert tuple(state[key].shape) == shape, key
+    assert all(k.rsplit(".", 1)[1] in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
+               for k in state)
+    # One image at the smallest size the model takes, in eval mode.
+    side = _min_side(name)
+    model.eval()
+    with ember.no_grad():
+        out = model(ember.rand(1, 3, side, side))
+    assert tuple(out.shape) == (1, 1000)
+    assert bool(ember.isfinite(out).all())
+
+
+TRAINED = ["resnet18", "resnext50_32x4d", "mobilenet_v2", "mobilenet_v3_large", "mobilenet_v3_small", "squeezenet1_0",
+           "squeezenet1_1"]
+
+
+@pytest.mark.parametrize("name", TRAINED)
+def test_forward_and_one_training_step(name):
+    ember.manual_seed(0)
+    model = models.get_model(name, num_classes=10)
+    x = ember.rand(2, 3, 64, 64)
+    model.train()
+    out = model(x)
+    assert tuple(out.shape) == (2, 10) and bool(ember.isfinite(out).all())
+    params = list(model.parameters())
+    before = [p.detach().clone() for p in params]
+    opt = ember.optim.SGD(params, lr=0.1)
+    F.cross_entropy(out, ember.tensor([3, 7])).backward()
+    assert all(p.grad is not None and bool(ember.isfinite(p.grad).all()) for p in params)
+    opt.step()
+    assert all(not ember.equal(b, p) for b, p in zip(before, params, strict=True))
+    # Eval mode is deterministic (dropout off, running statistics used).
+    model.eval()
+    with ember.no_grad():
+        assert ember.equal(model(x), model(x))
+
+
+def test_resnet_options(cheap_init):
+    m = models.resnet50(zero_init_residual=True)
+    assert all(float(b.bn3.weight.abs().sum()) == 0 for layer in (m.layer1, m.layer4) for b in layer)
+    # Dilation instead of stride in the last two stages: output stride 8 instead of 32.
+    d = models.resnet50(replace_stride_with_dilation=[False, True, True])
+    feats = nn.Sequential(*list(d.children())[:-2]).eval()
+    with ember.no_grad():
+        assert tuple(feats(ember.rand(1, 3, 64, 64)).shape) == (1, 2048, 8, 8)
+    assert d.layer4[1].conv2.dilation == (4, 4)
+    with pytest.raises(ValueError, match="replace_stride_with_dilation should be None or a 3-element tuple, got"):
+        models.resnet50(replace_stride_with_dilation=[True])
+    with pytest.raises(ValueError, match="BasicBlock only supports groups=1 and base_width=64"):
+        models.resnet18(groups=2)
+    with pytest.raises(NotImplementedError, match="Dilation > 1 not supported in BasicBlock"):
+        models.resnet18(replace_stride_with_dilation=[False, False, True])
+
+
+def test_mobilenet_v3_width_mult_reduced_tail_and_dilated(cheap_init):
+    base = models.mobilenet_v3_large()
+    # Channels scale and round to multiples of 8.
+    narrow = models.mobilenet_v3_large(width_mult=0.75)
+    assert narrow.features[0][0].out_channels == 16 and narrow.features[2].block[0][0].out_channels == 48
+    assert narrow.classifier[0].out_features == 960
+    # reduced_tail halves the last stage and the classifier's hidden layer.
+    tail = models.mobilenet_v3_large(reduced_tail=True)
+    assert tail.features[-1][0].in_channels == 80 and tail.classifier[0].in_features == 480
+    assert tail.classifier[0].out_features == 640
+    assert sum(p.numel() for p in tail.parameters()) < sum(p.numel() for p in base.parameters())
+    # dilated keeps the last stage at output stride 16, with the same parameters.
+    dilated = models.mobilenet_v3_small(dilated=True).eval()
+    small = models.mobilenet_v3_small().eval()
+    assert sum(p.numel() for p in dilated.parameters()) == sum(p.numel() for p in small.parameters())
+    with ember.no_grad():
+        x = ember.rand(1, 3, 64, 64)
+        assert tuple(dilated.features(x).shape) == (1, 576, 4, 4)
+        assert tuple(small.features(x).shape) == (1, 576, 2, 2)
+    assert dilated.features[9].block[1][0].dilation == (2, 2)
+
+
+def test_mobilenet_errors():
+    from embervision.models.mobilenetv2 import InvertedResidual
+    from embervision.models.mobilenetv3 import MobileNetV3, _mobilenet_v3_conf
+
+    with pytest.raises(ValueError, match="inverted_residual_setting should be non-empty or a 4-element list, got"):
+        models.mobilenet_v2(inverted_residual_setting=[[1, 16, 1]])
+    with pytest.raises(ValueError, match="stride should be 1 or 2 instead of 3"):
+        InvertedResidual(8, 8, 3, 6)
+    with pytest.raises(ValueError, match="The inverted_residual_setting should not be empty"):
+        MobileNetV3([], 1280)
+    with pytest.raises(TypeError, match=r"The inverted_residual_setting should be List\[InvertedResidualConfig\]"):
+        MobileNetV3([[16, 3, 16, 16]], 1280)
+    with pytest.raises(ValueError, match="Unsupported model type mobilenet_v3_medium"):
+        _mobilenet_v3_conf("mobilenet_v3_medium")
+
+
+def test_squeezenet_and_vgg_options(cheap_init):
+    with pytest.raises(ValueError, match="Unsupported SqueezeNet version 1_2: 1_0 or 1_1 expected"):
+        models.SqueezeNet("1_2")
+    vgg = models.vgg11(num_classes=3, dropout=0.0, init_weights=False)
+    assert vgg.classifier[6].out_features == 3 and vgg.classifier[2].p == 0.0
+    # The SSD feature weights of VGG-16 have no categories: they leave num_classes alone.
+    assert models.VGG16_Weights.IMAGENET1K_FEATURES.meta["categories"] is None
+    assert models.VGG16_Weights.IMAGENET1K_FEATURES.transforms().std == [1.0 / 255.0] * 3
+
+
+def test_alexnet_trains_on_its_minimum_size():
+    model = models.alexnet(num_classes=4)
+    out = model(ember.rand(2, 3, 63, 63))
+    assert tuple(out.shape) == (2, 4)
+    F.cross_entropy(out, ember.tensor([0, 3])).backward()
+    assert model.features[0].weight.grad is not None
+    with pytest.raises(RuntimeError):
+        model(ember.rand(1, 3, 40, 40))  # below min_size the last max pool has no window left
