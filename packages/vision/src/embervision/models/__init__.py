@@ -14,8 +14,12 @@ from ._api import (  # noqa: F401
     list_models,
 )
 from .alexnet import *  # noqa: F403
+from .densenet import *  # noqa: F403
+from .efficientnet import *  # noqa: F403
+from .mnasnet import *  # noqa: F403
 from .mobilenetv2 import *  # noqa: F403
 from .mobilenetv3 import *  # noqa: F403
 from .resnet import *  # noqa: F403
+from .shufflenetv2 import *  # noqa: F403
 from .squeezenet import *  # noqa: F403
 from .vgg import *  # noqa: F403
