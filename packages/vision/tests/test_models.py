@@ -3,12 +3,10 @@ small inputs, one training step, and the builders' options and errors."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import ember
 from ember import nn
-from ember.nn import functional as F
 from embervision import models
 
 # torchvision's documented parameter counts (its weight tables' "num_params", which its docs print)
@@ -79,123 +77,32 @@ SPECS = {
     "densenet161": (28681000, {"features.conv0.weight": (96, 3, 7, 7), "classifier.weight": (1000, 2208)}),
     "densenet169": (14149480, {"classifier.weight": (1000, 1664)}),
     "densenet201": (20013928, {"classifier.weight": (1000, 1920)}),
-    "efficientnet_b0": (5288548, {"features.0.0.weight": (32, 3, 3, 3), "features.1.0.block.0.0.weight": (32, 1, 3, 3),
-                                  "features.1.0.block.1.fc1.weight": (8, 32, 1, 1),
-                                  "features.1.0.block.2.0.weight": (16, 32, 1, 1),
-                                  "features.2.0.block.0.0.weight": (96, 16, 1, 1),
-                                  "features.8.0.weight": (1280, 320, 1, 1), "classifier.1.weight": (1000, 1280)}),
-    "efficientnet_b1": (7794184, {"classifier.1.weight": (1000, 1280)}),
-    "efficientnet_b2": (9109994, {"classifier.1.weight": (1000, 1408)}),
-    "efficientnet_b3": (12233232, {"classifier.1.weight": (1000, 1536)}),
-    "efficientnet_b4": (19341616, {"classifier.1.weight": (1000, 1792)}),
-    "efficientnet_b5": (30389784, {"classifier.1.weight": (1000, 2048)}),
-    "efficientnet_b6": (43040704, {"classifier.1.weight": (1000, 2304)}),
-    "efficientnet_b7": (66347960, {"features.0.0.weight": (64, 3, 3, 3), "classifier.1.weight": (1000, 2560)}),
-    "efficientnet_v2_s": (21458488, {"features.0.0.weight": (24, 3, 3, 3),
-                                     "features.1.0.block.0.0.weight": (24, 24, 3, 3),
-                                     "features.2.0.block.0.0.weight": (96, 24, 3, 3),
-                                     "features.2.0.block.1.0.weight": (48, 96, 1, 1),
-                                     "features.4.0.block.2.fc1.weight": (16, 256, 1, 1),
-                                     "features.7.0.weight": (1280, 256, 1, 1), "classifier.1.weight": (1000, 1280)}),
-    "efficientnet_v2_m": (54139356, {"features.8.0.weight": (1280, 512, 1, 1)}),
-    "efficientnet_v2_l": (118515272, {"features.0.0.weight": (32, 3, 3, 3)}),
     "squeezenet1_1": (1235496, {"features.0.weight": (64, 3, 3, 3), "features.12.expand1x1.weight": (256, 64, 1, 1),
                                 "classifier.1.bias": (1000,)}),
 }
 
-def _min_side(name):
-    """A small input side the model takes: its weights' min_size, at least 16 (forward time grows
-    with the area, and this is a shape-and-wiring check)."""
-    return max(16, *models.get_model_weights(name).DEFAULT.meta["min_size"])
+# The families of test_models_modern.py.
+MODERN = ["efficientnet_*", "regnet_*", "convnext_*", "vit_*", "swin_*"]
 
 
-@pytest.fixture
-def cheap_init(monkeypatch):
-    """Random initialization of the big models costs more time than these tests have (ember fills
-    ~100M values/s), so normal_/uniform_/trunc_normal_ fill with a tiled block of random values of
-    the same distribution: every layer still sees varied, well-scaled weights."""
-    from ember.nn import init
-
-    block = 1 << 16
-    gen = np.random.default_rng(0)
-    normal = ember.from_numpy(gen.standard_normal(block).astype(np.float32))
-    uniform = ember.from_numpy(gen.random(block).astype(np.float32))
-
-    def tile(tensor, values):
-        with ember.no_grad():
-            flat = tensor.view(-1)
-            n = flat.numel()
-            full = n // block
-            if full:
-                flat[:full * block].view(full, block).copy_(values.expand(full, block))
-            flat[full * block:].copy_(values[:n - full * block])
-        return tensor
-
-    def normal_(tensor, mean=0.0, std=1.0, generator=None):
-        return tile(tensor, normal * std + mean)
-
-    def uniform_(tensor, a=0.0, b=1.0, generator=None):
-        return tile(tensor, uniform * (b - a) + a)
-
-    def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-        return tile(tensor, (normal * std + mean).clamp(a, b))
-
-    monkeypatch.setattr(init, "normal_", normal_)
-    monkeypatch.setattr(init, "uniform_", uniform_)
-    monkeypatch.setattr(init, "trunc_normal_", trunc_normal_)
-
-
-def test_every_registered_model_has_a_spec():
-    assert sorted(SPECS) == models.list_models()
+def test_every_classic_model_has_a_spec():
+    assert sorted(SPECS) == models.list_models(exclude=MODERN)
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
-def test_parameter_count_state_dict_and_forward(name, cheap_init):
+def test_parameter_count_state_dict_and_forward(name, cheap_init, model_checks):
     num_params, keys = SPECS[name]
-    model = models.get_model(name)
-    assert sum(p.numel() for p in model.parameters()) == num_params
-    assert models.get_model_weights(name).DEFAULT.meta["num_params"] == num_params
-    state = model.state_dict()
-    for key, shape in keys.items():
-        assert key in state, key
-        assert tuple(state[key].shape) == shape, key
-    assert all(k.rsplit(".", 1)[1] in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
-               for k in state)
-    # One image at the smallest size the model takes, in eval mode.
-    side = _min_side(name)
-    model.eval()
-    with ember.no_grad():
-        out = model(ember.rand(1, 3, side, side))
-    assert tuple(out.shape) == (1, 1000)
-    assert bool(ember.isfinite(out).all())
+    model_checks.count_keys_forward(name, num_params, keys)
 
 
-# Stochastic depth is off so that every block gets a gradient from a batch of two.
 TRAINED = {"resnet18": {}, "resnext50_32x4d": {}, "mobilenet_v2": {}, "mobilenet_v3_large": {},
            "mobilenet_v3_small": {}, "squeezenet1_0": {}, "squeezenet1_1": {}, "shufflenet_v2_x0_5": {},
-           "mnasnet0_5": {}, "densenet121": {}, "efficientnet_b0": {"stochastic_depth_prob": 0.0},
-           "efficientnet_v2_s": {"stochastic_depth_prob": 0.0}}
+           "mnasnet0_5": {}, "densenet121": {}}
 
 
 @pytest.mark.parametrize("name", sorted(TRAINED))
-def test_forward_and_one_training_step(name):
-    ember.manual_seed(0)
-    model = models.get_model(name, num_classes=10, **TRAINED[name])
-    x = ember.rand(2, 3, 64, 64)
-    # Eval mode is deterministic (dropout off, running statistics used).
-    model.eval()
-    with ember.no_grad():
-        assert ember.equal(model(x), model(x))
-    model.train()
-    out = model(x)
-    assert tuple(out.shape) == (2, 10) and bool(ember.isfinite(out).all())
-    params = list(model.parameters())
-    before = [p.detach().clone() for p in params]
-    opt = ember.optim.SGD(params, lr=0.01)
-    F.cross_entropy(out, ember.tensor([3, 7])).backward()
-    assert all(p.grad is not None and bool(ember.isfinite(p.grad).all()) for p in params)
-    opt.step()
-    assert all(not ember.equal(b, p) for b, p in zip(before, params, strict=True))
+def test_forward_and_one_training_step(name, model_checks):
+    model_checks.train_step(name, **TRAINED[name])
 
 
 def test_resnet_options(cheap_init):

@@ -19,6 +19,7 @@ from .efficientnet import *  # noqa: F403
 from .mnasnet import *  # noqa: F403
 from .mobilenetv2 import *  # noqa: F403
 from .mobilenetv3 import *  # noqa: F403
+from .regnet import *  # noqa: F403
 from .resnet import *  # noqa: F403
 from .shufflenetv2 import *  # noqa: F403
 from .squeezenet import *  # noqa: F403

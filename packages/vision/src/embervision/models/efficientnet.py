@@ -354,10 +354,10 @@ class EfficientNet_V2_L_Weights(WeightsEnum):
     DEFAULT = IMAGENET1K_V1
 
 
-def _build_b(arch: str, width_mult: float, depth_mult: float, dropout: float, weights: WeightsEnum | None,
+def _build_b(arch: str, width_mult: float, depth_mult: float, default_dropout: float, weights: WeightsEnum | None,
              progress: bool, **kwargs: Any) -> EfficientNet:
     setting, last_channel = _efficientnet_conf(arch, width_mult=width_mult, depth_mult=depth_mult)
-    return _efficientnet(setting, kwargs.pop("dropout", dropout), last_channel, weights, progress, **kwargs)
+    return _efficientnet(setting, kwargs.pop("dropout", default_dropout), last_channel, weights, progress, **kwargs)
 
 
 # B5-B7 were ported with TensorFlow's batch-norm settings.
