@@ -55,9 +55,10 @@ class ModelChecks:
         from embervision import models
         return max(16, *models.get_model_weights(name).DEFAULT.meta["min_size"])
 
-    def count_keys_forward(self, name, num_params, keys, forward=True, side=None, **kwargs):
+    def count_keys_forward(self, name, num_params, keys, forward=True, side=None, forward_kwargs=None, **kwargs):
         """torchvision's parameter count and state-dict entries (name → shape), then one small image
-        through the model in eval mode."""
+        through the model in eval mode (rebuilt with forward_kwargs when given, e.g. a smaller ViT
+        image_size)."""
         from embervision import models
         model = models.get_model(name, **kwargs)
         assert sum(p.numel() for p in model.parameters()) == num_params
@@ -69,6 +70,8 @@ class ModelChecks:
         if not forward:
             return
         side = side or self.min_side(name)
+        if forward_kwargs is not None:
+            model = models.get_model(name, **forward_kwargs)
         model.eval()
         with ember.no_grad():
             out = model(ember.rand(1, 3, side, side))
@@ -78,10 +81,11 @@ class ModelChecks:
     @staticmethod
     def train_step(name, side=64, **kwargs):
         """Eval determinism, then a batch of two at side×side: finite logits of 10 classes, a gradient
-        for every parameter, and an SGD step that moves every one."""
+        for every parameter, and an SGD step that moves every one. `name` may be a model built with
+        num_classes=10 instead."""
         from embervision import models
         ember.manual_seed(0)
-        model = models.get_model(name, num_classes=10, **kwargs)
+        model = models.get_model(name, num_classes=10, **kwargs) if isinstance(name, str) else name
         x = ember.rand(2, 3, side, side)
         model.eval()
         with ember.no_grad():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+import ember
 from embervision import models
 
 # torchvision's documented parameter counts (its weight tables' "num_params") and a few state-dict
@@ -54,13 +55,52 @@ SPECS = {
     "regnet_x_8gf": (39572648, {"fc.weight": (1000, 1920)}),
     "regnet_x_16gf": (54278536, {"fc.weight": (1000, 2048)}),
     "regnet_x_32gf": (107811560, {"fc.weight": (1000, 2520)}),
+    "convnext_tiny": (28589128, {"features.0.0.weight": (96, 3, 4, 4), "features.0.1.weight": (96,),
+                                 "features.1.0.layer_scale": (96, 1, 1), "features.1.0.block.0.weight": (96, 1, 7, 7),
+                                 "features.1.0.block.3.weight": (384, 96), "features.2.0.weight": (96,),
+                                 "features.2.1.weight": (192, 96, 2, 2), "classifier.0.weight": (768,),
+                                 "classifier.2.weight": (1000, 768)}),
+    "convnext_small": (50223688, {"features.5.26.layer_scale": (384, 1, 1)}),
+    "convnext_base": (88591464, {"classifier.2.weight": (1000, 1024)}),
+    "convnext_large": (197767336, {"classifier.2.weight": (1000, 1536)}),
+    "vit_b_16": (86567656, {"class_token": (1, 1, 768), "conv_proj.weight": (768, 3, 16, 16),
+                            "encoder.pos_embedding": (1, 197, 768),
+                            "encoder.layers.encoder_layer_0.ln_1.weight": (768,),
+                            "encoder.layers.encoder_layer_0.self_attention.in_proj_weight": (2304, 768),
+                            "encoder.layers.encoder_layer_0.self_attention.out_proj.bias": (768,),
+                            "encoder.layers.encoder_layer_11.mlp.3.weight": (768, 3072),
+                            "encoder.ln.weight": (768,), "heads.head.weight": (1000, 768)}),
+    "vit_b_32": (88224232, {"encoder.pos_embedding": (1, 50, 768), "conv_proj.weight": (768, 3, 32, 32)}),
+    "vit_l_16": (304326632, {"encoder.layers.encoder_layer_23.mlp.0.weight": (4096, 1024)}),
+    "vit_l_32": (306535400, {"conv_proj.weight": (1024, 3, 32, 32)}),
+    "vit_h_14": (633470440, {"encoder.pos_embedding": (1, 1370, 1280)}),
+    "swin_t": (28288354, {"features.0.0.weight": (96, 3, 4, 4), "features.0.2.weight": (96,),
+                          "features.1.0.attn.relative_position_bias_table": (169, 3),
+                          "features.1.0.attn.relative_position_index": (2401,),
+                          "features.1.0.attn.qkv.weight": (288, 96), "features.1.1.mlp.0.weight": (384, 96),
+                          "features.2.reduction.weight": (192, 384), "features.2.norm.weight": (384,),
+                          "norm.weight": (768,), "head.weight": (1000, 768)}),
+    "swin_s": (49606258, {"features.5.17.mlp.0.weight": (1536, 384)}),
+    "swin_b": (87768224, {"head.weight": (1000, 1024)}),
+    "swin_v2_t": (28351570, {"features.1.0.attn.logit_scale": (3, 1, 1), "features.1.0.attn.cpb_mlp.0.weight": (512, 2),
+                             "features.1.0.attn.relative_coords_table": (1, 15, 15, 2),
+                             "features.1.0.attn.relative_position_index": (4096,),
+                             "features.2.norm.weight": (192,), "head.weight": (1000, 768)}),
+    "swin_v2_s": (49737442, {"features.5.17.attn.cpb_mlp.2.weight": (12, 512)}),
+    "swin_v2_b": (87930848, {"head.weight": (1000, 1024)}),
 }
 
 FAMILIES = ["efficientnet_*", "regnet_*", "convnext_*", "vit_*", "swin_*"]
 
-# Models of more than 500M parameters: built and counted, but their forward (seconds of compute on
-# this machine) is left to their smaller siblings, which run the same code.
-GIANT = {"regnet_y_128gf"}
+# Built and counted, but their forward (seconds of compute on this machine: over 500M parameters, or
+# a fixed ViT-L/H input of 224+ pixels) is left to their smaller siblings, which run the same code.
+NO_FORWARD = {"regnet_y_128gf", "vit_l_16", "vit_l_32", "vit_h_14"}
+# ViT takes exactly its image_size; a 32-pixel ViT (same weights but the position embedding) runs
+# the forward. vit_h_14's documented count is that of its default (SWAG, 518-pixel) weights.
+BUILD_KWARGS = {"vit_h_14": {"image_size": 518}}
+FORWARD_KWARGS = {"vit_b_16": {"image_size": 32}, "vit_b_32": {"image_size": 32}}
+SIDE = {"vit_b_16": 32, "vit_b_32": 32, "swin_t": 64, "swin_s": 64, "swin_b": 64, "swin_v2_t": 64, "swin_v2_s": 64,
+        "swin_v2_b": 64}
 
 
 def test_every_model_of_these_families_has_a_spec():
@@ -70,7 +110,8 @@ def test_every_model_of_these_families_has_a_spec():
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_parameter_count_state_dict_and_forward(name, cheap_init, model_checks):
     num_params, keys = SPECS[name]
-    model_checks.count_keys_forward(name, num_params, keys, forward=name not in GIANT)
+    model_checks.count_keys_forward(name, num_params, keys, forward=name not in NO_FORWARD, side=SIDE.get(name),
+                                    forward_kwargs=FORWARD_KWARGS.get(name), **BUILD_KWARGS.get(name, {}))
 
 
 # Stochastic depth is off so that every block gets a gradient from a batch of two.
@@ -123,3 +164,82 @@ def test_regnet_block_params():
     swag = models.RegNet_Y_16GF_Weights.IMAGENET1K_SWAG_E2E_V1
     assert swag.transforms().crop_size == [384] and swag.transforms().interpolation == "bicubic"
     assert swag.meta["license"] == "https://github.com/facebookresearch/SWAG/blob/main/LICENSE"
+
+
+def _tiny(kind):
+    """Small members of the transformer families (same code, few channels) for the training step."""
+    from embervision.models.convnext import CNBlockConfig, ConvNeXt
+    from embervision.models.swin_transformer import PatchMergingV2, SwinTransformer, SwinTransformerBlockV2
+    from embervision.models.vision_transformer import VisionTransformer
+
+    if kind == "convnext":
+        # layer_scale 0.1, not 1e-6: with the default, one float32 SGD step cannot move the block weights.
+        return ConvNeXt([CNBlockConfig(16, 32, 2), CNBlockConfig(32, None, 2)], layer_scale=0.1, num_classes=10)
+    if kind == "vit":
+        return VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+                                 num_classes=10)
+    # 64 pixels / patch 4 = 16x16 tokens over 4x4 windows: the shifted blocks use the attention mask.
+    common = dict(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
+                  stochastic_depth_prob=0.0, num_classes=10)
+    if kind == "swin":
+        return SwinTransformer(**common)
+    return SwinTransformer(**common, block=SwinTransformerBlockV2, downsample_layer=PatchMergingV2)
+
+
+@pytest.mark.parametrize("kind", ["convnext", "vit", "swin", "swin_v2"])
+def test_transformer_families_train(kind, model_checks):
+    ember.manual_seed(0)
+    model = _tiny(kind)
+    if kind == "vit":
+        # The classifier head starts at zero: only it gets a gradient until it moves.
+        with ember.no_grad():
+            model.heads.head.weight.normal_(std=0.02)
+    model_checks.train_step(model)
+
+
+def test_swin_window_attention_matches_a_plain_reference():
+    """Unshifted window attention on a map of exactly one window is plain multi-head attention with
+    the relative position bias added to the logits."""
+    import numpy as np
+
+    from embervision.models.swin_transformer import ShiftedWindowAttention
+
+    ember.manual_seed(0)
+    attn = ShiftedWindowAttention(8, [3, 3], [0, 0], num_heads=2).double().eval()
+    x = ember.randn(1, 3, 3, 8, dtype=ember.float64)
+    out = attn(x).detach().numpy()
+    tokens = x.numpy().reshape(9, 8)
+    qkv = tokens @ attn.qkv.weight.detach().numpy().T + attn.qkv.bias.detach().numpy()
+    q, k, v = (qkv[:, i * 8:(i + 1) * 8].reshape(9, 2, 4).transpose(1, 0, 2) for i in range(3))
+    bias = attn.get_relative_position_bias().detach().numpy()[0]
+    logits = q @ k.transpose(0, 2, 1) / 2.0 + bias
+    weights = np.exp(logits - logits.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    heads = (weights @ v).transpose(1, 0, 2).reshape(9, 8)
+    ref = heads @ attn.proj.weight.detach().numpy().T + attn.proj.bias.detach().numpy()
+    np.testing.assert_allclose(out.reshape(9, 8), ref, rtol=1e-10, atol=1e-12)
+    # The bias of a token pair depends only on their offset: (0,0)→(1,1) equals (1,1)→(2,2).
+    assert bias[0, 0, 4] == bias[0, 4, 8]
+
+
+def test_transformer_builders_errors(cheap_init):
+    from embervision.models.convnext import ConvNeXt
+    from embervision.models.swin_transformer import ShiftedWindowAttention
+    from embervision.models.vision_transformer import VisionTransformer
+
+    with pytest.raises(ValueError, match="The block_setting should not be empty"):
+        ConvNeXt([])
+    with pytest.raises(TypeError, match=r"The block_setting should be List\[CNBlockConfig\]"):
+        ConvNeXt([[96, 192, 3]])
+    with pytest.raises(ValueError, match="Input shape indivisible by patch size!"):
+        VisionTransformer(image_size=30, patch_size=16, num_layers=1, num_heads=1, hidden_dim=8, mlp_dim=8)
+    vit = VisionTransformer(image_size=32, patch_size=16, num_layers=1, num_heads=1, hidden_dim=8, mlp_dim=8)
+    with pytest.raises(ValueError, match="Wrong image height! Expected 32 but got 48!"):
+        vit(ember.rand(1, 3, 48, 32))
+    with pytest.raises(ValueError, match="window_size and shift_size must be of length 2"):
+        ShiftedWindowAttention(8, [7], [0, 0], 2)
+    # With weights, ViT's image_size is the weights' (and a conflict is refused before any download).
+    with pytest.raises(ValueError, match="The parameter 'image_size' expected value 384 but got 224 instead."):
+        models.vit_b_16(weights="IMAGENET1K_SWAG_E2E_V1", image_size=224)
+    with pytest.raises(ValueError, match="No weights available for model swin_t"):
+        models.swin_t(pretrained=True)

@@ -14,6 +14,7 @@ from ._api import (  # noqa: F401
     list_models,
 )
 from .alexnet import *  # noqa: F403
+from .convnext import *  # noqa: F403
 from .densenet import *  # noqa: F403
 from .efficientnet import *  # noqa: F403
 from .mnasnet import *  # noqa: F403
@@ -23,4 +24,6 @@ from .regnet import *  # noqa: F403
 from .resnet import *  # noqa: F403
 from .shufflenetv2 import *  # noqa: F403
 from .squeezenet import *  # noqa: F403
+from .swin_transformer import *  # noqa: F403
 from .vgg import *  # noqa: F403
+from .vision_transformer import *  # noqa: F403
