@@ -3,6 +3,7 @@ small inputs, one training step, and the builders' options and errors."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ember
@@ -77,6 +78,18 @@ SPECS = {
     "densenet161": (28681000, {"features.conv0.weight": (96, 3, 7, 7), "classifier.weight": (1000, 2208)}),
     "densenet169": (14149480, {"classifier.weight": (1000, 1664)}),
     "densenet201": (20013928, {"classifier.weight": (1000, 1920)}),
+    "googlenet": (6624904, {"conv1.conv.weight": (64, 3, 7, 7), "conv1.bn.running_var": (64,),
+                            "inception3a.branch1.conv.weight": (64, 192, 1, 1),
+                            "inception3a.branch2.1.conv.weight": (128, 96, 3, 3),
+                            "inception3a.branch3.1.conv.weight": (32, 16, 3, 3),
+                            "inception3a.branch4.1.conv.weight": (32, 192, 1, 1),
+                            "inception5b.branch1.bn.weight": (384,), "fc.weight": (1000, 1024)}),
+    "inception_v3": (27161264, {"Conv2d_1a_3x3.conv.weight": (32, 3, 3, 3),
+                                "Mixed_5b.branch5x5_2.conv.weight": (64, 48, 5, 5),
+                                "Mixed_6b.branch7x7_2.conv.weight": (128, 128, 1, 7),
+                                "Mixed_7c.branch3x3dbl_3b.conv.weight": (384, 384, 3, 1),
+                                "AuxLogits.conv1.conv.weight": (768, 128, 5, 5), "AuxLogits.fc.weight": (1000, 768),
+                                "fc.weight": (1000, 2048)}),
     "squeezenet1_1": (1235496, {"features.0.weight": (64, 3, 3, 3), "features.12.expand1x1.weight": (256, 64, 1, 1),
                                 "classifier.1.bias": (1000,)}),
 }
@@ -89,15 +102,20 @@ def test_every_classic_model_has_a_spec():
     assert sorted(SPECS) == models.list_models(exclude=MODERN)
 
 
+# torchvision documents GoogLeNet's count without its (not pretrained) auxiliary heads, Inception v3's
+# with its own; init_weights=True only silences their FutureWarning about the initialization.
+BUILD_KWARGS = {"googlenet": {"aux_logits": False, "init_weights": True}, "inception_v3": {"init_weights": True}}
+
+
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_parameter_count_state_dict_and_forward(name, cheap_init, model_checks):
     num_params, keys = SPECS[name]
-    model_checks.count_keys_forward(name, num_params, keys)
+    model_checks.count_keys_forward(name, num_params, keys, **BUILD_KWARGS.get(name, {}))
 
 
 TRAINED = {"resnet18": {}, "resnext50_32x4d": {}, "mobilenet_v2": {}, "mobilenet_v3_large": {},
            "mobilenet_v3_small": {}, "squeezenet1_0": {}, "squeezenet1_1": {}, "shufflenet_v2_x0_5": {},
-           "mnasnet0_5": {}, "densenet121": {}}
+           "mnasnet0_5": {}, "densenet121": {}, "googlenet": {"aux_logits": False, "init_weights": True}}
 
 
 @pytest.mark.parametrize("name", sorted(TRAINED))
@@ -174,3 +192,50 @@ def test_models_refuse_inputs_below_their_minimum_size(cheap_init):
     model = models.alexnet().eval()
     with ember.no_grad(), pytest.raises(RuntimeError):
         model(ember.rand(1, 3, 40, 40))  # below min_size (63) the last max pool has no window left
+
+
+def test_googlenet_and_inception_auxiliary_outputs_and_input_transform(cheap_init):
+    from embervision.models.googlenet import GoogLeNetOutputs
+    from embervision.models.inception import InceptionOutputs
+
+    g = models.googlenet(num_classes=5, init_weights=True)
+    # The documented count, with 5 classes, plus two auxiliary heads (1x1 conv to 128 + BN, 2048→1024→5).
+    aux = [c_in * 128 + 2 * 128 + 2048 * 1024 + 1024 + 1024 * 5 + 5 for c_in in (512, 528)]
+    assert sum(p.numel() for p in g.parameters()) == 6624904 - 1024 * 995 - 995 + sum(aux)
+    x = ember.rand(2, 3, 64, 64)
+    out = g.train()(x)
+    assert isinstance(out, GoogLeNetOutputs)
+    assert [tuple(t.shape) for t in out] == [(2, 5), (2, 5), (2, 5)]
+    with ember.no_grad():
+        assert tuple(g.eval()(x).shape) == (2, 5)
+    # Inception v3's auxiliary head takes Mixed_6e's 17x17 map (299-pixel inputs, too slow here): the
+    # head alone on such a map, and the wiring with a stand-in head on a 75-pixel input.
+    from embervision.models.inception import InceptionAux
+    assert tuple(InceptionAux(768, 4)(ember.rand(2, 768, 17, 17)).shape) == (2, 4)
+    inc = models.inception_v3(num_classes=4, init_weights=True)
+    seen = []
+
+    class StandIn(ember.nn.Module):
+        def forward(self, x):
+            seen.append(tuple(x.shape))
+            return ember.zeros(x.shape[0], 4)
+
+    inc.AuxLogits = StandIn()
+    out = inc.train()(ember.rand(2, 3, 75, 75))
+    assert isinstance(out, InceptionOutputs) and tuple(out.aux_logits.shape) == (2, 4) and seen == [(2, 768, 3, 3)]
+    with ember.no_grad():
+        assert isinstance(inc.eval()(ember.rand(1, 3, 75, 75)), ember.Tensor) and len(seen) == 1
+    no_aux = models.inception_v3(aux_logits=False, init_weights=True)
+    assert no_aux.AuxLogits is None and isinstance(no_aux.train()(ember.rand(2, 3, 75, 75)), ember.Tensor)
+    # transform_input maps ImageNet-normalized inputs to the port's (x - 0.5) / 0.5 normalization.
+    t = models.googlenet(transform_input=True, aux_logits=False, init_weights=True)
+    x = ember.rand(1, 3, 4, 4, dtype=ember.float64)
+    mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+    expected = (x.numpy() * std[:, None, None] + mean[:, None, None] - 0.5) / 0.5
+    np.testing.assert_allclose(t._transform_input(x).numpy(), expected, rtol=1e-12, atol=1e-12)
+    with pytest.warns(FutureWarning, match="The default weight initialization of GoogleNet will be changed"):
+        models.googlenet(aux_logits=False)
+    with pytest.raises(ValueError, match="blocks length should be 3 instead of 2"):
+        models.GoogLeNet(blocks=[None, None], init_weights=True)
+    with pytest.raises(ValueError, match="length of inception_blocks should be 7 instead of 1"):
+        models.Inception3(inception_blocks=[None], init_weights=True)

@@ -17,6 +17,8 @@ from .alexnet import *  # noqa: F403
 from .convnext import *  # noqa: F403
 from .densenet import *  # noqa: F403
 from .efficientnet import *  # noqa: F403
+from .googlenet import *  # noqa: F403
+from .inception import *  # noqa: F403
 from .mnasnet import *  # noqa: F403
 from .mobilenetv2 import *  # noqa: F403
 from .mobilenetv3 import *  # noqa: F403
