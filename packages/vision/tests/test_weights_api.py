@@ -100,6 +100,13 @@ def test_get_weight():
         models.get_weight("NoSuch_Weights.IMAGENET1K_V1")
 
 
+def test_every_weights_entry_is_found_by_its_full_name():
+    for name in models.list_models():
+        enum = models.get_model_weights(name)
+        for member in enum:
+            assert models.get_weight(f"{enum.__name__}.{member._name_}") is member
+
+
 def test_get_model_weights_by_builder_or_name():
     assert models.get_model_weights("resnet50") is ResNet50_Weights
     assert models.get_model_weights(models.resnet50) is ResNet50_Weights
