@@ -449,3 +449,86 @@ def test_preset_accepts_an_interpolation_enum_member():
     img = (ember.rand(3, 20, 20) * 255).to(ember.uint8)
     out = partial(preset)(img)
     assert tuple(out.shape) == (3, 5, 5) and bool(ember.isfinite(out).all())
+
+
+# ---------------------------------------------------------------------------------------------
+# Older checkpoint layouts the builders still load
+
+
+def test_densenet_loads_checkpoints_with_the_dotted_layer_names(monkeypatch):
+    import re
+
+    from embervision.models.densenet import DenseNet121_Weights
+
+    ember.manual_seed(0)
+    source = models.densenet121()
+    state = source.state_dict()
+    # The original (LuaTorch-ported) checkpoints say "denselayer1.norm.1.weight" where the modules are
+    # now "norm1", and predate BatchNorm's num_batches_tracked.
+    dotted = re.compile(r"^(.*denselayer\d+\.(?:norm|relu|conv))([12])\.(.*)$")
+    legacy = {(f"{m.group(1)}.{m.group(2)}.{m.group(3)}" if (m := dotted.match(k)) else k): v
+              for k, v in state.items() if not k.endswith("num_batches_tracked")}
+    assert "features.denseblock1.denselayer1.norm.1.weight" in legacy
+    monkeypatch.setattr(DenseNet121_Weights, "get_state_dict", lambda self, *args, **kwargs: dict(legacy))
+    model = models.densenet121(weights="DEFAULT")
+    loaded = model.state_dict()
+    assert all(ember.equal(loaded[k], v) for k, v in state.items() if not k.endswith("num_batches_tracked"))
+
+
+def test_vit_loads_version_1_mlp_names():
+    from embervision.models.vision_transformer import VisionTransformer
+
+    def build():
+        return VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=2, hidden_dim=8, mlp_dim=16)
+
+    ember.manual_seed(0)
+    state = build().state_dict()
+    old = type(state)()
+    old._metadata = state._metadata
+    for k, v in state.items():
+        old[k.replace("mlp.0.", "mlp.linear_1.").replace("mlp.3.", "mlp.linear_2.")] = v
+    for i in range(2):
+        old._metadata[f"encoder.layers.encoder_layer_{i}.mlp"]["version"] = 1
+    assert "encoder.layers.encoder_layer_1.mlp.linear_2.bias" in old
+    model = build()
+    model.load_state_dict(old)
+    assert _same_state(model, state)
+
+
+def test_mnasnet_loads_version_1_checkpoints_with_their_fixed_stem():
+    from embervision.models.mnasnet import _BN_MOMENTUM, MNASNet, _stack
+
+    ember.manual_seed(0)
+    # A version-1 MNASNet 0.5: the stem of width 32/16 (that of alpha 1.0) and a first stack from 16.
+    state = MNASNet(0.5).state_dict()
+    stem = {k: v for k, v in MNASNet(1.0).state_dict().items() if int(k.split(".")[1]) < 8}
+    first = {f"layers.8.{k}": v for k, v in _stack(16, 16, 3, 2, 3, 3, _BN_MOMENTUM).state_dict().items()}
+    old = type(state)((k, v) for k, v in state.items() if int(k.split(".")[1]) > 8 if k.startswith("layers."))
+    old.update(stem)
+    old.update(first)
+    old.update((k, v) for k, v in state.items() if k.startswith("classifier."))
+    old._metadata = state._metadata
+    old._metadata[""]["version"] = 1
+
+    model = MNASNet(0.5)
+    with pytest.warns(UserWarning, match="A new version of MNASNet model has been implemented"):
+        model.load_state_dict(old)
+    assert model.layers[0].out_channels == 32 and model.layers[8][0].layers[0].in_channels == 16
+    assert _same_state(model, {k: old[k] for k in model.state_dict()})
+    # The patched model is version 1 and saves as such.
+    assert model.state_dict()._metadata[""]["version"] == 1
+    with pytest.raises(ValueError, match="version shluld be set to 1 or 2 instead of 3"):
+        old._metadata[""]["version"] = 3
+        MNASNet(0.5).load_state_dict(old)
+
+
+def test_intermediate_layer_getter():
+    from embervision.models._utils import IntermediateLayerGetter
+
+    body = IntermediateLayerGetter(models.resnet18(), {"layer1": "feat1", "layer3": "feat2"})
+    assert list(body.keys())[-1] == "layer3"  # what follows the last requested layer is dropped
+    with ember.no_grad():
+        out = body.eval()(ember.rand(1, 3, 64, 64))
+    assert [(k, tuple(v.shape)) for k, v in out.items()] == [("feat1", (1, 64, 16, 16)), ("feat2", (1, 256, 4, 4))]
+    with pytest.raises(ValueError, match="return_layers are not present in model"):
+        IntermediateLayerGetter(models.resnet18(), {"layer9": "x"})
