@@ -185,6 +185,27 @@ def test_legacy_pretrained_false_warns_and_builds_without_weights():
     assert m.classifier[1].out_channels == 5
 
 
+def test_legacy_positional_arguments_warn_and_map():
+    with pytest.warns(UserWarning) as record:
+        m = models.squeezenet1_1(False, False, num_classes=3)
+    assert str(record[0].message) == (
+        "Using 'weights' and 'progress' as positional parameter(s) is deprecated since 0.13 and may be removed in "
+        "the future. Please use keyword parameter(s) instead.")
+    assert "equivalent to passing `weights=None`" in str(record[1].message)
+    assert m.classifier[1].out_channels == 3
+    # A positional weights enum is the new-style value, passed on with the positional warning only.
+    with pytest.warns(UserWarning, match="Using 'weights' as positional parameter"), \
+            pytest.raises(ValueError, match="expected value 1000 but got 3"):
+        models.squeezenet1_1(SqueezeNet1_1_Weights.DEFAULT, num_classes=3)
+    from embervision.models._utils import kwonly_to_pos_or_kw
+
+    def f(a, b=1):
+        return a
+
+    with pytest.raises(TypeError, match="Found no keyword-only parameter on function 'f'"):
+        kwonly_to_pos_or_kw(f)
+
+
 def test_legacy_interface_maps_pretrained_true_to_the_legacy_weights():
     seen = {}
 

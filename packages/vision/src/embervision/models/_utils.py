@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
@@ -59,8 +60,41 @@ def _imagenet_weights(url: str, num_params: int, recipe: str, acc1: float, acc5:
     )
 
 
+def _sequence_to_str(seq: tuple[str, ...], separate_last: str = "") -> str:
+    if len(seq) == 1:
+        return f"'{seq[0]}'"
+    head = "'" + "', '".join(seq[:-1]) + "'"
+    tail = f"{'' if separate_last and len(seq) == 2 else ','} {separate_last}'{seq[-1]}'"
+    return head + tail
+
+
+def kwonly_to_pos_or_kw(fn: Callable) -> Callable:
+    """Let old code pass `fn`'s keyword-only parameters positionally (resnet50(True), as before the
+    multi-weight API), with a deprecation warning."""
+    params = inspect.signature(fn).parameters
+    try:
+        keyword_only_start_idx = next(i for i, p in enumerate(params.values()) if p.kind == p.KEYWORD_ONLY)
+    except StopIteration:
+        raise TypeError(f"Found no keyword-only parameter on function '{fn.__name__}'") from None
+    keyword_only_params = tuple(params)[keyword_only_start_idx:]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        args, keyword_only_args = args[:keyword_only_start_idx], args[keyword_only_start_idx:]
+        if keyword_only_args:
+            keyword_only_kwargs = dict(zip(keyword_only_params, keyword_only_args, strict=False))
+            warnings.warn(f"Using {_sequence_to_str(tuple(keyword_only_kwargs), separate_last='and ')} as "
+                          "positional parameter(s) is deprecated since 0.13 and may be removed in the future. "
+                          "Please use keyword parameter(s) instead.", UserWarning, stacklevel=2)
+            kwargs.update(keyword_only_kwargs)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def handle_legacy_interface(**weights: tuple[str, Any]) -> Callable[[Callable], Callable]:
-    """Decorator mapping a builder's legacy boolean argument onto its `weights` argument.
+    """Decorator mapping a builder's legacy boolean argument onto its `weights` argument (and letting
+    its keyword-only arguments come positionally, as before: kwonly_to_pos_or_kw).
 
     Each keyword is `weights_param=(legacy_param, default)`: `legacy_param=True` (e.g. pretrained=True)
     warns and becomes `weights_param=default`, the weights the legacy flag used to load (a member, or a
@@ -68,6 +102,7 @@ def handle_legacy_interface(**weights: tuple[str, Any]) -> Callable[[Callable], 
     """
 
     def outer_wrapper(builder: Callable) -> Callable:
+        @kwonly_to_pos_or_kw
         @functools.wraps(builder)
         def inner_wrapper(*args: Any, **kwargs: Any) -> Any:
             for weights_param, (pretrained_param, default) in weights.items():
