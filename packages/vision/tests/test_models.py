@@ -239,3 +239,43 @@ def test_googlenet_and_inception_auxiliary_outputs_and_input_transform(cheap_ini
         models.GoogLeNet(blocks=[None, None], init_weights=True)
     with pytest.raises(ValueError, match="length of inception_blocks should be 7 instead of 1"):
         models.Inception3(inception_blocks=[None], init_weights=True)
+
+
+def test_shufflenet_mnasnet_densenet_errors():
+    from embervision.models.mnasnet import _InvertedResidual, _round_to_multiple_of, _stack
+    from embervision.models.shufflenetv2 import InvertedResidual, channel_shuffle
+
+    with pytest.raises(ValueError, match="expected stages_repeats as list of 3 positive ints"):
+        models.ShuffleNetV2([4, 8], [24, 48, 96, 192, 1024])
+    with pytest.raises(ValueError, match="expected stages_out_channels as list of 5 positive ints"):
+        models.ShuffleNetV2([4, 8, 4], [24, 48, 96, 192])
+    with pytest.raises(ValueError, match="illegal stride value"):
+        InvertedResidual(24, 24, 4)
+    with pytest.raises(ValueError, match="Invalid combination of stride 1, inp 24 and oup 48 values"):
+        InvertedResidual(24, 48, 1)
+    # channel_shuffle interleaves the two halves: [a0 a1 b0 b1] → [a0 b0 a1 b1].
+    x = ember.arange(4, dtype=ember.float32).reshape(1, 4, 1, 1)
+    assert channel_shuffle(x, 2).flatten().tolist() == [0.0, 2.0, 1.0, 3.0]
+    with pytest.raises(ValueError, match="alpha should be greater than 0.0 instead of 0.0"):
+        models.MNASNet(0.0)
+    with pytest.raises(ValueError, match="stride should be 1 or 2 instead of 3"):
+        _InvertedResidual(8, 8, 3, 3, 2)
+    with pytest.raises(ValueError, match="kernel_size should be 3 or 5 instead of 7"):
+        _InvertedResidual(8, 8, 7, 1, 2)
+    with pytest.raises(ValueError, match="repeats should be >= 1, instead got 0"):
+        _stack(8, 8, 3, 1, 2, 0, 0.1)
+    assert (_round_to_multiple_of(83, 8), _round_to_multiple_of(84, 8)) == (80, 88)
+    with pytest.raises(ValueError, match="round_up_bias should be greater than 0.0 and smaller than 1.0"):
+        _round_to_multiple_of(83, 8, 1.0)
+    with pytest.raises(NotImplementedError, match="memory_efficient=True needs activation checkpointing"):
+        models.densenet121(memory_efficient=True)
+    # drop_rate adds dropout after every dense layer in training only.
+    net = models.DenseNet(growth_rate=4, block_config=(2, 2), num_init_features=8, bn_size=2, drop_rate=0.5,
+                          num_classes=3)
+    x = ember.rand(2, 3, 32, 32)
+    with ember.no_grad():
+        assert ember.equal(net.eval()(x), net(x))
+        ember.manual_seed(0)
+        a = net.train()(x)
+        ember.manual_seed(1)
+        assert not ember.equal(a, net(x))
