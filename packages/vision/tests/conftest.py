@@ -45,6 +45,15 @@ def cheap_init(monkeypatch):
     monkeypatch.setattr(init, "trunc_normal_", trunc_normal_)
 
 
+@pytest.fixture
+def no_init(monkeypatch):
+    """Skip the random initialization: for models that are only built and counted."""
+    from ember.nn import init
+
+    for name in ("normal_", "uniform_", "trunc_normal_"):
+        monkeypatch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
+
+
 class ModelChecks:
     """The checks every classification model gets (test_models*.py)."""
 
