@@ -116,6 +116,12 @@ def test_get_model_weights_by_builder_or_name():
     with pytest.raises(ValueError, match="The method is missing the 'weights' argument."):
         models.get_model_weights(lambda num_classes=3: None)
 
+    def untyped(*, weights=None):
+        return None
+
+    with pytest.raises(ValueError, match="The WeightsEnum class for the specific method couldn't be retrieved."):
+        models.get_model_weights(untyped)
+
 
 def test_get_model_passes_the_config_and_is_case_insensitive():
     m = models.get_model("SqueezeNet1_1", num_classes=7)
@@ -399,6 +405,17 @@ def test_preset_matches_a_float64_reference(dtype):
     ref = _reference(img, 14, 12, preset.mean, preset.std)
     tol = 1e-12 if dtype == np.float64 else 1e-4
     np.testing.assert_allclose(out.numpy(), ref, rtol=tol, atol=tol)
+
+
+def test_preset_downscale_without_antialias_is_plain_bilinear_sampling():
+    rng = np.random.default_rng(2)
+    img = rng.random((1, 3, 30, 20))
+    preset = ImageClassification(crop_size=10, resize_size=10, antialias=False)
+    ref = _reference(img, 10, 10, preset.mean, preset.std)  # 30x20 → 15x10, center 10x10
+    np.testing.assert_allclose(preset(ember.from_numpy(img)).numpy(), ref, rtol=1e-12, atol=1e-12)
+    # With antialias (the default) the same downscale averages more pixels: another result.
+    smooth = ImageClassification(crop_size=10, resize_size=10)(ember.from_numpy(img)).numpy()
+    assert np.abs(smooth - ref).max() > 1e-3
 
 
 def test_preset_on_non_contiguous_and_unbatched_images():
