@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 # embervision is pure Python on core's kernels (for now: its native kernels will pin a core
 # minor), so release.toml gives it a tested core range, which pyproject.toml pins and
 # _SUPPORTED_CORE repeats; ember.utils._packages checks it at import.
-_SUPPORTED_CORE = (">=0.2", "<0.3")
+_SUPPORTED_CORE = (">=0.2.1", "<0.3")
 
 
 def _check_core() -> None:
