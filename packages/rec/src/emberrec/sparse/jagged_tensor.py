@@ -130,7 +130,44 @@ def _validate(values: Tensor, weights: Tensor | None, lengths: Tensor | None, of
     return None
 
 
-class JaggedTensor:
+class _Jagged:
+    """The accessors JaggedTensor and KeyedJaggedTensor share: flat values, optional weights, and
+    lengths or offsets (each derived from the other on first use)."""
+
+    _values: Tensor
+    _weights: Tensor | None
+    _lengths: Tensor | None
+    _offsets: Tensor | None
+
+    def values(self) -> Tensor:
+        return self._values
+
+    def weights(self) -> Tensor:
+        if self._weights is None:
+            raise ValueError(f"this {type(self).__name__} has no weights")
+        return self._weights
+
+    def weights_or_none(self) -> Tensor | None:
+        return self._weights
+
+    def lengths(self) -> Tensor:
+        if self._lengths is None:
+            self._lengths = _diff(self._offsets)
+        return self._lengths
+
+    def lengths_or_none(self) -> Tensor | None:
+        return self._lengths
+
+    def offsets(self) -> Tensor:
+        if self._offsets is None:
+            self._offsets = _cumsum(self._lengths)
+        return self._offsets
+
+    def offsets_or_none(self) -> Tensor | None:
+        return self._offsets
+
+
+class JaggedTensor(_Jagged):
     """Variable-length rows of one feature: ``values`` with ``lengths`` and/or ``offsets`` and
     optional per-value ``weights`` (layout in the module docstring)."""
 
@@ -175,33 +212,6 @@ class JaggedTensor:
         return JaggedTensor(ember.cat(list(values)), None if weights is None else ember.cat(list(weights)),
                             lengths=lengths)
 
-    def values(self) -> Tensor:
-        return self._values
-
-    def weights(self) -> Tensor:
-        if self._weights is None:
-            raise ValueError("this JaggedTensor has no weights")
-        return self._weights
-
-    def weights_or_none(self) -> Tensor | None:
-        return self._weights
-
-    def lengths(self) -> Tensor:
-        if self._lengths is None:
-            self._lengths = _diff(self._offsets)
-        return self._lengths
-
-    def lengths_or_none(self) -> Tensor | None:
-        return self._lengths
-
-    def offsets(self) -> Tensor:
-        if self._offsets is None:
-            self._offsets = _cumsum(self._lengths)
-        return self._offsets
-
-    def offsets_or_none(self) -> Tensor | None:
-        return self._offsets
-
     def __len__(self) -> int:
         return self.lengths().shape[0]
 
@@ -242,7 +252,7 @@ class JaggedTensor:
         return f"JaggedTensor({rows}{weights})"
 
 
-class KeyedJaggedTensor:
+class KeyedJaggedTensor(_Jagged):
     """A jagged batch per key, feature-major (layout in the module docstring)."""
 
     def __init__(self, keys: Sequence[str], values: Tensor, weights: Tensor | None = None,
@@ -388,33 +398,6 @@ class KeyedJaggedTensor:
 
     def keys(self) -> list[str]:
         return self._keys
-
-    def values(self) -> Tensor:
-        return self._values
-
-    def weights(self) -> Tensor:
-        if self._weights is None:
-            raise ValueError("this KeyedJaggedTensor has no weights")
-        return self._weights
-
-    def weights_or_none(self) -> Tensor | None:
-        return self._weights
-
-    def lengths(self) -> Tensor:
-        if self._lengths is None:
-            self._lengths = _diff(self._offsets)
-        return self._lengths
-
-    def lengths_or_none(self) -> Tensor | None:
-        return self._lengths
-
-    def offsets(self) -> Tensor:
-        if self._offsets is None:
-            self._offsets = _cumsum(self._lengths)
-        return self._offsets
-
-    def offsets_or_none(self) -> Tensor | None:
-        return self._offsets
 
     def device(self):
         return self._values.device
