@@ -805,3 +805,13 @@ def test_splitting_data_over_two_ranks_changes_nothing(rows, cut):
     expected_ne = ref_ne(q, y, w) if w.sum() > 0 else float("nan")
     got_ne = value(ne0, "ne-t|lifetime_ne")
     assert (math.isnan(got_ne) and math.isnan(expected_ne)) or got_ne == pytest.approx(expected_ne, rel=1e-9)
+
+
+def test_auc_with_tiny_weights_does_not_underflow():
+    # Found by hypothesis: a subnormal weight halved for a tie underflowed to 0 and gave AUC 0.
+    tiny = 5e-324
+    p = t([[0.0, 0.0]])
+    y, w = t([[0.0, 1.0]]), t([[1.0, tiny]])
+    assert compute_auc(1, p, y, w).tolist() == [0.5]
+    ordered = compute_auc(1, t([[0.2, 0.9]]), y, t([[1e-200, 1e-200]]))
+    assert ordered.tolist() == [1.0]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"
 
 # Note [core compatibility check]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -45,10 +45,15 @@ DEFAULT_LIFETIME_BINS = 2**16
 def _grouped_auc(pos: Tensor, neg: Tensor) -> Tensor:
     """AUC from per-group positive and negative weights ``(..., G)``, groups by descending score
     (Note [AUC ties and bounded memory])."""
+    # Each class's weights as fractions of its total first: products of raw weights underflow when
+    # the weights are tiny (two 1e-200 weights, or one subnormal halved for a tie), and would give 0.
+    pos_total, neg_total = pos.sum(-1, keepdim=True), neg.sum(-1, keepdim=True)
+    empty = ((pos_total == 0) | (neg_total == 0)).squeeze(-1)
+    pos = pos / ember.where(pos_total == 0, 1.0, pos_total)
+    neg = neg / ember.where(neg_total == 0, 1.0, neg_total)
     above = ember.cumsum(pos, dim=-1) - pos
     area = (neg * (above + 0.5 * pos)).sum(-1)
-    pairs = pos.sum(-1) * neg.sum(-1)
-    return ember.where(pairs == 0, 0.5, area / ember.where(pairs == 0, 1.0, pairs)).double()
+    return ember.where(empty, 0.5, area).double()
 
 
 def compute_auc(n_tasks: int, predictions: Tensor, labels: Tensor, weights: Tensor) -> Tensor:
