@@ -71,21 +71,23 @@ def ref_accuracy(p, y, w):
 
 
 def ref_auc(p, y, w):
-    """Every positive-negative pair: 1 if the positive scores higher, 1/2 on a tie."""
+    """Every positive-negative pair: 1 if the positive scores higher, 1/2 on a tie (each class's
+    weights as fractions of its total, so tiny weights do not underflow in the pair products)."""
     pos, neg = w * y, w * (1 - y)
-    if pos.sum() * neg.sum() == 0:
+    if pos.sum() == 0 or neg.sum() == 0:
         return 0.5
     order = (p[:, None] > p[None, :]) + 0.5 * (p[:, None] == p[None, :])
-    return float(pos @ order @ neg / (pos.sum() * neg.sum()))
+    return float((pos / pos.sum()) @ order @ (neg / neg.sum()))
 
 
 def ref_auc_sorted(p, y, w):
     """TorchRec's formula: trapezoid of cumulative TP over FP along descending scores."""
     order = np.argsort(-p, kind="stable")
     tp, fp = np.cumsum((w * y)[order]), np.cumsum((w * (1 - y))[order])
-    if tp[-1] * fp[-1] == 0:
+    if tp[-1] == 0 or fp[-1] == 0:
         return 0.5
-    return float(np.sum((fp[1:] - fp[:-1]) * (tp[1:] + tp[:-1]) / 2) / (tp[-1] * fp[-1]))
+    tp, fp = tp / tp[-1], fp / fp[-1]  # fractions: tiny weights would underflow in the products
+    return float(np.sum((fp[1:] - fp[:-1]) * (tp[1:] + tp[:-1]) / 2))
 
 
 def batch(rng, n, weighted=True):
