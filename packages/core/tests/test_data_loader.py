@@ -268,6 +268,28 @@ def test_workers_yield_every_sample_once_in_the_single_process_order():
         assert sorted(sum(multi, [])) == list(range(23))
 
 
+def test_persistent_workers_stop_when_the_loader_is_dropped():
+    # The loader owns its persistent iterator: no reference cycle may keep the workers alive (and
+    # polling beside the main process) until a garbage-collector pass.
+    import gc
+    import multiprocessing
+
+    gc.disable()
+    try:
+        loader = DataLoader(TensorDataset(ember.arange(40.0)), batch_size=4, num_workers=2, persistent_workers=True)
+        for _ in range(2):
+            assert sum(1 for _ in loader) == 10
+        workers = list(loader._persistent_iterator._workers)
+        assert all(w.is_alive() for w in workers)
+        del loader
+        for w in workers:
+            w.join(timeout=10)
+        assert not any(w.is_alive() for w in workers)
+        assert not [c for c in multiprocessing.active_children() if c in workers]
+    finally:
+        gc.enable()
+
+
 def test_persistent_workers_over_epochs_match_single_process():
     ds = TensorDataset(ember.arange(10))
     g0, g2 = _gen(7), _gen(7)

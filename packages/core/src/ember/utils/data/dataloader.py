@@ -26,6 +26,7 @@ import itertools
 import math
 import multiprocessing
 import queue
+import weakref
 
 import ember
 
@@ -181,7 +182,9 @@ class _SingleProcessIterator:
 
 class _MultiProcessIterator:
     def __init__(self, loader: DataLoader):
-        self._loader = loader
+        # A persistent iterator belongs to its loader (loader._persistent_iterator): a strong reference
+        # back would be a cycle, keeping the workers alive (and polling) until a garbage-collector pass.
+        self._loader = weakref.proxy(loader) if loader.persistent_workers else loader
         self._n = loader.num_workers
         self._persistent = loader.persistent_workers
         base_seed = self._epoch_seed = loader._base_seed()
