@@ -288,6 +288,9 @@ class ShardedEmbeddingBagCollection(nn.Module):
             self._fused = FusedEmbeddingBagCollection(fused_configs, optimizer, kwargs, is_weighted=self._is_weighted)
         world = env.world_size
         self._units_on = [[u for u in self._units if u.rank == d] for d in range(world)]
+        self._units_of: dict[tuple[str, str], list[_Unit]] = {}  # (table, feature) -> its shards' units
+        for u in self._units:
+            self._units_of.setdefault((u.table, u.feature), []).append(u)
         self._mine = self._units_on[env.rank]
         # Row-wise tables reduce-scatter (every rank holds one row block of each); the others go home by all-to-all.
         self._rw = [u for u in self._mine if u.sharding_type == ShardingType.ROW_WISE.value]
@@ -397,8 +400,10 @@ class ShardedEmbeddingBagCollection(nn.Module):
         return pieces
 
     def forward(self, features: KeyedJaggedTensor) -> KeyedTensor:
-        pending = self._pending.pop(id(features), None) or self.input_dist(features)
-        self._pending.pop(id(features), None)
+        pending = self._pending.pop(id(features), None)
+        if pending is None:  # not started ahead by a pipeline: send the bags now
+            self.input_dist(features)
+            pending = self._pending.pop(id(features))
         bags, batch_sizes = pending.wait(), pending.batch_sizes
         pieces = {}
         if self._units:
@@ -414,7 +419,7 @@ class ShardedEmbeddingBagCollection(nn.Module):
                     outputs.append(bag(jt.values(), jt.offsets(),
                                        per_sample_weights=jt.weights() if self._is_weighted else None))
                     continue
-                units = [u for u in self._units if u.table == config.name and u.feature == feature]
+                units = self._units_of[(config.name, feature)]
                 if ps.sharding_type == ShardingType.ROW_WISE.value:
                     out = pieces[f"{feature}@{config.name}"]
                 elif ps.sharding_type == ShardingType.TABLE_ROW_WISE.value:
