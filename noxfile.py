@@ -352,7 +352,16 @@ def compat(session: nox.Session) -> None:
     The current versions come from the working tree; older ones are built from their release
     tags (`<distribution>-v<version>`, cached in dist/releases/) and tested with that tag's
     tests. A pair without a tag is reported as not tested. The results go to
-    ci/compat-results.json and the compatibility page is regenerated from them."""
+    ci/compat-results.json and the compatibility page is regenerated from them.
+
+    `nox -s compat -- --new` tests only the pairs with no passing result recorded yet (a new
+    release's pairs), keeping the other recorded results; the full run re-tests every train."""
+    only_new = "--new" in session.posargs
+    if set(session.posargs) - {"--new"}:
+        session.error(f"compat takes no arguments but --new, got {session.posargs}")
+    recorded = {(r["train"], r["package"], r["version"], r["core"]) for r in release.load_results(ROOT)
+                if r["status"] in ("passed", "refused")}
+    tested_pairs = {key[1:] for key in recorded if key[0] != release.REFUSED}
     for pkg in RELEASE.packages.values():  # every current wheel first, from the commit recorded below
         build_wheel(session, pkg)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
@@ -370,6 +379,8 @@ def compat(session: nox.Session) -> None:
         core = _released_wheel(session, RELEASE.core, core_version, None)
         for name, version in train.versions.items():
             pkg = RELEASE.packages[name]
+            if only_new and (name, version, core_version) in tested_pairs:
+                continue
             built = core and _released_wheel(session, pkg, version, core[0])
             if not built:
                 session.warn(f"{train.name}: {pkg.distribution} {version} with core {core_version}: "
@@ -391,6 +402,8 @@ def compat(session: nox.Session) -> None:
 
     for pair in RELEASE.refused:
         pkg = RELEASE.packages[pair.package]
+        if only_new and (release.REFUSED, pair.package, pair.version, pair.core) in recorded:
+            continue
         core = _released_wheel(session, RELEASE.core, pair.core, None)
         built = core and _released_wheel(session, pkg, pair.version, core[0])
         if not built:
