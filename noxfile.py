@@ -562,8 +562,10 @@ def sanitize(session: nox.Session) -> None:
 @nox.session
 def fuzz(session: nox.Session) -> None:
     """Hypothesis fuzzing of the checkpoint readers (zip archive, weights-only unpickler,
-    safetensors header, mmap) and of the index-taking ops (any index value) against the installed
-    core wheel: every mutated file must load or raise a documented exception, every index call
+    safetensors header, mmap), of DLPack import (hand-made DLManagedTensor structs) and of the
+    index-taking ops (any index value) against the installed core wheel: every mutated file must
+    load or raise a documented exception, every capsule import as NumPy's view of its bytes or be
+    refused, every index call
     must equal NumPy's answer or raise PyTorch's error. Examples per test: the first positional argument, else
     $EMBER_FUZZ_EXAMPLES, else 5000 (`nox -s fuzz -- 50000`). Under the sanitizer build, run
     tests/test_checkpoint_fuzz.py as `sanitize` runs the suite, with EMBER_FUZZ_EXAMPLES set."""
@@ -571,4 +573,5 @@ def fuzz(session: nox.Session) -> None:
     session.install(*map(str, wheels_for(session, RELEASE.core)), *TEST_REQUIREMENTS)
     session.env["EMBER_FUZZ_EXAMPLES"] = str(int(examples))
     tests = ROOT / RELEASE.core.path / "tests"
-    run_pytest(session, tests / "test_checkpoint_fuzz.py", "fuzz", str(tests / "test_index_fuzz.py"))
+    run_pytest(session, tests / "test_checkpoint_fuzz.py", "fuzz", str(tests / "test_index_fuzz.py"),
+               str(tests / "test_dlpack_fuzz.py"))

@@ -140,19 +140,50 @@ Tensor from_capsule(py::handle capsule) {
   }
   const DType dtype = ember_dtype(dl.dtype);
   EMBER_CHECK(dl.ndim >= 0, ValueError, "[from_dlpack] negative ndim ", dl.ndim);
+  // The producer's sizes and strides are untrusted: every extent is computed with overflow checks
+  // (a wrapped product could describe a small view over memory the producer does not own).
   const int64_t item = itemsize(dtype);
   IntList sizes(dl.shape, dl.shape + dl.ndim);
-  IntList strides = dl.strides ? IntList(dl.strides, dl.strides + dl.ndim) : contiguous_strides(sizes);
-  const int64_t numel = checked_numel(sizes, "from_dlpack");
-  int64_t highest = 0;
   for (int32_t d = 0; d < dl.ndim; ++d) {
     EMBER_CHECK(sizes[d] >= 0, ValueError, "[from_dlpack] negative size ", sizes[d], " in dim ", d);
+  }
+  const int64_t numel = checked_numel(sizes, "from_dlpack");
+  IntList strides(sizes.size());
+  if (dl.strides) {
+    strides.assign(dl.strides, dl.strides + dl.ndim);
+  } else {
+    int64_t step = 1;
+    for (int32_t d = dl.ndim - 1; d >= 0; --d) {
+      strides[d] = step;
+      EMBER_CHECK(sizes[d] <= 1 || !__builtin_mul_overflow(step, sizes[d], &step), ValueError,
+                  "[from_dlpack] the sizes overflow int64 strides");
+    }
+  }
+  int64_t highest = 0;  // offset of the last element, in items
+  for (int32_t d = 0; d < dl.ndim; ++d) {
     EMBER_CHECK(strides[d] >= 0, ValueError, "[from_dlpack] negative strides are not supported (dim ", d,
                 " has stride ", strides[d], "); copy the tensor first");
-    if (sizes[d] > 0) highest += (sizes[d] - 1) * strides[d];
+    int64_t reach = 0;
+    EMBER_CHECK(sizes[d] == 0 || (!__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) &&
+                                  !__builtin_add_overflow(highest, reach, &highest)),
+                ValueError, "[from_dlpack] the strides overflow int64 (dim ", d, ")");
   }
-  const size_t nbytes = numel == 0 ? 0 : static_cast<size_t>((highest + 1) * item);
-  void* data = static_cast<char*>(dl.data) + dl.byte_offset;
+  int64_t span = 0;
+  EMBER_CHECK(numel == 0 || !__builtin_mul_overflow(highest + 1, item, &span), ValueError,
+              "[from_dlpack] the tensor's byte extent overflows int64");
+  EMBER_CHECK(numel == 0 || dl.data != nullptr, ValueError, "[from_dlpack] null data pointer for a tensor of ",
+              numel, " elements");
+  uintptr_t start = 0;
+  EMBER_CHECK(!__builtin_add_overflow(reinterpret_cast<uintptr_t>(dl.data), dl.byte_offset, &start), ValueError,
+              "[from_dlpack] data pointer plus byte_offset ", dl.byte_offset, " overflows the address space");
+  if (dl.data == nullptr) {  // an empty tensor without memory: nothing to keep alive, so release it now
+    PyCapsule_SetName(capsule.ptr(), kUsedCapsule);
+    Tensor result = empty(sizes, dtype);
+    if (managed->deleter) managed->deleter(managed);
+    return result;
+  }
+  const size_t nbytes = static_cast<size_t>(span);
+  void* data = reinterpret_cast<void*>(start);
   PyCapsule_SetName(capsule.ptr(), kUsedCapsule);  // the tensor owns it from here on
   return from_blob(data, sizes, strides, dtype, Device(), nbytes, [managed](void*) {
     if (!managed->deleter) return;
