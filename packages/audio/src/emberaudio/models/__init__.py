@@ -2,5 +2,8 @@
 search), Conformer, and the Wav2Vec2 / HuBERT family."""
 
 from .emformer import Emformer
+from .rnnt import RNNT, emformer_rnnt_base, emformer_rnnt_model
+from .rnnt_decoder import Hypothesis, RNNTBeamSearch
 
-__all__ = ["Emformer"]
+__all__ = ["Emformer", "RNNT", "emformer_rnnt_base", "emformer_rnnt_model", "Hypothesis",
+           "RNNTBeamSearch"]
