@@ -184,7 +184,7 @@ def test_errors():
         model(ember.randn(1, 7, 8, dtype=ember.float64), ember.tensor([8]))
     with pytest.raises(ValueError, match="lengths must be at least 1"):
         model(ember.randn(1, 7, 8, dtype=ember.float64), ember.tensor([0]))
-    with pytest.raises(ValueError, match="depthwise_conv_kernel_size must be odd"):
+    with pytest.raises(ValueError, match="depthwise_kernel_size must be odd to achieve .SAME. padding"):
         Conformer(8, 2, 8, 1, 4)
     with pytest.raises(ValueError, match="must be divisible by num_heads"):
         Conformer(8, 3, 8, 1, 3)
