@@ -439,6 +439,19 @@ def test_expected_count_matches_real_modules(mode, bias, norm_first, aux):
     assert sum(p.numel() for p in hub.parameters()) == _expected_count(cfg) + 8 + 4 * 5 + 8 * 5 + 5
 
 
+def test_loads_legacy_weight_norm_keys():
+    model = _tiny()
+    state = model.state_dict()
+    pre = "encoder.transformer.pos_conv_embed.conv."
+    legacy = {k: v.clone() for k, v in state.items() if "parametrizations" not in k}
+    legacy[pre + "weight_g"] = state[pre + "parametrizations.weight.original0"] * 2
+    legacy[pre + "weight_v"] = state[pre + "parametrizations.weight.original1"].clone()
+    other = _tiny()
+    other.load_state_dict(legacy)
+    np.testing.assert_array_equal(_np(other.encoder.transformer.pos_conv_embed.conv.parametrizations.weight.original0),
+                                  _np(legacy[pre + "weight_g"]))
+
+
 def test_errors():
     model = _tiny()
     with pytest.raises(ValueError, match=r"Expected the input Tensor to be 2D \(batch, time\)"):

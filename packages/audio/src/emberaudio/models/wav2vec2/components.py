@@ -101,6 +101,16 @@ class FeatureProjection(nn.Module):
         return self.dropout(self.projection(self.layer_norm(x)))
 
 
+def _legacy_weight_norm_keys(module, state_dict, prefix, *args) -> None:
+    # Checkpoints saved with torch.nn.utils.weight_norm (fairseq, older torchaudio) name the
+    # magnitude and direction conv.weight_g / conv.weight_v; the parametrization calls them
+    # original0 / original1. (torch's weight_norm renames them itself; ember's does not.)
+    for old, new in (("weight_g", "original0"), ("weight_v", "original1")):
+        key = f"{prefix}conv.{old}"
+        if key in state_dict:
+            state_dict[f"{prefix}conv.parametrizations.weight.{new}"] = state_dict.pop(key)
+
+
 class ConvolutionalPositionalEmbedding(nn.Module):
     """Grouped, weight-normalized 'same' convolution over time, then GELU."""
 
@@ -113,6 +123,7 @@ class ConvolutionalPositionalEmbedding(nn.Module):
         self.conv = nn.utils.parametrizations.weight_norm(conv, name="weight", dim=2)
         # An even kernel with padding k // 2 yields one frame too many.
         self.num_remove: int = 1 if kernel_size % 2 == 0 else 0
+        self.register_load_state_dict_pre_hook(_legacy_weight_norm_keys)
 
     def forward(self, x: ember.Tensor) -> ember.Tensor:
         x = self.conv(x.transpose(-2, -1))
