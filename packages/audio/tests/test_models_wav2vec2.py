@@ -1,4 +1,4 @@
-"""Tests for emberaudio.models Wav2Vec2Model / HuBERTPretrainModel and builders: a float64
+"""Tests for emberaudio.models Wav2Vec2Model / HuBERTPretrainModel / WavLM and builders: a float64
 NumPy reference, lengths and padding, extract_features, training, masking, logits, parameter
 counts of every builder, state-dict names and errors."""
 
@@ -12,8 +12,10 @@ import emberaudio.models.wav2vec2.model as w2v_model
 from emberaudio.models import (HuBERTPretrainModel, Wav2Vec2Model, hubert_base, hubert_large,
                                hubert_pretrain_base, hubert_pretrain_large, hubert_pretrain_model,
                                hubert_pretrain_xlarge, hubert_xlarge, wav2vec2_base,
-                               wav2vec2_large, wav2vec2_large_lv60k, wav2vec2_model)
+                               wav2vec2_large, wav2vec2_large_lv60k, wav2vec2_model,
+                               wavlm_base, wavlm_large, wavlm_model)
 from emberaudio.models.wav2vec2 import components
+from emberaudio.models.wav2vec2.wavlm_attention import WavLMSelfAttention
 
 CONV = [(6, 10, 5), (6, 3, 2), (6, 2, 2)]
 
@@ -471,3 +473,125 @@ def test_errors():
         HuBERTPretrainModel(hub.wav2vec2, hub.mask_generator, hub.logit_generator, 1.5)
     with pytest.raises(ValueError, match="mask_selection must be 'static', 'uniform' or 'normal'"):
         components.MaskGenerator(4, 0.5, "poisson", 0.0, 2, False, 1, 0.0, "static", 0.0, 1, False, 1)
+
+
+# ---------------------------------------------------------------------------- WavLM
+
+
+def _bucket_reference(rel, num_buckets, max_distance):
+    """WavLM's bidirectional relative-position bucket of one offset (key - query)."""
+    half = num_buckets // 2
+    bucket = half if rel > 0 else 0
+    d = abs(rel)
+    exact = half // 2
+    if d < exact:
+        return bucket + d
+    large = exact + int(math.log(d / exact) / math.log(max_distance / exact) * (half - exact))
+    return bucket + min(large, half - 1)
+
+
+def test_wavlm_relative_position_buckets():
+    attn = WavLMSelfAttention(8, 2, has_relative_attention_bias=True, num_buckets=16, max_distance=20)
+    rel = ember.arange(-40, 41).unsqueeze(0)
+    got = attn._relative_positions_bucket(rel)[0].tolist()
+    assert got == [_bucket_reference(r, 16, 20) for r in range(-40, 41)]
+    bias = attn.compute_bias(3, 4)
+    assert bias.shape == (2, 3, 4)
+    table = _np(attn.rel_attn_embed.weight)
+    for i in range(3):
+        for j in range(4):
+            np.testing.assert_array_equal(_np(bias[:, i, j]), table[_bucket_reference(j - i, 16, 20)])
+
+
+def _wavlm_attention_reference(attn, x, position_bias, pad):
+    """NumPy WavLM attention for one item x (T, D); position_bias (H, T, T); pad (T,) bool."""
+    T, D = x.shape
+    H, d = attn.num_heads, attn.head_dim
+    w, b = _np(attn.gru_rel_pos_linear.weight), _np(attn.gru_rel_pos_linear.bias)
+    const = _np(attn.gru_rel_pos_const).reshape(H)
+    qkv = x @ _np(attn.attention.in_proj_weight).T + _np(attn.attention.in_proj_bias)
+    out = np.zeros((T, D))
+    for h in range(H):
+        g = 1 / (1 + np.exp(-((x[:, h * d:(h + 1) * d] @ w.T + b).reshape(T, 2, 4).sum(-1))))
+        scale = g[:, 0] * (g[:, 1] * const[h] - 1.0) + 2.0
+        s = slice(h * d, (h + 1) * d)
+        q, k, v = qkv[:, s], qkv[:, D + h * d:D + (h + 1) * d], qkv[:, 2 * D + h * d:2 * D + (h + 1) * d]
+        a = q @ k.T / math.sqrt(d) + scale[:, None] * position_bias[h]
+        a[:, pad] = -np.inf
+        a = np.exp(a - a.max(1, keepdims=True))
+        out[:, s] = a / a.sum(1, keepdims=True) @ v
+    return out @ _np(attn.attention.out_proj.weight).T + _np(attn.attention.out_proj.bias)
+
+
+def test_wavlm_attention_matches_numpy():
+    ember.manual_seed(4)
+    first = WavLMSelfAttention(8, 2, has_relative_attention_bias=True, num_buckets=8,
+                               max_distance=10).double().eval()
+    second = WavLMSelfAttention(8, 2).double().eval()
+    with ember.no_grad():  # non-trivial gates
+        first.gru_rel_pos_const.copy_(ember.tensor([0.5, 1.5], dtype=ember.float64).reshape(1, 2, 1, 1))
+    x = ember.randn(2, 6, 8, dtype=ember.float64)
+    pad = ember.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    out1, bias = first(x, key_padding_mask=pad)
+    assert bias.shape == (2, 2, 6, 6)
+    out2, bias2 = second(out1, key_padding_mask=pad, position_bias=bias)
+    assert bias2 is bias
+    raw = _np(first.compute_bias(6, 6))
+    for bi in range(2):
+        p = _np(pad[bi].to(ember.int64)).astype(bool)
+        want1 = _wavlm_attention_reference(first, _np(x[bi]), raw, p)
+        np.testing.assert_allclose(_np(out1[bi]), want1, rtol=1e-10, atol=1e-10)
+        want2 = _wavlm_attention_reference(second, _np(out1[bi]), raw, p)
+        np.testing.assert_allclose(_np(out2[bi]), want2, rtol=1e-10, atol=1e-10)
+
+
+def _tiny_wavlm(mode="group_norm", norm_first=False):
+    ember.manual_seed(0)
+    return wavlm_model(
+        extractor_mode=mode, extractor_conv_layer_config=CONV, extractor_conv_bias=False,
+        encoder_embed_dim=8, encoder_projection_dropout=0.0, encoder_pos_conv_kernel=4,
+        encoder_pos_conv_groups=2, encoder_num_layers=2, encoder_num_heads=2,
+        encoder_num_buckets=8, encoder_max_distance=16, encoder_attention_dropout=0.0,
+        encoder_ff_interm_features=12, encoder_ff_interm_dropout=0.0, encoder_dropout=0.0,
+        encoder_layer_norm_first=norm_first, encoder_layer_drop=0.0, aux_num_out=4).double().eval()
+
+
+@pytest.mark.parametrize("mode,norm_first", [("group_norm", False), ("layer_norm", True)])
+def test_wavlm_padding_and_training(mode, norm_first):
+    model = _tiny_wavlm(mode, norm_first)
+    waves = ember.randn(2, 200, dtype=ember.float64)
+    lengths = ember.tensor([200, 120])
+    out, out_lengths = model(waves, lengths)
+    assert out.shape == (2, 9, 4) and out_lengths.tolist() == [9, 5]
+    alone, _ = model(waves[1:, :120])
+    np.testing.assert_allclose(_np(alone[0]), _np(out[1, :5]), rtol=1e-10, atol=1e-10)
+    model.train()
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    target = ember.randn(2, 9, 4, dtype=ember.float64)
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = ((model(waves)[0] - target) ** 2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("builder,count", [(wavlm_base, 94_381_168), (wavlm_large, 315_452_096)])
+def test_wavlm_parameter_counts(monkeypatch, builder, count):
+    seen = {}
+    monkeypatch.setattr(w2v_model, "wavlm_model", lambda **cfg: seen.update(cfg))
+    builder()
+    D, H = seen["encoder_embed_dim"], seen["encoder_num_heads"]
+    # Same projections as Wav2Vec2; per layer a gate (head_dim x 8 + 8) and constant (H), and
+    # the first layer's bucket embedding.
+    extra = seen["encoder_num_layers"] * ((D // H) * 8 + 8 + H) + seen["encoder_num_buckets"] * H
+    assert _expected_count(seen) + extra == count
+    tiny = _tiny_wavlm()
+    cfg = dict(extractor_mode="group_norm", extractor_conv_layer_config=CONV,
+               extractor_conv_bias=False, encoder_embed_dim=8, encoder_pos_conv_kernel=4,
+               encoder_pos_conv_groups=2, encoder_num_layers=2, encoder_ff_interm_features=12,
+               aux_num_out=4)
+    tiny_extra = 2 * (4 * 8 + 8 + 2) + 8 * 2
+    assert sum(p.numel() for p in tiny.parameters()) == _expected_count(cfg) + tiny_extra

@@ -8,12 +8,12 @@ from .rnnt_decoder import Hypothesis, RNNTBeamSearch
 from .wav2vec2 import (HuBERTPretrainModel, Wav2Vec2Model, hubert_base, hubert_large,
                        hubert_pretrain_base, hubert_pretrain_large, hubert_pretrain_model,
                        hubert_pretrain_xlarge, hubert_xlarge, wav2vec2_base, wav2vec2_large,
-                       wav2vec2_large_lv60k, wav2vec2_model)
+                       wav2vec2_large_lv60k, wav2vec2_model, wavlm_base, wavlm_large, wavlm_model)
 
 __all__ = [
     "Conformer", "Emformer", "RNNT", "emformer_rnnt_base", "emformer_rnnt_model", "Hypothesis",
     "RNNTBeamSearch", "Wav2Vec2Model", "HuBERTPretrainModel", "wav2vec2_model", "wav2vec2_base",
     "wav2vec2_large", "wav2vec2_large_lv60k", "hubert_base", "hubert_large", "hubert_xlarge",
     "hubert_pretrain_model", "hubert_pretrain_base", "hubert_pretrain_large",
-    "hubert_pretrain_xlarge",
+    "hubert_pretrain_xlarge", "wavlm_model", "wavlm_base", "wavlm_large",
 ]

@@ -329,6 +329,29 @@ def _get_encoder(in_features: int, embed_dim: int, dropout_input: float, pos_con
     return Encoder(feature_projection, transformer)
 
 
+def _get_wavlm_encoder(in_features: int, embed_dim: int, dropout_input: float,
+                       pos_conv_kernel: int, pos_conv_groups: int, num_layers: int,
+                       num_heads: int, num_buckets: int, max_distance: int,
+                       attention_dropout: float, ff_interm_features: int,
+                       ff_interm_dropout: float, dropout: float, layer_norm_first: bool,
+                       layer_drop: float) -> Encoder:
+    """The Wav2Vec2 encoder with WavLM attention (relative position bias owned by layer 0)."""
+    from .wavlm_attention import WavLMSelfAttention
+
+    feature_projection = FeatureProjection(in_features, embed_dim, dropout_input)
+    pos_conv = ConvolutionalPositionalEmbedding(embed_dim, pos_conv_kernel, pos_conv_groups)
+    layers = nn.ModuleList()
+    for i in range(num_layers):
+        attention = WavLMSelfAttention(embed_dim=embed_dim, num_heads=num_heads,
+                                       num_buckets=num_buckets, max_distance=max_distance,
+                                       dropout=attention_dropout,
+                                       has_relative_attention_bias=(i == 0))
+        feed_forward = FeedForward(embed_dim, ff_interm_features, ff_interm_dropout, dropout)
+        layers.append(EncoderLayer(attention, dropout, layer_norm_first, feed_forward))
+    transformer = Transformer(pos_conv, dropout, layers, not layer_norm_first, layer_drop)
+    return Encoder(feature_projection, transformer)
+
+
 # ------------------------------------------------------------------------ HuBERT pre-training
 
 

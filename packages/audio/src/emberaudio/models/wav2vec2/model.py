@@ -1,6 +1,6 @@
 """Wav2Vec2Model and HuBERTPretrainModel with torchaudio's builders (wav2vec2_model,
 wav2vec2_base/large/large_lv60k, hubert_base/large/xlarge, hubert_pretrain_model/base/large/
-xlarge). Configurations, argument names and defaults are torchaudio's."""
+xlarge, wavlm_model/base/large). Configurations, argument names and defaults are torchaudio's."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ __all__ = [
     "Wav2Vec2Model", "HuBERTPretrainModel", "wav2vec2_model", "wav2vec2_base", "wav2vec2_large",
     "wav2vec2_large_lv60k", "hubert_base", "hubert_large", "hubert_xlarge",
     "hubert_pretrain_model", "hubert_pretrain_base", "hubert_pretrain_large",
-    "hubert_pretrain_xlarge",
+    "hubert_pretrain_xlarge", "wavlm_model", "wavlm_base", "wavlm_large",
 ]
 
 _DEFAULT_CONV_LAYERS = [(512, 10, 5)] + [(512, 3, 2)] * 4 + [(512, 2, 2)] * 2
@@ -360,3 +360,65 @@ def hubert_pretrain_xlarge(encoder_projection_dropout: float = 0.0,
                             encoder_ff_interm_dropout, encoder_dropout, encoder_layer_drop),
                            mask_prob, mask_channel_prob, mask_channel_length, feature_grad_mult,
                            500, 1024)
+
+
+def wavlm_model(extractor_mode: str,
+                extractor_conv_layer_config: Optional[List[Tuple[int, int, int]]],
+                extractor_conv_bias: bool, encoder_embed_dim: int,
+                encoder_projection_dropout: float, encoder_pos_conv_kernel: int,
+                encoder_pos_conv_groups: int, encoder_num_layers: int, encoder_num_heads: int,
+                encoder_num_buckets: int, encoder_max_distance: int,
+                encoder_attention_dropout: float, encoder_ff_interm_features: int,
+                encoder_ff_interm_dropout: float, encoder_dropout: float,
+                encoder_layer_norm_first: bool, encoder_layer_drop: float,
+                aux_num_out: Optional[int]) -> Wav2Vec2Model:
+    r"""Builds a custom WavLM :class:`Wav2Vec2Model` (arguments as ``torchaudio.models.wavlm_model``:
+    those of :func:`wav2vec2_model` plus the relative-position ``encoder_num_buckets`` and
+    ``encoder_max_distance``)."""
+    if extractor_conv_layer_config is None:
+        extractor_conv_layer_config = _DEFAULT_CONV_LAYERS
+    feature_extractor = components._get_feature_extractor(
+        extractor_mode, extractor_conv_layer_config, extractor_conv_bias)
+    encoder = components._get_wavlm_encoder(
+        in_features=extractor_conv_layer_config[-1][0], embed_dim=encoder_embed_dim,
+        dropout_input=encoder_projection_dropout, pos_conv_kernel=encoder_pos_conv_kernel,
+        pos_conv_groups=encoder_pos_conv_groups, num_layers=encoder_num_layers,
+        num_heads=encoder_num_heads, num_buckets=encoder_num_buckets,
+        max_distance=encoder_max_distance, attention_dropout=encoder_attention_dropout,
+        ff_interm_features=encoder_ff_interm_features, ff_interm_dropout=encoder_ff_interm_dropout,
+        dropout=encoder_dropout, layer_norm_first=encoder_layer_norm_first,
+        layer_drop=encoder_layer_drop)
+    aux = None
+    if aux_num_out is not None:
+        aux = nn.Linear(in_features=encoder_embed_dim, out_features=aux_num_out)
+    return Wav2Vec2Model(feature_extractor, encoder, aux)
+
+
+def wavlm_base(encoder_projection_dropout: float = 0.1, encoder_attention_dropout: float = 0.1,
+               encoder_ff_interm_dropout: float = 0.1, encoder_dropout: float = 0.1,
+               encoder_layer_drop: float = 0.1, aux_num_out: Optional[int] = None) -> Wav2Vec2Model:
+    """WavLM "base": 12 layers of 768, group-norm extractor, 320 buckets up to distance 800."""
+    return wavlm_model(
+        extractor_mode="group_norm", extractor_conv_layer_config=None, extractor_conv_bias=False,
+        encoder_embed_dim=768, encoder_projection_dropout=encoder_projection_dropout,
+        encoder_pos_conv_kernel=128, encoder_pos_conv_groups=16, encoder_num_layers=12,
+        encoder_num_heads=12, encoder_num_buckets=320, encoder_max_distance=800,
+        encoder_attention_dropout=encoder_attention_dropout, encoder_ff_interm_features=3072,
+        encoder_ff_interm_dropout=encoder_ff_interm_dropout, encoder_dropout=encoder_dropout,
+        encoder_layer_norm_first=False, encoder_layer_drop=encoder_layer_drop,
+        aux_num_out=aux_num_out)
+
+
+def wavlm_large(encoder_projection_dropout: float = 0.1, encoder_attention_dropout: float = 0.1,
+                encoder_ff_interm_dropout: float = 0.0, encoder_dropout: float = 0.1,
+                encoder_layer_drop: float = 0.1, aux_num_out: Optional[int] = None) -> Wav2Vec2Model:
+    """WavLM "large": 24 layers of 1024, layer-norm extractor, pre-norm."""
+    return wavlm_model(
+        extractor_mode="layer_norm", extractor_conv_layer_config=None, extractor_conv_bias=False,
+        encoder_embed_dim=1024, encoder_projection_dropout=encoder_projection_dropout,
+        encoder_pos_conv_kernel=128, encoder_pos_conv_groups=16, encoder_num_layers=24,
+        encoder_num_heads=16, encoder_num_buckets=320, encoder_max_distance=800,
+        encoder_attention_dropout=encoder_attention_dropout, encoder_ff_interm_features=4096,
+        encoder_ff_interm_dropout=encoder_ff_interm_dropout, encoder_dropout=encoder_dropout,
+        encoder_layer_norm_first=True, encoder_layer_drop=encoder_layer_drop,
+        aux_num_out=aux_num_out)
