@@ -119,6 +119,12 @@ def test_padding_and_batch_independence():
     np.testing.assert_allclose(_np(alone[0]), _np(out[1, :4]), rtol=1e-10, atol=1e-10)
 
 
+def test_zero_size_batch():
+    model = _model()
+    out, lengths = model(ember.randn(0, 5, 8, dtype=ember.float64), ember.zeros(0, dtype=ember.int64))
+    assert out.shape == (0, 5, 8) and lengths.shape == (0,)
+
+
 def test_non_contiguous_input_and_eval_determinism():
     model = _model(dropout=0.3)
     x = ember.randn(7, 2, 8, dtype=ember.float64).transpose(0, 1)

@@ -149,6 +149,21 @@ def test_infer_padded_last_segment_masks_padding():
     np.testing.assert_allclose(_np(a[0, :2]), _np(b[0, :2]), rtol=1e-12, atol=1e-12)
 
 
+def test_zero_size_batch_and_zero_length():
+    model = _model(max_memory_size=1)
+    out, lengths = model(ember.randn(0, 14, 8, dtype=ember.float64), ember.zeros(0, dtype=ember.int64))
+    assert out.shape == (0, 12, 8) and lengths.shape == (0,)
+    out, lengths, states = model.infer(ember.randn(0, 6, 8, dtype=ember.float64),
+                                       ember.zeros(0, dtype=ember.int64))
+    assert out.shape == (0, 4, 8) and tuple(states[0][1].shape) == (8, 0, 8)
+    # An item with no valid frame leaves the other item unchanged.
+    x = ember.randn(2, 14, 8, dtype=ember.float64)
+    both, _ = model(x, ember.tensor([12, 0]))
+    alone, _ = model(x[:1], ember.tensor([12]))
+    assert np.isfinite(_np(both)).all()
+    np.testing.assert_allclose(_np(both[0]), _np(alone[0]), rtol=1e-12, atol=1e-12)
+
+
 def test_eval_determinism_and_training_dropout():
     model = _model(dropout=0.5)
     x = ember.randn(2, 14, 8, dtype=ember.float64)

@@ -179,6 +179,17 @@ def test_padding_does_not_change_valid_outputs():
     np.testing.assert_allclose(_np(b[0]), _np(a[0]), rtol=0, atol=0)
 
 
+def test_zero_size_batch_and_targets():
+    model = _tiny()
+    out, src_len, tgt_len, _ = model(ember.randn(0, 10, 4, dtype=ember.float64),
+                                     ember.zeros(0, dtype=ember.int64),
+                                     ember.zeros(0, 2, dtype=ember.int64), ember.zeros(0, dtype=ember.int64))
+    assert out.shape == (0, 4, 2, 3) and src_len.shape == (0,)
+    pred, _, state = model.predict(ember.zeros(2, 0, dtype=ember.int64), ember.zeros(2, dtype=ember.int64), None)
+    assert pred.shape == (2, 0, 8)
+    assert all(float(t.abs().sum()) == 0.0 for layer in state for t in layer)  # no step taken
+
+
 def test_eval_determinism():
     model = emformer_rnnt_model(
         input_dim=4, encoding_dim=8, num_symbols=3, segment_length=4, right_context_length=2,

@@ -166,6 +166,18 @@ def test_padding_and_batch_independence(mode):
     np.testing.assert_allclose(_np(alone[0]), _np(out[1, :n]), rtol=1e-10, atol=1e-10)
 
 
+def test_zero_size_batch_and_short_input():
+    model = _tiny()
+    out, lengths = model(ember.randn(0, 200, dtype=ember.float64), ember.zeros(0, dtype=ember.int64))
+    assert out.shape == (0, 9, 8) and lengths.shape == (0,)
+    # A waveform shorter than the first kernel has no valid frame (length clamped to 0).
+    waves = ember.randn(2, 200, dtype=ember.float64)
+    out, lengths = model(waves, ember.tensor([200, 5]))
+    assert lengths.tolist() == [9, 0] and out.shape == (2, 9, 8)
+    alone, _ = model(waves[:1])
+    np.testing.assert_allclose(_np(out[0]), _np(alone[0]), rtol=1e-12, atol=1e-12)
+
+
 def test_non_contiguous_waveforms():
     model = _tiny()
     waves = ember.randn(200, 2, dtype=ember.float64).transpose(0, 1)

@@ -174,6 +174,9 @@ class Conformer(nn.Module):
         if input.shape[0] and int(lengths.min().item()) < 1:
             # A frame with no valid key to attend to has no defined output.
             raise ValueError(f"lengths must be at least 1, got {lengths.tolist()}")
+        if input.shape[0] == 0:
+            # An empty batch has an empty output; ember's MultiheadAttention cannot reshape it.
+            return input.clone(), lengths
         padding_mask = ember.arange(T, device=input.device).unsqueeze(0) >= lengths.unsqueeze(1)
         x = input.transpose(0, 1)
         for layer in self.conformer_layers:

@@ -189,7 +189,8 @@ class _EmformerLayer(nn.Module):
         if state is None:
             state = self.init_state(utterance.shape[1], utterance.device, utterance.dtype)
         R, S = right_context.shape[0], utterance.shape[0]
-        past = int(state[3][0][0].item())
+        # Frames seen so far (the same for every batch item; none to read in an empty batch).
+        past = int(state[3][0][0].item()) if state[3].numel() else 0
         # Only the most recent rows of the fixed-size state buffers hold real history.
         n_lc = min(self.left_context_length, past)
         n_mem = min(self.max_memory_size, math.ceil(past / self.segment_length))
