@@ -13,7 +13,7 @@ from typing import Optional, Tuple
 import ember
 from ember import nn
 
-from .emformer import _check_lengths
+from ._utils import _check_lengths
 
 __all__ = ["Conformer"]
 

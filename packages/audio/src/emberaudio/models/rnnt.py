@@ -15,7 +15,8 @@ from typing import List, Optional, Tuple
 import ember
 from ember import nn
 
-from .emformer import Emformer, _check_lengths
+from ._utils import _check_lengths
+from .emformer import Emformer
 
 __all__ = ["RNNT", "emformer_rnnt_base", "emformer_rnnt_model"]
 

@@ -11,7 +11,7 @@ import ember
 from ember import nn
 
 from . import components
-from ..emformer import _check_lengths
+from .._utils import _check_lengths
 
 __all__ = [
     "Wav2Vec2Model", "HuBERTPretrainModel", "wav2vec2_model", "wav2vec2_base", "wav2vec2_large",
