@@ -387,3 +387,14 @@ def test_beam_search_errors():
     with pytest.raises(ValueError, match="step_max_tokens must be at least 1"):
         RNNTBeamSearch(model, BLANK, step_max_tokens=0)
     assert Hypothesis.__origin__ is tuple
+
+
+def test_gradcheck_model():
+    model = _tiny(num_lstm_layers=1)
+    src = ember.randn(1, 6, 4, dtype=ember.float64, requires_grad=True)
+    tgt = ember.tensor([[BLANK, 0]])
+
+    def joint(s):
+        return model(s, ember.tensor([4]), tgt, ember.tensor([2]))[0]
+
+    assert ember.autograd.gradcheck(joint, (src,))

@@ -607,3 +607,13 @@ def test_wavlm_parameter_counts(monkeypatch, builder, count):
                aux_num_out=4)
     tiny_extra = 2 * (4 * 8 + 8 + 2) + 8 * 2
     assert sum(p.numel() for p in tiny.parameters()) == _expected_count(cfg) + tiny_extra
+
+
+def test_gradcheck_waveform_and_wavlm_attention():
+    model = _tiny("layer_norm", True, True)
+    waves = ember.randn(1, 40, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda w: model(w)[0], (waves,))
+    attn = WavLMSelfAttention(4, 2, has_relative_attention_bias=True, num_buckets=4,
+                              max_distance=8).double()
+    x = ember.randn(1, 3, 4, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda t: attn(t)[0], (x,))
