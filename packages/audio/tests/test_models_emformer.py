@@ -119,6 +119,29 @@ def test_streaming_infer_equals_forward(memory):
     assert states[0][3].tolist() == [[16, 16, 16]]
 
 
+@pytest.mark.parametrize("T,S,L,R,M", [(7, 3, 2, 1, 1), (8, 2, 4, 2, 2), (5, 5, 0, 0, 3)])
+def test_attention_mask_follows_definition(T, S, L, R, M):
+    model = _model(segment_length=S, left_context_length=L, right_context_length=R, max_memory_size=M)
+    got = _np(model._attention_mask(T, None).to(ember.int64)).astype(bool)
+    n = math.ceil(T / S)
+    # Keys: memory 0..n-2, right-context blocks (R each), utterance frames.
+    keys = [("m", i) for i in range(n - 1)] + [("r", i) for i in range(n) for _ in range(R)] + \
+           [("u", t) for t in range(T)]
+    queries = [("r", i) for i in range(n) for _ in range(R)] + [("u", t // S) for t in range(T)] + \
+              [("s", i) for i in range(n)]
+    want = np.ones((len(queries), len(keys)), bool)
+    for qi, (kind, seg) in enumerate(queries):
+        for ki, (kk, idx) in enumerate(keys):
+            if kk == "m":
+                ok = kind != "s" and seg - M <= idx < seg
+            elif kk == "r":
+                ok = idx == seg
+            else:
+                ok = max(seg * S - L, 0) <= idx < min((seg + 1) * S, T)
+            want[qi, ki] = not ok
+    np.testing.assert_array_equal(got, want)
+
+
 def test_padding_and_batch_independence():
     # No right context: a segment's look-ahead frames are read as given, padding or not (as in
     # torchaudio), so only with R = 0 are all frames past ``lengths`` irrelevant.
