@@ -223,7 +223,7 @@ def test_gradcheck_small():
 
 
 def test_state_dict_names_and_parameter_count():
-    model = Emformer(512, 8, 2048, 20, 4, right_context_length=1)
+    model = Emformer(512, 8, 2048, 3, 4, right_context_length=1)
     keys = list(model.state_dict())
     assert keys[:6] == [
         "emformer_layers.0.attention.emb_to_key_value.weight",
@@ -233,11 +233,12 @@ def test_state_dict_names_and_parameter_count():
         "emformer_layers.0.attention.out_proj.weight",
         "emformer_layers.0.attention.out_proj.bias",
     ]
-    assert "emformer_layers.19.pos_ff.4.weight" in keys
-    assert "emformer_layers.19.layer_norm_output.bias" in keys
+    assert "emformer_layers.2.pos_ff.4.weight" in keys
+    assert "emformer_layers.2.layer_norm_output.bias" in keys
+    assert "emformer_layers.3.pos_ff.4.weight" not in keys
     # Per layer: 4 D^2 + 4 D (attention) + 2 D F + F + D (FFN) + 6 D (three LayerNorms).
     D, F = 512, 2048
-    assert sum(p.numel() for p in model.parameters()) == 20 * (4 * D * D + 4 * D + 2 * D * F + F + D + 6 * D)
+    assert sum(p.numel() for p in model.parameters()) == 3 * (4 * D * D + 4 * D + 2 * D * F + F + D + 6 * D)
 
 
 def test_depthwise_init_scales_layers():
