@@ -101,7 +101,8 @@ class RNNTBeamSearch(nn.Module):
         # (len(hypos), num_symbols) log-probabilities of the next symbol, as float64 NumPy.
         pred = ember.stack([h[1] for h in hypos], dim=0)
         n = len(hypos)
-        joint, _, _ = self.model.join(enc_frame, ember.tensor([1]), pred, ember.tensor([1] * n))
+        joint, _, _ = self.model.join(enc_frame, ember.tensor([1], device=pred.device), pred,
+                                      ember.tensor([1] * n, device=pred.device))
         logp = nn.functional.log_softmax(joint / self.temperature, dim=3)[:, 0, 0]
         return logp.detach().to(ember.float64).cpu().numpy()
 
