@@ -3,7 +3,6 @@ references for the predictor and joiner, streaming transcription, training, para
 exhaustive and greedy references for the beam search, chunked decoding and errors."""
 
 import itertools
-import math
 
 import numpy as np
 import pytest

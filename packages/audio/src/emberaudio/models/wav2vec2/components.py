@@ -7,7 +7,6 @@ Module and parameter names follow torchaudio, so its state dicts load unchanged.
 
 from __future__ import annotations
 
-import math
 from typing import List, Optional, Tuple
 
 import ember
