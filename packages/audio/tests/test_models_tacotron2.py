@@ -312,6 +312,19 @@ def test_mask_padding_zeroes_padded_frames():
     np.testing.assert_array_equal(_np(m[3]), _np(a[3]))
 
 
+def test_mask_padding_with_frames_per_step():
+    tokens = ember.tensor([[3, 1, 4], [9, 2, 0]])
+    mel_truth = ember.randn(2, 6, 6, dtype=ember.float64)
+    model = _deterministic(_model(mask_padding=True, n_frames_per_step=2))
+    mel, post, gate, align = model(tokens, ember.tensor([3, 2]), mel_truth, ember.tensor([6, 3]))
+    assert gate.shape == (2, 3) and align.shape == (2, 3, 3)
+    assert not _np(mel[1, :, 3:]).any() and not _np(post[1, :, 3:]).any()
+    assert _np(mel[1, :, :3]).all()
+    # Step 1 holds frames 2 and 3, so it is still partly valid; step 2 is padding.
+    np.testing.assert_array_equal(_np(gate[1] == 1e3), [False, False, True])
+    assert not (_np(gate[0]) == 1e3).any()
+
+
 def test_training_step_reduces_loss():
     model = _model(decoder_dropout=0.0, attention_dropout=0.0).float().train()
     ember.manual_seed(5)

@@ -126,6 +126,14 @@ def test_stretch2d_matches_numpy(shape, transpose):
     np.testing.assert_array_equal(_np(out), want)
 
 
+def test_zero_batch_and_zero_dim_inputs():
+    model = _model()
+    out = model(ember.randn(0, 1, 24, dtype=ember.float64), ember.randn(0, 1, 5, 6, dtype=ember.float64))
+    assert out.shape == (0, 1, 24, 16)
+    with pytest.raises(ValueError, match=r"specgram must have at least 2 dimensions, got \(\)"):
+        Stretch2d(2, 2)(ember.tensor(1.0))
+
+
 def test_stretch2d_gradcheck():
     x = ember.randn(2, 3, 2, dtype=ember.float64, requires_grad=True)
     assert ember.autograd.gradcheck(Stretch2d(2, 3), (x,))
