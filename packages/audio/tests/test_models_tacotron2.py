@@ -127,12 +127,13 @@ def _decode_ref(p, prenet_out, state, memory, valid):
     """One decoder step for one item; state = [att_h, att_c, dec_h, dec_c, w, w_cum, ctx]."""
     att_h, att_c, dec_h, dec_c, w, w_cum, ctx = state
     d = "decoder."
+    names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
     att_h, att_c = _lstm_cell(np.concatenate([prenet_out, ctx]), att_h, att_c,
-                              *(p[d + "attention_rnn." + n] for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")))
+                              *(p[d + "attention_rnn." + n] for n in names))
     _, w, ctx = _attention_ref(p, d + "attention_layer.", att_h, memory, np.stack([w, w_cum]), valid)
     w_cum = w_cum + w
     dec_h, dec_c = _lstm_cell(np.concatenate([att_h, ctx]), dec_h, dec_c,
-                              *(p[d + "decoder_rnn." + n] for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")))
+                              *(p[d + "decoder_rnn." + n] for n in names))
     hc = np.concatenate([dec_h, ctx])
     mel = p[d + "linear_projection.weight"] @ hc + p[d + "linear_projection.bias"]
     gate = p[d + "gate_layer.weight"] @ hc + p[d + "gate_layer.bias"]

@@ -318,6 +318,8 @@ def test_errors():
         model(wave, ember.randn(1, 1, 4, 4, dtype=ember.float64))
     with pytest.raises(ValueError, match=r"at least kernel_size \(3\) frames"):
         model(ember.randn(1, 1, 0, dtype=ember.float64), ember.randn(1, 1, 5, 2, dtype=ember.float64))
+    with pytest.raises(ValueError, match=r"at least kernel_size \(5\) frames"):
+        UpsampleNetwork([2], n_freq=3)(ember.randn(1, 3, 4))
     with pytest.raises(ValueError, match=r"specgram must have shape \(n_batch, n_freq, n_time\)"):
         model.infer(spec)
     with pytest.raises(ValueError, match=r"lengths must lie in \[0, 4\]"):

@@ -233,6 +233,9 @@ class WaveRNN(nn.Module):
         if waveform.shape[0] != specgram.shape[0]:
             raise ValueError(f"waveform and specgram batch sizes differ: {waveform.shape[0]} != "
                              f"{specgram.shape[0]}")
+        if specgram.shape[3] < self.kernel_size:
+            raise ValueError(f"specgram must have at least kernel_size ({self.kernel_size}) "
+                             f"frames, got {specgram.shape[3]}")
         n_samples = (specgram.shape[3] - self.kernel_size + 1) * self.hop_length
         if waveform.shape[2] != n_samples:
             raise ValueError(f"waveform must have (n_time - kernel_size + 1) * hop_length = "
