@@ -7,6 +7,7 @@ namespace py = pybind11;
 namespace emberaudio {
 void register_rnnt(py::module_& m);
 void register_alignment(py::module_& m);
+void register_ctc_decoder(py::module_& m);
 }  // namespace emberaudio
 
 PYBIND11_MODULE(_C, m) {
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_C, m) {
   m.attr("__version__") = EMBERAUDIO_VERSION;
   emberaudio::register_rnnt(m);
   emberaudio::register_alignment(m);
+  emberaudio::register_ctc_decoder(m);
 }
