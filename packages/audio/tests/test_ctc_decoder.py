@@ -426,3 +426,52 @@ def test_factory_signature_is_torchaudios():
                         "beam_threshold": 50, "lm_weight": 2, "word_score": 0, "unk_score": -math.inf,
                         "sil_score": 0, "log_add": False, "blank_token": "-", "sil_token": "|",
                         "unk_word": "<unk>"}
+
+
+TOKEN_ARPA = """\\data\\
+ngram 1=6
+ngram 2=3
+
+\\1-grams:
+-99\t<s>\t-0.3
+-0.8\t</s>\t0
+-0.5\t|\t-0.2
+-0.6\ta\t-0.1
+-0.9\tb\t-0.25
+-1.3\tc\t0
+
+\\2-grams:
+-0.2\t<s> a
+-0.3\ta b
+-0.4\tb |
+
+\\end\\
+"""
+
+
+def test_lexicon_free_with_arpa_over_tokens(tmp_path):
+    # Without a lexicon, a KenLM model scores tokens as words ("-" is outside it: <unk>, absent here).
+    path = tmp_path / "tokens.arpa"
+    path.write_text(TOKEN_ARPA)
+    table = _arpa_table(TOKEN_ARPA)
+    rng = np.random.default_rng(21)
+    em = _emissions(rng, 5)
+    ref = _brute_force(em, lambda p: (_groups(p), 0.5 * _arpa_sentence_score(
+        table, [TOKENS[k] for k in _groups(p)], order=2)))
+    hyps = _decode(ctc_decoder(None, TOKENS, lm=str(path), lm_weight=0.5, nbest=4, beam_size=1000,
+                               beam_threshold=1e9), em)
+    ranked = sorted(ref.items(), key=lambda kv: -kv[1][0])[:4]
+    np.testing.assert_allclose([h.score for h in hyps], [s for _, (s, _) in ranked], rtol=1e-5, atol=1e-4)
+    assert hyps[0].tokens.tolist() == _reported(ranked[0][1][1])[0]
+
+
+def test_lm_dict_only_renumbers_words(tmp_path, lexicon_file, arpa_file):
+    words = tmp_path / "words.txt"
+    words.write_text("\n".join(["zz", *reversed([w for w, _ in LEXICON]), "<unk>"]) + "\n")
+    em = _emissions(np.random.default_rng(22), 6)
+    plain = _decode(ctc_decoder(lexicon_file, TOKENS, lm=arpa_file, nbest=3), em)
+    renumbered = _decode(ctc_decoder(lexicon_file, TOKENS, lm=arpa_file, lm_dict=str(words), nbest=3), em)
+    assert [(h.words, h.score) for h in plain] == [(h.words, h.score) for h in renumbered]
+    words.write_text("a\n")
+    with pytest.raises(ValueError, match="lexicon words missing from lm_dict"):
+        ctc_decoder(lexicon_file, TOKENS, lm=arpa_file, lm_dict=str(words))
