@@ -238,7 +238,7 @@ def test_lexicon_free_with_python_lm(seed):
     assert len(hyps) == 5  # nbest
     np.testing.assert_allclose([h.score for h in hyps], [s for _, (s, _) in ranked], rtol=1e-5, atol=1e-5)
     assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
-    for h, (_, (_, path)) in zip(hyps, ranked):
+    for h, (_, (_, path)) in zip(hyps, ranked, strict=True):
         assert h.tokens.tolist() == _reported(path)[0]
 
 

@@ -107,4 +107,4 @@ def merge_tokens(tokens: ember.Tensor, scores: ember.Tensor, blank: int = 0) -> 
     # Span boundaries: every frame whose label differs from the previous one, and the end.
     bounds = np.flatnonzero(np.diff(tk, prepend=-1, append=-1) != 0).tolist()
     return [TokenSpan(token=int(tk[s]), start=s, end=e, score=float(sc[s:e].mean()))
-            for s, e in zip(bounds[:-1], bounds[1:]) if tk[s] != blank]
+            for s, e in zip(bounds[:-1], bounds[1:], strict=True) if tk[s] != blank]
