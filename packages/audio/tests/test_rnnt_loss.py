@@ -64,6 +64,32 @@ def test_costs_match_reference(dtype, blank, fused):
     np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5 if dtype == np.float32 else 1e-10)
 
 
+def test_float16_is_computed_in_float32():
+    rng = np.random.default_rng(8)
+    logits, targets, ll, tl = _case(rng, dtype=np.float16)
+    x = ember.from_numpy(logits).requires_grad_()
+    got = rnnt_loss(x, *_tensors(targets, ll, tl), blank=0, reduction="none")
+    assert got.dtype == ember.float16
+    np.testing.assert_allclose(got.detach().numpy().astype(np.float64), _reference_costs(logits, targets, ll, tl, 0), rtol=2e-3)
+    got.sum().backward()
+    assert x.grad.dtype == ember.float16
+
+
+def test_many_batch_items_across_threads():
+    rng = np.random.default_rng(9)
+    arrays = _case(rng, batch=9, max_t=4, max_u=3)
+    x = ember.from_numpy(arrays[0]).requires_grad_()
+    costs = rnnt_loss(x, *_tensors(*arrays[1:]), blank=0, reduction="none")
+    np.testing.assert_allclose(costs.detach().numpy(), _reference_costs(*arrays, blank=0), rtol=1e-10)
+    costs.sum().backward()
+    for b in range(9):  # each item's gradient as if computed alone
+        xb = ember.from_numpy(arrays[0][b:b + 1].copy()).requires_grad_()
+        single = [ember.from_numpy(np.ascontiguousarray(a[b:b + 1])) for a in arrays[1:]]
+        T, U = int(arrays[2][b]), int(arrays[3][b])
+        rnnt_loss(xb[:, :T, :U + 1], single[0][:, :U], *single[1:], blank=0, reduction="sum").backward()
+        np.testing.assert_allclose(x.grad.numpy()[b, :T, :U + 1], xb.grad.numpy()[0, :T, :U + 1], rtol=1e-12)
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 def test_reductions(reduction):
     rng = np.random.default_rng(1)
@@ -149,7 +175,7 @@ def test_errors():
         rnnt_loss(x, y, a.to(ember.int64), b)
     with pytest.raises(RuntimeError, match="target_lengths must be int32 type"):
         rnnt_loss(x, y, a, b.to(ember.int64))
-    with pytest.raises(RuntimeError, match="logits must be float32 or float64"):
+    with pytest.raises(RuntimeError, match="logits must be float16, float32 or float64"):
         rnnt_loss(y, y, a, b)
     with pytest.raises(ValueError, match="logits must be 4-D"):
         rnnt_loss(x[0], y, a, b)

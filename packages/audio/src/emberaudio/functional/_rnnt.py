@@ -23,10 +23,15 @@ class _RNNTLoss(ember.autograd.Function):
     @staticmethod
     def forward(ctx, logits, targets, logit_lengths, target_lengths, blank, clamp, fused, need_grad):
         native = _native.load("_C")
-        kernel = native.rnnt_loss_f32 if logits.dtype == ember.float32 else native.rnnt_loss_f64
-        costs, grads = kernel(_host_array(logits, "logits"), _host_array(targets, "targets"),
+        x = _host_array(logits, "logits")
+        kernel = native.rnnt_loss_f64 if x.dtype == np.float64 else native.rnnt_loss_f32
+        # float16 is computed in float32 (as torchaudio does), then cast back.
+        costs, grads = kernel(x.astype(np.float32) if x.dtype == np.float16 else x, _host_array(targets, "targets"),
                               _host_array(logit_lengths, "logit_lengths"),
                               _host_array(target_lengths, "target_lengths"), blank, clamp, fused, need_grad)
+        if x.dtype == np.float16:
+            costs = costs.astype(np.float16)
+            grads = grads.astype(np.float16) if grads is not None else None
         ctx.save_for_backward(ember.from_numpy(grads) if grads is not None else None)
         return ember.from_numpy(costs)
 
@@ -42,7 +47,7 @@ def rnnt_loss(logits: ember.Tensor, targets: ember.Tensor, logit_lengths: ember.
     """The RNN Transducer loss (Graves 2012), as ``torchaudio.functional.rnnt_loss``.
 
     Args:
-        logits: (batch, max time, max target length + 1, classes) joiner output, float32 or float64;
+        logits: (batch, max time, max target length + 1, classes) joiner output (float16/32/64);
             log-probabilities when ``fused_log_softmax`` is False.
         targets: (batch, max target length) int32, zero padded.
         logit_lengths: (batch,) int32 time lengths; their maximum must be ``logits.shape[1]``.
@@ -58,8 +63,8 @@ def rnnt_loss(logits: ember.Tensor, targets: ember.Tensor, logit_lengths: ember.
                     ("target_lengths", target_lengths)):
         if not isinstance(t, ember.Tensor):
             raise TypeError(f"{name} must be an ember.Tensor, got {type(t).__name__}")
-    if logits.dtype not in (ember.float32, ember.float64):
-        raise RuntimeError(f"logits must be float32 or float64, got {logits.dtype}")
+    if logits.dtype not in (ember.float16, ember.float32, ember.float64):
+        raise RuntimeError(f"logits must be float16, float32 or float64, got {logits.dtype}")
     for name, t in (("targets", targets), ("logit_lengths", logit_lengths), ("target_lengths", target_lengths)):
         if t.dtype != ember.int32:
             raise RuntimeError(f"{name} must be int32 type, got {t.dtype}")
