@@ -110,3 +110,65 @@ def test_lexicon(seed, tmp_path):
                              beam_size=beam, beam_threshold=thr, lm_weight=lmw, word_score=ws, unk_score=unk,
                              sil_score=sil, log_add=log_add), em)
     _compare(theirs, ours)
+
+
+ARPA = """\\data\\
+ngram 1=7
+ngram 2=6
+ngram 3=2
+
+\\1-grams:
+-1.2\t<unk>\t0
+-99\t<s>\t-0.5
+-0.9\t</s>\t0
+-0.7\ta\t-0.3
+-0.8\tab\t-0.2
+-1.1\tc\t-0.4
+-1.0\tba\t-0.1
+
+\\2-grams:
+-0.3\t<s> a\t-0.2
+-0.4\ta ab\t-0.1
+-0.5\tab </s>
+-0.6\tc a
+-0.2\t<s> c\t-0.05
+-0.45\tab c
+
+\\3-grams:
+-0.1\t<s> a ab
+-0.15\ta ab c
+
+\\end\\
+"""
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_lexicon_with_kenlm(seed, tmp_path):
+    # flashlight scores the ARPA file with KenLM; emberaudio parses and scores it natively.
+    kenlm_module = pytest.importorskip("flashlight.lib.text.decoder.kenlm")
+    from flashlight.lib.text.dictionary import Dictionary
+
+    rng = np.random.default_rng(1000 + seed)
+    (tmp_path / "lexicon.txt").write_text("".join(f"{w} {s}\n" for w, s in LEXICON))
+    (tmp_path / "lm.arpa").write_text(ARPA)
+    word_dict = Dictionary()
+    for w in WORDS:
+        word_dict.add_entry(w)
+    fl_lm = kenlm_module.KenLM(str(tmp_path / "lm.arpa"), word_dict)
+    trie = fl.Trie(N, 1)
+    start = fl_lm.start(False)
+    for w, s in LEXICON:
+        trie.insert([TOKENS.index(t) for t in s.split()], WORDS.index(w), fl_lm.score(start, WORDS.index(w))[1])
+    trie.smear(fl.SmearingMode.MAX)
+    em = (rng.standard_normal((int(rng.integers(1, 9)), N)) * 2).astype(np.float32)
+    beam, lmw, ws = int(rng.integers(1, 30)), float(rng.choice([0.5, 2])), float(rng.choice([0, -1, 1.5]))
+    unk, log_add = float(rng.choice([-np.inf, -2.0])), bool(rng.integers(2))
+    opts = fl.LexiconDecoderOptions(beam_size=beam, beam_size_token=N, beam_threshold=25, lm_weight=lmw,
+                                    word_score=ws, unk_score=unk, sil_score=0, log_add=log_add,
+                                    criterion_type=fl.CriterionType.CTC)
+    decoder = fl.LexiconDecoder(opts, trie, fl_lm, 1, 0, WORDS.index("<unk>"), [], False)
+    theirs = _summary(_fl_results(decoder, em), WORDS)
+    ours = _ours(ctc_decoder(str(tmp_path / "lexicon.txt"), TOKENS, lm=str(tmp_path / "lm.arpa"), nbest=1000,
+                             beam_size=beam, beam_threshold=25, lm_weight=lmw, word_score=ws, unk_score=unk,
+                             log_add=log_add), em)
+    _compare(theirs, ours)
