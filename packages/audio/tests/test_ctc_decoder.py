@@ -475,3 +475,31 @@ def test_lm_dict_only_renumbers_words(tmp_path, lexicon_file, arpa_file):
     words.write_text("a\n")
     with pytest.raises(ValueError, match="lexicon words missing from lm_dict"):
         ctc_decoder(lexicon_file, TOKENS, lm=arpa_file, lm_dict=str(words))
+
+
+def test_concurrent_calls_and_python_lm_batches(lexicon_file, arpa_file):
+    import threading
+
+    rng = np.random.default_rng(23)
+    em = (rng.standard_normal((4, 6, len(TOKENS))) * 2).astype(np.float32)
+    decoder = ctc_decoder(lexicon_file, TOKENS, lm=arpa_file, nbest=2)
+    expected = [[(h.words, h.score) for h in hyps] for hyps in decoder(ember.from_numpy(em))]
+    outputs = [None] * 4
+
+    def work(i):  # the native search releases the GIL, so these calls overlap
+        outputs[i] = [[(h.words, h.score) for h in hyps] for hyps in decoder(ember.from_numpy(em))]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outputs == [expected] * 4
+    # A Python LM decodes batch items one after another, under the GIL.
+    table = {(p, w): float(rng.uniform(-2, 0)) for p in range(-1, len(TOKENS) + 1) for w in range(len(TOKENS) + 1)}
+    py_decoder = ctc_decoder(None, TOKENS, lm=_BigramLM(table), nbest=2)
+    batch = py_decoder(ember.from_numpy(em))
+    for b in range(4):
+        assert [(h.tokens.tolist(), h.score) for h in batch[b]] == \
+               [(h.tokens.tolist(), h.score) for h in _decode(py_decoder, em[b])]
+    assert py_decoder(ember.zeros(0, 3, len(TOKENS))) == []
