@@ -1,5 +1,6 @@
 """Speech models in the shape of torchaudio.models: Emformer, RNN-T (model, factories and beam
-search), Conformer, the Wav2Vec2 / HuBERT family, and the TTS models Tacotron2 and WaveRNN."""
+search), Conformer, the Wav2Vec2 / HuBERT family, and the TTS models Tacotron2 and WaveRNN. The CTC
+decoders are in ``emberaudio.models.decoder``."""
 
 from .conformer import Conformer
 from .emformer import Emformer
