@@ -1,0 +1,24 @@
+"""emberaudio.functional: torchaudio.functional's signal processing on ember tensors (spectral
+functions, filtering, beamforming)."""
+
+from ._beamforming import apply_beamforming, mvdr_weights_rtf, mvdr_weights_souden, psd, rtf_evd, rtf_power
+from .filtering import (
+    allpass_biquad, band_biquad, bandpass_biquad, bandreject_biquad, bass_biquad, biquad, contrast, dcshift,
+    deemph_biquad, equalizer_biquad, filtfilt, gain, highpass_biquad, lfilter, lowpass_biquad, riaa_biquad,
+    treble_biquad,
+)
+from .functional import (
+    DB_to_amplitude, add_noise, amplitude_to_DB, compute_deltas, convolve, create_dct, deemphasis, fftconvolve,
+    griffinlim, inverse_spectrogram, linear_fbanks, mask_along_axis, mask_along_axis_iid, melscale_fbanks,
+    phase_vocoder, pitch_shift, preemphasis, resample, sliding_window_cmn, spectral_centroid, spectrogram, speed,
+)
+
+__all__ = [
+    "DB_to_amplitude", "add_noise", "allpass_biquad", "amplitude_to_DB", "apply_beamforming", "band_biquad",
+    "bandpass_biquad", "bandreject_biquad", "bass_biquad", "biquad", "compute_deltas", "contrast", "convolve",
+    "create_dct", "dcshift", "deemph_biquad", "deemphasis", "equalizer_biquad", "fftconvolve", "filtfilt", "gain",
+    "griffinlim", "highpass_biquad", "inverse_spectrogram", "lfilter", "linear_fbanks", "lowpass_biquad",
+    "mask_along_axis", "mask_along_axis_iid", "melscale_fbanks", "mvdr_weights_rtf", "mvdr_weights_souden",
+    "phase_vocoder", "pitch_shift", "preemphasis", "psd", "resample", "riaa_biquad", "rtf_evd", "rtf_power",
+    "sliding_window_cmn", "spectral_centroid", "spectrogram", "speed", "treble_biquad",
+]
