@@ -22,6 +22,11 @@ __all__ = [
 ]
 
 
+def _exp_base(base: float, x: ember.Tensor) -> ember.Tensor:
+    """base ** x for a tensor exponent (ember.pow takes no scalar base)."""
+    return ember.exp(x * math.log(base))
+
+
 def _spec_norms(normalized):
     """(frame_length_norm, window_norm): True and "window" scale by the window's L2 norm."""
     if normalized is True or normalized == "window":
@@ -53,6 +58,7 @@ def spectrogram(waveform: ember.Tensor, pad: int, window: ember.Tensor, n_fft: i
     if power is not None and power <= 0:
         raise ValueError(f"spectrogram: expected power > 0 or None, but got {power}")
     frame_norm, window_norm = _spec_norms(normalized)
+    window = window.to(waveform.dtype) if waveform.is_floating_point() else window
     if pad > 0:
         waveform = F.pad(waveform, (pad, pad), "constant")
     shape = waveform.shape
@@ -76,6 +82,7 @@ def inverse_spectrogram(spectrogram: ember.Tensor, length: int | None, pad: int,
     if not spectrogram.is_complex():
         raise ValueError("Expected `spectrogram` to be complex dtype.")
     frame_norm, window_norm = _spec_norms(normalized)
+    window = window.to(_real_of(spectrogram.dtype))
     if window_norm:
         spectrogram = spectrogram * window.pow(2.0).sum().sqrt()
     shape = spectrogram.shape
@@ -96,6 +103,7 @@ def griffinlim(specgram: ember.Tensor, window: ember.Tensor, n_fft: int, hop_len
     if n_iter < 0:
         raise ValueError(f"n_iter must be non-negative, but got {n_iter}")
     momentum = momentum / (1 + momentum)
+    window = window.to(specgram.dtype)
     shape = specgram.shape
     specgram = specgram.reshape(-1, shape[-2], shape[-1]).pow(1 / power)
     if rand_init:
@@ -140,7 +148,7 @@ def amplitude_to_DB(x: ember.Tensor, multiplier: float, amin: float, db_multipli
 
 def DB_to_amplitude(x: ember.Tensor, ref: float, power: float) -> ember.Tensor:
     """ref · (10^(x/10))^power (power 1 for power dB, 0.5 for amplitude dB)."""
-    return ref * ember.pow(ember.pow(10.0, 0.1 * x), power)
+    return ref * ember.pow(_exp_base(10.0, 0.1 * x), power)
 
 
 def _check_mel_scale(mel_scale: str) -> None:
@@ -165,7 +173,7 @@ def _hz_to_mel(freq: float, mel_scale: str = "htk") -> float:
 def _mel_to_hz(mels: ember.Tensor, mel_scale: str = "htk") -> ember.Tensor:
     _check_mel_scale(mel_scale)
     if mel_scale == "htk":
-        return 700.0 * (ember.pow(10.0, mels / 2595.0) - 1.0)
+        return 700.0 * (_exp_base(10.0, mels / 2595.0) - 1.0)
     f_sp = 200.0 / 3
     min_log_hz = 1000.0
     min_log_mel = min_log_hz / f_sp
@@ -489,7 +497,7 @@ def add_noise(waveform: ember.Tensor, noise: ember.Tensor, snr: ember.Tensor,
     energy_signal = (sig * sig).sum(dim=-1)
     energy_noise = (noi * noi).sum(dim=-1)
     original_snr_db = 10 * (ember.log10(energy_signal) - ember.log10(energy_noise))
-    scale = ember.pow(10.0, (original_snr_db - snr) / 20.0)
+    scale = _exp_base(10.0, (original_snr_db - snr) / 20.0)
     return waveform + scale.unsqueeze(-1) * noise
 
 
@@ -578,29 +586,41 @@ def deemphasis(waveform: ember.Tensor, coeff: float = 0.97) -> ember.Tensor:
     return lfilter(waveform, a_coeffs=a, b_coeffs=b)
 
 
-def pitch_shift(waveform: ember.Tensor, sample_rate: int, n_steps: int, bins_per_octave: int = 12,
-                n_fft: int = 512, hop_length: int | None = None, win_length: int | None = None,
-                window: ember.Tensor | None = None) -> ember.Tensor:
-    """Shift pitch by n_steps / bins_per_octave octaves: phase-vocoder stretch, then resample back."""
+def _stretch_waveform(waveform: ember.Tensor, n_steps: int, bins_per_octave: int, n_fft: int, win_length: int,
+                      hop_length: int, window: ember.Tensor) -> ember.Tensor:
+    """Phase-vocoder time stretch by 2^(n_steps / bins_per_octave), flattened to (batch, time)."""
     if bins_per_octave == 0:
         raise ValueError("pitch_shift: bins_per_octave must be non-zero")
-    hop_length = n_fft // 4 if hop_length is None else hop_length
-    win_length = n_fft if win_length is None else win_length
-    window = ember.hann_window(win_length, dtype=waveform.dtype) if window is None else window
-    shape = waveform.shape
-    x = waveform.reshape(-1, shape[-1])
-    ori_len = shape[-1]
+    if waveform.dim() == 0:
+        raise ValueError("pitch_shift: expected a waveform with a time dimension, but got a 0-dim tensor")
+    x = waveform.reshape(-1, waveform.shape[-1])
     rate = 2.0 ** (-float(n_steps) / bins_per_octave)
+    window = window.to(x.dtype)
     spec = ember.stft(x, n_fft, hop_length=hop_length, win_length=win_length, window=window, center=True,
                       pad_mode="reflect", normalized=False, onesided=True, return_complex=True)
     phase_advance = ember.linspace(0, math.pi * hop_length, spec.shape[-2], dtype=x.dtype).unsqueeze(-1)
     stretched = phase_vocoder(spec, rate, phase_advance)
-    len_stretch = int(round(ori_len / rate))
-    wave = ember.istft(stretched, n_fft, hop_length=hop_length, win_length=win_length, window=window,
-                       length=len_stretch)
-    shifted = resample(wave, int(sample_rate / rate), sample_rate)
+    return ember.istft(stretched, n_fft, hop_length=hop_length, win_length=win_length, window=window,
+                       length=int(round(waveform.shape[-1] / rate)))
+
+
+def _fix_waveform_shape(shifted: ember.Tensor, shape) -> ember.Tensor:
+    """Cut or zero-pad to the original length and restore the leading dims."""
+    ori_len = shape[-1]
     if shifted.shape[-1] > ori_len:
         shifted = shifted[..., :ori_len]
     else:
         shifted = F.pad(shifted, (0, ori_len - shifted.shape[-1]))
     return shifted.reshape(*shape[:-1], ori_len)
+
+
+def pitch_shift(waveform: ember.Tensor, sample_rate: int, n_steps: int, bins_per_octave: int = 12,
+                n_fft: int = 512, hop_length: int | None = None, win_length: int | None = None,
+                window: ember.Tensor | None = None) -> ember.Tensor:
+    """Shift pitch by n_steps / bins_per_octave octaves: phase-vocoder stretch, then resample back."""
+    hop_length = n_fft // 4 if hop_length is None else hop_length
+    win_length = n_fft if win_length is None else win_length
+    window = ember.hann_window(win_length, dtype=waveform.dtype) if window is None else window
+    stretched = _stretch_waveform(waveform, n_steps, bins_per_octave, n_fft, win_length, hop_length, window)
+    rate = 2.0 ** (-float(n_steps) / bins_per_octave)
+    return _fix_waveform_shape(resample(stretched, int(sample_rate / rate), sample_rate), waveform.shape)
