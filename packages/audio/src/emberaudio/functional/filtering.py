@@ -58,7 +58,7 @@ def _iir(x: ember.Tensor, a: ember.Tensor) -> ember.Tensor:
     toeplitz = h[:, lag] * (j >= i).to(dtype)                          # (F, B, B)
     nblocks = -(-t // b)
     xp = F.pad(x, (0, nblocks * b - t)).reshape(n, nf, nblocks, b)
-    z = ember.matmul(xp, toeplitz.transpose(-1, -2).unsqueeze(1))     # (N, F, nb, B)
+    z = ember.matmul(xp, toeplitz.transpose(-1, -2))                  # (N, F, nb, B)
     g_last = g[:, b - k:].flip(1).unsqueeze(0)                        # next state from state (F, K, K)
     state = ember.zeros(n, nf, k, dtype=dtype)
     states = []
@@ -67,7 +67,7 @@ def _iir(x: ember.Tensor, a: ember.Tensor) -> ember.Tensor:
         if blk + 1 < nblocks:
             state = z[:, :, blk, b - k:].flip(-1) + ember.matmul(g_last, state.unsqueeze(-1)).squeeze(-1)
     s = ember.stack(states, dim=2)                                    # (N, F, nb, K)
-    y = z + ember.matmul(s, g.transpose(-1, -2).unsqueeze(1))
+    y = z + ember.matmul(s, g.transpose(-1, -2))
     return y.reshape(n, nf, nblocks * b)[..., :t]
 
 
@@ -104,18 +104,16 @@ def lfilter(waveform: ember.Tensor, a_coeffs: ember.Tensor, b_coeffs: ember.Tens
         a_coeffs = a_coeffs.unsqueeze(0)
         b_coeffs = b_coeffs.unsqueeze(0)
     shape = waveform.shape
+    if waveform.numel() == 0:
+        return waveform * 0
     nf, order = a_coeffs.shape
     x = waveform.reshape(-1, nf, shape[-1])
     a0 = a_coeffs[:, :1]
     a_n = a_coeffs / a0
     b_n = b_coeffs / a0
-    if x.shape[0] == 0 or shape[-1] == 0:
-        out = x * 0
-    else:
-        # FIR part: causal correlation with flipped b, one group per filter
-        xp = F.pad(x, (order - 1, 0))
-        fir = F.conv1d(xp.reshape(-1, nf, xp.shape[-1]), b_n.flip(1).unsqueeze(1), groups=nf)
-        out = _iir(fir, a_n)
+    # FIR part: causal correlation with flipped b, one group per filter
+    fir = F.conv1d(F.pad(x, (order - 1, 0)), b_n.flip(1).unsqueeze(1), groups=nf)
+    out = _iir(fir, a_n)
     if clamp:
         out = ember.clamp(out, -1.0, 1.0)
     return out.reshape(shape)
@@ -230,9 +228,9 @@ def bass_biquad(waveform: ember.Tensor, sample_rate: int, gain: float, central_f
 def deemph_biquad(waveform: ember.Tensor, sample_rate: int) -> ember.Tensor:
     """ISO 908 CD de-emphasis (a treble shelf), 44.1 kHz or 48 kHz only."""
     if sample_rate == 44100:
-        central_freq, width_slope, gain = 5283, 0.21, -9.477
+        central_freq, width_slope, gain = 5283, 0.4845, -9.477
     elif sample_rate == 48000:
-        central_freq, width_slope, gain = 5356, 0.23, -9.62
+        central_freq, width_slope, gain = 5356, 0.479, -9.62
     else:
         raise ValueError("Sample rate must be 44100 (audio-CD) or 48000 (DAT)")
 
