@@ -241,9 +241,9 @@ def compute_deltas(specgram: ember.Tensor, win_length: int = 5, mode: str = "rep
     if specgram.dim() == 0:
         raise ValueError("compute_deltas: expected a tensor with a time dimension, but got a 0-dim tensor")
     shape = specgram.shape
-    x = specgram.reshape(1, -1, shape[-1])
-    if x.shape[1] == 0 or shape[-1] == 0:
+    if specgram.numel() == 0:
         return specgram * 0
+    x = specgram.reshape(1, -1, shape[-1])
     n = (win_length - 1) // 2
     denom = n * (n + 1) * (2 * n + 1) / 3
     x = F.pad(x, (n, n), mode=mode)
@@ -375,10 +375,10 @@ def sliding_window_cmn(specgram: ember.Tensor, cmn_window: int = 600, min_cmn_wi
     if specgram.dim() < 2:
         raise ValueError(f"sliding_window_cmn: expected (..., time, freq), but got shape {tuple(specgram.shape)}")
     shape = specgram.shape
+    if specgram.numel() == 0:
+        return specgram.clone()
     x = specgram.reshape(-1, shape[-2], shape[-1])
     frames = shape[-2]
-    if frames == 0 or x.numel() == 0:
-        return specgram.clone()
     start, end = _cmn_bounds(frames, cmn_window, min_cmn_window, center)
     count = (end - start).to(x.dtype).unsqueeze(-1)
     zero = ember.zeros(x.shape[0], 1, shape[-1], dtype=x.dtype)
@@ -448,12 +448,11 @@ def _apply_sinc_resample_kernel(waveform: ember.Tensor, orig_freq: int, new_freq
     orig_freq = int(orig_freq) // gcd
     new_freq = int(new_freq) // gcd
     shape = waveform.shape
+    target = math.ceil(new_freq * shape[-1] / orig_freq)
+    if waveform.numel() == 0:
+        return ember.zeros(*shape[:-1], target, dtype=waveform.dtype)
     x = waveform.reshape(-1, shape[-1])
-    num, length = x.shape
-    target = math.ceil(new_freq * length / orig_freq)
-    if num == 0 or length == 0:
-        return waveform.new_zeros(*shape[:-1], target) if hasattr(waveform, "new_zeros") \
-            else ember.zeros(*shape[:-1], target, dtype=waveform.dtype)
+    num = x.shape[0]
     x = F.pad(x, (width, width + orig_freq))
     # output phase j of every input block of orig_freq samples is one conv1d output channel
     out = F.conv1d(x.unsqueeze(1), kernel.to(x.dtype), stride=orig_freq)
@@ -535,7 +534,7 @@ def convolve(x: ember.Tensor, y: ember.Tensor, mode: str = "full") -> ember.Tens
     x_size, y_size = x.shape[-1], y.shape[-1]
     if x_size < y_size:
         x, y = y, x
-    lead = [max(i, j) for i, j in zip(x.shape[:-1], y.shape[:-1])]
+    lead = [i if j == 1 else j for i, j in zip(x.shape[:-1], y.shape[:-1])]
     x = x.broadcast_to((*lead, x.shape[-1]))
     y = y.broadcast_to((*lead, y.shape[-1]))
     n = math.prod(lead)
