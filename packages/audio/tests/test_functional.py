@@ -59,8 +59,12 @@ def test_spectrogram_gradcheck_and_errors():
     w = t(hann(8))
     x = leaf(RNG.standard_normal((2, 24)))
     assert ember.autograd.gradcheck(lambda v: AF.spectrogram(v, 1, w, 8, 4, 8, 2.0, True), (x,))
-    with pytest.raises(ValueError, match="normalized must be"):
+    with pytest.raises(ValueError, match="Invalid normalized parameter: bogus"):
         AF.spectrogram(x, 0, w, 8, 4, 8, 2.0, "bogus")
+    with pytest.raises(TypeError, match="Input type not supported"):
+        AF.spectrogram(x, 0, w, 8, 4, 8, 2.0, None)
+    with pytest.warns(UserWarning, match="`return_complex` argument is now deprecated"):
+        assert AF.spectrogram(x, 0, w, 8, 4, 8, None, False, return_complex=True).is_complex()
 
 
 def test_inverse_spectrogram_roundtrip_and_reference():

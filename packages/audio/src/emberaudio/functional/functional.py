@@ -29,13 +29,13 @@ def _exp_base(base: float, x: ember.Tensor) -> ember.Tensor:
 
 def _spec_norms(normalized):
     """(frame_length_norm, window_norm): True and "window" scale by the window's L2 norm."""
-    if normalized is True or normalized == "window":
-        return False, True
-    if normalized == "frame_length":
-        return True, False
-    if normalized is False:
-        return False, False
-    raise ValueError(f'normalized must be a bool, "window" or "frame_length", but got {normalized!r}')
+    if isinstance(normalized, str):
+        if normalized not in ("frame_length", "window"):
+            raise ValueError(f"Invalid normalized parameter: {normalized}")
+        return normalized == "frame_length", normalized == "window"
+    if isinstance(normalized, bool):
+        return False, normalized
+    raise TypeError(f"Input type not supported: normalized must be a bool or str, but got {type(normalized)}")
 
 
 def _complex_of(dtype):
@@ -51,10 +51,9 @@ def spectrogram(waveform: ember.Tensor, pad: int, window: ember.Tensor, n_fft: i
                 pad_mode: str = "reflect", onesided: bool = True, return_complex: bool | None = None) -> ember.Tensor:
     """(..., time) → (..., n_fft // 2 + 1, frames): |STFT|^power, or the complex STFT if power is None."""
     if return_complex is not None:
-        warnings.warn("`return_complex` is deprecated: power=None already returns a complex spectrogram.",
-                      stacklevel=2)
-        if power is not None or not return_complex:
-            raise ValueError("return_complex=False is no longer supported; use power=None for a complex result")
+        warnings.warn("`return_complex` argument is now deprecated and is not effective. "
+                      "`emberaudio.functional.spectrogram(power=None)` always returns a tensor with complex dtype. "
+                      "Please remove the argument in the function call.", stacklevel=2)
     if power is not None and power <= 0:
         raise ValueError(f"spectrogram: expected power > 0 or None, but got {power}")
     frame_norm, window_norm = _spec_norms(normalized)
@@ -90,7 +89,7 @@ def inverse_spectrogram(spectrogram: ember.Tensor, length: int | None, pad: int,
     wave = ember.istft(flat, n_fft, hop_length=hop_length, win_length=win_length, window=window, center=center,
                        normalized=frame_norm, onesided=onesided,
                        length=length + 2 * pad if length is not None else None, return_complex=False)
-    if pad > 0:
+    if length is not None and pad > 0:
         wave = wave[:, pad:-pad]
     return wave.reshape(*shape[:-2], wave.shape[-1])
 
@@ -107,8 +106,9 @@ def griffinlim(specgram: ember.Tensor, window: ember.Tensor, n_fft: int, hop_len
     shape = specgram.shape
     specgram = specgram.reshape(-1, shape[-2], shape[-1]).pow(1 / power)
     if rand_init:
-        phase = ember.rand(specgram.shape, dtype=specgram.dtype) * (2 * math.pi)
-        angles = ember.polar(ember.ones_like(phase), phase)
+        # torchaudio draws real and imaginary parts uniformly from [0, 1) (torch.rand of a complex dtype)
+        angles = ember.complex(ember.rand(specgram.shape, dtype=specgram.dtype),
+                               ember.rand(specgram.shape, dtype=specgram.dtype))
     else:
         angles = ember.complex(ember.ones_like(specgram), ember.zeros_like(specgram))
 
@@ -309,8 +309,7 @@ def mask_along_axis(specgram: ember.Tensor, mask_param: int, mask_value: float, 
     """One mask [v0, v0 + v) shared by the whole batch: v ~ U[0, mask_param), v0 ~ U[0, size − v)."""
     dim = specgram.dim()
     if dim < 2:
-        raise ValueError(f"Spectrogram must have at least two dimensions (time and frequency). Given spectrogram "
-                         f"with {dim} dimensions.")
+        raise ValueError(f"Spectrogram must have at least two dimensions (time and frequency) ({dim} given).")
     _check_mask_args(dim, axis, p)
     mask_param = _mask_param(mask_param, p, specgram.shape[axis])
     if mask_param < 1:
@@ -614,7 +613,7 @@ def _fix_waveform_shape(shifted: ember.Tensor, shape) -> ember.Tensor:
 
 
 def pitch_shift(waveform: ember.Tensor, sample_rate: int, n_steps: int, bins_per_octave: int = 12,
-                n_fft: int = 512, hop_length: int | None = None, win_length: int | None = None,
+                n_fft: int = 512, win_length: int | None = None, hop_length: int | None = None,
                 window: ember.Tensor | None = None) -> ember.Tensor:
     """Shift pitch by n_steps / bins_per_octave octaves: phase-vocoder stretch, then resample back."""
     hop_length = n_fft // 4 if hop_length is None else hop_length

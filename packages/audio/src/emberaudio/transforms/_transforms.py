@@ -5,6 +5,7 @@ under torchaudio's names, so state_dict keys match."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import ember
@@ -44,8 +45,10 @@ class Spectrogram(nn.Module):
         self.center = center
         self.pad_mode = pad_mode
         self.onesided = onesided
-        if return_complex is not None and (power is not None or not return_complex):
-            raise ValueError("return_complex=False is no longer supported; use power=None for a complex result")
+        if return_complex is not None:
+            warnings.warn("`return_complex` argument is now deprecated and is not effective. "
+                          "`emberaudio.transforms.Spectrogram(power=None)` always returns a tensor with complex dtype. "
+                          "Please remove the argument in the function call.", stacklevel=2)
 
     def forward(self, waveform: ember.Tensor) -> ember.Tensor:
         return AF.spectrogram(waveform, self.pad, self.window, self.n_fft, self.hop_length, self.win_length,
