@@ -40,10 +40,12 @@ def _iir(x: ember.Tensor, a: ember.Tensor) -> ember.Tensor:
     if k == 0 or t == 0:
         return x
     b = max(_BLOCK, k)
-    c = -a[:, 1:]                                                     # (F, K)
     dtype = x.dtype
+    # the block kernels are built in float64 (powers of A lose digits in float32 for poles near 1)
+    c = -a[:, 1:].to(ember.float64)                                   # (F, K)
+    work = ember.float64
     # companion matrix A (F, K, K)
-    shift = ember.eye(k, dtype=dtype)[:-1] if k > 1 else ember.zeros(0, k, dtype=dtype)
+    shift = ember.eye(k, dtype=work)[:-1] if k > 1 else ember.zeros(0, k, dtype=work)
     comp = ember.cat([c.unsqueeze(1), shift.unsqueeze(0).expand(nf, k - 1, k)], dim=1)
     g = c.unsqueeze(1)                                                # G[0:1] (F, 1, K)
     power = comp                                                      # A^len(g)
@@ -51,21 +53,24 @@ def _iir(x: ember.Tensor, a: ember.Tensor) -> ember.Tensor:
         g = ember.cat([g, ember.matmul(g, power)], dim=1)
         power = ember.matmul(power, power)
     g = g[:, :b]                                                      # (F, B, K)
-    h = ember.cat([ember.ones(nf, 1, dtype=dtype), g[:, : b - 1, 0]], dim=1)   # (F, B)
+    h = ember.cat([ember.ones(nf, 1, dtype=work), g[:, : b - 1, 0]], dim=1)   # (F, B)
     j = ember.arange(b).unsqueeze(1)
     i = ember.arange(b).unsqueeze(0)
     lag = (j - i).clamp(min=0)
-    toeplitz = h[:, lag] * (j >= i).to(dtype)                          # (F, B, B)
+    toeplitz = (h[:, lag] * (j >= i).to(work)).to(dtype)              # (F, B, B)
+    g = g.to(dtype)
     nblocks = -(-t // b)
     xp = F.pad(x, (0, nblocks * b - t)).reshape(n, nf, nblocks, b)
     z = ember.matmul(xp, toeplitz.transpose(-1, -2))                  # (N, F, nb, B)
     g_last = g[:, b - k:].flip(1).unsqueeze(0)                        # next state from state (F, K, K)
+    # one unbind, not a slice per block: ember's backward of many slices of one tensor is slow
+    z_tail = z[..., b - k:].flip(-1).unbind(2)
     state = ember.zeros(n, nf, k, dtype=dtype)
     states = []
     for blk in range(nblocks):
         states.append(state)
         if blk + 1 < nblocks:
-            state = z[:, :, blk, b - k:].flip(-1) + ember.matmul(g_last, state.unsqueeze(-1)).squeeze(-1)
+            state = z_tail[blk] + ember.matmul(g_last, state.unsqueeze(-1)).squeeze(-1)
     s = ember.stack(states, dim=2)                                    # (N, F, nb, K)
     y = z + ember.matmul(s, g.transpose(-1, -2))
     return y.reshape(n, nf, nblocks * b)[..., :t]
