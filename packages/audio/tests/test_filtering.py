@@ -235,3 +235,120 @@ def test_contrast_dcshift_gain():
     xg = ember.from_numpy(x[:1, :5].copy()).requires_grad_(True)
     assert ember.autograd.gradcheck(lambda v: AF.contrast(v, 50.0), (xg,))
     assert AF.gain(ember.zeros(0, dtype=ember.float64), 3.0).shape == (0,)
+
+
+def vad_ref(x, sr, trigger_level=7.0, trigger_time=0.25, search_time=1.0, allowed_gap=0.25, pre_trigger_time=0.0,
+            boot_time=0.35, noise_up_time=0.1, noise_down_time=0.01, nra=1.35, measure_freq=20.0,
+            measure_smooth_time=0.4, hp=50.0, lp=6000.0, hp_l=150.0, lp_l=2000.0):
+    """SoX's vad, measurement by measurement as in sox/src/vad.c (channels, time) → trimmed."""
+    mlen = int(sr * 2.0 / measure_freq + 0.5)
+    dft = 16
+    while dft < mlen:
+        dft *= 2
+    period = int(sr / measure_freq + 0.5)
+    nmeas = math.ceil(search_time * measure_freq)
+    gap = int(allowed_gap * measure_freq + 0.5)
+    pre = int(pre_trigger_time * sr + 0.5)
+    s0, s1 = max(int(hp / sr * dft + 0.5), 1), min(int(lp / sr * dft + 0.5), dft // 2)
+    c0, c1 = math.ceil(sr * 0.5 / lp_l), min(math.floor(sr * 0.5 / hp_l), dft // 4)
+    hann_ = lambda n: 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)  # noqa: E731
+    swin = hann_(mlen) * 2 / math.sqrt(mlen)
+    cwin = hann_(s1 - s0) * 2 / math.sqrt(s1 - s0)
+    up, down = math.exp(-1 / (noise_up_time * measure_freq)), math.exp(-1 / (noise_down_time * measure_freq))
+    smooth, trig = math.exp(-1 / (measure_smooth_time * measure_freq)), math.exp(-1 / (trigger_time * measure_freq))
+    boot_max = int(boot_time * measure_freq - 0.5)
+    chans, n = x.shape
+    spec = np.zeros((chans, dft))
+    noise = np.zeros((chans, dft))
+    measures = np.zeros((chans, nmeas))
+    mean = np.zeros(chans)
+    boot, index, flush, triggered = 0, 0, 0, False
+    for pos in range(mlen, n, period):
+        for ch in range(chans):
+            buf = np.zeros(dft)
+            buf[:mlen] = x[ch, pos - mlen:pos] * swin
+            mag = np.abs(np.fft.rfft(buf))
+            mult = boot / (1 + boot) if boot >= 0 else smooth
+            spec[ch, s0:s1] = spec[ch, s0:s1] * mult + mag[s0:s1] * (1 - mult)
+            d = spec[ch, s0:s1] ** 2
+            nm = np.zeros(s1 - s0) if boot >= 0 else np.where(d > noise[ch, s0:s1], up, down)
+            noise[ch, s0:s1] = noise[ch, s0:s1] * nm + d * (1 - nm)
+            d = np.sqrt(np.maximum(0, d - nra * noise[ch, s0:s1]))
+            cbuf = np.zeros(dft // 2)
+            cbuf[s0:s1] = d * cwin
+            r = np.sum(np.abs(np.fft.rfft(cbuf)[c0:c1]) ** 2)
+            meas = max(0.0, 21 + math.log(r / (c1 - c0))) if r > 0 else 0.0
+            measures[ch, index] = meas
+            mean[ch] = mean[ch] * trig + meas * (1 - trig)
+            triggered = triggered or mean[ch] >= trigger_level
+            if triggered:
+                jt = jz = nmeas
+                k = index
+                for j in range(nmeas):
+                    if measures[ch, k] >= trigger_level and j <= jt + gap:
+                        jz = jt = j
+                    elif measures[ch, k] == 0 and jt >= jz:
+                        jz = j
+                    k = (k + nmeas - 1) % nmeas
+                flush = min(max(flush, min(nmeas - 1, jz)), nmeas)
+        index = (index + 1) % nmeas
+        if boot >= 0:
+            boot = -1 if boot == boot_max else boot + 1
+        if triggered:
+            return x[:, max(pos - mlen - pre - flush * period, 0):]
+    return x[:, :0]
+
+
+def voiced_after_silence(sr, silence_s, voice_s, seed=0):
+    rng = np.random.default_rng(seed)
+    n0, n1 = int(sr * silence_s), int(sr * voice_s)
+    tt = np.arange(n1) / sr
+    voice = sum(0.3 / k * np.sin(2 * np.pi * 140 * k * tt) for k in range(1, 15)) * (1 + 0.3 * np.sin(2 * np.pi * 3 * tt))
+    return np.concatenate([rng.standard_normal(n0) * 1e-3, voice + rng.standard_normal(n1) * 1e-3])
+
+
+@pytest.mark.parametrize("pre_trigger_time", [0.0, 0.1])
+def test_vad_matches_sox_loop_and_trims_leading_silence(pre_trigger_time):
+    sr = 8000
+    x = np.stack([voiced_after_silence(sr, 1.2, 0.8), voiced_after_silence(sr, 1.5, 0.5, seed=1)])
+    got = AF.vad(t(x), sr, pre_trigger_time=pre_trigger_time).numpy()
+    ref = vad_ref(x, sr, pre_trigger_time=pre_trigger_time)
+    np.testing.assert_array_equal(got, ref)
+    removed = x.shape[1] - got.shape[1]
+    # noisy lead-in: SoX keeps up to search_time (1 s) of quieter audio before the trigger at ~1.2 s
+    assert 0.1 * sr < removed <= 1.2 * sr
+    # a digitally silent lead-in measures exactly 0, so the kept pre-roll ends there
+    # (one channel: SoX lets every channel's ring extend the flush, and a still-silent channel's ring is all
+    # zeros, which keeps the full search window)
+    silent = x[:1].copy()
+    silent[0, : int(1.2 * sr)] = 0.0
+    got = AF.vad(t(silent), sr, pre_trigger_time=pre_trigger_time).numpy()
+    np.testing.assert_array_equal(got, vad_ref(silent, sr, pre_trigger_time=pre_trigger_time))
+    removed = silent.shape[1] - got.shape[1]
+    assert (1.2 - pre_trigger_time - 0.15) * sr < removed <= (1.2 - pre_trigger_time) * sr
+    single = AF.vad(t(x[1]), sr).numpy()
+    np.testing.assert_array_equal(single, vad_ref(x[1:], sr)[0])
+
+
+def test_vad_edges():
+    sr = 8000
+    quiet = t(np.random.default_rng(0).standard_normal((1, 8000)) * 1e-4)
+    assert AF.vad(quiet, sr).shape == (1, 0)
+    assert AF.vad(ember.zeros(100, dtype=ember.float64), sr).shape == (0,)
+    assert AF.vad(ember.zeros(2, 0, dtype=ember.float64), sr).shape == (2, 0)
+    with pytest.raises(ValueError, match="Expected cepstrum_start to be smaller than cepstrum_end"):
+        AF.vad(quiet, sr, hp_lifter_freq=3000.0)
+    with pytest.raises(TypeError, match="expected a floating point waveform"):
+        AF.vad(ember.zeros(2, 10, dtype=ember.int64), sr)
+    with pytest.warns(UserWarning, match="Batch semantics is not supported"):
+        AF.vad(ember.zeros(1, 1, 100, dtype=ember.float64), sr)
+
+
+def test_lfilter_float32_high_q_accuracy():
+    # poles near the unit circle: float32 error must stay at the level of a direct float32 recursion
+    sr, f, q = 16000, 100.0, 5.0
+    b, a = cookbook("lowpass", sr, f, q)
+    x = RNG.standard_normal((2, 3000)) * 0.1
+    ref = iir_ref(x, a, b)
+    got = AF.lfilter(t(x.astype(np.float32)), t(np.array(a, np.float32)), t(np.array(b, np.float32)), clamp=False)
+    assert np.abs(got.numpy().astype(np.float64) - ref).max() < 2e-4 * np.abs(ref).max()

@@ -255,3 +255,14 @@ def test_centroid_pitch_shift_and_thin_wrappers():
     xs = x * 0.1
     np.testing.assert_allclose(T.Preemphasis(0.5)(t(xs)).numpy(), AF.preemphasis(t(xs), 0.5).numpy())
     np.testing.assert_allclose(T.Deemphasis(0.5)(t(xs)).numpy(), AF.deemphasis(t(xs), 0.5).numpy())
+
+
+def test_vad_module():
+    sr = 8000
+    rng = np.random.default_rng(7)
+    tt = np.arange(4000) / sr
+    voice = sum(0.3 / k * np.sin(2 * np.pi * 150 * k * tt) for k in range(1, 12))
+    x = np.concatenate([np.zeros(6000), voice])[None] + rng.standard_normal((1, 10000)) * 1e-4
+    m = T.Vad(sr, trigger_level=6.0, pre_trigger_time=0.05)
+    np.testing.assert_array_equal(m(t(x)).numpy(), AF.vad(t(x), sr, trigger_level=6.0, pre_trigger_time=0.05).numpy())
+    assert keys(m) == []

@@ -5,7 +5,7 @@ from ._beamforming import apply_beamforming, mvdr_weights_rtf, mvdr_weights_soud
 from .filtering import (
     allpass_biquad, band_biquad, bandpass_biquad, bandreject_biquad, bass_biquad, biquad, contrast, dcshift,
     deemph_biquad, equalizer_biquad, filtfilt, gain, highpass_biquad, lfilter, lowpass_biquad, riaa_biquad,
-    treble_biquad,
+    treble_biquad, vad,
 )
 from .functional import (
     DB_to_amplitude, add_noise, amplitude_to_DB, compute_deltas, convolve, create_dct, deemphasis, fftconvolve,
@@ -20,5 +20,5 @@ __all__ = [
     "griffinlim", "highpass_biquad", "inverse_spectrogram", "lfilter", "linear_fbanks", "lowpass_biquad",
     "mask_along_axis", "mask_along_axis_iid", "melscale_fbanks", "mvdr_weights_rtf", "mvdr_weights_souden",
     "phase_vocoder", "pitch_shift", "preemphasis", "psd", "resample", "riaa_biquad", "rtf_evd", "rtf_power",
-    "sliding_window_cmn", "spectral_centroid", "spectrogram", "speed", "treble_biquad",
+    "sliding_window_cmn", "spectral_centroid", "spectrogram", "speed", "treble_biquad", "vad",
 ]

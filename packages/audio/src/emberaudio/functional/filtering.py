@@ -1,6 +1,6 @@
 """IIR/FIR filtering in the shape of torchaudio.functional.filtering: ``lfilter`` and ``filtfilt``,
 the Audio-EQ-cookbook biquads (lowpass … bass, deemph, riaa) and the SoX-style effects ``contrast``,
-``dcshift`` and ``gain``.
+``dcshift`` and ``gain``, and SoX's voice-activity trimmer ``vad``.
 
 All of it is built from ember ops, so gradients flow to the waveform and to the coefficients.
 """
@@ -8,6 +8,7 @@ All of it is built from ember ops, so gradients flow to the waveform and to the 
 from __future__ import annotations
 
 import math
+import warnings
 
 import ember
 import ember.nn.functional as F
@@ -15,7 +16,7 @@ import ember.nn.functional as F
 __all__ = [
     "allpass_biquad", "band_biquad", "bandpass_biquad", "bandreject_biquad", "bass_biquad", "biquad",
     "contrast", "dcshift", "deemph_biquad", "equalizer_biquad", "filtfilt", "gain", "highpass_biquad",
-    "lfilter", "lowpass_biquad", "riaa_biquad", "treble_biquad",
+    "lfilter", "lowpass_biquad", "riaa_biquad", "treble_biquad", "vad",
 ]
 
 # Note [blocked IIR]
@@ -297,3 +298,130 @@ def gain(waveform: ember.Tensor, gain_db: float = 1.0) -> ember.Tensor:
     if gain_db == 0:
         return waveform
     return waveform * (10 ** (gain_db / 20))
+
+
+def _vad_measures(frames_spec: ember.Tensor, spectrum_start: int, spectrum_end: int, cepstrum_window: ember.Tensor,
+                  cepstrum_start: int, cepstrum_end: int, dft_len: int, noise_reduction_amount: float,
+                  smooth_mult: float, noise_up_mult: float, noise_down_mult: float, boot_count_max: int) -> list:
+    """Per measurement frame (…, frames, bins) the cepstral voice measure of SoX's ``vad``.
+
+    The smoothed spectrum and the noise estimate are recursive over frames (a loop over
+    measurement frames, 20 per second by default, not samples); the cepstra are then one rfft.
+    """
+    chans, n_frames, _ = frames_spec.shape
+    spectrum = ember.zeros(chans, spectrum_end - spectrum_start, dtype=frames_spec.dtype)
+    noise = ember.zeros_like(spectrum)
+    boot = 0
+    cleaned = []
+    for f in range(n_frames):
+        mult = boot / (1.0 + boot) if boot >= 0 else smooth_mult
+        spectrum = spectrum * mult + frames_spec[:, f] * (1 - mult)
+        power = spectrum * spectrum
+        if boot >= 0:
+            noise = power.clone()
+        else:
+            nm = ember.where(power > noise, ember.full_like(power, noise_up_mult), ember.full_like(power, noise_down_mult))
+            noise = noise * nm + power * (1 - nm)
+        cleaned.append(ember.sqrt(ember.clamp(power - noise_reduction_amount * noise, min=0.0)))
+        if boot >= 0:
+            boot = -1 if boot == boot_count_max else boot + 1
+    d = ember.stack(cleaned, dim=1) * cepstrum_window                  # (C, frames, S)
+    buf = F.pad(d, (spectrum_start, dft_len // 2 - spectrum_end))
+    cep = ember.fft.rfft(buf).abs().pow(2)[..., cepstrum_start:cepstrum_end].sum(-1)
+    mean = (cep / (cepstrum_end - cepstrum_start)).double().numpy()
+    out = []
+    for ch in mean:
+        out.append([max(0.0, 21 + math.log(v)) if v > 0 else 0.0 for v in ch])
+    return out
+
+
+def vad(waveform: ember.Tensor, sample_rate: int, trigger_level: float = 7.0, trigger_time: float = 0.25,
+        search_time: float = 1.0, allowed_gap: float = 0.25, pre_trigger_time: float = 0.0, boot_time: float = 0.35,
+        noise_up_time: float = 0.1, noise_down_time: float = 0.01, noise_reduction_amount: float = 1.35,
+        measure_freq: float = 20.0, measure_duration: float | None = None, measure_smooth_time: float = 0.4,
+        hp_filter_freq: float = 50.0, lp_filter_freq: float = 6000.0, hp_lifter_freq: float = 150.0,
+        lp_lifter_freq: float = 2000.0) -> ember.Tensor:
+    """Trim leading silence/noise (SoX ``vad``): (channels, time) or (time,) → the audio from the
+    first voice activity in any channel (minus the searched quieter bursts and pre-trigger time);
+    an empty time axis if nothing triggers.
+
+    Measures are the cepstral power (150–2000 Hz lifter) of noise-reduced spectra of overlapping
+    frames. Unlike torchaudio 2.2, a start before the first sample is clamped to 0 instead of
+    wrapping around as a negative index.
+    """
+    if waveform.dim() == 0:
+        raise ValueError("vad: expected a waveform (channels, time) or (time,), but got a 0-dim tensor")
+    if not waveform.is_floating_point():
+        raise TypeError(f"vad: expected a floating point waveform, but got {waveform.dtype}")
+    if waveform.dim() > 2:
+        warnings.warn(f"Expected input tensor dimension of 1 for single channel or 2 for multi-channel. Got "
+                      f"{waveform.dim()} instead. Batch semantics is not supported: all leading dims are treated "
+                      f"as channels of one recording.", stacklevel=2)
+    measure_duration = 2.0 / measure_freq if measure_duration is None else measure_duration
+    measure_len = int(sample_rate * measure_duration + 0.5)
+    dft_len = 16
+    while dft_len < measure_len:
+        dft_len *= 2
+    period = int(sample_rate / measure_freq + 0.5)
+    measures_len = math.ceil(search_time * measure_freq)
+    gap_len = int(allowed_gap * measure_freq + 0.5)
+    fixed_pre_trigger = int(pre_trigger_time * sample_rate + 0.5)
+
+    spectrum_start = max(int(hp_filter_freq / sample_rate * dft_len + 0.5), 1)
+    spectrum_end = min(int(lp_filter_freq / sample_rate * dft_len + 0.5), dft_len // 2)
+    cepstrum_start = math.ceil(sample_rate * 0.5 / lp_lifter_freq)
+    cepstrum_end = min(math.floor(sample_rate * 0.5 / hp_lifter_freq), dft_len // 4)
+    if cepstrum_end <= cepstrum_start:
+        raise ValueError(f"Expected cepstrum_start to be smaller than cepstrum_end. Found: cepstrum_start: "
+                         f"{cepstrum_start}, cepstrum_end: {cepstrum_end}.")
+    if spectrum_end <= spectrum_start:
+        raise ValueError(f"vad: empty analysis band: hp_filter_freq {hp_filter_freq} Hz and lp_filter_freq "
+                         f"{lp_filter_freq} Hz leave no DFT bins at sample rate {sample_rate}")
+    dtype = waveform.dtype
+    spectrum_window = ember.hann_window(measure_len, dtype=dtype) * (2.0 / math.sqrt(measure_len))
+    cepstrum_window = ember.hann_window(spectrum_end - spectrum_start, dtype=dtype) \
+        * (2.0 / math.sqrt(spectrum_end - spectrum_start))
+
+    shape = waveform.shape
+    if waveform.numel() == 0:
+        return waveform[..., :0]
+    x = waveform.reshape(-1, shape[-1])
+    chans, length = x.shape
+    # measurement frame f covers samples [pos_f - measure_len, pos_f), pos_f = measure_len + f·period < length
+    n_frames = 0 if length <= measure_len else -(-(length - measure_len) // period)
+    if n_frames == 0:
+        return waveform[..., :0]
+    frames = x.unfold(-1, measure_len, period)[:, :n_frames] * spectrum_window
+    spec = ember.fft.rfft(frames, n=dft_len).abs()[..., spectrum_start:spectrum_end]
+    meas = _vad_measures(spec, spectrum_start, spectrum_end, cepstrum_window, cepstrum_start, cepstrum_end, dft_len,
+                         noise_reduction_amount, math.exp(-1.0 / (measure_smooth_time * measure_freq)),
+                         math.exp(-1.0 / (noise_up_time * measure_freq)),
+                         math.exp(-1.0 / (noise_down_time * measure_freq)), int(boot_time * measure_freq - 0.5))
+
+    trigger_mult = math.exp(-1.0 / (trigger_time * measure_freq))
+    ring = [[0.0] * measures_len for _ in range(chans)]
+    mean_meas = [0.0] * chans
+    triggered = False
+    to_flush = 0
+    for f in range(n_frames):
+        idx = f % measures_len
+        for ch in range(chans):
+            ring[ch][idx] = meas[ch][f]
+            mean_meas[ch] = mean_meas[ch] * trigger_mult + meas[ch][f] * (1.0 - trigger_mult)
+            triggered = triggered or mean_meas[ch] >= trigger_level
+            if triggered:
+                # walk back from the newest measure; keep earlier loud bursts separated by at most gap_len
+                j_trigger = j_zero = measures_len
+                k = idx
+                for j in range(measures_len):
+                    if ring[ch][k] >= trigger_level and j <= j_trigger + gap_len:
+                        j_zero = j_trigger = j
+                    elif ring[ch][k] == 0 and j_trigger >= j_zero:
+                        j_zero = j
+                    k = (k + measures_len - 1) % measures_len
+                to_flush = min(max(to_flush, min(measures_len - 1, j_zero)), measures_len)
+        if triggered:
+            pos = measure_len + f * period
+            start = pos - measure_len - fixed_pre_trigger - to_flush * period
+            return waveform[..., max(start, 0):]
+    return waveform[..., :0]

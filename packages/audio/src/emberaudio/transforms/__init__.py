@@ -5,12 +5,12 @@ from ._multi_channel import PSD, RTFMVDR, SoudenMVDR
 from ._transforms import (
     LFCC, MFCC, AddNoise, AmplitudeToDB, ComputeDeltas, Convolve, Deemphasis, Fade, FFTConvolve, FrequencyMasking,
     GriffinLim, InverseMelScale, InverseSpectrogram, MelScale, MelSpectrogram, PitchShift, Preemphasis, Resample,
-    SlidingWindowCmn, SpectralCentroid, Spectrogram, Speed, TimeMasking, TimeStretch, Vol,
+    SlidingWindowCmn, SpectralCentroid, Spectrogram, Speed, TimeMasking, TimeStretch, Vad, Vol,
 )
 
 __all__ = [
     "LFCC", "MFCC", "PSD", "RTFMVDR", "AddNoise", "AmplitudeToDB", "ComputeDeltas", "Convolve", "Deemphasis",
     "FFTConvolve", "Fade", "FrequencyMasking", "GriffinLim", "InverseMelScale", "InverseSpectrogram", "MelScale",
     "MelSpectrogram", "PitchShift", "Preemphasis", "Resample", "SlidingWindowCmn", "SoudenMVDR",
-    "SpectralCentroid", "Spectrogram", "Speed", "TimeMasking", "TimeStretch", "Vol",
+    "SpectralCentroid", "Spectrogram", "Speed", "TimeMasking", "TimeStretch", "Vad", "Vol",
 ]
