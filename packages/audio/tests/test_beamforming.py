@@ -1,9 +1,9 @@
 """Beamforming (emberaudio.functional and the PSD/SoudenMVDR/RTFMVDR modules) against NumPy."""
 
-import ember
 import numpy as np
 import pytest
 
+import ember
 import emberaudio.functional as AF
 import emberaudio.transforms as T
 

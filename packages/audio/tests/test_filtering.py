@@ -2,10 +2,10 @@
 
 import math
 
-import ember
 import numpy as np
 import pytest
 
+import ember
 import emberaudio.functional as AF
 
 RNG = np.random.default_rng(0)

@@ -4,10 +4,10 @@ import math
 import os
 import sys
 
-import ember
 import numpy as np
 import pytest
 
+import ember
 import emberaudio.functional as AF
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -499,7 +499,7 @@ def conv_ref(x, y, mode):
     lead = np.broadcast_shapes(x.shape[:-1], y.shape[:-1])
     xb = np.broadcast_to(x, lead + x.shape[-1:]).reshape(-1, x.shape[-1])
     yb = np.broadcast_to(y, lead + y.shape[-1:]).reshape(-1, y.shape[-1])
-    full = np.stack([np.convolve(a, b) for a, b in zip(xb, yb)]).reshape(lead + (-1,))
+    full = np.stack([np.convolve(a, b) for a, b in zip(xb, yb, strict=True)]).reshape(lead + (-1,))
     if mode == "full":
         return full
     n = x.shape[-1] if mode == "same" else abs(x.shape[-1] - y.shape[-1]) + 1
@@ -522,7 +522,7 @@ def test_convolve_noncontiguous_grad_and_errors():
     for fn in (AF.convolve, AF.fftconvolve):
         np.testing.assert_allclose(fn(t(x).t(), t(y).t()).numpy(), conv_ref(x.T, y.T, "full"), atol=1e-10)
         xg, yg = leaf(x[:5, 0]), leaf(y[:3, 0])
-        assert ember.autograd.gradcheck(lambda a, b: fn(a, b, "same"), (xg, yg))
+        assert ember.autograd.gradcheck(lambda a, b, fn=fn: fn(a, b, "same"), (xg, yg))
         with pytest.raises(ValueError, match=r"The operands must be the same dimension \(got 2 and 1\)."):
             fn(ember.zeros(2, 3), ember.zeros(3))
         with pytest.raises(ValueError, match="Leading dimensions of x and y don't match"):

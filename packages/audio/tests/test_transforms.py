@@ -5,10 +5,10 @@ import math
 import os
 import sys
 
-import ember
 import numpy as np
 import pytest
 
+import ember
 import emberaudio.functional as AF
 import emberaudio.transforms as T
 

@@ -507,7 +507,7 @@ def _check_convolve(x: ember.Tensor, y: ember.Tensor, mode: str) -> None:
         raise ValueError(f"The operands must be the same dimension (got {x.dim()} and {y.dim()}).")
     if x.dim() == 0:
         raise ValueError("convolve: expected operands with a signal dimension, but got 0-dim tensors")
-    for xi, yi in zip(x.shape[:-1], y.shape[:-1]):
+    for xi, yi in zip(x.shape[:-1], y.shape[:-1], strict=True):
         if not (xi == yi or xi == 1 or yi == 1):
             raise ValueError(f"Leading dimensions of x and y don't match (got {tuple(x.shape)} and {tuple(y.shape)}).")
     if mode not in _CONV_MODES:
@@ -533,7 +533,7 @@ def convolve(x: ember.Tensor, y: ember.Tensor, mode: str = "full") -> ember.Tens
     x_size, y_size = x.shape[-1], y.shape[-1]
     if x_size < y_size:
         x, y = y, x
-    lead = [i if j == 1 else j for i, j in zip(x.shape[:-1], y.shape[:-1])]
+    lead = [i if j == 1 else j for i, j in zip(x.shape[:-1], y.shape[:-1], strict=True)]
     x = x.broadcast_to((*lead, x.shape[-1]))
     y = y.broadcast_to((*lead, y.shape[-1]))
     n = math.prod(lead)

@@ -3,9 +3,32 @@ augmentation, beamforming)."""
 
 from ._multi_channel import PSD, RTFMVDR, SoudenMVDR
 from ._transforms import (
-    LFCC, MFCC, AddNoise, AmplitudeToDB, ComputeDeltas, Convolve, Deemphasis, Fade, FFTConvolve, FrequencyMasking,
-    GriffinLim, InverseMelScale, InverseSpectrogram, MelScale, MelSpectrogram, PitchShift, Preemphasis, Resample,
-    SlidingWindowCmn, SpectralCentroid, Spectrogram, Speed, TimeMasking, TimeStretch, Vad, Vol,
+    LFCC,
+    MFCC,
+    AddNoise,
+    AmplitudeToDB,
+    ComputeDeltas,
+    Convolve,
+    Deemphasis,
+    Fade,
+    FFTConvolve,
+    FrequencyMasking,
+    GriffinLim,
+    InverseMelScale,
+    InverseSpectrogram,
+    MelScale,
+    MelSpectrogram,
+    PitchShift,
+    Preemphasis,
+    Resample,
+    SlidingWindowCmn,
+    SpectralCentroid,
+    Spectrogram,
+    Speed,
+    TimeMasking,
+    TimeStretch,
+    Vad,
+    Vol,
 )
 
 __all__ = [
