@@ -183,3 +183,63 @@ def test_beamforming_errors():
         AF.mvdr_weights_rtf(t(crandn(4, 2)), pn)
     with pytest.raises(ValueError, match="expected beamform_weights"):
         AF.apply_beamforming(t(crandn(4, 3)), t(crandn(3, 5, 2)))
+
+
+def rtf_weights_ref(v, pn, ref, eps=1e-8):
+    pn_l = tik_ref(pn)
+    num = np.linalg.solve(pn_l, v[..., None])[..., 0]
+    den = np.real(np.sum(np.conj(v) * num, -1))
+    return num / (den[..., None] + eps) * np.conj(v[..., ref:ref + 1])
+
+
+@pytest.mark.parametrize("solution", ["ref_channel", "stv_evd", "stv_power"])
+def test_mvdr_module(solution):
+    spec = crandn(2, 3, 4, 6)
+    ms = RNG.uniform(size=(2, 4, 6))
+    mn = RNG.uniform(size=(2, 4, 6))
+    got = T.MVDR(ref_channel=1, solution=solution)(t(spec), t(ms), t(mn)).numpy()
+    ps, pn = psd_ref(spec, ms, eps=1e-15), psd_ref(spec, mn, eps=1e-15)
+    if solution == "ref_channel":
+        num = np.linalg.solve(tik_ref(pn), ps)
+        w = (num / (np.trace(num, axis1=-2, axis2=-1)[..., None, None] + 1e-8))[..., :, 1]
+    elif solution == "stv_evd":
+        w = rtf_weights_ref(np.linalg.eigh(ps)[1][..., -1], pn, 1)
+    else:
+        phi = np.linalg.solve(tik_ref(pn), ps)
+        v = (ps @ (phi @ phi[..., :, 1:2]))[..., 0]              # n_iter = 3: one φ step, then Φs
+        w = rtf_weights_ref(v, pn, 1)
+    np.testing.assert_allclose(got, np.einsum("...fc,...cft->...ft", np.conj(w), spec), rtol=1e-8, atol=1e-10)
+
+
+def test_mvdr_module_online_multimask_dtype_and_errors():
+    spec1, spec2 = crandn(3, 4, 5), crandn(3, 4, 5)
+    m1, m2 = RNG.uniform(size=(3, 4, 5)), RNG.uniform(size=(3, 4, 5))
+    mvdr = T.MVDR(multi_mask=True, online=True)
+    mvdr(t(spec1), t(m1), t(1 - m1))
+    assert sorted(mvdr.state_dict()) == ["mask_sum_n", "mask_sum_s", "psd_n", "psd_s"]
+    got = mvdr(t(spec2), t(m2), t(1 - m2)).numpy()
+    a1, a2 = m1.mean(0), m2.mean(0)
+    # running average: Φ ← Φ_old · M_old / (M_old + m) + Φ_new / (M_old + m), masks summed over time
+    ps = [psd_ref(s, a, eps=1e-15) for s, a in ((spec1, a1), (spec2, a2))]
+    pn = [psd_ref(s, 1 - a, eps=1e-15) for s, a in ((spec1, a1), (spec2, a2))]
+    s1, s2 = a1.sum(-1), a2.sum(-1)
+    n1, n2 = (1 - a1).sum(-1), (1 - a2).sum(-1)
+    ps_run = ps[0] * (s1 / (s1 + s2))[:, None, None] + ps[1] / (s1 + s2)[:, None, None]
+    pn_run = pn[0] * (n1 / (n1 + n2))[:, None, None] + pn[1] / (n1 + n2)[:, None, None]
+    np.testing.assert_allclose(mvdr.psd_s.numpy(), ps_run, rtol=1e-10)
+    num = np.linalg.solve(tik_ref(pn_run), ps_run)
+    w = (num / (np.trace(num, axis1=-2, axis2=-1)[..., None, None] + 1e-8))[..., :, 0]
+    np.testing.assert_allclose(got, np.einsum("fc,cft->ft", np.conj(w), spec2), rtol=1e-8, atol=1e-10)
+
+    spec32 = t(spec1.astype(np.complex64))
+    with pytest.warns(UserWarning, match="``mask_n`` is not provided, use ``1 - mask_s`` as ``mask_n``."):
+        out = T.MVDR()(spec32, t(m1[0].astype(np.float32)))
+    assert out.dtype == ember.complex64 and out.shape == (4, 5)
+    with pytest.raises(ValueError, match='`solution` must be one of \\["ref_channel", "stv_evd", "stv_power"\\]'):
+        T.MVDR(solution="bogus")
+    with pytest.raises(ValueError, match="The type of ``specgram`` tensor must be"):
+        T.MVDR()(t(spec1.real), t(m1[0]))
+    with pytest.raises(ValueError, match="Expected at least 3D tensor"):
+        T.MVDR()(t(spec1[0]), t(m1[0]))
+    with pytest.raises(IndexError, match="ref_channel 5 is out of range for 3 channels"):
+        T.MVDR(ref_channel=5)(t(spec1), t(m1[0]))

@@ -1,7 +1,7 @@
 """emberaudio.transforms: torchaudio.transforms' modules on ember (spectral features, resampling,
 augmentation, beamforming)."""
 
-from ._multi_channel import PSD, RTFMVDR, SoudenMVDR
+from ._multi_channel import MVDR, PSD, RTFMVDR, SoudenMVDR
 from ._transforms import (
     LFCC,
     MFCC,
@@ -32,7 +32,7 @@ from ._transforms import (
 )
 
 __all__ = [
-    "LFCC", "MFCC", "PSD", "RTFMVDR", "AddNoise", "AmplitudeToDB", "ComputeDeltas", "Convolve", "Deemphasis",
+    "LFCC", "MFCC", "MVDR", "PSD", "RTFMVDR", "AddNoise", "AmplitudeToDB", "ComputeDeltas", "Convolve", "Deemphasis",
     "FFTConvolve", "Fade", "FrequencyMasking", "GriffinLim", "InverseMelScale", "InverseSpectrogram", "MelScale",
     "MelSpectrogram", "PitchShift", "Preemphasis", "Resample", "SlidingWindowCmn", "SoudenMVDR",
     "SpectralCentroid", "Spectrogram", "Speed", "TimeMasking", "TimeStretch", "Vad", "Vol",
