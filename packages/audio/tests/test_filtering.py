@@ -353,3 +353,32 @@ def test_lfilter_float32_high_q_accuracy():
     got = AF.lfilter(t(x.astype(np.float32)), t(np.array(a, np.float32)), t(np.array(b, np.float32)), clamp=False)
     # (a direct float32 loop is off by ~2e-4 of the peak here, mostly from rounding the coefficients)
     assert np.abs(got.numpy().astype(np.float64) - ref).max() < 5e-4 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("density,var", [("RPDF", 1 / 12 + 1 / 12), ("TPDF", 1 / 12 + 2 / 12), ("GPDF", 1 / 12 + 6 / 12)])
+def test_dither_statistics(density, var):
+    # error in LSB = rounding of (x + noise); for x uniform over a step: var = 1/12 (rounding) + noise var
+    ember.manual_seed(0)
+    x = RNG.uniform(-0.5, 0.5, (4, 20000))
+    y = AF.dither(t(x), density).numpy()
+    steps = y * 2 ** 15
+    np.testing.assert_allclose(steps, np.round(steps), atol=1e-9)      # on the 16-bit grid
+    err = (y - x) * 2 ** 15
+    assert abs(err.mean()) < 0.02
+    assert err.var() == pytest.approx(var, rel=0.05)
+    assert np.abs(err).max() <= {"RPDF": 1.0, "TPDF": 1.5, "GPDF": 3.5}[density]
+
+
+def test_dither_noise_shaping_and_errors():
+    x = RNG.uniform(-0.5, 0.5, (2, 3, 50))
+    ember.manual_seed(5)
+    plain = AF.dither(t(x)).numpy()
+    ember.manual_seed(5)
+    shaped = AF.dither(t(x), noise_shaping=True).numpy()
+    err = plain - x
+    np.testing.assert_allclose(shaped, plain + np.concatenate([np.zeros((2, 3, 1)), err[..., :-1]], -1), atol=1e-15)
+    assert AF.dither(ember.zeros(2, 0, dtype=ember.float64), noise_shaping=True).shape == (2, 0)
+    with pytest.raises(ValueError, match='density_function must be one of "TPDF", "RPDF" or "GPDF"'):
+        AF.dither(t(x), "bogus")
+    with pytest.raises(TypeError, match="expected a floating point waveform"):
+        AF.dither(ember.zeros(3, dtype=ember.int64))

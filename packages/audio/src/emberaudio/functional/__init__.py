@@ -12,6 +12,7 @@ from .filtering import (
     contrast,
     dcshift,
     deemph_biquad,
+    dither,
     equalizer_biquad,
     filtfilt,
     gain,
@@ -50,9 +51,10 @@ from .functional import (
 __all__ = [
     "DB_to_amplitude", "add_noise", "allpass_biquad", "amplitude_to_DB", "apply_beamforming", "band_biquad",
     "bandpass_biquad", "bandreject_biquad", "bass_biquad", "biquad", "compute_deltas", "contrast", "convolve",
-    "create_dct", "dcshift", "deemph_biquad", "deemphasis", "equalizer_biquad", "fftconvolve", "filtfilt", "gain",
-    "griffinlim", "highpass_biquad", "inverse_spectrogram", "lfilter", "linear_fbanks", "lowpass_biquad",
-    "mask_along_axis", "mask_along_axis_iid", "melscale_fbanks", "mvdr_weights_rtf", "mvdr_weights_souden",
-    "phase_vocoder", "pitch_shift", "preemphasis", "psd", "resample", "riaa_biquad", "rtf_evd", "rtf_power",
-    "sliding_window_cmn", "spectral_centroid", "spectrogram", "speed", "treble_biquad", "vad",
+    "create_dct", "dcshift", "deemph_biquad", "deemphasis", "dither", "equalizer_biquad", "fftconvolve",
+    "filtfilt", "gain", "griffinlim", "highpass_biquad", "inverse_spectrogram", "lfilter", "linear_fbanks",
+    "lowpass_biquad", "mask_along_axis", "mask_along_axis_iid", "melscale_fbanks", "mvdr_weights_rtf",
+    "mvdr_weights_souden", "phase_vocoder", "pitch_shift", "preemphasis", "psd", "resample", "riaa_biquad",
+    "rtf_evd", "rtf_power", "sliding_window_cmn", "spectral_centroid", "spectrogram", "speed",
+    "treble_biquad", "vad",
 ]

@@ -1,6 +1,6 @@
 """IIR/FIR filtering in the shape of torchaudio.functional.filtering: ``lfilter`` and ``filtfilt``,
 the Audio-EQ-cookbook biquads (lowpass … bass, deemph, riaa) and the SoX-style effects ``contrast``,
-``dcshift`` and ``gain``, and SoX's voice-activity trimmer ``vad``.
+``dcshift``, ``gain`` and ``dither``, and SoX's voice-activity trimmer ``vad``.
 
 All of it is built from ember ops, so gradients flow to the waveform and to the coefficients.
 """
@@ -15,7 +15,7 @@ import ember.nn.functional as F
 
 __all__ = [
     "allpass_biquad", "band_biquad", "bandpass_biquad", "bandreject_biquad", "bass_biquad", "biquad",
-    "contrast", "dcshift", "deemph_biquad", "equalizer_biquad", "filtfilt", "gain", "highpass_biquad",
+    "contrast", "dcshift", "deemph_biquad", "dither", "equalizer_biquad", "filtfilt", "gain", "highpass_biquad",
     "lfilter", "lowpass_biquad", "riaa_biquad", "treble_biquad", "vad",
 ]
 
@@ -425,3 +425,30 @@ def vad(waveform: ember.Tensor, sample_rate: int, trigger_level: float = 7.0, tr
             start = pos - measure_len - fixed_pre_trigger - to_flush * period
             return waveform[..., max(start, 0):]
     return waveform[..., :0]
+
+
+_DITHER_LSB = 2.0 ** 15
+
+
+def dither(waveform: ember.Tensor, density_function: str = "TPDF", noise_shaping: bool = False) -> ember.Tensor:
+    """Quantise to 16-bit steps with dither noise: "TPDF" (triangular, two uniforms), "RPDF" (one uniform
+    in ±½ LSB) or "GPDF" (near-Gaussian, six uniforms). ``noise_shaping`` adds each sample's
+    quantisation error to the next sample.
+
+    Differs from torchaudio 2.2 on purpose: that version adds a fixed Bartlett window (TPDF) or other
+    samples of the waveform itself (RPDF/GPDF) instead of random noise, scales by 2^15 − 2 on the way in
+    and 2^15 on the way out, and takes any unknown name as TPDF. Here the noise is random (ember's RNG), both
+    scalings are 2^15, and an unknown name raises ValueError.
+    """
+    if density_function not in ("TPDF", "RPDF", "GPDF"):
+        raise ValueError(f'density_function must be one of "TPDF", "RPDF" or "GPDF", but got {density_function!r}')
+    if not waveform.is_floating_point():
+        raise TypeError(f"dither: expected a floating point waveform, but got {waveform.dtype}")
+    shape, dtype = waveform.shape, waveform.dtype
+    n_uniform = {"RPDF": 1, "TPDF": 2, "GPDF": 6}[density_function]
+    noise = ember.rand(n_uniform, *shape, dtype=dtype).sum(0) - n_uniform / 2
+    dithered = ember.round(waveform * _DITHER_LSB + noise) / _DITHER_LSB
+    if not noise_shaping or waveform.dim() == 0 or shape[-1] == 0:
+        return dithered
+    error = dithered - waveform
+    return dithered + F.pad(error[..., :-1], (1, 0))
