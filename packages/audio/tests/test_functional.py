@@ -547,3 +547,35 @@ def test_preemphasis_deemphasis():
     xg = leaf(x[0, :1, :8])
     assert ember.autograd.gradcheck(lambda v: AF.preemphasis(v, 0.5), (xg,))
     assert ember.autograd.gradcheck(lambda v: AF.deemphasis(v, 0.5), (xg,))
+
+
+def test_complex_gradients_phase_vocoder_and_griffinlim():
+    w = t(hann(8))
+    spec = stft(RNG.standard_normal((1, 24)), 8, 4, hann(8))[..., :4]
+    adv = t(np.linspace(0, np.pi * 4, 5)[:, None])
+    re, im = leaf(spec.real.copy()), leaf(spec.imag.copy())
+    assert ember.autograd.gradcheck(
+        lambda a, b: ember.view_as_real(AF.phase_vocoder(ember.complex(a, b), 1.5, adv)), (re, im))
+    mag = leaf(np.abs(spec) + 0.5)
+    assert ember.autograd.gradcheck(lambda m: AF.griffinlim(m, w, 8, 4, 8, 1.0, 1, 0.5, None, False), (mag,))
+
+
+def test_zero_dim_inputs_raise():
+    scalar = ember.tensor(0.5, dtype=ember.float64)
+    for fn, match in [
+        (lambda: AF.lfilter(scalar, ember.ones(2, dtype=ember.float64), ember.ones(2, dtype=ember.float64)),
+         "got a 0-dim tensor"),
+        (lambda: AF.preemphasis(scalar), "got a 0-dim tensor"),
+        (lambda: AF.compute_deltas(scalar), "got a 0-dim tensor"),
+        (lambda: AF.resample(scalar, 2, 3), "got a 0-dim tensor"),
+        (lambda: AF.convolve(scalar, scalar), "got 0-dim tensors"),
+        (lambda: AF.fftconvolve(scalar, scalar), "got 0-dim tensors"),
+        (lambda: AF.pitch_shift(scalar, 8000, 2), "got a 0-dim tensor"),
+        (lambda: AF.vad(scalar, 8000), "got a 0-dim tensor"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            fn()
+    # 0-dim inputs of elementwise ops are fine
+    assert float(AF.DB_to_amplitude(ember.tensor(10.0, dtype=ember.float64), 1.0, 1.0)) == pytest.approx(10.0)
+    assert float(AF.gain(scalar, 20.0)) == pytest.approx(5.0)
+    assert float(AF.contrast(ember.tensor(0.0, dtype=ember.float64))) == 0.0

@@ -266,3 +266,16 @@ def test_vad_module():
     m = T.Vad(sr, trigger_level=6.0, pre_trigger_time=0.05)
     np.testing.assert_array_equal(m(t(x)).numpy(), AF.vad(t(x), sr, trigger_level=6.0, pre_trigger_time=0.05).numpy())
     assert keys(m) == []
+
+
+def test_transforms_noncontiguous_and_batched_leading_dims():
+    x = RNG.standard_normal((400, 2, 3))
+    xt = t(x).permute(1, 2, 0)                                    # (2, 3, 400), non-contiguous
+    assert not xt.is_contiguous()
+    m = T.MelSpectrogram(sample_rate=8000, n_fft=64, n_mels=8, wkwargs=F64)
+    np.testing.assert_allclose(m(xt).numpy(), m(t(np.ascontiguousarray(x.transpose(1, 2, 0)))).numpy(), rtol=1e-12)
+    assert m(xt).shape == (2, 3, 8, 1 + 400 // 32)
+    r = T.Resample(3, 2, dtype=ember.float64)
+    np.testing.assert_allclose(r(xt).numpy(), AF.resample(t(np.ascontiguousarray(x.transpose(1, 2, 0))), 3, 2).numpy(),
+                               atol=1e-12)
+    assert T.Spectrogram(n_fft=16)(ember.zeros(0, 64)).shape == (0, 9, 9)
