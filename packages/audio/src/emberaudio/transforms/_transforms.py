@@ -107,8 +107,10 @@ class AmplitudeToDB(nn.Module):
 
     def __init__(self, stype: str = "power", top_db: float | None = None) -> None:
         super().__init__()
-        if stype not in ("power", "magnitude"):
-            raise ValueError(f'stype must be "power" or "magnitude", but got {stype!r}')
+        # torchaudio takes any stype but "power" as magnitude (its own example says "amplitude");
+        # both names are accepted here and a typo is an error
+        if stype not in ("power", "magnitude", "amplitude"):
+            raise ValueError(f'stype must be "power" or "magnitude" (or "amplitude"), but got {stype!r}')
         if top_db is not None and top_db < 0:
             raise ValueError("top_db must be positive value")
         self.stype = stype
@@ -158,7 +160,7 @@ class InverseMelScale(nn.Module):
         self.f_max = f_max if f_max is not None else float(sample_rate // 2)
         self.f_min = f_min
         if driver not in _LSTSQ_DRIVERS:
-            raise ValueError(f"driver must be one of {_LSTSQ_DRIVERS}. Found {driver}.")
+            raise ValueError(f'driver must be one of ["gels", "gelsy", "gelsd", "gelss"]. Found {driver}.')
         self.driver = driver
         if f_min > self.f_max:
             raise ValueError(f"Require f_min: {f_min} <= f_max: {self.f_max}")
@@ -185,8 +187,9 @@ class MelSpectrogram(nn.Module):
                  pad_mode: str = "reflect", onesided: bool | None = None, norm: str | None = None,
                  mel_scale: str = "htk") -> None:
         super().__init__()
-        if onesided is not None and not onesided:
-            raise ValueError("MelSpectrogram: onesided=False is not supported (mel scaling needs a onesided STFT)")
+        if onesided is not None:
+            warnings.warn("Argument 'onesided' has been deprecated and has no influence on the behavior of this "
+                          "module.", stacklevel=2)
         self.sample_rate = sample_rate
         self.n_fft = n_fft
         self.win_length = win_length if win_length is not None else n_fft
@@ -314,6 +317,7 @@ class TimeStretch(nn.Module):
         self.register_buffer("phase_advance", ember.linspace(0, math.pi * hop_length, n_freq).unsqueeze(-1))
 
     def forward(self, complex_specgrams: ember.Tensor, overriding_rate: float | None = None) -> ember.Tensor:
+        # a real input raises TypeError (torchaudio only warns and returns meaningless values)
         rate = self.fixed_rate if overriding_rate is None else overriding_rate
         if rate is None:
             raise ValueError("If no fixed_rate is specified, must pass a valid rate to the forward method.")
@@ -348,7 +352,7 @@ class Fade(nn.Module):
         f = ember.linspace(0, 1, self.fade_in_len, dtype=dtype)
         shape = self.fade_shape
         if shape == "exponential":
-            f = _exp_base(2.0, (f - 1) * 5) * f
+            f = _exp_base(2.0, f - 1) * f
         elif shape == "logarithmic":
             f = ember.log10(0.1 + f) + 1
         elif shape == "quarter_sine":
@@ -363,7 +367,7 @@ class Fade(nn.Module):
         if shape == "linear":
             f = 1 - f
         elif shape == "exponential":
-            f = _exp_base(2.0, -f * 5) * (1 - f)
+            f = _exp_base(2.0, -f) * (1 - f)
         elif shape == "logarithmic":
             f = ember.log10(1.1 - f) + 1
         elif shape == "quarter_sine":
