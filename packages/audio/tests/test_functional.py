@@ -579,3 +579,9 @@ def test_zero_dim_inputs_raise():
     assert float(AF.DB_to_amplitude(ember.tensor(10.0, dtype=ember.float64), 1.0, 1.0)) == pytest.approx(10.0)
     assert float(AF.gain(scalar, 20.0)) == pytest.approx(5.0)
     assert float(AF.contrast(ember.tensor(0.0, dtype=ember.float64))) == 0.0
+
+
+def test_kaiser_beta_large():
+    x = RNG.standard_normal((1, 60))
+    got = AF.resample(t(x), 4, 3, resampling_method="sinc_interp_kaiser", beta=40.0).numpy()
+    np.testing.assert_allclose(got, resample_ref(x, 4, 3, method="kaiser", beta=40.0), rtol=1e-8, atol=1e-10)

@@ -514,12 +514,13 @@ class Speed(nn.Module):
         source = int(factor * orig_freq)
         target = int(orig_freq)
         gcd = math.gcd(source, target)
-        self.resampler = Resample(orig_freq=source // gcd, new_freq=target // gcd)
+        self.source_sample_rate, self.target_sample_rate = source // gcd, target // gcd
+        self.resampler = Resample(orig_freq=self.source_sample_rate, new_freq=self.target_sample_rate)
 
     def forward(self, waveform: ember.Tensor, lengths: ember.Tensor | None = None):
         out_lengths = None
         if lengths is not None:
-            out_lengths = ember.ceil(lengths * self.resampler.new_freq / self.resampler.orig_freq).to(lengths.dtype)
+            out_lengths = ember.ceil(lengths * self.target_sample_rate / self.source_sample_rate).to(lengths.dtype)
         return self.resampler(waveform), out_lengths
 
 
