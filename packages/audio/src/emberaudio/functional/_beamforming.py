@@ -16,7 +16,7 @@ def _trace(mat: ember.Tensor) -> ember.Tensor:
 
 def _tik_reg(mat: ember.Tensor, reg: float = 1e-7, eps: float = 1e-8) -> ember.Tensor:
     """Diagonal loading: mat + (tr(mat)·reg + eps)·I keeps the solve well conditioned."""
-    eye = ember.eye(mat.shape[-1], dtype=mat.dtype)
+    eye = ember.eye(mat.shape[-1], dtype=mat.dtype, device=mat.device)
     load = ember.real(_trace(mat))[..., None, None] * reg + eps
     return mat + load * eye
 

@@ -41,12 +41,12 @@ def _iir(x: ember.Tensor, a: ember.Tensor) -> ember.Tensor:
     if k == 0 or t == 0:
         return x
     b = max(_BLOCK, k)
-    dtype = x.dtype
+    dtype, dev = x.dtype, x.device
     # the block kernels are built in float64 (powers of A lose digits in float32 for poles near 1)
     c = -a[:, 1:].to(ember.float64)                                   # (F, K)
     work = ember.float64
     # companion matrix A (F, K, K)
-    shift = ember.eye(k, dtype=work)[:-1] if k > 1 else ember.zeros(0, k, dtype=work)
+    shift = ember.eye(k, dtype=work, device=dev)[:-1] if k > 1 else ember.zeros(0, k, dtype=work, device=dev)
     comp = ember.cat([c.unsqueeze(1), shift.unsqueeze(0).expand(nf, k - 1, k)], dim=1)
     g = c.unsqueeze(1)                                                # G[0:1] (F, 1, K)
     power = comp                                                      # A^len(g)
@@ -54,9 +54,9 @@ def _iir(x: ember.Tensor, a: ember.Tensor) -> ember.Tensor:
         g = ember.cat([g, ember.matmul(g, power)], dim=1)
         power = ember.matmul(power, power)
     g = g[:, :b]                                                      # (F, B, K)
-    h = ember.cat([ember.ones(nf, 1, dtype=work), g[:, : b - 1, 0]], dim=1)   # (F, B)
-    j = ember.arange(b).unsqueeze(1)
-    i = ember.arange(b).unsqueeze(0)
+    h = ember.cat([ember.ones(nf, 1, dtype=work, device=dev), g[:, : b - 1, 0]], dim=1)   # (F, B)
+    j = ember.arange(b, device=dev).unsqueeze(1)
+    i = ember.arange(b, device=dev).unsqueeze(0)
     lag = (j - i).clamp(min=0)
     toeplitz = (h[:, lag] * (j >= i).to(work)).to(dtype)              # (F, B, B)
     g = g.to(dtype)
@@ -66,7 +66,7 @@ def _iir(x: ember.Tensor, a: ember.Tensor) -> ember.Tensor:
     g_last = g[:, b - k:].flip(1).unsqueeze(0)                        # next state from state (F, K, K)
     # one unbind, not a slice per block: ember's backward of many slices of one tensor is slow
     z_tail = z[..., b - k:].flip(-1).unbind(2)
-    state = ember.zeros(n, nf, k, dtype=dtype)
+    state = ember.zeros(n, nf, k, dtype=dtype, device=dev)
     states = []
     for blk in range(nblocks):
         states.append(state)
@@ -309,7 +309,7 @@ def _vad_measures(frames_spec: ember.Tensor, spectrum_start: int, spectrum_end: 
     measurement frames, 20 per second by default, not samples); the cepstra are then one rfft.
     """
     chans, n_frames, _ = frames_spec.shape
-    spectrum = ember.zeros(chans, spectrum_end - spectrum_start, dtype=frames_spec.dtype)
+    spectrum = ember.zeros(chans, spectrum_end - spectrum_start, dtype=frames_spec.dtype, device=frames_spec.device)
     noise = ember.zeros_like(spectrum)
     boot = 0
     cleaned = []
@@ -328,7 +328,7 @@ def _vad_measures(frames_spec: ember.Tensor, spectrum_start: int, spectrum_end: 
     d = ember.stack(cleaned, dim=1) * cepstrum_window                  # (C, frames, S)
     buf = F.pad(d, (spectrum_start, dft_len // 2 - spectrum_end))
     cep = ember.fft.rfft(buf).abs().pow(2)[..., cepstrum_start:cepstrum_end].sum(-1)
-    mean = (cep / (cepstrum_end - cepstrum_start)).double().numpy()
+    mean = (cep / (cepstrum_end - cepstrum_start)).double().cpu().numpy()
     out = []
     for ch in mean:
         out.append([max(0.0, 21 + math.log(v)) if v > 0 else 0.0 for v in ch])
@@ -378,8 +378,8 @@ def vad(waveform: ember.Tensor, sample_rate: int, trigger_level: float = 7.0, tr
         raise ValueError(f"vad: empty analysis band: hp_filter_freq {hp_filter_freq} Hz and lp_filter_freq "
                          f"{lp_filter_freq} Hz leave no DFT bins at sample rate {sample_rate}")
     dtype = waveform.dtype
-    spectrum_window = ember.hann_window(measure_len, dtype=dtype) * (2.0 / math.sqrt(measure_len))
-    cepstrum_window = ember.hann_window(spectrum_end - spectrum_start, dtype=dtype) \
+    spectrum_window = ember.hann_window(measure_len, dtype=dtype, device=waveform.device) * (2.0 / math.sqrt(measure_len))
+    cepstrum_window = ember.hann_window(spectrum_end - spectrum_start, dtype=dtype, device=waveform.device) \
         * (2.0 / math.sqrt(spectrum_end - spectrum_start))
 
     shape = waveform.shape
@@ -446,7 +446,7 @@ def dither(waveform: ember.Tensor, density_function: str = "TPDF", noise_shaping
         raise TypeError(f"dither: expected a floating point waveform, but got {waveform.dtype}")
     shape, dtype = waveform.shape, waveform.dtype
     n_uniform = {"RPDF": 1, "TPDF": 2, "GPDF": 6}[density_function]
-    noise = ember.rand(n_uniform, *shape, dtype=dtype).sum(0) - n_uniform / 2
+    noise = ember.rand(n_uniform, *shape, dtype=dtype, device=waveform.device).sum(0) - n_uniform / 2
     dithered = ember.round(waveform * _DITHER_LSB + noise) / _DITHER_LSB
     if not noise_shaping or waveform.dim() == 0 or shape[-1] == 0:
         return dithered

@@ -107,8 +107,8 @@ def griffinlim(specgram: ember.Tensor, window: ember.Tensor, n_fft: int, hop_len
     specgram = specgram.reshape(-1, shape[-2], shape[-1]).pow(1 / power)
     if rand_init:
         # torchaudio draws real and imaginary parts uniformly from [0, 1) (torch.rand of a complex dtype)
-        angles = ember.complex(ember.rand(specgram.shape, dtype=specgram.dtype),
-                               ember.rand(specgram.shape, dtype=specgram.dtype))
+        angles = ember.complex(ember.rand(specgram.shape, dtype=specgram.dtype, device=specgram.device),
+                               ember.rand(specgram.shape, dtype=specgram.dtype, device=specgram.device))
     else:
         angles = ember.complex(ember.ones_like(specgram), ember.zeros_like(specgram))
 
@@ -247,7 +247,7 @@ def compute_deltas(specgram: ember.Tensor, win_length: int = 5, mode: str = "rep
     n = (win_length - 1) // 2
     denom = n * (n + 1) * (2 * n + 1) / 3
     x = F.pad(x, (n, n), mode=mode)
-    kernel = ember.arange(-n, n + 1, dtype=specgram.dtype).reshape(1, 1, -1).expand(x.shape[1], 1, 2 * n + 1)
+    kernel = ember.arange(-n, n + 1, dtype=specgram.dtype, device=specgram.device).reshape(1, 1, -1).expand(x.shape[1], 1, 2 * n + 1)
     out = F.conv1d(x, kernel.contiguous(), groups=x.shape[1]) / denom
     return out.reshape(shape)
 
@@ -257,7 +257,7 @@ def spectral_centroid(waveform: ember.Tensor, sample_rate: int, pad: int, window
     """Σ_f f·|X| / Σ_f |X| per frame, f = linspace(0, sample_rate // 2, n_fft // 2 + 1); silence gives NaN."""
     spec = spectrogram(waveform, pad=pad, window=window, n_fft=n_fft, hop_length=hop_length,
                        win_length=win_length, power=1.0, normalized=False)
-    freqs = ember.linspace(0, sample_rate // 2, 1 + n_fft // 2, dtype=spec.dtype).reshape(-1, 1)
+    freqs = ember.linspace(0, sample_rate // 2, 1 + n_fft // 2, dtype=spec.dtype, device=spec.device).reshape(-1, 1)
     return (freqs * spec).sum(dim=-2) / spec.sum(dim=-2)
 
 
@@ -276,7 +276,7 @@ def phase_vocoder(complex_specgrams: ember.Tensor, rate: float, phase_advance: e
     shape = complex_specgrams.shape
     spec = complex_specgrams.reshape(-1, shape[-2], shape[-1])
     real = _real_of(spec.dtype)
-    steps = ember.arange(0, shape[-1], rate, dtype=real)
+    steps = ember.arange(0, shape[-1], rate, dtype=real, device=spec.device)
     alphas = ember.remainder(steps, 1.0)
     phase_0 = spec[..., :1].angle()
     spec = F.pad(spec, (0, 2))
@@ -318,7 +318,7 @@ def mask_along_axis(specgram: ember.Tensor, mask_param: int, mask_value: float, 
     value = float(ember.rand(1)) * mask_param
     start = int(float(ember.rand(1)) * (size - value))
     end = start + int(value)
-    pos = ember.arange(size)
+    pos = ember.arange(size, device=specgram.device)
     mask = (pos >= start) & (pos < end)
     if axis == dim - 2:
         mask = mask.unsqueeze(-1)
@@ -336,18 +336,18 @@ def mask_along_axis_iid(specgrams: ember.Tensor, mask_param: int, mask_value: fl
     if mask_param < 1:
         return specgrams
     lead = specgrams.shape[: dim - 2]
-    value = ember.rand(lead, dtype=ember.float64) * mask_param
-    start = (ember.rand(lead, dtype=ember.float64) * (specgrams.shape[axis] - value)).to(ember.int64)
+    value = ember.rand(lead, dtype=ember.float64, device=specgrams.device) * mask_param
+    start = (ember.rand(lead, dtype=ember.float64, device=specgrams.device) * (specgrams.shape[axis] - value)).to(ember.int64)
     end = start + value.to(ember.int64)
-    pos = ember.arange(specgrams.shape[axis])
+    pos = ember.arange(specgrams.shape[axis], device=specgrams.device)
     mask = (pos >= start[..., None]) & (pos < end[..., None])          # (..., size)
     mask = mask.unsqueeze(-1) if axis == dim - 2 else mask.unsqueeze(-2)
     return specgrams.masked_fill(mask, mask_value)
 
 
-def _cmn_bounds(num_frames: int, cmn_window: int, min_cmn_window: int, center: bool):
+def _cmn_bounds(num_frames: int, cmn_window: int, min_cmn_window: int, center: bool, device=None):
     """Kaldi's window [start, end) per frame, as int64 tensors."""
-    t = ember.arange(num_frames)
+    t = ember.arange(num_frames, device=device)
     if center:
         start = t - cmn_window // 2
         end = start + cmn_window
@@ -378,9 +378,9 @@ def sliding_window_cmn(specgram: ember.Tensor, cmn_window: int = 600, min_cmn_wi
         return specgram.clone()
     x = specgram.reshape(-1, shape[-2], shape[-1])
     frames = shape[-2]
-    start, end = _cmn_bounds(frames, cmn_window, min_cmn_window, center)
+    start, end = _cmn_bounds(frames, cmn_window, min_cmn_window, center, x.device)
     count = (end - start).to(x.dtype).unsqueeze(-1)
-    zero = ember.zeros(x.shape[0], 1, shape[-1], dtype=x.dtype)
+    zero = ember.zeros(x.shape[0], 1, shape[-1], dtype=x.dtype, device=x.device)
     csum = ember.cat([zero, ember.cumsum(x, dim=-2)], dim=-2)
     mean = (csum[:, end] - csum[:, start]) / count
     out = x - mean
@@ -453,12 +453,12 @@ def _apply_sinc_resample_kernel(waveform: ember.Tensor, orig_freq: int, new_freq
     shape = waveform.shape
     target = math.ceil(new_freq * shape[-1] / orig_freq)
     if waveform.numel() == 0:
-        return ember.zeros(*shape[:-1], target, dtype=waveform.dtype)
+        return ember.zeros(*shape[:-1], target, dtype=waveform.dtype, device=waveform.device)
     x = waveform.reshape(-1, shape[-1])
     num = x.shape[0]
     x = F.pad(x, (width, width + orig_freq))
     # output phase j of every input block of orig_freq samples is one conv1d output channel
-    out = F.conv1d(x.unsqueeze(1), kernel.to(x.dtype), stride=orig_freq)
+    out = F.conv1d(x.unsqueeze(1), kernel.to(device=x.device, dtype=x.dtype), stride=orig_freq)
     out = out.transpose(1, 2).reshape(num, -1)[..., :target]
     return out.reshape(*shape[:-1], out.shape[-1])
 
@@ -492,7 +492,7 @@ def add_noise(waveform: ember.Tensor, noise: ember.Tensor, snr: ember.Tensor,
     if length != noise.shape[-1]:
         raise ValueError(f"Length dimensions of waveform and noise don't match (got {length} and {noise.shape[-1]}).")
     if lengths is not None:
-        mask = ember.arange(length) < lengths.unsqueeze(-1)
+        mask = ember.arange(length, device=lengths.device) < lengths.unsqueeze(-1)
         sig, noi = waveform * mask, noise * mask
     else:
         sig, noi = waveform, noise
@@ -542,7 +542,7 @@ def convolve(x: ember.Tensor, y: ember.Tensor, mode: str = "full") -> ember.Tens
     y = y.broadcast_to((*lead, y.shape[-1]))
     n = math.prod(lead)
     if n == 0:
-        return _apply_mode(ember.zeros(*lead, x_size + y_size - 1, dtype=x.dtype), x_size, y_size, mode)
+        return _apply_mode(ember.zeros(*lead, x_size + y_size - 1, dtype=x.dtype, device=x.device), x_size, y_size, mode)
     xr = x.reshape(1, n, x.shape[-1])
     yr = y.reshape(n, 1, y.shape[-1]).flip(-1)
     out = F.conv1d(xr, yr.contiguous(), groups=n, padding=y.shape[-1] - 1)
@@ -583,8 +583,8 @@ def preemphasis(waveform: ember.Tensor, coeff: float = 0.97) -> ember.Tensor:
 
 def deemphasis(waveform: ember.Tensor, coeff: float = 0.97) -> ember.Tensor:
     """Inverse of preemphasis: y[n] = x[n] + coeff · y[n−1] (an lfilter, output clamped to [-1, 1])."""
-    a = ember.tensor([1.0, -coeff], dtype=waveform.dtype)
-    b = ember.tensor([1.0, 0.0], dtype=waveform.dtype)
+    a = ember.tensor([1.0, -coeff], dtype=waveform.dtype, device=waveform.device)
+    b = ember.tensor([1.0, 0.0], dtype=waveform.dtype, device=waveform.device)
     return lfilter(waveform, a_coeffs=a, b_coeffs=b)
 
 
@@ -600,7 +600,7 @@ def _stretch_waveform(waveform: ember.Tensor, n_steps: int, bins_per_octave: int
     window = window.to(x.dtype)
     spec = ember.stft(x, n_fft, hop_length=hop_length, win_length=win_length, window=window, center=True,
                       pad_mode="reflect", normalized=False, onesided=True, return_complex=True)
-    phase_advance = ember.linspace(0, math.pi * hop_length, spec.shape[-2], dtype=x.dtype).unsqueeze(-1)
+    phase_advance = ember.linspace(0, math.pi * hop_length, spec.shape[-2], dtype=x.dtype, device=x.device).unsqueeze(-1)
     stretched = phase_vocoder(spec, rate, phase_advance)
     return ember.istft(stretched, n_fft, hop_length=hop_length, win_length=win_length, window=window,
                        length=int(round(waveform.shape[-1] / rate)))
@@ -622,7 +622,7 @@ def pitch_shift(waveform: ember.Tensor, sample_rate: int, n_steps: int, bins_per
     """Shift pitch by n_steps / bins_per_octave octaves: phase-vocoder stretch, then resample back."""
     hop_length = n_fft // 4 if hop_length is None else hop_length
     win_length = n_fft if win_length is None else win_length
-    window = ember.hann_window(win_length, dtype=waveform.dtype) if window is None else window
+    window = ember.hann_window(win_length, dtype=waveform.dtype, device=waveform.device) if window is None else window
     stretched = _stretch_waveform(waveform, n_steps, bins_per_octave, n_fft, win_length, hop_length, window)
     rate = 2.0 ** (-float(n_steps) / bins_per_octave)
     return _fix_waveform_shape(resample(stretched, int(sample_rate / rate), sample_rate), waveform.shape)

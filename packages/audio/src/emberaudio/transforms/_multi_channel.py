@@ -124,7 +124,7 @@ class MVDR(nn.Module):
             mask_n = 1 - mask_s
         psd_s = self.psd(specgram, mask_s)
         psd_n = self.psd(specgram, mask_n)
-        u = ember.zeros(*specgram.shape[:-2], dtype=ember.float64)
+        u = ember.zeros(*specgram.shape[:-2], dtype=ember.float64, device=specgram.device)
         u[..., self.ref_channel] = 1.0
         u = u.to(ember.complex128)
         if self.online:

@@ -346,10 +346,11 @@ class Fade(nn.Module):
         if self.fade_in_len > length or self.fade_out_len > length:
             raise ValueError(f"Fade: fade lengths ({self.fade_in_len}, {self.fade_out_len}) exceed the waveform "
                              f"length {length}")
-        return self._fade_in(length, waveform.dtype) * self._fade_out(length, waveform.dtype) * waveform
+        return (self._fade_in(length, waveform.dtype, waveform.device)
+                * self._fade_out(length, waveform.dtype, waveform.device) * waveform)
 
-    def _fade_in(self, length: int, dtype) -> ember.Tensor:
-        f = ember.linspace(0, 1, self.fade_in_len, dtype=dtype)
+    def _fade_in(self, length: int, dtype, device) -> ember.Tensor:
+        f = ember.linspace(0, 1, self.fade_in_len, dtype=dtype, device=device)
         shape = self.fade_shape
         if shape == "exponential":
             f = _exp_base(2.0, f - 1) * f
@@ -359,10 +360,10 @@ class Fade(nn.Module):
             f = ember.sin(f * math.pi / 2)
         elif shape == "half_sine":
             f = ember.sin(f * math.pi - math.pi / 2) / 2 + 0.5
-        return ember.clamp(ember.cat([f, ember.ones(length - self.fade_in_len, dtype=dtype)]), 0, 1)
+        return ember.clamp(ember.cat([f, ember.ones(length - self.fade_in_len, dtype=dtype, device=device)]), 0, 1)
 
-    def _fade_out(self, length: int, dtype) -> ember.Tensor:
-        f = ember.linspace(0, 1, self.fade_out_len, dtype=dtype)
+    def _fade_out(self, length: int, dtype, device) -> ember.Tensor:
+        f = ember.linspace(0, 1, self.fade_out_len, dtype=dtype, device=device)
         shape = self.fade_shape
         if shape == "linear":
             f = 1 - f
@@ -374,7 +375,7 @@ class Fade(nn.Module):
             f = ember.sin(f * math.pi / 2 + math.pi / 2)
         else:
             f = ember.sin(f * math.pi + math.pi / 2) / 2 + 0.5
-        return ember.clamp(ember.cat([ember.ones(length - self.fade_out_len, dtype=dtype), f]), 0, 1)
+        return ember.clamp(ember.cat([ember.ones(length - self.fade_out_len, dtype=dtype, device=device), f]), 0, 1)
 
 
 class Vol(nn.Module):
