@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 import emberaudio.functional as AF
@@ -382,3 +384,21 @@ def test_dither_noise_shaping_and_errors():
         AF.dither(t(x), "bogus")
     with pytest.raises(TypeError, match="expected a floating point waveform"):
         AF.dither(ember.zeros(3, dtype=ember.int64))
+
+
+@settings(max_examples=25, deadline=None)
+@given(order=st.integers(1, 6), length=st.integers(1, 150), batch=st.integers(1, 3),
+       seed=st.integers(0, 2 ** 31 - 1))
+def test_lfilter_property_random_stable_filters(order, length, batch, seed):
+    # poles drawn inside radius 0.95 (conjugate pairs and reals) keep the filter stable
+    rng = np.random.default_rng(seed)
+    poles = []
+    while len(poles) < order:
+        r, th = rng.uniform(0, 0.95), rng.uniform(0, np.pi)
+        poles += [r * np.exp(1j * th), r * np.exp(-1j * th)] if order - len(poles) >= 2 else [r]
+    a = np.real(np.poly(poles)) * rng.uniform(0.5, 2.0)
+    b = rng.standard_normal(order + 1)
+    x = rng.standard_normal((batch, length))
+    got = AF.lfilter(t(x), t(a), t(b), clamp=False).numpy()
+    ref = iir_ref(x, a, b)
+    np.testing.assert_allclose(got, ref, rtol=1e-8, atol=1e-9 * max(1.0, np.abs(ref).max()))
