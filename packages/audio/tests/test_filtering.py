@@ -100,6 +100,8 @@ def test_lfilter_errors():
         AF.lfilter(x, ember.ones(3, 2, dtype=ember.float64), ember.ones(3, 2, dtype=ember.float64))
     with pytest.raises(TypeError, match="floating point waveform"):
         AF.lfilter(ember.zeros(2, 10, dtype=ember.int64), ember.ones(2), ember.ones(2))
+    with pytest.raises(ValueError, match=r"non-zero leading denominator coefficient a_coeffs\[..., 0\]"):
+        AF.lfilter(x, ember.tensor([0.0, 1.0], dtype=ember.float64), ember.ones(2, dtype=ember.float64))
     with pytest.raises(ValueError, match="1-D or 2-D non-empty"):
         AF.lfilter(x, ember.ones(1, 1, 2, dtype=ember.float64), ember.ones(1, 1, 2, dtype=ember.float64))
 

@@ -115,6 +115,8 @@ def lfilter(waveform: ember.Tensor, a_coeffs: ember.Tensor, b_coeffs: ember.Tens
     nf, order = a_coeffs.shape
     x = waveform.reshape(-1, nf, shape[-1])
     a0 = a_coeffs[:, :1]
+    if bool((a0 == 0).any()):
+        raise ValueError("lfilter: expected a non-zero leading denominator coefficient a_coeffs[..., 0], but got 0")
     a_n = a_coeffs / a0
     b_n = b_coeffs / a0
     # FIR part: causal correlation with flipped b, one group per filter
