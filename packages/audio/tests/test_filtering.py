@@ -404,3 +404,11 @@ def test_lfilter_property_random_stable_filters(order, length, batch, seed):
     got = AF.lfilter(t(x), t(a), t(b), clamp=False).numpy()
     ref = iir_ref(x, a, b)
     np.testing.assert_allclose(got, ref, rtol=1e-8, atol=1e-9 * max(1.0, np.abs(ref).max()))
+
+
+def test_lfilter_gradcheck_batched_coefficients():
+    x = ember.from_numpy(RNG.standard_normal((2, 2, 9)) * 0.2).requires_grad_(True)
+    a = ember.tensor([[1.0, -0.5, 0.1], [1.5, 0.3, 0.2]], dtype=ember.float64, requires_grad=True)
+    b = ember.tensor([[0.2, 0.3, 0.1], [1.0, -1.0, 0.5]], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(lambda x, a, b: AF.lfilter(x, a, b, clamp=False), (x, a, b))
+    assert ember.autograd.gradcheck(lambda a, b: AF.lfilter(x.detach()[0], a, b, clamp=False, batching=False), (a, b))
