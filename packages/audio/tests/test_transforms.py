@@ -284,3 +284,40 @@ def test_transforms_noncontiguous_and_batched_leading_dims():
     np.testing.assert_allclose(r(xt).numpy(), AF.resample(t(np.ascontiguousarray(x.transpose(1, 2, 0))), 3, 2).numpy(),
                                atol=1e-12)
     assert T.Spectrogram(n_fft=16)(ember.zeros(0, 64)).shape == (0, 9, 9)
+
+
+def test_spec_augment_and_speed_perturbation():
+    ember.manual_seed(11)
+    x = RNG.uniform(1.0, 2.0, (2, 3, 16, 30))
+    mean = x.mean()
+    out = T.SpecAugment(2, 6, 1, 4)(t(x)).numpy()
+    filled = np.isclose(out, mean)
+    assert filled.any() and np.all((out == x) | filled)          # untouched or set to the mean
+    assert (out == 0).sum() == 0
+    z = T.SpecAugment(1, 8, 1, 5, iid_masks=False, zero_masking=True)(t(x)).numpy()
+    masked = z == 0
+    assert (masked == masked[:1, :1]).all()                      # one shared mask without iid_masks
+    xg = t(x[0, 0, :4, :5]).requires_grad_(True)
+
+    def masked(v):
+        ember.manual_seed(3)                                     # the same mask on every gradcheck call
+        return AF.mask_along_axis(v, 3, v.mean(), 1)
+
+    assert ember.autograd.gradcheck(masked, (xg,))
+    with pytest.raises(ValueError, match=r"The value of p must be between 0.0 and 1.0 \(-0.5 given\)."):
+        T.SpecAugment(1, 2, 1, 2, p=-0.5)
+
+    w = RNG.standard_normal((2, 400))
+    sp = T.SpeedPerturbation(8000, [0.9, 1.1])
+    assert keys(sp) == ["speeders.0.resampler.kernel", "speeders.1.resampler.kernel"]
+    lengths_seen = set()
+    for _ in range(12):
+        y, out_len = sp(t(w), ember.tensor([400, 200]))
+        lengths_seen.add(y.shape[-1])
+        factor = 0.9 if y.shape[-1] > 400 else 1.1
+        ref, ref_len = AF.speed(t(w), 8000, factor, ember.tensor([400, 200]))
+        np.testing.assert_allclose(y.numpy(), ref.numpy(), atol=1e-6)
+        assert out_len.tolist() == ref_len.tolist()
+    assert lengths_seen == {math.ceil(400 * 8000 / 7200), math.ceil(400 * 8000 / 8800)}
+    with pytest.raises(ValueError, match="expected at least one factor"):
+        T.SpeedPerturbation(8000, [])

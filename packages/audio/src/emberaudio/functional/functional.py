@@ -292,6 +292,13 @@ def phase_vocoder(complex_specgrams: ember.Tensor, rate: float, phase_advance: e
     return out.reshape(*shape[:-2], *out.shape[-2:])
 
 
+def _fill(specgram: ember.Tensor, mask: ember.Tensor, mask_value) -> ember.Tensor:
+    """masked_fill, or a where() for a tensor mask_value (e.g. the input's mean) so gradients reach it."""
+    if isinstance(mask_value, ember.Tensor):
+        return ember.where(mask, mask_value.to(specgram.dtype), specgram)
+    return specgram.masked_fill(mask, mask_value)
+
+
 def _mask_param(mask_param: int, p: float, axis_length: int) -> int:
     return mask_param if p == 1.0 else min(mask_param, int(axis_length * p))
 
@@ -322,7 +329,7 @@ def mask_along_axis(specgram: ember.Tensor, mask_param: int, mask_value: float, 
     mask = (pos >= start) & (pos < end)
     if axis == dim - 2:
         mask = mask.unsqueeze(-1)
-    return specgram.masked_fill(mask, mask_value)
+    return _fill(specgram, mask, mask_value)
 
 
 def mask_along_axis_iid(specgrams: ember.Tensor, mask_param: int, mask_value: float, axis: int,
@@ -342,7 +349,7 @@ def mask_along_axis_iid(specgrams: ember.Tensor, mask_param: int, mask_value: fl
     pos = ember.arange(specgrams.shape[axis], device=specgrams.device)
     mask = (pos >= start[..., None]) & (pos < end[..., None])          # (..., size)
     mask = mask.unsqueeze(-1) if axis == dim - 2 else mask.unsqueeze(-2)
-    return specgrams.masked_fill(mask, mask_value)
+    return _fill(specgrams, mask, mask_value)
 
 
 def _cmn_bounds(num_frames: int, cmn_window: int, min_cmn_window: int, center: bool, device=None):

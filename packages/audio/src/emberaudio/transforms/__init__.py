@@ -22,9 +22,11 @@ from ._transforms import (
     Preemphasis,
     Resample,
     SlidingWindowCmn,
+    SpecAugment,
     SpectralCentroid,
     Spectrogram,
     Speed,
+    SpeedPerturbation,
     TimeMasking,
     TimeStretch,
     Vad,
@@ -32,8 +34,9 @@ from ._transforms import (
 )
 
 __all__ = [
-    "LFCC", "MFCC", "MVDR", "PSD", "RTFMVDR", "AddNoise", "AmplitudeToDB", "ComputeDeltas", "Convolve", "Deemphasis",
-    "FFTConvolve", "Fade", "FrequencyMasking", "GriffinLim", "InverseMelScale", "InverseSpectrogram", "MelScale",
-    "MelSpectrogram", "PitchShift", "Preemphasis", "Resample", "SlidingWindowCmn", "SoudenMVDR",
-    "SpectralCentroid", "Spectrogram", "Speed", "TimeMasking", "TimeStretch", "Vad", "Vol",
+    "AddNoise", "AmplitudeToDB", "ComputeDeltas", "Convolve", "Deemphasis", "FFTConvolve", "Fade",
+    "FrequencyMasking", "GriffinLim", "InverseMelScale", "InverseSpectrogram", "LFCC", "MFCC", "MVDR",
+    "MelScale", "MelSpectrogram", "PSD", "PitchShift", "Preemphasis", "RTFMVDR", "Resample",
+    "SlidingWindowCmn", "SoudenMVDR", "SpecAugment", "SpectralCentroid", "Spectrogram", "Speed",
+    "SpeedPerturbation", "TimeMasking", "TimeStretch", "Vad", "Vol",
 ]

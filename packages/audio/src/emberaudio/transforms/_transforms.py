@@ -18,8 +18,9 @@ from ..functional.functional import _exp_base
 __all__ = [
     "AddNoise", "AmplitudeToDB", "ComputeDeltas", "Convolve", "Deemphasis", "FFTConvolve", "Fade",
     "FrequencyMasking", "GriffinLim", "InverseMelScale", "InverseSpectrogram", "LFCC", "MFCC", "MelScale",
-    "MelSpectrogram", "PitchShift", "Preemphasis", "Resample", "SlidingWindowCmn", "SpectralCentroid",
-    "Spectrogram", "Speed", "TimeMasking", "TimeStretch", "Vad", "Vol",
+    "MelSpectrogram", "PitchShift", "Preemphasis", "Resample", "SlidingWindowCmn", "SpecAugment",
+    "SpectralCentroid", "Spectrogram", "Speed", "SpeedPerturbation", "TimeMasking", "TimeStretch", "Vad",
+    "Vol",
 ]
 
 
@@ -432,6 +433,34 @@ class TimeMasking(_AxisMasking):
         super().__init__(time_mask_param, 2, iid_masks, p)
 
 
+class SpecAugment(nn.Module):
+    """n_time_masks time masks then n_freq_masks frequency masks (iid per example for 3+-D input when
+    ``iid_masks``), filled with 0 (``zero_masking``) or the input's mean."""
+
+    def __init__(self, n_time_masks: int, time_mask_param: int, n_freq_masks: int, freq_mask_param: int,
+                 iid_masks: bool = True, p: float = 1.0, zero_masking: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"The value of p must be between 0.0 and 1.0 ({p} given).")
+        self.n_time_masks = n_time_masks
+        self.time_mask_param = time_mask_param
+        self.n_freq_masks = n_freq_masks
+        self.freq_mask_param = freq_mask_param
+        self.iid_masks = iid_masks
+        self.p = p
+        self.zero_masking = zero_masking
+
+    def forward(self, specgram: ember.Tensor) -> ember.Tensor:
+        mask_value = 0.0 if self.zero_masking else specgram.mean()
+        time_dim = specgram.dim() - 1
+        mask = AF.mask_along_axis_iid if specgram.dim() > 2 and self.iid_masks else AF.mask_along_axis
+        for _ in range(self.n_time_masks):
+            specgram = mask(specgram, self.time_mask_param, mask_value, time_dim, p=self.p)
+        for _ in range(self.n_freq_masks):
+            specgram = mask(specgram, self.freq_mask_param, mask_value, time_dim - 1, p=self.p)
+        return specgram
+
+
 class SlidingWindowCmn(nn.Module):
     def __init__(self, cmn_window: int = 600, min_cmn_window: int = 100, center: bool = False,
                  norm_vars: bool = False) -> None:
@@ -523,6 +552,20 @@ class Speed(nn.Module):
         if lengths is not None:
             out_lengths = ember.ceil(lengths * self.target_sample_rate / self.source_sample_rate).to(lengths.dtype)
         return self.resampler(waveform), out_lengths
+
+
+class SpeedPerturbation(nn.Module):
+    """Speed change by a factor drawn uniformly from ``factors`` on each call (one Speed per factor)."""
+
+    def __init__(self, orig_freq: int, factors) -> None:
+        super().__init__()
+        if len(factors) == 0:
+            raise ValueError("SpeedPerturbation: expected at least one factor")
+        self.speeders = nn.ModuleList([Speed(orig_freq=orig_freq, factor=factor) for factor in factors])
+
+    def forward(self, waveform: ember.Tensor, lengths: ember.Tensor | None = None):
+        idx = int(ember.randint(len(self.speeders), (1,)))
+        return self.speeders[idx](waveform, lengths)
 
 
 class AddNoise(nn.Module):
