@@ -412,3 +412,39 @@ def test_lfilter_gradcheck_batched_coefficients():
     b = ember.tensor([[0.2, 0.3, 0.1], [1.0, -1.0, 0.5]], dtype=ember.float64, requires_grad=True)
     assert ember.autograd.gradcheck(lambda x, a, b: AF.lfilter(x, a, b, clamp=False), (x, a, b))
     assert ember.autograd.gradcheck(lambda a, b: AF.lfilter(x.detach()[0], a, b, clamp=False, batching=False), (a, b))
+
+
+def loudness_ref(x, sr):
+    """ITU-R BS.1770-4 integrated loudness with the cookbook K-weighting biquads (clamped like biquad)."""
+    b, a = cookbook("treble", sr, 1500.0, 1 / math.sqrt(2), 4.0)
+    y = np.clip(iir_ref(x, a, b), -1, 1)
+    b, a = cookbook("highpass", sr, 38.0, 0.5)
+    y = np.clip(iir_ref(y, a, b), -1, 1)
+    n = int(round(0.4 * sr))
+    step = int(round(n * 0.25))
+    starts = range(0, y.shape[-1] - n + 1, step)
+    energy = np.stack([np.mean(y[..., s:s + n] ** 2, -1) for s in starts], -1)       # (C, blocks)
+    g = np.array([1.0, 1.0, 1.0, 1.41, 1.41])[: x.shape[0], None]
+    block = -0.691 + 10 * np.log10((g * energy).sum(0))
+    keep = block > -70
+    gated = -0.691 + 10 * np.log10((g[:, 0] * energy[:, keep].mean(-1)).sum()) - 10
+    keep &= block > gated
+    return -0.691 + 10 * np.log10((g[:, 0] * energy[:, keep].mean(-1)).sum())
+
+
+def test_loudness():
+    sr = 8000
+    tt = np.arange(sr) / sr
+    # a 997 Hz sine at -6 dBFS in one channel reads -3.01 - 6.02 LKFS at 48 kHz (K-weighting ~0 dB there)
+    one = (0.5 * np.sin(2 * np.pi * 997 * np.arange(48000) / 48000))[None]
+    assert float(AF.loudness(t(one), 48000)) == pytest.approx(-9.03, abs=0.08)
+    x = np.stack([0.3 * np.sin(2 * np.pi * 440 * tt), 0.05 * RNG.standard_normal(tt.size)])
+    x[:, : sr // 4] *= 1e-4                                  # a quiet start falls under the relative gate
+    ref = loudness_ref(x, sr)
+    np.testing.assert_allclose(float(AF.loudness(t(x), sr)), ref, rtol=1e-9)
+    batched = AF.loudness(t(np.stack([x, x[:, ::-1].copy()])), sr).numpy()
+    np.testing.assert_allclose(batched, [ref, loudness_ref(x[:, ::-1], sr)], rtol=1e-9)
+    with pytest.raises(ValueError, match="Only up to 5 channels are supported."):
+        AF.loudness(ember.zeros(6, sr, dtype=ember.float64), sr)
+    with pytest.raises(ValueError, match="expected at least one 400 ms block"):
+        AF.loudness(ember.zeros(1, 100, dtype=ember.float64), sr)

@@ -585,3 +585,25 @@ def test_kaiser_beta_large():
     x = RNG.standard_normal((1, 60))
     got = AF.resample(t(x), 4, 3, resampling_method="sinc_interp_kaiser", beta=40.0).numpy()
     np.testing.assert_allclose(got, resample_ref(x, 4, 3, method="kaiser", beta=40.0), rtol=1e-8, atol=1e-10)
+
+
+def test_mu_law():
+    x = np.linspace(-1, 1, 41)
+    mu = 255.0
+    code = np.floor((np.sign(x) * np.log1p(mu * np.abs(x)) / np.log1p(mu) + 1) / 2 * mu + 0.5).astype(np.int64)
+    got = AF.mu_law_encoding(t(x), 256)
+    assert got.dtype == ember.int64
+    np.testing.assert_array_equal(got.numpy(), code)
+    y = code / mu * 2 - 1
+    dec = np.sign(y) * (np.exp(np.abs(y) * np.log1p(mu)) - 1) / mu
+    np.testing.assert_allclose(AF.mu_law_decoding(got, 256).numpy(), dec, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(AF.mu_law_decoding(got, 256).numpy(), x, atol=0.02)     # round trip
+    with pytest.warns(UserWarning, match="must be of floating type"):
+        AF.mu_law_encoding(ember.tensor([0, 1]), 256)
+
+
+def test_edit_distance():
+    assert AF.edit_distance("kitten", "sitting") == 3
+    assert AF.edit_distance(["a", "b", "c"], ["a", "c"]) == 1
+    assert AF.edit_distance("", "abc") == 3 and AF.edit_distance("abc", "") == 3
+    assert AF.edit_distance("flaw", "lawn") == 2

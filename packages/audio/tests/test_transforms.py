@@ -321,3 +321,12 @@ def test_spec_augment_and_speed_perturbation():
     assert lengths_seen == {math.ceil(400 * 8000 / 7200), math.ceil(400 * 8000 / 8800)}
     with pytest.raises(ValueError, match="expected at least one factor"):
         T.SpeedPerturbation(8000, [])
+
+
+def test_mulaw_and_loudness_modules():
+    x = t(np.linspace(-1, 1, 21))
+    codes = T.MuLawEncoding(64)(x)
+    np.testing.assert_array_equal(codes.numpy(), AF.mu_law_encoding(x, 64).numpy())
+    np.testing.assert_allclose(T.MuLawDecoding(64)(codes).numpy(), AF.mu_law_decoding(codes, 64).numpy())
+    w = t(0.2 * RNG.standard_normal((2, 4000)))
+    assert float(T.Loudness(8000)(w)) == float(AF.loudness(w, 8000))

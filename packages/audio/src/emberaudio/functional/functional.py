@@ -1,7 +1,8 @@
 """Spectral and sample-domain functions in the shape of torchaudio.functional: spectrograms and their
 inverses, Griffin-Lim, dB conversion, mel/linear filterbanks and the DCT, deltas, spectral centroid,
 the phase vocoder, SpecAugment masks, sliding-window CMN, sinc resampling, noise mixing,
-convolution, speed and pitch change, pre- and de-emphasis.
+convolution, speed and pitch change, pre- and de-emphasis, μ-law companding, BS.1770 loudness and the
+edit distance.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import warnings
 import ember
 import ember.nn.functional as F
 
-from .filtering import lfilter
+from .filtering import highpass_biquad, lfilter, treble_biquad
 
 __all__ = [
     "DB_to_amplitude", "add_noise", "amplitude_to_DB", "compute_deltas", "convolve", "create_dct",
-    "deemphasis", "fftconvolve", "griffinlim", "inverse_spectrogram", "linear_fbanks", "mask_along_axis",
-    "mask_along_axis_iid", "melscale_fbanks", "phase_vocoder", "pitch_shift", "preemphasis", "resample",
-    "sliding_window_cmn", "spectral_centroid", "spectrogram", "speed",
+    "deemphasis", "edit_distance", "fftconvolve", "griffinlim", "inverse_spectrogram", "linear_fbanks", "loudness",
+    "mask_along_axis", "mask_along_axis_iid", "melscale_fbanks", "mu_law_decoding", "mu_law_encoding",
+    "phase_vocoder", "pitch_shift", "preemphasis", "resample", "sliding_window_cmn", "spectral_centroid",
+    "spectrogram", "speed",
 ]
 
 
@@ -633,3 +635,66 @@ def pitch_shift(waveform: ember.Tensor, sample_rate: int, n_steps: int, bins_per
     stretched = _stretch_waveform(waveform, n_steps, bins_per_octave, n_fft, win_length, hop_length, window)
     rate = 2.0 ** (-float(n_steps) / bins_per_octave)
     return _fix_waveform_shape(resample(stretched, int(sample_rate / rate), sample_rate), waveform.shape)
+
+
+def mu_law_encoding(x: ember.Tensor, quantization_channels: int) -> ember.Tensor:
+    """μ-law companding of x in [-1, 1] to int64 codes 0 … quantization_channels − 1."""
+    mu = quantization_channels - 1.0
+    if not x.is_floating_point():
+        warnings.warn("The input Tensor must be of floating type; it is converted to float32.", stacklevel=2)
+        x = x.to(ember.float32)
+    x_mu = ember.sign(x) * ember.log1p(mu * ember.abs(x)) / math.log1p(mu)
+    return ((x_mu + 1) / 2 * mu + 0.5).to(ember.int64)
+
+
+def mu_law_decoding(x_mu: ember.Tensor, quantization_channels: int) -> ember.Tensor:
+    """Inverse of mu_law_encoding: codes 0 … quantization_channels − 1 to [-1, 1]."""
+    mu = quantization_channels - 1.0
+    if not x_mu.is_floating_point():
+        x_mu = x_mu.to(ember.float32)
+    x = x_mu / mu * 2 - 1.0
+    return ember.sign(x) * (ember.exp(ember.abs(x) * math.log1p(mu)) - 1.0) / mu
+
+
+def edit_distance(seq1, seq2) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions) between two sequences."""
+    prev = list(range(len(seq2) + 1))
+    for i, a in enumerate(seq1, start=1):
+        cur = [i] + [0] * len(seq2)
+        for j, b in enumerate(seq2, start=1):
+            cur[j] = prev[j - 1] if a == b else 1 + min(prev[j - 1], prev[j], cur[j - 1])
+        prev = cur
+    return int(prev[-1])
+
+
+_LOUDNESS_CHANNEL_WEIGHTS = (1.0, 1.0, 1.0, 1.41, 1.41)   # L, R, C, Ls, Rs (ITU-R BS.1770-4)
+
+
+def loudness(waveform: ember.Tensor, sample_rate: int) -> ember.Tensor:
+    """Integrated loudness (LKFS) of (..., channels ≤ 5, time) by ITU-R BS.1770-4: K-weighting, 400 ms
+    blocks with 75 % overlap, absolute gate −70 LKFS, relative gate −10 LU."""
+    if waveform.dim() < 2:
+        raise ValueError(f"loudness: expected (..., channels, time), but got shape {tuple(waveform.shape)}")
+    if waveform.shape[-2] > 5:
+        raise ValueError("Only up to 5 channels are supported.")
+    gate_samples = int(round(0.4 * sample_rate))
+    step = int(round(gate_samples * 0.25))
+    if waveform.shape[-1] < gate_samples:
+        raise ValueError(f"loudness: expected at least one 400 ms block ({gate_samples} samples), but got "
+                         f"{waveform.shape[-1]}")
+    # K-weighting: a high shelf (+4 dB at 1.5 kHz) then a 38 Hz high-pass (biquads clamp to [-1, 1], as torchaudio's)
+    x = treble_biquad(waveform, sample_rate, 4.0, 1500.0, 1 / math.sqrt(2))
+    x = highpass_biquad(x, sample_rate, 38.0, 0.5)
+    energy = (x * x).unfold(-1, gate_samples, step).mean(-1)                 # (..., C, blocks)
+    g = ember.tensor(_LOUDNESS_CHANNEL_WEIGHTS[: energy.shape[-2]], dtype=energy.dtype,
+                     device=energy.device).unsqueeze(-1)
+    block_loudness = -0.691 + 10 * ember.log10((g * energy).sum(-2))        # (..., blocks)
+
+    def gated_loudness(keep: ember.Tensor) -> ember.Tensor:
+        k = keep.to(energy.dtype).unsqueeze(-2)
+        mean_energy = (k * energy).sum(-1) / k.sum(-1)                         # (..., C)
+        return -0.691 + 10 * ember.log10((g.squeeze(-1) * mean_energy).sum(-1))
+
+    above_abs = block_loudness > -70.0
+    gamma_rel = gated_loudness(above_abs) - 10.0
+    return gated_loudness(above_abs & (block_loudness > gamma_rel.unsqueeze(-1)))

@@ -16,8 +16,11 @@ from ._transforms import (
     GriffinLim,
     InverseMelScale,
     InverseSpectrogram,
+    Loudness,
     MelScale,
     MelSpectrogram,
+    MuLawDecoding,
+    MuLawEncoding,
     PitchShift,
     Preemphasis,
     Resample,
@@ -35,8 +38,8 @@ from ._transforms import (
 
 __all__ = [
     "AddNoise", "AmplitudeToDB", "ComputeDeltas", "Convolve", "Deemphasis", "FFTConvolve", "Fade",
-    "FrequencyMasking", "GriffinLim", "InverseMelScale", "InverseSpectrogram", "LFCC", "MFCC", "MVDR",
-    "MelScale", "MelSpectrogram", "PSD", "PitchShift", "Preemphasis", "RTFMVDR", "Resample",
-    "SlidingWindowCmn", "SoudenMVDR", "SpecAugment", "SpectralCentroid", "Spectrogram", "Speed",
-    "SpeedPerturbation", "TimeMasking", "TimeStretch", "Vad", "Vol",
+    "FrequencyMasking", "GriffinLim", "InverseMelScale", "InverseSpectrogram", "LFCC", "Loudness", "MFCC",
+    "MVDR", "MelScale", "MelSpectrogram", "MuLawDecoding", "MuLawEncoding", "PSD", "PitchShift",
+    "Preemphasis", "RTFMVDR", "Resample", "SlidingWindowCmn", "SoudenMVDR", "SpecAugment", "SpectralCentroid",
+    "Spectrogram", "Speed", "SpeedPerturbation", "TimeMasking", "TimeStretch", "Vad", "Vol",
 ]

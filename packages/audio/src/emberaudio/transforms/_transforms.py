@@ -17,10 +17,10 @@ from ..functional.functional import _exp_base
 
 __all__ = [
     "AddNoise", "AmplitudeToDB", "ComputeDeltas", "Convolve", "Deemphasis", "FFTConvolve", "Fade",
-    "FrequencyMasking", "GriffinLim", "InverseMelScale", "InverseSpectrogram", "LFCC", "MFCC", "MelScale",
-    "MelSpectrogram", "PitchShift", "Preemphasis", "Resample", "SlidingWindowCmn", "SpecAugment",
-    "SpectralCentroid", "Spectrogram", "Speed", "SpeedPerturbation", "TimeMasking", "TimeStretch", "Vad",
-    "Vol",
+    "FrequencyMasking", "GriffinLim", "InverseMelScale", "InverseSpectrogram", "LFCC", "Loudness", "MFCC",
+    "MelScale", "MelSpectrogram", "MuLawDecoding", "MuLawEncoding", "PitchShift", "Preemphasis", "Resample",
+    "SlidingWindowCmn", "SpecAugment", "SpectralCentroid", "Spectrogram", "Speed", "SpeedPerturbation",
+    "TimeMasking", "TimeStretch", "Vad", "Vol",
 ]
 
 
@@ -566,6 +566,35 @@ class SpeedPerturbation(nn.Module):
     def forward(self, waveform: ember.Tensor, lengths: ember.Tensor | None = None):
         idx = int(ember.randint(len(self.speeders), (1,)))
         return self.speeders[idx](waveform, lengths)
+
+
+class MuLawEncoding(nn.Module):
+    def __init__(self, quantization_channels: int = 256) -> None:
+        super().__init__()
+        self.quantization_channels = quantization_channels
+
+    def forward(self, x: ember.Tensor) -> ember.Tensor:
+        return AF.mu_law_encoding(x, self.quantization_channels)
+
+
+class MuLawDecoding(nn.Module):
+    def __init__(self, quantization_channels: int = 256) -> None:
+        super().__init__()
+        self.quantization_channels = quantization_channels
+
+    def forward(self, x_mu: ember.Tensor) -> ember.Tensor:
+        return AF.mu_law_decoding(x_mu, self.quantization_channels)
+
+
+class Loudness(nn.Module):
+    """ITU-R BS.1770-4 integrated loudness (LKFS) of (..., channels, time)."""
+
+    def __init__(self, sample_rate: int) -> None:
+        super().__init__()
+        self.sample_rate = sample_rate
+
+    def forward(self, wavefrom: ember.Tensor) -> ember.Tensor:   # (sic) torchaudio's argument name
+        return AF.loudness(wavefrom, self.sample_rate)
 
 
 class AddNoise(nn.Module):
