@@ -607,3 +607,43 @@ def test_edit_distance():
     assert AF.edit_distance(["a", "b", "c"], ["a", "c"]) == 1
     assert AF.edit_distance("", "abc") == 3 and AF.edit_distance("abc", "") == 3
     assert AF.edit_distance("flaw", "lawn") == 2
+
+
+def pitch_ref(x, sr, frame_time=1e-2, win_length=30, freq_low=85, freq_high=3400):
+    """torchaudio's NCCF pitch detector, lag by lag and frame by frame."""
+    eps = 1e-9
+    lags = math.ceil(sr / freq_low)
+    fs = math.ceil(sr * frame_time)
+    nf = math.ceil(x.shape[-1] / fs)
+    xp = np.pad(x, ((0, 0), (0, lags + nf * fs - x.shape[-1])))
+    nccf = np.zeros((x.shape[0], nf, lags))
+    for lag in range(1, lags + 1):
+        for f in range(nf):
+            a = xp[:, f * fs:(f + 1) * fs]
+            b = xp[:, f * fs + lag:(f + 1) * fs + lag]
+            nccf[:, f, lag - 1] = (a * b).sum(-1) / (eps + np.linalg.norm(a, axis=-1)) ** 2 \
+                / (eps + np.linalg.norm(b, axis=-1)) ** 2
+    lag_min = math.ceil(sr / freq_high)
+    best_i = np.argmax(nccf[..., lag_min:], -1)
+    best_v = np.max(nccf[..., lag_min:], -1)
+    half_i = np.argmax(nccf[..., lag_min:lags // 2], -1)
+    half_v = np.max(nccf[..., lag_min:lags // 2], -1)
+    idx = np.where(half_v > 0.99 * best_v, half_i, best_i) + lag_min + 1
+    pad = (win_length - 1) // 2
+    idx = np.concatenate([np.repeat(idx[:, :1], pad, 1), idx], 1)
+    med = np.stack([np.sort(idx[:, i:i + win_length], -1)[:, (win_length - 1) // 2]
+                    for i in range(idx.shape[1] - win_length + 1)], 1)
+    return sr / (eps + med)
+
+
+def test_detect_pitch_frequency():
+    sr = 8000
+    tt = np.arange(sr // 2) / sr
+    x = np.stack([np.sin(2 * np.pi * 200 * tt), np.sin(2 * np.pi * 250 * tt) + 0.1 * RNG.standard_normal(tt.size)])
+    got = AF.detect_pitch_frequency(t(x), sr)
+    np.testing.assert_allclose(got.numpy(), pitch_ref(x, sr), rtol=1e-12)
+    assert np.median(got.numpy()[0]) == pytest.approx(200, rel=0.03)
+    assert np.median(got.numpy()[1]) == pytest.approx(250, rel=0.03)
+    assert AF.detect_pitch_frequency(t(x[None]), sr).shape == (1,) + got.shape
+    with pytest.raises(ValueError, match="fewer than the median window"):
+        AF.detect_pitch_frequency(t(x[:, :100]), sr)

@@ -17,7 +17,7 @@ from .filtering import highpass_biquad, lfilter, treble_biquad
 
 __all__ = [
     "DB_to_amplitude", "add_noise", "amplitude_to_DB", "compute_deltas", "convolve", "create_dct",
-    "deemphasis", "edit_distance", "fftconvolve", "griffinlim", "inverse_spectrogram", "linear_fbanks", "loudness",
+    "deemphasis", "detect_pitch_frequency", "edit_distance", "fftconvolve", "griffinlim", "inverse_spectrogram", "linear_fbanks", "loudness",
     "mask_along_axis", "mask_along_axis_iid", "melscale_fbanks", "mu_law_decoding", "mu_law_encoding",
     "phase_vocoder", "pitch_shift", "preemphasis", "resample", "sliding_window_cmn", "spectral_centroid",
     "spectrogram", "speed",
@@ -698,3 +698,48 @@ def loudness(waveform: ember.Tensor, sample_rate: int) -> ember.Tensor:
     above_abs = block_loudness > -70.0
     gamma_rel = gated_loudness(above_abs) - 10.0
     return gated_loudness(above_abs & (block_loudness > gamma_rel.unsqueeze(-1)))
+
+
+def detect_pitch_frequency(waveform: ember.Tensor, sample_rate: int, frame_time: float = 10 ** (-2),
+                           win_length: int = 30, freq_low: int = 85, freq_high: int = 3400) -> ember.Tensor:
+    """Pitch (Hz) per frame of (..., time) → (..., frames): the lag of the normalised cross-correlation
+    peak per frame (an earlier lag wins if within 1 % of the best), median-smoothed over win_length frames.
+
+    As torchaudio, the correlation is divided by both frames' energies (not their geometric mean).
+    """
+    if waveform.dim() == 0:
+        raise ValueError("detect_pitch_frequency: expected a waveform with a time dimension, but got a 0-dim tensor")
+    eps = 1e-9
+    shape = waveform.shape
+    x = waveform.reshape(-1, shape[-1])
+    lags = math.ceil(sample_rate / freq_low)
+    lag_min = math.ceil(sample_rate / freq_high)
+    if lags // 2 <= lag_min:
+        raise ValueError(f"detect_pitch_frequency: freq_low {freq_low} Hz must be well below freq_high "
+                         f"{freq_high} Hz (lags {lag_min}..{lags} leave no lower half to search)")
+    frame_size = math.ceil(sample_rate * frame_time)
+    n_frames = math.ceil(shape[-1] / frame_size)
+    if n_frames == 0:
+        raise ValueError("detect_pitch_frequency: expected a non-empty waveform")
+    x = F.pad(x, (0, lags + n_frames * frame_size - shape[-1]))
+    # each frame with its next `lags` samples; s2[..., l-1, :] is the frame shifted by lag l
+    span = x.unfold(-1, frame_size + lags, frame_size)[:, :n_frames]                 # (B, F, fs + lags)
+    s1 = span[..., :frame_size]
+    s2 = span.unfold(-1, frame_size, 1)[..., 1:lags + 1, :]                          # (B, F, lags, fs)
+    e1 = (eps + (s1 * s1).sum(-1).sqrt()) ** 2
+    e2 = (eps + (s2 * s2).sum(-1).sqrt()) ** 2
+    nccf = (s1.unsqueeze(-2) * s2).sum(-1) / e1.unsqueeze(-1) / e2                   # (B, F, lags)
+
+    best_v, best_i = nccf[..., lag_min:].max(-1)
+    half_v, half_i = nccf[..., lag_min:lags // 2].max(-1)
+    idx = ember.where(half_v > 0.99 * best_v, half_i, best_i) + lag_min + 1
+
+    pad = (win_length - 1) // 2
+    idx = ember.cat([idx[..., :1].expand(*idx.shape[:-1], pad), idx], dim=-1)
+    if idx.shape[-1] < win_length:
+        raise ValueError(f"detect_pitch_frequency: {n_frames} frames are fewer than the median window "
+                         f"win_length={win_length} allows")
+    # lag indices are small integers, exact in float64 (ember's median along a dim fails on int64 input)
+    smoothed = ember.median(idx.to(ember.float64).unfold(-1, win_length, 1), -1).values
+    freq = sample_rate / (eps + smoothed.to(waveform.dtype if waveform.is_floating_point() else ember.float32))
+    return freq.reshape(*shape[:-1], freq.shape[-1])
