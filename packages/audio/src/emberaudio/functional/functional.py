@@ -40,10 +40,6 @@ def _spec_norms(normalized):
     raise TypeError(f"Input type not supported: normalized must be a bool or str, but got {type(normalized)}")
 
 
-def _complex_of(dtype):
-    return ember.complex128 if dtype == ember.float64 else ember.complex64
-
-
 def _real_of(dtype):
     return ember.float64 if dtype == ember.complex128 else ember.float32
 
