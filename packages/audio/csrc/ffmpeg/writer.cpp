@@ -227,9 +227,12 @@ void StreamWriter::add_video_stream(double frame_rate, int width, int height, co
   std::string args = "video_size=" + std::to_string(width) + "x" + std::to_string(height) + ":pix_fmt=" +
                      std::to_string(in_fmt) + ":time_base=" + rational_text(av_inv_q(s->in_rate_q)) +
                      ":pixel_aspect=1/1:frame_rate=" + rational_text(s->in_rate_q);
-  std::string desc = (filter_desc ? *filter_desc + "," : std::string()) + "fps=" + rational_text(enc_rate) +
-                     ",scale=" + std::to_string(s->enc->width) + ":" + std::to_string(s->enc->height) +
-                     ",format=pix_fmts=" + av_get_pix_fmt_name(enc_fmt);
+  // fps only when the rate changes: at the end of input it drops the last frame, whose duration it cannot know.
+  std::string desc = filter_desc ? *filter_desc + "," : std::string();
+  if (av_cmp_q(enc_rate, s->in_rate_q) != 0) desc += "fps=" + rational_text(enc_rate) + ",";
+  if (s->enc->width != width || s->enc->height != height)
+    desc += "scale=" + std::to_string(s->enc->width) + ":" + std::to_string(s->enc->height) + ",";
+  desc += std::string("format=pix_fmts=") + av_get_pix_fmt_name(enc_fmt);
   s->graph.reset(avfilter_graph_alloc());
   if (!s->graph) throw std::bad_alloc();
   s->graph->nb_threads = 1;
