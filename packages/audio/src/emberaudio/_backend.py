@@ -104,7 +104,8 @@ def load(uri, frame_offset: int = 0, num_frames: int = -1, normalize: bool = Tru
     r.process_all_packets()
     (chunk,) = r.pop_chunks()
     if chunk is None:
-        data = np.zeros((0, r.get_out_stream_info(0).num_channels), np.float32 if fmt == "flt" else fmt)
+        dtype = {"u8": np.uint8, "s16": np.int16, "s32": np.int32, "s64": np.int64, "flt": np.float32}[fmt]
+        data = np.zeros((0, r.get_out_stream_info(0).num_channels), dtype)
     else:
         data = chunk.numpy()
     if num_frames != -1:
