@@ -354,11 +354,7 @@ void StreamReader::seek(double timestamp, const std::string& mode) {
   else if (mode != "key" && mode != "precise")
     throw py::value_error("mode must be \"key\", \"any\" or \"precise\", got \"" + mode + "\"");
   const auto ts = static_cast<int64_t>(timestamp * AV_TIME_BASE);
-  int ret;
-  {
-    py::gil_scoped_release nogil;
-    ret = avformat_seek_file(fmt_, -1, INT64_MIN, ts, ts, flags);
-  }
+  int ret = avformat_seek_file(fmt_, -1, INT64_MIN, ts, ts, flags);
   if (ret < 0) throw_av("Failed to seek to " + std::to_string(timestamp) + " s" + (io_ ? io_->error_suffix() : ""), ret);
   for (auto& o : outputs_) {
     avcodec_flush_buffers(o->dec.get());
@@ -373,18 +369,13 @@ void StreamReader::seek(double timestamp, const std::string& mode) {
 bool StreamReader::read_packet(double timeout_ms, double backoff_ms) {
   const auto start = std::chrono::steady_clock::now();
   while (true) {
-    int ret;
-    {
-      py::gil_scoped_release nogil;
-      ret = av_read_frame(fmt_, packet_.get());
-    }
+    int ret = av_read_frame(fmt_, packet_.get());
     if (ret == AVERROR_EOF) return false;
     if (ret == AVERROR(EAGAIN)) {
       // A live source has nothing yet: wait `backoff` ms, up to `timeout` ms in all.
       double waited = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (timeout_ms >= 0 && waited >= timeout_ms)
         throw std::runtime_error("Timed out after " + std::to_string(waited) + " ms waiting for a packet");
-      py::gil_scoped_release nogil;
       std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(backoff_ms));
       continue;
     }
@@ -549,8 +540,9 @@ void bind_reader(py::module_& m) {
       .def("find_best_video_stream", [](const StreamReader& r) { return r.find_best(AVMEDIA_TYPE_VIDEO); })
       .def("add_stream", &StreamReader::add_stream)
       .def("remove_stream", &StreamReader::remove_stream)
-      .def("seek", &StreamReader::seek)
-      .def("process_packet", &StreamReader::process_packet)
+      // Demuxing, decoding and filtering run without the GIL; file-like callbacks take it back.
+      .def("seek", &StreamReader::seek, py::call_guard<py::gil_scoped_release>())
+      .def("process_packet", &StreamReader::process_packet, py::call_guard<py::gil_scoped_release>())
       .def("is_buffer_ready", &StreamReader::is_buffer_ready)
       .def("pop_chunks", &StreamReader::pop_chunks);
 }

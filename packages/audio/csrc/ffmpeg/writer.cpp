@@ -304,6 +304,7 @@ void StreamWriter::write_audio_chunk(int i, py::array chunk, std::optional<doubl
   std::memcpy(f->data[0], c.data(), static_cast<size_t>(n) * s.in_channels * bps);
   f->pts = s.next_pts;
   s.next_pts += n;
+  py::gil_scoped_release nogil;
   send(s, f);
 }
 
@@ -337,6 +338,7 @@ void StreamWriter::write_video_chunk(int i, py::array_t<uint8_t, py::array::c_st
       }
     }
     f->pts = s.next_pts++;
+    py::gil_scoped_release nogil;
     send(s, f);
   }
 }
@@ -413,9 +415,10 @@ void bind_writer(py::module_& m) {
       .def("add_audio_stream", &StreamWriter::add_audio_stream)
       .def("add_video_stream", &StreamWriter::add_video_stream)
       .def("set_metadata", &StreamWriter::set_metadata)
-      .def("open", &StreamWriter::open)
-      .def("close", &StreamWriter::close)
-      .def("flush", &StreamWriter::flush)
+      // Encoding and muxing run without the GIL; file-like callbacks take it back.
+      .def("open", &StreamWriter::open, py::call_guard<py::gil_scoped_release>())
+      .def("close", &StreamWriter::close, py::call_guard<py::gil_scoped_release>())
+      .def("flush", &StreamWriter::flush, py::call_guard<py::gil_scoped_release>())
       .def("write_audio_chunk", &StreamWriter::write_audio_chunk)
       .def("write_video_chunk", &StreamWriter::write_video_chunk)
       .def_property_readonly("is_open", [](const StreamWriter& w) { return w.is_open(); });
