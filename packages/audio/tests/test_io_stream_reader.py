@@ -401,8 +401,9 @@ def test_bad_arguments(media):
         next(r.stream())
     with pytest.raises(RuntimeError, match="no video stream"):
         r.add_basic_video_stream(1)
-    with pytest.raises(IndexError, match="Source stream index out of range: 5"):
+    with pytest.raises(IndexError, match="Source stream index out of range: 5") as error:
         r.get_src_stream_info(5)
+    assert isinstance(error.value, RuntimeError)  # what torchaudio raises
     with pytest.raises(IndexError, match="Source stream index out of range: -1"):
         r.add_basic_audio_stream(1, stream_index=-1)
     with pytest.raises(IndexError, match="Output stream index out of range: 0"):

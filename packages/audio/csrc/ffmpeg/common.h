@@ -32,6 +32,12 @@ inline std::string av_error_text(int code) {
   return buf;
 }
 
+// A stream index out of range: Python's StreamIndexError, both an IndexError and (as torchaudio
+// raises) a RuntimeError.
+struct IndexOutOfRange : std::out_of_range {
+  using std::out_of_range::out_of_range;
+};
+
 [[noreturn]] inline void throw_av(const std::string& what, int code) {
   throw std::runtime_error(what + " (" + av_error_text(code) + ")");
 }

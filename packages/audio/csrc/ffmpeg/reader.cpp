@@ -190,13 +190,13 @@ int StreamReader::num_out_streams() const { return static_cast<int>(outputs_.siz
 
 void StreamReader::check_src(int i) const {
   if (i < 0 || i >= static_cast<int>(fmt_->nb_streams))
-    throw py::index_error("Source stream index out of range: " + std::to_string(i) + " (the source has " +
+    throw IndexOutOfRange("Source stream index out of range: " + std::to_string(i) + " (the source has " +
                           std::to_string(fmt_->nb_streams) + " streams)");
 }
 
 void StreamReader::check_out(int i) const {
   if (i < 0 || i >= static_cast<int>(outputs_.size()))
-    throw py::index_error("Output stream index out of range: " + std::to_string(i) + " (there are " +
+    throw IndexOutOfRange("Output stream index out of range: " + std::to_string(i) + " (there are " +
                           std::to_string(outputs_.size()) + " output streams)");
 }
 

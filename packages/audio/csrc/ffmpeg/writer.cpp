@@ -274,7 +274,7 @@ void StreamWriter::close() {
 EncStream& StreamWriter::stream(int i, AVMediaType type) {
   if (!opened_ || closed_) throw std::runtime_error("The output is not open; call open() first");
   if (i < 0 || i >= static_cast<int>(streams_.size()))
-    throw py::index_error("Output stream index out of range: " + std::to_string(i) + " (there are " +
+    throw IndexOutOfRange("Output stream index out of range: " + std::to_string(i) + " (there are " +
                           std::to_string(streams_.size()) + ")");
   EncStream& s = *streams_[i];
   if (s.type != type) throw py::value_error("Stream " + std::to_string(i) + " is not " + media_type_name(type));

@@ -145,7 +145,7 @@ class StreamWriter:
         if not isinstance(i, int) or isinstance(i, bool):
             raise TypeError(f"the stream index must be an int, got {type(i).__name__}")
         if not 0 <= i < len(self._streams):
-            raise IndexError(f"Output stream index out of range: {i} (there are {len(self._streams)})")
+            raise self._ff.StreamIndexError(f"Output stream index out of range: {i} (there are {len(self._streams)})")
         kind, dtype, channels = self._streams[i]
         if kind != media:
             raise ValueError(f"Stream {i} is not {media}")
