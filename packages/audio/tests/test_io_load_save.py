@@ -193,3 +193,15 @@ def test_errors(tmp_path):
         emberaudio.load(video)
     with pytest.raises(RuntimeError, match="no audio stream"):
         emberaudio.info(video)
+
+
+@pytest.mark.parametrize("codec,ext", [("libmp3lame", "mp3"), ("aac", "m4a"), ("libvorbis", "ogg")])
+@pytest.mark.parametrize("offset", [1, 100, 9000, 15000])
+def test_frame_offset_of_lossy_files_matches_a_full_decode(tmp_path, codec, ext, offset):
+    # Decoding restarts before the offset, so the samples equal those of a decode from the start
+    # (the MP3/AAC encoder delay included: sample k sits at the stream's start time + k / rate).
+    path = tmp_path / f"a.{ext}"
+    ffmpeg("-f", "lavfi", "-i", "sine=frequency=440:sample_rate=16000:duration=1", "-c:a", codec, str(path))
+    full, _ = emberaudio.load(path)
+    part, _ = emberaudio.load(path, frame_offset=offset, num_frames=400)
+    np.testing.assert_array_equal(part.numpy(), full.numpy()[:, offset:offset + 400])

@@ -224,6 +224,7 @@ py::dict StreamReader::get_src_stream_info(int i) const {
   d["height"] = par->height;
   AVRational r = st->avg_frame_rate.num ? st->avg_frame_rate : st->r_frame_rate;
   d["frame_rate"] = r.den ? av_q2d(r) : std::nan("");
+  d["start_time"] = st->start_time == AV_NOPTS_VALUE ? 0.0 : static_cast<double>(st->start_time) * av_q2d(st->time_base);
   return d;
 }
 

@@ -70,6 +70,8 @@ def info(uri, format: str | None = None, buffer_size: int = 4096, backend: str |
     return AudioMetaData(int(s.sample_rate), num_frames, s.num_channels, int(bits), _encoding(s.codec))
 
 
+_SEEK_PREROLL = 0.5  # seconds decoded before a frame_offset
+
 _PACKED = {"u8": "u8", "u8p": "u8", "s16": "s16", "s16p": "s16", "s32": "s32", "s32p": "s32", "s64": "s64",
            "s64p": "s64"}
 
@@ -98,16 +100,21 @@ def load(uri, frame_offset: int = 0, num_frames: int = -1, normalize: bool = Tru
         fmt = _PACKED[src.format]
     r.add_audio_stream(-1, -1, stream_index=i, filter_desc=f"aformat=sample_fmts={fmt}")
     sample_rate = int(r.get_out_stream_info(0).sample_rate)
-    if frame_offset:
-        # Seek (precise) to the first wanted sample rather than decoding what comes before.
-        r.seek(frame_offset / sample_rate, "precise")
+    # Sample k is at the stream's start time + k / sample_rate (MP3 and AAC start after their
+    # encoder delay). Decoding restarts a little before it, so a lossy decoder has settled by then.
+    start = r._be.get_src_stream_info(i)["start_time"]
+    target = start + frame_offset / sample_rate
+    if target - _SEEK_PREROLL > start:  # near the start, decoding from it is exact and as fast
+        r.seek(target - _SEEK_PREROLL, "precise")
     r.process_all_packets()
     (chunk,) = r.pop_chunks()
+    dtype = {"u8": np.uint8, "s16": np.int16, "s32": np.int32, "s64": np.int64, "flt": np.float32}[fmt]
     if chunk is None:
-        dtype = {"u8": np.uint8, "s16": np.int16, "s32": np.int32, "s64": np.int64, "flt": np.float32}[fmt]
         data = np.zeros((0, r.get_out_stream_info(0).num_channels), dtype)
     else:
         data = chunk.numpy()
+        if frame_offset:
+            data = data[max(0, round((target - chunk.pts) * sample_rate)):]
     if num_frames != -1:
         data = data[:num_frames]
     if channels_first:
