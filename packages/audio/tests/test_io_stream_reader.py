@@ -464,7 +464,7 @@ def test_video_arguments(media):
 # --- damaged input: exceptions, never a crash -------------------------------------------------
 
 
-def decode_everything(data: bytes, fmt: str | None = None) -> None:
+def decode_everything(data, fmt: str | None = None) -> None:
     """Opens and decodes every audio/video stream; any failure must be a Python exception."""
     try:
         r = StreamReader(data, format=fmt)
@@ -489,14 +489,35 @@ def test_truncated_files(media, key, fraction):
 
 @pytest.fixture(scope="module")
 def small_media(media):
-    return {k: media[k].read_bytes() for k in ("flac", "mp3", "mp4")}
+    return {k: media[k].read_bytes() for k in ("wav", "flac", "mp3", "mp4")}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(key=st.sampled_from(["flac", "mp3", "mp4"]), cut=st.floats(0, 1),
-       flips=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 7)), max_size=8))
-def test_fuzz_truncation_and_bit_flips(small_media, key, cut, flips):
+@given(key=st.sampled_from(["wav", "flac", "mp3", "mp4"]), cut=st.floats(0, 1),
+       flips=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 7)), max_size=8), unseekable=st.booleans())
+def test_fuzz_truncation_and_bit_flips(small_media, key, cut, flips, unseekable):
     data = bytearray(small_media[key])
     for where, bit in flips:
         data[min(int(where * len(data)), len(data) - 1)] ^= 1 << bit
-    decode_everything(bytes(data[: int(len(data) * cut)]))
+    data = bytes(data[: int(len(data) * cut)])
+    decode_everything(ReadOnly(data) if unseekable else data)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(["wav", "flac", "mp3"]), cut=st.floats(0, 1),
+       flips=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 7)), max_size=4),
+       offset=st.integers(0, 9000))
+def test_fuzz_load_and_info(small_media, key, cut, flips, offset):
+    import emberaudio
+
+    data = bytearray(small_media[key])
+    for where, bit in flips:
+        data[min(int(where * len(data)), len(data) - 1)] ^= 1 << bit
+    data = bytes(data[: int(len(data) * cut)])
+    try:
+        meta = emberaudio.info(data)
+        assert meta.num_channels >= 0
+        waveform, _ = emberaudio.load(data, frame_offset=offset)
+        assert waveform.dim() == 2
+    except (RuntimeError, ValueError):
+        pass

@@ -226,9 +226,9 @@ def test_video_input_formats(tmp_path, fmt, channels):
     rng = np.random.default_rng(0)
     frames = rng.integers(0, 256, (3, channels, 16, 24), dtype=np.uint8)
     w = StreamWriter(path)
-    # FFV1 is lossless and takes each of these formats as is.
-    w.add_video_stream(5, 24, 16, fmt, encoder="ffv1", encoder_format={"rgba": "bgra", "bgr24": "bgr0"}.get(fmt, fmt)
-                       if fmt != "yuv444p" else "yuv444p")
+    # FFV1 is lossless; it stores these as gray, bgr0, bgra and yuv444p (a lossless reordering).
+    encoder_format = {"gray": "gray", "bgr24": "bgr0", "rgba": "bgra", "yuv444p": "yuv444p"}[fmt]
+    w.add_video_stream(5, 24, 16, fmt, encoder="ffv1", encoder_format=encoder_format)
     with w:
         w.write_video_chunk(0, ember.from_numpy(frames))
     r = StreamReader(path)
