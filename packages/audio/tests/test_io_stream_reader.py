@@ -330,6 +330,16 @@ def test_seek_any_lands_at_or_before(media):
 # --- sources ----------------------------------------------------------------------------------
 
 
+def test_raw_input_with_format_and_options():
+    x = (np.arange(2000) % 200 - 100).astype(np.int16).reshape(1000, 2)
+    r = StreamReader(x.tobytes(), format="s16le", option={"sample_rate": "8000", "ch_layout": "stereo"})
+    info = r.get_src_stream_info(0)
+    assert (info.codec, info.sample_rate, info.num_channels) == ("pcm_s16le", 8000, 2)
+    r.add_basic_audio_stream(-1, format="s16")
+    r.process_all_packets()
+    np.testing.assert_array_equal(r.pop_chunks()[0].numpy(), x)
+
+
 class ReadOnly:
     """A non-seekable file-like object: read(n) only."""
 
