@@ -6,6 +6,7 @@ import io
 import os
 import shutil
 import subprocess
+import threading
 
 import numpy as np
 import pytest
@@ -469,6 +470,39 @@ def test_video_arguments(media):
     r.add_video_stream(1, filter_desc="format=yuv422p")  # a format we do not hand out
     with pytest.raises(RuntimeError, match="Unexpected video format in the output: yuv422p"):
         r.process_all_packets()
+
+
+def test_a_second_thread_gets_an_error_not_a_race(media):
+    started, release = threading.Event(), threading.Event()
+
+    class Slow:
+        """Blocks inside read() (with the GIL released by the decoding thread) until told."""
+
+        def __init__(self, data):
+            self.f, self.block = io.BytesIO(data), False
+
+        def read(self, n):
+            if self.block:
+                started.set()
+                release.wait(10)
+            return self.f.read(n)
+
+    src = Slow(media["wav"].read_bytes())
+    r = StreamReader(src, buffer_size=256)
+    r.add_basic_audio_stream(100)
+    src.block = True
+    worker = threading.Thread(target=r.process_all_packets)
+    worker.start()
+    try:
+        assert started.wait(10)
+        with pytest.raises(RuntimeError, match="in use by another thread"):
+            r.pop_chunks()
+        with pytest.raises(RuntimeError, match="in use by another thread"):
+            r.seek(0.0)
+    finally:
+        release.set()
+        worker.join(10)
+    assert r.pop_chunks()[0] is not None
 
 
 # --- damaged input: exceptions, never a crash -------------------------------------------------

@@ -15,6 +15,7 @@ extern "C" {
 #include <libavutil/pixdesc.h>
 }
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -41,6 +42,21 @@ struct IndexOutOfRange : std::out_of_range {
 [[noreturn]] inline void throw_av(const std::string& what, int code) {
   throw std::runtime_error(what + " (" + av_error_text(code) + ")");
 }
+
+// Marks an object busy for one call. Decoding and encoding run without the GIL, so another Python
+// thread could otherwise enter the same object mid-call; it gets a RuntimeError instead.
+class BusyGuard {
+ public:
+  explicit BusyGuard(std::atomic<bool>& flag) : flag_(flag) {
+    if (flag_.exchange(true)) throw std::runtime_error("This object is in use by another thread (or a callback)");
+  }
+  ~BusyGuard() { flag_.store(false); }
+  BusyGuard(const BusyGuard&) = delete;
+  BusyGuard& operator=(const BusyGuard&) = delete;
+
+ private:
+  std::atomic<bool>& flag_;
+};
 
 // An AVDictionary built from Python options; `check_consumed` reports the keys FFmpeg did not use.
 struct Dict {

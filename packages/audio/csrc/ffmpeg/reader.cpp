@@ -201,6 +201,7 @@ void StreamReader::check_out(int i) const {
 }
 
 py::dict StreamReader::get_src_stream_info(int i) const {
+  BusyGuard busy(busy_);
   check_src(i);
   const AVStream* st = fmt_->streams[i];
   const AVCodecParameters* par = st->codecpar;
@@ -228,9 +229,13 @@ py::dict StreamReader::get_src_stream_info(int i) const {
   return d;
 }
 
-py::dict StreamReader::get_metadata() const { return dict_to_py(fmt_->metadata); }
+py::dict StreamReader::get_metadata() const {
+  BusyGuard busy(busy_);
+  return dict_to_py(fmt_->metadata);
+}
 
 int StreamReader::find_best(AVMediaType type) const {
+  BusyGuard busy(busy_);
   int i = av_find_best_stream(fmt_, type, -1, -1, nullptr, 0);
   return i < 0 ? -1 : i;
 }
@@ -238,6 +243,7 @@ int StreamReader::find_best(AVMediaType type) const {
 void StreamReader::add_stream(int index, const std::string& media, int64_t frames_per_chunk, int64_t buffer_chunk_size,
                               std::optional<std::string> decoder, Options decoder_option,
                               std::optional<std::string> filter_desc) {
+  BusyGuard busy(busy_);
   check_src(index);
   const AVStream* st = fmt_->streams[index];
   const AVMediaType type = media == "audio" ? AVMEDIA_TYPE_AUDIO : AVMEDIA_TYPE_VIDEO;
@@ -320,6 +326,7 @@ void StreamReader::build_graph(OutStream& out) {
 }
 
 py::dict StreamReader::get_out_stream_info(int i) const {
+  BusyGuard busy(busy_);
   check_out(i);
   const OutStream& o = *outputs_[i];
   py::dict d;
@@ -343,11 +350,13 @@ py::dict StreamReader::get_out_stream_info(int i) const {
 }
 
 void StreamReader::remove_stream(int i) {
+  BusyGuard busy(busy_);
   check_out(i);
   outputs_.erase(outputs_.begin() + i);
 }
 
 void StreamReader::seek(double timestamp, const std::string& mode) {
+  BusyGuard busy(busy_);
   if (!std::isfinite(timestamp) || timestamp < 0)
     throw py::value_error("The seek timestamp must be a finite non-negative number, got " + std::to_string(timestamp));
   int flags = 0;
@@ -386,6 +395,7 @@ bool StreamReader::read_packet(double timeout_ms, double backoff_ms) {
 }
 
 int StreamReader::process_packet(std::optional<double> timeout, double backoff) {
+  BusyGuard busy(busy_);
   if (outputs_.empty()) throw std::runtime_error("No output stream is configured; add one with add_audio_stream/add_video_stream");
   if (backoff < 0) throw py::value_error("backoff must be non-negative");
   if (eof_) return 1;
@@ -502,6 +512,7 @@ void StreamReader::drain_graph(OutStream& o) {
 }
 
 bool StreamReader::is_buffer_ready() const {
+  BusyGuard busy(busy_);
   if (outputs_.empty()) return false;
   for (const auto& o : outputs_)
     if (!o->buffer.ready()) return false;
@@ -509,6 +520,7 @@ bool StreamReader::is_buffer_ready() const {
 }
 
 py::list StreamReader::pop_chunks() {
+  BusyGuard busy(busy_);
   py::list out;
   for (auto& o : outputs_) {
     if (o->buffer.empty()) {

@@ -119,6 +119,7 @@ class StreamReader {
   std::unique_ptr<AVFrame, FrameDeleter> frame_;
   std::unique_ptr<AVFrame, FrameDeleter> filtered_;
   bool eof_ = false;
+  mutable std::atomic<bool> busy_{false};
 };
 
 void bind_reader(py::module_& m);

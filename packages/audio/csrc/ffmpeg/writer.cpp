@@ -135,6 +135,7 @@ void StreamWriter::add_audio_stream(int sample_rate, int num_channels, const std
                                     std::optional<std::string> encoder_format, std::optional<int> encoder_sample_rate,
                                     std::optional<int> encoder_num_channels, CodecConfig codec_config,
                                     std::optional<std::string> filter_desc) {
+  BusyGuard busy(busy_);
   check_not_open("add_audio_stream");
   if (sample_rate <= 0) throw py::value_error("sample_rate must be positive, got " + std::to_string(sample_rate));
   if (num_channels <= 0 || num_channels > 64) throw py::value_error("num_channels must be in [1, 64], got " + std::to_string(num_channels));
@@ -189,6 +190,7 @@ void StreamWriter::add_video_stream(double frame_rate, int width, int height, co
                                     std::optional<std::string> encoder_format, std::optional<double> encoder_frame_rate,
                                     std::optional<int> encoder_width, std::optional<int> encoder_height,
                                     CodecConfig codec_config, std::optional<std::string> filter_desc) {
+  BusyGuard busy(busy_);
   check_not_open("add_video_stream");
   if (!(frame_rate > 0) || !std::isfinite(frame_rate)) throw py::value_error("frame_rate must be positive");
   if (width <= 0 || height <= 0 || width > 16384 || height > 16384)
@@ -241,12 +243,14 @@ void StreamWriter::add_video_stream(double frame_rate, int width, int height, co
 }
 
 void StreamWriter::set_metadata(const Options& metadata) {
+  BusyGuard busy(busy_);
   check_not_open("set_metadata");
   av_dict_free(&fmt_->metadata);
   for (const auto& [k, v] : metadata) av_dict_set(&fmt_->metadata, k.c_str(), v.c_str(), 0);
 }
 
 void StreamWriter::open(Options option) {
+  BusyGuard busy(busy_);
   if (opened_) throw std::runtime_error("The output is already open");
   if (streams_.empty()) throw std::runtime_error("No output stream is configured; add one before open()");
   int ret;
@@ -262,8 +266,9 @@ void StreamWriter::open(Options option) {
 }
 
 void StreamWriter::close() {
+  BusyGuard busy(busy_);
   if (!opened_ || closed_) return;
-  flush();
+  flush_streams();
   int ret = av_write_trailer(fmt_);
   closed_ = true;
   if (io_) avio_flush(fmt_->pb);
@@ -283,6 +288,7 @@ EncStream& StreamWriter::stream(int i, AVMediaType type) {
 }
 
 void StreamWriter::write_audio_chunk(int i, py::array chunk, std::optional<double> pts) {
+  BusyGuard busy(busy_);
   EncStream& s = stream(i, AVMEDIA_TYPE_AUDIO);
   if (chunk.ndim() != 2 || chunk.shape(1) != s.in_channels)
     throw py::value_error("The audio chunk must be (frames, " + std::to_string(s.in_channels) + "), got " +
@@ -310,6 +316,7 @@ void StreamWriter::write_audio_chunk(int i, py::array chunk, std::optional<doubl
 
 void StreamWriter::write_video_chunk(int i, py::array_t<uint8_t, py::array::c_style | py::array::forcecast> chunk,
                                      std::optional<double> pts) {
+  BusyGuard busy(busy_);
   EncStream& s = stream(i, AVMEDIA_TYPE_VIDEO);
   const int bytes = packed_pixel_bytes(s.pix_format);
   const int c = bytes == 0 ? 3 : bytes;
@@ -388,6 +395,11 @@ void StreamWriter::drain_encoder(EncStream& s) {
 }
 
 void StreamWriter::flush() {
+  BusyGuard busy(busy_);
+  flush_streams();
+}
+
+void StreamWriter::flush_streams() {
   if (!opened_ || closed_) return;
   for (auto& sp : streams_) {
     EncStream& s = *sp;

@@ -72,6 +72,7 @@ class StreamWriter {
   void send(EncStream& s, AVFrame* f);
   void drain_graph(EncStream& s);
   void drain_encoder(EncStream& s);
+  void flush_streams();
 
   std::unique_ptr<PyIO> io_;  // declared first: destroyed after the format context
   AVFormatContext* fmt_ = nullptr;
@@ -82,6 +83,7 @@ class StreamWriter {
   std::unique_ptr<AVPacket, PacketDeleter> packet_;
   bool opened_ = false;
   bool closed_ = false;
+  std::atomic<bool> busy_{false};
 };
 
 void bind_writer(py::module_& m);
