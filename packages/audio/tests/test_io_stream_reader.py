@@ -572,3 +572,12 @@ def test_fuzz_load_and_info(small_media, key, cut, flips, offset):
         assert waveform.dim() == 2
     except (RuntimeError, ValueError):
         pass
+
+
+def test_file_like_read_returning_a_non_buffer():
+    class Text:
+        def read(self, n):
+            return "text, not bytes"
+
+    with pytest.raises(RuntimeError, match="Failed to open the input"):
+        StreamReader(Text())

@@ -354,3 +354,28 @@ def test_unwritable_destination(tmp_path):
         w.open()
         w.write_audio_chunk(0, ember.from_numpy(noise_s16(4000, 1)))
         w.close()
+
+
+def test_a_failed_add_leaves_no_stream_behind(tmp_path):
+    path = tmp_path / "a.mkv"
+    w = StreamWriter(path)
+    with pytest.raises(ValueError, match="Failed to parse the filter description"):
+        w.add_audio_stream(8000, 1, "s16", encoder="flac", filter_desc="no_such_filter")
+    w.add_audio_stream(8000, 1, "s16", encoder="flac")
+    with w:
+        w.write_audio_chunk(0, ember.from_numpy(noise_s16(800, 1)))
+    streams = ffprobe(path)["streams"]
+    assert len(streams) == 1 and streams[0]["codec_name"] == "flac"
+
+
+def test_file_like_write_errors_are_python_exceptions():
+    class BadReturn:
+        def write(self, b):
+            return "not a number"
+
+    w = StreamWriter(BadReturn(), format="wav", buffer_size=64)
+    w.add_audio_stream(8000, 1, "s16")
+    with pytest.raises(RuntimeError, match="non-integer"):
+        w.open()
+        w.write_audio_chunk(0, ember.from_numpy(noise_s16(4000, 1)))
+        w.close()

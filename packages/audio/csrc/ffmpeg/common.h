@@ -137,7 +137,7 @@ class PyIO {
       }
       std::memcpy(buf, info.ptr, static_cast<size_t>(n));
       return static_cast<int>(n);
-    } catch (py::error_already_set& e) {
+    } catch (const std::exception& e) {  // nothing may unwind through FFmpeg's C frames
       self->error_ = e.what();
       return AVERROR_EXTERNAL;
     }
@@ -148,11 +148,11 @@ class PyIO {
     try {
       py::object r = self->obj_.attr("write")(py::bytes(reinterpret_cast<const char*>(buf), size));
       return r.is_none() ? size : r.cast<int>();
-    } catch (py::error_already_set& e) {
-      self->error_ = e.what();
-      return AVERROR_EXTERNAL;
-    } catch (py::cast_error& e) {
+    } catch (const py::cast_error&) {
       self->error_ = "write() returned a non-integer";
+      return AVERROR_EXTERNAL;
+    } catch (const std::exception& e) {
+      self->error_ = e.what();
       return AVERROR_EXTERNAL;
     }
   }
@@ -169,11 +169,11 @@ class PyIO {
         return end;
       }
       return self->obj_.attr("seek")(offset, whence).cast<int64_t>();
-    } catch (py::error_already_set& e) {
-      self->error_ = e.what();
-      return AVERROR_EXTERNAL;
-    } catch (py::cast_error& e) {
+    } catch (const py::cast_error&) {
       self->error_ = "seek() returned a non-integer";
+      return AVERROR_EXTERNAL;
+    } catch (const std::exception& e) {
+      self->error_ = e.what();
       return AVERROR_EXTERNAL;
     }
   }

@@ -145,16 +145,27 @@ StreamReader::StreamReader(py::object src, std::optional<std::string> format, Op
     fmt = av_find_input_format(format->c_str());
     if (!fmt) throw py::value_error("Unsupported device/format: \"" + *format + "\"");
   }
-  fmt_ = avformat_alloc_context();
-  if (!fmt_) throw std::bad_alloc();
   std::string name;
   if (py::isinstance<py::str>(src)) {
     name = src.cast<std::string>();
   } else {
     io_ = std::make_unique<PyIO>(src, buffer_size, false);
+    name = "<file-like object>";
+  }
+  fmt_ = avformat_alloc_context();
+  if (!fmt_) throw std::bad_alloc();
+  try {
+    open(name, fmt, option);
+  } catch (...) {  // the destructor does not run for a constructor that throws
+    if (fmt_) avformat_close_input(&fmt_);
+    throw;
+  }
+}
+
+void StreamReader::open(const std::string& name, const AVInputFormat* fmt, const Options& option) {
+  if (io_) {
     fmt_->pb = io_->ctx();
     fmt_->flags |= AVFMT_FLAG_CUSTOM_IO;
-    name = "<file-like object>";
   }
   Dict opts(option);
   int ret;

@@ -104,6 +104,7 @@ class StreamReader {
   py::list pop_chunks();
 
  private:
+  void open(const std::string& name, const AVInputFormat* fmt, const Options& option);
   void check_src(int i) const;
   void check_out(int i) const;
   void build_graph(OutStream& out);

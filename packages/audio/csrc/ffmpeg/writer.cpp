@@ -109,7 +109,7 @@ const AVCodec* StreamWriter::find_encoder(const std::optional<std::string>& enco
   return codec;
 }
 
-void StreamWriter::finish_stream(EncStream& s, const AVCodec* codec, Options encoder_option, const CodecConfig& cfg) {
+void StreamWriter::open_encoder(EncStream& s, const AVCodec* codec, Options encoder_option, const CodecConfig& cfg) {
   if (cfg.bit_rate > 0) s.enc->bit_rate = cfg.bit_rate;
   if (cfg.compression_level != -1) s.enc->compression_level = cfg.compression_level;
   if (cfg.qscale) {
@@ -123,11 +123,16 @@ void StreamWriter::finish_stream(EncStream& s, const AVCodec* codec, Options enc
   int ret = avcodec_open2(s.enc.get(), codec, &opts.d);
   if (ret < 0) throw_av(std::string("Failed to open the encoder \"") + codec->name + "\"", ret);
   opts.check_consumed("encoder");
+}
+
+// Last step of add_*_stream, so a failed add leaves no stream behind in the container.
+void StreamWriter::add_to_container(EncStream& s) {
   s.st = avformat_new_stream(fmt_, nullptr);
   if (!s.st) throw std::bad_alloc();
-  ret = avcodec_parameters_from_context(s.st->codecpar, s.enc.get());
+  int ret = avcodec_parameters_from_context(s.st->codecpar, s.enc.get());
   if (ret < 0) throw_av("Failed to copy the encoder parameters", ret);
   s.st->time_base = s.enc->time_base;
+  if (s.type == AVMEDIA_TYPE_VIDEO) s.st->avg_frame_rate = s.enc->framerate;
 }
 
 void StreamWriter::add_audio_stream(int sample_rate, int num_channels, const std::string& format,
@@ -166,7 +171,7 @@ void StreamWriter::add_audio_stream(int sample_rate, int num_channels, const std
   s->enc->sample_rate = enc_rate;
   av_channel_layout_default(&s->enc->ch_layout, enc_channels);
   s->enc->time_base = AVRational{1, enc_rate};
-  finish_stream(*s, codec, std::move(encoder_option), codec_config);
+  open_encoder(*s, codec, std::move(encoder_option), codec_config);
   // The graph ends in exactly what the encoder was opened with.
   AVChannelLayout in_layout{};
   av_channel_layout_default(&in_layout, num_channels);
@@ -182,6 +187,7 @@ void StreamWriter::add_audio_stream(int sample_rate, int num_channels, const std
   configure_graph(s->graph.get(), true, args, desc, &s->src, &s->sink);
   if (!(codec->capabilities & AV_CODEC_CAP_VARIABLE_FRAME_SIZE) && s->enc->frame_size > 0)
     av_buffersink_set_frame_size(s->sink, s->enc->frame_size);
+  add_to_container(*s);
   streams_.push_back(std::move(s));
 }
 
@@ -224,8 +230,7 @@ void StreamWriter::add_video_stream(double frame_rate, int width, int height, co
   s->enc->framerate = enc_rate;
   s->enc->time_base = av_inv_q(enc_rate);
   s->enc->sample_aspect_ratio = AVRational{1, 1};
-  finish_stream(*s, codec, std::move(encoder_option), codec_config);
-  s->st->avg_frame_rate = enc_rate;
+  open_encoder(*s, codec, std::move(encoder_option), codec_config);
   std::string args = "video_size=" + std::to_string(width) + "x" + std::to_string(height) + ":pix_fmt=" +
                      std::to_string(in_fmt) + ":time_base=" + rational_text(av_inv_q(s->in_rate_q)) +
                      ":pixel_aspect=1/1:frame_rate=" + rational_text(s->in_rate_q);
@@ -239,6 +244,7 @@ void StreamWriter::add_video_stream(double frame_rate, int width, int height, co
   if (!s->graph) throw std::bad_alloc();
   s->graph->nb_threads = 1;
   configure_graph(s->graph.get(), false, args, desc, &s->src, &s->sink);
+  add_to_container(*s);
   streams_.push_back(std::move(s));
 }
 

@@ -66,7 +66,8 @@ class StreamWriter {
  private:
   void check_not_open(const char* what) const;
   const AVCodec* find_encoder(const std::optional<std::string>& encoder, AVMediaType type) const;
-  void finish_stream(EncStream& s, const AVCodec* codec, Options encoder_option, const CodecConfig& cfg);
+  void open_encoder(EncStream& s, const AVCodec* codec, Options encoder_option, const CodecConfig& cfg);
+  void add_to_container(EncStream& s);
   EncStream& stream(int i, AVMediaType type);
   void set_pts(EncStream& s, double pts, AVRational tb);
   void send(EncStream& s, AVFrame* f);
