@@ -204,7 +204,7 @@ def save(uri, src, sample_rate: int, channels_first: bool = True, format: str | 
             config = CodecConfig(qscale=compression)
     elif encoding is not None or bits_per_sample is not None:
         raise ValueError(f"encoding and bits_per_sample apply to WAV and FLAC, not {fmt!r}")
-    w = StreamWriter(uri if isinstance(uri, (str, os.PathLike)) else uri, format=muxer, buffer_size=buffer_size)
+    w = StreamWriter(uri, format=muxer, buffer_size=buffer_size)
     w.add_audio_stream(sample_rate, data.shape[1], in_fmt, encoder=encoder, encoder_format=encoder_format,
                        codec_config=config)
     with w:
