@@ -45,16 +45,20 @@ def _check_core() -> None:
 _check_core()
 
 _SUBMODULES = ("functional", "io", "models", "transforms")
+# Functions loaded from a private module on first use (name -> module).
+_LAZY = {"load": "_backend", "save": "_backend", "info": "_backend", "AudioMetaData": "_backend"}
 
-__all__ = ["__version__", *_SUBMODULES]
+__all__ = ["__version__", *_SUBMODULES, *_LAZY]
 
 
 def __getattr__(name: str) -> object:
     # Subpackages load on first use.
     if name in _SUBMODULES:
         return importlib.import_module(f"emberaudio.{name}")
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"emberaudio.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'emberaudio' has no attribute '{name}'")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_SUBMODULES])
+    return sorted([*globals(), *_SUBMODULES, *_LAZY])
