@@ -89,6 +89,8 @@ bool run_decode(const uint8_t* data, size_t size, ReadMode mode, bool read_orien
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   if (read_orientation) jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xffff);
   jpeg_read_header(&cinfo, TRUE);
+  // Saved markers live in the image pool, which jpeg_finish_decompress frees.
+  out.orientation = read_orientation ? orientation_of(&cinfo) : 1;
 
   if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
     std::snprintf(err.message, sizeof err.message, "CMYK and YCCK JPEG images are not supported");
@@ -131,7 +133,6 @@ bool run_decode(const uint8_t* data, size_t size, ReadMode mode, bool read_orien
     }
   }
   jpeg_finish_decompress(&cinfo);
-  out.orientation = read_orientation ? orientation_of(&cinfo) : 1;
   jpeg_destroy_decompress(&cinfo);
   return true;
 }
