@@ -545,3 +545,23 @@ def test_jpeg_bit_flips_fail_cleanly(flips, mode, apply_exif):
 def test_garbage_is_a_runtime_error(noise, magic):
     with pytest.raises(RuntimeError):
         io.decode_image(as_tensor(magic + noise))
+
+
+def _with_sof_size(jpeg: bytes, height: int, width: int) -> bytes:
+    at = jpeg.index(b"\xff\xc0")  # baseline SOF: marker, length u16, precision u8, height u16, width u16
+    return jpeg[:at + 5] + struct.pack(">HH", height, width) + jpeg[at + 9:]
+
+
+def _with_ihdr_size(png: bytes, height: int, width: int) -> bytes:
+    header = struct.pack(">II", width, height) + png[24:29]
+    return png[:8] + _chunk(b"IHDR", header) + png[33:]
+
+
+@pytest.mark.parametrize("side", [4000, 65500])
+def test_huge_claimed_size_with_little_data_is_a_runtime_error(side):
+    # the header promises a huge image, the data ends after a few rows: an error, found before
+    # the output's memory is touched beyond those rows
+    with pytest.raises(RuntimeError, match="(?i)premature end|out of memory"):
+        io.decode_jpeg(as_tensor(_with_sof_size(SMALL_JPEG, side, side)))
+    with pytest.raises(RuntimeError, match="truncated|out of memory|Not enough image data"):
+        io.decode_png(as_tensor(_with_ihdr_size(SMALL_PNG, side, side)))

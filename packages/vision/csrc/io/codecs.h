@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,11 +16,22 @@ namespace embervision::image {
 // torchvision's ImageReadMode values.
 enum class ReadMode : int { Unchanged = 0, Gray = 1, GrayAlpha = 2, Rgb = 3, RgbAlpha = 4 };
 
+// Uninitialized heap bytes (operator new[] storage, aligned for any scalar). Never zero-filled:
+// the pages of a large image are committed only as rows are decoded, so a file whose header
+// claims a huge image and whose data ends early fails without touching that memory.
+struct Buffer {
+  std::unique_ptr<uint8_t[]> data;
+  size_t size = 0;
+};
+
+// Gives `buffer` `size` uninitialized bytes; false when the memory cannot be had. Never throws:
+// it runs inside setjmp regions (Note [setjmp discipline] in jpeg.cpp).
+bool allocate(Buffer& buffer, size_t size) noexcept;
+
 // A decoded image, planar: channel c, row y, column x at element (c * height + y) * width + x.
-// Elements are uint8, or int32 (values 0..65535) for 16-bit PNGs: `bytes` holds them raw
-// (std::allocator's storage is aligned for int32).
+// Elements are uint8, or int32 (values 0..65535) for 16-bit PNGs, held raw in `bytes`.
 struct Image {
-  std::vector<uint8_t> bytes;
+  Buffer bytes;
   int channels = 0;
   int height = 0;
   int width = 0;

@@ -57,6 +57,12 @@ bool try_resize(std::vector<uint8_t>& buffer, size_t size) noexcept {
   }
 }
 
+bool allocate(Buffer& buffer, size_t size) noexcept {
+  buffer.data.reset(new (std::nothrow) uint8_t[size == 0 ? 1 : size]);
+  buffer.size = buffer.data ? size : 0;
+  return buffer.data != nullptr;
+}
+
 bool allocate_image(Image& image, int channels, int height, int width, bool wide) noexcept {
   if (channels <= 0 || height < 0 || width < 0) return false;
   const size_t element = wide ? 4 : 1;
@@ -70,7 +76,7 @@ bool allocate_image(Image& image, int channels, int height, int width, bool wide
   image.height = height;
   image.width = width;
   image.wide = wide;
-  return try_resize(image.bytes, count * element);
+  return allocate(image.bytes, count * element);
 }
 
 }  // namespace embervision::image

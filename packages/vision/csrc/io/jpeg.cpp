@@ -128,7 +128,7 @@ bool run_decode(const uint8_t* data, size_t size, ReadMode mode, bool read_orien
     JSAMPROW rows[1] = {row.data()};
     jpeg_read_scanlines(&cinfo, rows, 1);
     for (int c = 0; c < channels; ++c) {
-      uint8_t* dst = out.bytes.data() + c * plane + y * width;
+      uint8_t* dst = out.bytes.data.get() + c * plane + y * width;
       for (int x = 0; x < width; ++x) dst[x] = row[static_cast<size_t>(x) * channels + c];
     }
   }

@@ -18,13 +18,20 @@ namespace {
 using Bytes = py::array_t<uint8_t, py::array::c_style>;
 
 // Hands a vector to NumPy without a copy: the array's base capsule owns it.
-py::array to_array(std::vector<uint8_t>&& bytes, std::vector<py::ssize_t> shape, bool wide) {
+py::array to_array(std::vector<uint8_t>&& bytes, std::vector<py::ssize_t> shape) {
   auto* owned = new std::vector<uint8_t>(std::move(bytes));
   py::capsule base(owned, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
-  if (wide) {
-    return py::array(py::dtype::of<int32_t>(), std::move(shape), {}, reinterpret_cast<int32_t*>(owned->data()), base);
-  }
   return py::array(py::dtype::of<uint8_t>(), std::move(shape), {}, owned->data(), base);
+}
+
+// The same for a decoded image's buffer (uint8, or int32 when `wide`).
+py::array to_array(Buffer&& bytes, std::vector<py::ssize_t> shape, bool wide) {
+  uint8_t* owned = bytes.data.release();
+  py::capsule base(owned, [](void* p) { delete[] static_cast<uint8_t*>(p); });
+  if (wide) {
+    return py::array(py::dtype::of<int32_t>(), std::move(shape), {}, reinterpret_cast<int32_t*>(owned), base);
+  }
+  return py::array(py::dtype::of<uint8_t>(), std::move(shape), {}, owned, base);
 }
 
 ReadMode checked_mode(int mode) {
@@ -108,7 +115,7 @@ PYBIND11_MODULE(_image, m) {
                             static_cast<int>(planes.shape(2)), quality);
         }
         const auto size = static_cast<py::ssize_t>(out.size());
-        return to_array(std::move(out), {size}, false);
+        return to_array(std::move(out), {size});
       },
       py::arg("planes"), py::arg("quality"), "JPEG bytes from uint8 (C, H, W) planes, C = 1 or 3.");
   m.def(
@@ -123,7 +130,7 @@ PYBIND11_MODULE(_image, m) {
                            static_cast<int>(planes.shape(2)), compression_level);
         }
         const auto size = static_cast<py::ssize_t>(out.size());
-        return to_array(std::move(out), {size}, false);
+        return to_array(std::move(out), {size});
       },
       py::arg("planes"), py::arg("compression_level"), "PNG bytes from uint8 (C, H, W) planes, C = 1 to 4.");
   m.def(

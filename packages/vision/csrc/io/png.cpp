@@ -55,7 +55,7 @@ bool host_is_little_endian() {
 
 // Reads the whole image interleaved (palette and tRNS expanded to RGB(A), low bit depths to 8,
 // 16-bit samples in host order) into `pixels`; false with io.message on failure.
-bool run_decode(PngIo& io, bool read_orientation, std::vector<uint8_t>& pixels, int& channels, int& height,
+bool run_decode(PngIo& io, bool read_orientation, Buffer& pixels, int& channels, int& height,
                 int& width, bool& wide, int& orientation) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &io, on_png_error, on_png_warning);
   if (png == nullptr) {
@@ -92,9 +92,9 @@ bool run_decode(PngIo& io, bool read_orientation, std::vector<uint8_t>& pixels, 
   width = static_cast<int>(w);
   const size_t row_bytes = png_get_rowbytes(png, info);
   if (h != 0 && row_bytes > static_cast<size_t>(-1) / h) png_error(png, "image too large");
-  if (!try_resize(pixels, row_bytes * h)) png_error(png, "out of memory");
+  if (!allocate(pixels, row_bytes * h)) png_error(png, "out of memory");
   for (int pass = 0; pass < passes; ++pass) {
-    for (png_uint_32 y = 0; y < h; ++y) png_read_row(png, pixels.data() + y * row_bytes, nullptr);
+    for (png_uint_32 y = 0; y < h; ++y) png_read_row(png, pixels.data.get() + y * row_bytes, nullptr);
   }
   png_read_end(png, info);  // reads to IEND, checking the remaining chunks' CRCs
   orientation = 1;
@@ -125,7 +125,7 @@ int target_channels(ReadMode mode, int decoded) {
 template <typename Src, typename Dst>
 void convert(const uint8_t* raw, int decoded, Image& out, uint32_t opaque) {
   const Src* in = reinterpret_cast<const Src*>(raw);
-  Dst* dst = reinterpret_cast<Dst*>(out.bytes.data());
+  Dst* dst = reinterpret_cast<Dst*>(out.bytes.data.get());
   const size_t plane = static_cast<size_t>(out.height) * out.width;
   const bool in_color = decoded >= 3, in_alpha = decoded == 2 || decoded == 4;
   const int target = out.channels;
@@ -194,7 +194,7 @@ Image decode_png(const uint8_t* data, size_t size, ReadMode mode, bool read_orie
   io.data = data;
   io.size = size;
   if (size < 8 || png_sig_cmp(data, 0, 8) != 0) throw CodecError("decode_png: the data is not a PNG image");
-  std::vector<uint8_t> pixels;
+  Buffer pixels;
   int decoded = 0, height = 0, width = 0, orientation = 1;
   bool wide = false;
   if (!run_decode(io, read_orientation, pixels, decoded, height, width, wide, orientation)) {
@@ -206,9 +206,9 @@ Image decode_png(const uint8_t* data, size_t size, ReadMode mode, bool read_orie
   }
   out.orientation = orientation;
   if (wide) {
-    convert<uint16_t, int32_t>(pixels.data(), decoded, out, 65535);
+    convert<uint16_t, int32_t>(pixels.data.get(), decoded, out, 65535);
   } else {
-    convert<uint8_t, uint8_t>(pixels.data(), decoded, out, 255);
+    convert<uint8_t, uint8_t>(pixels.data.get(), decoded, out, 255);
   }
   return out;
 }
