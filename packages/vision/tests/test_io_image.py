@@ -273,10 +273,10 @@ def test_jpeg_modes():
 def test_jpeg_lists_and_device():
     images = [ember.from_numpy(smooth_image(8, 16)), ember.from_numpy(smooth_image(16, 8, 1))]
     files = io.encode_jpeg(images, quality=90)
-    assert isinstance(files, list) and all(ember.equal(f, io.encode_jpeg(i, 90)) for f, i in zip(files, images))
+    assert isinstance(files, list) and all(ember.equal(f, io.encode_jpeg(i, 90)) for f, i in zip(files, images, strict=True))
     decoded = io.decode_jpeg(files, device="cpu")
     assert [tuple(d.shape) for d in decoded] == [(3, 8, 16), (1, 16, 8)]
-    assert all(ember.equal(d, io.decode_jpeg(f, device=ember.device("cpu"))) for d, f in zip(decoded, files))
+    assert all(ember.equal(d, io.decode_jpeg(f, device=ember.device("cpu"))) for d, f in zip(decoded, files, strict=True))
     with pytest.raises(ValueError, match="Input list must contain at least one element"):
         io.decode_jpeg([])
     with pytest.raises(ValueError, match="All elements of the input list must be tensors."):
@@ -466,6 +466,8 @@ def test_encoder_input_checks(encoder, allowed):
     if encoder is io.encode_jpeg:
         with pytest.raises(RuntimeError, match="The number of channels should be 1 or 3, got: 2"):
             encoder(ember.zeros(2, 4, 4, dtype=ember.uint8))
+        with pytest.raises(RuntimeError, match="Maximum supported image dimension is 65500 pixels"):
+            encoder(ember.zeros(1, 1, 65501, dtype=ember.uint8))  # libjpeg's limit, its message
 
 
 @pytest.mark.parametrize("decoder", [io.decode_jpeg, io.decode_png, io.decode_image])
@@ -565,3 +567,13 @@ def test_huge_claimed_size_with_little_data_is_a_runtime_error(side):
         io.decode_jpeg(as_tensor(_with_sof_size(SMALL_JPEG, side, side)))
     with pytest.raises(RuntimeError, match="truncated|out of memory|Not enough image data"):
         io.decode_png(as_tensor(_with_ihdr_size(SMALL_PNG, side, side)))
+
+
+def test_image_read_mode_values_and_exports():
+    import embervision
+    assert {m.name: m.value for m in ImageReadMode} == {"UNCHANGED": 0, "GRAY": 1, "GRAY_ALPHA": 2, "RGB": 3,
+                                                        "RGB_ALPHA": 4}
+    assert embervision.io.decode_image is io.image.decode_image
+    assert set(io.__all__) == {"ImageReadMode", "decode_image", "decode_jpeg", "decode_png", "encode_jpeg",
+                               "encode_png", "read_file", "read_image", "write_file", "write_jpeg", "write_png"}
+    assert "save_image" in utils.__all__

@@ -54,12 +54,12 @@ py::tuple decoded(Image&& image) {
   return py::make_tuple(to_array(std::move(image.bytes), std::move(shape), wide), orientation);
 }
 
-// (C, H, W) uint8 planes with C in allowed_channels; the checks mirror the Python layer's.
-void check_planes(const Bytes& planes, const char* op, int max_channels, int odd_channels_allowed) {
+// (C, H, W) uint8 planes: C = 1 or 3, or 1 to 4 with `alpha` (gray+alpha, RGBA); H, W > 0.
+// The Python layer checks the same with torchvision's messages; this guards direct calls.
+void check_planes(const Bytes& planes, const char* op, bool alpha) {
   if (planes.ndim() != 3) throw std::runtime_error(std::string("[") + op + "] expected a 3-D (C, H, W) array");
   const auto c = planes.shape(0);
-  const bool ok = c == 1 || c == 3 || (odd_channels_allowed && (c == 2 || c == 4));
-  if (!ok || c > max_channels) {
+  if (!(c == 1 || c == 3 || (alpha && (c == 2 || c == 4)))) {
     throw std::runtime_error(std::string("[") + op + "] unsupported channel count " + std::to_string(c));
   }
   if (planes.shape(1) <= 0 || planes.shape(2) <= 0 || planes.shape(1) > INT32_MAX || planes.shape(2) > INT32_MAX) {
@@ -106,7 +106,7 @@ PYBIND11_MODULE(_image, m) {
   m.def(
       "encode_jpeg",
       [](const Bytes& planes, int quality) {
-        check_planes(planes, "encode_jpeg", 3, false);
+        check_planes(planes, "encode_jpeg", false);
         if (quality < 1 || quality > 100) throw py::value_error("Image quality should be a positive number between 1 and 100");
         std::vector<uint8_t> out;
         {
@@ -121,7 +121,7 @@ PYBIND11_MODULE(_image, m) {
   m.def(
       "encode_png",
       [](const Bytes& planes, int compression_level) {
-        check_planes(planes, "encode_png", 4, true);
+        check_planes(planes, "encode_png", true);
         if (compression_level < 0 || compression_level > 9) throw py::value_error("Compression level should be between 0 and 9");
         std::vector<uint8_t> out;
         {
