@@ -98,11 +98,15 @@ bool run_decode(PngIo& io, bool read_orientation, Buffer& pixels, int& channels,
   }
   png_read_end(png, info);  // reads to IEND, checking the remaining chunks' CRCs
   orientation = 1;
+#ifdef PNG_eXIf_SUPPORTED  // libpng >= 1.6.31
   png_uint_32 exif_size = 0;
   png_bytep exif = nullptr;
   if (read_orientation && png_get_eXIf_1(png, info, &exif_size, &exif) != 0) {
     orientation = exif_orientation(exif, exif_size);
   }
+#else
+  (void)read_orientation;
+#endif
   png_destroy_read_struct(&png, &info, nullptr);
   return true;
 }
