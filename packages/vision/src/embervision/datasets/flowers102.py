@@ -52,8 +52,11 @@ class Flowers102(VisionDataset):
         set_ids = _load(self._base_folder / self._file_dict["setid"][0])
         labels = _load(self._base_folder / self._file_dict["label"][0])
         ids, all_labels = set_ids.get(self._splits_map[self._split]), labels.get("labels")
-        if not isinstance(ids, np.ndarray) or not isinstance(all_labels, np.ndarray) or ids.ndim != 1 \
-                or all_labels.ndim != 1:
+        # squeeze_me turns a one-element list into a scalar
+        ids = np.atleast_1d(ids) if isinstance(ids, (np.ndarray, np.number)) else None
+        all_labels = np.atleast_1d(all_labels) if isinstance(all_labels, (np.ndarray, np.number)) else None
+        if ids is None or all_labels is None or ids.ndim != 1 or all_labels.ndim != 1 \
+                or ids.dtype.kind not in "iuf" or all_labels.dtype.kind not in "iuf":
             raise RuntimeError(f"{self._base_folder}: setid.mat and imagelabels.mat must hold 1-D arrays")
         # image ids count from 1, labels from 1
         image_id_to_label = dict(enumerate((all_labels.astype(np.int64) - 1).tolist(), 1))

@@ -1,0 +1,85 @@
+"""DatasetFolder / ImageFolder / find_classes / make_dataset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from embervision.datasets import DatasetFolder, ImageFolder
+from embervision.datasets.folder import IMG_EXTENSIONS, find_classes, has_file_allowed_extension, make_dataset
+
+
+def _tree(tmp_path, files):
+    for i, name in enumerate(["cat/a.ppm", "cat/sub/b.PPM", "dog/c.ppm", "dog/notes.txt"]):
+        files.write_pnm(tmp_path / name, files.image(i, (2, 3, 3)))
+
+
+def test_find_classes_and_make_dataset(tmp_path, files):
+    _tree(tmp_path, files)
+    (tmp_path / "stray.ppm").write_bytes(b"")  # files at the top level are not classes
+    classes, class_to_idx = find_classes(tmp_path)
+    assert classes == ["cat", "dog"] and class_to_idx == {"cat": 0, "dog": 1}
+    samples = make_dataset(str(tmp_path), class_to_idx, extensions=(".ppm",))
+    assert samples == [(str(tmp_path / "cat/a.ppm"), 0), (str(tmp_path / "cat/sub/b.PPM"), 0),
+                       (str(tmp_path / "dog/c.ppm"), 1)]
+    only_txt = make_dataset(tmp_path, {"dog": 5}, is_valid_file=lambda p: p.endswith(".txt"))
+    assert only_txt == [(str(tmp_path / "dog/notes.txt"), 5)]
+    assert has_file_allowed_extension("X.JPEG", IMG_EXTENSIONS) and not has_file_allowed_extension("x.txt", ".jpg")
+
+
+def test_make_dataset_errors(tmp_path, files):
+    _tree(tmp_path, files)
+    with pytest.raises(ValueError, match="Both extensions and is_valid_file cannot be None or not None at the same time"):
+        make_dataset(tmp_path, {"cat": 0})
+    with pytest.raises(ValueError, match="Both extensions and is_valid_file"):
+        make_dataset(tmp_path, {"cat": 0}, extensions=".ppm", is_valid_file=lambda p: True)
+    with pytest.raises(ValueError, match="'class_to_index' must have at least one entry"):
+        make_dataset(tmp_path, {}, extensions=".ppm")
+    with pytest.raises(FileNotFoundError, match=r"^Found no valid file for the classes cat, dog. Supported extensions are: .png, .bmp$"):
+        make_dataset(tmp_path, None, extensions=(".png", ".bmp"))
+    assert make_dataset(tmp_path, None, extensions=(".png",), allow_empty=True) == []
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=f"Couldn't find any class folder in {tmp_path / 'empty'}."):
+        find_classes(tmp_path / "empty")
+    with pytest.raises(ValueError, match="The class_to_idx parameter cannot be None."):
+        DatasetFolder.make_dataset(tmp_path, None, extensions=(".ppm",))
+
+
+def test_dataset_folder_items(tmp_path, files):
+    _tree(tmp_path, files)
+    ds = DatasetFolder(tmp_path, files.pnm_loader, extensions=(".ppm",), transform=lambda t: t.float() / 255,
+                       target_transform=lambda y: y + 100)
+    assert len(ds) == 3 and ds.classes == ["cat", "dog"] and ds.targets == [0, 0, 1]
+    img, target = ds[2]
+    assert target == 101
+    np.testing.assert_allclose(img.numpy(), files.image(2, (2, 3, 3)).transpose(2, 0, 1) / 255, rtol=1e-6)
+    assert "Number of datapoints: 3" in repr(ds)
+
+
+def test_image_folder_with_loader(tmp_path, files):
+    _tree(tmp_path, files)
+    # .ppm is an image extension; .txt is not
+    ds = ImageFolder(tmp_path, loader=files.pnm_loader)
+    assert [t for _, t in ds.imgs] == [0, 0, 1] and ds.imgs is ds.samples
+    img, target = ds[0]
+    assert img.dtype == ember.uint8 and tuple(img.shape) == (3, 2, 3) and target == 0
+    np.testing.assert_array_equal(img.numpy(), files.image(0, (2, 3, 3)).transpose(2, 0, 1))
+    ds = ImageFolder(tmp_path, loader=files.pnm_loader, is_valid_file=lambda p: "sub" in p, allow_empty=True)
+    assert len(ds) == 1
+
+
+def test_image_folder_default_loader_png(tmp_path, files, has_io):
+    rgb = files.image(0, (4, 5, 3))
+    gray = files.image(1, (4, 5))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    files.write_png(tmp_path / "a/x.png", rgb)
+    files.write_png(tmp_path / "b/y.png", gray)
+    ds = ImageFolder(tmp_path)
+    img, target = ds[0]
+    assert img.dtype == ember.uint8 and target == 0
+    np.testing.assert_array_equal(img.numpy(), rgb.transpose(2, 0, 1))
+    img, target = ds[1]  # gray files come back as RGB, as torchvision's loader converts them
+    assert target == 1
+    np.testing.assert_array_equal(img.numpy(), np.repeat(gray[None], 3, axis=0))
