@@ -1,6 +1,7 @@
 """`DatasetFolder` and `ImageFolder`: samples laid out as ``root/<class>/**/<file>``, as in
-torchvision.datasets.folder. The default image loader decodes with `embervision.io.read_image`
-(uint8 ``[3, H, W]`` tensors, converted to RGB as torchvision's PIL loader does)."""
+torchvision.datasets.folder. The default image loader decodes binary PGM/PPM itself and every other
+format with `embervision.io.read_image` (uint8 ``[3, H, W]`` tensors, converted to RGB as
+torchvision's PIL loader does)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import pathlib
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from .vision import VisionDataset
 
@@ -118,17 +121,63 @@ class DatasetFolder(VisionDataset):
         return len(self.samples)
 
 
-def default_loader(path: str | pathlib.Path) -> Any:
-    """Decode an image file to a uint8 ``[3, H, W]`` tensor with `embervision.io.read_image` (imported
-    here, on first use)."""
+def _read_pnm(path: str) -> np.ndarray | None:
+    """A binary 8-bit PGM/PPM file (P5/P6, which FlyingChairs ships and read_image does not decode) as
+    a uint8 [C, H, W] array; None when the file is not one. Header and size are checked strictly."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] not in (b"P5", b"P6"):
+        return None
+    fields: list[bytes] = []
+    pos = 2
+    while len(fields) < 3:  # width, height, maxval, with whitespace and # comments between
+        while pos < len(data) and data[pos:pos + 1].isspace():
+            pos += 1
+        if data[pos:pos + 1] == b"#":
+            end = data.find(b"\n", pos)
+            pos = len(data) if end < 0 else end + 1
+            continue
+        start = pos
+        while pos < len(data) and data[pos:pos + 1].isdigit():
+            pos += 1
+        if start == pos:
+            raise ValueError(f"{path}: malformed PNM header")
+        fields.append(data[start:pos])
+    if pos >= len(data) or not data[pos:pos + 1].isspace():
+        raise ValueError(f"{path}: malformed PNM header")
+    width, height, maxval = (int(v) for v in fields)
+    if not 1 <= maxval <= 255:
+        raise ValueError(f"{path}: only 8-bit PNM files are supported (maxval {maxval})")
+    channels = 1 if data[:2] == b"P5" else 3
+    need = width * height * channels
+    pixels = data[pos + 1:]
+    if len(pixels) < need:
+        raise ValueError(f"{path}: PNM data truncated ({len(pixels)} bytes, {need} needed)")
+    return np.frombuffer(pixels, np.uint8, need).reshape(height, width, channels).transpose(2, 0, 1)
+
+
+def _load(path: str | pathlib.Path, rgb: bool) -> Any:
+    import ember
+    path = os.fspath(path)
+    pnm = _read_pnm(path)
+    if pnm is not None:
+        if rgb and pnm.shape[0] == 1:
+            pnm = np.repeat(pnm, 3, axis=0)
+        return ember.from_numpy(np.ascontiguousarray(pnm))
     from embervision.io import ImageReadMode, read_image
-    return read_image(os.fspath(path), mode=ImageReadMode.RGB)
+    return read_image(path, mode=ImageReadMode.RGB if rgb else ImageReadMode.UNCHANGED)
+
+
+def default_loader(path: str | pathlib.Path) -> Any:
+    """Decode an image file to a uint8 ``[3, H, W]`` tensor (converted to RGB, as torchvision's PIL
+    loader does): binary PGM/PPM here, every other format with `embervision.io.read_image` (imported
+    on first use)."""
+    return _load(path, rgb=True)
 
 
 def _read_image_unchanged(path: str | pathlib.Path) -> Any:
-    """Decode keeping the file's channels (segmentation masks: one channel of class indices)."""
-    from embervision.io import ImageReadMode, read_image
-    return read_image(os.fspath(path), mode=ImageReadMode.UNCHANGED)
+    """Decode keeping the file's channels (segmentation masks, trimaps: one channel of indices)."""
+    return _load(path, rgb=False)
 
 
 class ImageFolder(DatasetFolder):

@@ -272,3 +272,36 @@ def verify_str_arg(value: Any, arg: str | None = None, valid_values: Iterable[st
         raise ValueError(f"Unknown value '{value}' for argument {arg}. Valid values are "
                          f"{{{iterable_to_str(valid_values)}}}.")
     return value
+
+
+def _read_pfm(file_name: str | pathlib.Path, slice_channels: int = 2) -> Any:
+    """A PFM file (Pf: 1 channel, PF: 3) as a float32 [C, H, W] NumPy array, its first `slice_channels`
+    channels; rows are stored bottom to top and come back top to bottom. The header and the data size
+    are checked (ValueError)."""
+    import re
+
+    import numpy as np
+
+    with open(file_name, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n", 3)
+    if len(lines) < 4 or lines[0].rstrip() not in (b"PF", b"Pf"):
+        raise ValueError(f"{file_name}: Invalid PFM file")
+    dims = re.match(rb"^(\d+)\s+(\d+)\s*$", lines[1])
+    if not dims:
+        raise ValueError(f"{file_name}: Malformed PFM header.")
+    w, h = (int(d) for d in dims.groups())
+    try:
+        scale = float(lines[2].strip())
+    except ValueError as error:
+        raise ValueError(f"{file_name}: Malformed PFM scale {lines[2][:20]!r}") from error
+    if scale == 0 or scale != scale:
+        raise ValueError(f"{file_name}: Malformed PFM scale {scale}")
+    endian = "<" if scale < 0 else ">"
+    channels = 3 if lines[0].rstrip() == b"PF" else 1
+    payload = lines[3]
+    need = 4 * w * h * channels
+    if len(payload) != need:
+        raise ValueError(f"{file_name}: PFM of {w}x{h}x{channels} needs {need} bytes of data, found {len(payload)}")
+    array = np.frombuffer(payload, dtype=endian + "f4").reshape(h, w, channels).transpose(2, 0, 1)
+    return np.flip(array, axis=1)[:slice_channels].astype(np.float32)
