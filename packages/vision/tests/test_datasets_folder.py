@@ -83,3 +83,31 @@ def test_image_folder_default_loader_png(tmp_path, files, has_io):
     img, target = ds[1]  # gray files come back as RGB, as torchvision's loader converts them
     assert target == 1
     np.testing.assert_array_equal(img.numpy(), np.repeat(gray[None], 3, axis=0))
+
+
+def test_default_loader_pnm(tmp_path, files):
+    from embervision.datasets.folder import default_loader
+    gray = files.image(3, (3, 4))
+    files.write_pnm(tmp_path / "g.pgm", gray)
+    img = default_loader(tmp_path / "g.pgm")  # converted to RGB, as torchvision's loader does
+    assert img.dtype == ember.uint8 and tuple(img.shape) == (3, 3, 4)
+    np.testing.assert_array_equal(img.numpy(), np.repeat(gray[None], 3, axis=0))
+    rgb = files.image(4, (2, 2, 3))
+    (tmp_path / "c.ppm").write_bytes(b"P6 # a comment\n2 2\n# another\n255\n" + rgb.tobytes())
+    np.testing.assert_array_equal(default_loader(str(tmp_path / "c.ppm")).numpy(), rgb.transpose(2, 0, 1))
+    for data, message in {b"P6\n2 2\n65535\n" + b"\0" * 24: "only 8-bit PNM files are supported",
+                          b"P6\n2 2\n255\n" + b"\0" * 11: r"PNM data truncated \(11 bytes, 12 needed\)",
+                          b"P5\n2 x\n255\n": "malformed PNM header", b"P5\n2 2\n255": "malformed PNM header"}.items():
+        (tmp_path / "bad.pgm").write_bytes(data)
+        with pytest.raises(ValueError, match=message):
+            default_loader(tmp_path / "bad.pgm")
+
+
+def test_default_loader_needs_io_for_other_formats(tmp_path, files):
+    import importlib.util
+    if importlib.util.find_spec("embervision.io") is not None:
+        pytest.skip("embervision.io is installed")
+    from embervision.datasets.folder import default_loader
+    files.write_png(tmp_path / "x.png", files.image(0, (2, 2, 3)))
+    with pytest.raises(ImportError, match="embervision.io"):
+        default_loader(tmp_path / "x.png")

@@ -249,3 +249,63 @@ def test_vision_dataset_transforms_and_repr(tmp_path):
         _Tiny("r", transforms=lambda x, y: (x, y), transform=_Named("T"))
     assert repr(StandardTransform(None, _Named("U"))) == "StandardTransform\nTarget transform: U()"
     assert VisionDataset(None).root is None
+
+
+def test_mnist_download_checks_md5(http_root, tmp_path):
+    import numpy as np
+
+    from embervision.datasets import MNIST
+    served, base = http_root
+    images = np.arange(2 * 28 * 28, dtype=np.uint8).reshape(2, 28, 28)
+    payloads = {
+        "train-images-idx3-ubyte.gz": gzip.compress(b"\0\0\x08\x03" + (2).to_bytes(4, "big") + (28).to_bytes(4, "big") * 2
+                                                    + images.tobytes()),
+        "train-labels-idx1-ubyte.gz": gzip.compress(b"\0\0\x08\x01" + (2).to_bytes(4, "big") + bytes([4, 2])),
+    }
+    for name, data in payloads.items():
+        (served / name).write_bytes(data)
+
+    class Local(MNIST):
+        mirrors = [f"{base}/missing/", f"{base}/"]  # the first mirror 404s
+        resources = [(name, hashlib.md5(data).hexdigest()) for name, data in payloads.items()]
+
+    with pytest.raises(RuntimeError, match="Dataset not found"):
+        Local(tmp_path)
+    ds = Local(tmp_path, download=True)
+    assert len(ds) == 2 and ds[1][1] == 2 and ds[1][0].numpy()[0].tolist() == images[1].tolist()
+    assert (tmp_path / "Local" / "raw" / "train-images-idx3-ubyte").is_file()
+
+    class Tampered(MNIST):
+        mirrors = [f"{base}/"]
+        resources = [(name, "0" * 32) for name in payloads]
+
+    with pytest.raises(RuntimeError, match="^File not found or corrupted.$"):
+        Tampered(tmp_path, download=True)
+
+
+def test_cifar_download_and_extract(http_root, tmp_path):
+    import pickle
+
+    import numpy as np
+
+    from embervision.datasets import CIFAR10
+    served, base = http_root
+    folder = tmp_path / "build" / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    data = np.random.default_rng(0).integers(0, 256, (2, 3072), dtype=np.uint8)
+    (folder / "test_batch").write_bytes(pickle.dumps({"data": data, "labels": [3, 4]}, protocol=2))
+    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": list("abcdefghij")}, protocol=2))
+    with tarfile.open(served / "cifar.tar.gz", "w:gz") as tar:
+        tar.add(folder, arcname="cifar-10-batches-py")
+
+    class Local(CIFAR10):
+        url = f"{base}/cifar.tar.gz"
+        filename = "cifar.tar.gz"
+        tgz_md5 = U.calculate_md5(served / "cifar.tar.gz")
+        train_list = []
+        test_list = [["test_batch", U.calculate_md5(folder / "test_batch")]]
+        meta = {"filename": "batches.meta", "key": "label_names", "md5": U.calculate_md5(folder / "batches.meta")}
+
+    ds = Local(tmp_path / "root", train=False, download=True)
+    assert len(ds) == 2 and ds[1][1] == 4 and ds.classes[4] == "e"
+    np.testing.assert_array_equal(ds[0][0].numpy().reshape(-1), data[0])
