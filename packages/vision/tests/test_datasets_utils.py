@@ -17,7 +17,6 @@ import pytest
 from embervision.datasets import StandardTransform, VisionDataset
 from embervision.datasets import utils as U
 
-
 # ----------------------------------------------------------------------------- checksums, arguments
 
 def test_md5_and_integrity(tmp_path):

@@ -120,7 +120,7 @@ class KittiFlow(FlowDataset):
                                     "structure is correct.")
         if len(images1) != len(images2):
             raise RuntimeError(f"KittiFlow: {len(images1)} first frames but {len(images2)} second frames")
-        self._image_list = [[a, b] for a, b in zip(images1, images2)]
+        self._image_list = [[a, b] for a, b in zip(images1, images2, strict=True)]
         if split == "train":
             self._flow_list = sorted(glob(str(base / "flow_occ" / "*_10.png")))
             if len(self._flow_list) != len(self._image_list):
@@ -184,7 +184,9 @@ class FlyingThings3D(FlowDataset):
             if not image_dirs or not flow_dirs:
                 raise FileNotFoundError("Could not find the FlyingThings3D flow images. "
                                         "Please make sure the directory structure is correct.")
-            for image_dir, flow_dir in zip(image_dirs, flow_dirs):
+            if len(image_dirs) != len(flow_dirs):
+                raise RuntimeError(f"FlyingThings3D: {len(image_dirs)} image sequences but {len(flow_dirs)} flow sequences")
+            for image_dir, flow_dir in zip(image_dirs, flow_dirs, strict=True):
                 images = sorted(glob(str(image_dir / "*.png")))
                 flows = sorted(glob(str(flow_dir / "*.pfm")))
                 if len(images) < len(flows):
@@ -225,7 +227,9 @@ class HD1K(FlowDataset):
         else:
             images1 = sorted(glob(str(base / "hd1k_challenge" / "image_2" / "*10.png")))
             images2 = sorted(glob(str(base / "hd1k_challenge" / "image_2" / "*11.png")))
-            self._image_list = [[a, b] for a, b in zip(images1, images2)]
+            if len(images1) != len(images2):
+                raise RuntimeError(f"HD1K: {len(images1)} first frames but {len(images2)} second frames")
+            self._image_list = [[a, b] for a, b in zip(images1, images2, strict=True)]
         if not self._image_list:
             raise FileNotFoundError("Could not find the HD1K images. Please make sure the directory structure is correct.")
 

@@ -52,7 +52,7 @@ class DTD(VisionDataset):
                 self._image_files.append(self._images_folder.joinpath(cls, name))
                 classes.append(cls)
         self.classes = sorted(set(classes))
-        self.class_to_idx = dict(zip(self.classes, range(len(self.classes))))
+        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
         self._labels = [self.class_to_idx[cls] for cls in classes]
 
     def __len__(self) -> int:

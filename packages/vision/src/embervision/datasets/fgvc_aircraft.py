@@ -38,7 +38,7 @@ class FGVCAircraft(VisionDataset):
             "variant": "variants.txt", "family": "families.txt", "manufacturer": "manufacturers.txt"}[self._annotation_level])
         with open(annotation_file) as f:
             self.classes = [line.strip() for line in f if line.strip()]
-        self.class_to_idx = dict(zip(self.classes, range(len(self.classes))))
+        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
         image_data_folder = os.path.join(self._data_path, "data", "images")
         labels_file = os.path.join(self._data_path, "data", f"images_{self._annotation_level}_{self._split}.txt")
         self._image_files: list[str] = []

@@ -43,7 +43,7 @@ class Food101(VisionDataset):
                 isinstance(v, list) and all(isinstance(p, str) for p in v) for v in metadata.values()):
             raise RuntimeError(f"{path}: expected an object mapping each class to a list of image paths")
         self.classes = sorted(metadata.keys())
-        self.class_to_idx = dict(zip(self.classes, range(len(self.classes))))
+        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
         self._labels: list[int] = []
         self._image_files: list[pathlib.Path] = []
         for class_label, rel_paths in metadata.items():

@@ -62,10 +62,10 @@ class OxfordIIITPet(VisionDataset):
         self.bin_classes = ["Cat", "Dog"]
         # class names come from the image ids ("great_pyrenees_12" -> "Great Pyrenees"), ordered by label
         self.classes = [" ".join(part.title() for part in raw.split("_")) for raw, _ in
-                        sorted({(i.rsplit("_", 1)[0], label) for i, label in zip(image_ids, self._labels)},
+                        sorted({(i.rsplit("_", 1)[0], label) for i, label in zip(image_ids, self._labels, strict=True)},
                                key=lambda pair: pair[1])]
-        self.bin_class_to_idx = dict(zip(self.bin_classes, range(len(self.bin_classes))))
-        self.class_to_idx = dict(zip(self.classes, range(len(self.classes))))
+        self.bin_class_to_idx = {name: i for i, name in enumerate(self.bin_classes)}
+        self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
         self._images = [self._images_folder / f"{i}.jpg" for i in image_ids]
         self._segs = [self._segs_folder / f"{i}.png" for i in image_ids]
 
