@@ -188,3 +188,18 @@ def test_kitti(tmp_path, files):
         ds[0]
     with pytest.raises(RuntimeError, match=r"^Dataset not found. You may use download=True to download it.$"):
         Kitti(tmp_path / "nowhere")
+
+
+def test_voc_default_loaders_png(tmp_path, files, has_io):
+    voc = make_voc(tmp_path, files)
+    picture = files.image(5, (2, 3, 3))
+    mask = np.array([[0, 1, 2], [255, 1, 0]], np.uint8)
+    files.write_png(voc / "JPEGImages" / "a.jpg", picture)  # decoded by content
+    files.write_png(voc / "SegmentationClass" / "a.png", mask)
+    img, target = VOCSegmentation(tmp_path)[0]
+    np.testing.assert_array_equal(img.numpy(), picture.transpose(2, 0, 1))
+    assert target.dtype == ember.uint8
+    np.testing.assert_array_equal(target.numpy(), mask[None])
+    img, target = VOCDetection(tmp_path)[0]
+    np.testing.assert_array_equal(img.numpy(), picture.transpose(2, 0, 1))
+    assert target["annotation"]["filename"] == "a.jpg"

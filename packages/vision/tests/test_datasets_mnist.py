@@ -145,3 +145,14 @@ def test_qmnist(tmp_path):
     write(raw / "qmnist-test-labels-idx2-int", labels[:3, 0].copy())
     with pytest.raises(ValueError, match="targets should have 2 dimensions instead of 1"):
         QMNIST(tmp_path, what="test")
+
+
+def test_mnist_iterates_to_the_end(tmp_path):
+    raw = tmp_path / "MNIST" / "raw"
+    write(raw / "t10k-images-idx3-ubyte", images(3))
+    write(raw / "t10k-labels-idx1-ubyte", np.array([5, 6, 7], np.uint8))
+    ds = MNIST(tmp_path, train=False)
+    assert [t for _, t in ds] == [5, 6, 7]  # iteration stops at IndexError
+    assert ds[-1][1] == 7
+    with pytest.raises(IndexError):
+        ds[3]

@@ -308,3 +308,22 @@ def test_cifar_download_and_extract(http_root, tmp_path):
     ds = Local(tmp_path / "root", train=False, download=True)
     assert len(ds) == 2 and ds[1][1] == 4 and ds.classes[4] == "e"
     np.testing.assert_array_equal(ds[0][0].numpy().reshape(-1), data[0])
+
+
+def test_dataset_download_refuses_escaping_archive(http_root, tmp_path):
+    from embervision.datasets import CIFAR10
+    served, base = http_root
+    with tarfile.open(served / "evil.tar.gz", "w:gz") as tar:
+        info = tarfile.TarInfo("cifar-10-batches-py/../../../escaped.txt")
+        info.size = 4
+        tar.addfile(info, io.BytesIO(b"evil"))
+
+    class Evil(CIFAR10):
+        url = f"{base}/evil.tar.gz"
+        filename = "evil.tar.gz"
+        tgz_md5 = U.calculate_md5(served / "evil.tar.gz")  # a matching checksum does not make it safe
+
+    root = tmp_path / "a" / "b" / "root"
+    with pytest.raises(ValueError, match=r"refusing to extract archive member 'cifar-10-batches-py/../../../escaped.txt'"):
+        Evil(root, download=True)
+    assert not list(tmp_path.rglob("escaped.txt"))
