@@ -180,3 +180,23 @@ def files():
 def has_io():
     """Skip unless embervision.io (the native codecs, another branch) is importable."""
     return pytest.importorskip("embervision.io")
+
+
+def write_palette_png(path, indices, palette):
+    """uint8 [H, W] palette indices and an [N, 3] palette -> 8-bit palette PNG (color type 3)."""
+    import struct
+    import zlib
+    indices = np.asarray(indices, dtype=np.uint8)
+    height, width = indices.shape
+    raw = b"".join(b"\x00" + indices[y].tobytes() for y in range(height))
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0))
+                + chunk(b"PLTE", np.asarray(palette, np.uint8).tobytes()) + chunk(b"IDAT", zlib.compress(raw))
+                + chunk(b"IEND", b""))
+
+
+DatasetFiles.write_palette_png = staticmethod(write_palette_png)

@@ -111,3 +111,48 @@ def test_default_loader_needs_io_for_other_formats(tmp_path, files):
     files.write_png(tmp_path / "x.png", files.image(0, (2, 2, 3)))
     with pytest.raises(ImportError, match="embervision.io"):
         default_loader(tmp_path / "x.png")
+
+
+def _voc_palette():
+    # VOC's colormap: bits of the index spread over the three channels, 256 distinct colors
+    palette = np.zeros((256, 3), np.uint8)
+    for i in range(256):
+        c, r, g, b = i, 0, 0, 0
+        for j in range(8):
+            r |= ((c >> 0) & 1) << (7 - j)
+            g |= ((c >> 1) & 1) << (7 - j)
+            b |= ((c >> 2) & 1) << (7 - j)
+            c >>= 3
+        palette[i] = (r, g, b)
+    return palette
+
+
+def test_png_palette_reader(tmp_path, files):
+    from embervision.datasets.folder import _png_palette
+    palette = _voc_palette()
+    files.write_palette_png(tmp_path / "m.png", np.array([[0, 1], [255, 15]]), palette)
+    np.testing.assert_array_equal(_png_palette(str(tmp_path / "m.png")), palette)
+    files.write_png(tmp_path / "g.png", files.image(0, (2, 2)))
+    assert _png_palette(str(tmp_path / "g.png")) is None
+    files.write_pnm(tmp_path / "p.ppm", files.image(0, (2, 2, 3)))
+    assert _png_palette(str(tmp_path / "p.ppm")) is None
+    data = (tmp_path / "m.png").read_bytes()
+    (tmp_path / "cut.png").write_bytes(data[:60])
+    with pytest.raises(ValueError, match="runs past the end of the file"):
+        _png_palette(str(tmp_path / "cut.png"))
+    plte = data.index(b"PLTE") - 4
+    (tmp_path / "nop.png").write_bytes(data[:plte] + data[plte + 12 + 768:])
+    with pytest.raises(ValueError, match="palette PNG without a PLTE chunk"):
+        _png_palette(str(tmp_path / "nop.png"))
+
+
+def test_mask_loader_palette_indices(tmp_path, files, has_io):
+    from embervision.datasets.folder import _read_image_unchanged
+    indices = np.array([[0, 1, 2], [255, 15, 0]], np.uint8)
+    files.write_palette_png(tmp_path / "m.png", indices, _voc_palette())
+    mask = _read_image_unchanged(tmp_path / "m.png")
+    assert mask.dtype == ember.uint8
+    np.testing.assert_array_equal(mask.numpy(), indices[None])
+    files.write_palette_png(tmp_path / "dup.png", indices, np.zeros((256, 3), np.uint8))
+    with pytest.raises(ValueError, match="palette has repeated colors"):
+        _read_image_unchanged(tmp_path / "dup.png")

@@ -175,9 +175,59 @@ def default_loader(path: str | pathlib.Path) -> Any:
     return _load(path, rgb=True)
 
 
+def _png_palette(path: str) -> np.ndarray | None:
+    """The [N, 3] uint8 PLTE of a palette (color type 3) PNG; None for any other file. Only the chunk
+    headers before the image data are read, each length checked against the file."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    pos, color_type = 8, None
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack_from(">I4s", data, pos)
+        body = data[pos + 8:pos + 8 + length]
+        if len(body) != length:
+            raise ValueError(f"{path}: PNG chunk {kind!r} runs past the end of the file")
+        if kind == b"IHDR":
+            if length != 13:
+                raise ValueError(f"{path}: malformed PNG IHDR")
+            color_type = body[9]
+            if color_type != 3:
+                return None
+        elif kind == b"PLTE":
+            if color_type != 3 or length % 3 or not 3 <= length <= 768:
+                raise ValueError(f"{path}: malformed PNG palette")
+            return np.frombuffer(body, np.uint8).reshape(-1, 3)
+        elif kind in (b"IDAT", b"IEND"):
+            break
+        pos += 12 + length
+    if color_type == 3:
+        raise ValueError(f"{path}: palette PNG without a PLTE chunk before its image data")
+    return None
+
+
 def _read_image_unchanged(path: str | pathlib.Path) -> Any:
-    """Decode keeping the file's channels (segmentation masks, trimaps: one channel of indices)."""
-    return _load(path, rgb=False)
+    """Decode a mask keeping its channels; a palette PNG (VOC's class masks) becomes its palette
+    indices, one uint8 channel, as PIL's "P" mode gives them to torchvision (embervision.io expands
+    palettes to RGB, so each RGB pixel is mapped back to its palette entry)."""
+    import ember
+    path = os.fspath(path)
+    palette = _png_palette(path)
+    if palette is None:
+        return _load(path, rgb=False)
+    from embervision.io import ImageReadMode, read_image
+    rgb = read_image(path, mode=ImageReadMode.RGB).numpy().astype(np.int64)
+    keys = palette.astype(np.int64) @ np.array([1 << 16, 1 << 8, 1])
+    if len(np.unique(keys)) != len(keys):
+        # two entries share a color: the index of such pixels cannot be recovered from RGB
+        raise ValueError(f"{path}: palette has repeated colors, so its indices cannot be recovered")
+    order = np.argsort(keys)
+    pixel_keys = (rgb[0] << 16) | (rgb[1] << 8) | rgb[2]
+    where = np.clip(np.searchsorted(keys[order], pixel_keys), 0, len(keys) - 1)
+    if not (keys[order][where] == pixel_keys).all():
+        raise ValueError(f"{path}: decoded colors outside the palette")
+    return ember.from_numpy(np.ascontiguousarray(order[where].astype(np.uint8)[None]))
 
 
 class ImageFolder(DatasetFolder):
