@@ -40,6 +40,8 @@ _MX_NAMES = {_MX_OBJECT: "object", _MX_SPARSE: "sparse", 16: "function handle", 
 
 # a decompressed miCOMPRESSED element may not grow past this (guards against zlib bombs)
 _MAX_INFLATED = 1 << 31
+# a struct array without fields holds no data to check its size against
+_MAX_EMPTY_STRUCTS = 1 << 20
 
 
 class _Reader:
@@ -111,7 +113,7 @@ def _column_major(flat: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
 def _matrix(payload: bytes, endian: str, where: str, depth: int) -> tuple[str, Any]:
     """Parse the contents of one miMATRIX element: (name, value)."""
     if depth > 64:
-        raise ValueError(f"{where}: arrays nested deeper than 64 levels")
+        raise ValueError(f"{where}: arrays nested deeper than 64 levels")  # also bounds the recursion
     r = _Reader(payload, endian, where)
     if not payload:  # an empty miMATRIX is an empty cell element
         return "", np.zeros((0, 0))
@@ -172,6 +174,8 @@ def _matrix(payload: bytes, endian: str, where: str, depth: int) -> tuple[str, A
             return name, rows[0] if rows else ""
         return name, np.array(rows, dtype=object)
     if mxclass == _MX_CELL:
+        if count * 8 > r.remaining():  # each element is at least a tag: never allocate for a lying header
+            raise r.error(f"{where_name}: {count} cells cannot fit in the {r.remaining()} bytes that remain")
         cells = np.empty(count, dtype=object)
         for i in range(count):
             cells[i] = _element(r, depth + 1, f"{where_name} cell {i}")[1]
@@ -186,6 +190,8 @@ def _matrix(payload: bytes, endian: str, where: str, depth: int) -> tuple[str, A
             raise r.error(f"{where_name}: struct field names must be int8 data in {width}-byte slots")
         fields = [fdata[i:i + width].split(b"\x00", 1)[0].decode("ascii", errors="replace")
                   for i in range(0, fbytes, width)]
+        if (count * len(fields) * 8 > r.remaining()) if fields else count > _MAX_EMPTY_STRUCTS:
+            raise r.error(f"{where_name}: {count} struct elements cannot fit in the {r.remaining()} bytes that remain")
         records = np.empty(count, dtype=object)
         for i in range(count):
             records[i] = {field: _element(r, depth + 1, f"{where_name}.{field}")[1] for field in fields}
@@ -207,7 +213,7 @@ def _element(r: _Reader, depth: int, where: str) -> tuple[str, Any]:
         if not inflater.eof:
             raise r.error(f"{where}: compressed element is truncated")
         inner = _Reader(payload, r.endian, where)
-        out = _element(inner, depth, where)
+        out = _element(inner, depth + 1, where)
         if inner.remaining():
             raise inner.error(f"{where}: {inner.remaining()} stray bytes after the compressed element")
         return out
