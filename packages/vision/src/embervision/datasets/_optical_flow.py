@@ -32,7 +32,7 @@ class FlowDataset(VisionDataset):
     # datasets with a validity mask in their flow files return it as a 4th element
     _has_builtin_flow_mask = False
 
-    def __init__(self, root: str | pathlib.Path, transforms: Callable | None = None, *,
+    def __init__(self, root: str | pathlib.Path, transforms: Callable | None = None,
                  loader: Callable[[str], Any] = default_loader) -> None:
         super().__init__(root=root)
         self.transforms = transforms
@@ -76,7 +76,7 @@ class Sintel(FlowDataset):
     and ``Sintel/training/flow/<scene>/*.flo``; pass_name "clean", "final" or "both"."""
 
     def __init__(self, root: str | pathlib.Path, split: str = "train", pass_name: str = "clean",
-                 transforms: Callable | None = None, *, loader: Callable[[str], Any] = default_loader) -> None:
+                 transforms: Callable | None = None, loader: Callable[[str], Any] = default_loader) -> None:
         super().__init__(root=root, transforms=transforms, loader=loader)
         verify_str_arg(split, "split", valid_values=("train", "test"))
         verify_str_arg(pass_name, "pass_name", valid_values=("clean", "final", "both"))
@@ -108,7 +108,7 @@ class KittiFlow(FlowDataset):
 
     _has_builtin_flow_mask = True
 
-    def __init__(self, root: str | pathlib.Path, split: str = "train", transforms: Callable | None = None, *,
+    def __init__(self, root: str | pathlib.Path, split: str = "train", transforms: Callable | None = None,
                  loader: Callable[[str], Any] = default_loader) -> None:
         super().__init__(root=root, transforms=transforms, loader=loader)
         verify_str_arg(split, "split", valid_values=("train", "test"))
@@ -135,7 +135,7 @@ class FlyingChairs(FlowDataset):
     ``FlyingChairs/data/{NNNNN_img1.ppm, NNNNN_img2.ppm, NNNNN_flow.flo}`` and
     ``FlyingChairs/FlyingChairs_train_val.txt`` (1: train, 2: val per pair)."""
 
-    def __init__(self, root: str | pathlib.Path, split: str = "train", transforms: Callable | None = None, *,
+    def __init__(self, root: str | pathlib.Path, split: str = "train", transforms: Callable | None = None,
                  loader: Callable[[str], Any] = default_loader) -> None:
         super().__init__(root=root, transforms=transforms, loader=loader)
         verify_str_arg(split, "split", valid_values=("train", "val"))
@@ -167,7 +167,7 @@ class FlyingThings3D(FlowDataset):
     and ``optical_flow/{TRAIN,TEST}/<set>/<seq>/{into_future,into_past}/{left,right}/*.pfm``."""
 
     def __init__(self, root: str | pathlib.Path, split: str = "train", pass_name: str = "clean",
-                 camera: str = "left", transforms: Callable | None = None, *,
+                 camera: str = "left", transforms: Callable | None = None,
                  loader: Callable[[str], Any] = default_loader) -> None:
         super().__init__(root=root, transforms=transforms, loader=loader)
         verify_str_arg(split, "split", valid_values=("train", "test"))
@@ -209,7 +209,7 @@ class HD1K(FlowDataset):
 
     _has_builtin_flow_mask = True
 
-    def __init__(self, root: str | pathlib.Path, split: str = "train", transforms: Callable | None = None, *,
+    def __init__(self, root: str | pathlib.Path, split: str = "train", transforms: Callable | None = None,
                  loader: Callable[[str], Any] = default_loader) -> None:
         super().__init__(root=root, transforms=transforms, loader=loader)
         verify_str_arg(split, "split", valid_values=("train", "test"))

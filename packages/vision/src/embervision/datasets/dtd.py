@@ -15,14 +15,14 @@ __all__ = ["DTD"]
 
 class DTD(VisionDataset):
     """`DTD <https://www.robots.ox.ac.uk/~vgg/data/dtd/>`_; split "train", "val" or "test", `partition`
-    1 to 10. `loader` (keyword, an ember extension) decodes an image path."""
+    1 to 10. `loader` (as in later torchvision) decodes an image path."""
 
     _URL = "https://www.robots.ox.ac.uk/~vgg/data/dtd/download/dtd-r1.0.1.tar.gz"
     _MD5 = "fff73e5086ae6bdbea199a49dfb8a4c1"
 
     def __init__(self, root: str | pathlib.Path, split: str = "train", partition: int = 1,
                  transform: Callable | None = None, target_transform: Callable | None = None,
-                 download: bool = False, *, loader: Callable[[str], Any] = default_loader) -> None:
+                 download: bool = False, loader: Callable[[str], Any] = default_loader) -> None:
         self._split = verify_str_arg(split, "split", ("train", "val", "test"))
         if not isinstance(partition, int) or isinstance(partition, bool) or not 1 <= partition <= 10:
             raise ValueError(f"Parameter 'partition' should be an integer with `1 <= partition <= 10`, "

@@ -23,7 +23,7 @@ class FGVCAircraft(VisionDataset):
 
     def __init__(self, root: str | pathlib.Path, split: str = "trainval", annotation_level: str = "variant",
                  transform: Callable | None = None, target_transform: Callable | None = None,
-                 download: bool = False, *, loader: Callable[[str], Any] = default_loader) -> None:
+                 download: bool = False, loader: Callable[[str], Any] = default_loader) -> None:
         super().__init__(root, transform=transform, target_transform=target_transform)
         self._split = verify_str_arg(split, "split", ("train", "val", "trainval", "test"))
         self._annotation_level = verify_str_arg(annotation_level, "annotation_level",

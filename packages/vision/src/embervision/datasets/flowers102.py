@@ -26,7 +26,7 @@ def _load(path: pathlib.Path) -> dict[str, Any]:
 
 class Flowers102(VisionDataset):
     """`Oxford 102 Flower <https://www.robots.ox.ac.uk/~vgg/data/flowers/102/>`_; split "train", "val"
-    or "test". `loader` (keyword, an ember extension) decodes an image path; the default uses
+    or "test". `loader` (as in later torchvision) decodes an image path; the default uses
     `embervision.io.read_image`."""
 
     _download_url_prefix = "https://www.robots.ox.ac.uk/~vgg/data/flowers/102/"
@@ -38,7 +38,7 @@ class Flowers102(VisionDataset):
     _splits_map = {"train": "trnid", "val": "valid", "test": "tstid"}
 
     def __init__(self, root: str | pathlib.Path, split: str = "train", transform: Callable | None = None,
-                 target_transform: Callable | None = None, download: bool = False, *,
+                 target_transform: Callable | None = None, download: bool = False,
                  loader: Callable[[str], Any] = default_loader) -> None:
         super().__init__(root, transform=transform, target_transform=target_transform)
         self._split = verify_str_arg(split, "split", ("train", "val", "test"))

@@ -16,13 +16,13 @@ __all__ = ["Food101"]
 
 class Food101(VisionDataset):
     """`The Food-101 Data Set <https://data.vision.ee.ethz.ch/cvl/datasets_extra/food-101/>`_; split
-    "train" or "test". `loader` (keyword, an ember extension) decodes an image path."""
+    "train" or "test". `loader` (as in later torchvision) decodes an image path."""
 
     _URL = "http://data.vision.ee.ethz.ch/cvl/food-101.tar.gz"
     _MD5 = "85eeb15f3717b99a5da872d97d918f87"
 
     def __init__(self, root: str | pathlib.Path, split: str = "train", transform: Callable | None = None,
-                 target_transform: Callable | None = None, download: bool = False, *,
+                 target_transform: Callable | None = None, download: bool = False,
                  loader: Callable[[str], Any] = default_loader) -> None:
         super().__init__(root, transform=transform, target_transform=target_transform)
         self._split = verify_str_arg(split, "split", ("train", "test"))

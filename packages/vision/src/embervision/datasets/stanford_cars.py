@@ -29,10 +29,10 @@ def _records(value: Any, path: pathlib.Path, fields: tuple[str, ...]) -> list[di
 
 class StanfordCars(VisionDataset):
     """`Stanford Cars <https://ai.stanford.edu/~jkrause/cars/car_dataset.html>`_; split "train" or "test".
-    `loader` (keyword, an ember extension) decodes an image path."""
+    `loader` (as in later torchvision) decodes an image path."""
 
     def __init__(self, root: str | pathlib.Path, split: str = "train", transform: Callable | None = None,
-                 target_transform: Callable | None = None, download: bool = False, *,
+                 target_transform: Callable | None = None, download: bool = False,
                  loader: Callable[[str], Any] = default_loader) -> None:
         super().__init__(root, transform=transform, target_transform=target_transform)
         self._split = verify_str_arg(split, "split", ("train", "test"))
