@@ -156,3 +156,21 @@ def test_mnist_iterates_to_the_end(tmp_path):
     assert ds[-1][1] == 7
     with pytest.raises(IndexError):
         ds[3]
+
+
+def test_mnist_with_transforms_and_dataloader(tmp_path):
+    from ember.utils.data import DataLoader
+
+    from embervision import transforms as T
+    raw = tmp_path / "MNIST" / "raw"
+    data = images(5, 3)
+    write(raw / "train-images-idx3-ubyte", data)
+    write(raw / "train-labels-idx1-ubyte", np.array([0, 1, 2, 3, 4], np.uint8))
+    transform = T.Compose([T.ConvertImageDtype(ember.float32), T.Normalize((0.1307,), (0.3081,))])
+    ds = MNIST(tmp_path, transform=transform)
+    batches = list(DataLoader(ds, batch_size=2))
+    assert len(batches) == 3
+    x, y = batches[0]
+    assert tuple(x.shape) == (2, 1, 28, 28) and x.dtype == ember.float32 and y.tolist() == [0, 1]
+    expected = (data[:2, None].astype(np.float64) / 255 - 0.1307) / 0.3081
+    np.testing.assert_allclose(x.numpy(), expected, rtol=1e-5, atol=1e-6)
