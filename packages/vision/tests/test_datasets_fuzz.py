@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
+import pickle
 import struct
 
 import numpy as np
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from embervision.datasets import _matlab
 from embervision.datasets._optical_flow import _read_flo
+from embervision.datasets.cifar import _load_pickle
 from embervision.datasets.folder import _read_pnm
 from embervision.datasets.mnist import _parse_idx
 from embervision.datasets.utils import _read_pfm
@@ -89,3 +91,18 @@ def test_lying_mat_headers_do_not_allocate():
     body = _W.element(14, flags + _W.element(1, b"c"))
     with pytest.raises(ValueError, match="cells cannot fit"):
         _matlab.loadmat(_W.mat_bytes({}) + body)
+
+
+_PICKLES = [pickle.dumps({"data": np.arange(12, dtype=np.uint8).reshape(2, 6), "labels": [1, 2]}, protocol=p)
+            for p in (0, 2, 5)]
+
+
+@_FAST
+@given(st.sampled_from(_PICKLES).flatmap(mutated))
+def test_cifar_pickle_mutations(tmp_path, data):
+    path = tmp_path / "batch"
+    path.write_bytes(data)
+    try:
+        _load_pickle(str(path))
+    except RuntimeError as error:
+        assert "not a CIFAR batch this loader can read safely" in str(error)
