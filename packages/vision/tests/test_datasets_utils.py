@@ -169,7 +169,7 @@ def http_root(tmp_path):
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield served, f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
@@ -327,3 +327,95 @@ def test_dataset_download_refuses_escaping_archive(http_root, tmp_path):
     with pytest.raises(ValueError, match=r"refusing to extract archive member 'cifar-10-batches-py/../../../escaped.txt'"):
         Evil(root, download=True)
     assert not list(tmp_path.rglob("escaped.txt"))
+
+
+def test_embervision_exposes_datasets_lazily():
+    import embervision
+    assert "datasets" in dir(embervision)
+    assert embervision.datasets.MNIST.__module__ == "embervision.datasets.mnist"
+
+
+def _tar_gz(path, files_by_name):
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in files_by_name.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def _ppm(seed):
+    import numpy as np
+    pixels = np.random.default_rng(seed).integers(0, 256, (2, 2, 3), dtype=np.uint8)
+    return b"P6\n2 2\n255\n" + pixels.tobytes(), pixels
+
+
+def test_emnist_download(http_root, tmp_path):
+    import numpy as np
+
+    from embervision.datasets import EMNIST
+    served, base = http_root
+    images = np.arange(3 * 28 * 28, dtype=np.uint8).reshape(3, 28, 28)
+    idx_images = b"\0\0\x08\x03" + (3).to_bytes(4, "big") + (28).to_bytes(4, "big") * 2 + images.tobytes()
+    idx_labels = b"\0\0\x08\x01" + (3).to_bytes(4, "big") + bytes([7, 8, 9])
+    with zipfile.ZipFile(served / "gzip.zip", "w") as z:
+        z.writestr("gzip/emnist-digits-train-images-idx3-ubyte.gz", gzip.compress(idx_images))
+        z.writestr("gzip/emnist-digits-train-labels-idx1-ubyte.gz", gzip.compress(idx_labels))
+
+    class Local(EMNIST):
+        url = f"{base}/gzip.zip"
+        md5 = U.calculate_md5(served / "gzip.zip")
+
+    ds = Local(tmp_path, split="digits", download=True)
+    assert [t for _, t in ds] == [7, 8, 9] and ds.classes[9] == "9"
+    assert not (tmp_path / "Local" / "raw" / "gzip").exists()  # the intermediate folder is removed
+
+
+def test_dtd_pets_flowers_downloads(http_root, tmp_path):
+    import numpy as np
+
+    from embervision.datasets import DTD, Flowers102, OxfordIIITPet
+    from embervision.datasets.folder import default_loader
+    served, base = http_root
+    ppm, pixels = _ppm(0)
+    _tar_gz(served / "dtd.tar.gz", {"dtd/labels/train1.txt": b"banded/b.jpg\n", "dtd/images/banded/b.jpg": ppm})
+
+    class LocalDTD(DTD):
+        _URL = f"{base}/dtd.tar.gz"
+        _MD5 = U.calculate_md5(served / "dtd.tar.gz")
+
+    img, label = LocalDTD(tmp_path, download=True, loader=default_loader)[0]
+    assert label == 0
+    np.testing.assert_array_equal(img.numpy(), pixels.transpose(2, 0, 1))
+
+    _tar_gz(served / "images.tar.gz", {"images/Abyssinian_1.jpg": ppm})
+    _tar_gz(served / "annotations.tar.gz", {"annotations/trainval.txt": b"Abyssinian_1 1 1 1\n"})
+
+    class LocalPet(OxfordIIITPet):
+        _RESOURCES = tuple((f"{base}/{name}", U.calculate_md5(served / name))
+                           for name in ("images.tar.gz", "annotations.tar.gz"))
+
+    pets = LocalPet(tmp_path, download=True)
+    assert pets.classes == ["Abyssinian"] and pets[0][1] == 0
+
+    import importlib.util
+    import pathlib
+    spec = importlib.util.spec_from_file_location("mat_writer", pathlib.Path(__file__).parent / "test_datasets_matlab.py")
+    writer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(writer)
+    mats = {"imagelabels.mat": writer.mat_bytes({"labels": np.array([[4]], np.uint8)}),
+            "setid.mat": writer.mat_bytes({"trnid": np.array([[1]], np.uint16), "valid": np.array([[1]], np.uint16),
+                                           "tstid": np.array([[1]], np.uint16)})}
+    for name, data in mats.items():
+        (served / name).write_bytes(data)
+    _tar_gz(served / "102flowers.tgz", {"jpg/image_00001.jpg": ppm})
+
+    class LocalFlowers(Flowers102):
+        _download_url_prefix = f"{base}/"
+        _file_dict = {"image": ("102flowers.tgz", U.calculate_md5(served / "102flowers.tgz")),
+                      **{key: (name, hashlib.md5(mats[name]).hexdigest())
+                         for key, name in (("label", "imagelabels.mat"), ("setid", "setid.mat"))}}
+
+    flowers = LocalFlowers(tmp_path, split="val", download=True)
+    img, label = flowers[0]
+    assert label == 3
+    np.testing.assert_array_equal(img.numpy(), pixels.transpose(2, 0, 1))
