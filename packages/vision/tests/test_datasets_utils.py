@@ -80,6 +80,15 @@ def test_extract_tar(tmp_path, suffix, mode):
     assert (tmp_path / "out/d/ln").read_bytes() == b"1"  # a symlink inside the root is kept
 
 
+def test_extract_tar_with_dot_root(tmp_path):
+    # "tar -C dir ." writes a "./" directory entry and "./name" members
+    root = tarfile.TarInfo("./")
+    root.type = tarfile.DIRTYPE
+    _tar(tmp_path / "a.tar", [(root, None), _file("./a.txt", b"A")])
+    U.extract_archive(tmp_path / "a.tar", tmp_path / "out")
+    assert (tmp_path / "out" / "a.txt").read_bytes() == b"A"
+
+
 def test_extract_zip_and_gz(tmp_path):
     archive = tmp_path / "a.zip"
     with zipfile.ZipFile(archive, "w") as z:
@@ -105,6 +114,7 @@ def test_extract_zip_and_gz(tmp_path):
     (_link("hl", "/etc/passwd", tarfile.LNKTYPE), r"'hl': it is a hardlink to '/etc/passwd' outside"),
     (_link("dev", "", tarfile.CHRTYPE), r"'dev': it is a device, FIFO or other special file"),
     (_link("fifo", "", tarfile.FIFOTYPE), r"'fifo': it is a device, FIFO or other special file"),
+    (_file("./"), r"'./': a file cannot replace the extraction root"),
 ])
 def test_extract_tar_rejects_escapes(tmp_path, member, message):
     archive = tmp_path / "bad.tar"

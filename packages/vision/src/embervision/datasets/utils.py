@@ -13,6 +13,7 @@ import hashlib
 import lzma
 import os
 import pathlib
+import posixpath
 import shutil
 import stat
 import tarfile
@@ -147,9 +148,16 @@ def _inside(root_real: str, path: str) -> bool:
     return path == root_real or path.startswith(root_real + os.sep)
 
 
+def _names_root(name: str) -> bool:
+    # "", "." and "./" name the extraction root itself: only a directory entry may do that
+    return posixpath.normpath(name.replace("\\", "/") or ".") == "."
+
+
 def _check_tar_member(member: tarfile.TarInfo) -> None:
     name = member.name
     _check_relative(name, "archive member")
+    if _names_root(name) and not member.isdir():
+        raise ValueError(f"refusing to extract archive member {name!r}: a file cannot replace the extraction root")
     if member.issym() or member.islnk():
         kind = "symlink" if member.issym() else "hardlink"
         target = member.linkname
@@ -199,6 +207,9 @@ def _extract_zip(from_path: str, to_path: str, compression: str | None) -> None:
         infos = archive.infolist()
         for info in infos:
             _check_relative(info.filename, "archive member")
+            if _names_root(info.filename) and not info.is_dir():
+                raise ValueError(f"refusing to extract archive member {info.filename!r}: a file cannot replace the "
+                                 "extraction root")
             kind = stat.S_IFMT(info.external_attr >> 16)
             if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
                 raise ValueError(f"refusing to extract archive member {info.filename!r}: it is a symlink or "
