@@ -160,7 +160,6 @@ def test_mnist_iterates_to_the_end(tmp_path):
 
 def test_mnist_with_transforms_and_dataloader(tmp_path):
     from ember.utils.data import DataLoader
-
     from embervision import transforms as T
     raw = tmp_path / "MNIST" / "raw"
     data = images(5, 3)
