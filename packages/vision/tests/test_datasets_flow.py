@@ -115,8 +115,8 @@ def test_sintel(tmp_path, files):
         for i in range(n):
             (base / "training" / "flow" / scene).mkdir(parents=True, exist_ok=True)
             (base / "training" / "flow" / scene / f"frame_{i:04d}.flo").write_bytes(flo_bytes(flow(len(scene) + i)))
-    files.write_pnm(base / "testing" / "clean" / "x" / "frame_0000.png", files.image(7, (2, 3, 3)))
-    files.write_pnm(base / "testing" / "clean" / "x" / "frame_0001.png", files.image(8, (2, 3, 3)))
+    files.write_pnm(base / "test" / "clean" / "x" / "frame_0000.png", files.image(7, (2, 3, 3)))
+    files.write_pnm(base / "test" / "clean" / "x" / "frame_0001.png", files.image(8, (2, 3, 3)))
     ds = Sintel(tmp_path, loader=files.pnm_loader)
     assert len(ds) == 3
     img1, img2, f = ds[1]

@@ -72,7 +72,7 @@ class FlowDataset(VisionDataset):
 
 
 class Sintel(FlowDataset):
-    """`Sintel <http://sintel.is.tue.mpg.de/>`_: ``Sintel/{training,testing}/{clean,final}/<scene>/*.png``
+    """`Sintel <http://sintel.is.tue.mpg.de/>`_: ``Sintel/{training,test}/{clean,final}/<scene>/*.png`` (MPI-Sintel-complete's layout)
     and ``Sintel/training/flow/<scene>/*.flo``; pass_name "clean", "final" or "both"."""
 
     def __init__(self, root: str | pathlib.Path, split: str = "train", pass_name: str = "clean",
@@ -84,7 +84,7 @@ class Sintel(FlowDataset):
         base = pathlib.Path(root) / "Sintel"
         flow_root = base / "training" / "flow"
         for name in passes:
-            image_root = base / ("training" if split == "train" else "testing") / name
+            image_root = base / ("training" if split == "train" else "test") / name
             if not image_root.is_dir():
                 raise FileNotFoundError(f"Could not find the Sintel images in {image_root}. "
                                         "Please make sure the directory structure is correct.")
