@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
@@ -56,9 +57,13 @@ def test_voc_detection(tmp_path, files):
     _, target = ds[0]
     ann = target["annotation"]
     assert ann["filename"] == "a.jpg" and ann["size"] == {"width": "3", "height": "2", "depth": "3"}
-    assert ann["object"]["bndbox"] == {"xmin": "1", "ymin": "1", "xmax": "2", "ymax": "2"}
+    assert ann["object"][0]["bndbox"] == {"xmin": "1", "ymin": "1", "xmax": "2", "ymax": "2"}  # always a list
     _, target = ds[1]
-    assert [o["name"] for o in target["annotation"]["object"]] == ["dog", "cat"]  # repeated tags become a list
+    assert [o["name"] for o in target["annotation"]["object"]] == ["dog", "cat"]
+    no_objects = VOCDetection.parse_voc_xml(ET.fromstring("<annotation><filename>c.jpg</filename></annotation>"))
+    assert no_objects == {"annotation": {"filename": "c.jpg", "object": []}}
+    repeated = VOCDetection.parse_voc_xml(ET.fromstring("<a><b>1</b><b>2</b><c>3</c></a>"))
+    assert repeated == {"a": {"b": ["1", "2"], "c": "3"}}  # repeated tags become a list
     assert VOCDetection(tmp_path, loader=files.pnm_loader, target_transform=lambda t: list(t))[0][1] == ["annotation"]
 
 

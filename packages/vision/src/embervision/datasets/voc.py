@@ -137,7 +137,8 @@ class VOCSegmentation(_VOCBase):
 
 class VOCDetection(_VOCBase):
     """`Pascal VOC <http://host.robots.ox.ac.uk/pascal/VOC/>`_ detection: items are ``(image, target)``
-    with target the annotation XML as nested dicts (``{"annotation": {"object": [...], ...}}``)."""
+    with target the annotation XML as nested dicts (``{"annotation": {"object": [...], ...}}``, the
+    objects always a list)."""
 
     _SPLITS_DIR = "Main"
     _TARGET_DIR = "Annotations"
@@ -156,7 +157,8 @@ class VOCDetection(_VOCBase):
 
     @staticmethod
     def parse_voc_xml(node: ET.Element) -> dict[str, Any]:
-        """An element as ``{tag: text}`` for a leaf, ``{tag: {child_tag: value or [values]}}`` otherwise."""
+        """An element as ``{tag: text}`` for a leaf, ``{tag: {child_tag: value or [values]}}`` otherwise;
+        the annotation's "object" entry is always a list."""
         voc_dict: dict[str, Any] = {}
         children = list(node)
         if children:
@@ -164,6 +166,9 @@ class VOCDetection(_VOCBase):
             for child in map(VOCDetection.parse_voc_xml, children):
                 for key, value in child.items():
                     grouped[key].append(value)
+            if node.tag == "annotation":
+                # "object" is always a list, of one or none too (torchvision >= 0.15)
+                grouped["object"] = [grouped["object"]]
             voc_dict = {node.tag: {key: v[0] if len(v) == 1 else v for key, v in grouped.items()}}
         if node.text:
             text = node.text.strip()
