@@ -28,7 +28,8 @@ def make_voc(tmp_path, files, year="2012", base="VOCdevkit/VOC2012", image_set="
         files.write_pnm(voc / "JPEGImages" / f"{name}.jpg", files.image(i, (2, 3, 3)))
         files.write_pnm(voc / "SegmentationClass" / f"{name}.png", np.full((2, 3), i + 1, np.uint8))
         (voc / "Annotations").mkdir(parents=True, exist_ok=True)
-        extra = "<object><name>cat</name><bndbox><xmin>0</xmin></bndbox></object>" if name == "b" else ""
+        extra = ("<object><name>cat</name><bndbox><xmin>0</xmin><ymin>0</ymin><xmax>1</xmax><ymax>2</ymax></bndbox>"
+                 "</object>") if name == "b" else ""
         (voc / "Annotations" / f"{name}.xml").write_text(_XML.format(name=name, extra=extra))
     for sub in ("Segmentation", "Main"):
         (voc / "ImageSets" / sub).mkdir(parents=True, exist_ok=True)

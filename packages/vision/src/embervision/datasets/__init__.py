@@ -5,6 +5,7 @@ the published checksums, archives are extracted safely. Images come back as uint
 ember tensors (torchvision gives PIL images); files of a compressed image format decode through
 `embervision.io.read_image`, or through the `loader` a dataset is given."""
 
+from ._dataset_wrapper import wrap_dataset_for_transforms_v2
 from ._optical_flow import HD1K, FlyingChairs, FlyingThings3D, KittiFlow, Sintel
 from .celeba import CelebA
 from .cifar import CIFAR10, CIFAR100
@@ -29,4 +30,5 @@ __all__ = [
     "FGVCAircraft", "FashionMNIST", "Flowers102", "FlyingChairs", "FlyingThings3D", "Food101", "HD1K",
     "ImageFolder", "KMNIST", "Kitti", "KittiFlow", "MNIST", "OxfordIIITPet", "Places365", "QMNIST", "STL10", "SVHN",
     "Sintel", "StandardTransform", "StanfordCars", "VOCDetection", "VOCSegmentation", "VisionDataset",
+    "wrap_dataset_for_transforms_v2",
 ]
