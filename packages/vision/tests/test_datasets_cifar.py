@@ -140,3 +140,39 @@ def test_malicious_pickle_runs_nothing(tmp_path, files):
     (folder / "y").write_bytes(pickle.dumps({"a": 1})[:-3])
     with pytest.raises(RuntimeError, match="truncated"):
         _load_pickle(str(folder / "y"))
+
+
+def _python2_batch(data, labels):
+    """A batch as Python 2's cPickle (protocol 2) wrote CIFAR: 8-bit strings (BINSTRING) for the keys and
+    the array bytes, the array rebuilt by numpy.core.multiarray._reconstruct and its state."""
+    import struct
+
+    def s(text):  # SHORT_BINSTRING / BINSTRING
+        raw = text if isinstance(text, bytes) else text.encode("latin1")
+        return (b"U" + bytes([len(raw)]) if len(raw) < 256 else b"T" + struct.pack("<i", len(raw))) + raw
+
+    n = data.shape[0]
+    array = (b"cnumpy.core.multiarray\n_reconstruct\n" + b"cnumpy\nndarray\n" + b"K\x00\x85" + s("b") + b"\x87R"
+             + b"(K\x01" + b"K" + bytes([n]) + b"M\x00\x0c\x86"
+             + b"cnumpy\ndtype\n" + s("u1") + b"K\x00K\x01\x87R" + b"(K\x03" + s("|") + b"NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb"
+             + b"\x89" + s(data.tobytes()) + b"tb")
+    label_list = b"](" + b"".join(b"K" + bytes([v]) for v in labels) + b"e"
+    return b"\x80\x02}(" + s("data") + array + s("labels") + label_list + s("batch_label") + s("training batch 1 of 5") + b"u."
+
+
+def test_python2_pickled_batch(tmp_path):
+    data = np.random.default_rng(3).integers(0, 256, (2, 3072), dtype=np.uint8)
+    blob = _python2_batch(data, [6, 9])
+    reference = pickle.loads(blob, encoding="latin1")  # the trusted reader, on a file built here
+    np.testing.assert_array_equal(reference["data"], data)
+    (tmp_path / "batch").write_bytes(blob)
+    entry = _load_pickle(str(tmp_path / "batch"))
+    assert entry["labels"] == [6, 9] and entry["batch_label"] == "training batch 1 of 5"
+    assert entry["data"].dtype == np.uint8
+    np.testing.assert_array_equal(entry["data"], data)
+    # only the flags 0 and 1 are taken as Python 2's bools; anything else is still refused
+    bad = blob.replace(b"U\x02u1K\x00K\x01", b"U\x02u1K\x05K\x01")
+    assert bad != blob
+    (tmp_path / "bad").write_bytes(bad)
+    with pytest.raises(RuntimeError, match="not a plain dtype code"):
+        _load_pickle(str(tmp_path / "bad"))

@@ -21,14 +21,31 @@ from .vision import VisionDataset, _hw_to_tensor
 
 __all__ = ["CIFAR10", "CIFAR100"]
 
+# Note [core gap: Python 2 dtype flags]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The CIFAR batches were pickled by Python 2, whose NumPy reduced a dtype to dtype(code, 0, 1); the
+# core's weights-only unpickler accepts only dtype(code, False, True). Until the core takes both,
+# this module gives the unpickler a numpy.dtype that turns those two ints into bools and then
+# defers to the core's own check.
+
+
+def _python2_dtype(*args: Any) -> Any:
+    # NumPy under Python 2 pickled dtypes as dtype('u1', 0, 1), ints where Python 3's NumPy writes the
+    # bools False, True that the core's unpickler insists on (Note [core gap: Python 2 dtype flags])
+    from ember import _weights_only_unpickler as wo
+    if len(args) == 3 and all(type(a) is int and a in (0, 1) for a in args[1:]):
+        args = (args[0], bool(args[1]), bool(args[2]))
+    return wo._np_dtype(*args)
+
 
 def _load_pickle(path: str) -> Any:
     """A CIFAR batch (a Python 2 pickle, hence latin1 for its 8-bit strings), data only."""
-    from ember._weights_only_unpickler import Unpickler
+    from ember._weights_only_unpickler import Builtin, Unpickler
     with open(path, "rb") as f:
         data = f.read()
     try:
-        return Unpickler(data, encoding="latin1").load()
+        return Unpickler(data, encoding="latin1",
+                         extra_globals={"numpy.dtype": Builtin("numpy.dtype", _python2_dtype)}).load()
     except (pickle.UnpicklingError, TypeError, ValueError, EOFError) as error:
         raise RuntimeError(f"{path}: not a CIFAR batch this loader can read safely ({error})") from error
 
