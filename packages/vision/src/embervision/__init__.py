@@ -2,7 +2,8 @@
 
 Models with the multi-weight API (``embervision.models``), detection and box ops
 (``embervision.ops``), transforms v1 and v2 with ``tv_tensors`` (``embervision.transforms``,
-``embervision.tv_tensors``) and drawing utilities (``embervision.utils``). torchvision code ports by
+``embervision.tv_tensors``), datasets (``embervision.datasets``) and drawing utilities
+(``embervision.utils``). torchvision code ports by
 replacing ``torchvision`` with ``embervision`` and ``torch`` with ``ember``.
 
 Importing ``embervision`` checks that the installed ``ember`` core is in the tested range (Note
@@ -41,7 +42,7 @@ def _check_core() -> None:
 
 _check_core()
 
-_SUBMODULES = ("io", "models", "ops", "transforms", "tv_tensors", "utils")
+_SUBMODULES = ("datasets", "io", "models", "ops", "transforms", "tv_tensors", "utils")
 
 __all__ = ["__version__", *_SUBMODULES]
 
