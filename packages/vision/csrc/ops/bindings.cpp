@@ -4,10 +4,12 @@
 // Autograd lives in Python (ember.autograd.Function subclasses in embervision.ops).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -289,8 +291,10 @@ struct DeformArgs {
 
 // The shape of one deformable im2col: input [B, C, H, W] and offset [B, 2 * G * kh * kw, Ho, Wo]
 // (G = offset groups) fix everything; the mask, when given, must be [B, G * kh * kw, Ho, Wo].
+using OptArray = std::optional<py::array>;
+
 DeformShape deform_shape(const std::string& op, int64_t B, int64_t C, int64_t H, int64_t W, const py::array& offset,
-                         const py::object& mask, const DeformArgs& a) {
+                         const OptArray& mask, const DeformArgs& a) {
   check_ndim(op, "offset", offset, 4);
   if (a.kh <= 0 || a.kw <= 0) fail(op, "a positive kernel size");
   const int64_t kk = a.kh * a.kw;
@@ -300,8 +304,8 @@ DeformShape deform_shape(const std::string& op, int64_t B, int64_t C, int64_t H,
   const int64_t G = offset.shape(1) / (2 * kk);
   if (C % G != 0)
     fail(op, "input channels divisible by the offset groups " + std::to_string(G) + ", but got " + std::to_string(C));
-  if (!mask.is_none()) {
-    const auto& m = mask.cast<const py::array&>();
+  if (mask) {
+    const py::array& m = *mask;
     check_ndim(op, "mask", m, 4);
     if (m.shape(0) != B || m.shape(1) != G * kk || m.shape(2) != offset.shape(2) || m.shape(3) != offset.shape(3))
       fail(op, "mask of shape [" + std::to_string(B) + ", " + std::to_string(G * kk) + ", " +
@@ -311,17 +315,17 @@ DeformShape deform_shape(const std::string& op, int64_t B, int64_t C, int64_t H,
 }
 
 template <class T>
-void check_same_dtype(const std::string& op, const py::array& offset, const py::object& mask) {
-  if (!is<T>(offset) || (!mask.is_none() && !is<T>(mask.cast<const py::array&>())))
+void check_same_dtype(const std::string& op, const py::array& offset, const OptArray& mask) {
+  if (!is<T>(offset) || (mask && !is<T>(*mask)))
     fail(op, "offset and mask of the input's dtype");
 }
 
 template <class T>
-const T* mask_data(const py::object& mask) {
-  return mask.is_none() ? nullptr : cdata<T>(mask.cast<const py::array&>());
+const T* mask_data(const OptArray& mask) {
+  return mask ? cdata<T>(*mask) : nullptr;
 }
 
-py::object deform_im2col(const py::array& input, const py::array& offset, const py::object& mask, DeformArgs a,
+py::object deform_im2col(const py::array& input, const py::array& offset, const OptArray& mask, DeformArgs a,
                          int threads) {
   const std::string op = "deform_conv2d";
   check_ndim(op, "input", input, 4);
@@ -339,7 +343,7 @@ py::object deform_im2col(const py::array& input, const py::array& offset, const 
   });
 }
 
-py::object deform_col2im(const py::array& grad_cols, const py::array& offset, const py::object& mask, int64_t B,
+py::object deform_col2im(const py::array& grad_cols, const py::array& offset, const OptArray& mask, int64_t B,
                          int64_t C, int64_t H, int64_t W, DeformArgs a, int threads) {
   const std::string op = "deform_conv2d_backward";
   const DeformShape s = deform_shape(op, B, C, H, W, offset, mask, a);
@@ -358,7 +362,7 @@ py::object deform_col2im(const py::array& grad_cols, const py::array& offset, co
 }
 
 py::object deform_col2im_coord(const py::array& grad_cols, const py::array& input, const py::array& offset,
-                               const py::object& mask, DeformArgs a, int threads) {
+                               const OptArray& mask, DeformArgs a, int threads) {
   const std::string op = "deform_conv2d_backward";
   check_ndim(op, "input", input, 4);
   const DeformShape s = deform_shape(op, input.shape(0), input.shape(1), input.shape(2), input.shape(3), offset, mask, a);
@@ -370,7 +374,7 @@ py::object deform_col2im_coord(const py::array& grad_cols, const py::array& inpu
     auto goff = zeros<T>({offset.shape(0), offset.shape(1), offset.shape(2), offset.shape(3)});
     py::object gmask = py::none();
     T* gm = nullptr;
-    if (!mask.is_none()) {
+    if (mask) {
       auto arr = zeros<T>({s.batch, s.offset_groups * s.kh * s.kw, s.out_h, s.out_w});
       gm = arr.size() ? arr.mutable_data() : nullptr;
       gmask = arr;

@@ -46,6 +46,8 @@ _LAZY = {
     "ps_roi_align": "ps_roi_align",
     "PSRoIPool": "ps_roi_pool",
     "ps_roi_pool": "ps_roi_pool",
+    "DeformConv2d": "deform_conv",
+    "deform_conv2d": "deform_conv",
     "MultiScaleRoIAlign": "poolers",
     "FeaturePyramidNetwork": "feature_pyramid_network",
 }
@@ -55,7 +57,7 @@ __all__ = [
     "complete_box_iou_loss", "distance_box_iou", "distance_box_iou_loss", "generalized_box_iou",
     "generalized_box_iou_loss", "masks_to_boxes", "nms", "remove_small_boxes", "sigmoid_focal_loss",
     "roi_align", "RoIAlign", "roi_pool", "RoIPool", "ps_roi_align", "PSRoIAlign", "ps_roi_pool", "PSRoIPool",
-    "MultiScaleRoIAlign", "FeaturePyramidNetwork",
+    "deform_conv2d", "DeformConv2d", "MultiScaleRoIAlign", "FeaturePyramidNetwork",
 ]
 
 
