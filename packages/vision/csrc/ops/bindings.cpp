@@ -87,6 +87,27 @@ void check_rois(const std::string& op, const py::array& rois, int64_t batch) {
   }
 }
 
+// With sampling_ratio <= 0 a bin takes ceil(side / bins) samples per side: a box vastly larger than any
+// feature map would run for hours, so more than kMaxSamples samples per bin is refused up front.
+constexpr double kMaxSamples = double(1 << 24);
+
+template <class T>
+void check_adaptive_grid(const std::string& op, const py::array& rois, double scale, int64_t ph, int64_t pw,
+                         int64_t sampling_ratio, double min_side) {
+  if (sampling_ratio > 0) return;
+  const T* r = cdata<T>(rois);
+  for (py::ssize_t k = 0; k < rois.shape(0); ++k) {
+    const T* box = r + 5 * k;
+    const double w = std::max(static_cast<double>(box[3] - box[1]) * scale, min_side);
+    const double h = std::max(static_cast<double>(box[4] - box[2]) * scale, min_side);
+    const double samples = std::max(std::ceil(h / ph), 0.0) * std::max(std::ceil(w / pw), 0.0);
+    if (samples > kMaxSamples)
+      fail(op, "at most " + std::to_string(static_cast<int64_t>(kMaxSamples)) +
+                   " samples per bin with an adaptive sampling_ratio, but box " + std::to_string(k) + " needs " +
+                   std::to_string(samples) + "; pass a positive sampling_ratio");
+  }
+}
+
 RoiShape roi_shape(const std::string& op, const py::array& input, const py::array& rois, int64_t ph, int64_t pw) {
   check_ndim(op, "input", input, 4);
   if (ph <= 0 || pw <= 0)
@@ -115,6 +136,7 @@ py::object roi_align_forward(const py::array& input, const py::array& rois, doub
   return dispatch(op, input, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_rois<T>(op, rois, s.batch);
+    check_adaptive_grid<T>(op, rois, scale, ph, pw, sampling_ratio, aligned ? 0.0 : 1.0);
     auto out = zeros<T>({s.rois, s.channels, ph, pw});
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
@@ -133,6 +155,7 @@ py::object roi_align_backward(const py::array& grad, const py::array& rois, int6
   return dispatch(op, grad, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_rois<T>(op, rois, batch);
+    check_adaptive_grid<T>(op, rois, scale, ph, pw, sampling_ratio, aligned ? 0.0 : 1.0);
     check_grad(op, grad, {s.rois, channels, ph, pw});
     auto gin = zeros<T>({batch, channels, height, width});
     if (gin.size() && grad.size()) {
@@ -152,6 +175,7 @@ py::object ps_roi_align_forward(const py::array& input, const py::array& rois, d
   return dispatch(op, input, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_rois<T>(op, rois, s.batch);
+    check_adaptive_grid<T>(op, rois, scale, ph, pw, sampling_ratio, 0.0);
     auto out = zeros<T>({s.rois, s.channels / (ph * pw), ph, pw});
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
@@ -172,6 +196,7 @@ py::object ps_roi_align_backward(const py::array& grad, const py::array& rois, i
   return dispatch(op, grad, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_rois<T>(op, rois, batch);
+    check_adaptive_grid<T>(op, rois, scale, ph, pw, sampling_ratio, 0.0);
     check_grad(op, grad, {s.rois, channels / (ph * pw), ph, pw});
     auto gin = zeros<T>({batch, channels, height, width});
     if (gin.size() && grad.size()) {
