@@ -143,6 +143,28 @@ def test_backward_of_an_input_alone_and_zero_batch():
     assert tuple(empty.grad.shape) == (0, 4, 6, 7) and tuple(off.grad.shape) == tuple(off.shape)
 
 
+def test_threads_do_not_change_results():
+    # Large enough (16 channels, 3x3 taps, 8x8 outputs, two images) for the kernels to split the work.
+    gen = np.random.default_rng(9)
+    x, offset, weight, bias, mask, kw = make(gen, c_in=16, c_out=4, hw=(8, 8), k=(3, 3), stride=(1, 1),
+                                             padding=(1, 1), dilation=(1, 1), groups=1, offset_groups=4)
+    inputs = [t(a).requires_grad_() for a in (x, offset, weight, bias, mask)]
+    before = ember.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 3):
+            ember.set_num_threads(threads)
+            for a in inputs:
+                a.grad = None
+            out = ops.deform_conv2d(*inputs[:4], mask=inputs[4], **kw)
+            (out * out).sum().backward()
+            results.append([out.detach().clone()] + [a.grad.clone() for a in inputs])
+    finally:
+        ember.set_num_threads(before)
+    for one, three in zip(*results, strict=True):
+        assert ember.allclose(one, three, rtol=1e-12, atol=1e-12)
+
+
 def test_module():
     ember.manual_seed(0)
     layer = ops.DeformConv2d(4, 6, (3, 2), stride=(1, 2), padding=(1, 0), dilation=(1, 2), groups=2).double()

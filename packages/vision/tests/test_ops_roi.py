@@ -11,7 +11,6 @@ import pytest
 import ember
 from embervision import ops
 
-
 # ---- references ---------------------------------------------------------------------------------
 
 def bilinear(img, y, x):
@@ -212,17 +211,19 @@ def test_gradcheck(name):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_threads_do_not_change_results(name):
+    # Large enough (64 rois, 4x4 bins, 16 or more output channels) for the kernels to split the work.
     fn, _, variants = CASES[name]
     gen = np.random.default_rng(4)
-    x = t(gen.standard_normal((2, channels_for(name, (2, 2), per=3), 6, 6))).requires_grad_()
-    rois = t(make_rois(gen, 2, 7, 6))
+    x = t(gen.standard_normal((2, channels_for(name, (4, 4), per=16) * (1 if name in PS else 6), 6, 6)))
+    x.requires_grad_()
+    rois = t(make_rois(gen, 2, 64, 6))
     before = ember.get_num_threads()
     results = []
     try:
         for threads in (1, 3):
             ember.set_num_threads(threads)
             x.grad = None
-            out = fn(x, rois, (2, 2), **variants[0])
+            out = fn(x, rois, (4, 4), **variants[0])
             (out * ember.arange(out.numel(), dtype=out.dtype).reshape(out.shape)).sum().backward()
             results.append((out.detach().clone(), x.grad.clone()))
     finally:

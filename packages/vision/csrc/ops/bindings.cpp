@@ -58,7 +58,13 @@ py::array_t<T> zeros(std::vector<py::ssize_t> shape) {
   return out;
 }
 
-int clamp_threads(int threads) { return std::max(1, std::min(threads, 256)); }
+// Threads for a kernel call of about `work` inner steps: one below kMinWorkPerThread steps a thread,
+// where starting threads costs more than it saves.
+constexpr double kMinWorkPerThread = 1 << 15;
+int clamp_threads(int threads, double work) {
+  const double useful = std::max(1.0, std::floor(work / kMinWorkPerThread));
+  return static_cast<int>(std::max(1.0, std::min({double(threads), 256.0, useful})));
+}
 
 // Dispatches fn.template operator()<T>() on a float32 or float64 array, TypeError otherwise.
 template <class F>
@@ -124,7 +130,8 @@ void check_ps_channels(const std::string& op, const RoiShape& s) {
 void check_grad(const std::string& op, const py::array& grad, std::vector<int64_t> want) {
   check_ndim(op, "grad_output", grad, static_cast<py::ssize_t>(want.size()));
   for (size_t d = 0; d < want.size(); ++d)
-    if (grad.shape(static_cast<py::ssize_t>(d)) != want[d]) fail(op, "grad_output of the output's shape, but got " + shape_str(grad));
+    if (grad.shape(static_cast<py::ssize_t>(d)) != want[d])
+      fail(op, "grad_output of the output's shape, but got " + shape_str(grad));
 }
 
 // ---- roi_align / ps_roi_align -------------------------------------------------------------------
@@ -141,7 +148,7 @@ py::object roi_align_forward(const py::array& input, const py::array& rois, doub
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
       embervision::ops::roi_align_forward(cdata<T>(input), cdata<T>(rois), s, scale, sampling_ratio, aligned,
-                                          out.mutable_data(), clamp_threads(threads));
+                                          out.mutable_data(), clamp_threads(threads, double(out.size()) * 4));
     }
     return out;
   });
@@ -161,7 +168,7 @@ py::object roi_align_backward(const py::array& grad, const py::array& rois, int6
     if (gin.size() && grad.size()) {
       py::gil_scoped_release release;
       embervision::ops::roi_align_backward(cdata<T>(grad), cdata<T>(rois), s, scale, sampling_ratio, aligned,
-                                           gin.mutable_data(), clamp_threads(threads));
+                                           gin.mutable_data(), clamp_threads(threads, double(grad.size()) * 4));
     }
     return gin;
   });
@@ -180,7 +187,7 @@ py::object ps_roi_align_forward(const py::array& input, const py::array& rois, d
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
       embervision::ops::ps_roi_align_forward(cdata<T>(input), cdata<T>(rois), s, scale, sampling_ratio,
-                                             out.mutable_data(), clamp_threads(threads));
+                                             out.mutable_data(), clamp_threads(threads, double(out.size()) * 4));
     }
     return out;
   });
@@ -202,7 +209,7 @@ py::object ps_roi_align_backward(const py::array& grad, const py::array& rois, i
     if (gin.size() && grad.size()) {
       py::gil_scoped_release release;
       embervision::ops::ps_roi_align_backward(cdata<T>(grad), cdata<T>(rois), s, scale, sampling_ratio,
-                                              gin.mutable_data(), clamp_threads(threads));
+                                              gin.mutable_data(), clamp_threads(threads, double(grad.size()) * 4));
     }
     return gin;
   });
@@ -223,7 +230,7 @@ py::object roi_pool_forward(const py::array& input, const py::array& rois, doubl
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
       embervision::ops::roi_pool_forward(cdata<T>(input), cdata<T>(rois), s, scale, out.mutable_data(),
-                                         argmax.mutable_data(), clamp_threads(threads));
+                                         argmax.mutable_data(), clamp_threads(threads, double(out.size()) * 16));
     }
     return py::make_tuple(out, argmax);
   });
@@ -247,7 +254,7 @@ py::object roi_pool_backward(const py::array& grad, const py::array& argmax, con
     if (gin.size() && grad.size()) {
       py::gil_scoped_release release;
       embervision::ops::roi_pool_backward(cdata<T>(grad), am, cdata<T>(rois), s, gin.mutable_data(),
-                                          clamp_threads(threads));
+                                          clamp_threads(threads, double(grad.size()) * 4));
     }
     return gin;
   });
@@ -265,7 +272,7 @@ py::object ps_roi_pool_forward(const py::array& input, const py::array& rois, do
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
       embervision::ops::ps_roi_pool_forward(cdata<T>(input), cdata<T>(rois), s, scale, out.mutable_data(),
-                                            clamp_threads(threads));
+                                            clamp_threads(threads, double(out.size()) * 16));
     }
     return out;
   });
@@ -285,7 +292,7 @@ py::object ps_roi_pool_backward(const py::array& grad, const py::array& rois, in
     if (gin.size() && grad.size()) {
       py::gil_scoped_release release;
       embervision::ops::ps_roi_pool_backward(cdata<T>(grad), cdata<T>(rois), s, scale, gin.mutable_data(),
-                                             clamp_threads(threads));
+                                             clamp_threads(threads, double(grad.size()) * 16));
     }
     return gin;
   });
@@ -334,7 +341,8 @@ DeformShape deform_shape(const std::string& op, int64_t B, int64_t C, int64_t H,
     check_ndim(op, "mask", m, 4);
     if (m.shape(0) != B || m.shape(1) != G * kk || m.shape(2) != offset.shape(2) || m.shape(3) != offset.shape(3))
       fail(op, "mask of shape [" + std::to_string(B) + ", " + std::to_string(G * kk) + ", " +
-                   std::to_string(offset.shape(2)) + ", " + std::to_string(offset.shape(3)) + "], but got " + shape_str(m));
+                   std::to_string(offset.shape(2)) + ", " + std::to_string(offset.shape(3)) + "], but got " +
+                   shape_str(m));
   }
   return {B, C, H, W, a.kh, a.kw, a.sh, a.sw, a.ph, a.pw, a.dh, a.dw, G, offset.shape(2), offset.shape(3)};
 }
@@ -354,7 +362,8 @@ py::object deform_im2col(const py::array& input, const py::array& offset, const 
                          int threads) {
   const std::string op = "deform_conv2d";
   check_ndim(op, "input", input, 4);
-  const DeformShape s = deform_shape(op, input.shape(0), input.shape(1), input.shape(2), input.shape(3), offset, mask, a);
+  const DeformShape s =
+      deform_shape(op, input.shape(0), input.shape(1), input.shape(2), input.shape(3), offset, mask, a);
   return dispatch(op, input, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_same_dtype<T>(op, offset, mask);
@@ -362,7 +371,8 @@ py::object deform_im2col(const py::array& input, const py::array& offset, const 
     if (cols.size() && s.height * s.width > 0) {
       const T* m = mask_data<T>(mask);
       py::gil_scoped_release release;
-      embervision::ops::deform_im2col(cdata<T>(input), cdata<T>(offset), m, s, cols.mutable_data(), clamp_threads(threads));
+      embervision::ops::deform_im2col(cdata<T>(input), cdata<T>(offset), m, s, cols.mutable_data(),
+                                      clamp_threads(threads, double(cols.size()) * 4));
     }
     return cols;
   });
@@ -380,7 +390,8 @@ py::object deform_col2im(const py::array& grad_cols, const py::array& offset, co
     if (gin.size() && grad_cols.size()) {
       const T* m = mask_data<T>(mask);
       py::gil_scoped_release release;
-      embervision::ops::deform_col2im(cdata<T>(grad_cols), cdata<T>(offset), m, s, gin.mutable_data(), clamp_threads(threads));
+      embervision::ops::deform_col2im(cdata<T>(grad_cols), cdata<T>(offset), m, s, gin.mutable_data(),
+                                      clamp_threads(threads, double(grad_cols.size()) * 4));
     }
     return gin;
   });
@@ -390,7 +401,8 @@ py::object deform_col2im_coord(const py::array& grad_cols, const py::array& inpu
                                const OptArray& mask, DeformArgs a, int threads) {
   const std::string op = "deform_conv2d_backward";
   check_ndim(op, "input", input, 4);
-  const DeformShape s = deform_shape(op, input.shape(0), input.shape(1), input.shape(2), input.shape(3), offset, mask, a);
+  const DeformShape s =
+      deform_shape(op, input.shape(0), input.shape(1), input.shape(2), input.shape(3), offset, mask, a);
   return dispatch(op, input, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_same_dtype<T>(op, offset, mask);
@@ -408,7 +420,8 @@ py::object deform_col2im_coord(const py::array& grad_cols, const py::array& inpu
       const T* m = mask_data<T>(mask);
       py::gil_scoped_release release;
       embervision::ops::deform_col2im_coord(cdata<T>(grad_cols), cdata<T>(input), cdata<T>(offset), m, s,
-                                            goff.mutable_data(), gm, clamp_threads(threads));
+                                            goff.mutable_data(), gm,
+                                            clamp_threads(threads, double(grad_cols.size()) * 4));
     }
     return py::make_tuple(goff, gmask);
   });
