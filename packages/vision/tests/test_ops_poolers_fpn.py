@@ -201,3 +201,19 @@ def test_fpn_errors():
         ops.FeaturePyramidNetwork([4], 4, extra_blocks=nn.ReLU())
     with pytest.raises(ValueError, match=r"\[FeaturePyramidNetwork\] expected 2 feature maps, but got 1"):
         ops.FeaturePyramidNetwork([4, 4], 4)({"a": ember.zeros(1, 4, 4, 4)})
+
+
+def test_exports():
+    # Submodules named like their functions (roi_align.py, ...) must not shadow the functions.
+    import embervision.ops as ops_module
+    import embervision.ops.roi_align  # noqa: F401
+    import embervision.ops.roi_pool  # noqa: F401
+    for name in ("roi_align", "RoIAlign", "roi_pool", "RoIPool", "ps_roi_align", "PSRoIAlign", "ps_roi_pool",
+                 "PSRoIPool", "deform_conv2d", "DeformConv2d", "MultiScaleRoIAlign", "FeaturePyramidNetwork", "nms",
+                 "batched_nms"):
+        assert name in ops_module.__all__ and callable(getattr(ops_module, name))
+    namespace: dict = {}
+    exec("from embervision.ops import *", namespace)
+    assert namespace["MultiScaleRoIAlign"] is ops.poolers.MultiScaleRoIAlign
+    assert ops.feature_pyramid_network.ExtraFPNBlock is not None
+    assert callable(ops_module.StochasticDepth) and callable(ops_module.stochastic_depth)
