@@ -114,3 +114,89 @@ class ModelChecks:
 @pytest.fixture
 def model_checks():
     return ModelChecks()
+
+
+# ----------------------------------------------------------------------------- datasets
+
+class DatasetFiles:
+    """Writers of tiny files in the datasets' on-disk formats, and a loader for the images they
+    write (binary PPM/PGM, which needs no codec: the default loader needs `embervision.io`)."""
+
+    @staticmethod
+    def write_pnm(path, array):
+        """uint8 [H, W] (PGM) or [H, W, 3] (PPM) array -> binary PNM file at `path` (any name)."""
+        import os
+        array = np.asarray(array, dtype=np.uint8)
+        magic = b"P5" if array.ndim == 2 else b"P6"
+        os.makedirs(os.path.dirname(str(path)) or ".", exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(magic + f"\n{array.shape[1]} {array.shape[0]}\n255\n".encode() + array.tobytes())
+
+    @staticmethod
+    def pnm_loader(path):
+        """A binary PNM file -> uint8 [C, H, W] ember tensor (the layout read_image returns)."""
+        with open(path, "rb") as f:
+            data = f.read()
+        magic, width, height, maxval, pixels = data.split(maxsplit=4)
+        assert magic in (b"P5", b"P6") and maxval == b"255"
+        channels = 1 if magic == b"P5" else 3
+        array = np.frombuffer(pixels, dtype=np.uint8).reshape(int(height), int(width), channels)
+        return ember.from_numpy(np.ascontiguousarray(array.transpose(2, 0, 1)))
+
+    @staticmethod
+    def write_png(path, array):
+        """uint8 [H, W] or [H, W, 3] array -> PNG file (8-bit gray or RGB, filter 0, zlib)."""
+        import struct
+        import zlib
+        array = np.asarray(array, dtype=np.uint8)
+        height, width = array.shape[:2]
+        color = 0 if array.ndim == 2 else 2
+        raw = b"".join(b"\x00" + array[y].tobytes() for y in range(height))
+
+        def chunk(kind, body):
+            return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+        with open(path, "wb") as f:
+            f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, color, 0, 0, 0))
+                    + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+    @staticmethod
+    def md5(path):
+        import hashlib
+        with open(path, "rb") as f:
+            return hashlib.md5(f.read()).hexdigest()
+
+    @staticmethod
+    def image(seed, shape):
+        return np.random.default_rng(seed).integers(0, 256, shape, dtype=np.uint8)
+
+
+@pytest.fixture
+def files():
+    return DatasetFiles()
+
+
+@pytest.fixture
+def has_io():
+    """Skip unless embervision.io (the native codecs, another branch) is importable."""
+    return pytest.importorskip("embervision.io")
+
+
+def write_palette_png(path, indices, palette):
+    """uint8 [H, W] palette indices and an [N, 3] palette -> 8-bit palette PNG (color type 3)."""
+    import struct
+    import zlib
+    indices = np.asarray(indices, dtype=np.uint8)
+    height, width = indices.shape
+    raw = b"".join(b"\x00" + indices[y].tobytes() for y in range(height))
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 3, 0, 0, 0))
+                + chunk(b"PLTE", np.asarray(palette, np.uint8).tobytes()) + chunk(b"IDAT", zlib.compress(raw))
+                + chunk(b"IEND", b""))
+
+
+DatasetFiles.write_palette_png = staticmethod(write_palette_png)

@@ -1,4 +1,4 @@
-"""Image grids and drawing (torchvision.utils): make_grid, draw_bounding_boxes,
+"""Image grids and drawing (torchvision.utils): make_grid, save_image, draw_bounding_boxes,
 draw_segmentation_masks, draw_keypoints, flow_to_image.
 
 Note [drawing without PIL]
@@ -17,6 +17,7 @@ strings are ``"#rgb"``, ``"#rrggbb"``, ``"rgb(r, g, b)"`` or a CSS basic color n
 from __future__ import annotations
 
 import math
+import os
 import re
 import warnings
 from typing import Any
@@ -27,7 +28,8 @@ import ember
 
 from . import _font
 
-__all__ = ["draw_bounding_boxes", "draw_keypoints", "draw_segmentation_masks", "flow_to_image", "make_grid"]
+__all__ = ["draw_bounding_boxes", "draw_keypoints", "draw_segmentation_masks", "flow_to_image", "make_grid",
+           "save_image"]
 
 
 def make_grid(tensor: ember.Tensor | list[ember.Tensor], nrow: int = 8, padding: int = 2, normalize: bool = False,
@@ -78,6 +80,40 @@ def make_grid(tensor: ember.Tensor | list[ember.Tensor], nrow: int = 8, padding:
         grid[:, y * height + padding:(y + 1) * height, x * width + padding:(x + 1) * width] = tensor[k]
     return grid
 
+
+_SAVE_FORMATS = {"png": "png", "jpeg": "jpeg", "jpg": "jpeg"}
+
+
+def save_image(tensor: ember.Tensor | list[ember.Tensor], fp: Any, format: str | None = None, **kwargs: Any) -> None:
+    """Saves ``make_grid(tensor, **kwargs)`` (values in [0, 1]) as a PNG or JPEG file: `fp` is a path
+    or a binary file object; `format` ("PNG", "JPEG") defaults to the file name's extension.
+    torchvision writes through PIL; embervision encodes with ``embervision.io`` (JPEG at PIL's
+    default quality, 75)."""
+    from .io import encode_jpeg, encode_png
+
+    if format is None:
+        name = os.fspath(fp) if isinstance(fp, (str, os.PathLike)) else getattr(fp, "name", None)
+        extension = os.path.splitext(name)[1][1:] if isinstance(name, str) else ""
+        if not extension:
+            raise ValueError(f"could not determine the image format from {fp!r}; pass format='PNG' or 'JPEG'")
+        key = extension.lower()
+        if key not in _SAVE_FORMATS:
+            raise ValueError(f"unknown file extension: .{extension} (save_image writes PNG and JPEG)")
+    else:
+        key = str(format).lower()
+        if key not in _SAVE_FORMATS:
+            raise ValueError(f"unsupported image format {format!r}: save_image writes PNG and JPEG")
+    with ember.no_grad():
+        grid = make_grid(tensor, **kwargs)
+        # +0.5 after scaling to [0, 255] rounds to the nearest integer (torchvision's rule)
+        image = grid.mul(255).add_(0.5).clamp_(0, 255).to(ember.uint8)
+    data = encode_png(image) if _SAVE_FORMATS[key] == "png" else encode_jpeg(image)
+    payload = np.ascontiguousarray(data.numpy()).tobytes()
+    if isinstance(fp, (str, os.PathLike)):
+        with open(os.fspath(fp), "wb") as f:
+            f.write(payload)
+    else:
+        fp.write(payload)
 
 # ---- colors ----------------------------------------------------------------------------------
 
