@@ -39,12 +39,22 @@ int slot(DeviceType device) {
 
 }  // namespace
 
-bool is_enabled(DeviceType device) { return state().enabled[slot(device)]; }
-void set_enabled(DeviceType device, bool enabled) { state().enabled[slot(device)] = enabled; }
-DType get_dtype(DeviceType device) { return state().dtype[slot(device)]; }
-void set_dtype(DeviceType device, DType dtype) { state().dtype[slot(device)] = dtype; }
+bool is_enabled(DeviceType device) {
+  return state().enabled[slot(device)];
+}
+void set_enabled(DeviceType device, bool enabled) {
+  state().enabled[slot(device)] = enabled;
+}
+DType get_dtype(DeviceType device) {
+  return state().dtype[slot(device)];
+}
+void set_dtype(DeviceType device, DType dtype) {
+  state().dtype[slot(device)] = dtype;
+}
 
-int64_t increment_nesting() { return ++state().nesting; }
+int64_t increment_nesting() {
+  return ++state().nesting;
+}
 
 int64_t decrement_nesting() {
   State& s = state();
@@ -53,17 +63,27 @@ int64_t decrement_nesting() {
   return --s.nesting;
 }
 
-bool is_cache_enabled() { return state().cache_enabled; }
-void set_cache_enabled(bool enabled) { state().cache_enabled = enabled; }
-void clear_cache() { state().cache.clear(); }
-size_t cache_size() { return state().cache.size(); }
+bool is_cache_enabled() {
+  return state().cache_enabled;
+}
+void set_cache_enabled(bool enabled) {
+  state().cache_enabled = enabled;
+}
+void clear_cache() {
+  state().cache.clear();
+}
+size_t cache_size() {
+  return state().cache.size();
+}
 
 bool active() {
   const State& s = state();
   return s.enabled[0] && !s.excluded;
 }
 
-bool set_excluded(bool excluded) { return std::exchange(state().excluded, excluded); }
+bool set_excluded(bool excluded) {
+  return std::exchange(state().excluded, excluded);
+}
 
 std::optional<Tensor> cache_find(const Tensor& source) {
   auto& cache = state().cache;

@@ -119,7 +119,8 @@ DispatchKey Operator::select_key(const Stack& args) const {
   if (requires_grad && has_kernel(DispatchKey::Autograd)) return DispatchKey::Autograd;
   // Under autocast a built-in op goes through its generated entry point (the Autograd kernel),
   // which casts the inputs of ops with a policy first (Note [autocast] in ember/autocast.h).
-  if (schema_.ns == "aten" && autocast::active() && has_kernel(DispatchKey::Autograd)) return DispatchKey::Autograd;
+  if (schema_.ns == "aten" && autocast::active() && has_kernel(DispatchKey::Autograd))
+    return DispatchKey::Autograd;
   DispatchKey key;
   try {
     key = backend_key(d.type);

@@ -81,7 +81,8 @@ static void bind_autocast(py::module_& m) {
   m.def("_autocast_is_enabled", [=](const std::string& d) { return autocast::is_enabled(device_type(d)); });
   m.def("_autocast_set_enabled",
         [=](const std::string& d, bool enabled) { autocast::set_enabled(device_type(d), enabled); });
-  m.def("_autocast_get_dtype", [=](const std::string& d) { return dtype_object(autocast::get_dtype(device_type(d))); });
+  m.def("_autocast_get_dtype",
+        [=](const std::string& d) { return dtype_object(autocast::get_dtype(device_type(d))); });
   m.def("_autocast_set_dtype", [=](const std::string& d, py::handle dtype) {
     autocast::set_dtype(device_type(d), dtype_from_object(dtype, "dtype"));
   });
@@ -100,7 +101,8 @@ static void bind_autocast(py::module_& m) {
     if (policy == "promote") {
       to = autocast::promote_dtype({}, {&tensors});
     } else if (policy == "fp32" || policy == "lower_precision_fp") {
-      to = autocast::target_dtype(policy == "fp32" ? autocast::Policy::Fp32 : autocast::Policy::LowerPrecisionFp);
+      to = autocast::target_dtype(policy == "fp32" ? autocast::Policy::Fp32
+                                                   : autocast::Policy::LowerPrecisionFp);
     } else {
       throw ValueError("[autocast] expected a policy 'lower_precision_fp', 'fp32' or 'promote', but got '" +
                        policy + "'");
