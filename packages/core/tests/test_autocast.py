@@ -180,6 +180,18 @@ def test_fp32_ops_take_lower_precision_inputs_and_compute_in_float32():
                                np.sqrt(((av[:, None, :] - tv[None, :, :]) ** 2).sum(-1)), rtol=1e-4, atol=1e-5)
 
 
+def test_reflection_and_replication_pads_run_in_float32():
+    x = ember.randn(1, 2, 5).to(ember.bfloat16)
+    with ember.autocast("cpu"):
+        reflected = F.pad(x, (2, 1), mode="reflect")
+        replicated = F.pad(x, (1, 2), mode="replicate")
+        constant = F.pad(x, (1, 1))
+    assert reflected.dtype == replicated.dtype == ember.float32
+    assert constant.dtype == ember.bfloat16
+    np.testing.assert_array_equal(_np(reflected), np.pad(_np(x), ((0, 0), (0, 0), (2, 1)), mode="reflect"))
+    np.testing.assert_array_equal(_np(replicated), np.pad(_np(x), ((0, 0), (0, 0), (1, 2)), mode="edge"))
+
+
 def test_fp32_op_on_zero_size_and_0dim_inputs():
     with ember.autocast("cpu"):
         empty = ember.prod(ember.ones(0).to(ember.bfloat16))
@@ -197,9 +209,10 @@ def test_promote_ops_use_the_widest_input_dtype():
         assert ember.stack([lo, hi]).dtype == ember.float32
         assert ember.cat([lo, lo]).dtype == ember.bfloat16
         copied = ember.index_copy(lo, 0, ember.tensor([1, 0]), hi)
+        joined = ember.cat([lo, hi])
     assert copied.dtype == ember.float32
     np.testing.assert_allclose(_np(copied), _np(hi)[[1, 0]], rtol=0, atol=0)
-    np.testing.assert_allclose(_np(ember.cat([lo, hi]).float()), np.concatenate([_np(lo), _np(hi)]), atol=0)
+    np.testing.assert_allclose(_np(joined), np.concatenate([_np(lo), _np(hi)]), rtol=0, atol=0)
 
 
 # ---- autograd ------------------------------------------------------------------------------------
@@ -376,28 +389,57 @@ def test_grad_scaler_with_autocast():
 
 
 def test_custom_fwd_and_bwd():
+    seen = {}
+
     class Square(ember.autograd.Function):
+        # cast_inputs: inside a region the forward gets float32 inputs and runs with autocast off
         @staticmethod
         @ember.amp.custom_fwd(device_type="cpu", cast_inputs=ember.float32)
         def forward(ctx, a):
             ctx.save_for_backward(a)
-            ctx.seen = (a.dtype, ember.is_autocast_cpu_enabled())
+            seen["fwd"] = (a.dtype, ember.is_autocast_cpu_enabled())
             return a * a
 
         @staticmethod
         @ember.amp.custom_bwd(device_type="cpu")
         def backward(ctx, grad):
             (a,) = ctx.saved_tensors
-            ctx.bwd_enabled = ember.is_autocast_cpu_enabled()
+            seen["bwd"] = ember.is_autocast_cpu_enabled()
             return 2 * a * grad
 
-    a = ember.randn(3).to(ember.bfloat16).requires_grad_()
+    class Scaled(ember.autograd.Function):
+        # no cast_inputs: the forward runs under the caller's state and the backward replays it
+        @staticmethod
+        @ember.amp.custom_fwd(device_type="cpu")
+        def forward(ctx, a, w):
+            ctx.save_for_backward(a, w)
+            seen["scaled_fwd"] = ember.is_autocast_cpu_enabled()
+            return ember.mm(a, w)
+
+        @staticmethod
+        @ember.amp.custom_bwd(device_type="cpu")
+        def backward(ctx, grad):
+            a, w = ctx.saved_tensors
+            seen["scaled_bwd"] = (ember.is_autocast_cpu_enabled(), ember.get_autocast_cpu_dtype())
+            return None, ember.mm(a.t(), grad)
+
+    a = ember.randn(3, 3)
+    a_bf = a.to(ember.bfloat16)
+    w = ember.randn(3, 3, requires_grad=True)
+    x = ember.randn(3, requires_grad=True)
     with ember.autocast("cpu"):
-        out = Square.apply(a)
+        out = Square.apply(x.to(ember.bfloat16))
+        prod = Scaled.apply(a_bf, w)
+    assert seen["fwd"] == (ember.float32, False)
     assert out.dtype == ember.float32
+    assert seen["scaled_fwd"] and prod.dtype == ember.bfloat16
     out.sum().backward()
-    assert a.grad.dtype == ember.bfloat16
-    np.testing.assert_allclose(_np(a.grad), 2 * _np(a), **BF16_TOL)
+    assert seen["bwd"] is False
+    np.testing.assert_allclose(_np(x.grad), 2 * _rounded(x, ember.bfloat16), **BF16_TOL)
+    prod.float().sum().backward()
+    assert seen["scaled_bwd"] == (True, ember.bfloat16)
+    assert w.grad.dtype == ember.float32
+    np.testing.assert_allclose(_np(w.grad), np.tile(_np(a_bf).sum(0)[:, None], (1, 3)), **BF16_TOL)
     with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
         ember.amp.custom_fwd(device_type=None)
 
