@@ -180,6 +180,26 @@ def test_fp32_ops_take_lower_precision_inputs_and_compute_in_float32():
                                np.sqrt(((av[:, None, :] - tv[None, :, :]) ** 2).sum(-1)), rtol=1e-4, atol=1e-5)
 
 
+def test_ffts_and_stft_run_in_float32():
+    ember.manual_seed(6)
+    sig = ember.randn(2, 16).to(ember.bfloat16)
+    window = ember.hann_window(8)
+    with ember.autocast("cpu"):
+        spectrum = ember.fft.rfft(sig)
+        full = ember.fft.fft2(sig)
+        spec = ember.stft(sig[0], 8, hop_length=4, window=window, return_complex=True)
+        out = ember.zeros(2, 9, dtype=ember.complex64)
+        ember.fft.rfft(sig.float(), out=out)  # out=: not cast, written in place
+    assert spectrum.dtype == full.dtype == spec.dtype == ember.complex64
+    s = _np(sig)
+    np.testing.assert_allclose(spectrum.numpy(), np.fft.rfft(s), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(full.numpy(), np.fft.fft2(s), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out.numpy(), np.fft.rfft(s), rtol=1e-5, atol=1e-5)
+    padded = np.pad(s[0], 4, mode="reflect")
+    frames = np.stack([padded[i:i + 8] * window.numpy() for i in range(0, len(padded) - 7, 4)], axis=1)
+    np.testing.assert_allclose(spec.numpy(), np.fft.rfft(frames, axis=0), rtol=1e-5, atol=1e-5)
+
+
 def test_reflection_and_replication_pads_run_in_float32():
     x = ember.randn(1, 2, 5).to(ember.bfloat16)
     with ember.autocast("cpu"):
@@ -454,6 +474,15 @@ def test_cuda_without_cuda_warns_and_disables():
     with region:
         assert not ember.is_autocast_enabled("cuda")
         assert ember.mm(ember.ones(2, 2), ember.ones(2, 2)).dtype == ember.float32
+
+
+def test_cuda_amp_namespace():
+    assert issubclass(ember.cuda.amp.autocast, ember.autocast)
+    if ember.cuda.is_available():
+        pytest.skip("this build has CUDA")
+    with pytest.warns(UserWarning, match="CUDA is not available. Disabling"):
+        region = ember.cuda.amp.autocast()
+    assert region.fast_dtype == ember.float16 and not region._enabled
 
 
 def test_unsupported_cpu_dtype_warns_and_disables():

@@ -55,7 +55,8 @@ def autocast_policy(policy: str):
     def wrap(fn):
         @functools.wraps(fn)
         def run(*args, **kwargs):
-            if not _C._autocast_active():
+            # an out= call is not cast, as PyTorch's autocast leaves out= overloads alone
+            if not _C._autocast_active() or kwargs.get("out") is not None:
                 return fn(*args, **kwargs)
             args, kwargs = _cast_arguments(args, kwargs, policy)
             previous = _C._autocast_set_excluded(True)
