@@ -39,9 +39,11 @@ Tensor cast(const Tensor& t, DType to) {
   if (!eligible(t) || t.dtype() == to) return t;
   // Only float32 leaves that require grad (weights) are cached, and only on their way down to the
   // autocast dtype: their cast is the same all region long, as no optimizer step happens inside.
+  // Unlike PyTorch, a cast made with grad mode off is not cached: it has no history, and a later
+  // use of it with grad mode on would silently give the weight no gradient.
   const bool cacheable = to == get_dtype(DeviceType::CPU) && t.dtype() == DType::Float32 &&
-                         is_cache_enabled() && autograd::requires_grad(t) && autograd::is_leaf(t) &&
-                         !autograd::view_base(t).defined();
+                         is_cache_enabled() && GradMode::is_enabled() && autograd::requires_grad(t) &&
+                         autograd::is_leaf(t) && !autograd::view_base(t).defined();
   if (cacheable) {
     if (std::optional<Tensor> hit = cache_find(t)) return *hit;
   }

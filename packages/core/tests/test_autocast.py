@@ -347,6 +347,19 @@ def test_cache_skips_non_leaves_and_tensors_without_grad():
         assert ember._C._autocast_cache_size() == 0
 
 
+def test_a_cast_made_without_grad_is_not_reused_with_grad():
+    # PyTorch caches it, and a weight first used under no_grad then gets no gradient; Ember does not
+    w = ember.randn(3, 3, requires_grad=True)
+    x = ember.ones(2, 3)
+    with ember.autocast("cpu"):
+        with ember.no_grad():
+            ember.mm(x, w)
+        assert ember._C._autocast_cache_size() == 0
+        y = ember.mm(x, w)
+    y.float().sum().backward()
+    np.testing.assert_allclose(_np(w.grad), np.full((3, 3), 2.0), rtol=0, atol=0)
+
+
 def test_state_is_thread_local():
     seen = {}
 
