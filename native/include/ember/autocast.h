@@ -11,8 +11,9 @@
 //   Fp32              float16/bfloat16/float32 inputs -> float32
 //   Promote           all such inputs -> the widest of them and the autocast dtype
 // float64 and non-floating inputs are never cast; an op called with out= is not cast. A cast of
-// a float32 leaf that requires grad to the autocast dtype is cached until the outermost autocast
-// region exits (clear_cache), so a weight used by many ops is cast once per region.
+// a float32 leaf that requires grad to the autocast dtype, made with grad mode on, is cached until
+// the outermost autocast region exits (clear_cache), so a weight used by many ops is cast once per
+// region. The registry (ember.ops.aten.*) routes a built-in op to this entry point under autocast.
 #include <optional>
 #include <vector>
 
