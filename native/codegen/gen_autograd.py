@@ -52,7 +52,8 @@ def in_place_lines(name: str, has_out: bool, by_name: bool, unsupported: str) ->
 
 
 def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
-             derivatives: dict | None, nondifferentiable: bool, op_names: set[str], kernel: str) -> str:
+             derivatives: dict | None, nondifferentiable: bool, op_names: set[str], kernel: str,
+             autocast: str | None = None) -> str:
     """The definitions (for autograd_ops.cpp) of ember::autograd::<name>: its backward node, the
     reverse-mode wrapper (<name>_reverse, which computes the op by calling `kernel`) and the public
     wrapper that adds forward mode."""
@@ -62,7 +63,34 @@ def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_
     if vjps and jvp is None:
         raise SystemExit(f"gen_ops: {name} declares reverse-mode derivatives but no JVP ('result')")
     return (generate_reverse(name, args, rets, cpp_param, cpp_return, vjps, nondifferentiable, op_names, kernel)
-            + generate_forward(name, args, rets, cpp_param, cpp_return, vjps, jvp, nondifferentiable, op_names))
+            + generate_forward(name, args, rets, cpp_param, cpp_return, vjps, jvp, nondifferentiable, op_names,
+                               autocast))
+
+
+AUTOCAST_POLICIES = {"lower_precision_fp": "LowerPrecisionFp", "fp32": "Fp32", "promote": "Promote"}
+
+
+def autocast_prologue(name: str, args: list[dict], policy: str | None) -> str:
+    """The lines that start ember::autograd::<name> of an op with an autocast policy (Note [autocast]
+    in ember/autocast.h): cast the tensor arguments, then call the op again with autocast excluded."""
+    if policy is None:
+        return ""
+    if policy not in AUTOCAST_POLICIES:
+        raise SystemExit(f"gen_ops: {name}: autocast policy {policy!r} is not one of {sorted(AUTOCAST_POLICIES)}")
+    cast = [a for a in args if a["type"] in ("Tensor", "Tensor?", "Tensor[]") and a["name"] != "out"]
+    if not cast:
+        raise SystemExit(f"gen_ops: {name}: an autocast policy needs tensor arguments")
+    when = "autocast::active()" + (" && !out.has_value()" if any(a["name"] == "out" for a in args) else "")
+    if policy == "promote":
+        ptrs = ", ".join(f"{a['name']} ? &*{a['name']} : nullptr" if a["type"] == "Tensor?" else f"&{a['name']}"
+                         for a in cast if a["type"] != "Tensor[]")
+        lists = ", ".join(f"&{a['name']}" for a in cast if a["type"] == "Tensor[]")
+        to = f"autocast::promote_dtype({{{ptrs}}}, {{{lists}}})"
+    else:
+        to = f"autocast::target_dtype(autocast::Policy::{AUTOCAST_POLICIES[policy]})"
+    call = ", ".join(f"autocast::cast({a['name']}, to)" if a in cast else a["name"] for a in args)
+    return (f"\n  if ({when}) {{\n    autocast::ExcludeGuard no_autocast;\n    const DType to = {to};\n"
+            f"    return autograd::{name}({call});\n  }}")
 
 
 def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
@@ -251,7 +279,8 @@ def jvp_expression(name: str, args: list[dict], vjps: dict, jvp: str, op_names: 
 
 
 def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
-                     vjps: dict, jvp: str | None, nondifferentiable: bool, op_names: set[str]) -> str:
+                     vjps: dict, jvp: str | None, nondifferentiable: bool, op_names: set[str],
+                     autocast: str | None = None) -> str:
     """ember::autograd::<name>: without tangents it is <name>_reverse; with them it also computes
     the result's tangent (formulas run paused, on primals, but still record reverse-mode graphs)."""
     params = ", ".join(cpp_param[a["type"]] + " " + a["name"] for a in args)
@@ -261,7 +290,8 @@ def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: di
     ptrs = ", ".join(f"{a['name']} ? &*{a['name']} : nullptr" if a["type"] == "Tensor?" else f"&{a['name']}"
                      for a in tensors)
     # Every call of a built-in op passes here first, so this is where ember.profiler sees it.
-    head = f'{cpp_return} {name}({params}) {{\n  profiler::RecordScope record_scope("{name}", {{{ptrs}}});'
+    head = (f'{cpp_return} {name}({params}) {{{autocast_prologue(name, args, autocast)}\n'
+            f'  profiler::RecordScope record_scope("{name}", {{{ptrs}}});')
 
     lists = [a for a in args if a["type"] == "Tensor[]"]
     differentiable_rets = rets and all(r in ("Tensor", "Tensor[]") for r in rets)

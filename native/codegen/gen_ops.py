@@ -217,7 +217,8 @@ def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None
         (header if aten else fb_header).append(f"EMBER_API {ret} {name}({params});")
         batching_defs, kernel = gen_batching.generate(name, args, rets, CPP_PARAM, ret, batching.get(name))
         definition = batching_defs + gen_autograd.generate(name, args, rets, CPP_PARAM, ret, derivatives.get(name),
-                                                           name in nondifferentiable, op_names, kernel)
+                                                           name in nondifferentiable, op_names, kernel,
+                                                           op.autocast)
         (autograd_decls if aten else fb_autograd_decls).append(f"EMBER_API {ret} {name}({params});")
         (autograd_defs if aten else fb_autograd_defs).append(definition)
         no_default = ", ".join(CPP_PARAM[a["type"]] for a in args)
@@ -274,13 +275,13 @@ def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None
         stubs.append(f"def {name}({', '.join(sig)}) -> {py_ret}: ...")
         records.append({"name": name, "namespace": ns, "schema": op.schema, "method": op.method, "inplace": op.inplace,
                         "derivatives": sorted(set(derivatives.get(name, {})) - {"result"}),
-                        "forward": "result" in derivatives.get(name, {}),
+                        "forward": "result" in derivatives.get(name, {}), "autocast": op.autocast,
                         "batching": (batching[name] if isinstance(batching.get(name), str) else
                                      "dims" if name in batching else None),
                         **{k: list(v) if isinstance(v, tuple) else v for k, v in op.test.items()}})
     header += ["", "// The same ops, recording autograd history (generated from declarations.DERIVATIVES).",
                "namespace autograd {", *autograd_decls, "}  // namespace autograd", "", "}  // namespace ember", ""]
-    autograd_includes = ['#include "ember/autograd.h"', '#include "ember/error.h"', '#include "ember/ops.h"',
+    autograd_includes = ['#include "ember/autocast.h"', '#include "ember/autograd.h"', '#include "ember/error.h"', '#include "ember/ops.h"',
                          '#include "ember/profiler.h"', '#include "autograd/formulas.h"',
                          '#include "autograd/formulas_linalg.h"', '#include "autograd/formulas_fft.h"',
                          '#include "autograd/formulas_norm.h"', '#include "autograd/formulas_conv.h"',

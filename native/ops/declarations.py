@@ -12,6 +12,10 @@ Test hints (`test=`):
   dtypes   "float" | "numeric" | "integral" | "bool_int" | "all": the dtypes sampled
   domain   (lo, hi) for unary samples
   complex  also sampled with complex inputs
+
+Autocast (`autocast=`): what `ember.autocast("cpu")` does to the op's floating inputs, as
+PyTorch's CPU lists: "lower_precision_fp" runs it in the autocast dtype (bfloat16 or float16),
+"fp32" in float32, "promote" in the widest input dtype; None leaves the inputs as they are.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ class Op:
     method: bool = True
     inplace: bool = False
     test: dict = field(default_factory=dict)
+    # autocast policy (Note [autocast] in ember/autocast.h): "lower_precision_fp", "fp32", "promote"
+    autocast: str | None = None
 
     @property
     def name(self) -> str:
@@ -41,9 +47,10 @@ def binary(name: str, ref: str, dtypes="numeric", complex=False, inplace=True, f
               test={"family": family, "ref": ref, "dtypes": dtypes, "complex": complex})
 
 
-def reduction(name: str, ref: str, dtypes="numeric", extra: str = "", dim: str = "int[1]? dim=None") -> Op:
+def reduction(name: str, ref: str, dtypes="numeric", extra: str = "", dim: str = "int[1]? dim=None",
+              autocast: str | None = None) -> Op:
     return Op(f"{name}(Tensor self, {dim}, bool keepdim=False{extra}) -> Tensor",
-              test={"family": "reduction", "ref": ref, "dtypes": dtypes})
+              test={"family": "reduction", "ref": ref, "dtypes": dtypes}, autocast=autocast)
 
 
 OPS: list[Op] = [
@@ -106,7 +113,8 @@ OPS: list[Op] = [
     Op("index_select(Tensor self, int dim, Tensor index) -> Tensor", test={"family": "none"}),
     Op("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
        test={"family": "none"}),
-    Op("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor", test={"family": "none"}),
+    Op("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor", test={"family": "none"},
+       autocast="promote"),
     Op("index_fill(Tensor self, int dim, Tensor index, Scalar value) -> Tensor", test={"family": "none"}),
     Op("masked_fill(Tensor self, Tensor mask, Scalar value) -> Tensor", test={"family": "none"}),
     Op("masked_select(Tensor self, Tensor mask) -> Tensor", test={"family": "none"}),
@@ -324,7 +332,8 @@ OPS: list[Op] = [
     # ---- convolution (src/ops/convolution, kernels in backend/cpu/conv_kernels.cpp; Note [convolution
     # kernels]): PyTorch's aten::convolution behind conv1d/2d/3d and conv_transpose1d/2d/3d ------------
     Op("convolution(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
-       "bool transposed, int[] output_padding, int groups) -> Tensor", method=False, test={"family": "none"}),
+       "bool transposed, int[] output_padding, int groups) -> Tensor", method=False, test={"family": "none"},
+       autocast="lower_precision_fp"),
     Op("convolution_backward(Tensor grad_output, Tensor input, Tensor weight, int[] stride, int[] padding, "
        "int[] dilation, bool transposed, int[] output_padding, int groups, bool input_grad=True, "
        "bool weight_grad=True, bool bias_grad=True) -> (Tensor, Tensor, Tensor)", method=False,
@@ -361,13 +370,15 @@ OPS: list[Op] = [
        test={"family": "none"}),
     # ---- complex numbers (src/ops/composite/complex.cpp) --------------------------------------------
     Op("view_as_real(Tensor self) -> Tensor", method=False, test={"family": "none"}),
-    Op("view_as_complex(Tensor self) -> Tensor", method=False, test={"family": "none"}),
+    Op("view_as_complex(Tensor self) -> Tensor", method=False, test={"family": "none"},
+       autocast="fp32"),
     Op("real(Tensor self) -> Tensor", method=False, test={"family": "none"}),
     Op("imag(Tensor self) -> Tensor", method=False, test={"family": "none"}),
     Op("conj(Tensor self) -> Tensor", test={"family": "none"}),
     Op("conj_physical(Tensor self) -> Tensor", test={"family": "none"}),
     Op("complex(Tensor real, Tensor imag) -> Tensor", method=False, test={"family": "none"}),
-    Op("polar(Tensor abs, Tensor angle) -> Tensor", method=False, test={"family": "none"}),
+    Op("polar(Tensor abs, Tensor angle) -> Tensor", method=False, test={"family": "none"},
+       autocast="fp32"),
     Op("angle(Tensor self) -> Tensor",
        # PyTorch's rule for reals is x < 0 ? pi : 0 (so angle(-0.0) == 0, unlike NumPy's atan2)
        test={"family": "unary", "dtypes": "float", "complex": True,
@@ -392,13 +403,16 @@ OPS: list[Op] = [
        test={"family": "none"}),
     Op("bitwise_right_shift(Tensor self, Tensor other, *, Tensor? out=None) -> Tensor", inplace=True,
        test={"family": "none"}),
-    Op("trace(Tensor self) -> Tensor", test={"family": "none"}),
+    Op("trace(Tensor self) -> Tensor", test={"family": "none"},
+       autocast="fp32"),
     Op("diag(Tensor self, int diagonal=0) -> Tensor", test={"family": "none"}),
     Op("diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor", test={"family": "none"}),
     Op("diagflat(Tensor self, int offset=0) -> Tensor", test={"family": "none"}),
     # ---- joining and shapes (src/ops/composite/joining.cpp) -------------------------------------
-    Op("cat(Tensor[] tensors, int dim=0) -> Tensor", test={"family": "none"}),
-    Op("stack(Tensor[] tensors, int dim=0) -> Tensor", test={"family": "none"}),
+    Op("cat(Tensor[] tensors, int dim=0) -> Tensor", test={"family": "none"},
+       autocast="promote"),
+    Op("stack(Tensor[] tensors, int dim=0) -> Tensor", test={"family": "none"},
+       autocast="promote"),
     Op("hstack(Tensor[] tensors) -> Tensor", test={"family": "none"}),
     Op("vstack(Tensor[] tensors) -> Tensor", test={"family": "none"}),
     Op("dstack(Tensor[] tensors) -> Tensor", test={"family": "none"}),
@@ -430,31 +444,42 @@ OPS: list[Op] = [
     Op("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", test={"family": "none"}),
     Op("meshgrid(Tensor[] tensors, *, str indexing='ij') -> Tensor[]", test={"family": "none"}),
     # ---- matrix products (src/ops/linalg/matmul.cpp, kernel in backend/cpu/gemm_kernels.cpp) --------
-    Op("mm(Tensor self, Tensor mat2, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
-    Op("bmm(Tensor self, Tensor mat2, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
-    Op("matmul(Tensor self, Tensor other, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
+    Op("mm(Tensor self, Tensor mat2, *, Tensor? out=None) -> Tensor", test={"family": "none"},
+       autocast="lower_precision_fp"),
+    Op("bmm(Tensor self, Tensor mat2, *, Tensor? out=None) -> Tensor", test={"family": "none"},
+       autocast="lower_precision_fp"),
+    Op("matmul(Tensor self, Tensor other, *, Tensor? out=None) -> Tensor", test={"family": "none"},
+       autocast="lower_precision_fp"),
     Op("mv(Tensor self, Tensor vec, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
     Op("dot(Tensor self, Tensor tensor, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
     Op("vdot(Tensor self, Tensor other, *, Tensor? out=None) -> Tensor", test={"family": "none"}),
     Op("outer(Tensor self, Tensor vec2) -> Tensor", test={"family": "none"}),
     Op("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1, Tensor? out=None) -> Tensor",
-       test={"family": "none"}),
+       test={"family": "none"},
+       autocast="lower_precision_fp"),
     Op("addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1, Tensor? out=None) -> Tensor",
        test={"family": "none"}),
     Op("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor? out=None) "
-       "-> Tensor", test={"family": "none"}),
+       "-> Tensor", test={"family": "none"},
+       autocast="lower_precision_fp"),
     Op("addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1, Tensor? out=None) "
-       "-> Tensor", test={"family": "none"}),
+       "-> Tensor", test={"family": "none"},
+       autocast="lower_precision_fp"),
     # ---- linear algebra (src/ops/linalg/linalg.cpp, kernels in backend/cpu/linalg_kernels.cpp) -------
-    Op("linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor", method=False, test={"family": "none"}),
-    Op("linalg_inv(Tensor A) -> Tensor", method=False, test={"family": "none"}),
+    Op("linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor", method=False, test={"family": "none"},
+       autocast="fp32"),
+    Op("linalg_inv(Tensor A) -> Tensor", method=False, test={"family": "none"},
+       autocast="fp32"),
     Op("linalg_det(Tensor A) -> Tensor", method=False, test={"family": "none"}),
     Op("linalg_slogdet(Tensor A) -> (Tensor, Tensor)", method=False, test={"family": "none"}),
-    Op("linalg_cholesky(Tensor A, *, bool upper=False) -> Tensor", method=False, test={"family": "none"}),
+    Op("linalg_cholesky(Tensor A, *, bool upper=False) -> Tensor", method=False, test={"family": "none"},
+       autocast="fp32"),
     Op("linalg_cholesky_ex(Tensor A, *, bool upper=False, bool check_errors=False) -> (Tensor, Tensor)", method=False,
-       test={"family": "none"}),
+       test={"family": "none"},
+       autocast="fp32"),
     Op("linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor",
-       method=False, test={"family": "none"}),
+       method=False, test={"family": "none"},
+       autocast="fp32"),
     # ---- fused transformer inference (src/ops/transformer/fused.cpp; no derivative: eval only) --------
     Op("_packed_attention(Tensor query, Tensor key, Tensor value, Tensor query_offsets, Tensor key_offsets, "
        "int num_heads, float scale) -> Tensor", method=False, test={"family": "none"}),
@@ -463,14 +488,18 @@ OPS: list[Op] = [
     # ---- discrete Fourier transforms (src/ops/fft, kernel in backend/cpu/fft_kernels.cpp); PyTorch's
     # _fft_c2c/_fft_r2c/_fft_c2r under ember.fft. normalization: 0 none, 1 by sqrt(n), 2 by n
     Op("fft_c2c(Tensor self, int[] dim, int normalization, bool forward) -> Tensor", method=False,
-       test={"family": "none"}),
+       test={"family": "none"},
+       autocast="fp32"),
     Op("fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor", method=False,
-       test={"family": "none"}),
+       test={"family": "none"},
+       autocast="fp32"),
     Op("fft_c2r(Tensor self, int[] dim, int normalization, int last_dim_size) -> Tensor", method=False,
-       test={"family": "none"}),
+       test={"family": "none"},
+       autocast="fp32"),
     # stft / istft of ember.stft / ember.istft (src/ops/fft/stft.cpp; the wrappers resolve defaults)
     Op("_stft(Tensor self, int n_fft, int hop_length, int win_length, Tensor? window, bool center, str pad_mode, "
-       "bool normalized, bool onesided) -> Tensor", method=False, test={"family": "none"}),
+       "bool normalized, bool onesided) -> Tensor", method=False, test={"family": "none"},
+       autocast="fp32"),
     Op("_istft(Tensor self, int n_fft, int hop_length, int win_length, Tensor? window, bool center, bool normalized, "
        "bool onesided, int? length, bool return_complex) -> Tensor", method=False, test={"family": "none"}),
     # ---- embeddings (src/ops/embedding, kernels in backend/cpu/embedding_kernels.cpp): PyTorch's aten
@@ -493,23 +522,33 @@ OPS: list[Op] = [
        test={"family": "none"}),
     # ---- decompositions (src/ops/linalg/decompositions.cpp, kernels in backend/cpu/decomposition_kernels.cpp)
     Op("linalg_svd(Tensor A, bool full_matrices=True) -> (Tensor, Tensor, Tensor)", method=False,
-       test={"family": "none"}),
-    Op("linalg_svdvals(Tensor A) -> Tensor", method=False, test={"family": "none"}),
-    Op("linalg_eigh(Tensor A, str UPLO='L') -> (Tensor, Tensor)", method=False, test={"family": "none"}),
-    Op("linalg_eigvalsh(Tensor A, str UPLO='L') -> Tensor", method=False, test={"family": "none"}),
-    Op("linalg_qr(Tensor A, str mode='reduced') -> (Tensor, Tensor)", method=False, test={"family": "none"}),
-    Op("linalg_householder_product(Tensor A, Tensor tau) -> Tensor", method=False, test={"family": "none"}),
+       test={"family": "none"},
+       autocast="fp32"),
+    Op("linalg_svdvals(Tensor A) -> Tensor", method=False, test={"family": "none"},
+       autocast="fp32"),
+    Op("linalg_eigh(Tensor A, str UPLO='L') -> (Tensor, Tensor)", method=False, test={"family": "none"},
+       autocast="fp32"),
+    Op("linalg_eigvalsh(Tensor A, str UPLO='L') -> Tensor", method=False, test={"family": "none"},
+       autocast="fp32"),
+    Op("linalg_qr(Tensor A, str mode='reduced') -> (Tensor, Tensor)", method=False, test={"family": "none"},
+       autocast="fp32"),
+    Op("linalg_householder_product(Tensor A, Tensor tau) -> Tensor", method=False, test={"family": "none"},
+       autocast="fp32"),
     Op("linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor, Tensor, Tensor)",
        method=False, test={"family": "none"}),
     Op("linalg_lu_factor(Tensor A, *, bool pivot=True) -> (Tensor, Tensor)", method=False, test={"family": "none"}),
     Op("linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
     Op("linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor",
-       method=False, test={"family": "none"}),
-    Op("linalg_eig(Tensor A) -> (Tensor, Tensor)", method=False, test={"family": "none"}),
-    Op("linalg_eigvals(Tensor A) -> Tensor", method=False, test={"family": "none"}),
+       method=False, test={"family": "none"},
+       autocast="fp32"),
+    Op("linalg_eig(Tensor A) -> (Tensor, Tensor)", method=False, test={"family": "none"},
+       autocast="fp32"),
+    Op("linalg_eigvals(Tensor A) -> Tensor", method=False, test={"family": "none"},
+       autocast="fp32"),
     # ---- reductions (src/ops/reduction, kernels in backend/cpu/reduce_kernels.cpp) ------------------
     reduction("sum", "np.sum(a, axis=dim, keepdims=keepdim)", dtypes="all", extra=", *, ScalarType? dtype=None"),
-    reduction("prod", "np.prod(a, axis=dim, keepdims=keepdim)", extra=", *, ScalarType? dtype=None"),
+    reduction("prod", "np.prod(a, axis=dim, keepdims=keepdim)", extra=", *, ScalarType? dtype=None",
+              autocast="fp32"),
     reduction("mean", "np.mean(a, axis=dim, keepdims=keepdim)", dtypes="float", extra=", *, ScalarType? dtype=None"),
     reduction("amax", "np.amax(a, axis=dim, keepdims=keepdim)", dim="int[1] dim=[]"),
     reduction("amin", "np.amin(a, axis=dim, keepdims=keepdim)", dim="int[1] dim=[]"),

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "ember/autocast.h"
 #include "ember/autograd.h"
 #include "ember/error.h"
 #include "ember/library.h"
@@ -116,6 +117,10 @@ DispatchKey Operator::select_key(const Stack& args) const {
   const Device d = device.value_or(Device());
   // Note [dispatch keys] in op_registry.h.
   if (requires_grad && has_kernel(DispatchKey::Autograd)) return DispatchKey::Autograd;
+  // Under autocast a built-in op goes through its generated entry point (the Autograd kernel),
+  // which casts the inputs of ops with a policy first (Note [autocast] in ember/autocast.h).
+  if (schema_.ns == "aten" && autocast::active() && has_kernel(DispatchKey::Autograd))
+    return DispatchKey::Autograd;
   DispatchKey key;
   try {
     key = backend_key(d.type);

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "ember/autocast.h"
 #include "ember/autograd.h"
 #include "ember/vmap.h"
 
@@ -68,6 +69,48 @@ std::optional<std::vector<Tensor>> grads_from_python(const py::object& result, s
 }
 
 }  // namespace
+
+// ember.autocast's state (Note [autocast] in ember/autocast.h); ember/amp/autocast_mode.py
+// builds the user API on these.
+static void bind_autocast(py::module_& m) {
+  auto device_type = [](const std::string& name) {
+    if (name == "cpu") return DeviceType::CPU;
+    if (name == "cuda") return DeviceType::CUDA;
+    throw ValueError("[autocast] expected device_type 'cpu' or 'cuda', but got '" + name + "'");
+  };
+  m.def("_autocast_is_enabled", [=](const std::string& d) { return autocast::is_enabled(device_type(d)); });
+  m.def("_autocast_set_enabled",
+        [=](const std::string& d, bool enabled) { autocast::set_enabled(device_type(d), enabled); });
+  m.def("_autocast_get_dtype",
+        [=](const std::string& d) { return dtype_object(autocast::get_dtype(device_type(d))); });
+  m.def("_autocast_set_dtype", [=](const std::string& d, py::handle dtype) {
+    autocast::set_dtype(device_type(d), dtype_from_object(dtype, "dtype"));
+  });
+  m.def("_autocast_increment_nesting", &autocast::increment_nesting);
+  m.def("_autocast_decrement_nesting", &autocast::decrement_nesting);
+  m.def("_autocast_is_cache_enabled", &autocast::is_cache_enabled);
+  m.def("_autocast_set_cache_enabled", &autocast::set_cache_enabled);
+  m.def("_autocast_clear_cache", &autocast::clear_cache);
+  m.def("_autocast_cache_size", &autocast::cache_size);
+  m.def("_autocast_active", &autocast::active);
+  m.def("_autocast_set_excluded", &autocast::set_excluded);
+  // The casts of a Python composite with a policy (ember/_autocast_policy.py), as the generated
+  // entry points cast a native op's inputs.
+  m.def("_autocast_cast", [](const std::vector<Tensor>& tensors, const std::string& policy) {
+    DType to;
+    if (policy == "promote") {
+      to = autocast::promote_dtype({}, {&tensors});
+    } else if (policy == "fp32" || policy == "lower_precision_fp") {
+      to = autocast::target_dtype(policy == "fp32" ? autocast::Policy::Fp32
+                                                   : autocast::Policy::LowerPrecisionFp);
+    } else {
+      throw ValueError("[autocast] expected a policy 'lower_precision_fp', 'fp32' or 'promote', but got '" +
+                       policy + "'");
+    }
+    autocast::ExcludeGuard no_autocast;
+    return autocast::cast(tensors, to);
+  });
+}
 
 void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
   py::class_<RemovableHandle>(m, "RemovableHandle", "Returned by register_hook; remove() takes the hook off.")
@@ -286,6 +329,7 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
   });
   m.def("_is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled, py::arg("mode"));
+  bind_autocast(m);
   m.def(
       "_run_backward",
       [](const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors, bool keep_graph,

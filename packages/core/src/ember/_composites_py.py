@@ -20,6 +20,7 @@ import warnings
 from collections import namedtuple
 
 from . import _C
+from ._autocast_policy import autocast_policy
 
 # ---- helpers ------------------------------------------------------------------------------------
 
@@ -278,6 +279,7 @@ def _quantile(x: object, q: object, dim: int | None, keepdim: builtins.bool, int
     return out
 
 
+@autocast_policy("fp32")
 def quantile(input: _C.Tensor, q: object, dim: int | None = None, keepdim: builtins.bool = False,  # noqa: A002
              *, interpolation: str = "linear") -> _C.Tensor:
     """The q-th quantiles of input (over all elements, or along dim), as torch.quantile: q a float
@@ -286,6 +288,7 @@ def quantile(input: _C.Tensor, q: object, dim: int | None = None, keepdim: built
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
+@autocast_policy("fp32")
 def nanquantile(input: _C.Tensor, q: object, dim: int | None = None, keepdim: builtins.bool = False,  # noqa: A002
                 *, interpolation: str = "linear") -> _C.Tensor:
     """quantile ignoring NaN values (torch.nanquantile); a row of only NaN gives NaN."""

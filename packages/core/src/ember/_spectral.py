@@ -15,6 +15,7 @@ import math
 import operator
 
 from . import _C
+from ._autocast_policy import autocast_policy
 from .fft import _float_input
 
 __all__ = ["stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
@@ -105,6 +106,7 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
 
 # ---- stft / istft -----------------------------------------------------------------------------
 
+@autocast_policy("fp32")
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None):
     """Short-time Fourier transform: (B?, n_fft // 2 + 1 or n_fft, n_frames) complex frames,

@@ -210,3 +210,11 @@ def _tensor_cuda(tensor, device=None, non_blocking: bool = False):
     _lazy_init()
     target = _C.device(f"cuda:{device}" if isinstance(device, int) else (device or "cuda"))
     return tensor if tensor.device == target else tensor.to(target, non_blocking=non_blocking)
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562
+    # ember.cuda.amp loads on first use (it needs ember.amp, which loads after this module)
+    if name == "amp":
+        import importlib
+        return importlib.import_module("ember.cuda.amp")
+    raise AttributeError(f"module 'ember.cuda' has no attribute {name!r}")

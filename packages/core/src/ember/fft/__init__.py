@@ -17,6 +17,7 @@ import operator
 
 from .. import _C
 from .._args import dtype_name, wrap_dim, write_out
+from .._autocast_policy import autocast_policy
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2",
            "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -94,6 +95,7 @@ def _one_dim(x, n, dim):
 
 # ---- 1-D transforms ---------------------------------------------------------------------------
 
+@autocast_policy("fp32")
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-D discrete Fourier transform along `dim`."""
     x = _complex_input(input, "fft")
@@ -101,6 +103,7 @@ def fft(input, n=None, dim=-1, norm=None, *, out=None):
     return write_out(_C.fft_c2c(_resize(x, d, size), [d], _norm_mode(norm, True), True), out)
 
 
+@autocast_policy("fp32")
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-D inverse discrete Fourier transform along `dim`."""
     x = _complex_input(input, "ifft")
@@ -108,6 +111,7 @@ def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     return write_out(_C.fft_c2c(_resize(x, d, size), [d], _norm_mode(norm, False), False), out)
 
 
+@autocast_policy("fp32")
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The one-sided transform of a real signal: bins 0 .. n//2 of fft."""
     x = _real_input(input, "rfft")
@@ -115,6 +119,7 @@ def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     return write_out(_C.fft_r2c(_resize(x, d, size), [d], _norm_mode(norm, True), True), out)
 
 
+@autocast_policy("fp32")
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of rfft: a real signal of n points (default 2 * (input.size(dim) - 1))."""
     x = _complex_input(input, "irfft")
@@ -124,6 +129,7 @@ def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     return write_out(_C.fft_c2r(_resize(x, d, size // 2 + 1), [d], _norm_mode(norm, False), size), out)
 
 
+@autocast_policy("fp32")
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The transform of a Hermitian-symmetric signal given by its first half: a real spectrum of n points."""
     x = _complex_input(input, "hfft")
@@ -134,6 +140,7 @@ def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     return write_out(_C.fft_c2r(x, [d], _norm_mode(norm, True), size), out)
 
 
+@autocast_policy("fp32")
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of hfft: the one-sided inverse transform of a real signal."""
     x = _real_input(input, "ihfft")
@@ -176,6 +183,7 @@ def _resize_all(x, dims, sizes):
     return x
 
 
+@autocast_policy("fp32")
 def fftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-D discrete Fourier transform over `dim` (all dims by default)."""
     x = _complex_input(input, "fftn")
@@ -183,6 +191,7 @@ def fftn(input, s=None, dim=None, norm=None, *, out=None):
     return write_out(_C.fft_c2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, True), True), out)
 
 
+@autocast_policy("fp32")
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-D inverse discrete Fourier transform over `dim` (all dims by default)."""
     x = _complex_input(input, "ifftn")
@@ -190,6 +199,7 @@ def ifftn(input, s=None, dim=None, norm=None, *, out=None):
     return write_out(_C.fft_c2c(_resize_all(x, dims, sizes), dims, _norm_mode(norm, False), False), out)
 
 
+@autocast_policy("fp32")
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-D transform of a real signal, one-sided along the last of `dim`."""
     x = _real_input(input, "rfftn")
@@ -210,6 +220,7 @@ def _c2r_shape(x, s, dim, fname: str):
     return dims, sizes[:-1] + [last // 2 + 1], last
 
 
+@autocast_policy("fp32")
 def irfftn(input, s=None, dim=None, norm=None, *, out=None):
     """The inverse of rfftn: a real signal (last dim 2 * (input.size(dim[-1]) - 1) by default)."""
     x = _complex_input(input, "irfftn")
@@ -236,18 +247,22 @@ def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
     return write_out(_C.conj_physical(y), out)
 
 
+@autocast_policy("fp32")
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return fftn(input, s, dim, norm, out=out)
 
 
+@autocast_policy("fp32")
 def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return ifftn(input, s, dim, norm, out=out)
 
 
+@autocast_policy("fp32")
 def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return rfftn(input, s, dim, norm, out=out)
 
 
+@autocast_policy("fp32")
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
     return irfftn(input, s, dim, norm, out=out)
 

@@ -12,6 +12,7 @@ from collections import namedtuple
 
 from .. import _C
 from .._args import write_out
+from .._autocast_policy import autocast_policy
 from .._products import multi_dot
 from ._composites import (
     cond,
@@ -147,6 +148,7 @@ def matmul(input, other, *, out=None):
     return _C.matmul(input, other, out=out)
 
 
+@autocast_policy("lower_precision_fp")
 def vecdot(x, y, *, dim=-1, out=None):
     """sum(conj(x) * y) over `dim`, broadcasting the other dims."""
     return write_out(_C.sum(_C.conj(x) * y, [dim]), out)

@@ -32,6 +32,7 @@ from collections import namedtuple
 
 from .. import _C
 from .._args import dtype_name, wrap_dim, write_out
+from .._autocast_policy import autocast_policy
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp", "cond", "matrix_rank",
            "pinv", "lstsq"]
@@ -356,6 +357,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return write_out(rank, out)
 
 
+@autocast_policy("fp32")
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse V diag(1/s) U^H from the SVD, dropping singular values at
     or below max(atol, rtol * the largest) (from eigh for Hermitian A)."""
@@ -427,6 +429,7 @@ _LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "sin
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
+@autocast_policy("fp32")
 def lstsq(A, B, rcond=None, *, driver=None):
     """The least-squares (minimum-norm, for rank-deficient A) solution X of A X = B from the SVD,
     dropping singular values at or below rcond * the largest (rcond defaults to eps * max(m, n)).

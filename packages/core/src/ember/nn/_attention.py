@@ -9,10 +9,12 @@ import math
 import warnings
 
 from .. import _C
+from .._autocast_policy import autocast_policy
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
+@autocast_policy("lower_precision_fp")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """query [..., L, E], key [..., S, E], value [..., S, Ev] -> [..., L, Ev]; batch dims broadcast.

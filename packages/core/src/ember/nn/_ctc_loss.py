@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 
 from .. import _C
+from .._autocast_policy import autocast_policy
 from .._tensor import tensor
 
 # Far below any reachable log-probability, yet finite in float32.
@@ -40,6 +41,7 @@ def _log_add(*terms):
     return top + _C.log(sum(_C.exp(t - top) for t in terms))
 
 
+@autocast_policy("fp32")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
     """log_probs: (T, N, C) log-softmax outputs (or (T, C) for one sequence); targets: (N, S)
     padded or 1-D concatenated labels; input_lengths, target_lengths: per sequence."""

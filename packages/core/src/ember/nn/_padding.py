@@ -8,6 +8,7 @@ row sums over every place it was copied to.
 from __future__ import annotations
 
 from .. import _C
+from .._autocast_policy import autocast_policy
 from .._tensor import tensor
 
 __all__ = ["pad"]
@@ -74,6 +75,11 @@ def pad(input, pad, mode: str = "constant", value=None):
     if not 1 <= n <= 3 or input.dim() not in (n + 1, n + 2):
         raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
                                   f"(got {input.dim()}-D input and {len(pad)} padding values in mode {mode})")
+    # PyTorch's CPU autocast runs reflection and replication pads in float32, circular as is
+    return (_pad_indexed_float32 if mode in ("reflect", "replicate") else _pad_indexed)(input, pairs, mode)
+
+
+def _pad_indexed(input, pairs, mode):
     x = input
     for dim, (before, after) in pairs:
         size = x.shape[dim]
@@ -94,3 +100,6 @@ def pad(input, pad, mode: str = "constant", value=None):
             index = tensor(_source_rows(size, before, after, mode), dtype=_C.int64)
             x = _C.index_select(x, dim, index)
     return x
+
+
+_pad_indexed_float32 = autocast_policy("fp32")(_pad_indexed)

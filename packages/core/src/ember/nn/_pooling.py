@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from .. import _C
+from .._autocast_policy import autocast_policy
 from .functional import (
     _batched,
     _ntuple,
@@ -58,6 +59,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _adaptive_avg(input, output_size, 2)
 
 
+@autocast_policy("fp32")
 def adaptive_avg_pool3d(input, output_size):
     return _adaptive_avg(input, output_size, 3)
 
@@ -70,6 +72,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 2)
 
 
+@autocast_policy("fp32")
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max(input, output_size, return_indices, 3)
 
@@ -140,9 +143,11 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
 
 
+@autocast_policy("fp32")
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
 
 
+@autocast_policy("fp32")
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)

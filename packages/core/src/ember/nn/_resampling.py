@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from .. import _C
+from .._autocast_policy import autocast_policy
 from .functional import _ntuple
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
@@ -225,6 +226,7 @@ def _gather_taps(flat, spatial: list[int], taps: list, n_out: int):
     return total
 
 
+@autocast_policy("fp32")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Samples input [N, C, H, W] (or [N, C, D, H, W]) at grid [N, Ho, Wo, 2] ([..., 3]) of
     (x, y[, z]) coordinates in [-1, 1]; bilinear/nearest (and bicubic in 2-D), padding zeros,

@@ -10,6 +10,7 @@ implementation. The activations are the registered ops.
 from __future__ import annotations
 
 from .. import _C
+from .._autocast_policy import autocast_policy
 from .._products import einsum
 
 __all__ = ["linear", "batch_norm", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
@@ -26,6 +27,7 @@ __all__ = ["linear", "batch_norm", "relu", "gelu", "silu", "sigmoid", "tanh", "s
            "hardshrink", "softshrink", "gumbel_softmax"]
 
 
+@autocast_policy("lower_precision_fp")
 def linear(input, weight, bias=None):
     """y = input @ weight^T + bias, over any leading dims of input (weight: [out, in] or [in])."""
     if weight.dim() not in (1, 2):
@@ -147,6 +149,7 @@ def glu(input, dim=-1):
     return a * _C.sigmoid(b)
 
 
+@autocast_policy("lower_precision_fp")
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight per channel (dim 1) or a single value."""
     if weight.numel() != 1:
@@ -517,6 +520,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
 
 
+@autocast_policy("fp32")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
 
@@ -530,6 +534,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
 
 
+@autocast_policy("fp32")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
@@ -564,6 +569,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (diff ** p).sum(-1, keepdim) ** (1.0 / p)
 
 
+@autocast_policy("fp32")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """p-norm distances between the rows of x1 [*, P, M] and x2 [*, R, M] -> [*, P, R] (batch
     dims broadcast). For p = 2 the matrix-product form |a|^2 + |b|^2 - 2 a.b is used when
@@ -645,14 +651,17 @@ def _check_same_size(name: str, input, target) -> None:
                          f"({list(input.shape)}) is deprecated. Please ensure they have the same size.")
 
 
+@autocast_policy("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _reduce((input - target) ** 2, _reduction(size_average, reduce, reduction))
 
 
+@autocast_policy("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _reduce(_C.abs(input - target), _reduction(size_average, reduce, reduction))
 
 
+@autocast_policy("fp32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (beta = 0: L1)."""
     if beta < 0:
@@ -662,6 +671,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_policy("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0):
     """0.5 d^2 where |d| <= delta, delta (|d| - 0.5 delta) elsewhere."""
     if delta <= 0:
@@ -670,6 +680,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _reduce(_C.where(d <= delta, 0.5 * d * d, delta * (d - 0.5 * delta)), _reduction(None, None, reduction))
 
 
+@autocast_policy("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-input[n, target[n], ...] (times weight[target]) for log-probabilities over dim 1 (or dim 0
     for one unbatched sample); 'mean' divides by the summed weights of the targets not ignored."""
@@ -705,6 +716,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return loss.sum() if reduction == "sum" else loss
 
 
+@autocast_policy("fp32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """log_softmax over the class dim (1, or 0 unbatched) and nll_loss for class indices; for class
@@ -747,6 +759,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return (1 - label_smoothing) * nll + label_smoothing / classes * smooth
 
 
+@autocast_policy("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(target log(input) + (1 - target) log(1 - input)), the logs clamped at -100 as PyTorch."""
     _check_same_size("binary_cross_entropy", input, target)
@@ -760,6 +773,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_policy("fp32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """binary_cross_entropy of sigmoid(input), computed stably: (1 - t) x + (1 + (pw - 1) t) softplus(-x)."""
@@ -774,6 +788,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_policy("fp32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """target (log target - input) pointwise (input: log-probabilities); 'batchmean' divides the
     sum by the batch size."""
@@ -788,6 +803,7 @@ def _xlogy(t):
     return _C.where(t > 0, t * _C.log(_C.where(t > 0, t, _C.ones_like(t))), _C.zeros_like(t))
 
 
+@autocast_policy("fp32")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     loss = _C.exp(input) - target * input if log_input else input - target * _C.log(input + eps)
@@ -811,16 +827,19 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, _reduction(None, None, reduction))
 
 
+@autocast_policy("fp32")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     return _reduce(_C.relu(-target * (input1 - input2) + margin), _reduction(size_average, reduce, reduction))
 
 
+@autocast_policy("fp32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     loss = _C.where(target == 1, input, _C.zeros_like(input)) + \
         _C.where(target == -1, _C.relu(margin - input), _C.zeros_like(input))
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_policy("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return _reduce(_C.softplus(-target * input, 1.0, 20.0), _reduction(size_average, reduce, reduction))
 
@@ -833,12 +852,14 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_policy("fp32")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
     loss = _C.where(target == 1, 1 - cos, _C.relu(cos - margin))
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_policy("fp32")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     d_pos = pairwise_distance(anchor, positive, p, eps)
@@ -848,6 +869,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
     return _reduce(_C.relu(d_pos - d_neg + margin), _reduction(size_average, reduce, reduction))
 
 
+@autocast_policy("fp32")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
     """sum over classes i != y of max(0, margin - x[y] + x[i])^p (times weight[y]) / classes."""
     if p not in (1, 2):

@@ -1,4 +1,5 @@
-"""ember.cpu: the CPU device namespace (torch.cpu's basics) and the CPU caching allocator.
+"""ember.cpu: the CPU device namespace (torch.cpu's basics, ember.cpu.amp.autocast) and the CPU caching
+allocator.
 
 Large CPU buffers (1 MiB and up) are kept on free and handed out again, so a loop that allocates
 the same shapes does not page-fault fresh memory each step (Note [caching CPU allocator] in
@@ -15,9 +16,10 @@ import os
 import re
 import warnings
 
-from . import _C
+from .. import _C
+from . import amp
 
-__all__ = ["is_available", "device_count", "current_device", "synchronize", "empty_cache", "memory_stats",
+__all__ = ["amp", "is_available", "device_count", "current_device", "synchronize", "empty_cache", "memory_stats",
            "memory_allocated", "memory_reserved", "max_memory_allocated", "reset_peak_memory_stats",
            "get_cache_limit", "set_cache_limit"]
 
