@@ -431,3 +431,16 @@ def test_color_errors():
         F.adjust_contrast_image(_t(np.zeros((2, 4, 4), np.uint8)), 0.5)
     with pytest.raises(TypeError, match="Input tensor should be a float tensor. Got ember.uint8."):
         F.normalize_image(_t(u8), [0.0], [1.0])
+
+
+def test_threads_split_the_work_without_changing_the_result():
+    mod = loader.load("_transforms")
+    a = _image((4, 3, 64, 128), np.uint8)  # enough work for several threads
+    for mode, aa in MODES:
+        one = mod.resize(a, 45, 77, mode.value, aa, 1)
+        np.testing.assert_array_equal(mod.resize(a, 45, 77, mode.value, aa, 4), one)
+    f = a.astype(np.float32) / 255
+    for name, args in [("adjust_hue", (0.2,)), ("adjust_sharpness", (1.5,)), ("autocontrast", ()),
+                       ("normalize", ([0.5] * 3, [0.25] * 3))]:
+        np.testing.assert_array_equal(getattr(mod, name)(f, *args, 4), getattr(mod, name)(f, *args, 1))
+    np.testing.assert_array_equal(mod.equalize(a, 4), mod.equalize(a, 1))
