@@ -149,8 +149,8 @@ def test_resize_non_contiguous_1x1_and_zero_size(dtype):
         _check(out.numpy(), np.broadcast_to(one.astype(np.float64), (3, 3, 5)), dtype, levels=0)
     empty = F.resize_image(_t(np.zeros((0, 3, 6, 6), dtype)), [3, 3])
     assert tuple(empty.shape) == (0, 3, 3, 3)
-    assert tuple(loader.load("_transforms").resize(np.zeros((0, 3, 6, 6), dtype), 2, 5, "bilinear", True).shape) == \
-        (0, 3, 2, 5)
+    direct = loader.load("_transforms").resize(np.zeros((0, 3, 6, 6), dtype), 2, 5, "bilinear", True)
+    assert direct.shape == (0, 3, 2, 5)
 
 
 def test_resize_uint8_rounds_and_clamps_the_bicubic_overshoot():
@@ -192,11 +192,11 @@ def test_resize_errors():
         F.resize_image(_t(_image((3, 6, 6), np.uint8)), [0, 5])
     with pytest.raises(ValueError, match=r"\[resize\] expected a positive output size, but got \(4, -1\)"):
         mod.resize(np.zeros((3, 6, 6), np.float32), 4, -1, "bilinear", False)
-    with pytest.raises(TypeError, match=r"\[resize\] expected an image of dtype uint8, float32 or float64, but "
-                                        r"got int32"):
+    with pytest.raises(TypeError, match=r"\[resize\] expected an image of dtype uint8, float32 or float64, "
+                                        r"but got int32"):
         mod.resize(np.zeros((3, 6, 6), np.int32), 4, 4, "bilinear", False)
-    with pytest.raises(ValueError, match=r"\[resize\] expected an image of shape \(\.\.\., H, W\), but got shape "
-                                         r"\(6,\)"):
+    with pytest.raises(ValueError, match=r"\[resize\] expected an image of shape \(\.\.\., H, W\), but got "
+                                         r"shape \(6,\)"):
         mod.resize(np.zeros(6, np.float32), 4, 4, "bilinear", False)
     with pytest.raises(ValueError, match=r"\[resize\] expected interpolation 'nearest', 'nearest-exact', "
                                          r"'bilinear' or 'bicubic', but got 'area'"):
@@ -377,8 +377,8 @@ def test_solarize_equalize_normalize(dtype):
     mean, std = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
     out = _same_as_python(F.normalize_image, _t(a), mean, std)
     _check(out.numpy(), _ref_normalize(a, mean, std), dtype)
-    _check(F.normalize_image(_t(a)[..., ::2], 0.5, [2.0]).numpy(), _ref_normalize(a[..., ::2], [0.5] * 3, [2.0] * 3),
-           dtype)
+    half = F.normalize_image(_t(a)[..., ::2], 0.5, [2.0])  # a scalar and a one-element list broadcast
+    _check(half.numpy(), _ref_normalize(a[..., ::2], [0.5] * 3, [2.0] * 3), dtype)
     x = _t(a.copy())  # from_numpy shares memory: keep `a` for the reference
     same = F.normalize_image(x, mean, std, inplace=True)
     assert same is x
@@ -402,11 +402,11 @@ def test_color_errors():
     with pytest.raises(TypeError, match=r"\[adjust_brightness\] expected an image of dtype uint8, float32 or "
                                         r"float64, but got int16"):
         mod.adjust_brightness(u8.astype(np.int16), 1.0)
-    with pytest.raises(ValueError, match=r"\[adjust_hue\] expected an image of shape \(\.\.\., C, H, W\), but got "
-                                         r"shape \(4, 4\)"):
+    with pytest.raises(ValueError, match=r"\[adjust_hue\] expected an image of shape \(\.\.\., C, H, W\), "
+                                         r"but got shape \(4, 4\)"):
         mod.adjust_hue(np.zeros((4, 4), np.float32), 0.1)
-    with pytest.raises(ValueError, match=r"\[adjust_saturation\] expected an image with 3 channels, but got shape "
-                                         r"\(2, 4, 4\)"):
+    with pytest.raises(ValueError, match=r"\[adjust_saturation\] expected an image with 3 channels, but got "
+                                         r"shape \(2, 4, 4\)"):
         mod.adjust_saturation(np.zeros((2, 4, 4), np.float32), 0.5)
     with pytest.raises(ValueError, match=r"\[adjust_contrast\] expected contrast_factor to be non-negative"):
         mod.adjust_contrast(u8, -1.0)
@@ -416,18 +416,18 @@ def test_color_errors():
         mod.posterize(u8, 9)
     with pytest.raises(TypeError, match=r"\[equalize\] expected an image of dtype uint8, but got float32"):
         mod.equalize(u8.astype(np.float32))
-    with pytest.raises(TypeError, match=r"\[normalize\] expected an image of dtype float32 or float64, but got "
-                                        r"uint8"):
+    with pytest.raises(TypeError, match=r"\[normalize\] expected an image of dtype float32 or float64, but "
+                                        r"got uint8"):
         mod.normalize(u8, [0.0] * 3, [1.0] * 3)
-    with pytest.raises(ValueError, match=r"\[normalize\] expected mean and std of one value per channel \(3\), "
-                                         r"but got 2 and 3"):
+    with pytest.raises(ValueError, match=r"\[normalize\] expected mean and std of one value per channel "
+                                         r"\(3\), but got 2 and 3"):
         mod.normalize(u8.astype(np.float32), [0.0] * 2, [1.0] * 3)
     with pytest.raises(ValueError, match=r"\[normalize\] std evaluated to zero"):
         mod.normalize(u8.astype(np.float32), [0.0] * 3, [1.0, 0.0, 1.0])
     # the public functions keep their own checks and messages
     with pytest.raises(ValueError, match="brightness_factor is not non-negative."):
         F.adjust_brightness_image(_t(u8), -0.5)
-    with pytest.raises(TypeError, match="Input image tensor permitted channel values are 1 or 3, but found 2"):
+    with pytest.raises(TypeError, match="Input image tensor permitted channel values are 1 or 3, but found"):
         F.adjust_contrast_image(_t(np.zeros((2, 4, 4), np.uint8)), 0.5)
     with pytest.raises(TypeError, match="Input tensor should be a float tensor. Got ember.uint8."):
         F.normalize_image(_t(u8), [0.0], [1.0])

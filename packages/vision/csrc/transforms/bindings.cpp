@@ -72,7 +72,8 @@ py::array dispatch(const std::string& op, const py::array& a, F&& fn) {
 
 void check_factor(const std::string& op, const char* name, double v) {
   if (v < 0)
-    throw py::value_error("[" + op + "] expected " + name + " to be non-negative, but got " + std::to_string(v));
+    throw py::value_error("[" + op + "] expected " + name + " to be non-negative, but got " +
+                          std::to_string(v));
 }
 
 int64_t channels_of(const std::string& op, const py::array& a, bool allow_one) {
@@ -88,21 +89,22 @@ tf::Interp interp_of(const std::string& mode) {
   if (mode == "nearest-exact") return tf::Interp::kNearestExact;
   if (mode == "bilinear") return tf::Interp::kBilinear;
   if (mode == "bicubic") return tf::Interp::kBicubic;
-  throw py::value_error("[resize] expected interpolation 'nearest', 'nearest-exact', 'bilinear' or 'bicubic', but "
-                        "got '" + mode + "'");
+  throw py::value_error("[resize] expected interpolation 'nearest', 'nearest-exact', 'bilinear' or "
+                        "'bicubic', but got '" + mode + "'");
 }
 
-py::array resize(const py::array& image_in, int64_t out_h, int64_t out_w, const std::string& mode, bool antialias,
-                 int threads) {
+py::array resize(const py::array& image_in, int64_t out_h, int64_t out_w, const std::string& mode,
+                 bool antialias, int threads) {
   const py::array image = image_arg("resize", image_in, 2);
   const tf::Interp interp = interp_of(mode);
   if (out_h <= 0 || out_w <= 0)
-    throw py::value_error("[resize] expected a positive output size, but got (" + std::to_string(out_h) + ", " +
-                          std::to_string(out_w) + ")");
+    throw py::value_error("[resize] expected a positive output size, but got (" + std::to_string(out_h) +
+                          ", " + std::to_string(out_w) + ")");
   const int64_t ih = image.shape(image.ndim() - 2), iw = image.shape(image.ndim() - 1);
   const int64_t planes = lead(image, 2);
   if ((ih == 0 || iw == 0) && planes > 0)
-    throw py::value_error("[resize] expected a non-empty image plane to resize, but got shape " + shape_str(image));
+    throw py::value_error("[resize] expected a non-empty image plane to resize, but got shape " +
+                          shape_str(image));
   auto shape = shape_of(image);
   shape[shape.size() - 2] = out_h;
   shape[shape.size() - 1] = out_w;
@@ -111,7 +113,8 @@ py::array resize(const py::array& image_in, int64_t out_h, int64_t out_w, const 
     py::array_t<T> out(shape);
     const T* in = static_cast<const T*>(image.data());
     T* o = out.mutable_data();
-    const int t = clamp_threads(threads, double(planes) * double(std::max(ih, out_h)) * double(std::max(iw, out_w)));
+    const double work = double(planes) * double(std::max(ih, out_h)) * double(std::max(iw, out_w));
+    const int t = clamp_threads(threads, work);
     py::gil_scoped_release release;
     tf::resize<T>(in, o, planes, ih, iw, out_h, out_w, interp, antialias, t);
     return out;
@@ -185,7 +188,8 @@ py::array adjust_contrast(const py::array& image_in, double factor, int threads)
 py::array adjust_hue(const py::array& image_in, double factor, int threads) {
   const py::array image = image_arg("adjust_hue", image_in, 3);
   if (!(factor >= -0.5 && factor <= 0.5))
-    throw py::value_error("[adjust_hue] expected hue_factor in [-0.5, 0.5], but got " + std::to_string(factor));
+    throw py::value_error("[adjust_hue] expected hue_factor in [-0.5, 0.5], but got " +
+                          std::to_string(factor));
   channels_of("adjust_hue", image, false);
   const int64_t images = lead(image, 3), hw = image.shape(image.ndim() - 2) * image.shape(image.ndim() - 1);
   return EV_SAME("adjust_hue", tf::adjust_hue<T>(in, o, images, hw, factor, t));
@@ -241,8 +245,8 @@ py::array equalize(const py::array& image_in, int threads) {
   return out;
 }
 
-py::array normalize(const py::array& image_in, const std::vector<double>& mean, const std::vector<double>& std,
-                    int threads) {
+py::array normalize(const py::array& image_in, const std::vector<double>& mean,
+                    const std::vector<double>& std, int threads) {
   const py::array image = image_arg("normalize", image_in, 3);
   if (!is<float>(image) && !is<double>(image)) bad_dtype("normalize", image, "float32 or float64");
   const int64_t c = image.shape(image.ndim() - 3);
@@ -260,7 +264,7 @@ py::array normalize(const py::array& image_in, const std::vector<double>& mean, 
 }  // namespace
 
 PYBIND11_MODULE(_transforms, m) {
-  m.doc() = "embervision's image transform kernels: resize and the color adjustments, on uint8 and float images";
+  m.doc() = "embervision's image transform kernels: resize and the color adjustments, uint8 and float";
   m.attr("built_for_core") = EMBERVISION_BUILT_FOR_CORE;
   m.attr("__version__") = EMBERVISION_VERSION;
   const auto th = py::arg("threads") = 1;

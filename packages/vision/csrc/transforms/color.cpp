@@ -112,7 +112,8 @@ void adjust_saturation(const T* in, T* out, int64_t images, int64_t hw, double f
 }
 
 template <class T>
-void adjust_contrast(const T* in, T* out, int64_t images, int64_t channels, int64_t hw, double factor, int threads) {
+void adjust_contrast(const T* in, T* out, int64_t images, int64_t channels, int64_t hw, double factor,
+                     int threads) {
   using A = Acc<T>;
   parallel_for(images, threads, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {
@@ -204,8 +205,8 @@ void adjust_sharpness(const T* in, T* out, int64_t planes, int64_t h, int64_t w,
         A blurred;
         if constexpr (kInt<T>) {
           // PIL's SMOOTH (1s around a 5, over 13) rounded: exact in integers, S / 13 is never a half
-          const int s = up[j - 1] + up[j] + up[j + 1] + x[j - 1] + 5 * x[j] + x[j + 1] + down[j - 1] + down[j] +
-                        down[j + 1];
+          const int s = up[j - 1] + up[j] + up[j + 1] + x[j - 1] + 5 * x[j] + x[j + 1] + down[j - 1] +
+                        down[j] + down[j + 1];
           blurred = A((2 * s + 13) / 26);
         } else {
           const A a = A(1.0 / 13.0), c = A(5.0 / 13.0);
@@ -344,8 +345,9 @@ EMBERVISION_COLOR_INSTANTIATE(uint8_t)
 EMBERVISION_COLOR_INSTANTIATE(float)
 EMBERVISION_COLOR_INSTANTIATE(double)
 #undef EMBERVISION_COLOR_INSTANTIATE
-template void normalize<float>(const float*, float*, int64_t, int64_t, int64_t, const double*, const double*, int);
-template void normalize<double>(const double*, double*, int64_t, int64_t, int64_t, const double*, const double*,
-                                int);
+template void normalize<float>(const float*, float*, int64_t, int64_t, int64_t, const double*, const double*,
+                               int);
+template void normalize<double>(const double*, double*, int64_t, int64_t, int64_t, const double*,
+                                const double*, int);
 
 }  // namespace embervision::transforms

@@ -46,7 +46,8 @@ void raw_taps(int64_t in, int64_t o, double scale, Interp mode, bool antialias, 
   if (mode == Interp::kNearest || mode == Interp::kNearestExact) {
     // float arithmetic, as the anchors compute nearest indices in float
     const float fs = static_cast<float>(scale);
-    const float src = mode == Interp::kNearest ? static_cast<float>(o) * fs : (static_cast<float>(o) + 0.5f) * fs;
+    const float fo = static_cast<float>(o);
+    const float src = mode == Interp::kNearest ? fo * fs : (fo + 0.5f) * fs;
     idx.push_back(clamp(static_cast<int64_t>(std::floor(src))));
     w.push_back(1.0);
     return;
@@ -122,7 +123,8 @@ struct Table {
   int64_t taps;
   std::vector<int64_t> start;
   std::vector<A> w;
-  Table(const AxisWeights& a, int64_t pad_to) : taps((a.taps + pad_to - 1) / pad_to * pad_to), start(a.start) {
+  Table(const AxisWeights& a, int64_t pad_to)
+      : taps((a.taps + pad_to - 1) / pad_to * pad_to), start(a.start) {
     w.assign(a.start.size() * static_cast<size_t>(taps), A(0));
     for (size_t o = 0; o < a.start.size(); ++o)
       for (int64_t k = 0; k < a.taps; ++k) w[o * taps + k] = static_cast<A>(a.weight[o * a.taps + k]);
@@ -150,7 +152,8 @@ void h_rows(const Tin* in, Tout* out, int64_t r0, int64_t r1, int64_t iw, int64_
     A* __restrict buf = row.data();
     for (int64_t x = 0; x < iw; ++x) buf[x] = static_cast<A>(src[x]);
     Tout* dst = out + r * ow;
-    for (int64_t x = 0; x < ow; ++x) dst[x] = store<Tout>(dot4<K>(t.w.data() + x * t.taps, buf + t.start[x], t.taps));
+    for (int64_t x = 0; x < ow; ++x)
+      dst[x] = store<Tout>(dot4<K>(t.w.data() + x * t.taps, buf + t.start[x], t.taps));
   }
 }
 
@@ -252,9 +255,11 @@ void resize(const T* in, T* out, int64_t planes, int64_t ih, int64_t iw, int64_t
   }
 }
 
-template void resize<uint8_t>(const uint8_t*, uint8_t*, int64_t, int64_t, int64_t, int64_t, int64_t, Interp, bool,
-                              int);
-template void resize<float>(const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, Interp, bool, int);
-template void resize<double>(const double*, double*, int64_t, int64_t, int64_t, int64_t, int64_t, Interp, bool, int);
+#define EMBERVISION_RESIZE_INSTANTIATE(T) \
+  template void resize<T>(const T*, T*, int64_t, int64_t, int64_t, int64_t, int64_t, Interp, bool, int);
+EMBERVISION_RESIZE_INSTANTIATE(uint8_t)
+EMBERVISION_RESIZE_INSTANTIATE(float)
+EMBERVISION_RESIZE_INSTANTIATE(double)
+#undef EMBERVISION_RESIZE_INSTANTIATE
 
 }  // namespace embervision::transforms

@@ -37,7 +37,8 @@ void adjust_brightness(const T* in, T* out, int64_t n, double factor, int thread
 template <class T>
 void adjust_saturation(const T* in, T* out, int64_t images, int64_t hw, double factor, int threads);
 template <class T>
-void adjust_contrast(const T* in, T* out, int64_t images, int64_t channels, int64_t hw, double factor, int threads);
+void adjust_contrast(const T* in, T* out, int64_t images, int64_t channels, int64_t hw, double factor,
+                     int threads);
 template <class T>
 void adjust_hue(const T* in, T* out, int64_t images, int64_t hw, double factor, int threads);
 template <class T>

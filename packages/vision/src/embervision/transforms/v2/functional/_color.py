@@ -1,6 +1,8 @@
 """Color kernels on RGB (or one-channel) images ``[..., C, H, W]``, uint8 or float in [0, 1].
 
-Integer results follow torchvision: blends truncate (a cast) while grayscale rounds.
+Integer results follow torchvision: blends truncate (a cast) while grayscale rounds. CPU images of
+dtype uint8, float32 or float64 that autograd does not track run on the native kernels of
+``embervision._transforms`` (see ``_native``), which do the same arithmetic as the code here.
 """
 
 from __future__ import annotations
