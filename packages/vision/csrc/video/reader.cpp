@@ -1,6 +1,7 @@
 // Reader: demuxing with libavformat (a path, or bytes through a custom AVIOContext), decoding with
 // libavcodec, RGB24 conversion with libswscale and float32 conversion with libswresample.
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -19,7 +20,7 @@ namespace {
 
 constexpr int kAvioBufferSize = 1 << 16;
 // Seeking here lands on the first packet (an audio stream's priming packets included).
-constexpr int64_t kStart = std::numeric_limits<int64_t>::min() / 2;
+constexpr int64_t kStart = std::numeric_limits<int64_t>::min() / 4;  // room for the arithmetic below
 
 extern "C" int read_memory(void* opaque, uint8_t* buf, int size) {
   auto* m = static_cast<Reader::Memory*>(opaque);
@@ -150,6 +151,7 @@ void Reader::select(int index) {
   }
   seek_locked(kStart);
   skip_below_ = std::numeric_limits<int64_t>::min();
+  has_pending_ = false;
 }
 
 void Reader::seek_locked(int64_t pts) {
@@ -167,7 +169,9 @@ void Reader::seek_locked(int64_t pts) {
     check(avformat_flush(format_.get()), "avformat_flush");
   }
   clear_logged_error();
+  av_frame_unref(frame_.get());
   avcodec_flush_buffers(decoder_.get());
+  has_pending_ = false;
   draining_ = false;
   last_pts_ = AV_NOPTS_VALUE;
 }
@@ -176,18 +180,63 @@ void Reader::seek(int64_t pts, bool precise) {
   std::lock_guard<std::mutex> lock(mutex_);
   clear_logged_error();
   if (!decoder_) throw ArgumentError("no stream is selected");
-  seek_locked(pts);
-  skip_below_ = precise ? pts : std::numeric_limits<int64_t>::min();
+  has_pending_ = false;
+  skip_below_ = std::numeric_limits<int64_t>::min();
+  pts = std::clamp(pts, kStart, -kStart);
+  if (!precise) {
+    seek_locked(pts);
+    return;
+  }
+  // Note [precise seek]: the demuxer's keyframe "at or before" may be judged by dts, or an audio
+  // decoder may need the packet before the target to rebuild its first samples; so start one
+  // second early, and while the first frame decoded there is still past the target, go back
+  // further (doubling), up to the start of the file. Frames before the target are then skipped.
+  const AVRational tb = format_->streams[stream_]->time_base;
+  const int64_t second = std::max<int64_t>(1, av_rescale_q(1, AVRational{1, 1}, tb));
+  int64_t back = decoder_->codec_type == AVMEDIA_TYPE_AUDIO ? second : 0;
+  for (int attempt = 0;; ++attempt) {
+    const bool at_start = attempt >= 40 || pts - kStart <= back;
+    const int64_t position = at_start ? kStart : pts - back;
+    seek_locked(position);
+    if (!decode_locked()) return;  // nothing from here on
+    has_pending_ = true;
+    if (at_start || frame_pts_ <= pts) break;
+    av_frame_unref(frame_.get());
+    has_pending_ = false;
+    back = back == 0 ? second : back * 2;
+  }
+  skip_below_ = pts;
 }
 
 bool Reader::next(DecodedFrame& out) {
   std::lock_guard<std::mutex> lock(mutex_);
   clear_logged_error();
   if (!decoder_) throw ArgumentError("no stream is selected");
-  return next_locked(out);
+  for (;;) {
+    if (!has_pending_ && !decode_locked()) return false;
+    has_pending_ = false;
+    if (frame_pts_ < skip_below_) {
+      av_frame_unref(frame_.get());
+      continue;
+    }
+    skip_below_ = std::numeric_limits<int64_t>::min();
+    out.pts = frame_pts_;
+#if LIBAVUTIL_VERSION_INT >= AV_VERSION_INT(58, 7, 100)
+    out.key_frame = (frame_->flags & AV_FRAME_FLAG_KEY) != 0;
+#else
+    out.key_frame = frame_->key_frame != 0;
+#endif
+    if (decoder_->codec_type == AVMEDIA_TYPE_VIDEO) {
+      convert_video(frame_.get(), out);
+    } else {
+      convert_audio(frame_.get(), out);
+    }
+    av_frame_unref(frame_.get());
+    return true;
+  }
 }
 
-bool Reader::next_locked(DecodedFrame& out) {
+bool Reader::decode_locked() {
   for (;;) {
     const int received = avcodec_receive_frame(decoder_.get(), frame_.get());
     if (received == 0) {
@@ -195,23 +244,7 @@ bool Reader::next_locked(DecodedFrame& out) {
       if (pts == AV_NOPTS_VALUE) pts = frame_->pts;
       if (pts == AV_NOPTS_VALUE) pts = last_pts_ == AV_NOPTS_VALUE ? 0 : last_pts_ + 1;  // never decreasing
       last_pts_ = pts;
-      if (pts < skip_below_) {
-        av_frame_unref(frame_.get());
-        continue;
-      }
-      skip_below_ = std::numeric_limits<int64_t>::min();
-      out.pts = pts;
-#if LIBAVUTIL_VERSION_INT >= AV_VERSION_INT(58, 7, 100)
-      out.key_frame = (frame_->flags & AV_FRAME_FLAG_KEY) != 0;
-#else
-      out.key_frame = frame_->key_frame != 0;
-#endif
-      if (decoder_->codec_type == AVMEDIA_TYPE_VIDEO) {
-        convert_video(frame_.get(), out);
-      } else {
-        convert_audio(frame_.get(), out);
-      }
-      av_frame_unref(frame_.get());
+      frame_pts_ = pts;
       return true;
     }
     if (received == AVERROR_EOF) return false;
@@ -314,6 +347,7 @@ std::vector<int64_t> Reader::packet_pts() {
   }
   seek_locked(kStart);
   skip_below_ = std::numeric_limits<int64_t>::min();
+  has_pending_ = false;
   return pts;
 }
 

@@ -49,7 +49,7 @@ class Reader {
   // The next frame of the selected stream in presentation order; false at the end.
   bool next(DecodedFrame& out);
   // Moves to the keyframe at or before `pts` (selected stream's time base); with `precise`, the
-  // following next() skips frames with pts < `pts`.
+  // following next() returns the first frame with pts >= `pts` (Note [precise seek]).
   void seek(int64_t pts, bool precise);
   // The pts of every packet of the selected stream, in file order; rewinds to the start after.
   std::vector<int64_t> packet_pts();
@@ -61,7 +61,7 @@ class Reader {
   };
 
  private:
-  bool next_locked(DecodedFrame& out);
+  bool decode_locked();  // the next raw frame into frame_ (its pts in frame_pts_); false at the end
   void seek_locked(int64_t pts);
   void convert_video(const AVFrame* frame, DecodedFrame& out);
   void convert_audio(const AVFrame* frame, DecodedFrame& out);
@@ -83,6 +83,8 @@ class Reader {
   bool draining_ = false;
   int64_t skip_below_ = INT64_MIN;
   int64_t last_pts_ = AV_NOPTS_VALUE;
+  int64_t frame_pts_ = 0;
+  bool has_pending_ = false;  // frame_ holds a decoded frame not yet returned (after a precise seek)
 };
 
 struct VideoInput {
