@@ -183,29 +183,26 @@ void Reader::seek(int64_t pts, bool precise) {
   has_pending_ = false;
   skip_below_ = std::numeric_limits<int64_t>::min();
   pts = std::clamp(pts, kStart, -kStart);
-  if (!precise) {
-    seek_locked(pts);
-    return;
-  }
-  // Note [precise seek]: the demuxer's keyframe "at or before" may be judged by dts, or an audio
-  // decoder may need the packet before the target to rebuild its first samples; so start one
-  // second early, and while the first frame decoded there is still past the target, go back
-  // further (doubling), up to the start of the file. Frames before the target are then skipped.
+  // Note [precise seek]: the demuxer's keyframe "at or before" may be judged by dts, some demuxers
+  // (Matroska near its last cue) land nowhere, and an audio decoder needs the packet before the
+  // target to rebuild its first samples. So while the first frame decoded after the seek is
+  // missing or past the target, seek again further back (one second, then doubling, at last to
+  // the start). A precise seek then skips the frames before the target; a keyframe seek returns
+  // the frame it landed on.
   const AVRational tb = format_->streams[stream_]->time_base;
   const int64_t second = std::max<int64_t>(1, av_rescale_q(1, AVRational{1, 1}, tb));
-  int64_t back = decoder_->codec_type == AVMEDIA_TYPE_AUDIO ? second : 0;
+  int64_t back = precise && decoder_->codec_type == AVMEDIA_TYPE_AUDIO ? second : 0;
   for (int attempt = 0;; ++attempt) {
     const bool at_start = attempt >= 40 || pts - kStart <= back;
-    const int64_t position = at_start ? kStart : pts - back;
-    seek_locked(position);
-    if (!decode_locked()) return;  // nothing from here on
-    has_pending_ = true;
-    if (at_start || frame_pts_ <= pts) break;
+    seek_locked(at_start ? kStart : pts - back);
+    const bool decoded = decode_locked();
+    if (decoded && (at_start || frame_pts_ <= pts)) break;
+    if (!decoded && at_start) return;  // the stream has no frames
     av_frame_unref(frame_.get());
-    has_pending_ = false;
     back = back == 0 ? second : back * 2;
   }
-  skip_below_ = pts;
+  has_pending_ = true;
+  if (precise) skip_below_ = pts;
 }
 
 bool Reader::next(DecodedFrame& out) {

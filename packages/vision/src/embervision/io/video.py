@@ -50,6 +50,15 @@ def _first(streams: list[dict], kind: str) -> dict | None:
     return next((s for s in streams if s["type"] == kind), None)
 
 
+def _seconds_to_ticks(seconds: Any, time_base: Fraction) -> Fraction:
+    """`seconds` in units of `time_base`. A float within a millionth of a tick of a whole tick is
+    taken as that tick: 0.96 s is 959.99999... ms in binary, and means the frame at 960 ms."""
+    ticks = Fraction(seconds) / time_base
+    if isinstance(seconds, float) and abs(ticks - round(ticks)) <= Fraction(1, 10**6):
+        return Fraction(round(ticks))
+    return ticks
+
+
 def _to_ticks(value: Any, time_base: Fraction, pts_unit: str, round_up: bool) -> int | float:
     """A bound in the stream's pts: pts unchanged; seconds floored (start) or ceiled (end), as
     torchvision converts them. Infinite ends stay infinite."""
@@ -57,7 +66,7 @@ def _to_ticks(value: Any, time_base: Fraction, pts_unit: str, round_up: bool) ->
         return value
     if pts_unit == "pts":
         return value if isinstance(value, int) else Fraction(value)
-    ticks = Fraction(value) / time_base
+    ticks = _seconds_to_ticks(value, time_base)
     return math.ceil(ticks) if round_up else math.floor(ticks)
 
 

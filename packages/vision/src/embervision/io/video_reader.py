@@ -26,6 +26,7 @@ import numpy as np
 import ember
 
 from .. import _native
+from .video import _seconds_to_ticks
 
 __all__ = ["VideoReader"]
 
@@ -106,7 +107,10 @@ class VideoReader:
         if math.isnan(time_s):
             raise ValueError("time_s must be a number, got nan")
         limit = 1 << 60
-        ticks = Fraction(time_s) / self._time_base if math.isfinite(time_s) else Fraction(limit if time_s > 0 else -limit)
+        if math.isfinite(time_s):
+            ticks = _seconds_to_ticks(time_s, self._time_base)
+        else:
+            ticks = Fraction(limit if time_s > 0 else -limit)
         target = math.floor(ticks) if keyframes_only else math.ceil(ticks)
         self._c.seek(max(-limit, min(limit, target)), not keyframes_only)
         return self
