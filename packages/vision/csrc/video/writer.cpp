@@ -52,6 +52,9 @@ void encode(AVFormatContext* format, Output& out, const AVFrame* frame, AVPacket
     const int r = avcodec_receive_packet(out.encoder.get(), packet);
     if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return;
     check(r, "encoding failed");
+    // A video frame lasts one tick of 1/fps; muxers need it for the last frame (mp4's edit list,
+    // the stream's duration and rate).
+    if (packet->duration == 0 && out.encoder->codec_type == AVMEDIA_TYPE_VIDEO) packet->duration = 1;
     av_packet_rescale_ts(packet, out.encoder->time_base, out.stream->time_base);
     packet->stream_index = out.stream->index;
     check(av_interleaved_write_frame(format, packet), "writing a packet failed");  // takes the packet's data
@@ -135,6 +138,7 @@ void write_video(const std::string& path, const VideoInput& video, const AudioIn
   // torchvision's choice: yuv420p, except rgb24 for libx264rgb.
   venc->pix_fmt = video.codec == "libx264rgb" ? AV_PIX_FMT_RGB24 : AV_PIX_FMT_YUV420P;
   open_encoder(video_out, video_codec, video.options);
+  video_out.stream->avg_frame_rate = venc->framerate;  // muxers that store a rate take it from here
 
   Output audio_out;
   if (audio != nullptr) {
