@@ -461,6 +461,8 @@ def test_write_video_errors(tmp_path):
         io.write_video(path, frames[..., :2], 10)
     with pytest.raises(ValueError, match=r"video_array should be a \(T, H, W, 3\) tensor"):
         io.write_video(path, frames[0], 10)
+    with pytest.raises(ValueError, match="video_array has no frames"):
+        io.write_video(path, frames[:0], 10)
     with pytest.raises(ValueError, match="unknown encoder 'nope'"):
         io.write_video(path, frames, 10, video_codec="nope")
     with pytest.raises(ValueError, match="'aac' is not a video encoder"):
@@ -547,6 +549,13 @@ def _read_or_refuse(source, height, width, max_frames):
         return None
     for f in frames:
         assert f["data"].dtype == ember.uint8 and f["data"].shape[0] == 3 and f["data"].dim() == 3
+    try:  # and the audio stream, where the damaged file still has one
+        if reader.get_metadata()["audio"]["framerate"]:
+            reader.set_current_stream("audio")
+            for _, f in zip(range(max_frames * 4), reader, strict=False):
+                assert f["data"].dtype == ember.float32 and f["data"].dim() == 2
+    except RuntimeError:
+        pass
     return frames
 
 

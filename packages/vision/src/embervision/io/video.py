@@ -10,7 +10,8 @@ Note [differences from torchvision 0.17 (video)]
   whole decoded audio frames that start in the range).
 - ``pts_unit`` other than "pts" or "sec" is a ValueError.
 - ``write_video`` without ``audio_codec`` uses the container's default audio encoder (AAC for
-  .mp4), and an ``audio_array`` without ``audio_fps`` is a ValueError.
+  .mp4); an ``audio_array`` without ``audio_fps``, and a ``video_array`` without frames, are
+  ValueErrors.
 """
 
 from __future__ import annotations
@@ -206,6 +207,8 @@ def write_video(filename: str, video_array: ember.Tensor, fps: float, video_code
     frames = _as_array(video_array, np.uint8)  # as torchvision: a cast to uint8
     if frames.ndim != 4 or frames.shape[3] != 3:
         raise ValueError(f"video_array should be a (T, H, W, 3) tensor, but got shape {tuple(frames.shape)}")
+    if frames.shape[0] == 0:  # containers drop a track without samples: the file would have no video
+        raise ValueError("video_array has no frames")
     if isinstance(fps, float):
         fps = np.round(fps)  # torchvision rounds float rates
     rate = Fraction(fps).limit_denominator(1 << 20) if not isinstance(fps, Fraction) else fps
