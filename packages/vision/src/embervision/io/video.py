@@ -35,10 +35,10 @@ def _video() -> Any:
     return _native.load("_video")
 
 
-def _check_pts_unit(pts_unit: str) -> None:
+def _check_pts_unit(pts_unit: str, warn: bool) -> None:
     if pts_unit not in ("pts", "sec"):
         raise ValueError(f"pts_unit should be either 'pts' or 'sec', got {pts_unit!r}")
-    if pts_unit == "pts":
+    if warn and pts_unit == "pts":  # as torchvision's read_video: each stream has its own pts
         warnings.warn("The pts_unit 'pts' gives wrong results. Please use pts_unit 'sec'.", stacklevel=3)
 
 
@@ -135,7 +135,7 @@ def read_video(filename: str, start_pts: int | float | Fraction = 0, end_pts: in
         end_pts = float("inf")
     if end_pts < start_pts:
         raise ValueError(f"end_pts should be larger than start_pts, got start_pts={start_pts} and end_pts={end_pts}")
-    _check_pts_unit(pts_unit)
+    _check_pts_unit(pts_unit, warn=True)
 
     native = _video()
     reader = native.Reader.open(filename, 0)
@@ -168,7 +168,7 @@ def read_video_timestamps(filename: str, pts_unit: str = "pts") -> tuple[list[in
     filename = os.fspath(filename)
     if not os.path.exists(filename):
         raise RuntimeError(f"File not found: {filename}")
-    _check_pts_unit(pts_unit)
+    _check_pts_unit(pts_unit, warn=False)
     reader = _video().Reader.open(filename, 0)
     video = _first(reader.streams(), "video")
     if video is None:
