@@ -30,7 +30,8 @@ struct ArgumentError : std::invalid_argument {
 void check(int code, const std::string& what);
 [[noreturn]] void fail(int code, const std::string& what);
 
-// Silences FFmpeg's logging; its last error-level line on this thread is kept for messages instead.
+// Routes FFmpeg's logging (process-wide) to a per-thread record of its last error-level line, which
+// the exceptions carry: nothing is printed to stderr.
 void install_log_capture();
 void clear_logged_error();
 
@@ -63,9 +64,6 @@ struct AvioDeleter {
     av_freep(&p->buffer);  // the buffer may have been reallocated by FFmpeg: free its current one
     avio_context_free(&p);
   }
-};
-struct DictDeleter {
-  void operator()(AVDictionary* p) const { av_dict_free(&p); }
 };
 
 using FormatInput = std::unique_ptr<AVFormatContext, FormatInputDeleter>;

@@ -126,7 +126,6 @@ PYBIND11_MODULE(_video, m) {
         py::gil_scoped_release nogil;
         r.select(index);
       }, py::arg("index"), "Opens the decoder of stream `index` and rewinds.")
-      .def("selected", &Reader::selected)
       .def("next", &next_frame,
            "(frame, pts, key_frame) or None at the end: video (H, W, 3) uint8 RGB, audio (samples, channels) float32.")
       .def("seek", [](Reader& r, int64_t pts, bool precise) {

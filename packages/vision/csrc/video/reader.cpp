@@ -119,11 +119,6 @@ std::vector<StreamInfo> Reader::streams() const {
   return out;
 }
 
-int Reader::selected() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stream_;
-}
-
 void Reader::select(int index) {
   std::lock_guard<std::mutex> lock(mutex_);
   clear_logged_error();

@@ -45,7 +45,6 @@ class Reader {
   std::vector<StreamInfo> streams() const;
   // Opens the decoder of stream `index` (a video or audio stream) and rewinds to the start.
   void select(int index);
-  int selected() const;
   // The next frame of the selected stream in presentation order; false at the end.
   bool next(DecodedFrame& out);
   // Moves to the keyframe at or before `pts` (selected stream's time base); with `precise`, the
