@@ -29,3 +29,4 @@ from .squeezenet import *  # noqa: F403
 from .swin_transformer import *  # noqa: F403
 from .vgg import *  # noqa: F403
 from .vision_transformer import *  # noqa: F403
+from . import segmentation  # noqa: E402,F401
