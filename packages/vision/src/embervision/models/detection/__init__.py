@@ -1,0 +1,4 @@
+"""Object detection models (SSD, SSDlite, ...), in the shape of torchvision.models.detection."""
+
+from .ssd import *  # noqa: F403
+from .ssdlite import *  # noqa: F403
