@@ -1,0 +1,452 @@
+"""Detection models and their parts: box coders, matchers, the sampler, anchor generators and the
+transform against float64 NumPy references written here; SSD/SSDlite (and the FPN models when
+present) with torchvision's parameter counts, eval outputs, training losses and input errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+from embervision import models
+from embervision.models import detection
+from embervision.models.detection import _utils as det_utils
+from embervision.models.detection.anchor_utils import AnchorGenerator, DefaultBoxGenerator
+from embervision.models.detection.image_list import ImageList
+from embervision.models.detection.transform import GeneralizedRCNNTransform
+
+RNG = np.random.default_rng(0)
+
+
+def random_boxes(n, size=100.0, rng=RNG):
+    xy = rng.random((n, 2)) * size
+    wh = rng.random((n, 2)) * size / 2 + 1
+    return np.concatenate([xy, xy + wh], axis=1)
+
+
+# ---------------------------------------------------------------------------------------------- box coders
+
+def np_encode(gt, proposals, weights):
+    wx, wy, ww, wh = weights
+    pw, ph = proposals[:, 2] - proposals[:, 0], proposals[:, 3] - proposals[:, 1]
+    pcx, pcy = proposals[:, 0] + pw / 2, proposals[:, 1] + ph / 2
+    gw, gh = gt[:, 2] - gt[:, 0], gt[:, 3] - gt[:, 1]
+    gcx, gcy = gt[:, 0] + gw / 2, gt[:, 1] + gh / 2
+    return np.stack([wx * (gcx - pcx) / pw, wy * (gcy - pcy) / ph, ww * np.log(gw / pw), wh * np.log(gh / ph)], 1)
+
+
+def np_decode(codes, boxes, weights, clip):
+    wx, wy, ww, wh = weights
+    w, h = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+    cx, cy = boxes[:, 0] + w / 2, boxes[:, 1] + h / 2
+    out = np.empty_like(codes)
+    for k in range(codes.shape[1] // 4):
+        dx, dy = codes[:, 4 * k] / wx, codes[:, 4 * k + 1] / wy
+        dw, dh = np.minimum(codes[:, 4 * k + 2] / ww, clip), np.minimum(codes[:, 4 * k + 3] / wh, clip)
+        pcx, pcy = dx * w + cx, dy * h + cy
+        pw, ph = np.exp(dw) * w, np.exp(dh) * h
+        out[:, 4 * k:4 * k + 4] = np.stack([pcx - pw / 2, pcy - ph / 2, pcx + pw / 2, pcy + ph / 2], 1)
+    return out
+
+
+@pytest.mark.parametrize("weights", [(1.0, 1.0, 1.0, 1.0), (10.0, 10.0, 5.0, 5.0)])
+def test_box_coder_matches_numpy_and_round_trips(weights):
+    gt, proposals = random_boxes(7), random_boxes(7)
+    coder = det_utils.BoxCoder(weights)
+    codes = coder.encode_single(ember.from_numpy(gt), ember.from_numpy(proposals))
+    assert codes.dtype == ember.float64
+    np.testing.assert_allclose(codes.numpy(), np_encode(gt, proposals, weights), rtol=1e-12, atol=1e-12)
+    decoded = coder.decode_single(codes, ember.from_numpy(proposals))
+    np.testing.assert_allclose(decoded.numpy(), gt, rtol=1e-10, atol=1e-10)
+    # Several codes per box (one per class), non-contiguous (a transposed view), clipped dw/dh.
+    many = RNG.standard_normal((5, 3, 4)) * 3
+    many[0, 0, 2] = 50.0  # exp(50) would overflow the box; bbox_xform_clip caps it
+    codes_t = ember.from_numpy(many.reshape(5, 12).T.copy()).t()
+    assert not codes_t.is_contiguous()
+    got = coder.decode_single(codes_t, ember.from_numpy(proposals[:5]))
+    np.testing.assert_allclose(got.numpy(), np_decode(many.reshape(5, 12), proposals[:5], weights,
+                                                      math.log(1000.0 / 16)), rtol=1e-12, atol=1e-9)
+    assert bool(ember.isfinite(got).all())
+
+
+def test_box_coder_lists_and_empty():
+    coder = det_utils.BoxCoder((1.0, 1.0, 1.0, 1.0))
+    a, b = random_boxes(3), random_boxes(2)
+    p, q = random_boxes(3), random_boxes(2)
+    enc = coder.encode([ember.from_numpy(a), ember.from_numpy(b)], [ember.from_numpy(p), ember.from_numpy(q)])
+    assert [tuple(e.shape) for e in enc] == [(3, 4), (2, 4)]
+    np.testing.assert_allclose(enc[1].numpy(), np_encode(b, q, (1, 1, 1, 1)), rtol=1e-12)
+    dec = coder.decode(ember.cat(enc), [ember.from_numpy(p), ember.from_numpy(q)])
+    assert tuple(dec.shape) == (5, 1, 4)
+    np.testing.assert_allclose(dec.numpy()[:, 0], np.concatenate([a, b]), rtol=1e-10)
+    empty = coder.decode_single(ember.zeros(0, 4, dtype=ember.float64), ember.zeros(0, 4, dtype=ember.float64))
+    assert tuple(empty.shape) == (0, 4)
+    with pytest.raises(TypeError, match="expects boxes of type list or tuple"):
+        coder.decode(ember.zeros(1, 4), ember.zeros(1, 4))
+
+
+def test_box_coder_gradcheck():
+    coder = det_utils.BoxCoder((10.0, 10.0, 5.0, 5.0))
+    boxes = ember.from_numpy(random_boxes(3))
+    codes = ember.from_numpy(RNG.standard_normal((3, 8))).requires_grad_()
+    assert ember.autograd.gradcheck(lambda c: coder.decode_single(c, boxes), (codes,))
+    gt = ember.from_numpy(random_boxes(3)).requires_grad_()
+    assert ember.autograd.gradcheck(lambda g: coder.encode_single(g, boxes), (gt,))
+
+
+def test_box_linear_coder():
+    anchors, gt = random_boxes(6), random_boxes(6)
+    for normalize in (True, False):
+        coder = det_utils.BoxLinearCoder(normalize_by_size=normalize)
+        enc = coder.encode(ember.from_numpy(anchors), ember.from_numpy(gt)).numpy()
+        cx, cy = (anchors[:, 0] + anchors[:, 2]) / 2, (anchors[:, 1] + anchors[:, 3]) / 2
+        ref = np.stack([cx - gt[:, 0], cy - gt[:, 1], gt[:, 2] - cx, gt[:, 3] - cy], 1)
+        if normalize:
+            w, h = anchors[:, 2] - anchors[:, 0], anchors[:, 3] - anchors[:, 1]
+            ref = ref / np.stack([w, h, w, h], 1)
+        np.testing.assert_allclose(enc, ref, rtol=1e-12)
+        dec = coder.decode(ember.from_numpy(enc), ember.from_numpy(anchors)).numpy()
+        np.testing.assert_allclose(dec, gt, rtol=1e-10, atol=1e-10)
+    # Batched [N, A, 4] codes.
+    batched = coder.decode(ember.zeros(2, 6, 4, dtype=ember.float64), ember.from_numpy(anchors))
+    assert tuple(batched.shape) == (2, 6, 4)
+
+
+# ---------------------------------------------------------------------------------------------- matchers
+
+def np_match(q, high, low, allow_low):
+    matches = q.argmax(0)
+    vals = q.max(0)
+    out = matches.copy()
+    out[vals < low] = -1
+    out[(vals >= low) & (vals < high)] = -2
+    if allow_low:
+        for g in range(q.shape[0]):
+            best = q[g].max()
+            for p in np.nonzero(q[g] == best)[0]:
+                out[p] = matches[p]
+    return out
+
+
+@pytest.mark.parametrize("allow_low", [False, True])
+def test_matcher_matches_numpy(allow_low):
+    q = np.round(RNG.random((4, 30)) * 0.9, 2)  # rounding makes ties
+    q[2] *= 0.3  # a ground truth matched only by low-quality predictions
+    matcher = det_utils.Matcher(0.5, 0.3, allow_low_quality_matches=allow_low)
+    got = matcher(ember.from_numpy(q)).numpy()
+    np.testing.assert_array_equal(got, np_match(q, 0.5, 0.3, allow_low))
+    # A transposed (non-contiguous) view gives the same result.
+    got_t = matcher(ember.from_numpy(q.T.copy()).t()).numpy()
+    np.testing.assert_array_equal(got_t, got)
+
+
+def test_matcher_errors():
+    with pytest.raises(ValueError, match="No ground-truth boxes available for one of the images during training"):
+        det_utils.Matcher(0.5, 0.4)(ember.zeros(0, 5))
+    with pytest.raises(ValueError, match="No proposal boxes available for one of the images during training"):
+        det_utils.Matcher(0.5, 0.4)(ember.zeros(3, 0))
+    with pytest.raises(ValueError, match="low_threshold should be <= high_threshold"):
+        det_utils.Matcher(0.3, 0.5)
+
+
+def test_ssd_matcher():
+    q = np.array([[0.1, 0.2, 0.05, 0.0], [0.7, 0.1, 0.3, 0.6]])
+    got = det_utils.SSDMatcher(0.5)(ember.from_numpy(q)).numpy()
+    # Prediction 0 (0.7) and 3 (0.6) pass the threshold for gt 1; gt 0 claims its best, prediction 1.
+    np.testing.assert_array_equal(got, [1, 0, -1, 1])
+
+
+def test_balanced_sampler():
+    ember.manual_seed(0)
+    matched = ember.tensor([-1] * 5 + [0] * 40 + [1, 2, 3, 1, 2, 3, 1, 1, 2, 2])
+    sampler = det_utils.BalancedPositiveNegativeSampler(16, 0.25)
+    (pos,), (neg,) = sampler([matched])
+    assert pos.dtype == ember.uint8 and neg.dtype == ember.uint8
+    assert int(pos.sum()) == 4 and int(neg.sum()) == 12
+    p, n = pos.numpy().astype(bool), neg.numpy().astype(bool)
+    assert (matched.numpy()[p] >= 1).all() and (matched.numpy()[n] == 0).all() and not (p & n).any()
+    # Fewer positives than the fraction allows: all of them, and negatives fill the batch.
+    (pos,), (neg,) = det_utils.BalancedPositiveNegativeSampler(30, 0.5)([ember.tensor([0] * 40 + [1, 1])])
+    assert int(pos.sum()) == 2 and int(neg.sum()) == 28
+
+
+def test_box_loss_types():
+    coder = det_utils.BoxCoder((1.0, 1.0, 1.0, 1.0))
+    anchors = ember.from_numpy(random_boxes(4))
+    gt = ember.from_numpy(random_boxes(4))
+    reg = ember.from_numpy(RNG.standard_normal((4, 4)) * 0.1)
+    target = coder.encode_single(gt, anchors).numpy()
+    l1 = det_utils._box_loss("l1", coder, anchors, gt, reg)
+    np.testing.assert_allclose(float(l1), np.abs(reg.numpy() - target).sum(), rtol=1e-12)
+    d = np.abs(reg.numpy() - target)
+    beta = 0.5
+    sl1 = det_utils._box_loss("smooth_l1", coder, anchors, gt, reg, {"beta": beta})
+    np.testing.assert_allclose(float(sl1), np.where(d < beta, 0.5 * d ** 2 / beta, d - 0.5 * beta).sum(), rtol=1e-12)
+    for kind in ("giou", "diou", "ciou"):
+        assert float(det_utils._box_loss(kind, coder, anchors, gt, reg)) > 0
+    with pytest.raises(ValueError, match="Unsupported loss: bad"):
+        det_utils._box_loss("bad", coder, anchors, gt, reg)
+
+
+# ---------------------------------------------------------------------------------------------- anchors
+
+def np_anchors(sizes, ratios, grid_sizes, image_size):
+    out = []
+    for scales, ars, (gh, gw) in zip(sizes, ratios, grid_sizes):
+        sh, sw = image_size[0] // gh, image_size[1] // gw
+        base = []
+        for ar in ars:
+            for s in scales:
+                hr = math.sqrt(ar)
+                w, h = s / hr, s * hr
+                base.append(np.round(np.array([-w, -h, w, h]) / 2))
+        base = np.array(base)
+        for y in range(gh):
+            for x in range(gw):
+                out.append(base + np.array([x * sw, y * sh, x * sw, y * sh]))
+    return np.concatenate([b.reshape(-1, 4) for b in out])
+
+
+def test_anchor_generator_matches_numpy():
+    sizes, ratios = ((32,), (64, 96)), ((0.5, 1.0, 2.0), (1.0, 3.0))
+    gen = AnchorGenerator(sizes, ratios)
+    assert gen.num_anchors_per_location() == [3, 4]
+    images = ImageList(ember.zeros(2, 3, 64, 96), [(60, 90), (64, 80)])
+    feats = [ember.zeros(2, 8, 8, 12), ember.zeros(2, 8, 4, 6)]
+    anchors = gen(images, feats)
+    assert len(anchors) == 2 and tuple(anchors[0].shape) == (8 * 12 * 3 + 4 * 6 * 4, 4)
+    np.testing.assert_allclose(anchors[1].numpy(), np_anchors(sizes, ratios, [(8, 12), (4, 6)], (64, 96)))
+    # Flat sizes mean one size per feature map with shared ratios.
+    assert AnchorGenerator((16, 32), (0.5, 1.0)).num_anchors_per_location() == [2, 2]
+    with pytest.raises(ValueError, match="There needs to be a match between the number of feature maps"):
+        gen(images, feats[:1])
+
+
+def np_default_boxes(aspect_ratios, scales, steps, grid_sizes, image_size, clip=True):
+    boxes = []
+    for k, (fh, fw) in enumerate(grid_sizes):
+        s, s2 = scales[k], math.sqrt(scales[k] * scales[k + 1])
+        whs = [(s, s), (s2, s2)]
+        for ar in aspect_ratios[k]:
+            whs += [(s * math.sqrt(ar), s / math.sqrt(ar)), (s / math.sqrt(ar), s * math.sqrt(ar))]
+        xf, yf = (image_size[1] / steps[k], image_size[0] / steps[k]) if steps else (fw, fh)
+        for i in range(fh):
+            for j in range(fw):
+                cx, cy = (j + 0.5) / xf, (i + 0.5) / yf
+                for w, h in whs:
+                    if clip:
+                        w, h = min(max(w, 0), 1), min(max(h, 0), 1)
+                    boxes.append([(cx - w / 2) * image_size[1], (cy - h / 2) * image_size[0],
+                                  (cx + w / 2) * image_size[1], (cy + h / 2) * image_size[0]])
+    return np.array(boxes)
+
+
+def test_default_box_generator_ssd300():
+    ratios = [[2], [2, 3], [2, 3], [2, 3], [2], [2]]
+    scales = [0.07, 0.15, 0.33, 0.51, 0.69, 0.87, 1.05]
+    steps = [8, 16, 32, 64, 100, 300]
+    gen = DefaultBoxGenerator(ratios, scales=scales, steps=steps)
+    grids = [(38, 38), (19, 19), (10, 10), (5, 5), (3, 3), (1, 1)]
+    feats = [ember.zeros(1, 1, h, w) for h, w in grids]
+    boxes = gen(ImageList(ember.zeros(1, 3, 300, 300), [(300, 300)]), feats)[0]
+    assert tuple(boxes.shape) == (8732, 4)  # SSD300's famous box count
+    np.testing.assert_allclose(boxes.numpy(), np_default_boxes(ratios, scales, steps, grids, (300, 300)),
+                               rtol=1e-5, atol=1e-3)
+
+
+def test_default_box_generator_even_scales():
+    gen = DefaultBoxGenerator([[2, 3]] * 3, min_ratio=0.2, max_ratio=0.95)
+    np.testing.assert_allclose(gen.scales, [0.2, 0.575, 0.95, 1.0])
+    assert gen.num_anchors_per_location() == [6, 6, 6]
+    grids = [(4, 5), (2, 3), (1, 1)]
+    boxes = gen(ImageList(ember.zeros(2, 3, 40, 50), [(40, 50)] * 2), [ember.zeros(2, 1, h, w) for h, w in grids])
+    np.testing.assert_allclose(boxes[1].numpy(), np_default_boxes([[2, 3]] * 3, gen.scales, None, grids, (40, 50)),
+                               rtol=1e-5, atol=1e-4)
+    assert DefaultBoxGenerator([[2]]).scales == [0.15, 0.9]
+    with pytest.raises(ValueError, match="aspect_ratios and steps should have the same length"):
+        DefaultBoxGenerator([[2], [3]], steps=[8])
+
+
+# ---------------------------------------------------------------------------------------------- transform
+
+def test_transform_resize_normalize_batch():
+    t = GeneralizedRCNNTransform(min_size=40, max_size=70, image_mean=[0.5, 0.4, 0.3], image_std=[0.2, 0.25, 0.5])
+    t.eval()
+    img_a = ember.rand(3, 20, 30)
+    img_b = ember.rand(3, 50, 20)
+    targets = [{"boxes": ember.tensor([[2.0, 4.0, 10.0, 16.0]]), "labels": ember.tensor([1])},
+               {"boxes": ember.tensor([[0.0, 0.0, 20.0, 50.0]]), "labels": ember.tensor([2])}]
+    images, out_targets = t([img_a, img_b], targets)
+    # a: short side 20 → 40 (scale 2; long 60 <= 70). b: long side 50 → 70 caps the scale at 1.4, a
+    # float32 value just under 1.4 (as in torchvision), so the sides floor to 69 and 27.
+    assert images.image_sizes == [(40, 60), (69, 27)]
+    assert tuple(images.tensors.shape) == (2, 3, 96, 64)  # padded to multiples of 32
+    np.testing.assert_allclose(out_targets[0]["boxes"].numpy(), [[4.0, 8.0, 20.0, 32.0]], rtol=1e-6)
+    np.testing.assert_allclose(out_targets[1]["boxes"].numpy(), [[0.0, 0.0, 27.0, 69.0]], rtol=1e-6)
+    assert targets[0]["boxes"][0, 0].item() == 2.0  # the caller's targets are untouched
+    # Normalization: a constant image stays constant through the resize.
+    const = ember.full((3, 10, 10), 0.9)
+    images, _ = t([const])
+    mean, std = np.array([0.5, 0.4, 0.3]), np.array([0.2, 0.25, 0.5])
+    np.testing.assert_allclose(images.tensors[0, :, :40, :40].numpy(),
+                               np.broadcast_to(((0.9 - mean) / std)[:, None, None], (3, 40, 40)), rtol=1e-5)
+    assert float(images.tensors[0, :, 40:].abs().sum()) == 0.0  # zero padding
+    # postprocess maps the boxes back to the original sizes.
+    result = t.postprocess([{"boxes": ember.tensor([[4.0, 8.0, 20.0, 32.0]])}], [(40, 60)], [(20, 30)])
+    np.testing.assert_allclose(result[0]["boxes"].numpy(), [[2.0, 4.0, 10.0, 16.0]], rtol=1e-6)
+
+
+def test_transform_errors_and_fixed_size():
+    t = GeneralizedRCNNTransform(32, 64, [0.0] * 3, [1.0] * 3, size_divisible=1, fixed_size=(50, 30))
+    images, _ = t([ember.rand(3, 11, 17)])
+    assert images.image_sizes == [(30, 50)] and tuple(images.tensors.shape) == (1, 3, 30, 50)
+    with pytest.raises(TypeError, match="Expected input images to be of floating type"):
+        t([ember.zeros(3, 8, 8, dtype=ember.uint8)])
+    with pytest.raises(ValueError, match="images is expected to be a list of 3d tensors"):
+        t([ember.rand(1, 3, 8, 8)])
+
+
+# ---------------------------------------------------------------------------------------------- models
+
+SPECS = {
+    "ssd300_vgg16": (35641826, {"backbone.scale_weight": (512,), "backbone.features.0.weight": (64, 3, 3, 3),
+                                "backbone.features.21.weight": (512, 512, 3, 3),
+                                "backbone.extra.0.1.weight": (512, 512, 3, 3),
+                                "backbone.extra.0.7.1.weight": (1024, 512, 3, 3),
+                                "backbone.extra.0.7.3.weight": (1024, 1024, 1, 1),
+                                "backbone.extra.1.0.weight": (256, 1024, 1, 1),
+                                "backbone.extra.4.2.weight": (256, 128, 3, 3),
+                                "head.classification_head.module_list.0.weight": (364, 512, 3, 3),
+                                "head.classification_head.module_list.1.weight": (546, 1024, 3, 3),
+                                "head.regression_head.module_list.5.bias": (16,)}),
+    "ssdlite320_mobilenet_v3_large": (3440060, {
+        "backbone.features.0.0.0.weight": (16, 3, 3, 3), "backbone.features.0.13.0.weight": (672, 112, 1, 1),
+        "backbone.features.1.0.1.0.weight": (672, 1, 5, 5), "backbone.features.1.3.0.weight": (480, 80, 1, 1),
+        "backbone.extra.0.0.0.weight": (256, 480, 1, 1), "backbone.extra.0.2.0.weight": (512, 256, 1, 1),
+        "backbone.extra.3.2.1.running_var": (128,),
+        "head.classification_head.module_list.0.0.0.weight": (672, 1, 3, 3),
+        "head.classification_head.module_list.0.1.weight": (546, 672, 1, 1),
+        "head.regression_head.module_list.5.1.weight": (24, 128, 1, 1)}),
+}
+
+
+def test_registry_and_weights():
+    names = models.list_models(module=detection)
+    assert set(SPECS) <= set(names)
+    w = models.get_weight("SSD300_VGG16_Weights.COCO_V1")
+    assert w.url == "https://download.pytorch.org/models/ssd300_vgg16_coco-b556d3b4.pth"
+    assert len(w.meta["categories"]) == 91 and w.meta["categories"][12] == "N/A"
+    assert w.meta["_metrics"] == {"COCO-val2017": {"box_map": 25.1}}
+    w = detection.SSDLite320_MobileNet_V3_Large_Weights.DEFAULT
+    assert w.meta["_metrics"]["COCO-val2017"]["box_map"] == 21.3
+    assert type(w.transforms()).__name__ == "ObjectDetection"
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_num_params_and_keys(name, cheap_init):
+    num_params, keys = SPECS[name]
+    model = models.get_model(name, weights_backbone=None)
+    assert sum(p.numel() for p in model.parameters()) == num_params
+    assert models.get_model_weights(name).DEFAULT.meta["num_params"] == num_params
+    state = model.state_dict()
+    for key, shape in keys.items():
+        assert tuple(state[key].shape) == shape, key
+
+
+def check_detections(out, n_images, num_classes, sizes):
+    assert isinstance(out, list) and len(out) == n_images
+    for det, (h, w) in zip(out, sizes):
+        assert set(det) == {"boxes", "scores", "labels"}
+        n = det["boxes"].shape[0]
+        assert tuple(det["boxes"].shape) == (n, 4) and tuple(det["scores"].shape) == (n,)
+        assert det["labels"].dtype == ember.int64
+        if n:
+            b = det["boxes"].numpy()
+            assert (b[:, 0] >= 0).all() and (b[:, 2] <= w + 1e-3).all() and (b[:, 3] <= h + 1e-3).all()
+            assert (b[:, 2] >= b[:, 0]).all() and (b[:, 3] >= b[:, 1]).all()
+            assert ((det["labels"].numpy() >= 1) & (det["labels"].numpy() < num_classes)).all()
+            s = det["scores"].numpy()
+            assert np.isfinite(s).all()
+
+
+def targets_for(n):
+    return [{"boxes": ember.tensor([[10.0, 20.0, 60.0, 90.0], [30.0, 30.0, 100.0, 120.0]]),
+             "labels": ember.tensor([1, 2])} for _ in range(n)]
+
+
+def test_ssdlite_eval_and_train(cheap_init):
+    ember.manual_seed(0)
+    model = detection.ssdlite320_mobilenet_v3_large(weights_backbone=None, num_classes=3)
+    model.eval()
+    images = [ember.rand(3, 128, 160), ember.rand(3, 96, 120)]
+    with ember.no_grad():
+        out = model(images)
+    check_detections(out, 2, 3, [(128, 160), (96, 120)])
+    model.train()
+    losses = model(images, targets_for(2))
+    assert set(losses) == {"bbox_regression", "classification"}
+    assert all(bool(ember.isfinite(v)) and v.dim() == 0 for v in losses.values())
+    sum(losses.values()).backward()
+    first = model.backbone.features[0][0][0].weight
+    assert first.grad is not None and float(first.grad.abs().sum()) > 0
+    # Images without boxes are all background (two images: training BatchNorm needs more than one
+    # value per channel at the last 1x1 map).
+    empty = [{"boxes": ember.zeros(0, 4), "labels": ember.zeros(0, dtype=ember.int64)} for _ in range(2)]
+    losses = model(images, empty)
+    assert float(losses["bbox_regression"]) == 0.0 and bool(ember.isfinite(losses["classification"]))
+
+
+def test_ssd300_eval(cheap_init):
+    model = detection.ssd300_vgg16(weights_backbone=None, num_classes=4).eval()
+    with ember.no_grad():
+        out = model([ember.rand(3, 100, 140)])
+    check_detections(out, 1, 4, [(100, 140)])
+
+
+def test_ssd_loss_on_small_backbone(cheap_init):
+    # SSD's matching and hard negative mining on a backbone small enough to train in a test.
+    ember.manual_seed(0)
+    backbone = nn.Sequential(nn.Conv2d(3, 8, 3, stride=4, padding=1), nn.ReLU())
+    gen = DefaultBoxGenerator([[2]], scales=[0.3, 0.6])
+    model = detection.ssd.SSD(backbone, gen, (64, 64), num_classes=3, positive_fraction=0.5)
+    model.train()
+    losses = model([ember.rand(3, 64, 64)], [{"boxes": ember.tensor([[8.0, 8.0, 40.0, 40.0]]),
+                                               "labels": ember.tensor([2])}])
+    sum(losses.values()).backward()
+    assert backbone[0].weight.grad is not None and float(backbone[0].weight.grad.abs().sum()) > 0
+    # One ground truth: every box that matches it is a positive, and as many negatives are mined.
+    assert float(losses["classification"]) > 0 and float(losses["bbox_regression"]) > 0
+
+
+def test_training_input_errors(cheap_init):
+    model = detection.ssdlite320_mobilenet_v3_large(weights_backbone=None, num_classes=3).train()
+    img = [ember.rand(3, 64, 64)]
+    with pytest.raises(ValueError, match="targets should not be none when in training mode"):
+        model(img)
+    with pytest.raises(ValueError, match=r"Expected target boxes to be a tensor of shape \[N, 4\], got \(4,\)"):
+        model(img, [{"boxes": ember.tensor([1.0, 2.0, 3.0, 4.0]), "labels": ember.tensor([1])}])
+    with pytest.raises(ValueError, match=r"Expected target boxes to be of type Tensor"):
+        model(img, [{"boxes": [[1.0, 2.0, 3.0, 4.0]], "labels": ember.tensor([1])}])
+    bad = [{"boxes": ember.tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 5.0, 5.0, 9.0]]), "labels": ember.tensor([1, 1])}]
+    with pytest.raises(ValueError, match=r"All bounding boxes should have positive height and width. Found invalid "
+                                         r"box \[25.0, 25.0, 25.0, 45.0\] for target at index 0."):
+        model(img, bad)
+    with pytest.raises(ValueError, match="The parameter 'num_classes' expected value 91 but got 3 instead."):
+        detection.ssd300_vgg16(weights="DEFAULT", num_classes=3)
+    with pytest.raises(ValueError, match=r"Trainable backbone layers should be in the range \[0,6\], found 7"):
+        detection.ssdlite320_mobilenet_v3_large(trainable_backbone_layers=7)
+
+
+def test_trainable_layers_freeze(no_init):
+    # Without pretrained weights every layer trains (a requested value only warns).
+    with pytest.warns(UserWarning, match="Changing trainable_backbone_layers has no effect"):
+        model = detection.ssd300_vgg16(weights_backbone=None, trainable_backbone_layers=1, num_classes=3)
+    assert all(p.requires_grad for p in model.parameters())
+    vgg = models.vgg16()
+    extractor = detection.ssd._vgg_extractor(vgg, False, 2)
+    frozen = [not p.requires_grad for p in extractor.features.parameters()]
+    # Stages 1-3 (conv1_1 .. conv3_3: 7 convs) freeze, conv4 onwards trains.
+    assert frozen == [True] * 14 + [False] * 6
