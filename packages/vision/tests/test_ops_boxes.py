@@ -93,7 +93,7 @@ def test_nms_matches_greedy_reference(seed, threshold):
 
 
 def test_nms_across_blocks():
-    # more boxes than one block of the vectorized suppression (Note [vectorized greedy nms])
+    # many boxes: every kept box checked against every later one
     rng = np.random.default_rng(11)
     b = _boxes(rng, 700, scale=60)
     s = rng.uniform(size=700)

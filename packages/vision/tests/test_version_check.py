@@ -10,12 +10,13 @@ import pytest
 
 import ember
 import embervision
+from embervision import _native
 
 
 def test_version_and_pin_agree():
     assert importlib.metadata.version("embervision") == embervision.__version__
     (pin,) = [r for r in importlib.metadata.requires("embervision") if re.match(r"ember[<>=!~ ]", r)]
-    assert sorted(pin.removeprefix("ember").split(",")) == sorted(embervision._SUPPORTED_CORE)
+    assert pin == f"ember=={embervision._SUPPORTED_CORE}.*"
 
 
 def test_tests_run_against_the_installed_package():
@@ -33,3 +34,14 @@ def test_an_unsupported_core_is_refused_at_import(monkeypatch, core):
 
 def test_the_installed_core_is_accepted():
     embervision._check_core()
+
+
+@pytest.mark.parametrize("module", ["_C", "_image"])
+def test_native_modules_were_built_for_the_installed_core(module):
+    native = _native.load(module)
+    assert native.built_for_core.split(".")[:2] == ember.__version__.split(".")[:2]
+
+
+def test_a_native_module_built_for_another_minor_is_refused():
+    with pytest.raises(ImportError, match=r"embervision._C was built against ember 0.3.0, but ember 0.2.1 is installed"):
+        _native.check_built_for("_C", "0.3.0", "0.2.1")

@@ -17,21 +17,26 @@ __version__ = "0.1.0"
 
 # Note [core compatibility check]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# embervision is pure Python on core's kernels (for now: its native kernels will pin a core
-# minor), so release.toml gives it a tested core range, which pyproject.toml pins and
-# _SUPPORTED_CORE repeats; ember.utils._packages checks it at import.
-_SUPPORTED_CORE = (">=0.2.1", "<0.3")
+# embervision has native code (detection ops, image codecs), so release.toml pins it to one core
+# minor (`core = "0.2"`), which pyproject.toml pins and _SUPPORTED_CORE repeats. Models and
+# transforms load without the native modules; embervision._native loads those on first use and
+# checks the core version each was compiled against.
+_SUPPORTED_CORE = "0.2"
+
+
+def _supported_range() -> tuple[str, str]:
+    major, minor = map(int, _SUPPORTED_CORE.split("."))
+    return f">={major}.{minor}", f"<{major}.{minor + 1}"
 
 
 def _check_core() -> None:
-    wanted = ",".join(_SUPPORTED_CORE)
     try:
         import ember  # noqa: F401  (the ImportError names the missing core)
         from ember.utils._packages import check_supported_core
     except ImportError as error:
-        raise ImportError(f"embervision {__version__} needs ember {wanted} ({error}): pip install 'ember{wanted}'; "
-                          f"see docs/compatibility.md") from error
-    check_supported_core("embervision", __version__, _SUPPORTED_CORE)
+        raise ImportError(f"embervision {__version__} needs ember {_SUPPORTED_CORE}.x ({error}): "
+                          f"pip install 'ember=={_SUPPORTED_CORE}.*'; see docs/compatibility.md") from error
+    check_supported_core("embervision", __version__, _supported_range())
 
 
 _check_core()

@@ -10,8 +10,9 @@ import math
 
 import ember
 
+from ._utils import check_cpu, from_numpy, native, to_numpy
+
 _FORMATS = ("xyxy", "xywh", "cxcywh")
-_NMS_BLOCK = 256  # boxes settled together (Note [vectorized greedy nms])
 _REDUCTION_ERROR = "Invalid Value for arg 'reduction': '{} \n Supported reduction modes: 'none', 'mean', 'sum'"
 
 
@@ -50,33 +51,14 @@ def nms(boxes, scores, iou_threshold: float):
     n = boxes.shape[0]
     if n == 0:
         return ember.empty((0,), dtype=ember.int64)
-    order = ember.sort(scores, descending=True, stable=True)[1]
-    # Note [vectorized greedy nms]
-    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-    # With boxes in score order, greedy NMS keeps box j exactly when no kept box i < j has
-    # IoU(i, j) > t. Boxes go by blocks of _NMS_BLOCK: a block's boxes first drop those that a box
-    # kept in earlier blocks suppresses (one [kept, block] IoU matrix), then the block settles its
-    # own: keep[j] = candidate[j] and not any(keep[i] and S[i, j]) over the block's earlier boxes
-    # (S = the strict upper triangle of IoU > t). keep[j] depends only on earlier entries, so the
-    # equation has one solution, and iterating it from all candidates fixes one more prefix entry a
-    # step; it stops at the first step that changes nothing. Memory stays O(n * block).
-    sorted_boxes = boxes[order]
-    keep = ember.zeros((n,), dtype=ember.bool)
-    kept_boxes = sorted_boxes[:0]
-    for start in range(0, n, _NMS_BLOCK):
-        block = sorted_boxes[start:start + _NMS_BLOCK]
-        candidate = ember.ones((block.shape[0],), dtype=ember.bool)
-        if kept_boxes.shape[0] > 0:
-            candidate = ~(box_iou(kept_boxes, block) > iou_threshold).any(0)
-        above = ember.triu(box_iou(block, block) > iou_threshold, diagonal=1)
-        block_keep = candidate
-        while True:
-            new_keep = candidate & ~(above & block_keep[:, None]).any(0)
-            if bool((new_keep == block_keep).all()):
-                break
-            block_keep = new_keep
-        keep[start:start + block.shape[0]] = block_keep
-        kept_boxes = ember.cat([kept_boxes, block[block_keep]])
+    check_cpu("nms", boxes, scores)
+    order = ember.sort(scores.detach(), descending=True, stable=True)[1]
+    # The native kernel (embervision._C) runs greedy NMS over the boxes in score order, computing each
+    # IoU with box_iou's operations in the boxes' dtype; integer boxes go as float64, other floats as float32.
+    sorted_boxes = boxes.detach()[order]
+    if sorted_boxes.dtype not in (ember.float32, ember.float64):
+        sorted_boxes = sorted_boxes.to(ember.float32 if sorted_boxes.is_floating_point() else ember.float64)
+    keep = from_numpy(native().nms(to_numpy(sorted_boxes), float(iou_threshold)))
     return order[keep]
 
 
