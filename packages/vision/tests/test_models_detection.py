@@ -356,7 +356,9 @@ def test_num_params_and_keys(name, cheap_init):
         assert tuple(state[key].shape) == shape, key
 
 
-def check_detections(out, n_images, num_classes, sizes):
+def check_detections(out, n_images, num_classes, sizes, min_label=1):
+    # Softmax models (SSD, R-CNN) never predict the background 0; the sigmoid ones (RetinaNet, FCOS)
+    # score every class index, 0 included (it is just never a positive in training).
     assert isinstance(out, list) and len(out) == n_images
     for det, (h, w) in zip(out, sizes):
         assert set(det) == {"boxes", "scores", "labels"}
@@ -367,7 +369,7 @@ def check_detections(out, n_images, num_classes, sizes):
             b = det["boxes"].numpy()
             assert (b[:, 0] >= 0).all() and (b[:, 2] <= w + 1e-3).all() and (b[:, 3] <= h + 1e-3).all()
             assert (b[:, 2] >= b[:, 0]).all() and (b[:, 3] >= b[:, 1]).all()
-            assert ((det["labels"].numpy() >= 1) & (det["labels"].numpy() < num_classes)).all()
+            assert ((det["labels"].numpy() >= min_label) & (det["labels"].numpy() < num_classes)).all()
             s = det["scores"].numpy()
             assert np.isfinite(s).all()
 
@@ -450,3 +452,338 @@ def test_trainable_layers_freeze(no_init):
     frozen = [not p.requires_grad for p in extractor.features.parameters()]
     # Stages 1-3 (conv1_1 .. conv3_3: 7 convs) freeze, conv4 onwards trains.
     assert frozen == [True] * 14 + [False] * 6
+
+
+# ---------------------------------------------------------------------------------------------- FPN models
+
+from embervision.models.detection import roi_heads as rh  # noqa: E402
+from embervision.models.detection.fcos import FCOS  # noqa: E402
+from embervision.models.detection.retinanet import RetinaNet, _v1_to_v2_weights  # noqa: E402
+from embervision.models.detection.rpn import _rpn_v1_to_v2  # noqa: E402
+
+# torchvision's documented counts hold for the pretrained layout, where the ResNet/MobileNet backbone
+# uses FrozenBatchNorm2d (statistics and affine as buffers); built without weights the backbone has
+# trainable BatchNorm2d, so its affine parameters are left out of the count ("frozen": True).
+FPN_SPECS = {
+    "fasterrcnn_resnet50_fpn": (41755286, True, {
+        "backbone.body.layer4.2.conv3.weight": (2048, 512, 1, 1), "backbone.fpn.inner_blocks.0.0.weight": (256, 256, 1, 1),
+        "backbone.fpn.inner_blocks.3.0.weight": (256, 2048, 1, 1), "backbone.fpn.layer_blocks.3.0.weight": (256, 256, 3, 3),
+        "rpn.head.conv.0.0.weight": (256, 256, 3, 3), "rpn.head.cls_logits.weight": (3, 256, 1, 1),
+        "rpn.head.bbox_pred.weight": (12, 256, 1, 1), "roi_heads.box_head.fc6.weight": (1024, 12544),
+        "roi_heads.box_head.fc7.weight": (1024, 1024), "roi_heads.box_predictor.cls_score.weight": (91, 1024),
+        "roi_heads.box_predictor.bbox_pred.weight": (364, 1024)}),
+    "fasterrcnn_resnet50_fpn_v2": (43712278, False, {
+        "backbone.fpn.inner_blocks.0.1.running_var": (256,), "rpn.head.conv.1.0.weight": (256, 256, 3, 3),
+        "roi_heads.box_head.0.0.weight": (256, 256, 3, 3), "roi_heads.box_head.3.1.weight": (256,),
+        "roi_heads.box_head.5.weight": (1024, 12544)}),
+    "fasterrcnn_mobilenet_v3_large_fpn": (19386354, True, {
+        "backbone.body.0.0.weight": (16, 3, 3, 3), "backbone.fpn.inner_blocks.0.0.weight": (256, 160, 1, 1),
+        "backbone.fpn.inner_blocks.1.0.weight": (256, 960, 1, 1), "rpn.head.cls_logits.weight": (15, 256, 1, 1)}),
+    "fasterrcnn_mobilenet_v3_large_320_fpn": (19386354, True, {"rpn.head.bbox_pred.weight": (60, 256, 1, 1)}),
+    "maskrcnn_resnet50_fpn": (44401393, True, {
+        "roi_heads.mask_head.0.0.weight": (256, 256, 3, 3), "roi_heads.mask_head.3.0.bias": (256,),
+        "roi_heads.mask_predictor.conv5_mask.weight": (256, 256, 2, 2),
+        "roi_heads.mask_predictor.mask_fcn_logits.weight": (91, 256, 1, 1)}),
+    "maskrcnn_resnet50_fpn_v2": (46359409, False, {"roi_heads.mask_head.0.1.running_mean": (256,),
+                                                   "roi_heads.box_head.5.weight": (1024, 12544)}),
+    "keypointrcnn_resnet50_fpn": (59137258, True, {
+        "roi_heads.keypoint_head.0.weight": (512, 256, 3, 3), "roi_heads.keypoint_head.14.weight": (512, 512, 3, 3),
+        "roi_heads.keypoint_predictor.kps_score_lowres.weight": (512, 17, 4, 4),
+        "roi_heads.box_predictor.cls_score.weight": (2, 1024), "roi_heads.box_predictor.bbox_pred.weight": (8, 1024)}),
+    "retinanet_resnet50_fpn": (34014999, True, {
+        "backbone.fpn.extra_blocks.p6.weight": (256, 256, 3, 3), "backbone.fpn.extra_blocks.p7.weight": (256, 256, 3, 3),
+        "head.classification_head.conv.0.0.weight": (256, 256, 3, 3),
+        "head.classification_head.cls_logits.weight": (819, 256, 3, 3),
+        "head.regression_head.conv.3.0.bias": (256,), "head.regression_head.bbox_reg.weight": (36, 256, 3, 3)}),
+    "retinanet_resnet50_fpn_v2": (38198935, False, {"backbone.fpn.extra_blocks.p6.weight": (256, 2048, 3, 3),
+                                                    "head.classification_head.conv.0.1.weight": (256,)}),
+    "fcos_resnet50_fpn": (32269600, True, {
+        "head.classification_head.conv.0.weight": (256, 256, 3, 3), "head.classification_head.conv.1.weight": (256,),
+        "head.classification_head.cls_logits.weight": (91, 256, 3, 3),
+        "head.regression_head.bbox_reg.weight": (4, 256, 3, 3), "head.regression_head.bbox_ctrness.weight": (1, 256, 3, 3)}),
+}
+
+
+def test_every_detection_builder_is_counted():
+    assert models.list_models(module=detection) == sorted({*SPECS, *FPN_SPECS})
+
+
+@pytest.mark.parametrize("name", sorted(FPN_SPECS))
+def test_fpn_num_params_and_keys(name, cheap_init):
+    num_params, frozen, keys = FPN_SPECS[name]
+    model = models.get_model(name, weights_backbone=None)
+    count = sum(p.numel() for p in model.parameters())
+    if frozen:
+        count -= sum(p.numel() for m in model.backbone.body.modules() if isinstance(m, nn.BatchNorm2d)
+                     for p in m.parameters())
+    assert count == num_params
+    assert models.get_model_weights(name).DEFAULT.meta["num_params"] == num_params
+    state = model.state_dict()
+    for key, shape in keys.items():
+        assert tuple(state[key].shape) == shape, key
+
+
+def test_rcnn_weights_meta():
+    w = detection.KeypointRCNN_ResNet50_FPN_Weights.DEFAULT
+    assert w is detection.KeypointRCNN_ResNet50_FPN_Weights.COCO_V1
+    assert w.meta["categories"] == ["no person", "person"] and len(w.meta["keypoint_names"]) == 17
+    assert w.meta["_metrics"]["COCO-val2017"] == {"box_map": 54.6, "kp_map": 65.0}
+    assert detection.MaskRCNN_ResNet50_FPN_Weights.COCO_V1.url.endswith("maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth")
+    with pytest.raises(ValueError, match="The parameter 'num_keypoints' expected value 17 but got 5 instead."):
+        detection.keypointrcnn_resnet50_fpn(weights="DEFAULT", num_keypoints=5)
+
+
+def test_old_checkpoint_layouts_load(cheap_init):
+    # torchvision's v1 checkpoints predate the Conv2dNormActivation heads: their keys are renamed on load.
+    model = detection.retinanet_resnet50_fpn(weights_backbone=None, num_classes=3)
+    state = dict(model.state_dict())
+    old = {}
+    for key, value in state.items():
+        for prefix in ("head.classification_head.conv.", "head.regression_head.conv."):
+            if key.startswith(prefix):
+                i, rest = key[len(prefix):].split(".", 1)
+                key = f"{prefix}{2 * int(i)}.{rest.split('.', 1)[1]}"
+        old[key] = value
+    assert "head.classification_head.conv.6.weight" in old
+    for prefix in ("head.classification_head.", "head.regression_head."):
+        _v1_to_v2_weights(old, prefix)
+    assert set(old) == set(state)
+    model.load_state_dict(old)
+    rpn_state = {"rpn.head.conv.weight": ember.zeros(1), "rpn.head.conv.bias": ember.zeros(1)}
+    _rpn_v1_to_v2(rpn_state)
+    assert set(rpn_state) == {"rpn.head.conv.0.0.weight", "rpn.head.conv.0.0.bias"}
+
+
+class TinyFPN(nn.Module):
+    """Two feature levels (strides 8 and 16), out_channels wide, for testing the detectors' logic."""
+
+    def __init__(self, channels=32):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, channels, 3, stride=8, padding=1)
+        self.c2 = nn.Conv2d(channels, channels, 3, stride=2, padding=1)
+        self.out_channels = channels
+
+    def forward(self, x):
+        a = self.c1(x).relu()
+        from collections import OrderedDict
+        return OrderedDict([("0", a), ("1", self.c2(a).relu())])
+
+
+IMAGES = [(3, 64, 80), (3, 48, 64)]
+
+
+def small_targets():
+    return [{"boxes": ember.tensor([[10.0, 12.0, 40.0, 50.0], [5.0, 5.0, 30.0, 20.0]]), "labels": ember.tensor([1, 2])},
+            {"boxes": ember.tensor([[0.0, 0.0, 20.0, 30.0]]), "labels": ember.tensor([2])}]
+
+
+@pytest.mark.parametrize("kind", ["retinanet", "fcos"])
+def test_one_stage_logic_on_tiny_backbone(kind):
+    ember.manual_seed(0)
+    if kind == "retinanet":
+        gen = AnchorGenerator(((16, 24), (32, 48)), ((0.5, 1.0, 2.0),) * 2)
+        model = RetinaNet(TinyFPN(), 3, min_size=64, max_size=96, anchor_generator=gen, score_thresh=0.0,
+                          detections_per_img=20)
+        expected = {"classification", "bbox_regression"}
+    else:
+        gen = AnchorGenerator(((8,), (16,)), ((1.0,),) * 2)
+        model = FCOS(TinyFPN(), 3, min_size=64, max_size=96, anchor_generator=gen, score_thresh=0.0,
+                     detections_per_img=20)
+        expected = {"classification", "bbox_regression", "bbox_ctrness"}
+    images = [ember.rand(*s) for s in IMAGES]
+    model.train()
+    losses = model(images, small_targets())
+    assert set(losses) == expected and all(bool(ember.isfinite(v)) for v in losses.values())
+    sum(losses.values()).backward()
+    assert float(model.backbone.c1.weight.grad.abs().sum()) > 0
+    model.eval()
+    with ember.no_grad():
+        out = model(images)
+    check_detections(out, 2, 3, [s[1:] for s in IMAGES], min_label=0)
+    assert out[0]["boxes"].shape[0] == 20
+
+
+def test_one_stage_errors():
+    with pytest.raises(ValueError, match="backbone should contain an attribute out_channels"):
+        RetinaNet(nn.ReLU(), 3)
+    with pytest.raises(TypeError, match="anchor_generator should be of type AnchorGenerator or None"):
+        RetinaNet(TinyFPN(), 3, anchor_generator=DefaultBoxGenerator([[2]]))
+    with pytest.raises(ValueError, match=r"anchor_generator.num_anchors_per_location\(\)\[0\] should be 1 instead of 3"):
+        FCOS(TinyFPN(), 3, anchor_generator=AnchorGenerator(((8,), (16,)), ((0.5, 1.0, 2.0),) * 2))
+
+
+def np_fcos_match(anchors, gt, per_level, radius=1.5):
+    centers = (anchors[:, :2] + anchors[:, 2:]) / 2
+    sizes = anchors[:, 2] - anchors[:, 0]
+    lower, upper = sizes * 4, sizes * 8
+    lower[:per_level[0]] = 0
+    upper[-per_level[-1]:] = np.inf
+    out = np.full(len(anchors), -1)
+    areas = (gt[:, 2] - gt[:, 0]) * (gt[:, 3] - gt[:, 1])
+    for i, (cx, cy) in enumerate(centers):
+        best = None
+        for j, (x0, y0, x1, y1) in enumerate(gt):
+            gcx, gcy = (x0 + x1) / 2, (y0 + y1) / 2
+            d = [cx - x0, cy - y0, x1 - cx, y1 - cy]
+            if (max(abs(cx - gcx), abs(cy - gcy)) < radius * sizes[i] and min(d) > 0
+                    and lower[i] < max(d) < upper[i] and (best is None or areas[j] < areas[best])):
+                best = j
+        if best is not None:
+            out[i] = best
+    return out
+
+
+def test_fcos_matching_matches_numpy():
+    model = FCOS(TinyFPN(), 3, anchor_generator=AnchorGenerator(((8,), (16,)), ((1.0,),) * 2))
+    images = ImageList(ember.zeros(1, 3, 64, 96), [(64, 96)])
+    feats = [ember.zeros(1, 1, 8, 12), ember.zeros(1, 1, 4, 6)]
+    anchors = model.anchor_generator(images, feats)[0]
+    gt = np.array([[4.0, 4.0, 30.0, 40.0], [10.0, 8.0, 90.0, 60.0], [12.0, 10.0, 28.0, 30.0]])
+    got = model.match_locations(anchors, ember.from_numpy(gt.astype(np.float32)), [96, 24]).numpy()
+    ref = np_fcos_match(anchors.numpy().astype(np.float64), gt, [96, 24])
+    np.testing.assert_array_equal(got, ref)
+    assert (ref >= 0).sum() > 3  # the case exercises real matches
+
+
+# ---------------------------------------------------------------------------------------------- R-CNN parts
+
+def test_fastrcnn_loss_matches_numpy():
+    logits = RNG.standard_normal((5, 3))
+    regression = RNG.standard_normal((5, 12))
+    labels = np.array([0, 2, 1, 0, 2])
+    targets = RNG.standard_normal((5, 4))
+    cls, box = rh.fastrcnn_loss(ember.from_numpy(logits), ember.from_numpy(regression),
+                                [ember.from_numpy(labels[:2]), ember.from_numpy(labels[2:])],
+                                [ember.from_numpy(targets[:2]), ember.from_numpy(targets[2:])])
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    np.testing.assert_allclose(float(cls), -logp[np.arange(5), labels].mean(), rtol=1e-12)
+    pos = labels > 0
+    d = np.abs(regression.reshape(5, 3, 4)[np.arange(5), labels][pos] - targets[pos])
+    beta = 1 / 9
+    ref = np.where(d < beta, 0.5 * d ** 2 / beta, d - 0.5 * beta).sum() / 5
+    np.testing.assert_allclose(float(box), ref, rtol=1e-12)
+
+
+def test_keypoints_to_heatmap_matches_numpy():
+    rois = np.array([[10.0, 20.0, 50.0, 40.0], [0.0, 0.0, 8.0, 8.0]])
+    kps = np.array([[[15.0, 25.0, 2.0], [50.0, 40.0, 1.0], [60.0, 30.0, 2.0], [12.0, 22.0, 0.0]],
+                    [[1.0, 7.9, 1.0], [8.0, 2.0, 2.0], [-1.0, 3.0, 2.0], [4.0, 4.0, 2.0]]])
+    size = 4
+    heat, valid = rh.keypoints_to_heatmap(ember.from_numpy(kps), ember.from_numpy(rois), size)
+    ref_h, ref_v = np.zeros((2, 4), np.int64), np.zeros((2, 4), np.int64)
+    for r in range(2):
+        x0, y0, x1, y1 = rois[r]
+        for k in range(4):
+            x, y, vis = kps[r, k]
+            xi = size - 1 if x == x1 else int(np.floor((x - x0) * size / (x1 - x0)))
+            yi = size - 1 if y == y1 else int(np.floor((y - y0) * size / (y1 - y0)))
+            ok = 0 <= xi < size and 0 <= yi < size and vis > 0
+            ref_v[r, k] = ok
+            ref_h[r, k] = (yi * size + xi) if ok else 0
+    np.testing.assert_array_equal(heat.numpy(), ref_h)
+    np.testing.assert_array_equal(valid.numpy(), ref_v)
+
+
+def test_heatmaps_to_keypoints_finds_peaks():
+    maps = ember.zeros(1, 2, 8, 8)
+    maps[0, 0, 2, 5] = 10.0
+    maps[0, 1, 6, 1] = 10.0
+    rois = ember.tensor([[16.0, 32.0, 32.0, 48.0]])  # 16x16 pixels: each heatmap cell is 2x2 pixels
+    xy, scores = rh.heatmaps_to_keypoints(maps, rois)
+    assert tuple(xy.shape) == (1, 2, 3) and tuple(scores.shape) == (1, 2)
+    # The bicubic upsampling puts the maximum in the cell's 2x2 block; keypoints sit at pixel centres.
+    assert 16 + 10 <= xy[0, 0, 0].item() <= 16 + 12 and 32 + 4 <= xy[0, 0, 1].item() <= 32 + 6
+    assert 16 + 2 <= xy[0, 1, 0].item() <= 16 + 4 and 32 + 12 <= xy[0, 1, 1].item() <= 32 + 14
+    assert xy[0, :, 2].tolist() == [1.0, 1.0] and bool((scores > 5).all())
+
+
+def test_paste_masks_in_image():
+    masks = ember.ones(2, 1, 6, 6)
+    boxes = ember.tensor([[2.0, 3.0, 9.0, 7.0], [-4.0, 10.0, 5.0, 30.0]])
+    pasted = rh.paste_masks_in_image(masks, boxes, (16, 12))
+    assert tuple(pasted.shape) == (2, 1, 16, 12)
+    m = pasted[0, 0].numpy()
+    # Well inside the box the mask is 1, outside 0; the padded border interpolates down at the edges.
+    assert m[5, 5] == pytest.approx(1.0) and m[0, 0] == 0 and m[12, 11] == 0
+    # The padding grows the boxes by 8/6 about their centres: the second spans rows 6..33 (cut at 16)
+    # and columns -6..7 (cut at 0).
+    second = pasted[1, 0].numpy()
+    assert second[:6].sum() == 0 and second[:, 8:].sum() == 0 and second[14, 2] == pytest.approx(1.0)
+    assert tuple(rh.paste_masks_in_image(ember.zeros(0, 1, 6, 6), ember.zeros(0, 4), (5, 7)).shape) == (0, 1, 5, 7)
+
+
+def test_maskrcnn_loss_without_positives_is_zero():
+    logits = ember.randn(0, 3, 4, 4, requires_grad=True)
+    loss = rh.maskrcnn_loss(logits, [ember.zeros(0, 4)], [ember.zeros(1, 8, 8)], [ember.tensor([1])],
+                            [ember.zeros(0, dtype=ember.int64)])
+    assert float(loss) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------- R-CNN models
+
+# Few proposals and detections keep the heads cheap.
+RCNN_SMALL = dict(min_size=64, max_size=80, rpn_pre_nms_top_n_train=60, rpn_post_nms_top_n_train=30,
+                  rpn_pre_nms_top_n_test=60, rpn_post_nms_top_n_test=30, box_batch_size_per_image=16,
+                  box_detections_per_img=4, box_score_thresh=0.0)
+
+
+def rcnn_targets():
+    masks = ember.zeros(2, 64, 80, dtype=ember.uint8)
+    masks[0, 12:50, 10:40] = 1
+    masks[1, 5:20, 5:30] = 1
+    kp = ember.tensor([[[20.0, 30.0, 2.0], [35.0, 45.0, 1.0], [0.0, 0.0, 0.0]],
+                       [[10.0, 10.0, 2.0], [25.0, 15.0, 2.0], [6.0, 18.0, 1.0]]])
+    return [{"boxes": ember.tensor([[10.0, 12.0, 40.0, 50.0], [5.0, 5.0, 30.0, 20.0]]), "labels": ember.tensor([1, 1]),
+             "masks": masks, "keypoints": kp}]
+
+
+@pytest.mark.parametrize("name, outputs, loss", [
+    ("fasterrcnn_mobilenet_v3_large_320_fpn", set(), None),
+    ("maskrcnn_resnet50_fpn", {"masks"}, "loss_mask"),
+    ("keypointrcnn_resnet50_fpn", {"keypoints", "keypoints_scores"}, "loss_keypoint"),
+])
+def test_rcnn_train_and_eval(name, outputs, loss, cheap_init):
+    ember.manual_seed(0)
+    kwargs = dict(RCNN_SMALL, num_classes=2)
+    if name.startswith("keypoint"):
+        kwargs["num_keypoints"] = 3
+    model = models.get_model(name, weights_backbone=None, **kwargs)
+    image = [ember.rand(3, 64, 80)]
+    model.train()
+    losses = model(image, rcnn_targets())
+    expected = {"loss_classifier", "loss_box_reg", "loss_objectness", "loss_rpn_box_reg"} | ({loss} if loss else set())
+    assert set(losses) == expected
+    assert all(bool(ember.isfinite(v)) and v.dim() == 0 for v in losses.values())
+    sum(losses.values()).backward()
+    first = next(p for p in model.backbone.body.parameters())
+    assert first.grad is not None and float(first.grad.abs().sum()) > 0
+    model.eval()
+    with ember.no_grad():
+        out = model([ember.rand(3, 64, 80), ember.rand(3, 40, 56)])
+    assert len(out) == 2
+    for det, (h, w) in zip(out, [(64, 80), (40, 56)]):
+        assert set(det) == {"boxes", "labels", "scores"} | outputs
+        n = det["boxes"].shape[0]
+        assert 0 < n <= 4 and bool((det["labels"] == 1).all())
+        assert float(det["boxes"][:, 2].max()) <= w and float(det["boxes"][:, 3].max()) <= h
+        if "masks" in outputs:
+            assert tuple(det["masks"].shape) == (n, 1, h, w)
+            assert float(det["masks"].min()) >= 0 and float(det["masks"].max()) <= 1
+        if "keypoints" in outputs:
+            assert tuple(det["keypoints"].shape) == (n, 3, 3) and tuple(det["keypoints_scores"].shape) == (n, 3)
+
+
+def test_rcnn_input_errors(cheap_init):
+    model = detection.fasterrcnn_mobilenet_v3_large_320_fpn(weights_backbone=None, num_classes=2, **RCNN_SMALL)
+    model.train()
+    image = [ember.rand(3, 64, 80)]
+    with pytest.raises(ValueError, match="targets should not be none when in training mode"):
+        model(image)
+    with pytest.raises(ValueError, match="All bounding boxes should have positive height and width"):
+        model(image, [{"boxes": ember.tensor([[10.0, 10.0, 5.0, 20.0]]), "labels": ember.tensor([1])}])
+    with pytest.raises(TypeError, match="target labels must of int64 type"):
+        model(image, [{"boxes": ember.tensor([[1.0, 1.0, 5.0, 20.0]]), "labels": ember.tensor([1], dtype=ember.int32)}])
+    with pytest.raises(ValueError, match="num_classes should not be None when box_predictor is not specified"):
+        detection.FasterRCNN(TinyFPN())
+    with pytest.raises(TypeError, match="box_roi_pool should be of type MultiScaleRoIAlign or None"):
+        detection.FasterRCNN(TinyFPN(), 3, box_roi_pool=nn.Identity())
