@@ -31,3 +31,4 @@ from .vgg import *  # noqa: F403
 from .vision_transformer import *  # noqa: F403
 from . import segmentation  # noqa: E402,F401
 from . import detection  # noqa: E402,F401
+from . import optical_flow  # noqa: E402,F401

@@ -13,7 +13,7 @@ import ember
 from ember import nn
 from ember.nn import functional as F
 
-__all__ = ["ObjectDetection", "ImageClassification", "SemanticSegmentation"]
+__all__ = ["ObjectDetection", "ImageClassification", "SemanticSegmentation", "OpticalFlow"]
 
 # The interpolation modes a tensor resize supports, by torchvision's InterpolationMode value.
 _INTERPOLATIONS = ("nearest", "nearest-exact", "bilinear", "bicubic")
@@ -196,3 +196,21 @@ class SemanticSegmentation(nn.Module):
                 f"The images are resized to ``resize_size={self.resize_size}`` using "
                 f"``interpolation={self.interpolation}``. Finally the values are first rescaled to ``[0.0, 1.0]`` "
                 f"and then normalized using ``mean={self.mean}`` and ``std={self.std}``.")
+
+
+class OpticalFlow(nn.Module):
+    """The optical flow models' preset: both images scaled to float and mapped from [0, 1] to [-1, 1]."""
+
+    def forward(self, img1: ember.Tensor, img2: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor]:
+        _check_image(img1)
+        _check_image(img2)
+        img1 = _to_float(img1) * 2 - 1
+        img2 = _to_float(img2) * 2 - 1
+        return img1.contiguous(), img2.contiguous()
+
+    def __repr__(self) -> str:
+        return self.__class__.__name__ + "()"
+
+    def describe(self) -> str:
+        return ("Accepts batched ``(B, C, H, W)`` and single ``(C, H, W)`` image ``ember.Tensor`` objects. "
+                "The images are rescaled to ``[-1.0, 1.0]``.")
