@@ -447,8 +447,10 @@ def test_trainable_layers_freeze(no_init):
     with pytest.warns(UserWarning, match="Changing trainable_backbone_layers has no effect"):
         model = detection.ssd300_vgg16(weights_backbone=None, trainable_backbone_layers=1, num_classes=3)
     assert all(p.requires_grad for p in model.parameters())
-    vgg = models.vgg16()
-    extractor = detection.ssd._vgg_extractor(vgg, False, 2)
+    # _vgg_extractor reads only the VGG's features (no need for the 120M-parameter classifier).
+    from types import SimpleNamespace
+    from embervision.models.vgg import cfgs, make_layers
+    extractor = detection.ssd._vgg_extractor(SimpleNamespace(features=make_layers(cfgs["D"])), False, 2)
     frozen = [not p.requires_grad for p in extractor.features.parameters()]
     # Stages 1-3 (conv1_1 .. conv3_3: 7 convs) freeze, conv4 onwards trains.
     assert frozen == [True] * 14 + [False] * 6
@@ -787,3 +789,31 @@ def test_rcnn_input_errors(cheap_init):
         detection.FasterRCNN(TinyFPN())
     with pytest.raises(TypeError, match="box_roi_pool should be of type MultiScaleRoIAlign or None"):
         detection.FasterRCNN(TinyFPN(), 3, box_roi_pool=nn.Identity())
+
+
+def test_rcnn_eval_without_detections(cheap_init):
+    model = detection.maskrcnn_resnet50_fpn(weights_backbone=None, num_classes=2, min_size=64, max_size=80,
+                                            box_score_thresh=1.1).eval()
+    with ember.no_grad():
+        out = model([ember.rand(3, 64, 80)])
+    assert {k: tuple(v.shape) for k, v in out[0].items()} == {"boxes": (0, 4), "labels": (0,), "scores": (0,),
+                                                             "masks": (0, 1, 64, 80)}
+
+
+def test_fpn_backbones(cheap_init):
+    from embervision.models.detection.backbone_utils import mobilenet_backbone, resnet_fpn_backbone
+    body = resnet_fpn_backbone(backbone_name="resnet18", weights=None, trainable_layers=2)
+    with ember.no_grad():
+        out = body(ember.rand(1, 3, 64, 64))
+    assert {k: tuple(v.shape) for k, v in out.items()} == {
+        "0": (1, 256, 16, 16), "1": (1, 256, 8, 8), "2": (1, 256, 4, 4), "3": (1, 256, 2, 2), "pool": (1, 256, 1, 1)}
+    trainable = {name.split(".")[0] for name, p in body.body.named_parameters() if p.requires_grad}
+    assert trainable == {"layer3", "layer4"}
+    plain = mobilenet_backbone(backbone_name="mobilenet_v3_large", weights=None, fpn=False)
+    assert plain.out_channels == 256 and tuple(plain(ember.rand(1, 3, 64, 64)).shape) == (1, 256, 2, 2)
+    with pytest.raises(ValueError, match=r"Trainable layers should be in the range \[0,5\], got 6"):
+        resnet_fpn_backbone(backbone_name="resnet18", weights=None, trainable_layers=6)
+    with pytest.raises(ValueError, match=r"Each returned layer should be in the range \[1,4\]. Got \[0, 1\]"):
+        resnet_fpn_backbone(backbone_name="resnet18", weights=None, returned_layers=[0, 1])
+    with pytest.raises(ValueError, match=r"Each returned layer should be in the range \[0,5\], got \[6\]"):
+        mobilenet_backbone(backbone_name="mobilenet_v3_large", weights=None, fpn=True, returned_layers=[6])
