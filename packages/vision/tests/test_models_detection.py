@@ -603,6 +603,11 @@ def test_one_stage_logic_on_tiny_backbone(kind):
         out = model(images)
     check_detections(out, 2, 3, [s[1:] for s in IMAGES], min_label=0)
     assert out[0]["boxes"].shape[0] == 20
+    # Nothing above the score threshold: empty, well-shaped detections.
+    model.score_thresh = 1.1
+    with ember.no_grad():
+        out = model(images[:1])
+    assert {k: tuple(v.shape) for k, v in out[0].items()} == {"boxes": (0, 4), "scores": (0,), "labels": (0,)}
 
 
 def test_one_stage_errors():

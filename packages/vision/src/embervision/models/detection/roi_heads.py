@@ -284,7 +284,7 @@ class RoIHeads(nn.Module):
         for boxes, scores, image_shape in zip(pred_boxes.split(boxes_per_image, 0),
                                               pred_scores.split(boxes_per_image, 0), image_shapes):
             n = boxes.shape[0]
-            boxes = box_ops.clip_boxes_to_image(boxes.reshape(-1, 4), image_shape).reshape(n, -1, 4)
+            boxes = box_ops.clip_boxes_to_image(boxes.reshape(-1, 4), image_shape).reshape(n, num_classes, 4)
             labels = ember.arange(num_classes).reshape(1, -1).expand_as(scores)
             boxes, scores, labels = boxes[:, 1:].reshape(-1, 4), scores[:, 1:].reshape(-1), labels[:, 1:].reshape(-1)
             inds = ember.where(scores > self.score_thresh)[0]
