@@ -822,3 +822,67 @@ def test_fpn_backbones(cheap_init):
         resnet_fpn_backbone(backbone_name="resnet18", weights=None, returned_layers=[0, 1])
     with pytest.raises(ValueError, match=r"Each returned layer should be in the range \[0,5\], got \[6\]"):
         mobilenet_backbone(backbone_name="mobilenet_v3_large", weights=None, fpn=True, returned_layers=[6])
+
+
+def test_ssd_compute_loss_matches_numpy():
+    # Matching, box encoding, smooth L1 and hard negative mining (3 negatives per positive) by hand.
+    model = detection.ssd.SSD(nn.Sequential(nn.Conv2d(3, 4, 3, stride=4, padding=1)), DefaultBoxGenerator([[2]]),
+                              (64, 64), num_classes=4)
+    n_anchors, num_classes = 40, 4
+    anchors = [ember.from_numpy(random_boxes(n_anchors, 60.0)) for _ in range(2)]
+    gt = [random_boxes(2, 60.0), random_boxes(3, 60.0)]
+    labels = [np.array([1, 3]), np.array([2, 2, 1])]
+    matched = [np.full(n_anchors, -1), np.full(n_anchors, -1)]
+    matched[0][[3, 7, 8]] = [0, 1, 1]
+    matched[1][[0, 5]] = [2, 0]
+    reg = RNG.standard_normal((2, n_anchors, 4))
+    logits = RNG.standard_normal((2, n_anchors, num_classes))
+    targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)} for g, lab in zip(gt, labels)]
+    losses = model.compute_loss(targets, {"bbox_regression": ember.from_numpy(reg), "cls_logits": ember.from_numpy(logits)},
+                                anchors, [ember.from_numpy(m) for m in matched])
+    box_total, cls_total, n_fg = 0.0, 0.0, 0
+    for i in range(2):
+        fg = np.nonzero(matched[i] >= 0)[0]
+        n_fg += len(fg)
+        t = np_encode(gt[i][matched[i][fg]], anchors[i].numpy()[fg], (10.0, 10.0, 5.0, 5.0))
+        d = np.abs(reg[i][fg] - t)
+        box_total += np.where(d < 1.0, 0.5 * d ** 2, d - 0.5).sum()
+        cls_target = np.zeros(n_anchors, np.int64)
+        cls_target[fg] = labels[i][matched[i][fg]]
+        logp = logits[i] - np.log(np.exp(logits[i]).sum(1, keepdims=True))
+        ce = -logp[np.arange(n_anchors), cls_target]
+        background = np.setdiff1d(np.arange(n_anchors), fg)
+        hardest = background[np.argsort(-ce[background])[:3 * len(fg)]]
+        cls_total += ce[fg].sum() + ce[hardest].sum()
+    np.testing.assert_allclose(float(losses["bbox_regression"]), box_total / n_fg, rtol=1e-10)
+    np.testing.assert_allclose(float(losses["classification"]), cls_total / n_fg, rtol=1e-10)
+
+
+def test_retinanet_head_losses_match_numpy():
+    head = detection.retinanet.RetinaNetHead(8, 1, 3)
+    n_anchors = 12
+    anchors = [ember.from_numpy(random_boxes(n_anchors, 50.0)) for _ in range(2)]
+    gt = [random_boxes(2, 50.0), random_boxes(1, 50.0)]
+    labels = [np.array([2, 0]), np.array([1])]
+    matched = [np.array([-1, 0, -2, 1, -1, -1, 0, -2, -1, -1, -1, -1]), np.full(n_anchors, -1)]
+    logits = RNG.standard_normal((2, n_anchors, 3))
+    reg = RNG.standard_normal((2, n_anchors, 4))
+    targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)} for g, lab in zip(gt, labels)]
+    losses = head.compute_loss(targets, {"cls_logits": ember.from_numpy(logits), "bbox_regression": ember.from_numpy(reg)},
+                               anchors, [ember.from_numpy(m) for m in matched])
+    cls_ref, box_ref = 0.0, 0.0
+    for i in range(2):
+        fg = matched[i] >= 0
+        onehot = np.zeros((n_anchors, 3))
+        onehot[np.nonzero(fg)[0], labels[i][matched[i][fg]]] = 1.0
+        valid = matched[i] != -2
+        x, t = logits[i][valid], onehot[valid]
+        p = 1 / (1 + np.exp(-x))
+        ce = -(t * np.log(p) + (1 - t) * np.log(1 - p))
+        p_t = p * t + (1 - p) * (1 - t)
+        focal = (0.25 * t + 0.75 * (1 - t)) * ce * (1 - p_t) ** 2
+        cls_ref += focal.sum() / max(1, fg.sum())
+        enc = np_encode(gt[i][matched[i][fg]], anchors[i].numpy()[fg], (1.0, 1.0, 1.0, 1.0)) if fg.any() else 0
+        box_ref += np.abs(reg[i][fg] - enc).sum() / max(1, fg.sum())
+    np.testing.assert_allclose(float(losses["classification"]), cls_ref / 2, rtol=1e-10)
+    np.testing.assert_allclose(float(losses["bbox_regression"]), box_ref / 2, rtol=1e-10)
