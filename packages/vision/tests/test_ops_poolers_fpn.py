@@ -16,7 +16,6 @@ from embervision.ops.feature_pyramid_network import LastLevelMaxPool, LastLevelP
 from embervision.ops.poolers import LevelMapper
 
 
-
 def bilinear(img, y, x):
     h, w = img.shape
     if y < -1 or y > h or x < -1 or x > w:
@@ -149,7 +148,7 @@ def test_fpn_matches_reference(extra):
         with ember.no_grad():
             p.add_(ember.randn(p.shape, dtype=p.dtype) * 0.1)
     gen = np.random.default_rng(1)
-    xs = [gen.standard_normal((1, c, s, s + 1)) for c, s in zip(in_channels, (9, 5, 3))]
+    xs = [gen.standard_normal((1, c, s, s + 1)) for c, s in zip(in_channels, (9, 5, 3), strict=True)]
     out = fpn(OrderedDict((f"c{i}", ember.from_numpy(a)) for i, a in enumerate(xs)))
     inner = [conv_ref(a, *params(fpn.inner_blocks[i][0])) for i, a in enumerate(xs)]
     last = inner[-1]
@@ -167,7 +166,7 @@ def test_fpn_matches_reference(extra):
         results += [p6, conv_ref(np.maximum(p6, 0), *params(fpn.extra_blocks.p7), stride=2, pad=1)]
         names += ["p6", "p7"]
     assert list(out.keys()) == names
-    for got, want in zip(out.values(), results):
+    for got, want in zip(out.values(), results, strict=True):
         np.testing.assert_allclose(got.detach().numpy(), want, atol=1e-10)
 
 
@@ -202,3 +201,19 @@ def test_fpn_errors():
         ops.FeaturePyramidNetwork([4], 4, extra_blocks=nn.ReLU())
     with pytest.raises(ValueError, match=r"\[FeaturePyramidNetwork\] expected 2 feature maps, but got 1"):
         ops.FeaturePyramidNetwork([4, 4], 4)({"a": ember.zeros(1, 4, 4, 4)})
+
+
+def test_exports():
+    # Submodules named like their functions (roi_align.py, ...) must not shadow the functions.
+    import embervision.ops as ops_module
+    import embervision.ops.roi_align  # noqa: F401
+    import embervision.ops.roi_pool  # noqa: F401
+    for name in ("roi_align", "RoIAlign", "roi_pool", "RoIPool", "ps_roi_align", "PSRoIAlign", "ps_roi_pool",
+                 "PSRoIPool", "deform_conv2d", "DeformConv2d", "MultiScaleRoIAlign", "FeaturePyramidNetwork", "nms",
+                 "batched_nms"):
+        assert name in ops_module.__all__ and callable(getattr(ops_module, name))
+    namespace: dict = {}
+    exec("from embervision.ops import *", namespace)
+    assert namespace["MultiScaleRoIAlign"] is ops.poolers.MultiScaleRoIAlign
+    assert ops.feature_pyramid_network.ExtraFPNBlock is not None
+    assert callable(ops_module.StochasticDepth) and callable(ops_module.stochastic_depth)

@@ -11,7 +11,6 @@ import pytest
 import ember
 from embervision import ops
 
-
 # ---- references ---------------------------------------------------------------------------------
 
 def bilinear(img, y, x):
@@ -212,17 +211,19 @@ def test_gradcheck(name):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_threads_do_not_change_results(name):
+    # Large enough (64 rois, 4x4 bins, 16 or more output channels) for the kernels to split the work.
     fn, _, variants = CASES[name]
     gen = np.random.default_rng(4)
-    x = t(gen.standard_normal((2, channels_for(name, (2, 2), per=3), 6, 6))).requires_grad_()
-    rois = t(make_rois(gen, 2, 7, 6))
+    x = t(gen.standard_normal((2, channels_for(name, (4, 4), per=16) * (1 if name in PS else 6), 6, 6)))
+    x.requires_grad_()
+    rois = t(make_rois(gen, 2, 64, 6))
     before = ember.get_num_threads()
     results = []
     try:
         for threads in (1, 3):
             ember.set_num_threads(threads)
             x.grad = None
-            out = fn(x, rois, (2, 2), **variants[0])
+            out = fn(x, rois, (4, 4), **variants[0])
             (out * ember.arange(out.numel(), dtype=out.dtype).reshape(out.shape)).sum().backward()
             results.append((out.detach().clone(), x.grad.clone()))
     finally:
@@ -291,3 +292,40 @@ def test_bad_inputs(name):
         with pytest.raises(ValueError, match=rf"\[{name}\] expected input channels to be a multiple of "
                                              rf"output_size\[0\] \* output_size\[1\] = 9, but got 8"):
             fn(x, good, 3)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_huge_boxes(name):
+    # Far larger than the map: pooling ops clip to it; adaptive sampling refuses a runaway sample
+    # count (a positive sampling_ratio is bounded and runs).
+    fn, _, variants = CASES[name]
+    x = ember.randn(1, 4, 5, 5, dtype=ember.float64)
+    huge = ember.tensor([[0, -1e12, -1e12, 1e12, 1e12]], dtype=ember.float64)
+    if name in ("roi_align", "ps_roi_align"):
+        with pytest.raises(ValueError, match=rf"\[{name}\] expected at most 16777216 samples per bin with an adaptive "
+                                             rf"sampling_ratio, but box 0 needs"):
+            fn(x, huge, (2, 2), sampling_ratio=-1)
+        out = fn(x, huge, (2, 2), sampling_ratio=2)
+    else:
+        out = fn(x, huge, (2, 2))
+    assert bool(ember.isfinite(out).all())
+
+
+def test_native_backward_checks_its_arguments():
+    from embervision import _native
+    C = _native.load("_C")
+    rois = np.array([[0, 0.0, 0.0, 2.0, 2.0]])
+    with pytest.raises(ValueError, match=r"\[roi_align_backward\] expected grad_output of the output's shape, but "
+                                         r"got \[1, 3, 2, 2\]"):
+        C.roi_align_backward(np.zeros((1, 3, 2, 2)), rois, 1, 4, 5, 5, 1.0, 2, 2, -1, False, 1)
+    with pytest.raises(IndexError, match=r"\[roi_pool_backward\] expected box batch indices in \[0, 1\)"):
+        C.roi_pool_backward(np.zeros((1, 4, 2, 2)), np.zeros((1, 4, 2, 2), dtype=np.int64), rois + [[3, 0, 0, 0, 0]],
+                            1, 4, 5, 5, 1)
+    with pytest.raises(ValueError, match=r"\[roi_pool_backward\] expected argmax entries in \[-1, height \* width\)"):
+        C.roi_pool_backward(np.zeros((1, 4, 2, 2)), np.full((1, 4, 2, 2), 25, dtype=np.int64), rois, 1, 4, 5, 5, 1)
+    with pytest.raises(ValueError, match=r"\[ps_roi_pool_backward\] expected input channels to be a multiple"):
+        C.ps_roi_pool_backward(np.zeros((1, 1, 2, 2)), rois, 1, 6, 5, 5, 1.0, 2, 2, 1)
+    with pytest.raises(ValueError, match=r"\[roi_align\] expected rois of the input's dtype float32"):
+        C.roi_align_forward(np.zeros((1, 4, 5, 5), dtype=np.float32), rois, 1.0, 2, 2, -1, False, 1)
+    with pytest.raises(ValueError, match=r"\[roi_align\] expected input to be C-contiguous"):
+        C.roi_align_forward(np.zeros((1, 4, 5, 5)).transpose(0, 1, 3, 2), rois, 1.0, 2, 2, -1, False, 1)

@@ -4,10 +4,12 @@
 // Autograd lives in Python (ember.autograd.Function subclasses in embervision.ops).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,7 +58,13 @@ py::array_t<T> zeros(std::vector<py::ssize_t> shape) {
   return out;
 }
 
-int clamp_threads(int threads) { return std::max(1, std::min(threads, 256)); }
+// Threads for a kernel call of about `work` inner steps: one below kMinWorkPerThread steps a thread,
+// where starting threads costs more than it saves.
+constexpr double kMinWorkPerThread = 1 << 15;
+int clamp_threads(int threads, double work) {
+  const double useful = std::max(1.0, std::floor(work / kMinWorkPerThread));
+  return static_cast<int>(std::max(1.0, std::min({double(threads), 256.0, useful})));
+}
 
 // Dispatches fn.template operator()<T>() on a float32 or float64 array, TypeError otherwise.
 template <class F>
@@ -85,6 +93,27 @@ void check_rois(const std::string& op, const py::array& rois, int64_t batch) {
   }
 }
 
+// With sampling_ratio <= 0 a bin takes ceil(side / bins) samples per side: a box vastly larger than any
+// feature map would run for hours, so more than kMaxSamples samples per bin is refused up front.
+constexpr double kMaxSamples = double(1 << 24);
+
+template <class T>
+void check_adaptive_grid(const std::string& op, const py::array& rois, double scale, int64_t ph, int64_t pw,
+                         int64_t sampling_ratio, double min_side) {
+  if (sampling_ratio > 0) return;
+  const T* r = cdata<T>(rois);
+  for (py::ssize_t k = 0; k < rois.shape(0); ++k) {
+    const T* box = r + 5 * k;
+    const double w = std::max(static_cast<double>(box[3] - box[1]) * scale, min_side);
+    const double h = std::max(static_cast<double>(box[4] - box[2]) * scale, min_side);
+    const double samples = std::max(std::ceil(h / ph), 0.0) * std::max(std::ceil(w / pw), 0.0);
+    if (samples > kMaxSamples)
+      fail(op, "at most " + std::to_string(static_cast<int64_t>(kMaxSamples)) +
+                   " samples per bin with an adaptive sampling_ratio, but box " + std::to_string(k) + " needs " +
+                   std::to_string(samples) + "; pass a positive sampling_ratio");
+  }
+}
+
 RoiShape roi_shape(const std::string& op, const py::array& input, const py::array& rois, int64_t ph, int64_t pw) {
   check_ndim(op, "input", input, 4);
   if (ph <= 0 || pw <= 0)
@@ -101,7 +130,8 @@ void check_ps_channels(const std::string& op, const RoiShape& s) {
 void check_grad(const std::string& op, const py::array& grad, std::vector<int64_t> want) {
   check_ndim(op, "grad_output", grad, static_cast<py::ssize_t>(want.size()));
   for (size_t d = 0; d < want.size(); ++d)
-    if (grad.shape(static_cast<py::ssize_t>(d)) != want[d]) fail(op, "grad_output of the output's shape, but got " + shape_str(grad));
+    if (grad.shape(static_cast<py::ssize_t>(d)) != want[d])
+      fail(op, "grad_output of the output's shape, but got " + shape_str(grad));
 }
 
 // ---- roi_align / ps_roi_align -------------------------------------------------------------------
@@ -113,11 +143,12 @@ py::object roi_align_forward(const py::array& input, const py::array& rois, doub
   return dispatch(op, input, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_rois<T>(op, rois, s.batch);
+    check_adaptive_grid<T>(op, rois, scale, ph, pw, sampling_ratio, aligned ? 0.0 : 1.0);
     auto out = zeros<T>({s.rois, s.channels, ph, pw});
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
       embervision::ops::roi_align_forward(cdata<T>(input), cdata<T>(rois), s, scale, sampling_ratio, aligned,
-                                          out.mutable_data(), clamp_threads(threads));
+                                          out.mutable_data(), clamp_threads(threads, double(out.size()) * 4));
     }
     return out;
   });
@@ -131,12 +162,13 @@ py::object roi_align_backward(const py::array& grad, const py::array& rois, int6
   return dispatch(op, grad, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_rois<T>(op, rois, batch);
+    check_adaptive_grid<T>(op, rois, scale, ph, pw, sampling_ratio, aligned ? 0.0 : 1.0);
     check_grad(op, grad, {s.rois, channels, ph, pw});
     auto gin = zeros<T>({batch, channels, height, width});
     if (gin.size() && grad.size()) {
       py::gil_scoped_release release;
       embervision::ops::roi_align_backward(cdata<T>(grad), cdata<T>(rois), s, scale, sampling_ratio, aligned,
-                                           gin.mutable_data(), clamp_threads(threads));
+                                           gin.mutable_data(), clamp_threads(threads, double(grad.size()) * 4));
     }
     return gin;
   });
@@ -150,11 +182,12 @@ py::object ps_roi_align_forward(const py::array& input, const py::array& rois, d
   return dispatch(op, input, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_rois<T>(op, rois, s.batch);
+    check_adaptive_grid<T>(op, rois, scale, ph, pw, sampling_ratio, 0.0);
     auto out = zeros<T>({s.rois, s.channels / (ph * pw), ph, pw});
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
       embervision::ops::ps_roi_align_forward(cdata<T>(input), cdata<T>(rois), s, scale, sampling_ratio,
-                                             out.mutable_data(), clamp_threads(threads));
+                                             out.mutable_data(), clamp_threads(threads, double(out.size()) * 4));
     }
     return out;
   });
@@ -170,12 +203,13 @@ py::object ps_roi_align_backward(const py::array& grad, const py::array& rois, i
   return dispatch(op, grad, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_rois<T>(op, rois, batch);
+    check_adaptive_grid<T>(op, rois, scale, ph, pw, sampling_ratio, 0.0);
     check_grad(op, grad, {s.rois, channels / (ph * pw), ph, pw});
     auto gin = zeros<T>({batch, channels, height, width});
     if (gin.size() && grad.size()) {
       py::gil_scoped_release release;
       embervision::ops::ps_roi_align_backward(cdata<T>(grad), cdata<T>(rois), s, scale, sampling_ratio,
-                                              gin.mutable_data(), clamp_threads(threads));
+                                              gin.mutable_data(), clamp_threads(threads, double(grad.size()) * 4));
     }
     return gin;
   });
@@ -196,7 +230,7 @@ py::object roi_pool_forward(const py::array& input, const py::array& rois, doubl
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
       embervision::ops::roi_pool_forward(cdata<T>(input), cdata<T>(rois), s, scale, out.mutable_data(),
-                                         argmax.mutable_data(), clamp_threads(threads));
+                                         argmax.mutable_data(), clamp_threads(threads, double(out.size()) * 16));
     }
     return py::make_tuple(out, argmax);
   });
@@ -220,7 +254,7 @@ py::object roi_pool_backward(const py::array& grad, const py::array& argmax, con
     if (gin.size() && grad.size()) {
       py::gil_scoped_release release;
       embervision::ops::roi_pool_backward(cdata<T>(grad), am, cdata<T>(rois), s, gin.mutable_data(),
-                                          clamp_threads(threads));
+                                          clamp_threads(threads, double(grad.size()) * 4));
     }
     return gin;
   });
@@ -238,7 +272,7 @@ py::object ps_roi_pool_forward(const py::array& input, const py::array& rois, do
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
       embervision::ops::ps_roi_pool_forward(cdata<T>(input), cdata<T>(rois), s, scale, out.mutable_data(),
-                                            clamp_threads(threads));
+                                            clamp_threads(threads, double(out.size()) * 16));
     }
     return out;
   });
@@ -258,7 +292,7 @@ py::object ps_roi_pool_backward(const py::array& grad, const py::array& rois, in
     if (gin.size() && grad.size()) {
       py::gil_scoped_release release;
       embervision::ops::ps_roi_pool_backward(cdata<T>(grad), cdata<T>(rois), s, scale, gin.mutable_data(),
-                                             clamp_threads(threads));
+                                             clamp_threads(threads, double(grad.size()) * 16));
     }
     return gin;
   });
@@ -289,8 +323,10 @@ struct DeformArgs {
 
 // The shape of one deformable im2col: input [B, C, H, W] and offset [B, 2 * G * kh * kw, Ho, Wo]
 // (G = offset groups) fix everything; the mask, when given, must be [B, G * kh * kw, Ho, Wo].
+using OptArray = std::optional<py::array>;
+
 DeformShape deform_shape(const std::string& op, int64_t B, int64_t C, int64_t H, int64_t W, const py::array& offset,
-                         const py::object& mask, const DeformArgs& a) {
+                         const OptArray& mask, const DeformArgs& a) {
   check_ndim(op, "offset", offset, 4);
   if (a.kh <= 0 || a.kw <= 0) fail(op, "a positive kernel size");
   const int64_t kk = a.kh * a.kw;
@@ -300,32 +336,34 @@ DeformShape deform_shape(const std::string& op, int64_t B, int64_t C, int64_t H,
   const int64_t G = offset.shape(1) / (2 * kk);
   if (C % G != 0)
     fail(op, "input channels divisible by the offset groups " + std::to_string(G) + ", but got " + std::to_string(C));
-  if (!mask.is_none()) {
-    const auto& m = mask.cast<const py::array&>();
+  if (mask) {
+    const py::array& m = *mask;
     check_ndim(op, "mask", m, 4);
     if (m.shape(0) != B || m.shape(1) != G * kk || m.shape(2) != offset.shape(2) || m.shape(3) != offset.shape(3))
       fail(op, "mask of shape [" + std::to_string(B) + ", " + std::to_string(G * kk) + ", " +
-                   std::to_string(offset.shape(2)) + ", " + std::to_string(offset.shape(3)) + "], but got " + shape_str(m));
+                   std::to_string(offset.shape(2)) + ", " + std::to_string(offset.shape(3)) + "], but got " +
+                   shape_str(m));
   }
   return {B, C, H, W, a.kh, a.kw, a.sh, a.sw, a.ph, a.pw, a.dh, a.dw, G, offset.shape(2), offset.shape(3)};
 }
 
 template <class T>
-void check_same_dtype(const std::string& op, const py::array& offset, const py::object& mask) {
-  if (!is<T>(offset) || (!mask.is_none() && !is<T>(mask.cast<const py::array&>())))
+void check_same_dtype(const std::string& op, const py::array& offset, const OptArray& mask) {
+  if (!is<T>(offset) || (mask && !is<T>(*mask)))
     fail(op, "offset and mask of the input's dtype");
 }
 
 template <class T>
-const T* mask_data(const py::object& mask) {
-  return mask.is_none() ? nullptr : cdata<T>(mask.cast<const py::array&>());
+const T* mask_data(const OptArray& mask) {
+  return mask ? cdata<T>(*mask) : nullptr;
 }
 
-py::object deform_im2col(const py::array& input, const py::array& offset, const py::object& mask, DeformArgs a,
+py::object deform_im2col(const py::array& input, const py::array& offset, const OptArray& mask, DeformArgs a,
                          int threads) {
   const std::string op = "deform_conv2d";
   check_ndim(op, "input", input, 4);
-  const DeformShape s = deform_shape(op, input.shape(0), input.shape(1), input.shape(2), input.shape(3), offset, mask, a);
+  const DeformShape s =
+      deform_shape(op, input.shape(0), input.shape(1), input.shape(2), input.shape(3), offset, mask, a);
   return dispatch(op, input, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_same_dtype<T>(op, offset, mask);
@@ -333,13 +371,14 @@ py::object deform_im2col(const py::array& input, const py::array& offset, const 
     if (cols.size() && s.height * s.width > 0) {
       const T* m = mask_data<T>(mask);
       py::gil_scoped_release release;
-      embervision::ops::deform_im2col(cdata<T>(input), cdata<T>(offset), m, s, cols.mutable_data(), clamp_threads(threads));
+      embervision::ops::deform_im2col(cdata<T>(input), cdata<T>(offset), m, s, cols.mutable_data(),
+                                      clamp_threads(threads, double(cols.size()) * 4));
     }
     return cols;
   });
 }
 
-py::object deform_col2im(const py::array& grad_cols, const py::array& offset, const py::object& mask, int64_t B,
+py::object deform_col2im(const py::array& grad_cols, const py::array& offset, const OptArray& mask, int64_t B,
                          int64_t C, int64_t H, int64_t W, DeformArgs a, int threads) {
   const std::string op = "deform_conv2d_backward";
   const DeformShape s = deform_shape(op, B, C, H, W, offset, mask, a);
@@ -351,17 +390,19 @@ py::object deform_col2im(const py::array& grad_cols, const py::array& offset, co
     if (gin.size() && grad_cols.size()) {
       const T* m = mask_data<T>(mask);
       py::gil_scoped_release release;
-      embervision::ops::deform_col2im(cdata<T>(grad_cols), cdata<T>(offset), m, s, gin.mutable_data(), clamp_threads(threads));
+      embervision::ops::deform_col2im(cdata<T>(grad_cols), cdata<T>(offset), m, s, gin.mutable_data(),
+                                      clamp_threads(threads, double(grad_cols.size()) * 4));
     }
     return gin;
   });
 }
 
 py::object deform_col2im_coord(const py::array& grad_cols, const py::array& input, const py::array& offset,
-                               const py::object& mask, DeformArgs a, int threads) {
+                               const OptArray& mask, DeformArgs a, int threads) {
   const std::string op = "deform_conv2d_backward";
   check_ndim(op, "input", input, 4);
-  const DeformShape s = deform_shape(op, input.shape(0), input.shape(1), input.shape(2), input.shape(3), offset, mask, a);
+  const DeformShape s =
+      deform_shape(op, input.shape(0), input.shape(1), input.shape(2), input.shape(3), offset, mask, a);
   return dispatch(op, input, [&](auto tag) -> py::object {
     using T = decltype(tag);
     check_same_dtype<T>(op, offset, mask);
@@ -370,7 +411,7 @@ py::object deform_col2im_coord(const py::array& grad_cols, const py::array& inpu
     auto goff = zeros<T>({offset.shape(0), offset.shape(1), offset.shape(2), offset.shape(3)});
     py::object gmask = py::none();
     T* gm = nullptr;
-    if (!mask.is_none()) {
+    if (mask) {
       auto arr = zeros<T>({s.batch, s.offset_groups * s.kh * s.kw, s.out_h, s.out_w});
       gm = arr.size() ? arr.mutable_data() : nullptr;
       gmask = arr;
@@ -379,7 +420,8 @@ py::object deform_col2im_coord(const py::array& grad_cols, const py::array& inpu
       const T* m = mask_data<T>(mask);
       py::gil_scoped_release release;
       embervision::ops::deform_col2im_coord(cdata<T>(grad_cols), cdata<T>(input), cdata<T>(offset), m, s,
-                                            goff.mutable_data(), gm, clamp_threads(threads));
+                                            goff.mutable_data(), gm,
+                                            clamp_threads(threads, double(grad_cols.size()) * 4));
     }
     return py::make_tuple(goff, gmask);
   });

@@ -1,8 +1,8 @@
 """Detection and box ops, in the shape of ``torchvision.ops``.
 
-Box ops and IoU losses live here (``boxes``, ``focal_loss``); the layers of ``misc`` and
-``stochastic_depth``, the native RoI ops and ``deform_conv2d`` (kernels in ``embervision._C``), the
-multi-scale pooler and the FPN are written separately, so their names load lazily on first use and
+Box ops, IoU losses, the native RoI ops and ``deform_conv2d`` (kernels in ``embervision._C``, loaded
+on first call) and the multi-scale pooler are imported here; the layers of ``misc``,
+``stochastic_depth`` and the FPN are written separately, so their names load lazily on first use and
 the package imports whether or not those modules are present.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 
+# The RoI ops are imported eagerly: importing a submodule binds its name on this package, and
+# roi_align.py & co. share their function's name (ops.roi_align must stay the function).
 from .boxes import (
     batched_nms,
     box_area,
@@ -26,7 +28,13 @@ from .boxes import (
     nms,
     remove_small_boxes,
 )
+from .deform_conv import DeformConv2d, deform_conv2d
 from .focal_loss import sigmoid_focal_loss
+from .poolers import MultiScaleRoIAlign
+from .ps_roi_align import PSRoIAlign, ps_roi_align
+from .ps_roi_pool import PSRoIPool, ps_roi_pool
+from .roi_align import RoIAlign, roi_align
+from .roi_pool import RoIPool, roi_pool
 
 # name -> submodule, imported on first access (Note [lazy ops names]).
 _LAZY = {
@@ -38,15 +46,6 @@ _LAZY = {
     "SqueezeExcitation": "misc",
     "StochasticDepth": "stochastic_depth",
     "stochastic_depth": "stochastic_depth",
-    "RoIAlign": "roi_align",
-    "roi_align": "roi_align",
-    "RoIPool": "roi_pool",
-    "roi_pool": "roi_pool",
-    "PSRoIAlign": "ps_roi_align",
-    "ps_roi_align": "ps_roi_align",
-    "PSRoIPool": "ps_roi_pool",
-    "ps_roi_pool": "ps_roi_pool",
-    "MultiScaleRoIAlign": "poolers",
     "FeaturePyramidNetwork": "feature_pyramid_network",
 }
 
@@ -55,7 +54,7 @@ __all__ = [
     "complete_box_iou_loss", "distance_box_iou", "distance_box_iou_loss", "generalized_box_iou",
     "generalized_box_iou_loss", "masks_to_boxes", "nms", "remove_small_boxes", "sigmoid_focal_loss",
     "roi_align", "RoIAlign", "roi_pool", "RoIPool", "ps_roi_align", "PSRoIAlign", "ps_roi_pool", "PSRoIPool",
-    "MultiScaleRoIAlign", "FeaturePyramidNetwork",
+    "deform_conv2d", "DeformConv2d", "MultiScaleRoIAlign", "FeaturePyramidNetwork",
 ]
 
 
@@ -72,9 +71,12 @@ def __getattr__(name: str) -> object:
             raise
         raise AttributeError(f"module 'embervision.ops' has no attribute '{name}' "
                              f"(embervision.ops.{module} is not available)") from error
-    value = getattr(mod, name)
-    globals()[name] = value
-    return value
+    # Bind every lazy name of that module now: the import itself bound the module's own name here
+    # (ops.stochastic_depth would otherwise stay the submodule, not the function).
+    for lazy_name, lazy_module in _LAZY.items():
+        if lazy_module == module:
+            globals()[lazy_name] = getattr(mod, lazy_name)
+    return globals()[name]
 
 
 def __dir__() -> list[str]:

@@ -85,7 +85,7 @@ class FeaturePyramidNetwork(nn.Module):
             results.insert(0, self.get_result_from_layer_blocks(last_inner, idx))
         if self.extra_blocks is not None:
             results, names = self.extra_blocks(results, feats, names)
-        return OrderedDict(zip(names, results))
+        return OrderedDict(zip(names, results, strict=True))
 
 
 class LastLevelMaxPool(ExtraFPNBlock):

@@ -43,7 +43,7 @@ def _convert_to_roi_format(boxes):
 
 def _infer_scale(feature, original_size) -> float:
     # The feature map's stride as the nearest power of two of (feature side / image side); the height's.
-    scales = [2.0 ** round(math.log2(float(s1) / float(s2))) for s1, s2 in zip(feature.shape[-2:], original_size)]
+    scales = [2.0 ** round(math.log2(float(s1) / float(s2))) for s1, s2 in zip(feature.shape[-2:], original_size, strict=True)]
     return scales[0]
 
 
@@ -72,7 +72,7 @@ def _multiscale_roi_align(x_filtered, boxes, output_size, sampling_ratio: int, s
     # Each level pools its own boxes; the pieces are put back in box order by one gather (autograd
     # flows through it, where an in-place scatter into a zeros tensor would need index_put's).
     pieces, order = [], []
-    for level, (feature, scale) in enumerate(zip(x_filtered, scales)):
+    for level, (feature, scale) in enumerate(zip(x_filtered, scales, strict=True)):
         idx = ember.where(levels == level)[0]
         pieces.append(roi_align(feature, rois[idx], output_size, spatial_scale=scale, sampling_ratio=sampling_ratio))
         order.append(idx)
