@@ -886,3 +886,18 @@ def test_retinanet_head_losses_match_numpy():
         box_ref += np.abs(reg[i][fg] - enc).sum() / max(1, fg.sum())
     np.testing.assert_allclose(float(losses["classification"]), cls_ref / 2, rtol=1e-10)
     np.testing.assert_allclose(float(losses["bbox_regression"]), box_ref / 2, rtol=1e-10)
+
+
+def test_builder_defaults():
+    import inspect
+    # The v2 recipes start from no backbone weights by default; the v1 builders from ImageNet ResNet-50.
+    for name in ("fasterrcnn_resnet50_fpn_v2", "maskrcnn_resnet50_fpn_v2", "retinanet_resnet50_fpn_v2"):
+        assert inspect.signature(getattr(detection, name)).parameters["weights_backbone"].default is None
+    for name in ("fasterrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn",
+                 "retinanet_resnet50_fpn", "fcos_resnet50_fpn"):
+        default = inspect.signature(getattr(detection, name)).parameters["weights_backbone"].default
+        assert default is models.ResNet50_Weights.IMAGENET1K_V1
+    params = inspect.signature(detection.FasterRCNN).parameters
+    assert list(params)[:6] == ["backbone", "num_classes", "min_size", "max_size", "image_mean", "image_std"]
+    assert params["rpn_nms_thresh"].default == 0.7 and params["box_batch_size_per_image"].default == 512
+    assert inspect.signature(detection.KeypointRCNN).parameters["min_size"].default is None

@@ -261,7 +261,7 @@ def fasterrcnn_resnet50_fpn(*, weights: FasterRCNN_ResNet50_FPN_Weights | None =
                          weights_backbone=("pretrained_backbone", ResNet50_Weights.IMAGENET1K_V1))
 def fasterrcnn_resnet50_fpn_v2(*, weights: FasterRCNN_ResNet50_FPN_V2_Weights | None = None, progress: bool = True,
                                num_classes: int | None = None,
-                               weights_backbone: ResNet50_Weights | None = ResNet50_Weights.IMAGENET1K_V1,
+                               weights_backbone: ResNet50_Weights | None = None,
                                trainable_backbone_layers: int | None = None, **kwargs: Any) -> FasterRCNN:
     """Faster R-CNN v2 (Benchmarking Detection Transfer Learning with Vision Transformers): BatchNorm
     in the backbone and FPN, a two-conv RPN head, a conv box head; arguments as fasterrcnn_resnet50_fpn."""

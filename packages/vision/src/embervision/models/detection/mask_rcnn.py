@@ -151,7 +151,7 @@ def maskrcnn_resnet50_fpn(*, weights: MaskRCNN_ResNet50_FPN_Weights | None = Non
                          weights_backbone=("pretrained_backbone", ResNet50_Weights.IMAGENET1K_V1))
 def maskrcnn_resnet50_fpn_v2(*, weights: MaskRCNN_ResNet50_FPN_V2_Weights | None = None, progress: bool = True,
                              num_classes: int | None = None,
-                             weights_backbone: ResNet50_Weights | None = ResNet50_Weights.IMAGENET1K_V1,
+                             weights_backbone: ResNet50_Weights | None = None,
                              trainable_backbone_layers: int | None = None, **kwargs: Any) -> MaskRCNN:
     """Mask R-CNN v2 (as fasterrcnn_resnet50_fpn_v2, with a BatchNorm mask head); arguments as
     fasterrcnn_resnet50_fpn."""

@@ -326,7 +326,7 @@ def retinanet_resnet50_fpn(*, weights: RetinaNet_ResNet50_FPN_Weights | None = N
                          weights_backbone=("pretrained_backbone", ResNet50_Weights.IMAGENET1K_V1))
 def retinanet_resnet50_fpn_v2(*, weights: RetinaNet_ResNet50_FPN_V2_Weights | None = None, progress: bool = True,
                               num_classes: int | None = None,
-                              weights_backbone: ResNet50_Weights | None = ResNet50_Weights.IMAGENET1K_V1,
+                              weights_backbone: ResNet50_Weights | None = None,
                               trainable_backbone_layers: int | None = None, **kwargs: Any) -> RetinaNet:
     """RetinaNet v2 (Benchmarking Detection Transfer Learning with Vision Transformers): P6 from C5,
     GroupNorm in the heads, GIoU box loss, BatchNorm2d backbone; arguments as retinanet_resnet50_fpn."""
