@@ -901,3 +901,53 @@ def test_builder_defaults():
     assert list(params)[:6] == ["backbone", "num_classes", "min_size", "max_size", "image_mean", "image_std"]
     assert params["rpn_nms_thresh"].default == 0.7 and params["box_batch_size_per_image"].default == 512
     assert inspect.signature(detection.KeypointRCNN).parameters["min_size"].default is None
+
+
+def test_fcos_head_losses_match_numpy():
+    head = detection.fcos.FCOSHead(32, 1, 3)
+    n_anchors = 10
+    anchors_np = random_boxes(n_anchors, 40.0)
+    anchors = [ember.from_numpy(anchors_np) for _ in range(2)]
+    # Ground truths around all the anchors (a matched location lies inside its box, as FCOS matches).
+    gt = [np.array([[-5.0, -2.0, 90.0, 95.0], [-1.0, -8.0, 70.0, 66.0]]), np.array([[-3.0, -4.0, 80.0, 75.0]])]
+    labels = [np.array([2, 1]), np.array([0])]
+    matched = [np.array([-1, 0, 1, -1, 1, -1, -1, 0, -1, -1]), np.array([0, -1, -1, -1, -1, -1, -1, -1, -1, 0])]
+    logits = RNG.standard_normal((2, n_anchors, 3))
+    reg = RNG.random((2, n_anchors, 4))
+    ctr = RNG.standard_normal((2, n_anchors, 1))
+    targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)} for g, lab in zip(gt, labels)]
+    losses = head.compute_loss(targets, {"cls_logits": ember.from_numpy(logits), "bbox_regression": ember.from_numpy(reg),
+                                         "bbox_ctrness": ember.from_numpy(ctr)}, anchors,
+                               [ember.from_numpy(m) for m in matched])
+    w = anchors_np[:, 2] - anchors_np[:, 0]
+    h = anchors_np[:, 3] - anchors_np[:, 1]
+    cx, cy = anchors_np[:, 0] + w / 2, anchors_np[:, 1] + h / 2
+    cls_ref = giou_ref = ctr_ref = 0.0
+    n_fg = 0
+    for i in range(2):
+        fg = np.nonzero(matched[i] >= 0)[0]
+        n_fg += len(fg)
+        onehot = np.zeros((n_anchors, 3))
+        onehot[fg, labels[i][matched[i][fg]]] = 1
+        p = 1 / (1 + np.exp(-logits[i]))
+        ce = -(onehot * np.log(p) + (1 - onehot) * np.log(1 - p))
+        p_t = p * onehot + (1 - p) * (1 - onehot)
+        cls_ref += ((0.25 * onehot + 0.75 * (1 - onehot)) * ce * (1 - p_t) ** 2).sum()
+        for a in fg:
+            l, t, r, b = reg[i, a] * np.array([w[a], h[a], w[a], h[a]])
+            pred = np.array([cx[a] - l, cy[a] - t, cx[a] + r, cy[a] + b])
+            g = gt[i][matched[i][a]]
+            iw = max(0.0, min(pred[2], g[2]) - max(pred[0], g[0]))
+            ih = max(0.0, min(pred[3], g[3]) - max(pred[1], g[1]))
+            inter = iw * ih
+            union = (pred[2] - pred[0]) * (pred[3] - pred[1]) + (g[2] - g[0]) * (g[3] - g[1]) - inter
+            hull = (max(pred[2], g[2]) - min(pred[0], g[0])) * (max(pred[3], g[3]) - min(pred[1], g[1]))
+            giou_ref += 1 - (inter / union - (hull - union) / hull)
+            dl, dt, dr, db = cx[a] - g[0], cy[a] - g[1], g[2] - cx[a], g[3] - cy[a]
+            target = np.sqrt(min(dl, dr) / max(dl, dr) * min(dt, db) / max(dt, db))
+            x = ctr[i, a, 0]
+            ctr_ref += max(x, 0) - x * target + np.log1p(np.exp(-abs(x)))
+    np.testing.assert_allclose(float(losses["classification"]), cls_ref / n_fg, rtol=1e-10)
+    np.testing.assert_allclose(float(losses["bbox_regression"]), giou_ref / n_fg, rtol=1e-9)
+    assert np.isfinite(ctr_ref)
+    np.testing.assert_allclose(float(losses["bbox_ctrness"]), ctr_ref / n_fg, rtol=1e-9)
