@@ -951,3 +951,48 @@ def test_fcos_head_losses_match_numpy():
     np.testing.assert_allclose(float(losses["bbox_regression"]), giou_ref / n_fg, rtol=1e-9)
     assert np.isfinite(ctr_ref)
     np.testing.assert_allclose(float(losses["bbox_ctrness"]), ctr_ref / n_fg, rtol=1e-9)
+
+
+def np_iou(a, b):
+    iw = np.clip(np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0]), 0, None)
+    ih = np.clip(np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1]), 0, None)
+    inter = iw * ih
+    area = lambda x: (x[:, 2] - x[:, 0]) * (x[:, 3] - x[:, 1])  # noqa: E731
+    return inter / (area(a)[:, None] + area(b)[None, :] - inter)
+
+
+def np_nms(boxes, scores, thresh):
+    order = np.argsort(-scores, kind="stable")
+    keep = []
+    for i in order:
+        if all(np_iou(boxes[[i]], boxes[[k]])[0, 0] <= thresh for k in keep):
+            keep.append(i)
+    return np.array(keep, dtype=np.int64)
+
+
+def test_rpn_filter_proposals_matches_numpy():
+    from embervision.models.detection.rpn import RegionProposalNetwork, RPNHead
+    rpn = RegionProposalNetwork(AnchorGenerator(), RPNHead(4, 3), 0.7, 0.3, 16, 0.5,
+                                {"training": 6, "testing": 5}, {"training": 8, "testing": 7}, 0.5, score_thresh=0.2)
+    rpn.eval()
+    per_level = [9, 6]
+    proposals = np.concatenate([random_boxes(15, 40.0), random_boxes(15, 40.0)]).reshape(2, 15, 4)
+    proposals[0, 2] = [5.0, 5.0, 5.0005, 9.0]  # too thin: dropped
+    objectness = RNG.standard_normal((2, 15))
+    image_shapes = [(30, 35), (40, 40)]
+    boxes, scores = rpn.filter_proposals(ember.from_numpy(proposals), ember.from_numpy(objectness.reshape(-1, 1)),
+                                         image_shapes, per_level)
+    for i in range(2):
+        idx = np.concatenate([np.argsort(-objectness[i, :9], kind="stable")[:5],
+                              9 + np.argsort(-objectness[i, 9:], kind="stable")[:5]])
+        b = proposals[i, idx].copy()
+        b[:, 0::2] = b[:, 0::2].clip(0, image_shapes[i][1])
+        b[:, 1::2] = b[:, 1::2].clip(0, image_shapes[i][0])
+        s = 1 / (1 + np.exp(-objectness[i, idx]))
+        lvl = (idx >= 9).astype(np.int64)
+        ok = ((b[:, 2] - b[:, 0]) >= 1e-3) & ((b[:, 3] - b[:, 1]) >= 1e-3) & (s >= 0.2)
+        b, s, lvl = b[ok], s[ok], lvl[ok]
+        keep = np.concatenate([np.nonzero(lvl == v)[0][np_nms(b[lvl == v], s[lvl == v], 0.5)] for v in (0, 1)])
+        keep = keep[np.argsort(-s[keep], kind="stable")][:7]
+        np.testing.assert_allclose(boxes[i].numpy(), b[keep], rtol=1e-12)
+        np.testing.assert_allclose(scores[i].numpy(), s[keep], rtol=1e-12)
