@@ -996,3 +996,51 @@ def test_rpn_filter_proposals_matches_numpy():
         keep = keep[np.argsort(-s[keep], kind="stable")][:7]
         np.testing.assert_allclose(boxes[i].numpy(), b[keep], rtol=1e-12)
         np.testing.assert_allclose(scores[i].numpy(), s[keep], rtol=1e-12)
+
+
+def test_transform_training_picks_a_min_size():
+    t = GeneralizedRCNNTransform(min_size=(16, 24, 32), max_size=1000, image_mean=[0.0] * 3, image_std=[1.0] * 3,
+                                 size_divisible=8)
+    t.train()
+    ember.manual_seed(0)
+    seen = set()
+    for _ in range(30):
+        images, _ = t([ember.rand(3, 10, 20)])
+        seen.add(images.image_sizes[0])
+    assert seen == {(16, 32), (24, 48), (32, 64)}
+    t.eval()  # eval uses the last size
+    assert t([ember.rand(3, 10, 20)])[0].image_sizes == [(32, 64)]
+
+
+def test_roi_heads_postprocess_matches_numpy():
+    from embervision.models.detection.roi_heads import RoIHeads
+    heads = RoIHeads(None, None, None, 0.5, 0.5, 8, 0.25, None, score_thresh=0.1, nms_thresh=0.4,
+                     detections_per_img=6)
+    num_classes = 3
+    proposals = [random_boxes(5, 30.0), random_boxes(4, 30.0)]
+    logits = RNG.standard_normal((9, num_classes)) * 2
+    deltas = RNG.standard_normal((9, num_classes * 4)) * 0.3
+    image_shapes = [(40, 40), (25, 30)]
+    boxes, scores, labels = heads.postprocess_detections(ember.from_numpy(logits), ember.from_numpy(deltas),
+                                                         [ember.from_numpy(p) for p in proposals], image_shapes)
+    offset = 0
+    for i, props in enumerate(proposals):
+        n = len(props)
+        lg, dl = logits[offset:offset + n], deltas[offset:offset + n]
+        offset += n
+        probs = np.exp(lg - lg.max(1, keepdims=True))
+        probs /= probs.sum(1, keepdims=True)
+        dec = np_decode(dl, props, (10.0, 10.0, 5.0, 5.0), np.log(1000.0 / 16)).reshape(n, num_classes, 4)
+        dec[..., 0::2] = dec[..., 0::2].clip(0, image_shapes[i][1])
+        dec[..., 1::2] = dec[..., 1::2].clip(0, image_shapes[i][0])
+        b = dec[:, 1:].reshape(-1, 4)
+        s = probs[:, 1:].reshape(-1)
+        lab = np.tile(np.arange(1, num_classes), n)
+        ok = (s > 0.1) & (b[:, 2] - b[:, 0] >= 1e-2) & (b[:, 3] - b[:, 1] >= 1e-2)
+        b, s, lab = b[ok], s[ok], lab[ok]
+        keep = np.concatenate([np.nonzero(lab == c)[0][np_nms(b[lab == c], s[lab == c], 0.4)]
+                               for c in range(1, num_classes)])
+        keep = keep[np.argsort(-s[keep], kind="stable")][:6]
+        np.testing.assert_allclose(boxes[i].numpy(), b[keep], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(scores[i].numpy(), s[keep], rtol=1e-12)
+        np.testing.assert_array_equal(labels[i].numpy(), lab[keep])
