@@ -38,18 +38,22 @@ def _resize_image_and_masks(image: ember.Tensor, self_min_size: float, self_max_
     return image, target
 
 
+def _ratios(original_size: list[int], new_size: list[int]) -> tuple[float, float]:
+    # The (height, width) scale factors, float32 quotients as torchvision computes them.
+    return tuple(float(ember.tensor(s, dtype=ember.float32) / ember.tensor(s_orig, dtype=ember.float32))
+                 for s, s_orig in zip(new_size, original_size))
+
+
 def resize_boxes(boxes: ember.Tensor, original_size: list[int], new_size: list[int]) -> ember.Tensor:
     """Scale xyxy boxes from an image of original_size (h, w) to one of new_size."""
-    ratio_h = float(ember.tensor(new_size[0], dtype=ember.float32) / ember.tensor(original_size[0], dtype=ember.float32))
-    ratio_w = float(ember.tensor(new_size[1], dtype=ember.float32) / ember.tensor(original_size[1], dtype=ember.float32))
+    ratio_h, ratio_w = _ratios(original_size, new_size)
     xmin, ymin, xmax, ymax = boxes.unbind(1)
     return ember.stack([xmin * ratio_w, ymin * ratio_h, xmax * ratio_w, ymax * ratio_h], dim=1)
 
 
 def resize_keypoints(keypoints: ember.Tensor, original_size: list[int], new_size: list[int]) -> ember.Tensor:
     """Scale [..., K, 3] keypoints (x, y, visibility) from original_size (h, w) to new_size."""
-    ratio_h = float(new_size[0]) / float(original_size[0])
-    ratio_w = float(new_size[1]) / float(original_size[1])
+    ratio_h, ratio_w = _ratios(original_size, new_size)
     scale = ember.tensor([ratio_w, ratio_h, 1.0], dtype=keypoints.dtype)
     return keypoints * scale
 
