@@ -277,7 +277,8 @@ def test_transform_resize_normalize_batch():
     t.eval()
     img_a = ember.rand(3, 20, 30)
     img_b = ember.rand(3, 50, 20)
-    targets = [{"boxes": ember.tensor([[2.0, 4.0, 10.0, 16.0]]), "labels": ember.tensor([1])},
+    targets = [{"boxes": ember.tensor([[2.0, 4.0, 10.0, 16.0]]), "labels": ember.tensor([1]),
+                "keypoints": ember.tensor([[[3.0, 5.0, 2.0], [9.0, 15.0, 0.0]]])},
                {"boxes": ember.tensor([[0.0, 0.0, 20.0, 50.0]]), "labels": ember.tensor([2])}]
     images, out_targets = t([img_a, img_b], targets)
     # a: short side 20 → 40 (scale 2; long 60 <= 70). b: long side 50 → 70 caps the scale at 1.4, a
@@ -286,6 +287,8 @@ def test_transform_resize_normalize_batch():
     assert tuple(images.tensors.shape) == (2, 3, 96, 64)  # padded to multiples of 32
     np.testing.assert_allclose(out_targets[0]["boxes"].numpy(), [[4.0, 8.0, 20.0, 32.0]], rtol=1e-6)
     np.testing.assert_allclose(out_targets[1]["boxes"].numpy(), [[0.0, 0.0, 27.0, 69.0]], rtol=1e-6)
+    # Keypoints scale their x and y; the visibility stays.
+    np.testing.assert_allclose(out_targets[0]["keypoints"].numpy(), [[[6.0, 10.0, 2.0], [18.0, 30.0, 0.0]]], rtol=1e-6)
     assert targets[0]["boxes"][0, 0].item() == 2.0  # the caller's targets are untouched
     # Normalization: a constant image stays constant through the resize.
     const = ember.full((3, 10, 10), 0.9)
