@@ -1047,3 +1047,17 @@ def test_roi_heads_postprocess_matches_numpy():
         np.testing.assert_allclose(boxes[i].numpy(), b[keep], rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(scores[i].numpy(), s[keep], rtol=1e-12)
         np.testing.assert_array_equal(labels[i].numpy(), lab[keep])
+
+
+def test_legacy_pretrained_flags(cheap_init):
+    with pytest.warns(UserWarning) as record:
+        model = detection.ssdlite320_mobilenet_v3_large(pretrained=False, pretrained_backbone=False, num_classes=3)
+    assert isinstance(model, detection.ssd.SSD)
+    messages = [str(w.message) for w in record]
+    assert any("The parameter 'pretrained_backbone' is deprecated" in m for m in messages)
+    assert any("equivalent to passing `weights_backbone=None`" in m for m in messages)
+    # The keypoint builder's legacy flag "legacy" maps to the early-epoch weights (no download: the
+    # conflicting num_classes fails first).
+    with pytest.raises(ValueError, match="The parameter 'num_classes' expected value 2 but got 5 instead."):
+        with pytest.warns(UserWarning):
+            detection.keypointrcnn_resnet50_fpn(pretrained="legacy", num_classes=5)
