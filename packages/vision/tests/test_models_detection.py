@@ -471,8 +471,10 @@ from embervision.models.detection.rpn import _rpn_v1_to_v2  # noqa: E402
 # trainable BatchNorm2d, so its affine parameters are left out of the count ("frozen": True).
 FPN_SPECS = {
     "fasterrcnn_resnet50_fpn": (41755286, True, {
-        "backbone.body.layer4.2.conv3.weight": (2048, 512, 1, 1), "backbone.fpn.inner_blocks.0.0.weight": (256, 256, 1, 1),
-        "backbone.fpn.inner_blocks.3.0.weight": (256, 2048, 1, 1), "backbone.fpn.layer_blocks.3.0.weight": (256, 256, 3, 3),
+        "backbone.body.layer4.2.conv3.weight": (2048, 512, 1, 1),
+        "backbone.fpn.inner_blocks.0.0.weight": (256, 256, 1, 1),
+        "backbone.fpn.inner_blocks.3.0.weight": (256, 2048, 1, 1),
+        "backbone.fpn.layer_blocks.3.0.weight": (256, 256, 3, 3),
         "rpn.head.conv.0.0.weight": (256, 256, 3, 3), "rpn.head.cls_logits.weight": (3, 256, 1, 1),
         "rpn.head.bbox_pred.weight": (12, 256, 1, 1), "roi_heads.box_head.fc6.weight": (1024, 12544),
         "roi_heads.box_head.fc7.weight": (1024, 1024), "roi_heads.box_predictor.cls_score.weight": (91, 1024),
@@ -496,7 +498,8 @@ FPN_SPECS = {
         "roi_heads.keypoint_predictor.kps_score_lowres.weight": (512, 17, 4, 4),
         "roi_heads.box_predictor.cls_score.weight": (2, 1024), "roi_heads.box_predictor.bbox_pred.weight": (8, 1024)}),
     "retinanet_resnet50_fpn": (34014999, True, {
-        "backbone.fpn.extra_blocks.p6.weight": (256, 256, 3, 3), "backbone.fpn.extra_blocks.p7.weight": (256, 256, 3, 3),
+        "backbone.fpn.extra_blocks.p6.weight": (256, 256, 3, 3),
+        "backbone.fpn.extra_blocks.p7.weight": (256, 256, 3, 3),
         "head.classification_head.conv.0.0.weight": (256, 256, 3, 3),
         "head.classification_head.cls_logits.weight": (819, 256, 3, 3),
         "head.regression_head.conv.3.0.bias": (256,), "head.regression_head.bbox_reg.weight": (36, 256, 3, 3)}),
@@ -505,7 +508,8 @@ FPN_SPECS = {
     "fcos_resnet50_fpn": (32269600, True, {
         "head.classification_head.conv.0.weight": (256, 256, 3, 3), "head.classification_head.conv.1.weight": (256,),
         "head.classification_head.cls_logits.weight": (91, 256, 3, 3),
-        "head.regression_head.bbox_reg.weight": (4, 256, 3, 3), "head.regression_head.bbox_ctrness.weight": (1, 256, 3, 3)}),
+        "head.regression_head.bbox_reg.weight": (4, 256, 3, 3),
+        "head.regression_head.bbox_ctrness.weight": (1, 256, 3, 3)}),
 }
 
 
@@ -618,7 +622,8 @@ def test_one_stage_errors():
         RetinaNet(nn.ReLU(), 3)
     with pytest.raises(TypeError, match="anchor_generator should be of type AnchorGenerator or None"):
         RetinaNet(TinyFPN(), 3, anchor_generator=DefaultBoxGenerator([[2]]))
-    with pytest.raises(ValueError, match=r"anchor_generator.num_anchors_per_location\(\)\[0\] should be 1 instead of 3"):
+    with pytest.raises(ValueError,
+                       match=r"anchor_generator.num_anchors_per_location\(\)\[0\] should be 1 instead of 3"):
         FCOS(TinyFPN(), 3, anchor_generator=AnchorGenerator(((8,), (16,)), ((0.5, 1.0, 2.0),) * 2))
 
 
@@ -841,8 +846,8 @@ def test_ssd_compute_loss_matches_numpy():
     reg = RNG.standard_normal((2, n_anchors, 4))
     logits = RNG.standard_normal((2, n_anchors, num_classes))
     targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)} for g, lab in zip(gt, labels)]
-    losses = model.compute_loss(targets, {"bbox_regression": ember.from_numpy(reg), "cls_logits": ember.from_numpy(logits)},
-                                anchors, [ember.from_numpy(m) for m in matched])
+    outputs = {"bbox_regression": ember.from_numpy(reg), "cls_logits": ember.from_numpy(logits)}
+    losses = model.compute_loss(targets, outputs, anchors, [ember.from_numpy(m) for m in matched])
     box_total, cls_total, n_fg = 0.0, 0.0, 0
     for i in range(2):
         fg = np.nonzero(matched[i] >= 0)[0]
@@ -871,8 +876,8 @@ def test_retinanet_head_losses_match_numpy():
     logits = RNG.standard_normal((2, n_anchors, 3))
     reg = RNG.standard_normal((2, n_anchors, 4))
     targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)} for g, lab in zip(gt, labels)]
-    losses = head.compute_loss(targets, {"cls_logits": ember.from_numpy(logits), "bbox_regression": ember.from_numpy(reg)},
-                               anchors, [ember.from_numpy(m) for m in matched])
+    outputs = {"cls_logits": ember.from_numpy(logits), "bbox_regression": ember.from_numpy(reg)}
+    losses = head.compute_loss(targets, outputs, anchors, [ember.from_numpy(m) for m in matched])
     cls_ref, box_ref = 0.0, 0.0
     for i in range(2):
         fg = matched[i] >= 0
@@ -919,9 +924,9 @@ def test_fcos_head_losses_match_numpy():
     reg = RNG.random((2, n_anchors, 4))
     ctr = RNG.standard_normal((2, n_anchors, 1))
     targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)} for g, lab in zip(gt, labels)]
-    losses = head.compute_loss(targets, {"cls_logits": ember.from_numpy(logits), "bbox_regression": ember.from_numpy(reg),
-                                         "bbox_ctrness": ember.from_numpy(ctr)}, anchors,
-                               [ember.from_numpy(m) for m in matched])
+    outputs = {"cls_logits": ember.from_numpy(logits), "bbox_regression": ember.from_numpy(reg),
+               "bbox_ctrness": ember.from_numpy(ctr)}
+    losses = head.compute_loss(targets, outputs, anchors, [ember.from_numpy(m) for m in matched])
     w = anchors_np[:, 2] - anchors_np[:, 0]
     h = anchors_np[:, 3] - anchors_np[:, 1]
     cx, cy = anchors_np[:, 0] + w / 2, anchors_np[:, 1] + h / 2

@@ -18,7 +18,8 @@ RNG = np.random.default_rng(0)
 
 SPECS = {
     "raft_large": (5257536, {
-        "feature_encoder.convnormrelu.0.weight": (64, 3, 7, 7), "feature_encoder.layer1.0.convnormrelu1.0.weight": (64, 64, 3, 3),
+        "feature_encoder.convnormrelu.0.weight": (64, 3, 7, 7),
+        "feature_encoder.layer1.0.convnormrelu1.0.weight": (64, 64, 3, 3),
         "feature_encoder.layer2.0.downsample.0.weight": (96, 64, 1, 1), "feature_encoder.conv.weight": (256, 128, 1, 1),
         "context_encoder.convnormrelu.1.running_mean": (64,), "context_encoder.layer3.1.convnormrelu2.1.weight": (128,),
         "update_block.motion_encoder.convcorr1.0.weight": (256, 324, 1, 1),
@@ -29,8 +30,9 @@ SPECS = {
         "update_block.flow_head.conv2.weight": (2, 256, 3, 3), "mask_predictor.convrelu.0.weight": (256, 128, 3, 3),
         "mask_predictor.conv.weight": (576, 256, 1, 1)}),
     "raft_small": (990162, {
-        "feature_encoder.layer1.0.convnormrelu1.0.weight": (8, 32, 1, 1), "feature_encoder.conv.weight": (128, 96, 1, 1),
-        "context_encoder.conv.weight": (160, 96, 1, 1), "update_block.motion_encoder.convcorr1.0.weight": (96, 196, 1, 1),
+        "feature_encoder.layer1.0.convnormrelu1.0.weight": (8, 32, 1, 1),
+        "feature_encoder.conv.weight": (128, 96, 1, 1), "context_encoder.conv.weight": (160, 96, 1, 1),
+        "update_block.motion_encoder.convcorr1.0.weight": (96, 196, 1, 1),
         "update_block.motion_encoder.conv.0.weight": (80, 128, 3, 3),
         "update_block.recurrent_block.convgru1.convr.weight": (96, 242, 3, 3)}),
 }

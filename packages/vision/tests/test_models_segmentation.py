@@ -18,10 +18,12 @@ from embervision.transforms._presets import ObjectDetection, SemanticSegmentatio
 # torchvision's documented parameter counts (with the auxiliary head, as the weights have it) and a
 # few state-dict entries of its checkpoints.
 SPECS = {
-    "fcn_resnet50": (35322218, {"backbone.conv1.weight": (64, 3, 7, 7), "backbone.layer4.2.conv3.weight": (2048, 512, 1, 1),
+    "fcn_resnet50": (35322218, {"backbone.conv1.weight": (64, 3, 7, 7),
+                                "backbone.layer4.2.conv3.weight": (2048, 512, 1, 1),
                                 "classifier.0.weight": (512, 2048, 3, 3), "classifier.1.running_var": (512,),
                                 "classifier.4.weight": (21, 512, 1, 1), "classifier.4.bias": (21,),
-                                "aux_classifier.0.weight": (256, 1024, 3, 3), "aux_classifier.4.weight": (21, 256, 1, 1)}),
+                                "aux_classifier.0.weight": (256, 1024, 3, 3),
+                                "aux_classifier.4.weight": (21, 256, 1, 1)}),
     "fcn_resnet101": (54314346, {"backbone.layer3.22.conv2.weight": (256, 256, 3, 3)}),
     "deeplabv3_resnet50": (42004074, {"classifier.0.convs.0.0.weight": (256, 2048, 1, 1),
                                       "classifier.0.convs.1.0.weight": (256, 2048, 3, 3),
@@ -54,6 +56,7 @@ def test_registry():
     assert w.url == "https://download.pytorch.org/models/deeplabv3_resnet50_coco-cd0a2569.pth"
     assert w.meta["categories"][0] == "__background__" and len(w.meta["categories"]) == 21
     assert w.meta["_metrics"]["COCO-val2017-VOC-labels"] == {"miou": 66.4, "pixel_acc": 92.4}
+    assert (w.meta["_ops"], w.meta["_file_size"]) == (178.722, 160.515)
     assert isinstance(w.transforms(), SemanticSegmentation) and w.transforms().resize_size == [520]
 
 

@@ -67,7 +67,8 @@ class FasterRCNN(GeneralizedRCNN):
             raise TypeError(f"rpn_anchor_generator should be of type AnchorGenerator or None instead of "
                             f"{type(rpn_anchor_generator)}")
         if not isinstance(box_roi_pool, (MultiScaleRoIAlign, type(None))):
-            raise TypeError(f"box_roi_pool should be of type MultiScaleRoIAlign or None instead of {type(box_roi_pool)}")
+            raise TypeError(f"box_roi_pool should be of type MultiScaleRoIAlign or None instead of "
+                            f"{type(box_roi_pool)}")
         if num_classes is not None:
             if box_predictor is not None:
                 raise ValueError("num_classes should be None when box_predictor is specified")

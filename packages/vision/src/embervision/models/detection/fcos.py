@@ -252,7 +252,8 @@ class FCOS(nn.Module):
             image_boxes = ember.cat(image_boxes, dim=0)
             image_scores = ember.cat(image_scores, dim=0)
             image_labels = ember.cat(image_labels, dim=0)
-            keep = box_ops.batched_nms(image_boxes, image_scores, image_labels, self.nms_thresh)[:self.detections_per_img]
+            keep = box_ops.batched_nms(image_boxes, image_scores, image_labels, self.nms_thresh)
+            keep = keep[:self.detections_per_img]
             detections.append({"boxes": image_boxes[keep], "scores": image_scores[keep], "labels": image_labels[keep]})
         return detections
 

@@ -106,7 +106,8 @@ class RetinaNetClassificationHead(nn.Module):
             fg_rows = ember.where(foreground)[0]
             gt_classes[fg_rows, target["labels"][matched[fg_rows]]] = 1.0
             valid = matched != self.BETWEEN_THRESHOLDS
-            losses.append(sigmoid_focal_loss(logits[valid], gt_classes[valid], reduction="sum") / max(1, num_foreground))
+            loss = sigmoid_focal_loss(logits[valid], gt_classes[valid], reduction="sum")
+            losses.append(loss / max(1, num_foreground))
         return sum(losses) / len(targets)
 
     def forward(self, x: list[ember.Tensor]) -> ember.Tensor:
@@ -234,7 +235,8 @@ class RetinaNet(nn.Module):
             image_boxes = ember.cat(image_boxes, dim=0)
             image_scores = ember.cat(image_scores, dim=0)
             image_labels = ember.cat(image_labels, dim=0)
-            keep = box_ops.batched_nms(image_boxes, image_scores, image_labels, self.nms_thresh)[:self.detections_per_img]
+            keep = box_ops.batched_nms(image_boxes, image_scores, image_labels, self.nms_thresh)
+            keep = keep[:self.detections_per_img]
             detections.append({"boxes": image_boxes[keep], "scores": image_scores[keep], "labels": image_labels[keep]})
         return detections
 

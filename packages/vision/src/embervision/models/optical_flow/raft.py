@@ -94,7 +94,8 @@ class FeatureEncoder(nn.Module):
         self.output_dim = layers[-1]
         self.downsample_factor = 2 ** sum(1 for s in strides if s == 2)
 
-    def _make_2_blocks(self, block, in_channels: int, out_channels: int, norm_layer, first_stride: int) -> nn.Sequential:
+    def _make_2_blocks(self, block, in_channels: int, out_channels: int, norm_layer,
+                       first_stride: int) -> nn.Sequential:
         return nn.Sequential(block(in_channels, out_channels, norm_layer=norm_layer, stride=first_stride),
                              block(out_channels, out_channels, norm_layer=norm_layer, stride=1))
 

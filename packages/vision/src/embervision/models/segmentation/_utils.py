@@ -31,7 +31,8 @@ class _SimpleSegmentationModel(nn.Module):
         return result
 
 
-def _segmentation_weights(url: str, num_params: int, recipe: str, miou: float, pixel_acc: float):
+def _segmentation_weights(url: str, num_params: int, recipe: str, miou: float, pixel_acc: float, ops: float,
+                          file_size: float):
     """A COCO-with-VOC-labels entry of a segmentation weights table."""
     from functools import partial
 
@@ -48,6 +49,8 @@ def _segmentation_weights(url: str, num_params: int, recipe: str, miou: float, p
             "num_params": num_params,
             "recipe": recipe,
             "_metrics": {"COCO-val2017-VOC-labels": {"miou": miou, "pixel_acc": pixel_acc}},
+            "_ops": ops,
+            "_file_size": file_size,
             "_docs": """
         These weights were trained on a subset of COCO, using only the 20 categories that are present in the Pascal VOC
         dataset.

@@ -123,21 +123,21 @@ _RECIPE = "https://github.com/pytorch/vision/tree/main/references/segmentation#"
 class DeepLabV3_ResNet50_Weights(WeightsEnum):
     COCO_WITH_VOC_LABELS_V1 = _segmentation_weights(
         "https://download.pytorch.org/models/deeplabv3_resnet50_coco-cd0a2569.pth", 42004074,
-        _RECIPE + "deeplabv3_resnet50", 66.4, 92.4)
+        _RECIPE + "deeplabv3_resnet50", 66.4, 92.4, 178.722, 160.515)
     DEFAULT = COCO_WITH_VOC_LABELS_V1
 
 
 class DeepLabV3_ResNet101_Weights(WeightsEnum):
     COCO_WITH_VOC_LABELS_V1 = _segmentation_weights(
         "https://download.pytorch.org/models/deeplabv3_resnet101_coco-586e9e4e.pth", 60996202,
-        _RECIPE + "fcn_resnet101", 67.4, 92.4)
+        _RECIPE + "fcn_resnet101", 67.4, 92.4, 258.743, 233.217)
     DEFAULT = COCO_WITH_VOC_LABELS_V1
 
 
 class DeepLabV3_MobileNet_V3_Large_Weights(WeightsEnum):
     COCO_WITH_VOC_LABELS_V1 = _segmentation_weights(
         "https://download.pytorch.org/models/deeplabv3_mobilenet_v3_large-fc3c493d.pth", 11029328,
-        _RECIPE + "deeplabv3_mobilenet_v3_large", 60.3, 91.2)
+        _RECIPE + "deeplabv3_mobilenet_v3_large", 60.3, 91.2, 10.452, 42.301)
     DEFAULT = COCO_WITH_VOC_LABELS_V1
 
 

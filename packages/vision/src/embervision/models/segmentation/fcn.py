@@ -32,18 +32,21 @@ class FCNHead(nn.Sequential):
         )
 
 
-_RECIPE = "https://github.com/pytorch/vision/tree/main/references/segmentation#fcn_resnet"
+_RECIPE = "https://github.com/pytorch/vision/tree/main/references/segmentation#"
 
 
 class FCN_ResNet50_Weights(WeightsEnum):
     COCO_WITH_VOC_LABELS_V1 = _segmentation_weights(
-        "https://download.pytorch.org/models/fcn_resnet50_coco-1167a1af.pth", 35322218, _RECIPE + "50", 60.5, 91.4)
+        "https://download.pytorch.org/models/fcn_resnet50_coco-1167a1af.pth", 35322218,
+        _RECIPE + "fcn_resnet50", 60.5, 91.4, 152.717, 135.009)
     DEFAULT = COCO_WITH_VOC_LABELS_V1
 
 
 class FCN_ResNet101_Weights(WeightsEnum):
+    # torchvision's table links FCN-101 to the DeepLabV3-101 recipe and vice versa; kept as published.
     COCO_WITH_VOC_LABELS_V1 = _segmentation_weights(
-        "https://download.pytorch.org/models/fcn_resnet101_coco-7ecb50ca.pth", 54314346, _RECIPE + "101", 63.7, 91.9)
+        "https://download.pytorch.org/models/fcn_resnet101_coco-7ecb50ca.pth", 54314346,
+        _RECIPE + "deeplabv3_resnet101", 63.7, 91.9, 232.738, 207.711)
     DEFAULT = COCO_WITH_VOC_LABELS_V1
 
 

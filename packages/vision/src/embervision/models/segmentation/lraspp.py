@@ -70,7 +70,8 @@ def _lraspp_mobilenetv3(backbone: MobileNetV3, num_classes: int) -> LRASPP:
 class LRASPP_MobileNet_V3_Large_Weights(WeightsEnum):
     COCO_WITH_VOC_LABELS_V1 = _segmentation_weights(
         "https://download.pytorch.org/models/lraspp_mobilenet_v3_large-d234d4ea.pth", 3221538,
-        "https://github.com/pytorch/vision/tree/main/references/segmentation#lraspp_mobilenet_v3_large", 57.9, 91.2)
+        "https://github.com/pytorch/vision/tree/main/references/segmentation#lraspp_mobilenet_v3_large", 57.9, 91.2,
+        2.086, 12.49)
     DEFAULT = COCO_WITH_VOC_LABELS_V1
 
 
