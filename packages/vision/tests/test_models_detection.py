@@ -195,7 +195,7 @@ def test_box_loss_types():
 
 def np_anchors(sizes, ratios, grid_sizes, image_size):
     out = []
-    for scales, ars, (gh, gw) in zip(sizes, ratios, grid_sizes):
+    for scales, ars, (gh, gw) in zip(sizes, ratios, grid_sizes, strict=True):
         sh, sw = image_size[0] // gh, image_size[1] // gw
         base = []
         for ar in ars:
@@ -363,7 +363,7 @@ def check_detections(out, n_images, num_classes, sizes, min_label=1):
     # Softmax models (SSD, R-CNN) never predict the background 0; the sigmoid ones (RetinaNet, FCOS)
     # score every class index, 0 included (it is just never a positive in training).
     assert isinstance(out, list) and len(out) == n_images
-    for det, (h, w) in zip(out, sizes):
+    for det, (h, w) in zip(out, sizes, strict=True):
         assert set(det) == {"boxes", "scores", "labels"}
         n = det["boxes"].shape[0]
         assert tuple(det["boxes"].shape) == (n, 4) and tuple(det["scores"].shape) == (n,)
@@ -776,7 +776,7 @@ def test_rcnn_train_and_eval(name, outputs, loss, cheap_init):
     with ember.no_grad():
         out = model([ember.rand(3, 64, 80), ember.rand(3, 40, 56)])
     assert len(out) == 2
-    for det, (h, w) in zip(out, [(64, 80), (40, 56)]):
+    for det, (h, w) in zip(out, [(64, 80), (40, 56)], strict=True):
         assert set(det) == {"boxes", "labels", "scores"} | outputs
         n = det["boxes"].shape[0]
         assert 0 < n <= 4 and bool((det["labels"] == 1).all())
@@ -845,7 +845,8 @@ def test_ssd_compute_loss_matches_numpy():
     matched[1][[0, 5]] = [2, 0]
     reg = RNG.standard_normal((2, n_anchors, 4))
     logits = RNG.standard_normal((2, n_anchors, num_classes))
-    targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)} for g, lab in zip(gt, labels)]
+    targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)}
+               for g, lab in zip(gt, labels, strict=True)]
     outputs = {"bbox_regression": ember.from_numpy(reg), "cls_logits": ember.from_numpy(logits)}
     losses = model.compute_loss(targets, outputs, anchors, [ember.from_numpy(m) for m in matched])
     box_total, cls_total, n_fg = 0.0, 0.0, 0
@@ -875,7 +876,8 @@ def test_retinanet_head_losses_match_numpy():
     matched = [np.array([-1, 0, -2, 1, -1, -1, 0, -2, -1, -1, -1, -1]), np.full(n_anchors, -1)]
     logits = RNG.standard_normal((2, n_anchors, 3))
     reg = RNG.standard_normal((2, n_anchors, 4))
-    targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)} for g, lab in zip(gt, labels)]
+    targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)}
+               for g, lab in zip(gt, labels, strict=True)]
     outputs = {"cls_logits": ember.from_numpy(logits), "bbox_regression": ember.from_numpy(reg)}
     losses = head.compute_loss(targets, outputs, anchors, [ember.from_numpy(m) for m in matched])
     cls_ref, box_ref = 0.0, 0.0
@@ -923,7 +925,8 @@ def test_fcos_head_losses_match_numpy():
     logits = RNG.standard_normal((2, n_anchors, 3))
     reg = RNG.random((2, n_anchors, 4))
     ctr = RNG.standard_normal((2, n_anchors, 1))
-    targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)} for g, lab in zip(gt, labels)]
+    targets = [{"boxes": ember.from_numpy(g), "labels": ember.from_numpy(lab)}
+               for g, lab in zip(gt, labels, strict=True)]
     outputs = {"cls_logits": ember.from_numpy(logits), "bbox_regression": ember.from_numpy(reg),
                "bbox_ctrness": ember.from_numpy(ctr)}
     losses = head.compute_loss(targets, outputs, anchors, [ember.from_numpy(m) for m in matched])

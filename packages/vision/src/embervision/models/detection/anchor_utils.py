@@ -28,7 +28,8 @@ class AnchorGenerator(nn.Module):
             aspect_ratios = (aspect_ratios,) * len(sizes)
         self.sizes = sizes
         self.aspect_ratios = aspect_ratios
-        self.cell_anchors = [self.generate_anchors(size, ar) for size, ar in zip(sizes, aspect_ratios)]
+        # Mismatched lengths are reported by grid_anchors, on use (as torchvision).
+        self.cell_anchors = [self.generate_anchors(size, ar) for size, ar in zip(sizes, aspect_ratios, strict=False)]
 
     def generate_anchors(self, scales, aspect_ratios, dtype=ember.float32, device=None) -> ember.Tensor:
         """The zero-centred anchors of one cell, [len(aspect_ratios) * len(scales), 4], ratio-major,
@@ -45,7 +46,7 @@ class AnchorGenerator(nn.Module):
         self.cell_anchors = [a.to(dtype=dtype) for a in self.cell_anchors]
 
     def num_anchors_per_location(self) -> list[int]:
-        return [len(s) * len(a) for s, a in zip(self.sizes, self.aspect_ratios)]
+        return [len(s) * len(a) for s, a in zip(self.sizes, self.aspect_ratios, strict=False)]
 
     def grid_anchors(self, grid_sizes: list[list[int]], strides: list[list[int]]) -> list[ember.Tensor]:
         """Per feature map, the cell anchors shifted to every cell: [H * W * A, 4], location-major."""
@@ -54,7 +55,7 @@ class AnchorGenerator(nn.Module):
                              "different sizes and aspect ratios. There needs to be a match between the number of "
                              "feature maps passed and the number of sizes / aspect ratios specified.")
         anchors = []
-        for (grid_h, grid_w), (stride_h, stride_w), base in zip(grid_sizes, strides, self.cell_anchors):
+        for (grid_h, grid_w), (stride_h, stride_w), base in zip(grid_sizes, strides, self.cell_anchors, strict=True):
             shifts_x = ember.arange(0, grid_w, dtype=base.dtype) * stride_w
             shifts_y = ember.arange(0, grid_h, dtype=base.dtype) * stride_h
             shift_y, shift_x = ember.meshgrid(shifts_y, shifts_x, indexing="ij")

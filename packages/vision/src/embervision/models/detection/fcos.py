@@ -58,7 +58,7 @@ class FCOSHead(nn.Module):
         bbox_regression = head_outputs["bbox_regression"]  # [N, HWA, 4]
         bbox_ctrness = head_outputs["bbox_ctrness"]  # [N, HWA, 1]
         all_classes, all_boxes = [], []
-        for target, matched in zip(targets, matched_idxs):
+        for target, matched in zip(targets, matched_idxs, strict=True):
             if len(target["labels"]) == 0:
                 classes = ember.zeros((len(matched),), dtype=target["labels"].dtype)
                 boxes = ember.zeros((len(matched), 4), dtype=target["boxes"].dtype)
@@ -222,7 +222,7 @@ class FCOS(nn.Module):
 
     def compute_loss(self, targets, head_outputs, anchors, num_anchors_per_level) -> dict[str, ember.Tensor]:
         matched_idxs = []
-        for anchors_per_image, target in zip(anchors, targets):
+        for anchors_per_image, target in zip(anchors, targets, strict=True):
             if target["boxes"].numel() == 0:
                 matched_idxs.append(ember.full((anchors_per_image.shape[0],), -1, dtype=ember.int64))
                 continue
@@ -235,7 +235,7 @@ class FCOS(nn.Module):
             image_boxes, image_scores, image_labels = [], [], []
             for regression, logits, ctrness, level_anchors in zip(
                     (r[index] for r in head_outputs["bbox_regression"]), (c[index] for c in head_outputs["cls_logits"]),
-                    (c[index] for c in head_outputs["bbox_ctrness"]), anchors[index]):
+                    (c[index] for c in head_outputs["bbox_ctrness"]), anchors[index], strict=True):
                 num_classes = logits.shape[-1]
                 scores = ember.sqrt(ember.sigmoid(logits) * ember.sigmoid(ctrness)).flatten()
                 keep = scores > self.score_thresh

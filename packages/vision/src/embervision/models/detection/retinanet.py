@@ -99,7 +99,7 @@ class RetinaNetClassificationHead(nn.Module):
         """Sigmoid focal loss over the anchors not between the thresholds, per image divided by its
         number of foreground anchors, averaged over the images."""
         losses = []
-        for target, logits, matched in zip(targets, head_outputs["cls_logits"], matched_idxs):
+        for target, logits, matched in zip(targets, head_outputs["cls_logits"], matched_idxs, strict=True):
             foreground = matched >= 0
             num_foreground = int(foreground.sum())
             gt_classes = ember.zeros_like(logits)
@@ -133,7 +133,7 @@ class RetinaNetRegressionHead(nn.Module):
         divided by their number, averaged over the images."""
         losses = []
         for target, regression, anchors_per_image, matched in zip(targets, head_outputs["bbox_regression"], anchors,
-                                                                 matched_idxs):
+                                                                 matched_idxs, strict=True):
             foreground = ember.where(matched >= 0)[0]
             matched_gt = target["boxes"][matched[foreground]]
             loss = det_utils._box_loss(self._loss_type, self.box_coder, anchors_per_image[foreground], matched_gt,
@@ -203,7 +203,7 @@ class RetinaNet(nn.Module):
 
     def compute_loss(self, targets, head_outputs, anchors) -> dict[str, ember.Tensor]:
         matched_idxs = []
-        for anchors_per_image, target in zip(anchors, targets):
+        for anchors_per_image, target in zip(anchors, targets, strict=True):
             if target["boxes"].numel() == 0:
                 matched_idxs.append(ember.full((anchors_per_image.shape[0],), -1, dtype=ember.int64))
                 continue
@@ -218,7 +218,7 @@ class RetinaNet(nn.Module):
             image_boxes, image_scores, image_labels = [], [], []
             for regression, logits, level_anchors in zip((r[index] for r in head_outputs["bbox_regression"]),
                                                          (c[index] for c in head_outputs["cls_logits"]),
-                                                         anchors[index]):
+                                                         anchors[index], strict=True):
                 num_classes = logits.shape[-1]
                 scores = ember.sigmoid(logits).flatten()
                 keep = scores > self.score_thresh

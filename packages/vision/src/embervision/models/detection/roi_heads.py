@@ -49,9 +49,9 @@ def maskrcnn_loss(mask_logits: ember.Tensor, proposals: list[ember.Tensor], gt_m
                   gt_labels: list[ember.Tensor], mask_matched_idxs: list[ember.Tensor]) -> ember.Tensor:
     """Binary cross entropy between the positives' mask logits for their class and the projected masks."""
     discretization_size = mask_logits.shape[-1]
-    labels = ember.cat([gt_label[idxs] for gt_label, idxs in zip(gt_labels, mask_matched_idxs)], dim=0)
+    labels = ember.cat([gt_label[idxs] for gt_label, idxs in zip(gt_labels, mask_matched_idxs, strict=True)], dim=0)
     mask_targets = ember.cat([project_masks_on_boxes(m, p, i, discretization_size)
-                              for m, p, i in zip(gt_masks, proposals, mask_matched_idxs)], dim=0)
+                              for m, p, i in zip(gt_masks, proposals, mask_matched_idxs, strict=True)], dim=0)
     if mask_targets.numel() == 0:
         # No positive proposal: a zero loss that still depends on the logits.
         return mask_logits.sum() * 0
@@ -113,7 +113,7 @@ def keypointrcnn_loss(keypoint_logits: ember.Tensor, proposals: list[ember.Tenso
         raise ValueError(f"keypoint_logits height and width (last two elements of shape) should be equal. "
                          f"Instead got H = {h} and W = {w}")
     heatmaps, valid = [], []
-    for proposals_per_image, gt_kp, midx in zip(proposals, gt_keypoints, keypoint_matched_idxs):
+    for proposals_per_image, gt_kp, midx in zip(proposals, gt_keypoints, keypoint_matched_idxs, strict=True):
         heatmaps_per_image, valid_per_image = keypoints_to_heatmap(gt_kp[midx], proposals_per_image, h)
         heatmaps.append(heatmaps_per_image.reshape(-1))
         valid.append(valid_per_image.reshape(-1))
@@ -127,7 +127,7 @@ def keypointrcnn_loss(keypoint_logits: ember.Tensor, proposals: list[ember.Tenso
 
 def keypointrcnn_inference(x: ember.Tensor, boxes: list[ember.Tensor]):
     kp_probs, kp_scores = [], []
-    for xx, bb in zip(x.split([b.shape[0] for b in boxes], dim=0), boxes):
+    for xx, bb in zip(x.split([b.shape[0] for b in boxes], dim=0), boxes, strict=True):
         kp_prob, scores = heatmaps_to_keypoints(xx, bb)
         kp_probs.append(kp_prob)
         kp_scores.append(scores)
@@ -171,7 +171,7 @@ def paste_masks_in_image(masks: ember.Tensor, boxes: ember.Tensor, img_shape: tu
     masks, scale = expand_masks(masks, padding=padding)
     boxes = expand_boxes(boxes, scale).to(dtype=ember.int64).tolist()
     im_h, im_w = img_shape
-    res = [paste_mask_in_image(m[0], b, im_h, im_w) for m, b in zip(masks, boxes)]
+    res = [paste_mask_in_image(m[0], b, im_h, im_w) for m, b in zip(masks, boxes, strict=True)]
     if res:
         return ember.stack(res, dim=0)[:, None]
     return ember.zeros((0, 1, im_h, im_w), dtype=masks.dtype)
@@ -220,7 +220,8 @@ class RoIHeads(nn.Module):
         """Per image: each proposal's matched ground truth (clamped to 0 when unmatched) and its label
         (the ground truth's, 0 for background, -1 ignored)."""
         matched_idxs, labels = [], []
-        for proposals_in_image, gt_boxes_in_image, gt_labels_in_image in zip(proposals, gt_boxes, gt_labels):
+        for proposals_in_image, gt_boxes_in_image, gt_labels_in_image in zip(proposals, gt_boxes, gt_labels,
+                                                                             strict=True):
             if gt_boxes_in_image.numel() == 0:
                 clamped = ember.zeros((proposals_in_image.shape[0],), dtype=ember.int64)
                 labels_in_image = ember.zeros((proposals_in_image.shape[0],), dtype=ember.int64)
@@ -236,10 +237,10 @@ class RoIHeads(nn.Module):
 
     def subsample(self, labels: list[ember.Tensor]) -> list[ember.Tensor]:
         sampled_pos, sampled_neg = self.fg_bg_sampler(labels)
-        return [ember.where((pos | neg) > 0)[0] for pos, neg in zip(sampled_pos, sampled_neg)]
+        return [ember.where((pos | neg) > 0)[0] for pos, neg in zip(sampled_pos, sampled_neg, strict=True)]
 
     def add_gt_proposals(self, proposals: list[ember.Tensor], gt_boxes: list[ember.Tensor]) -> list[ember.Tensor]:
-        return [ember.cat([proposal, gt_box]) for proposal, gt_box in zip(proposals, gt_boxes)]
+        return [ember.cat([proposal, gt_box]) for proposal, gt_box in zip(proposals, gt_boxes, strict=True)]
 
     def check_targets(self, targets) -> None:
         if targets is None:
@@ -282,7 +283,7 @@ class RoIHeads(nn.Module):
         pred_scores = F.softmax(class_logits, -1)
         all_boxes, all_scores, all_labels = [], [], []
         for boxes, scores, image_shape in zip(pred_boxes.split(boxes_per_image, 0),
-                                              pred_scores.split(boxes_per_image, 0), image_shapes):
+                                              pred_scores.split(boxes_per_image, 0), image_shapes, strict=True):
             n = boxes.shape[0]
             boxes = box_ops.clip_boxes_to_image(boxes.reshape(-1, 4), image_shape).reshape(n, num_classes, 4)
             labels = ember.arange(num_classes).reshape(1, -1).expand_as(scores)
@@ -332,7 +333,7 @@ class RoIHeads(nn.Module):
             losses = {"loss_classifier": loss_classifier, "loss_box_reg": loss_box_reg}
         else:
             boxes, scores, labels = self.postprocess_detections(class_logits, box_regression, proposals, image_shapes)
-            result = [{"boxes": b, "labels": lab, "scores": s} for b, s, lab in zip(boxes, scores, labels)]
+            result = [{"boxes": b, "labels": lab, "scores": s} for b, s, lab in zip(boxes, scores, labels, strict=True)]
 
         if self.has_mask():
             if self.training:
@@ -346,7 +347,8 @@ class RoIHeads(nn.Module):
                 gt_labels = [t["labels"] for t in targets]
                 losses["loss_mask"] = maskrcnn_loss(mask_logits, mask_proposals, gt_masks, gt_labels, pos_matched_idxs)
             else:
-                for mask_prob, r in zip(maskrcnn_inference(mask_logits, [r["labels"] for r in result]), result):
+                masks_probs = maskrcnn_inference(mask_logits, [r["labels"] for r in result])
+                for mask_prob, r in zip(masks_probs, result, strict=True):
                     r["masks"] = mask_prob
 
         if self.has_keypoint():
@@ -362,7 +364,7 @@ class RoIHeads(nn.Module):
                                                             pos_matched_idxs)
             else:
                 keypoints_probs, kp_scores = keypointrcnn_inference(keypoint_logits, kp_proposals)
-                for keypoint_prob, kps, r in zip(keypoints_probs, kp_scores, result):
+                for keypoint_prob, kps, r in zip(keypoints_probs, kp_scores, result, strict=True):
                     r["keypoints"] = keypoint_prob
                     r["keypoints_scores"] = kps
         return result, losses

@@ -57,7 +57,7 @@ def concat_box_prediction_layers(box_cls: list[ember.Tensor],
     """All levels' logits as [N * sum(HWA), C] and deltas as [N * sum(HWA), 4], image-major, in the
     anchors' order."""
     cls_flat, reg_flat = [], []
-    for cls_level, reg_level in zip(box_cls, box_regression):
+    for cls_level, reg_level in zip(box_cls, box_regression, strict=True):
         n, axc, h, w = cls_level.shape
         a = reg_level.shape[1] // 4
         c = axc // a
@@ -100,7 +100,7 @@ class RegionProposalNetwork(nn.Module):
     def assign_targets_to_anchors(self, anchors: list[ember.Tensor], targets: list[dict[str, ember.Tensor]]):
         """Per image: anchor labels (1 foreground, 0 background, -1 ignored) and each anchor's matched box."""
         labels, matched_gt_boxes = [], []
-        for anchors_per_image, target in zip(anchors, targets):
+        for anchors_per_image, target in zip(anchors, targets, strict=True):
             gt_boxes = target["boxes"]
             if gt_boxes.numel() == 0:
                 matched = ember.zeros(tuple(anchors_per_image.shape), dtype=ember.float32)
@@ -138,7 +138,7 @@ class RegionProposalNetwork(nn.Module):
         proposals = proposals[batch_idx, top_n_idx]
         objectness_prob = ember.sigmoid(objectness)
         final_boxes, final_scores = [], []
-        for boxes, scores, lvl, img_shape in zip(proposals, objectness_prob, levels, image_shapes):
+        for boxes, scores, lvl, img_shape in zip(proposals, objectness_prob, levels, image_shapes, strict=True):
             boxes = box_ops.clip_boxes_to_image(boxes, img_shape)
             keep = box_ops.remove_small_boxes(boxes, self.min_size)
             boxes, scores, lvl = boxes[keep], scores[keep], lvl[keep]

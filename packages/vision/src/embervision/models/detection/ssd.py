@@ -42,7 +42,7 @@ class SSDScoringHead(nn.Module):
 
     def forward(self, x: list[ember.Tensor]) -> ember.Tensor:
         all_results = []
-        for features, module in zip(x, self.module_list):
+        for features, module in zip(x, self.module_list, strict=True):
             results = module(features)
             n, _, h, w = results.shape
             results = results.reshape(n, -1, self.num_columns, h, w).permute(0, 3, 4, 1, 2)
@@ -53,7 +53,7 @@ class SSDScoringHead(nn.Module):
 class SSDClassificationHead(SSDScoringHead):
     def __init__(self, in_channels: list[int], num_anchors: list[int], num_classes: int) -> None:
         cls_logits = nn.ModuleList([nn.Conv2d(c, num_classes * a, kernel_size=3, padding=1)
-                                    for c, a in zip(in_channels, num_anchors)])
+                                    for c, a in zip(in_channels, num_anchors, strict=True)])
         _xavier_init(cls_logits)
         super().__init__(cls_logits, num_classes)
 
@@ -61,7 +61,7 @@ class SSDClassificationHead(SSDScoringHead):
 class SSDRegressionHead(SSDScoringHead):
     def __init__(self, in_channels: list[int], num_anchors: list[int]) -> None:
         bbox_reg = nn.ModuleList([nn.Conv2d(c, 4 * a, kernel_size=3, padding=1)
-                                  for c, a in zip(in_channels, num_anchors)])
+                                  for c, a in zip(in_channels, num_anchors, strict=True)])
         _xavier_init(bbox_reg)
         super().__init__(bbox_reg, 4)
 
@@ -128,7 +128,7 @@ class SSD(nn.Module):
         num_foreground = 0
         bbox_loss, cls_targets = [], []
         for target, regression, logits, anchors_per_image, matched in zip(targets, bbox_regression, cls_logits,
-                                                                         anchors, matched_idxs):
+                                                                         anchors, matched_idxs, strict=True):
             foreground = ember.where(matched >= 0)[0]
             foreground_matched = matched[foreground]
             num_foreground += foreground_matched.numel()
@@ -171,7 +171,7 @@ class SSD(nn.Module):
 
         if self.training:
             matched_idxs = []
-            for anchors_per_image, target in zip(anchors, targets):
+            for anchors_per_image, target in zip(anchors, targets, strict=True):
                 if target["boxes"].numel() == 0:
                     matched_idxs.append(ember.full((anchors_per_image.shape[0],), -1, dtype=ember.int64))
                     continue
@@ -188,7 +188,8 @@ class SSD(nn.Module):
         pred_scores = F.softmax(head_outputs["cls_logits"], dim=-1)
         num_classes = pred_scores.shape[-1]
         detections = []
-        for boxes, scores, anchors, image_shape in zip(bbox_regression, pred_scores, image_anchors, image_shapes):
+        for boxes, scores, anchors, image_shape in zip(bbox_regression, pred_scores, image_anchors, image_shapes,
+                                                       strict=True):
             boxes = box_ops.clip_boxes_to_image(self.box_coder.decode_single(boxes, anchors), image_shape)
             image_boxes, image_scores, image_labels = [], [], []
             for label in range(1, num_classes):

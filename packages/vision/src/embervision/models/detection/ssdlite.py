@@ -58,14 +58,15 @@ class SSDLiteClassificationHead(SSDScoringHead):
     def __init__(self, in_channels: list[int], num_anchors: list[int], num_classes: int,
                  norm_layer: Callable[..., nn.Module]) -> None:
         cls_logits = nn.ModuleList([_prediction_block(c, num_classes * a, 3, norm_layer)
-                                    for c, a in zip(in_channels, num_anchors)])
+                                    for c, a in zip(in_channels, num_anchors, strict=True)])
         _normal_init(cls_logits)
         super().__init__(cls_logits, num_classes)
 
 
 class SSDLiteRegressionHead(SSDScoringHead):
     def __init__(self, in_channels: list[int], num_anchors: list[int], norm_layer: Callable[..., nn.Module]) -> None:
-        bbox_reg = nn.ModuleList([_prediction_block(c, 4 * a, 3, norm_layer) for c, a in zip(in_channels, num_anchors)])
+        bbox_reg = nn.ModuleList([_prediction_block(c, 4 * a, 3, norm_layer)
+                                  for c, a in zip(in_channels, num_anchors, strict=True)])
         _normal_init(bbox_reg)
         super().__init__(bbox_reg, 4)
 

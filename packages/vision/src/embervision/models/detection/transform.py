@@ -41,7 +41,7 @@ def _resize_image_and_masks(image: ember.Tensor, self_min_size: float, self_max_
 def _ratios(original_size: list[int], new_size: list[int]) -> tuple[float, float]:
     # The (height, width) scale factors, float32 quotients as torchvision computes them.
     return tuple(float(ember.tensor(s, dtype=ember.float32) / ember.tensor(s_orig, dtype=ember.float32))
-                 for s, s_orig in zip(new_size, original_size))
+                 for s, s_orig in zip(new_size, original_size, strict=True))
 
 
 def resize_boxes(boxes: ember.Tensor, original_size: list[int], new_size: list[int]) -> ember.Tensor:
@@ -128,7 +128,7 @@ class GeneralizedRCNNTransform(nn.Module):
         return image, target
 
     def max_by_axis(self, the_list: list[list[int]]) -> list[int]:
-        return [max(sizes) for sizes in zip(*the_list)]
+        return [max(sizes) for sizes in zip(*the_list, strict=True)]
 
     def batch_images(self, images: list[ember.Tensor], size_divisible: int = 32) -> ember.Tensor:
         """Zero-pad every image at the right and bottom to the batch's largest size, rounded up to a
@@ -151,7 +151,7 @@ class GeneralizedRCNNTransform(nn.Module):
         resized image back to the original; training results pass through."""
         if self.training:
             return result
-        for i, (pred, im_s, o_im_s) in enumerate(zip(result, image_shapes, original_image_sizes)):
+        for i, (pred, im_s, o_im_s) in enumerate(zip(result, image_shapes, original_image_sizes, strict=True)):
             boxes = resize_boxes(pred["boxes"], im_s, o_im_s)
             result[i]["boxes"] = boxes
             if "masks" in pred:
