@@ -66,7 +66,7 @@ int clamp_threads(int threads, double work) {
   return static_cast<int>(std::max(1.0, std::min({double(threads), 256.0, useful})));
 }
 
-// Dispatches fn.template operator()<T>() on a float32 or float64 array, TypeError otherwise.
+// Calls fn(T{}) with T the float or double element type of `a`; TypeError for any other dtype.
 template <class F>
 py::object dispatch(const std::string& op, const py::array& a, F&& fn) {
   if (is<float>(a)) return fn(float{});
