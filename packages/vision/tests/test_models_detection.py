@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ember
 from ember import nn
@@ -70,6 +72,18 @@ def test_box_coder_matches_numpy_and_round_trips(weights):
     np.testing.assert_allclose(got.numpy(), np_decode(many.reshape(5, 12), proposals[:5], weights,
                                                       math.log(1000.0 / 16)), rtol=1e-12, atol=1e-9)
     assert bool(ember.isfinite(got).all())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.floats(0.5, 20.0), st.floats(0.5, 20.0), st.integers(0, 2 ** 31 - 1))
+def test_box_coder_round_trip_property(n, wxy, wwh, seed):
+    rng = np.random.default_rng(seed)
+    gt, proposals = random_boxes(n, rng=rng), random_boxes(n, rng=rng)
+    coder = det_utils.BoxCoder((wxy, wxy, wwh, wwh), bbox_xform_clip=math.inf)
+    codes = coder.encode_single(ember.from_numpy(gt), ember.from_numpy(proposals))
+    np.testing.assert_allclose(codes.numpy(), np_encode(gt, proposals, (wxy, wxy, wwh, wwh)), rtol=1e-10, atol=1e-12)
+    back = coder.decode_single(codes, ember.from_numpy(proposals)).numpy()
+    np.testing.assert_allclose(back, gt, rtol=1e-9, atol=1e-9)
 
 
 def test_box_coder_lists_and_empty():
