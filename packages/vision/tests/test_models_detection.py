@@ -422,7 +422,13 @@ def test_ssd300_eval(cheap_init):
     model = detection.ssd300_vgg16(weights_backbone=None, num_classes=4).eval()
     with ember.no_grad():
         out = model([ember.rand(3, 100, 140)])
+        # The six maps of SSD300 (pool3 in ceil mode keeps conv4_3 at 38x38): 8732 default boxes.
+        features = model.backbone(ember.rand(1, 3, 300, 300))
     check_detections(out, 1, 4, [(100, 140)])
+    assert [tuple(f.shape[1:]) for f in features.values()] == [
+        (512, 38, 38), (1024, 19, 19), (512, 10, 10), (256, 5, 5), (256, 3, 3), (256, 1, 1)]
+    head = model.head(list(features.values()))
+    assert tuple(head["cls_logits"].shape) == (1, 8732, 4) and tuple(head["bbox_regression"].shape) == (1, 8732, 4)
 
 
 def test_ssd_loss_on_small_backbone(cheap_init):
