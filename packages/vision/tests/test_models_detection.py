@@ -404,6 +404,11 @@ def test_ssdlite_eval_and_train(cheap_init):
     with ember.no_grad():
         out = model(images)
     check_detections(out, 2, 3, [(128, 160), (96, 120)])
+    with ember.no_grad():
+        features = model.backbone(ember.rand(1, 3, 320, 320))
+    # C4 after its expansion (672), C5 (480 with the reduced tail), then the four extra blocks.
+    assert [tuple(f.shape[1:]) for f in features.values()] == [
+        (672, 20, 20), (480, 10, 10), (512, 5, 5), (256, 3, 3), (256, 2, 2), (128, 1, 1)]
     model.train()
     losses = model(images, targets_for(2))
     assert set(losses) == {"bbox_regression", "classification"}
