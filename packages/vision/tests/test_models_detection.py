@@ -124,6 +124,8 @@ def test_box_linear_coder():
         np.testing.assert_allclose(enc, ref, rtol=1e-12)
         dec = coder.decode(ember.from_numpy(enc), ember.from_numpy(anchors)).numpy()
         np.testing.assert_allclose(dec, gt, rtol=1e-10, atol=1e-10)
+    codes = ember.from_numpy(RNG.random((6, 4))).requires_grad_()
+    assert ember.autograd.gradcheck(lambda c: coder.decode(c, ember.from_numpy(anchors)), (codes,))
     # Batched [N, A, 4] codes.
     batched = coder.decode(ember.zeros(2, 6, 4, dtype=ember.float64), ember.from_numpy(anchors))
     assert tuple(batched.shape) == (2, 6, 4)

@@ -184,3 +184,10 @@ def test_optical_flow_preset():
     a, b = OpticalFlow()(ember.from_numpy(img), ember.rand(3, 4, 4))
     np.testing.assert_allclose(a.numpy(), img / 255.0 * 2 - 1, rtol=1e-6, atol=1e-6)
     assert float(b.min()) >= -1 and float(b.max()) <= 1
+
+
+def test_upsample_flow_gradcheck():
+    flow = ember.from_numpy(RNG.standard_normal((1, 2, 2, 3))).requires_grad_()
+    mask = ember.from_numpy(RNG.standard_normal((1, 9 * 4, 2, 3))).requires_grad_()
+    assert ember.autograd.gradcheck(lambda f, m: upsample_flow(f, m, factor=2), (flow, mask))
+    assert ember.autograd.gradcheck(lambda f: upsample_flow(f, factor=2), (flow,))
