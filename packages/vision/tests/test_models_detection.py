@@ -479,6 +479,7 @@ def test_trainable_layers_freeze(no_init):
     assert all(p.requires_grad for p in model.parameters())
     # _vgg_extractor reads only the VGG's features (no need for the 120M-parameter classifier).
     from types import SimpleNamespace
+
     from embervision.models.vgg import cfgs, make_layers
     extractor = detection.ssd._vgg_extractor(SimpleNamespace(features=make_layers(cfgs["D"])), False, 2)
     frozen = [not p.requires_grad for p in extractor.features.parameters()]
@@ -972,8 +973,8 @@ def test_fcos_head_losses_match_numpy():
         p_t = p * onehot + (1 - p) * (1 - onehot)
         cls_ref += ((0.25 * onehot + 0.75 * (1 - onehot)) * ce * (1 - p_t) ** 2).sum()
         for a in fg:
-            l, t, r, b = reg[i, a] * np.array([w[a], h[a], w[a], h[a]])
-            pred = np.array([cx[a] - l, cy[a] - t, cx[a] + r, cy[a] + b])
+            left, top, right, bottom = reg[i, a] * np.array([w[a], h[a], w[a], h[a]])
+            pred = np.array([cx[a] - left, cy[a] - top, cx[a] + right, cy[a] + bottom])
             g = gt[i][matched[i][a]]
             iw = max(0.0, min(pred[2], g[2]) - max(pred[0], g[0]))
             ih = max(0.0, min(pred[3], g[3]) - max(pred[1], g[1]))

@@ -22,7 +22,12 @@ from embervision.models._meta import _IMAGENET_CATEGORIES
 from embervision.models._utils import _ovewrite_named_param, _ovewrite_value_param, handle_legacy_interface
 from embervision.models.resnet import ResNet50_Weights
 from embervision.models.squeezenet import SqueezeNet1_1_Weights
-from embervision.transforms._presets import ImageClassification, ObjectDetection, OpticalFlow, SemanticSegmentation
+from embervision.transforms._presets import (
+    ImageClassification,
+    ObjectDetection,
+    OpticalFlow,
+    SemanticSegmentation,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Weights, WeightsEnum

@@ -12,6 +12,7 @@ from ember.nn import functional as F
 
 from ...ops import complete_box_iou_loss, distance_box_iou_loss, generalized_box_iou_loss
 from ...ops.misc import FrozenBatchNorm2d
+from .._api import Weights
 
 
 class BalancedPositiveNegativeSampler:
@@ -240,11 +241,10 @@ def _box_loss(type: str, box_coder: BoxCoder, anchors_per_image: ember.Tensor,
 
 
 def _detection_weights(url: str, num_params: int, recipe: str, metrics: dict[str, float], docs: str,
-                       **meta) -> "Weights":
+                       **meta) -> Weights:
     """One COCO entry of a detection weights table (ObjectDetection preset, COCO categories unless
     `meta` says otherwise)."""
     from ...transforms._presets import ObjectDetection
-    from .._api import Weights
     from .._meta import _COCO_CATEGORIES
 
     return Weights(url=url, transforms=ObjectDetection,

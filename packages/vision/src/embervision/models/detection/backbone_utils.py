@@ -26,7 +26,7 @@ def _validate_trainable_layers(is_trained: bool, trainable_backbone_layers: int 
         if trainable_backbone_layers is not None:
             warnings.warn("Changing trainable_backbone_layers has no effect if neither pretrained nor "
                           f"pretrained_backbone have been set to True, falling back to "
-                          f"trainable_backbone_layers={max_value} so that all layers are trainable")
+                          f"trainable_backbone_layers={max_value} so that all layers are trainable", stacklevel=2)
         trainable_backbone_layers = max_value
     if trainable_backbone_layers is None:
         trainable_backbone_layers = default_value

@@ -295,7 +295,7 @@ def ssd300_vgg16(*, weights: SSD300_VGG16_Weights | None = None, progress: bool 
     weights = SSD300_VGG16_Weights.verify(weights)
     weights_backbone = VGG16_Weights.verify(weights_backbone)
     if "size" in kwargs:
-        warnings.warn("The size of the model is already fixed; ignoring the parameter.")
+        warnings.warn("The size of the model is already fixed; ignoring the parameter.", stacklevel=2)
         kwargs.pop("size")
     if weights is not None:
         weights_backbone = None

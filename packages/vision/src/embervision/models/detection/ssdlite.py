@@ -162,7 +162,7 @@ def ssdlite320_mobilenet_v3_large(
     weights = SSDLite320_MobileNet_V3_Large_Weights.verify(weights)
     weights_backbone = MobileNet_V3_Large_Weights.verify(weights_backbone)
     if "size" in kwargs:
-        warnings.warn("The size of the model is already fixed; ignoring the parameter.")
+        warnings.warn("The size of the model is already fixed; ignoring the parameter.", stacklevel=2)
         kwargs.pop("size")
     if weights is not None:
         weights_backbone = None
