@@ -99,7 +99,7 @@ MODERN = ["efficientnet_*", "regnet_*", "convnext_*", "vit_*", "swin_*"]
 
 
 def test_every_classic_model_has_a_spec():
-    assert sorted(SPECS) == models.list_models(exclude=MODERN)
+    assert sorted(SPECS) == models.list_models(module=models, exclude=MODERN)
 
 
 # torchvision documents GoogLeNet's count without its (not pretrained) auxiliary heads, Inception v3's

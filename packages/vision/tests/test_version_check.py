@@ -36,7 +36,7 @@ def test_the_installed_core_is_accepted():
     embervision._check_core()
 
 
-@pytest.mark.parametrize("module", ["_C", "_image"])
+@pytest.mark.parametrize("module", ["_C", "_image", "_transforms", "_video"])
 def test_native_modules_were_built_for_the_installed_core(module):
     native = _native.load(module)
     assert native.built_for_core.split(".")[:2] == ember.__version__.split(".")[:2]

@@ -22,7 +22,12 @@ from embervision.models._meta import _IMAGENET_CATEGORIES
 from embervision.models._utils import _ovewrite_named_param, _ovewrite_value_param, handle_legacy_interface
 from embervision.models.resnet import ResNet50_Weights
 from embervision.models.squeezenet import SqueezeNet1_1_Weights
-from embervision.transforms._presets import ImageClassification
+from embervision.transforms._presets import (
+    ImageClassification,
+    ObjectDetection,
+    OpticalFlow,
+    SemanticSegmentation,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Weights, WeightsEnum
@@ -82,9 +87,15 @@ def test_every_registered_model_has_a_complete_weights_table(name):
         # A file name carrying at least 8 hex digits of the SHA-256, as ember.hub's check needs.
         assert w.url.startswith("https://download.pytorch.org/models/")
         assert hub.HASH_REGEX.search(os.path.basename(w.url)).group(1).__len__() >= 8
-        for key in ("num_params", "min_size", "categories", "recipe", "_metrics", "_docs"):
+        # Optical flow weights have no categories (as torchvision's); each task has its preset.
+        task = models.get_model_builder(name).__module__.split(".")[2]
+        keys = ("num_params", "min_size", "recipe", "_metrics", "_docs") + (() if task == "optical_flow" else
+                                                                             ("categories",))
+        for key in keys:
             assert key in w.meta, (w, key)
-        assert isinstance(w.transforms(), ImageClassification)
+        preset = {"detection": ObjectDetection, "segmentation": SemanticSegmentation,
+                  "optical_flow": OpticalFlow}.get(task, ImageClassification)
+        assert isinstance(w.transforms(), preset)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,7 +144,11 @@ def test_get_model_passes_the_config_and_is_case_insensitive():
 def test_list_models_module_include_exclude():
     names = models.list_models()
     assert names == sorted(names) and {"resnet50", "mobilenet_v3_small", "vgg16_bn"} <= set(names)
-    assert models.list_models(module=models) == names
+    # The subpackages' builders (detection, segmentation, optical_flow) are listed under their module.
+    from embervision.models import detection, optical_flow, segmentation
+    by_module = [models.list_models(module=m) for m in (models, detection, segmentation, optical_flow)]
+    assert sorted(n for names_ in by_module for n in names_) == names
+    assert "resnet50" in by_module[0] and "fasterrcnn_resnet50_fpn" in by_module[1]
     assert models.list_models(include="resnet*") == ["resnet101", "resnet152", "resnet18", "resnet34", "resnet50"]
     assert models.list_models(include=["vgg1?", "alex*"], exclude="vgg16") == ["alexnet", "vgg11", "vgg13", "vgg19"]
     assert models.list_models(exclude="*") == []

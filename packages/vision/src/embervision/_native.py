@@ -1,5 +1,5 @@
-"""Loads embervision's native modules (``_C``, ``_image``) on first use, checking that each was
-compiled against the installed core's minor (Note [core compatibility check] in __init__)."""
+"""Loads embervision's native modules (``_C``, ``_image``, ``_video``) on first use, checking that
+each was compiled against the installed core's minor (Note [core compatibility check] in __init__)."""
 
 from __future__ import annotations
 

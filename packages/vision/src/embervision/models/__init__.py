@@ -1,9 +1,11 @@
 """Model architectures with the multi-weight API, in the shape of torchvision.models.
 
 Each builder (``resnet50(*, weights=None, progress=True, **kwargs)``) has a weights enum
-(``ResNet50_Weights``) and is registered for ``get_model("resnet50", weights="DEFAULT")``.
+(``ResNet50_Weights``) and is registered for ``get_model("resnet50", weights="DEFAULT")``. The
+subpackages ``detection``, ``segmentation`` and ``optical_flow`` hold the other tasks' models.
 """
 
+from . import detection, optical_flow, segmentation  # noqa: F401
 from ._api import (  # noqa: F401
     Weights,
     WeightsEnum,

@@ -13,7 +13,7 @@ import ember
 from ember import nn
 from ember.nn import functional as F
 
-__all__ = ["ImageClassification"]
+__all__ = ["ObjectDetection", "ImageClassification", "SemanticSegmentation", "OpticalFlow"]
 
 # The interpolation modes a tensor resize supports, by torchvision's InterpolationMode value.
 _INTERPOLATIONS = ("nearest", "nearest-exact", "bilinear", "bicubic")
@@ -129,3 +129,88 @@ class ImageClassification(nn.Module):
                 f"``interpolation={self.interpolation}``, followed by a central crop of "
                 f"``crop_size={self.crop_size}``. Finally the values are first rescaled to ``[0.0, 1.0]`` and "
                 f"then normalized using ``mean={self.mean}`` and ``std={self.std}``.")
+
+
+def _to_float(img: ember.Tensor) -> ember.Tensor:
+    # convert_image_dtype(img, float): uint8 0..255 becomes float32 0..1; float images pass through.
+    if img.dtype == ember.uint8:
+        return img.to(ember.float32) / 255.0
+    return img
+
+
+class ObjectDetection(nn.Module):
+    """The detection models' preset: only rescales uint8 images to float [0, 1] (the models resize
+    and normalize inside, in GeneralizedRCNNTransform)."""
+
+    def forward(self, img: ember.Tensor) -> ember.Tensor:
+        _check_image(img)
+        return _to_float(img)
+
+    def __repr__(self) -> str:
+        return self.__class__.__name__ + "()"
+
+    def describe(self) -> str:
+        return ("Accepts batched ``(B, C, H, W)`` and single ``(C, H, W)`` image ``ember.Tensor`` objects. "
+                "The images are rescaled to ``[0.0, 1.0]``.")
+
+
+class SemanticSegmentation(nn.Module):
+    """Resize the shorter side to `resize_size` (None: no resize), scale to float [0, 1] and normalize
+    each channel with `mean` and `std`."""
+
+    def __init__(self, *, resize_size: int | None, mean: Sequence[float] = (0.485, 0.456, 0.406),
+                 std: Sequence[float] = (0.229, 0.224, 0.225), interpolation: Any = "bilinear",
+                 antialias: bool | None = True) -> None:
+        super().__init__()
+        _mode_name(interpolation)
+        if resize_size is not None and resize_size <= 0:
+            raise ValueError(f"resize_size must be positive, but got {resize_size}")
+        if len(mean) != len(std):
+            raise ValueError(f"mean and std must have one value per channel, but got {len(mean)} and {len(std)}")
+        if any(s == 0 for s in std):
+            raise ValueError(f"std evaluated to zero, leading to division by zero: {list(std)}")
+        self.resize_size = [resize_size] if resize_size is not None else None
+        self.mean = list(mean)
+        self.std = list(std)
+        self.interpolation = interpolation
+        self.antialias = antialias
+
+    def forward(self, img: ember.Tensor) -> ember.Tensor:
+        _check_image(img)
+        channels = img.shape[-3]
+        if len(self.mean) not in (1, channels):
+            raise ValueError(f"the image has {channels} channels but mean and std have {len(self.mean)} values")
+        if isinstance(self.resize_size, list):
+            img = _resize(img, self.resize_size[0], _mode_name(self.interpolation), self.antialias)
+        img = _to_float(img)
+        mean = ember.tensor(self.mean, dtype=img.dtype).reshape(-1, 1, 1)
+        std = ember.tensor(self.std, dtype=img.dtype).reshape(-1, 1, 1)
+        return (img - mean) / std
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}(\n    resize_size={self.resize_size}\n    mean={self.mean}\n"
+                f"    std={self.std}\n    interpolation={self.interpolation}\n)")
+
+    def describe(self) -> str:
+        return ("Accepts batched ``(B, C, H, W)`` and single ``(C, H, W)`` image ``ember.Tensor`` objects. "
+                f"The images are resized to ``resize_size={self.resize_size}`` using "
+                f"``interpolation={self.interpolation}``. Finally the values are first rescaled to ``[0.0, 1.0]`` "
+                f"and then normalized using ``mean={self.mean}`` and ``std={self.std}``.")
+
+
+class OpticalFlow(nn.Module):
+    """The optical flow models' preset: both images scaled to float and mapped from [0, 1] to [-1, 1]."""
+
+    def forward(self, img1: ember.Tensor, img2: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor]:
+        _check_image(img1)
+        _check_image(img2)
+        img1 = _to_float(img1) * 2 - 1
+        img2 = _to_float(img2) * 2 - 1
+        return img1.contiguous(), img2.contiguous()
+
+    def __repr__(self) -> str:
+        return self.__class__.__name__ + "()"
+
+    def describe(self) -> str:
+        return ("Accepts batched ``(B, C, H, W)`` and single ``(C, H, W)`` image ``ember.Tensor`` objects. "
+                "The images are rescaled to ``[-1.0, 1.0]``.")

@@ -1,16 +1,20 @@
 """Color kernels on RGB (or one-channel) images ``[..., C, H, W]``, uint8 or float in [0, 1].
 
-Integer results follow torchvision: blends truncate (a cast) while grayscale rounds.
+Integer results follow torchvision: blends truncate (a cast) while grayscale rounds. CPU images of
+dtype uint8, float32 or float64 that autograd does not track run on the native kernels of
+``embervision._transforms`` (see ``_native``), which do the same arithmetic as the code here.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import ember
 import ember.nn.functional as nnF
 
 from ... import _tv_tensors as tvt
+from . import _native
 from ._misc import to_dtype_image
 from ._utils import _dispatch, _max_value, _num_value_bits, _register_kernel_internal
 
@@ -57,6 +61,9 @@ def rgb_to_grayscale_image(image: ember.Tensor, num_output_channels: int = 1) ->
     c = _check_channels(image)
     if c == 1:
         return image.expand(*image.shape[:-3], num_output_channels, *image.shape[-2:]).clone()
+    if _native.applies(image):
+        gray = _native.call("rgb_to_grayscale", image)
+        return gray if num_output_channels == 1 else gray.expand(*image.shape).contiguous()
     return _rgb_to_grayscale_image(image, num_output_channels).contiguous()
 
 
@@ -93,6 +100,8 @@ def adjust_brightness_image(image: ember.Tensor, brightness_factor: float) -> em
     if brightness_factor < 0:
         raise ValueError("brightness_factor is not non-negative.")
     _check_channels(image)
+    if _native.applies(image):
+        return _native.call("adjust_brightness", image, float(brightness_factor))
     fp = _is_fp(image)
     out = (image if fp else image.float()) * brightness_factor
     out = out.clamp(0, _max_value(image.dtype))
@@ -108,6 +117,8 @@ def adjust_saturation_image(image: ember.Tensor, saturation_factor: float) -> em
         raise ValueError("saturation_factor is not non-negative.")
     if _check_channels(image) == 1:
         return image
+    if _native.applies(image):
+        return _native.call("adjust_saturation", image, float(saturation_factor))
     gray = _rgb_to_grayscale_image(image, 1, preserve_dtype=False)
     if not _is_fp(image):
         gray = gray.floor()
@@ -122,6 +133,8 @@ def adjust_contrast_image(image: ember.Tensor, contrast_factor: float) -> ember.
     if contrast_factor < 0:
         raise ValueError("contrast_factor is not non-negative.")
     c = _check_channels(image)
+    if _native.applies(image):
+        return _native.call("adjust_contrast", image, float(contrast_factor))
     fp = _is_fp(image)
     if c == 3:
         gray = _rgb_to_grayscale_image(image, 1, preserve_dtype=False)
@@ -144,6 +157,8 @@ def adjust_sharpness_image(image: ember.Tensor, sharpness_factor: float) -> embe
         raise ValueError("sharpness_factor is not non-negative.")
     if image.numel() == 0 or height <= 2 or width <= 2:
         return image
+    if _native.applies(image):
+        return _native.call("adjust_sharpness", image, float(sharpness_factor))
     fp = _is_fp(image)
     bound = _max_value(image.dtype)
     shape = tuple(image.shape)
@@ -204,6 +219,8 @@ def adjust_hue_image(image: ember.Tensor, hue_factor: float) -> ember.Tensor:
         return image
     if hue_factor == 0:
         return image
+    if _native.applies(image):
+        return _native.call("adjust_hue", image, float(hue_factor))
     orig_dtype = image.dtype
     x = to_dtype_image(image, ember.float32, scale=True) if not _is_fp(image) else image
     h, s, v = _rgb_to_hsv(x).unbind(-3)
@@ -230,6 +247,8 @@ def posterize(inpt: Any, bits: int) -> Any:
 
 
 def posterize_image(image: ember.Tensor, bits: int) -> ember.Tensor:
+    if _native.applies(image, min_ndim=1) and 0 <= bits <= 8:
+        return _native.call("posterize", image, int(bits))
     if _is_fp(image):
         levels = 1 << bits
         return (image * levels).floor().clamp(0, levels - 1) * (1.0 / levels)
@@ -245,6 +264,8 @@ def invert(inpt: Any) -> Any:
 
 
 def invert_image(image: ember.Tensor) -> ember.Tensor:
+    if _native.applies(image, min_ndim=1):
+        return _native.call("invert", image)
     if image.dtype == ember.uint8:
         return ~image
     if _is_fp(image):
@@ -260,6 +281,8 @@ def solarize(inpt: Any, threshold: float) -> Any:
 def solarize_image(image: ember.Tensor, threshold: float) -> ember.Tensor:
     if threshold > _max_value(image.dtype):
         raise TypeError("Threshold should be less or equal the maximum value of the dtype")
+    if _native.applies(image, min_ndim=1) and not math.isnan(threshold):
+        return _native.call("solarize", image, float(threshold))
     return ember.where(image >= threshold, invert_image(image), image)
 
 
@@ -272,6 +295,8 @@ def autocontrast_image(image: ember.Tensor) -> ember.Tensor:
     _check_channels(image)
     if image.numel() == 0:
         return image
+    if _native.applies(image):
+        return _native.call("autocontrast", image)
     bound = _max_value(image.dtype)
     fp = _is_fp(image)
     x = image if fp else image.float()
@@ -293,6 +318,9 @@ def equalize_image(image: ember.Tensor) -> ember.Tensor:
         return image
     output_dtype = image.dtype
     x = to_dtype_image(image, ember.uint8, scale=True)
+    if _native.applies(x, min_ndim=2):
+        # one 256-bin histogram and look-up table per plane, in C++
+        return to_dtype_image(_native.call("equalize", x), output_dtype, scale=True)
     batch_shape = tuple(x.shape[:-2])
     flat = x.flatten(-2).long()  # [..., H*W]
     hist = ember.zeros(batch_shape + (256,), dtype=ember.int64)

@@ -25,6 +25,7 @@ import ember.nn.functional as nnF
 
 from ... import _tv_tensors as tvt
 from ..._modes import InterpolationMode, _check_interpolation
+from . import _native
 from ._meta import _clamp_bounding_boxes, _convert_bounding_box_format
 from ._utils import _dispatch, _get_kernel, _register_kernel_internal
 
@@ -170,6 +171,10 @@ def resize_image(image: ember.Tensor, size: Any, interpolation: Any = Interpolat
     out_shape = shape[:-2] + (new_h, new_w)
     if image.numel() == 0:
         return image.new_empty(out_shape)
+    if _native.applies(image, min_ndim=2):
+        # separable weight tables in C++ (Note [separable resize]); the same sampling as below
+        out = _native.call("resize", image, new_h, new_w, interpolation.value, antialias)
+        return out.reshape(out_shape)
     dtype = image.dtype
     x = image.reshape(-1, channels, old_h, old_w)
     if dtype not in (ember.float32, ember.float64):

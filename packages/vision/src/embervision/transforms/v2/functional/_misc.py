@@ -9,12 +9,24 @@ import ember
 import ember.nn.functional as nnF
 
 from ... import _tv_tensors as tvt
+from . import _native
 from ._utils import _dispatch, _max_value, _num_value_bits, _register_kernel_internal
 
 
 def normalize(inpt: Any, mean: list[float], std: list[float], inplace: bool = False) -> Any:
     """``(image - mean) / std`` per channel, on float images."""
     return _dispatch(normalize, inpt, mean=mean, std=std, inplace=inplace)
+
+
+def _per_channel(value: Any, channels: int) -> list[float] | None:
+    """``value`` (a number, or a sequence of 1 or ``channels`` numbers) as one float per channel, or
+    None for anything else (the Python path then broadcasts it, or reports why it cannot)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [float(value)] * channels
+    if isinstance(value, (list, tuple)) and len(value) in (1, channels) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        return [float(v) for v in value] * (channels if len(value) == 1 else 1)
+    return None
 
 
 def normalize_image(image: ember.Tensor, mean: list[float], std: list[float], inplace: bool = False) -> ember.Tensor:
@@ -30,6 +42,12 @@ def normalize_image(image: ember.Tensor, mean: list[float], std: list[float], in
         divzero = False
     if divzero:
         raise ValueError("std evaluated to zero, leading to division by zero.")
+    if _native.applies(image, dtypes=_native._FLOATS):
+        per_channel = _per_channel(mean, image.shape[-3]), _per_channel(std, image.shape[-3])
+        if None not in per_channel:
+            # fused (x - mean) / std per channel, in C++
+            out = _native.call("normalize", image, *per_channel)
+            return image.copy_(out) if inplace else out
     mean_t = ember.as_tensor(mean, dtype=image.dtype)
     std_t = ember.as_tensor(std, dtype=image.dtype)
     if mean_t.ndim == 1:
