@@ -80,7 +80,7 @@ def test_arpa_writer_is_normalized_and_kenlm_agrees(tmp_path):
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="the example synthesizes its speech with espeak-ng")
 def test_streaming_asr_example_learns(capsys):
     example = load_example()
-    result = example.main(["--train", "160", "--test", "16", "--epochs", "6", "--ctc-epochs", "6", "--show", "2"])
+    result = example.main(["--train", "160", "--test", "20", "--epochs", "14", "--ctc-epochs", "7", "--show", "2"])
     out = capsys.readouterr().out
     assert out.count("partial:") >= 2 and "streaming 0000.wav" in out
     # The frames made from the stream as it arrives are those of the whole utterance.
