@@ -82,9 +82,13 @@ def test_streaming_asr_example_learns(capsys):
     example = load_example()
     result = example.main(["--train", "160", "--test", "20", "--epochs", "14", "--ctc-epochs", "7", "--show", "2"])
     out = capsys.readouterr().out
+    with capsys.disabled():
+        print(result)
     assert out.count("partial:") >= 2 and "streaming 0000.wav" in out
     # The frames made from the stream as it arrives are those of the whole utterance.
     assert result["feature_mismatch"] < 1e-3
-    assert result["rnnt_streaming_wer"] < 0.5
-    assert result["ctc_beam_wer"] < 0.5
-    assert result["ctc_beam_wer"] <= result["ctc_greedy_wer"] + 0.05
+    # These small settings (half the data, fewer epochs) gave WERs of 0.49 (RNN-T, streamed),
+    # 0.71 (CTC greedy) and 0.18 (CTC beam + LM); guessing words scores about 1.
+    assert result["rnnt_streaming_wer"] < 0.7
+    assert result["ctc_beam_wer"] < 0.4
+    assert result["ctc_beam_wer"] <= result["ctc_greedy_wer"]
