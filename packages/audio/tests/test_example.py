@@ -35,7 +35,7 @@ def bigram_reference(sentences, discount, unk_mass):
     for s in sentences:
         padded = ["<s>", *s, "</s>"]
         uni.update(padded[1:])
-        bi.update(zip(padded, padded[1:]))
+        bi.update(zip(padded, padded[1:], strict=False))
     total = sum(uni.values())
     p1 = {w: (1 - unk_mass) * c / total for w, c in uni.items()}
     p1["<unk>"] = unk_mass
@@ -72,7 +72,7 @@ def test_arpa_writer_is_normalized_and_kenlm_agrees(tmp_path):
         for b in predicted:
             assert math.isclose(probs[b], prob(a, b), rel_tol=1e-5), (a, b, probs[b], prob(a, b))
     # A whole sentence's score is the chain of bigrams.
-    expected = sum(math.log10(prob(a, b)) for a, b in zip(["<s>", "two", "two"], ["two", "two", "</s>"]))
+    expected = sum(math.log10(prob(a, b)) for a, b in zip(["<s>", "two", "two"], ["two", "two", "</s>"], strict=True))
     assert math.isclose(model.score("two two", bos=True, eos=True), expected, rel_tol=1e-5)
 
 
