@@ -55,11 +55,11 @@ def side_by_side(ours, theirs, reps=5, seconds=0.5):
 
 def row(name, peer, ours, theirs):
     a, b, ratio = side_by_side(ours, theirs)
-    print(f"{name:40s} {a * 1e3:9.2f} ms {b * 1e3:9.2f} ms  {ratio:6.2f}  ({peer})")
+    print(f"{name:46s} {a * 1e3:9.2f} ms {b * 1e3:9.2f} ms  {ratio:6.2f}  ({peer})")
 
 
 def skip(name, why):
-    print(f"{name:40s} {'-':>12s} {'-':>12s}  {'-':>6s}  ({why})")
+    print(f"{name:46s} {'-':>12s} {'-':>12s}  {'-':>6s}  ({why})")
 
 
 def make_media(directory: Path) -> dict[str, Path]:
@@ -204,7 +204,7 @@ def main():
     ember.set_num_threads(1)
     if torch is not None:
         torch.set_num_threads(1)
-    print(f"{'emberaudio benchmark (1 thread)':40s} {'ember':>12s} {'peer':>12s}  {'ratio':>6s}")
+    print(f"{'emberaudio benchmark (1 thread)':46s} {'ember':>12s} {'peer':>12s}  {'ratio':>6s}")
     if {"mp3", "flac"} & only:
         if shutil.which("ffmpeg") is None:
             skip("decode mp3/flac", "the ffmpeg CLI that makes the media is not installed")
