@@ -17,7 +17,8 @@
 
     python docs/examples/audio_streaming_asr.py [--train 320] [--test 40] [--epochs 15] [--ctc-epochs 10]
 
-At the defaults it runs in about two and a half minutes on two loaded CPU cores.
+At the defaults it ran in 2.5 minutes on two shared CPU cores (10 minutes when other jobs loaded
+them to a load average of 6): RNN-T streamed WER 0.185, CTC greedy 0.074, beam + LM 0.025.
 """
 
 from __future__ import annotations
