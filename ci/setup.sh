@@ -15,6 +15,7 @@ for lib in libavformat-dev libavcodec-dev libavfilter-dev libavutil-dev libswres
 done
 command -v ffmpeg >/dev/null || packages+=(ffmpeg)
 command -v pkg-config >/dev/null || packages+=(pkg-config)
+command -v espeak-ng >/dev/null || packages+=(espeak-ng)    # synthesizes the speech of docs/examples/audio_streaming_asr.py
 if ((${#packages[@]})); then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
