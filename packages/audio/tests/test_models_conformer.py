@@ -24,15 +24,15 @@ def _silu(x):
 def _reference(model, x, length):
     """One item (T, D) through every layer, eval mode; frames >= length are padding."""
     T, D = x.shape
-    for i, layer in enumerate(model.conformer_layers):
+    for layer in model.conformer_layers:
         p = {k: _np(v) for k, v in layer.state_dict().items()}
 
-        def ffn(v, name):
+        def ffn(v, name, p=p):
             h = _ln(v, p[f"{name}.sequential.0.weight"], p[f"{name}.sequential.0.bias"])
             h = _silu(h @ p[f"{name}.sequential.1.weight"].T + p[f"{name}.sequential.1.bias"])
             return h @ p[f"{name}.sequential.4.weight"].T + p[f"{name}.sequential.4.bias"]
 
-        def attention(v):
+        def attention(v, p=p, layer=layer):
             h = _ln(v, p["self_attn_layer_norm.weight"], p["self_attn_layer_norm.bias"])
             qkv = h @ p["self_attn.in_proj_weight"].T + p["self_attn.in_proj_bias"]
             q, k, val = qkv[:, :D], qkv[:, D:2 * D], qkv[:, 2 * D:]
@@ -47,7 +47,7 @@ def _reference(model, x, length):
                 out[:, s] = (w / w.sum(1, keepdims=True)) @ val[:, s]
             return out @ p["self_attn.out_proj.weight"].T + p["self_attn.out_proj.bias"]
 
-        def conv(v):
+        def conv(v, p=p):
             h = _ln(v, p["conv_module.layer_norm.weight"], p["conv_module.layer_norm.bias"])
             h = h @ p["conv_module.sequential.0.weight"][:, :, 0].T + p["conv_module.sequential.0.bias"]
             h = h[:, :D] * (1 / (1 + np.exp(-h[:, D:])))

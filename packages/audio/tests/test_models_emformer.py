@@ -41,10 +41,10 @@ def _reference(model, x, length):
         H, D = layer.attention.num_heads, x.shape[1]
         d = D // H
 
-        def ln(v, name):
+        def ln(v, name, p=p):
             return _layer_norm(v, p[name + ".weight"], p[name + ".bias"])
 
-        def lin(v, name):
+        def lin(v, name, p=p):
             return v @ p[name + ".weight"].T + p[name + ".bias"]
 
         u_n = ln(utt, "layer_norm_input")
@@ -243,7 +243,7 @@ def test_state_dict_names_and_parameter_count():
 
 def test_depthwise_init_scales_layers():
     model = Emformer(64, 4, 64, 4, 4)
-    stds = [float(l.attention.emb_to_query.weight.std()) for l in model.emformer_layers]
+    stds = [float(layer.attention.emb_to_query.weight.std()) for layer in model.emformer_layers]
     bound = math.sqrt(6.0 / (64 + 64))
     for i, s in enumerate(stds):
         assert abs(s - bound / math.sqrt(3) / math.sqrt(i + 1)) < 0.15 * s

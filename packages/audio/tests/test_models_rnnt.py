@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import ember
-from emberaudio.models import (RNNT, Hypothesis, RNNTBeamSearch, emformer_rnnt_base,
-                               emformer_rnnt_model)
+from emberaudio.models import RNNT, Hypothesis, RNNTBeamSearch, emformer_rnnt_base, emformer_rnnt_model
 
 BLANK = 2  # torchaudio's convention: the blank is the last symbol
 
@@ -335,7 +334,7 @@ def test_beam_scores_bounded_by_exact_probability(beam):
     assert 1 <= len(hypos) <= beam
     exhaustive = RNNTBeamSearch(model, BLANK, step_max_tokens=2)(x, ember.tensor([4]), 1000)
     best = max(h[3] for h in exhaustive)
-    for tokens, pred_out, state, score in hypos:
+    for tokens, pred_out, _state, score in hypos:
         assert tokens[0] == BLANK
         # A beam keeps a subset of the alignments, so its score never exceeds the exact one...
         assert score <= _exact_log_prob(model, f, tokens[1:], 2) + 1e-9

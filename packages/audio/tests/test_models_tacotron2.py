@@ -264,7 +264,7 @@ def test_decoder_step_matches_numpy():
                                                       _np(memory[b]), valid)
         np.testing.assert_allclose(_np(mel[b]), want_mel, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(_np(gate[b, 0]), want_gate, rtol=1e-10, atol=1e-12)
-        for got, want in zip(new, want_state):
+        for got, want in zip(new, want_state, strict=False):
             np.testing.assert_allclose(_np(got[b]), want, rtol=1e-10, atol=1e-12)
 
 
@@ -279,7 +279,7 @@ def test_forward_matches_numpy(r):
     assert gate.shape == (2, 4 // r) and align.shape == (2, 4 // r, 5)
     for b, n in enumerate([5, 3]):
         want = _forward_ref(model, _np(tokens[b]).astype(int), n, _np(mel_truth[b]), 5)
-        for got, ref in zip((mel, post, gate, align), want):
+        for got, ref in zip((mel, post, gate, align), want, strict=False):
             np.testing.assert_allclose(_np(got[b]), ref, rtol=1e-9, atol=1e-11)
 
 
@@ -304,7 +304,7 @@ def test_mask_padding_zeroes_padded_frames():
     masked = _deterministic(_model(mask_padding=True))
     a = plain(tokens, token_lengths, mel_truth, mel_lengths)
     m = masked(tokens, token_lengths, mel_truth, mel_lengths)
-    for got, ref in zip(m[:2], a[:2]):
+    for got, ref in zip(m[:2], a[:2], strict=False):
         assert not _np(got[1, :, 3:]).any()
         np.testing.assert_array_equal(_np(got[1, :, :3]), _np(ref[1, :, :3]))
         np.testing.assert_array_equal(_np(got[0]), _np(ref[0]))
@@ -409,7 +409,7 @@ def test_infer_default_lengths_and_deterministic_decoder():
         a = model.infer(tokens)
     with pytest.warns(UserWarning):
         b = model.infer(tokens, ember.tensor([3, 3]))
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         np.testing.assert_array_equal(_np(x), _np(y))
     # Free-running decoding is teacher forcing on its own (pre-postnet) output.
     memory = model.encoder(model.embedding(tokens).transpose(1, 2), ember.tensor([3, 3]))

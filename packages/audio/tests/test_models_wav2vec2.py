@@ -9,11 +9,24 @@ import pytest
 
 import ember
 import emberaudio.models.wav2vec2.model as w2v_model
-from emberaudio.models import (HuBERTPretrainModel, Wav2Vec2Model, hubert_base, hubert_large,
-                               hubert_pretrain_base, hubert_pretrain_large, hubert_pretrain_model,
-                               hubert_pretrain_xlarge, hubert_xlarge, wav2vec2_base,
-                               wav2vec2_large, wav2vec2_large_lv60k, wav2vec2_model,
-                               wavlm_base, wavlm_large, wavlm_model)
+from emberaudio.models import (
+    HuBERTPretrainModel,
+    Wav2Vec2Model,
+    hubert_base,
+    hubert_large,
+    hubert_pretrain_base,
+    hubert_pretrain_large,
+    hubert_pretrain_model,
+    hubert_pretrain_xlarge,
+    hubert_xlarge,
+    wav2vec2_base,
+    wav2vec2_large,
+    wav2vec2_large_lv60k,
+    wav2vec2_model,
+    wavlm_base,
+    wavlm_large,
+    wavlm_model,
+)
 from emberaudio.models.wav2vec2 import components
 from emberaudio.models.wav2vec2.wavlm_attention import WavLMSelfAttention
 
@@ -97,7 +110,7 @@ def _reference(model, wave, n_samples):
     for li in range(len(model.encoder.transformer.layers)):
         q = f"{t}layers.{li}."
 
-        def lin(v, name):
+        def lin(v, name, q=q):
             return v @ p[q + name + ".weight"].T + p[q + name + ".bias"]
 
         def attention(h):
@@ -300,7 +313,7 @@ def test_hubert_training_step_and_grad_multiply():
     waves = ember.randn(2, 400, dtype=ember.float64)
     labels = ember.randint(0, 4, (2, 19))
     losses = []
-    for step in range(5):
+    for _ in range(5):
         ember.manual_seed(11)  # the same masks every step
         opt.zero_grad()
         logit_m, logit_u, _ = model(waves, labels)

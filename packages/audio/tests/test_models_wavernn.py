@@ -282,9 +282,9 @@ def test_state_dict_names_and_parameter_counts():
         assert key in keys
     # Defaults, counted from the layer shapes.
     model = WaveRNN(upsample_scales=[5, 5, 8], n_classes=512, hop_length=200)
-    F, Hd, O, R, C, Nfc, a = 128, 128, 128, 512, 512, 512, 32
+    F, Hd, Out, R, C, Nfc, a = 128, 128, 128, 512, 512, 512, 32
     gru = lambda i, h: 3 * h * (i + h) + 6 * h  # noqa: E731
-    want = (F * Hd * 5 + 2 * Hd + 10 * (2 * Hd * Hd + 4 * Hd) + Hd * O + O + (11 + 11 + 17)
+    want = (F * Hd * 5 + 2 * Hd + 10 * (2 * Hd * Hd + 4 * Hd) + Hd * Out + Out + (11 + 11 + 17)
             + (F + a + 1) * R + R + gru(R, R) + gru(R + a, R)
             + (R + a) * Nfc + Nfc + (Nfc + a) * Nfc + Nfc + Nfc * C + C)
     assert sum(p.numel() for p in model.parameters()) == want == 4_536_231

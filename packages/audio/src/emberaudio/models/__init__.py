@@ -7,10 +7,24 @@ from .emformer import Emformer
 from .rnnt import RNNT, emformer_rnnt_base, emformer_rnnt_model
 from .rnnt_decoder import Hypothesis, RNNTBeamSearch
 from .tacotron2 import Tacotron2
-from .wav2vec2 import (HuBERTPretrainModel, Wav2Vec2Model, hubert_base, hubert_large,
-                       hubert_pretrain_base, hubert_pretrain_large, hubert_pretrain_model,
-                       hubert_pretrain_xlarge, hubert_xlarge, wav2vec2_base, wav2vec2_large,
-                       wav2vec2_large_lv60k, wav2vec2_model, wavlm_base, wavlm_large, wavlm_model)
+from .wav2vec2 import (
+                       HuBERTPretrainModel,
+                       Wav2Vec2Model,
+                       hubert_base,
+                       hubert_large,
+                       hubert_pretrain_base,
+                       hubert_pretrain_large,
+                       hubert_pretrain_model,
+                       hubert_pretrain_xlarge,
+                       hubert_xlarge,
+                       wav2vec2_base,
+                       wav2vec2_large,
+                       wav2vec2_large_lv60k,
+                       wav2vec2_model,
+                       wavlm_base,
+                       wavlm_large,
+                       wavlm_model,
+)
 from .wavernn import MelResNet, ResBlock, Stretch2d, UpsampleNetwork, WaveRNN
 
 __all__ = [

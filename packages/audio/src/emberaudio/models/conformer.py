@@ -8,8 +8,6 @@ dicts load unchanged.
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
-
 import ember
 from ember import nn
 
@@ -48,7 +46,7 @@ class _ConvolutionModule(nn.Module):
             nn.Dropout(dropout),
         )
 
-    def forward(self, input: ember.Tensor, valid: Optional[ember.Tensor] = None) -> ember.Tensor:
+    def forward(self, input: ember.Tensor, valid: ember.Tensor | None = None) -> ember.Tensor:
         """input (B, T, D); valid (B, 1, T) float, 1 on valid frames, or None."""
         x = self.layer_norm(input).transpose(1, 2)
         x = self.sequential[1](self.sequential[0](x))
@@ -107,13 +105,13 @@ class ConformerLayer(nn.Module):
         self.final_layer_norm = nn.LayerNorm(input_dim)
         self.convolution_first = convolution_first
 
-    def _convolution(self, x: ember.Tensor, key_padding_mask: Optional[ember.Tensor]) -> ember.Tensor:
+    def _convolution(self, x: ember.Tensor, key_padding_mask: ember.Tensor | None) -> ember.Tensor:
         valid = None
         if key_padding_mask is not None:
             valid = (~key_padding_mask).to(x.dtype).unsqueeze(1)
         return x + self.conv_module(x.transpose(0, 1), valid).transpose(0, 1)
 
-    def forward(self, input: ember.Tensor, key_padding_mask: Optional[ember.Tensor]) -> ember.Tensor:
+    def forward(self, input: ember.Tensor, key_padding_mask: ember.Tensor | None) -> ember.Tensor:
         """input (T, B, D); key_padding_mask (B, T) bool, True on padded frames, or None."""
         x = self.ffn1(input) * 0.5 + input
         if self.convolution_first:
@@ -157,7 +155,7 @@ class Conformer(nn.Module):
             for _ in range(num_layers)
         ])
 
-    def forward(self, input: ember.Tensor, lengths: ember.Tensor) -> Tuple[ember.Tensor, ember.Tensor]:
+    def forward(self, input: ember.Tensor, lengths: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor]:
         r"""
         Args:
             input (Tensor): (B, T, input_dim).

@@ -13,7 +13,6 @@ Module and parameter names follow torchaudio, so its state dicts load unchanged.
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
 
 import ember
 from ember import nn
@@ -44,7 +43,7 @@ def _activation(name: str) -> nn.Module:
     return _ACTIVATIONS[name]()
 
 
-def _init_gains(strategy: Optional[str], num_layers: int) -> List[Optional[float]]:
+def _init_gains(strategy: str | None, num_layers: int) -> list[float | None]:
     if strategy is None:
         return [None] * num_layers
     if strategy == "depthwise":
@@ -71,7 +70,7 @@ class _EmformerAttention(nn.Module):
     keys/values: memory, right context, [left context,] utterance)."""
 
     def __init__(self, input_dim: int, num_heads: int, dropout: float = 0.0,
-                 weight_init_gain: Optional[float] = None, tanh_on_mem: bool = False,
+                 weight_init_gain: float | None = None, tanh_on_mem: bool = False,
                  negative_inf: float = -1e8):
         super().__init__()
         if input_dim % num_heads != 0:
@@ -96,7 +95,7 @@ class _EmformerAttention(nn.Module):
 
     def attend(self, query_in: ember.Tensor, key: ember.Tensor, value: ember.Tensor,
                attention_mask: ember.Tensor, padding_mask: ember.Tensor,
-               summary_length: int) -> Tuple[ember.Tensor, ember.Tensor]:
+               summary_length: int) -> tuple[ember.Tensor, ember.Tensor]:
         """Attention of ``query_in`` (Tq, B, D) over projected ``key``/``value`` (Tk, B, D).
 
         ``attention_mask`` (Tq, Tk) and ``padding_mask`` (B, Tk) are True where attention is
@@ -124,7 +123,7 @@ class _EmformerLayer(nn.Module):
 
     def __init__(self, input_dim: int, num_heads: int, ffn_dim: int, segment_length: int,
                  dropout: float = 0.0, activation: str = "relu", left_context_length: int = 0,
-                 max_memory_size: int = 0, weight_init_gain: Optional[float] = None,
+                 max_memory_size: int = 0, weight_init_gain: float | None = None,
                  tanh_on_mem: bool = False, negative_inf: float = -1e8):
         super().__init__()
         self.attention = _EmformerAttention(input_dim, num_heads, dropout=dropout,
@@ -176,7 +175,7 @@ class _EmformerLayer(nn.Module):
         # The last segment's summary has no later segment to serve.
         return out[R:], out[:R], next_mems[:-1]
 
-    def init_state(self, batch_size: int, device=None, dtype=None) -> List[ember.Tensor]:
+    def init_state(self, batch_size: int, device=None, dtype=None) -> list[ember.Tensor]:
         shape = (batch_size, self.input_dim)
         return [
             ember.zeros(self.max_memory_size, *shape, device=device, dtype=dtype),
@@ -186,7 +185,7 @@ class _EmformerLayer(nn.Module):
         ]
 
     def infer(self, utterance: ember.Tensor, lengths: ember.Tensor, right_context: ember.Tensor,
-              state: Optional[List[ember.Tensor]], mems: ember.Tensor):
+              state: list[ember.Tensor] | None, mems: ember.Tensor):
         """One-segment pass: returns (utterance out, right context out, new state, next memory)."""
         if state is None:
             state = self.init_state(utterance.shape[1], utterance.device, utterance.dtype)
@@ -256,7 +255,7 @@ class Emformer(nn.Module):
     def __init__(self, input_dim: int, num_heads: int, ffn_dim: int, num_layers: int,
                  segment_length: int, dropout: float = 0.0, activation: str = "relu",
                  left_context_length: int = 0, right_context_length: int = 0,
-                 max_memory_size: int = 0, weight_init_scale_strategy: Optional[str] = "depthwise",
+                 max_memory_size: int = 0, weight_init_scale_strategy: str | None = "depthwise",
                  tanh_on_mem: bool = False, negative_inf: float = -1e8):
         super().__init__()
         if segment_length <= 0:
@@ -325,7 +324,7 @@ class Emformer(nn.Module):
                 allowed[row, utt_keys] = True
         return ~allowed
 
-    def forward(self, input: ember.Tensor, lengths: ember.Tensor) -> Tuple[ember.Tensor, ember.Tensor]:
+    def forward(self, input: ember.Tensor, lengths: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor]:
         r"""Whole-utterance pass.
 
         Args:
@@ -356,7 +355,7 @@ class Emformer(nn.Module):
         return output.permute(1, 0, 2), lengths
 
     def infer(self, input: ember.Tensor, lengths: ember.Tensor,
-              states: Optional[List[List[ember.Tensor]]] = None):
+              states: list[list[ember.Tensor]] | None = None):
         r"""Streaming pass over one segment.
 
         Args:
@@ -388,7 +387,7 @@ class Emformer(nn.Module):
         else:
             mems = utterance[:0]
         output = utterance
-        new_states: List[List[ember.Tensor]] = []
+        new_states: list[list[ember.Tensor]] = []
         for i, layer in enumerate(self.emformer_layers):
             output, right_context, state, mems = layer.infer(
                 output, output_lengths, right_context, None if states is None else states[i], mems)

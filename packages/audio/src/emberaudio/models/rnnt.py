@@ -10,8 +10,6 @@ Module names follow torchaudio, so its state dicts load unchanged.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
-
 import ember
 from ember import nn
 
@@ -30,7 +28,7 @@ class _TimeReduction(nn.Module):
             raise ValueError(f"time_reduction_stride must be positive, got {stride}")
         self.stride = stride
 
-    def forward(self, input: ember.Tensor, lengths: ember.Tensor) -> Tuple[ember.Tensor, ember.Tensor]:
+    def forward(self, input: ember.Tensor, lengths: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor]:
         B, T, D = input.shape
         T_out = T // self.stride
         output = input[:, :T_out * self.stride].reshape(B, T_out, D * self.stride).contiguous()
@@ -54,7 +52,7 @@ class _CustomLSTM(nn.Module):
             self.g_norm = nn.Identity()
         self.hidden_dim = hidden_dim
 
-    def forward(self, input: ember.Tensor, state: Optional[List[ember.Tensor]]):
+    def forward(self, input: ember.Tensor, state: list[ember.Tensor] | None):
         """input (T, B, D); state [h, c] each (B, hidden) or None. Returns (output, [h, c])."""
         if state is None:
             B = input.shape[1]
@@ -87,7 +85,7 @@ class _EmformerEncoder(nn.Module):
                  transformer_num_layers: int, transformer_left_context_length: int,
                  transformer_dropout: float = 0.0, transformer_activation: str = "relu",
                  transformer_max_memory_size: int = 0,
-                 transformer_weight_init_scale_strategy: Optional[str] = "depthwise",
+                 transformer_weight_init_scale_strategy: str | None = "depthwise",
                  transformer_tanh_on_mem: bool = False) -> None:
         super().__init__()
         self.input_dim = input_dim
@@ -112,14 +110,14 @@ class _EmformerEncoder(nn.Module):
             raise ValueError(f"sources must have shape (batch, frames, {self.input_dim}), got {got}")
         _check_lengths(lengths, input.shape[0], input.shape[1], "source frames")
 
-    def forward(self, input: ember.Tensor, lengths: ember.Tensor) -> Tuple[ember.Tensor, ember.Tensor]:
+    def forward(self, input: ember.Tensor, lengths: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor]:
         self._check(input, lengths)
         x, lengths = self.time_reduction(self.input_linear(input), lengths)
         x, lengths = self.transformer(x, lengths)
         return self.layer_norm(self.output_linear(x)), lengths
 
     def infer(self, input: ember.Tensor, lengths: ember.Tensor,
-              states: Optional[List[List[ember.Tensor]]]):
+              states: list[list[ember.Tensor]] | None):
         self._check(input, lengths)
         x, lengths = self.time_reduction(self.input_linear(input), lengths)
         x, lengths, states = self.transformer.infer(x, lengths, states)
@@ -147,7 +145,7 @@ class _Predictor(nn.Module):
         self.lstm_dropout = lstm_dropout
 
     def forward(self, input: ember.Tensor, lengths: ember.Tensor,
-                state: Optional[List[List[ember.Tensor]]] = None):
+                state: list[list[ember.Tensor]] | None = None):
         """input (B, U) token ids. Returns (output (B, U, output_dim), lengths, state)."""
         if not isinstance(input, ember.Tensor) or input.dim() != 2:
             got = tuple(input.shape) if isinstance(input, ember.Tensor) else type(input).__name__
@@ -162,7 +160,7 @@ class _Predictor(nn.Module):
             raise ValueError(f"state must hold one [h, c] per LSTM layer ({len(self.lstm_layers)}), "
                              f"got {len(state)}")
         x = self.input_layer_norm(self.embedding(input.permute(1, 0)))
-        new_state: List[List[ember.Tensor]] = []
+        new_state: list[list[ember.Tensor]] = []
         for i, lstm in enumerate(self.lstm_layers):
             x, layer_state = lstm(x, None if state is None else state[i])
             x = self.dropout(x)
@@ -213,7 +211,7 @@ class RNNT(nn.Module):
 
     def forward(self, sources: ember.Tensor, source_lengths: ember.Tensor, targets: ember.Tensor,
                 target_lengths: ember.Tensor,
-                predictor_state: Optional[List[List[ember.Tensor]]] = None):
+                predictor_state: list[list[ember.Tensor]] | None = None):
         r"""Training pass.
 
         Args:
@@ -235,7 +233,7 @@ class RNNT(nn.Module):
         return output, src_len, tgt_len, predictor_state
 
     def transcribe_streaming(self, sources: ember.Tensor, source_lengths: ember.Tensor,
-                             state: Optional[List[List[ember.Tensor]]]):
+                             state: list[list[ember.Tensor]] | None):
         """Transcriber on one segment plus right context; returns (encodings, lengths, state)."""
         return self.transcriber.infer(sources, source_lengths, state)
 
@@ -244,7 +242,7 @@ class RNNT(nn.Module):
         return self.transcriber(sources, source_lengths)
 
     def predict(self, targets: ember.Tensor, target_lengths: ember.Tensor,
-                state: Optional[List[List[ember.Tensor]]]):
+                state: list[list[ember.Tensor]] | None):
         """Predictor on token ids; returns (encodings, lengths, state)."""
         return self.predictor(input=targets, lengths=target_lengths, state=state)
 
@@ -262,7 +260,7 @@ def emformer_rnnt_model(*, input_dim: int, encoding_dim: int, num_symbols: int,
                         transformer_num_layers: int, transformer_dropout: float,
                         transformer_activation: str, transformer_left_context_length: int,
                         transformer_max_memory_size: int,
-                        transformer_weight_init_scale_strategy: Optional[str],
+                        transformer_weight_init_scale_strategy: str | None,
                         transformer_tanh_on_mem: bool, symbol_embedding_dim: int,
                         num_lstm_layers: int, lstm_layer_norm: bool,
                         lstm_layer_norm_epsilon: float, lstm_dropout: float) -> RNNT:

@@ -16,7 +16,7 @@ tokens are emitted per frame; then B is cut to the ``beam_width`` best by ``hypo
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -27,10 +27,10 @@ from .rnnt import RNNT
 
 __all__ = ["Hypothesis", "RNNTBeamSearch"]
 
-Hypothesis = Tuple[List[int], ember.Tensor, List[List[ember.Tensor]], float]
+Hypothesis = tuple[list[int], ember.Tensor, list[list[ember.Tensor]], float]
 
 
-def _tokens(h: Hypothesis) -> List[int]:
+def _tokens(h: Hypothesis) -> list[int]:
     return h[0]
 
 
@@ -38,7 +38,7 @@ def _score(h: Hypothesis) -> float:
     return h[3]
 
 
-def _key(h: Hypothesis) -> Tuple[int, ...]:
+def _key(h: Hypothesis) -> tuple[int, ...]:
     return tuple(h[0])
 
 
@@ -46,14 +46,14 @@ def _default_hypo_sort_key(h: Hypothesis) -> float:
     return _score(h) / (len(_tokens(h)) + 1)
 
 
-def _batch_state(hypos: Sequence[Hypothesis]) -> List[List[ember.Tensor]]:
+def _batch_state(hypos: Sequence[Hypothesis]) -> list[list[ember.Tensor]]:
     # Per layer, per component: concatenate the hypotheses' (1, ...) tensors along the batch.
     first = hypos[0][2]
     return [[ember.cat([h[2][i][j] for h in hypos]) for j in range(len(first[i]))]
             for i in range(len(first))]
 
 
-def _slice_state(state: List[List[ember.Tensor]], i: int) -> List[List[ember.Tensor]]:
+def _slice_state(state: list[list[ember.Tensor]], i: int) -> list[list[ember.Tensor]]:
     return [[t[i:i + 1] for t in layer] for layer in state]
 
 
@@ -79,7 +79,7 @@ class RNNTBeamSearch(nn.Module):
     """
 
     def __init__(self, model: RNNT, blank: int, temperature: float = 1.0,
-                 hypo_sort_key: Optional[Callable[[Hypothesis], float]] = None,
+                 hypo_sort_key: Callable[[Hypothesis], float] | None = None,
                  step_max_tokens: int = 100) -> None:
         super().__init__()
         if temperature <= 0:
@@ -92,12 +92,12 @@ class RNNTBeamSearch(nn.Module):
         self.hypo_sort_key = _default_hypo_sort_key if hypo_sort_key is None else hypo_sort_key
         self.step_max_tokens = step_max_tokens
 
-    def _initial_hypos(self, device) -> List[Hypothesis]:
+    def _initial_hypos(self, device) -> list[Hypothesis]:
         out, _, state = self.model.predict(ember.tensor([[self.blank]], device=device),
                                            ember.tensor([1], device=device), None)
         return [([self.blank], out[0].detach(), state, 0.0)]
 
-    def _log_probs(self, enc_frame: ember.Tensor, hypos: List[Hypothesis]) -> np.ndarray:
+    def _log_probs(self, enc_frame: ember.Tensor, hypos: list[Hypothesis]) -> np.ndarray:
         # (len(hypos), num_symbols) log-probabilities of the next symbol, as float64 NumPy.
         pred = ember.stack([h[1] for h in hypos], dim=0)
         n = len(hypos)
@@ -106,8 +106,8 @@ class RNNTBeamSearch(nn.Module):
         logp = nn.functional.log_softmax(joint / self.temperature, dim=3)[:, 0, 0]
         return logp.detach().to(ember.float64).cpu().numpy()
 
-    def _extend(self, bases: List[Hypothesis], tokens: List[int], scores: List[float],
-                device) -> List[Hypothesis]:
+    def _extend(self, bases: list[Hypothesis], tokens: list[int], scores: list[float],
+                device) -> list[Hypothesis]:
         # One predictor step for all extended hypotheses at once.
         out, _, state = self.model.predict(ember.tensor([[t] for t in tokens], device=device),
                                            ember.tensor([1] * len(bases), device=device),
@@ -115,14 +115,14 @@ class RNNTBeamSearch(nn.Module):
         return [(_tokens(h) + [tokens[i]], out[i].detach(), _slice_state(state, i), scores[i])
                 for i, h in enumerate(bases)]
 
-    def _search(self, enc_out: ember.Tensor, hypos: Optional[List[Hypothesis]],
-                beam_width: int) -> List[Hypothesis]:
+    def _search(self, enc_out: ember.Tensor, hypos: list[Hypothesis] | None,
+                beam_width: int) -> list[Hypothesis]:
         device = enc_out.device
         b_hypos = self._initial_hypos(device) if hypos is None else list(hypos)
         for t in range(enc_out.shape[1]):
             frame = enc_out[:, t:t + 1]
             a_hypos, b_hypos = b_hypos, []
-            b_index: Dict[Tuple[int, ...], int] = {}
+            b_index: dict[tuple[int, ...], int] = {}
             emitted = 0
             while a_hypos:
                 logp = self._log_probs(frame, a_hypos)
@@ -171,7 +171,7 @@ class RNNTBeamSearch(nn.Module):
             input = input.unsqueeze(0)
         return input, length.reshape(1)
 
-    def forward(self, input: ember.Tensor, length: ember.Tensor, beam_width: int) -> List[Hypothesis]:
+    def forward(self, input: ember.Tensor, length: ember.Tensor, beam_width: int) -> list[Hypothesis]:
         r"""Beam search over a whole utterance.
 
         Args:
@@ -187,8 +187,8 @@ class RNNTBeamSearch(nn.Module):
         return self._search(enc_out, None, beam_width)
 
     def infer(self, input: ember.Tensor, length: ember.Tensor, beam_width: int,
-              state: Optional[List[List[ember.Tensor]]] = None,
-              hypothesis=None) -> Tuple[List[Hypothesis], List[List[ember.Tensor]]]:
+              state: list[list[ember.Tensor]] | None = None,
+              hypothesis=None) -> tuple[list[Hypothesis], list[list[ember.Tensor]]]:
         r"""Beam search over one streaming chunk (segment plus right context).
 
         Args:

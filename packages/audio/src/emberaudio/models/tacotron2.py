@@ -9,7 +9,6 @@ its state dicts (and so the TACOTRON2 bundles' checkpoints) load unchanged.
 from __future__ import annotations
 
 import warnings
-from typing import List, Optional, Tuple
 
 import ember
 from ember import nn
@@ -95,7 +94,7 @@ class _Attention(nn.Module):
 
     def forward(self, attention_hidden_state: ember.Tensor, memory: ember.Tensor,
                 processed_memory: ember.Tensor, attention_weights_cat: ember.Tensor,
-                mask: ember.Tensor) -> Tuple[ember.Tensor, ember.Tensor]:
+                mask: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor]:
         """Returns the context (B, encoder_embedding_dim) and the weights (B, T_in); ``mask``
         (B, T_in) is True on padded positions."""
         energies = self._get_alignment_energies(attention_hidden_state, processed_memory,
@@ -108,10 +107,10 @@ class _Attention(nn.Module):
 class _Prenet(nn.Module):
     """Bias-free linear layers, each followed by ReLU and always-on dropout (p=0.5)."""
 
-    def __init__(self, in_dim: int, out_sizes: List[int]) -> None:
+    def __init__(self, in_dim: int, out_sizes: list[int]) -> None:
         super().__init__()
         in_sizes = [in_dim] + list(out_sizes[:-1])
-        self.layers = nn.ModuleList([_linear(i, o, bias=False) for i, o in zip(in_sizes, out_sizes)])
+        self.layers = nn.ModuleList([_linear(i, o, bias=False) for i, o in zip(in_sizes, out_sizes, strict=False)])
 
     def forward(self, x: ember.Tensor) -> ember.Tensor:
         for linear in self.layers:
@@ -210,7 +209,7 @@ class _Decoder(nn.Module):
         self.gate_layer = _linear(decoder_rnn_dim + encoder_embedding_dim, 1, bias=True,
                                   w_init_gain="sigmoid")
 
-    def _initial_state(self, memory: ember.Tensor) -> List[ember.Tensor]:
+    def _initial_state(self, memory: ember.Tensor) -> list[ember.Tensor]:
         """Zero LSTM states, attention weights and context."""
         B, T_in = memory.shape[0], memory.shape[1]
 
@@ -252,7 +251,7 @@ class _Decoder(nn.Module):
         return steps.transpose(0, 1).reshape(B, -1, self.n_mels).transpose(1, 2)
 
     def forward(self, memory: ember.Tensor, mel_specgram_truth: ember.Tensor,
-                memory_lengths: ember.Tensor) -> Tuple[ember.Tensor, ember.Tensor, ember.Tensor]:
+                memory_lengths: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor, ember.Tensor]:
         """Teacher forcing: step s reads the ground-truth frames of step s - 1 (zeros first).
         Returns mels (B, n_mels, T_out), gate logits (B, T_out / r), alignments
         (B, T_out / r, T_in)."""
@@ -276,7 +275,7 @@ class _Decoder(nn.Module):
                 ember.stack(alignments, dim=1))
 
     def infer(self, memory: ember.Tensor, memory_lengths: ember.Tensor
-              ) -> Tuple[ember.Tensor, ember.Tensor, ember.Tensor, ember.Tensor]:
+              ) -> tuple[ember.Tensor, ember.Tensor, ember.Tensor, ember.Tensor]:
         """Autoregressive decoding. Returns mels (B, n_mels, n_steps * r), lengths (B,) int32 in
         frames, gate logits (B, n_steps) and alignments (B, n_steps, T_in)."""
         B = memory.shape[0]
@@ -303,7 +302,7 @@ class _Decoder(nn.Module):
             decoder_input = mel
         if len(mels) == self.decoder_max_step:
             warnings.warn("Reached max decoder steps. The generated spectrogram might not cover "
-                          "the whole transcript.")
+                          "the whole transcript.", stacklevel=2)
         return (self._to_frames(ember.stack(mels)), n_steps * r, ember.stack(gates, dim=1),
                 ember.stack(alignments, dim=1))
 
@@ -376,7 +375,7 @@ class Tacotron2(nn.Module):
         self.postnet = _Postnet(n_mels, postnet_embedding_dim, postnet_kernel_size,
                                 postnet_n_convolution)
 
-    def _check_tokens(self, tokens: ember.Tensor, lengths: Optional[ember.Tensor], name: str) -> None:
+    def _check_tokens(self, tokens: ember.Tensor, lengths: ember.Tensor | None, name: str) -> None:
         if not isinstance(tokens, ember.Tensor) or tokens.dim() != 2:
             got = tuple(tokens.shape) if isinstance(tokens, ember.Tensor) else type(tokens).__name__
             raise ValueError(f"tokens must have shape (n_batch, n_tokens), got {got}")
@@ -396,7 +395,7 @@ class Tacotron2(nn.Module):
 
     def forward(self, tokens: ember.Tensor, token_lengths: ember.Tensor,
                 mel_specgram: ember.Tensor, mel_specgram_lengths: ember.Tensor
-                ) -> Tuple[ember.Tensor, ember.Tensor, ember.Tensor, ember.Tensor]:
+                ) -> tuple[ember.Tensor, ember.Tensor, ember.Tensor, ember.Tensor]:
         r"""Teacher-forced pass (training).
 
         Args:
@@ -439,8 +438,8 @@ class Tacotron2(nn.Module):
             gate_outputs = gate_outputs.masked_fill(step_mask, 1e3)
         return mel, mel_postnet, gate_outputs, alignments
 
-    def infer(self, tokens: ember.Tensor, lengths: Optional[ember.Tensor] = None
-              ) -> Tuple[ember.Tensor, ember.Tensor, ember.Tensor]:
+    def infer(self, tokens: ember.Tensor, lengths: ember.Tensor | None = None
+              ) -> tuple[ember.Tensor, ember.Tensor, ember.Tensor]:
         r"""Autoregressive synthesis; stops when every item's gate fires (with
         ``decoder_early_stopping``) or after ``decoder_max_step`` steps (with a warning).
 

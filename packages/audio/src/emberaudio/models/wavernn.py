@@ -9,7 +9,6 @@ categorical distribution over ``n_classes`` quantised amplitudes (e.g. mu-law cl
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
 
 import ember
 from ember import nn
@@ -111,7 +110,7 @@ class UpsampleNetwork(nn.Module):
         kernel_size (int): odd kernel size of the MelResNet's first convolution. (Default: ``5``)
     """
 
-    def __init__(self, upsample_scales: List[int], n_res_block: int = 10, n_freq: int = 128,
+    def __init__(self, upsample_scales: list[int], n_res_block: int = 10, n_freq: int = 128,
                  n_hidden: int = 128, n_output: int = 128, kernel_size: int = 5) -> None:
         super().__init__()
         if kernel_size < 1 or kernel_size % 2 != 1:
@@ -138,7 +137,7 @@ class UpsampleNetwork(nn.Module):
             layers += [Stretch2d(scale, 1), conv]
         self.upsample_layers = nn.Sequential(*layers)
 
-    def forward(self, specgram: ember.Tensor) -> Tuple[ember.Tensor, ember.Tensor]:
+    def forward(self, specgram: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor]:
         """specgram (n_batch, n_freq, n_time) -> upsampled spectrogram
         (n_batch, n_freq, (n_time - kernel_size + 1) * total_scale) and MelResNet features
         (n_batch, n_output, same)."""
@@ -174,7 +173,7 @@ class WaveRNN(nn.Module):
         n_output (int): MelResNet output channels. (Default: ``128``)
     """
 
-    def __init__(self, upsample_scales: List[int], n_classes: int, hop_length: int,
+    def __init__(self, upsample_scales: list[int], n_classes: int, hop_length: int,
                  n_res_block: int = 10, n_rnn: int = 512, n_fc: int = 512, kernel_size: int = 5,
                  n_freq: int = 128, n_hidden: int = 128, n_output: int = 128) -> None:
         super().__init__()
@@ -205,7 +204,7 @@ class WaveRNN(nn.Module):
         self.fc2 = nn.Linear(n_fc + self.n_aux, n_fc)
         self.fc3 = nn.Linear(n_fc, self.n_classes)
 
-    def _aux_split(self, aux: ember.Tensor, dim: int) -> List[ember.Tensor]:
+    def _aux_split(self, aux: ember.Tensor, dim: int) -> list[ember.Tensor]:
         """The four n_aux-wide slices of the MelResNet features that condition each stage."""
         return [aux.narrow(dim, self.n_aux * i, self.n_aux) for i in range(4)]
 
@@ -260,8 +259,8 @@ class WaveRNN(nn.Module):
         x = self.relu2(self.fc2(ember.cat([x, a4], dim=-1)))
         return self.fc3(x).unsqueeze(1)
 
-    def infer(self, specgram: ember.Tensor, lengths: Optional[ember.Tensor] = None
-              ) -> Tuple[ember.Tensor, Optional[ember.Tensor]]:
+    def infer(self, specgram: ember.Tensor, lengths: ember.Tensor | None = None
+              ) -> tuple[ember.Tensor, ember.Tensor | None]:
         r"""Autoregressive synthesis by sampling each sample's class from the softmax
         (multinomial sampling; the network is assumed trained with cross entropy).
 
@@ -292,7 +291,7 @@ class WaveRNN(nn.Module):
         h1 = ember.zeros((1, B, self.n_rnn), device=device, dtype=dtype)
         h2 = ember.zeros((1, B, self.n_rnn), device=device, dtype=dtype)
         x = ember.zeros((B, 1), device=device, dtype=dtype)
-        output: List[ember.Tensor] = []
+        output: list[ember.Tensor] = []
         with ember.no_grad():
             for i in range(n_samples):
                 a1, a2, a3, a4 = [a[:, :, i] for a in aux_split]

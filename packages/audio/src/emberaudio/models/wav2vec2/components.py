@@ -7,8 +7,6 @@ Module and parameter names follow torchaudio, so its state dicts load unchanged.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
-
 import ember
 from ember import nn
 
@@ -35,7 +33,7 @@ class ConvLayerBlock(nn.Module):
     """Conv1d, optional normalization, GELU; tracks the valid lengths."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int,
-                 bias: bool, layer_norm: Optional[nn.Module]):
+                 bias: bool, layer_norm: nn.Module | None):
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = stride
@@ -56,7 +54,7 @@ class ConvLayerBlock(nn.Module):
             y = y * norm.weight.view(1, -1, 1) + norm.bias.view(1, -1, 1)
         return y
 
-    def forward(self, x: ember.Tensor, length: Optional[ember.Tensor]):
+    def forward(self, x: ember.Tensor, length: ember.Tensor | None):
         """x (B, C_in, T_in) -> (B, C_out, T_out); length (B,) or None."""
         x = self.conv(x)
         if length is not None:
@@ -78,7 +76,7 @@ class FeatureExtractor(nn.Module):
         super().__init__()
         self.conv_layers = conv_layers
 
-    def forward(self, x: ember.Tensor, length: Optional[ember.Tensor]):
+    def forward(self, x: ember.Tensor, length: ember.Tensor | None):
         if x.ndim != 2:
             raise ValueError(f"Expected the input Tensor to be 2D (batch, time). Found: {list(x.shape)}")
         x = x.unsqueeze(1)
@@ -149,9 +147,9 @@ class SelfAttention(nn.Module):
         self.q_proj = nn.Linear(embed_dim, embed_dim, bias=True)
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=True)
 
-    def forward(self, x: ember.Tensor, attention_mask: Optional[ember.Tensor] = None,
-                position_bias: Optional[ember.Tensor] = None,
-                key_padding_mask: Optional[ember.Tensor] = None):
+    def forward(self, x: ember.Tensor, attention_mask: ember.Tensor | None = None,
+                position_bias: ember.Tensor | None = None,
+                key_padding_mask: ember.Tensor | None = None):
         """x (B, L, D); attention_mask additive (B, 1, L, L) or None. Returns (output, None)."""
         if x.ndim != 3 or x.shape[2] != self.embed_dim:
             raise ValueError(f"The expected input shape is (batch, sequence, embed_dim=={self.embed_dim}). "
@@ -200,9 +198,9 @@ class EncoderLayer(nn.Module):
         self.feed_forward = feed_forward
         self.final_layer_norm = nn.LayerNorm(attention.embed_dim)
 
-    def forward(self, x: ember.Tensor, attention_mask: Optional[ember.Tensor] = None,
-                position_bias: Optional[ember.Tensor] = None,
-                key_padding_mask: Optional[ember.Tensor] = None):
+    def forward(self, x: ember.Tensor, attention_mask: ember.Tensor | None = None,
+                position_bias: ember.Tensor | None = None,
+                key_padding_mask: ember.Tensor | None = None):
         residual = x
         if self.layer_norm_first:
             x = self.layer_norm(x)
@@ -237,8 +235,8 @@ class Transformer(nn.Module):
             x = self.layer_norm(x)
         return self.dropout(x)
 
-    def forward(self, x: ember.Tensor, attention_mask: Optional[ember.Tensor] = None,
-                position_bias: Optional[ember.Tensor] = None) -> ember.Tensor:
+    def forward(self, x: ember.Tensor, attention_mask: ember.Tensor | None = None,
+                position_bias: ember.Tensor | None = None) -> ember.Tensor:
         x = self._preprocess(x)
         for layer in self.layers:
             # Layer drop: skip the whole layer with probability layer_drop while training.
@@ -248,11 +246,11 @@ class Transformer(nn.Module):
             x = self.layer_norm(x)
         return x
 
-    def get_intermediate_outputs(self, x: ember.Tensor, attention_mask: Optional[ember.Tensor] = None,
-                                 num_layers: Optional[int] = None) -> List[ember.Tensor]:
+    def get_intermediate_outputs(self, x: ember.Tensor, attention_mask: ember.Tensor | None = None,
+                                 num_layers: int | None = None) -> list[ember.Tensor]:
         if num_layers is not None and not 0 < num_layers <= len(self.layers):
             raise ValueError(f"`num_layers` must be between [1, {len(self.layers)}]")
-        outputs: List[ember.Tensor] = []
+        outputs: list[ember.Tensor] = []
         position_bias = None
         x = self._preprocess(x)
         for layer in self.layers:
@@ -271,7 +269,7 @@ class Encoder(nn.Module):
         self.feature_projection = feature_projection
         self.transformer = transformer
 
-    def _preprocess(self, features: ember.Tensor, lengths: Optional[ember.Tensor] = None):
+    def _preprocess(self, features: ember.Tensor, lengths: ember.Tensor | None = None):
         x = self.feature_projection(features)
         mask = None
         if lengths is not None:
@@ -282,17 +280,17 @@ class Encoder(nn.Module):
             mask = (-10000.0 * padded.to(x.dtype))[:, None, None, :].expand(B, 1, T, T)
         return x, mask
 
-    def forward(self, features: ember.Tensor, lengths: Optional[ember.Tensor] = None) -> ember.Tensor:
+    def forward(self, features: ember.Tensor, lengths: ember.Tensor | None = None) -> ember.Tensor:
         x, mask = self._preprocess(features, lengths)
         return self.transformer(x, attention_mask=mask)
 
-    def extract_features(self, features: ember.Tensor, lengths: Optional[ember.Tensor] = None,
-                         num_layers: Optional[int] = None) -> List[ember.Tensor]:
+    def extract_features(self, features: ember.Tensor, lengths: ember.Tensor | None = None,
+                         num_layers: int | None = None) -> list[ember.Tensor]:
         x, mask = self._preprocess(features, lengths)
         return self.transformer.get_intermediate_outputs(x, attention_mask=mask, num_layers=num_layers)
 
 
-def _get_feature_extractor(norm_mode: str, shapes: List[Tuple[int, int, int]],
+def _get_feature_extractor(norm_mode: str, shapes: list[tuple[int, int, int]],
                            bias: bool) -> FeatureExtractor:
     """Conv blocks ``[(out_channels, kernel_size, stride), ...]``; "group_norm" normalizes the
     first block per channel over time, "layer_norm" every block per frame."""
@@ -354,7 +352,7 @@ def _get_wavlm_encoder(in_features: int, embed_dim: int, dropout_input: float,
 # ------------------------------------------------------------------------ HuBERT pre-training
 
 
-def _span_lengths(n: int, mask_type: str, mask_length: int, mask_other: float) -> List[int]:
+def _span_lengths(n: int, mask_type: str, mask_length: int, mask_other: float) -> list[int]:
     if mask_type == "static":
         return [mask_length] * n
     if mask_type == "uniform":
@@ -365,7 +363,7 @@ def _span_lengths(n: int, mask_type: str, mask_length: int, mask_other: float) -
     raise ValueError(f"unknown mask selection: {mask_type}")
 
 
-def _compute_mask_indices(shape: Tuple[int, int], padding_mask: Optional[ember.Tensor],
+def _compute_mask_indices(shape: tuple[int, int], padding_mask: ember.Tensor | None,
                           mask_prob: float, mask_length: int, mask_type: str = "static",
                           mask_other: float = 0.0, min_masks: int = 0, no_overlap: bool = False,
                           min_space: int = 0) -> ember.Tensor:
@@ -376,7 +374,7 @@ def _compute_mask_indices(shape: Tuple[int, int], padding_mask: Optional[ember.T
     one into the free gaps, keeping ``min_space`` frames between them.
     """
     batch_size, frame = shape
-    rows: List[List[int]] = []
+    rows: list[list[int]] = []
     for i in range(batch_size):
         sz = frame
         if padding_mask is not None:
@@ -385,7 +383,7 @@ def _compute_mask_indices(shape: Tuple[int, int], padding_mask: Optional[ember.T
         lengths = _span_lengths(num_mask, mask_type, mask_length, mask_other)
         if lengths and sum(lengths) == 0:
             lengths[0] = min(mask_length, sz - 1)
-        chosen: List[int] = []
+        chosen: list[int] = []
         if not lengths or sz <= 0:
             pass
         elif no_overlap:
@@ -408,7 +406,7 @@ def _compute_mask_indices(shape: Tuple[int, int], padding_mask: Optional[ember.T
             if sz - min_len <= num_mask:
                 min_len = sz - num_mask - 1
             starts = ember.randperm(max(sz - min_len, 0))[:num_mask].tolist()
-            chosen = [s + o for s, length in zip(starts, lengths) for o in range(length)]
+            chosen = [s + o for s, length in zip(starts, lengths, strict=False) for o in range(length)]
         rows.append(sorted({c for c in chosen if 0 <= c < sz}))
     keep = min(len(r) for r in rows) if rows else 0
     mask = ember.zeros(batch_size, frame, dtype=ember.bool)
@@ -453,7 +451,7 @@ class MaskGenerator(nn.Module):
         self.mask_embedding = nn.Parameter(ember.empty(encoder_embed_dim))
         nn.init.uniform_(self.mask_embedding)
 
-    def forward(self, x: ember.Tensor, padding_mask: Optional[ember.Tensor]):
+    def forward(self, x: ember.Tensor, padding_mask: ember.Tensor | None):
         """x (B, T, C). Returns (masked x, mask indices (B, T) bool or None)."""
         B, T, C = x.shape
         mask_indices = None

@@ -5,13 +5,12 @@ xlarge, wavlm_model/base/large). Configurations, argument names and defaults are
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
 
 import ember
 from ember import nn
 
-from . import components
 from .._utils import _check_lengths
+from . import components
 
 __all__ = [
     "Wav2Vec2Model", "HuBERTPretrainModel", "wav2vec2_model", "wav2vec2_base", "wav2vec2_large",
@@ -23,7 +22,7 @@ __all__ = [
 _DEFAULT_CONV_LAYERS = [(512, 10, 5)] + [(512, 3, 2)] * 4 + [(512, 2, 2)] * 2
 
 
-def _check_waveforms(waveforms: ember.Tensor, lengths: Optional[ember.Tensor]) -> None:
+def _check_waveforms(waveforms: ember.Tensor, lengths: ember.Tensor | None) -> None:
     if not isinstance(waveforms, ember.Tensor) or waveforms.ndim != 2:
         got = list(waveforms.shape) if isinstance(waveforms, ember.Tensor) else type(waveforms).__name__
         raise ValueError(f"Expected the input Tensor to be 2D (batch, time). Found: {got}")
@@ -43,14 +42,14 @@ class Wav2Vec2Model(nn.Module):
     """
 
     def __init__(self, feature_extractor: nn.Module, encoder: nn.Module,
-                 aux: Optional[nn.Module] = None):
+                 aux: nn.Module | None = None):
         super().__init__()
         self.feature_extractor = feature_extractor
         self.encoder = encoder
         self.aux = aux
 
-    def extract_features(self, waveforms: ember.Tensor, lengths: Optional[ember.Tensor] = None,
-                         num_layers: Optional[int] = None) -> Tuple[List[ember.Tensor], Optional[ember.Tensor]]:
+    def extract_features(self, waveforms: ember.Tensor, lengths: ember.Tensor | None = None,
+                         num_layers: int | None = None) -> tuple[list[ember.Tensor], ember.Tensor | None]:
         r"""Outputs of the transformer layers (the first ``num_layers``, or all).
 
         Args:
@@ -66,7 +65,7 @@ class Wav2Vec2Model(nn.Module):
         x, lengths = self.feature_extractor(waveforms, lengths)
         return self.encoder.extract_features(x, lengths, num_layers), lengths
 
-    def forward(self, waveforms: ember.Tensor, lengths: Optional[ember.Tensor] = None):
+    def forward(self, waveforms: ember.Tensor, lengths: ember.Tensor | None = None):
         r"""Encoder output (through ``aux`` when present) and valid frame counts.
 
         Args:
@@ -95,7 +94,7 @@ class HuBERTPretrainModel(nn.Module):
     """
 
     def __init__(self, wav2vec2: Wav2Vec2Model, mask_generator: nn.Module,
-                 logit_generator: nn.Module, feature_grad_mult: Optional[float]):
+                 logit_generator: nn.Module, feature_grad_mult: float | None):
         super().__init__()
         self.wav2vec2 = wav2vec2
         self.mask_generator = mask_generator
@@ -106,7 +105,7 @@ class HuBERTPretrainModel(nn.Module):
         self.feature_grad_mult = feature_grad_mult
 
     def forward(self, waveforms: ember.Tensor, labels: ember.Tensor,
-                audio_lengths: Optional[ember.Tensor] = None):
+                audio_lengths: ember.Tensor | None = None):
         r"""Masked-prediction logits.
 
         Args:
@@ -143,14 +142,14 @@ class HuBERTPretrainModel(nn.Module):
 
 
 def wav2vec2_model(extractor_mode: str,
-                   extractor_conv_layer_config: Optional[List[Tuple[int, int, int]]],
+                   extractor_conv_layer_config: list[tuple[int, int, int]] | None,
                    extractor_conv_bias: bool, encoder_embed_dim: int,
                    encoder_projection_dropout: float, encoder_pos_conv_kernel: int,
                    encoder_pos_conv_groups: int, encoder_num_layers: int, encoder_num_heads: int,
                    encoder_attention_dropout: float, encoder_ff_interm_features: int,
                    encoder_ff_interm_dropout: float, encoder_dropout: float,
                    encoder_layer_norm_first: bool, encoder_layer_drop: float,
-                   aux_num_out: Optional[int]) -> Wav2Vec2Model:
+                   aux_num_out: int | None) -> Wav2Vec2Model:
     r"""Builds a custom :class:`Wav2Vec2Model` (arguments as ``torchaudio.models.wav2vec2_model``).
 
     ``extractor_conv_layer_config`` None means ``[(512, 10, 5)] + [(512, 3, 2)] * 4 +
@@ -187,7 +186,7 @@ def _build(mode, bias, dim, layers, heads, ffn, norm_first, dropouts, aux_num_ou
 
 def wav2vec2_base(encoder_projection_dropout: float = 0.1, encoder_attention_dropout: float = 0.1,
                   encoder_ff_interm_dropout: float = 0.1, encoder_dropout: float = 0.1,
-                  encoder_layer_drop: float = 0.1, aux_num_out: Optional[int] = None) -> Wav2Vec2Model:
+                  encoder_layer_drop: float = 0.1, aux_num_out: int | None = None) -> Wav2Vec2Model:
     """wav2vec 2.0 "base": 12 layers of 768, group-norm extractor."""
     return _build("group_norm", False, 768, 12, 12, 3072, False,
                   (encoder_projection_dropout, encoder_attention_dropout, encoder_ff_interm_dropout,
@@ -196,7 +195,7 @@ def wav2vec2_base(encoder_projection_dropout: float = 0.1, encoder_attention_dro
 
 def wav2vec2_large(encoder_projection_dropout: float = 0.1, encoder_attention_dropout: float = 0.1,
                    encoder_ff_interm_dropout: float = 0.1, encoder_dropout: float = 0.1,
-                   encoder_layer_drop: float = 0.1, aux_num_out: Optional[int] = None) -> Wav2Vec2Model:
+                   encoder_layer_drop: float = 0.1, aux_num_out: int | None = None) -> Wav2Vec2Model:
     """wav2vec 2.0 "large": 24 layers of 1024, group-norm extractor."""
     return _build("group_norm", False, 1024, 24, 16, 4096, False,
                   (encoder_projection_dropout, encoder_attention_dropout, encoder_ff_interm_dropout,
@@ -207,7 +206,7 @@ def wav2vec2_large_lv60k(encoder_projection_dropout: float = 0.1,
                          encoder_attention_dropout: float = 0.0,
                          encoder_ff_interm_dropout: float = 0.1, encoder_dropout: float = 0.0,
                          encoder_layer_drop: float = 0.1,
-                         aux_num_out: Optional[int] = None) -> Wav2Vec2Model:
+                         aux_num_out: int | None = None) -> Wav2Vec2Model:
     """wav2vec 2.0 "large lv-60k": 24 layers of 1024, layer-norm extractor with bias, pre-norm."""
     return _build("layer_norm", True, 1024, 24, 16, 4096, True,
                   (encoder_projection_dropout, encoder_attention_dropout, encoder_ff_interm_dropout,
@@ -216,7 +215,7 @@ def wav2vec2_large_lv60k(encoder_projection_dropout: float = 0.1,
 
 def hubert_base(encoder_projection_dropout: float = 0.1, encoder_attention_dropout: float = 0.1,
                 encoder_ff_interm_dropout: float = 0.0, encoder_dropout: float = 0.1,
-                encoder_layer_drop: float = 0.05, aux_num_out: Optional[int] = None) -> Wav2Vec2Model:
+                encoder_layer_drop: float = 0.05, aux_num_out: int | None = None) -> Wav2Vec2Model:
     """HuBERT "base": 12 layers of 768, group-norm extractor."""
     return _build("group_norm", False, 768, 12, 12, 3072, False,
                   (encoder_projection_dropout, encoder_attention_dropout, encoder_ff_interm_dropout,
@@ -225,7 +224,7 @@ def hubert_base(encoder_projection_dropout: float = 0.1, encoder_attention_dropo
 
 def hubert_large(encoder_projection_dropout: float = 0.0, encoder_attention_dropout: float = 0.0,
                  encoder_ff_interm_dropout: float = 0.0, encoder_dropout: float = 0.0,
-                 encoder_layer_drop: float = 0.0, aux_num_out: Optional[int] = None) -> Wav2Vec2Model:
+                 encoder_layer_drop: float = 0.0, aux_num_out: int | None = None) -> Wav2Vec2Model:
     """HuBERT "large": 24 layers of 1024, layer-norm extractor, pre-norm."""
     return _build("layer_norm", False, 1024, 24, 16, 4096, True,
                   (encoder_projection_dropout, encoder_attention_dropout, encoder_ff_interm_dropout,
@@ -234,7 +233,7 @@ def hubert_large(encoder_projection_dropout: float = 0.0, encoder_attention_drop
 
 def hubert_xlarge(encoder_projection_dropout: float = 0.0, encoder_attention_dropout: float = 0.0,
                   encoder_ff_interm_dropout: float = 0.0, encoder_dropout: float = 0.0,
-                  encoder_layer_drop: float = 0.0, aux_num_out: Optional[int] = None) -> Wav2Vec2Model:
+                  encoder_layer_drop: float = 0.0, aux_num_out: int | None = None) -> Wav2Vec2Model:
     """HuBERT "extra large": 48 layers of 1280, layer-norm extractor, pre-norm."""
     return _build("layer_norm", False, 1280, 48, 16, 5120, True,
                   (encoder_projection_dropout, encoder_attention_dropout, encoder_ff_interm_dropout,
@@ -267,7 +266,7 @@ def _init_hubert_pretrain_model(module: nn.Module) -> None:
 
 
 def hubert_pretrain_model(extractor_mode: str,
-                          extractor_conv_layer_config: Optional[List[Tuple[int, int, int]]],
+                          extractor_conv_layer_config: list[tuple[int, int, int]] | None,
                           extractor_conv_bias: bool, encoder_embed_dim: int,
                           encoder_projection_dropout: float, encoder_pos_conv_kernel: int,
                           encoder_pos_conv_groups: int, encoder_num_layers: int,
@@ -281,7 +280,7 @@ def hubert_pretrain_model(extractor_mode: str,
                           mask_channel_length: int, no_mask_channel_overlap: bool,
                           mask_channel_min_space: int, skip_masked: bool, skip_nomask: bool,
                           num_classes: int, final_dim: int,
-                          feature_grad_mult: Optional[float]) -> HuBERTPretrainModel:
+                          feature_grad_mult: float | None) -> HuBERTPretrainModel:
     r"""Builds a custom :class:`HuBERTPretrainModel` (arguments as torchaudio's)."""
     wav2vec2 = wav2vec2_model(
         extractor_mode, extractor_conv_layer_config, extractor_conv_bias, encoder_embed_dim,
@@ -324,7 +323,7 @@ def hubert_pretrain_base(encoder_projection_dropout: float = 0.1,
                          encoder_ff_interm_dropout: float = 0.0, encoder_dropout: float = 0.1,
                          encoder_layer_drop: float = 0.05, mask_prob: float = 0.8,
                          mask_channel_prob: float = 0.0, mask_channel_length: int = 10,
-                         feature_grad_mult: Optional[float] = 0.1,
+                         feature_grad_mult: float | None = 0.1,
                          num_classes: int = 100) -> HuBERTPretrainModel:
     """HuBERT "base" for pre-training (final_dim 256)."""
     return _build_pretrain("group_norm", 768, 12, 12, 3072, False,
@@ -339,7 +338,7 @@ def hubert_pretrain_large(encoder_projection_dropout: float = 0.0,
                           encoder_ff_interm_dropout: float = 0.0, encoder_dropout: float = 0.0,
                           encoder_layer_drop: float = 0.0, mask_prob: float = 0.8,
                           mask_channel_prob: float = 0.0, mask_channel_length: int = 10,
-                          feature_grad_mult: Optional[float] = None) -> HuBERTPretrainModel:
+                          feature_grad_mult: float | None = None) -> HuBERTPretrainModel:
     """HuBERT "large" for pre-training (500 classes, final_dim 768)."""
     return _build_pretrain("layer_norm", 1024, 24, 16, 4096, True,
                            (encoder_projection_dropout, encoder_attention_dropout,
@@ -353,7 +352,7 @@ def hubert_pretrain_xlarge(encoder_projection_dropout: float = 0.0,
                            encoder_ff_interm_dropout: float = 0.0, encoder_dropout: float = 0.0,
                            encoder_layer_drop: float = 0.0, mask_prob: float = 0.8,
                            mask_channel_prob: float = 0.0, mask_channel_length: int = 10,
-                           feature_grad_mult: Optional[float] = None) -> HuBERTPretrainModel:
+                           feature_grad_mult: float | None = None) -> HuBERTPretrainModel:
     """HuBERT "extra large" for pre-training (500 classes, final_dim 1024)."""
     return _build_pretrain("layer_norm", 1280, 48, 16, 5120, True,
                            (encoder_projection_dropout, encoder_attention_dropout,
@@ -363,7 +362,7 @@ def hubert_pretrain_xlarge(encoder_projection_dropout: float = 0.0,
 
 
 def wavlm_model(extractor_mode: str,
-                extractor_conv_layer_config: Optional[List[Tuple[int, int, int]]],
+                extractor_conv_layer_config: list[tuple[int, int, int]] | None,
                 extractor_conv_bias: bool, encoder_embed_dim: int,
                 encoder_projection_dropout: float, encoder_pos_conv_kernel: int,
                 encoder_pos_conv_groups: int, encoder_num_layers: int, encoder_num_heads: int,
@@ -371,7 +370,7 @@ def wavlm_model(extractor_mode: str,
                 encoder_attention_dropout: float, encoder_ff_interm_features: int,
                 encoder_ff_interm_dropout: float, encoder_dropout: float,
                 encoder_layer_norm_first: bool, encoder_layer_drop: float,
-                aux_num_out: Optional[int]) -> Wav2Vec2Model:
+                aux_num_out: int | None) -> Wav2Vec2Model:
     r"""Builds a custom WavLM :class:`Wav2Vec2Model` (arguments as ``torchaudio.models.wavlm_model``:
     those of :func:`wav2vec2_model` plus the relative-position ``encoder_num_buckets`` and
     ``encoder_max_distance``)."""
@@ -396,7 +395,7 @@ def wavlm_model(extractor_mode: str,
 
 def wavlm_base(encoder_projection_dropout: float = 0.1, encoder_attention_dropout: float = 0.1,
                encoder_ff_interm_dropout: float = 0.1, encoder_dropout: float = 0.1,
-               encoder_layer_drop: float = 0.1, aux_num_out: Optional[int] = None) -> Wav2Vec2Model:
+               encoder_layer_drop: float = 0.1, aux_num_out: int | None = None) -> Wav2Vec2Model:
     """WavLM "base": 12 layers of 768, group-norm extractor, 320 buckets up to distance 800."""
     return wavlm_model(
         extractor_mode="group_norm", extractor_conv_layer_config=None, extractor_conv_bias=False,
@@ -411,7 +410,7 @@ def wavlm_base(encoder_projection_dropout: float = 0.1, encoder_attention_dropou
 
 def wavlm_large(encoder_projection_dropout: float = 0.1, encoder_attention_dropout: float = 0.1,
                 encoder_ff_interm_dropout: float = 0.0, encoder_dropout: float = 0.1,
-                encoder_layer_drop: float = 0.1, aux_num_out: Optional[int] = None) -> Wav2Vec2Model:
+                encoder_layer_drop: float = 0.1, aux_num_out: int | None = None) -> Wav2Vec2Model:
     """WavLM "large": 24 layers of 1024, layer-norm extractor, pre-norm."""
     return wavlm_model(
         extractor_mode="layer_norm", extractor_conv_layer_config=None, extractor_conv_bias=False,

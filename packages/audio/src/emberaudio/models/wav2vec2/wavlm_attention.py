@@ -5,7 +5,6 @@ re-gated by each layer from its own input (gated relative position bias)."""
 from __future__ import annotations
 
 import math
-from typing import Optional, Tuple
 
 import ember
 from ember import nn
@@ -76,9 +75,9 @@ class WavLMSelfAttention(nn.Module):
         buckets = self._relative_positions_bucket(memory - context, bidirectional=True)
         return self.rel_attn_embed(buckets).permute(2, 0, 1)
 
-    def forward(self, query: ember.Tensor, key_padding_mask: Optional[ember.Tensor] = None,
-                attention_mask: Optional[ember.Tensor] = None,
-                position_bias: Optional[ember.Tensor] = None) -> Tuple[ember.Tensor, Optional[ember.Tensor]]:
+    def forward(self, query: ember.Tensor, key_padding_mask: ember.Tensor | None = None,
+                attention_mask: ember.Tensor | None = None,
+                position_bias: ember.Tensor | None = None) -> tuple[ember.Tensor, ember.Tensor | None]:
         """query (B, T, D); key_padding_mask (B, T) bool, True on pads; attention_mask additive,
         broadcastable to (B, heads, T, T); position_bias (B, heads, T, T) from the first layer.
         Returns (output (B, T, D), position_bias)."""
