@@ -210,6 +210,42 @@ def recommendation() -> None:
           f"(emberrec {emberrec.__version__})")
 
 
+def _run_example(name: str, argv: list[str]):
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main(argv)
+
+
+def vision() -> None:
+    stop("10. embervision: an ImageFolder of PNGs, a small ResNet, a MobileNetV3 FasterRCNN drawing into a PNG")
+    try:
+        import embervision
+    except ImportError as error:
+        print(f"embervision is not installed ({error}); skipping this stop")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        accuracy, png = _run_example("vision_classify_detect", ["--out", tmp])
+        print(f"(embervision {embervision.__version__}; held-out accuracy {accuracy:.3f}; {png.name} written)")
+
+
+def audio() -> None:
+    stop("11. emberaudio: espeak-ng speech, a streamed Emformer RNN-T, CTC beam search with a KenLM model")
+    try:
+        import emberaudio
+    except ImportError as error:
+        print(f"emberaudio is not installed ({error}); skipping this stop")
+        return
+    import shutil
+
+    if shutil.which("espeak-ng") is None:
+        print("espeak-ng is not installed (ci/setup.sh installs it); skipping this stop")
+        return
+    result = _run_example("audio_streaming_asr", [])
+    print(f"(emberaudio {emberaudio.__version__}; streamed RNN-T WER {result['rnnt_streaming_wer']:.3f}, "
+          f"CTC beam search + bigram LM WER {result['ctc_beam_wer']:.3f})")
+
+
 def main() -> None:
     print(f"Ember tour: ember {ember.__version__} from {pathlib.Path(ember.__file__).parent}")
     tensors_and_dtypes()
@@ -221,6 +257,8 @@ def main() -> None:
     transformer_inference()
     text_tokenizers()
     recommendation()
+    vision()
+    audio()
     print("\ntour complete")
 
 
