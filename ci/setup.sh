@@ -9,8 +9,10 @@ command -v ccache >/dev/null || packages+=(ccache)          # makes rebuilds of 
 command -v chromium >/dev/null || packages+=(chromium)      # renders the compatibility page in a test
 command -v git >/dev/null || packages+=(git)
 [ -e /usr/include/gloo/config.h ] || packages+=(libgloo-dev)  # ember.distributed's engine (ember._C_gloo)
-# emberaudio's FFmpeg binding (emberaudio._ffmpeg) and the ffmpeg CLI its tests make media with
-for lib in libavformat-dev libavcodec-dev libavfilter-dev libavutil-dev libswresample-dev libswscale-dev; do
+# FFmpeg for emberaudio._ffmpeg and embervision._video (and the ffmpeg CLI their tests make media
+# with); libjpeg-turbo and libpng for embervision._image
+for lib in libavformat-dev libavcodec-dev libavfilter-dev libavutil-dev libswresample-dev libswscale-dev \
+           libjpeg62-turbo-dev libpng-dev; do
   dpkg -s "$lib" >/dev/null 2>&1 || packages+=("$lib")
 done
 command -v ffmpeg >/dev/null || packages+=(ffmpeg)
