@@ -275,6 +275,10 @@ EMBER_UNARY_FLOAT(erfc, Erfc, false)
 EMBER_UNARY_FLOAT(lgamma, Lgamma, false)
 EMBER_UNARY_FLOAT(erfinv, Erfinv, false)
 EMBER_UNARY_FLOAT(digamma, Digamma, false)
+EMBER_UNARY_FLOAT(i0, I0, false)
+EMBER_UNARY_FLOAT(special_i0e, I0e, false)
+EMBER_UNARY_FLOAT(special_i1, I1, false)
+EMBER_UNARY_FLOAT(special_i1e, I1e, false)
 EMBER_UNARY_FLOAT(frac, Frac, false)
 #undef EMBER_UNARY_FLOAT
 
