@@ -43,10 +43,6 @@ namespace ember {
   _(Erfinv, "erfinv")             \
   _(Lgamma, "lgamma")             \
   _(Digamma, "digamma")           \
-  _(I0, "i0")                     \
-  _(I0e, "special_i0e")           \
-  _(I1, "special_i1")            \
-  _(I1e, "special_i1e")           \
   _(Floor, "floor")               \
   _(Ceil, "ceil")                 \
   _(Trunc, "trunc")               \

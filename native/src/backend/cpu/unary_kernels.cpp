@@ -94,40 +94,6 @@ double digamma_double(double x) {
   return result + std::log(x) - 0.5 / x - series;
 }
 
-// The modified Bessel function of the first kind I_nu(x), nu = 0 or 1, in double; scaled by
-// exp(-|x|) when `scaled` (i0e, i1e). Up to |x| = 30 the power series
-// I_nu(x) = (x/2)^nu sum_k (x^2/4)^k / (k! (k + nu)!), whose terms are all positive (no
-// cancellation); beyond, the asymptotic series
-// I_nu(x) ~ e^x / sqrt(2 pi x) sum_k (-1)^k prod_{j<=k} (4nu^2 - (2j-1)^2) / (8 j x),
-// whose smallest term there is below 1e-25. I_0 is even, I_1 odd.
-double bessel_i_double(int nu, double x, bool scaled) {
-  if (std::isnan(x)) return x;
-  const double ax = std::fabs(x);
-  const double sign = (nu == 1 && x < 0.0) ? -1.0 : 1.0;
-  if (std::isinf(ax)) return scaled ? sign * 0.0 : sign * ax;
-  if (ax <= 30.0) {
-    const double q = 0.25 * ax * ax;
-    double term = nu == 1 ? 0.5 * ax : 1.0, sum = term;
-    for (int k = 1; k < 500 && term > 1e-17 * sum; ++k) {
-      term *= q / (static_cast<double>(k) * static_cast<double>(k + nu));
-      sum += term;
-    }
-    return sign * (scaled ? sum * std::exp(-ax) : sum);
-  }
-  const double mu = 4.0 * nu * nu;
-  double term = 1.0, sum = 1.0;
-  for (int k = 1; k < 500; ++k) {
-    const double odd = 2.0 * k - 1.0;
-    term *= -(mu - odd * odd) / (8.0 * k * ax);
-    sum += term;
-    if (std::fabs(term) < 1e-17 * std::fabs(sum)) break;
-  }
-  const double scaled_value = sum / std::sqrt(2.0 * 3.14159265358979323846 * ax);
-  if (scaled) return sign * scaled_value;
-  const double half = std::exp(0.5 * ax);  // e^x in two halves: I_nu(x) is finite a little past e^x's overflow
-  return sign * (half * (half * scaled_value));
-}
-
 template <typename A>
 A sign_of(A x) {
   if constexpr (std::is_same_v<A, bool>) {
@@ -197,10 +163,6 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
       EMBER_REAL(Lgamma, lgamma_of(x))
       EMBER_REAL(Erfinv, static_cast<decltype(x)>(erfinv_double(x)))
       EMBER_REAL(Digamma, static_cast<decltype(x)>(digamma_double(x)))
-      EMBER_REAL(I0, static_cast<decltype(x)>(bessel_i_double(0, x, false)))
-      EMBER_REAL(I0e, static_cast<decltype(x)>(bessel_i_double(0, x, true)))
-      EMBER_REAL(I1, static_cast<decltype(x)>(bessel_i_double(1, x, false)))
-      EMBER_REAL(I1e, static_cast<decltype(x)>(bessel_i_double(1, x, true)))
       EMBER_REAL(Frac, x - std::trunc(x))
 #undef EMBER_REAL
 #undef EMBER_ANY
