@@ -179,6 +179,13 @@ def test_poisson_is_deterministic_under_a_seed_and_a_generator():
     assert ember.poisson(ember.tensor(3.0)).shape == ()
 
 
+def test_poisson_under_vmap_draws_per_row():
+    rates = ember.tensor(np.full((4, 50), 6.0))
+    out = ember.func.vmap(ember.poisson, randomness="different")(rates)
+    assert out.shape == (4, 50)
+    assert not all((out[0] == out[i]).all().item() for i in range(1, 4))
+
+
 def test_poisson_bad_input():
     with pytest.raises(RuntimeError, match="invalid Poisson rate, expected rate to be non-negative"):
         ember.poisson(ember.tensor([1.0, -0.5]))
@@ -309,6 +316,24 @@ def test_gradients_through_many_slices_and_selects():
     z = ember.randn(2, 0, dtype=ember.float64, requires_grad=True)
     z[:, 0:0].sum().backward()
     assert z.grad.shape == (2, 0)
+    # a non-leaf reached by several paths: its summed gradient (added in place by the engine after the
+    # first sum) is what its hook sees, and is not changed afterwards
+    a = ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64, requires_grad=True)
+    b = a * 1.0
+    seen = []
+    b.register_hook(lambda g: seen.append(g))
+    (b[0:2].sum() + b[1:3].sum() * 2 + b.sum() * 4 + (b * b).sum()).backward()
+    expect = np.array([1 + 4 + 2, 1 + 2 + 4 + 4, 2 + 4 + 6])
+    np.testing.assert_array_equal(seen[0].numpy(), expect)
+    np.testing.assert_array_equal(a.grad.numpy(), expect)
+    # inside vmap and forward-mode AD the slices' gradients take the batched / dual path
+    xs = ember.randn(3, 8, dtype=ember.float64)
+    per_row = ember.func.vmap(ember.func.grad(lambda r: r[2:6].sum() * r[0] + r[-1]))(xs)
+    want = np.zeros((3, 8))
+    want[:, 2:6] = xs.numpy()[:, :1]
+    want[:, 0] += xs.numpy()[:, 2:6].sum(1)
+    want[:, -1] += 1
+    np.testing.assert_allclose(per_row.numpy(), want, rtol=1e-12)
     # a recorded backward (create_graph) still differentiates
     w = ember.randn(5, 4, dtype=ember.float64, requires_grad=True)
     assert gradcheck(lambda v: v[1:4:2, 1:] * v[0, 1:], (w,))
