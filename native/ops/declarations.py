@@ -168,6 +168,7 @@ OPS: list[Op] = [
     Op("normal_(Tensor self, float mean=0.0, float std=1.0, *, Generator? generator=None) -> Tensor",
        test={"family": "none"}),
     Op("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor", test={"family": "none"}),
+    Op("poisson(Tensor self, Generator? generator=None) -> Tensor", method=False, test={"family": "none"}),
     Op("bernoulli_(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor", test={"family": "none"}),
     Op("multinomial(Tensor self, int num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
        test={"family": "none"}),
@@ -236,6 +237,12 @@ OPS: list[Op] = [
     # erfinv_ref / digamma_ref: float64 references written independently in test_opdb.py
     unary("erfinv", "erfinv_ref(a)", domain=(-0.999, 0.999)),
     unary("digamma", "digamma_ref(a)", domain=(-4.0, 8.0)),
+    # modified Bessel functions of the first kind (ember.special); tested by hand against a
+    # float64 series in tests/test_special_bessel.py
+    Op("i0(Tensor self, *, Tensor? out=None) -> Tensor", inplace=True, test={"family": "none"}),
+    Op("special_i0e(Tensor self, *, Tensor? out=None) -> Tensor", method=False, test={"family": "none"}),
+    Op("special_i1(Tensor self, *, Tensor? out=None) -> Tensor", method=False, test={"family": "none"}),
+    Op("special_i1e(Tensor self, *, Tensor? out=None) -> Tensor", method=False, test={"family": "none"}),
     unary("floor", "np.floor(a)", dtypes="numeric"),
     unary("ceil", "np.ceil(a)", dtypes="numeric"),
     unary("trunc", "np.trunc(a)", dtypes="numeric"),
@@ -744,6 +751,7 @@ def _reduction_jvp(local: str) -> str:
 
 
 _SELF_SIZES = "reshape(grad, self_sizes)"
+_SAFE_SELF = f"where(eq(self, num(0.0), {_N}), num(1.0), self)"
 DERIVATIVES: dict[str, dict[str, str]] = {
     # views and copies
     "view": {"result": _LINEAR, "self": _SELF_SIZES}, "reshape": {"result": _LINEAR, "self": _SELF_SIZES}, "flatten": {"result": _LINEAR, "self": _SELF_SIZES},
@@ -833,6 +841,16 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "erfc": {"result": _ELEMENTWISE, "self": _mul("grad", _mul("num(-1.12837916709551257390)", f"exp(neg({_sq('self')}, {_N}), {_N})"))},
     "erfinv": {"result": _ELEMENTWISE, "self": _mul("grad", _mul("num(0.88622692545275801365)", f"exp({_sq('result')}, {_N})"))},
     "lgamma": {"result": _ELEMENTWISE, "self": _mul("grad", f"digamma(self, {_N})")},
+    # (x at 0 replaced by 1 where it divides, so the branch where() drops has no 0/0 to leak into a
+    # double backward)
+    # I0' = I1; (e^-|x| I0)' = i1e - sgn(x) i0e; I1' = I0 - I1 / x (1/2 at 0);
+    # (e^-|x| I1)' = i0e - i1e (sgn(x) + 1 / x) (1/2 at 0)
+    "i0": {"result": _ELEMENTWISE, "self": _mul("grad", f"special_i1(self, {_N})")},
+    "special_i0e": {"result": _ELEMENTWISE, "self": _mul("grad", _sub(f"special_i1e(self, {_N})", _mul(f"sign(self, {_N})", "result")))},
+    "special_i1": {"result": _ELEMENTWISE, "self": _mul("grad", f"where(eq(self, num(0.0), {_N}), num(0.5), "
+                                                          + _sub(f"i0(self, {_N})", _div("result", _SAFE_SELF)) + ")")},
+    "special_i1e": {"result": _ELEMENTWISE, "self": _mul("grad", f"where(eq(self, num(0.0), {_N}), num(0.5), "
+                                                           + _sub(f"special_i0e(self, {_N})", _mul("result", _add(f"sign(self, {_N})", _div("num(1.0)", _SAFE_SELF)))) + ")")},
     "floor": {"result": _ELEMENTWISE, "self": "zeros_of(grad)"}, "ceil": {"result": _ELEMENTWISE, "self": "zeros_of(grad)"}, "trunc": {"result": _ELEMENTWISE, "self": "zeros_of(grad)"},
     "round": {"result": _ELEMENTWISE, "self": "zeros_of(grad)"}, "sign": {"result": _ELEMENTWISE, "self": "zeros_of(grad)"}, "frac": {"result": _ELEMENTWISE, "self": "grad"},
     "relu": {"result": _ELEMENTWISE, "self": f"mask_backward(grad, gt(result, num(0.0), {_N}))"},
@@ -1156,7 +1174,7 @@ NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplu
                      "_fused_rms_norm_backward", "native_group_norm_backward", "native_batch_norm_backward",
                      "convolution_backward", "_fused_sgd_", "_fused_adam_", "_fused_adagrad_", "_fused_rmsprop_",
                      "detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
-                     "bernoulli", "bernoulli_", "multinomial", "histc", "bincount",
+                     "bernoulli", "bernoulli_", "multinomial", "poisson", "histc", "bincount",
                      # fbgemm composites: their bodies call the ember::autograd:: ops below, which record
                      # the graph, so their own wrappers pass through (Note [jagged composites])
                      "dense_to_jagged", "jagged_dense_elementwise_add_jagged_output",
@@ -1178,7 +1196,7 @@ BATCHING = {
         "real", "imag", "conj", "conj_physical", "complex", "polar", "detach", "clone", "contiguous", "to_dtype",
         "copy_", "zeros_like", "ones_like", "full_like", "empty_like", "fill_", "zero_",
         "gelu_backward", "silu_backward", "mish_backward", "softplus_backward",
-        "signbit", "bitwise_left_shift", "bitwise_right_shift")},
+        "signbit", "bitwise_left_shift", "bitwise_right_shift", "i0", "special_i0e", "special_i1", "special_i1e")},
     # shapes and views
     "view": {"size": "shape"}, "reshape": {"shape": "shape"},
     "flatten": {"start_dim": "dim", "end_dim": "dim"}, "unflatten": _DIM,
@@ -1210,5 +1228,6 @@ BATCHING = {
     **{name: {"dim": "dims"} for name in ("fft_c2c", "fft_r2c", "fft_c2r")},
     # random numbers follow vmap's randomness argument
     **{name: "random_factory" for name in ("rand", "randn", "randint", "normal")},
-    **{name: "random" for name in ("randperm", "uniform_", "normal_", "bernoulli", "bernoulli_", "multinomial")},
+    **{name: "random" for name in ("randperm", "uniform_", "normal_", "bernoulli", "bernoulli_", "multinomial",
+                                          "poisson")},
 }

@@ -589,11 +589,24 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   }
 
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  // Sums the engine made itself (fresh tensors no one else holds): later gradients for the same
+  // slot are added into them in place when no graph is recorded, so a tensor sliced many times
+  // pays one full-size buffer, not one per slice (issue 18).
+  std::unordered_set<const TensorImpl*> owned_sums;
   auto add_to_buffer = [&](Node* n, uint32_t nr, const Tensor& g) {
     std::vector<Tensor>& buf = buffers[n];
     if (buf.size() < n->output_meta.size()) buf.resize(n->output_meta.size());
     Tensor& slot = buf.at(nr);
-    slot = slot.defined() ? autograd::add(slot, g, Scalar(int64_t(1)), std::nullopt) : g;
+    if (!slot.defined()) {
+      slot = g;
+    } else if (!create_graph && owned_sums.count(slot.impl()) && g.sizes() == slot.sizes() &&
+               g.dtype() == slot.dtype() && g.device() == slot.device() && !vmap::is_batched(slot) &&
+               !vmap::is_batched(g) && !forward_ad::enabled()) {  // the plain add: no batching rule, no tangent
+      ember::add(slot, g, Scalar(int64_t(1)), slot);
+    } else {
+      slot = autograd::add(slot, g, Scalar(int64_t(1)), std::nullopt);
+      if (!create_graph) owned_sums.insert(slot.impl());
+    }
   };
   auto later_first = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
   std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> queue(later_first);
@@ -617,6 +630,9 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     queue.pop();
     std::vector<Tensor> grads = std::move(buffers[n]);
     buffers.erase(n);
+    for (const Tensor& g : grads) {  // handed on now: no longer the engine's own to add into
+      if (g.defined()) owned_sums.erase(g.impl());
+    }
     grads.resize(n->output_meta.size());
     for (size_t k = 0; k < grads.size(); ++k) {
       if (!grads[k].defined() && n->materialize_grads) grads[k] = zeros_for(n->output_meta[k]);

@@ -11,6 +11,7 @@
 #include "ember/error.h"
 #include "ember/ops.h"
 #include "ember/promotion.h"
+#include "ember/vmap.h"
 
 namespace ember::autograd {
 
@@ -118,9 +119,23 @@ inline Tensor index_select_backward(const Tensor& grad, const IntList& sizes, in
                              autograd::reshape(index, {-1}), grad, Scalar(int64_t(1)));
 }
 
+// Note [view backward]: without a recorded backward (no create_graph), a select or slice gradient
+// is zeros with grad copied into the viewed part: one fill and one strided copy, not an index_add
+// through an index tensor (many slices of one tensor each pay this, issue 18). A recorded backward
+// keeps the differentiable index_add form, as does a gradient batched by vmap (the plain ops have
+// no batching rule) or one that may carry a forward-mode tangent.
+inline bool plain_view_backward(const Tensor& grad) {
+  return !GradMode::is_enabled() && !vmap::is_batched(grad) && !forward_ad::enabled();
+}
+
 inline Tensor select_backward(const Tensor& grad, const IntList& sizes, int64_t dim, int64_t index) {
   const int64_t d = wrap_dim(dim, static_cast<int64_t>(sizes.size()));
   const int64_t i = index < 0 ? index + sizes[d] : index;
+  if (plain_view_backward(grad)) {
+    Tensor out = ember::zeros(sizes, grad.dtype(), grad.device());
+    ember::copy_(ember::select(out, d, i), grad);
+    return out;
+  }
   return index_select_backward(autograd::unsqueeze(grad, d), sizes, d,
                                autograd::full({1}, Scalar(i), DType::Int64, grad.device()));
 }
@@ -132,6 +147,11 @@ inline Tensor slice_backward(const Tensor& grad, const IntList& sizes, int64_t d
   if (s < 0) s += sizes[d];
   s = std::clamp<int64_t>(s, 0, sizes[d]);
   const int64_t count = grad.sizes()[d];
+  if (plain_view_backward(grad)) {  // Note [view backward]
+    Tensor out = ember::zeros(sizes, grad.dtype(), grad.device());
+    if (count > 0) ember::copy_(ember::slice(out, d, s, s + (count - 1) * step + 1, step), grad);
+    return out;
+  }
   const Tensor index =
       autograd::arange(Scalar(s), Scalar(s + count * step), Scalar(step), DType::Int64, grad.device());
   return index_select_backward(grad, sizes, d, index);

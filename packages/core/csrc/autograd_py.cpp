@@ -161,6 +161,10 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
       .def(py::init([](const Tensor& data) { return autograd::alias(data); }), py::arg("data"),
            "A new tensor sharing data's memory and version counter, without its history (what "
            "nn.Parameter(data) builds on).")
+      // Tensor.as_subclass(cls) (ember/_tensor.py): the same tensor, history included, in an object
+      // of a subclass.
+      .def(py::init([](const Tensor& data, bool share_history) { return share_history ? data : autograd::alias(data); }),
+           py::arg("data"), py::kw_only(), py::arg("_share_history"))
       // The legacy constructors, ember.Tensor(2, 3) / ember.Tensor([1, 2]) / ember.Tensor():
       // ember/_legacy.py reads the arguments as torch.Tensor(...) does.
       .def(py::init([](const py::args& args, const py::kwargs& kwargs) {

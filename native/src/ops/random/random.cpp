@@ -175,8 +175,87 @@ Tensor rand(const IntList& size, const std::shared_ptr<Generator>& generator, st
 
 Tensor randn(const IntList& size, const std::shared_ptr<Generator>& generator, std::optional<DType> dtype,
              std::optional<Device> device) {
-  Tensor out = allocate("randn", size, floating("randn", dtype), device);
+  const DType d = dtype.value_or(get_default_dtype());
+  if (is_complex(d)) {
+    // PyTorch draws a complex normal as its real view (real, imag interleaved) with std 1/sqrt(2),
+    // so |z|^2 has mean 1 and the stream matches a real draw of twice the elements.
+    IntList real_size = size;
+    real_size.push_back(2);
+    Tensor out = allocate("randn", real_size, d == DType::Complex64 ? DType::Float32 : DType::Float64, device);
+    draw(normal_kind(out.numel()), out, generator, 0.0, std::sqrt(0.5));
+    return view_as_complex(out);
+  }
+  Tensor out = allocate("randn", size, floating("randn", d), device);
   return draw(normal_kind(out.numel()), out, generator, 0.0, 1.0);
+}
+
+namespace {
+
+// One Poisson draw of rate `lambda` from `uniform` (doubles in [0, 1)), as PyTorch's CPU sampler
+// does: products of uniforms below 10 (Knuth), Hormann's transformed rejection (PTRS) from 10.
+template <typename Uniform>
+double sample_poisson(double lambda, Uniform&& uniform) {
+  if (lambda >= 10.0) {
+    const double slam = std::sqrt(lambda), loglam = std::log(lambda);
+    const double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+    const double invalpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2.0);
+    while (true) {
+      const double u = uniform() - 0.5, v = uniform();
+      const double us = 0.5 - std::fabs(u);
+      const double k = std::floor((2.0 * a / us + b) * u + lambda + 0.43);
+      if (us >= 0.07 && v <= vr) return k;
+      if (k < 0.0 || (us < 0.013 && v > us)) continue;
+      if (std::log(v) + std::log(invalpha) - std::log(a / (us * us) + b) <= -lambda + k * loglam - std::lgamma(k + 1.0))
+        return k;
+    }
+  }
+  if (lambda == 0.0) return 0.0;
+  const double enlam = std::exp(-lambda);
+  double x = 0.0, prod = 1.0;
+  while (true) {
+    prod *= uniform();
+    if (prod <= enlam) return x;
+    x += 1.0;
+  }
+}
+
+double unit_double(uint64_t bits) {  // the low 53 bits as a double in [0, 1)
+  return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * 0x1.0p-53;
+}
+
+}  // namespace
+
+Tensor poisson(const Tensor& self, const std::shared_ptr<Generator>& generator) {
+  floating("poisson", self.dtype());
+  EMBER_CHECK(self.device().type == DeviceType::CPU, NotImplementedError, "[poisson] not implemented for ",
+              self.device().str());
+  const Tensor rates = to_dtype(self, DType::Float64, false).contiguous();
+  const double* r = rates.data<double>();
+  const int64_t n = rates.numel();
+  for (int64_t i = 0; i < n; ++i)
+    EMBER_CHECK(r[i] >= 0.0, Error, "[poisson] invalid Poisson rate, expected rate to be non-negative, but got ",
+                r[i]);
+  Tensor samples = empty(rates.sizes(), DType::Float64, rates.device());
+  double* o = samples.data<double>();
+  Generator& g = pick(generator);
+  if (is_mt(generator)) {  // serial draws in element order, as PyTorch's CPU kernel takes them
+    const auto lock = g.lock();
+    for (int64_t i = 0; i < n; ++i) o[i] = sample_poisson(r[i], [&] { return unit_double(g.random64()); });
+  } else {
+    // Philox: element i reads its own stream, counter (offset + i, draw number), so the values depend
+    // on the seed only (Note [reproducible randomness]) however many draws a rejection takes.
+    const PhiloxState state = g.reserve(static_cast<uint64_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t c = state.offset + static_cast<uint64_t>(i);
+      uint32_t j = 0;
+      o[i] = sample_poisson(r[i], [&] {
+        const Philox4 b = philox4x32({{static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), j++, 0}},
+                                     static_cast<uint32_t>(state.seed), static_cast<uint32_t>(state.seed >> 32));
+        return unit_double((static_cast<uint64_t>(b.v[0]) << 32) | b.v[1]);
+      });
+    }
+  }
+  return to_dtype(samples, self.dtype(), false);
 }
 
 Tensor randint(int64_t low, int64_t high, const IntList& size, const std::shared_ptr<Generator>& generator,

@@ -66,14 +66,17 @@ std::tuple<Tensor, Tensor> median(const Tensor& self, int64_t dim, bool keepdim)
   // PyTorch's median is the lower of the two middle values, and NaN when the slice has one.
   auto [values, indices] = sort(self, d, false, true);
   if (self.dim() == 0) return {values, indices};
-  Tensor has_nan = any(isnan(self), IntList{d}, true);
   const int64_t k = (size - 1) / 2;
   Tensor v = narrow(values, d, k, 1);
   Tensor i = narrow(indices, d, k, 1);
-  // With NaNs (sorted last), the result is the first NaN.
-  Tensor first_nan_index = argmax(isnan(self), d, true);
-  v = where(has_nan, full({}, Scalar(NAN), self.dtype(), self.device()), v);
-  i = where(has_nan, first_nan_index, i);
+  if (is_floating_point(self.dtype()) || is_complex(self.dtype())) {
+    // With NaNs (sorted last), the result is the first NaN. Integers hold no NaN (and no NaN
+    // fill value), so they keep the plain middle value.
+    Tensor has_nan = any(isnan(self), IntList{d}, true);
+    Tensor first_nan_index = argmax(isnan(self), d, true);
+    v = where(has_nan, full({}, Scalar(NAN), self.dtype(), self.device()), v);
+    i = where(has_nan, first_nan_index, i);
+  }
   if (!keepdim) {
     v = squeeze(v, IntList{d});
     i = squeeze(i, IntList{d});

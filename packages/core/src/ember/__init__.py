@@ -106,6 +106,7 @@ from ._overloads import (  # noqa: E402 - they replace generated entries of the 
     mode,
     nanmedian,
     norm,
+    pow,  # noqa: A004
     return_types,
     sort,
     std_mean,
@@ -291,7 +292,7 @@ __all__ = [
     "is_conj", "resolve_conj", "autograd", "vmap", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_inference_mode_enabled",
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
-    "max", "min", "aminmax", "var_mean", "std_mean", "return_types", "sort", "topk", "kthvalue", "median", "nanmedian", "mode",
+    "max", "min", "aminmax", "var_mean", "std_mean", "return_types", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "pow",
     "cummax", "cummin", "tensor_split", "unique", "unique_consecutive", "where", "norm", "cross", "matrix_exp",
     "matrix_power",
     "finfo", "iinfo", "concat", "clip", "broadcast_shapes", "broadcast_tensors", "meshgrid", "zeros", "ones",
@@ -308,7 +309,7 @@ __all__ = [
 
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism
 # switches, and probability distributions (issue 18, items 2 and 4).
-from . import accelerator, amp, backends, cpu, cuda, distributions  # noqa: E402
+from . import accelerator, amp, backends, cpu, cuda, distributions, special  # noqa: E402
 from ._compile import compile  # noqa: A004, E402
 from ._determinism import (  # noqa: E402
     are_deterministic_algorithms_enabled,
@@ -340,7 +341,7 @@ __all__ += ["autocast", "autocast_decrement_nesting", "autocast_increment_nestin
             "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype", "is_autocast_cache_enabled",
             "is_autocast_cpu_enabled", "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_cpu_dtype",
             "set_autocast_cpu_enabled", "set_autocast_dtype", "set_autocast_enabled", "set_autocast_gpu_dtype"]
-__all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "compile", "use_deterministic_algorithms",
+__all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "special", "compile", "use_deterministic_algorithms",
             "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
             "set_deterministic_debug_mode", "get_deterministic_debug_mode"]
 

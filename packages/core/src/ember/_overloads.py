@@ -20,6 +20,14 @@ for _name in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax
     setattr(return_types, _name, namedtuple(_name, _fields))
 
 
+def pow(input, exponent, *, out=None):  # noqa: A001, A002 - PyTorch's names
+    """input ** exponent; either may be a Python number (torch.pow(2, x) as well as torch.pow(x, 2)).
+    A number base is a wrapped 0-dim tensor, so it ranks lowest in type promotion, as in PyTorch."""
+    if isinstance(input, (bool, int, float, complex)) and isinstance(exponent, _C.Tensor):
+        input = _C._wrap_number(input)  # noqa: A001
+    return _C.pow(input, exponent, out=out)
+
+
 def sort(input, dim=-1, descending=False, *, stable=False):
     return return_types.sort(*_C.sort(input, dim, descending, stable=stable))
 

@@ -298,6 +298,20 @@ _C.Tensor.__neg__ = lambda self: _C.neg(self)
 _C.Tensor.__pos__ = lambda self: self
 _C.Tensor.__abs__ = lambda self: _C.abs(self)
 _C.Tensor.__invert__ = lambda self: _C.bitwise_not(self)
+def _as_subclass(self: _C.Tensor, cls: type) -> _C.Tensor:
+    """This tensor as an instance of `cls`, a subclass of Tensor: the same storage, version counter
+    and autograd history (torch.Tensor.as_subclass). cls.__init__ is not called."""
+    if not isinstance(cls, type):
+        raise TypeError(f"cls must be a type (got {type(cls).__name__})")
+    if not issubclass(cls, _C.Tensor):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not "
+                        "possible. Make sure your class inherits from Tensor.")
+    out = _C.Tensor.__new__(cls)
+    _C.Tensor.__init__(out, self, _share_history=True)
+    return out
+
+
+_C.Tensor.as_subclass = _as_subclass
 _C.Tensor.__hash__ = object.__hash__  # tensors hash by identity, as in PyTorch
 _C.Tensor.T = property(lambda self: _C.permute(self, list(range(self.dim() - 1, -1, -1))))
 _C.Tensor.mT = property(lambda self: _C.transpose(self, -2, -1))

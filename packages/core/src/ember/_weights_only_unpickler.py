@@ -245,11 +245,22 @@ def _np_reconstruct(*args: Any) -> _Pending:
     return _Pending("ndarray", ())
 
 
+def _flag(value: Any) -> bool | None:
+    """A dtype(code, align, copy) flag: a bool, or the int 0 / 1 that Python 2 era NumPy pickles
+    (CIFAR's batches) carry; None for anything else."""
+    if type(value) is bool:
+        return value
+    if type(value) is int and value in (0, 1):
+        return bool(value)
+    return None
+
+
 def _np_dtype(*args: Any) -> _Pending:
+    flags = tuple(_flag(a) for a in args[1:])
     if (len(args) != 3 or not isinstance(args[0], str) or not _NP_CODE.match(args[0])
-            or type(args[1]) is not bool or type(args[2]) is not bool):
+            or None in flags):
         raise _UnpicklingError(f"numpy.dtype arguments {tuple(_describe(a) for a in args)} are not a plain dtype code")
-    return _Pending("dtype", args)
+    return _Pending("dtype", (args[0], *flags))
 
 
 def _check_shape(shape: Any, what: str) -> tuple[int, ...]:

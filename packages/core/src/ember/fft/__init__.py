@@ -36,18 +36,21 @@ def _norm_mode(norm, forward: bool) -> int:
     raise RuntimeError(f'Invalid normalization mode: "{norm}"')
 
 
+# dtypes a CPU transform rejects, by PyTorch's (c10) names
+_UNSUPPORTED = {_C.float16: "Half", _C.bfloat16: "BFloat16", _C.float8_e4m3fn: "Float8_e4m3fn",
+                _C.float8_e5m2: "Float8_e5m2"}
+
+
 def _float_input(x, fname: str):
     """x as a tensor whose dtype a transform accepts: ints/bool to the default float dtype."""
     if not isinstance(x, _C.Tensor):
         raise TypeError(f"{fname}(): argument 'input' must be Tensor, not {type(x).__name__}")
     d = x.dtype
-    if d in (_C.float16, _C.bfloat16):
-        raise RuntimeError(f"{fname}: Unsupported dtype {dtype_name(d)} (float16 and bfloat16 transforms are not "
-                           f"implemented; convert to float32)")
     if d in (_C.float32, _C.float64, _C.complex64, _C.complex128):
         return x
-    if d in (_C.float8_e4m3fn, _C.float8_e5m2):
-        raise RuntimeError(f"{fname}: Unsupported dtype {dtype_name(d)}")
+    if d in _UNSUPPORTED:
+        # PyTorch's CPU build has no half-precision (or float8) transforms and says so in these words
+        raise RuntimeError(f"Unsupported dtype {_UNSUPPORTED[d]}")
     return _C.to_dtype(x, _C.get_default_dtype())  # bool and integers
 
 

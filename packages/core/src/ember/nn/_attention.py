@@ -218,7 +218,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         return out, weights
 
     if attn_mask is not None:
-        attn_mask = _C.reshape(attn_mask, [batch, num_heads, -1, source]) if attn_mask.shape[0] != 1 \
+        # the mask's own length, not -1: an empty batch has no elements to infer it from
+        attn_mask = _C.reshape(attn_mask, [batch, num_heads, attn_mask.shape[1], source]) if attn_mask.shape[0] != 1 \
             else _C.unsqueeze(attn_mask, 0)
     q, k, v = (_C.reshape(t, [batch, num_heads, t.shape[1], head_dim]) for t in (q, k, v))
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)

@@ -43,6 +43,17 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     """Splits module.<name> into parametrizations.<name>.original0 (magnitude g) and original1
     (direction v)."""
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _weight_norm_compat_hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+                                 unexpected_keys, error_msgs):
+        # a checkpoint of nn.utils.weight_norm holds <name>_g / <name>_v: the same magnitude and
+        # direction under the parametrization's names (PyTorch's hook)
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module.register_load_state_dict_pre_hook(_weight_norm_compat_hook)
     return module
 
 
