@@ -601,7 +601,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       slot = g;
     } else if (!create_graph && owned_sums.count(slot.impl()) && g.sizes() == slot.sizes() &&
                g.dtype() == slot.dtype() && g.device() == slot.device() && !vmap::is_batched(slot) &&
-               !vmap::is_batched(g) && !forward_ad::enabled()) {  // the plain add: no batching rule, no tangent
+               !vmap::is_batched(g) &&
+               !forward_ad::enabled()) {  // the plain add: no batching rule, no tangent
       ember::add(slot, g, Scalar(int64_t(1)), slot);
     } else {
       slot = autograd::add(slot, g, Scalar(int64_t(1)), std::nullopt);

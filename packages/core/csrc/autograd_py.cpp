@@ -163,7 +163,9 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
            "nn.Parameter(data) builds on).")
       // Tensor.as_subclass(cls) (ember/_tensor.py): the same tensor, history included, in an object
       // of a subclass.
-      .def(py::init([](const Tensor& data, bool share_history) { return share_history ? data : autograd::alias(data); }),
+      .def(py::init([](const Tensor& data, bool share_history) {
+             return share_history ? data : autograd::alias(data);
+           }),
            py::arg("data"), py::kw_only(), py::arg("_share_history"))
       // The legacy constructors, ember.Tensor(2, 3) / ember.Tensor([1, 2]) / ember.Tensor():
       // ember/_legacy.py reads the arguments as torch.Tensor(...) does.

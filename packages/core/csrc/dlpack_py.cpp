@@ -171,11 +171,12 @@ Tensor from_capsule(py::handle capsule) {
   int64_t span = 0;
   EMBER_CHECK(numel == 0 || !__builtin_mul_overflow(highest + 1, item, &span), ValueError,
               "[from_dlpack] the tensor's byte extent overflows int64");
-  EMBER_CHECK(numel == 0 || dl.data != nullptr, ValueError, "[from_dlpack] null data pointer for a tensor of ",
-              numel, " elements");
+  EMBER_CHECK(numel == 0 || dl.data != nullptr, ValueError,
+              "[from_dlpack] null data pointer for a tensor of ", numel, " elements");
   uintptr_t start = 0;
-  EMBER_CHECK(!__builtin_add_overflow(reinterpret_cast<uintptr_t>(dl.data), dl.byte_offset, &start), ValueError,
-              "[from_dlpack] data pointer plus byte_offset ", dl.byte_offset, " overflows the address space");
+  EMBER_CHECK(!__builtin_add_overflow(reinterpret_cast<uintptr_t>(dl.data), dl.byte_offset, &start),
+              ValueError, "[from_dlpack] data pointer plus byte_offset ", dl.byte_offset,
+              " overflows the address space");
   if (dl.data == nullptr) {  // an empty tensor without memory: nothing to keep alive, so release it now
     PyCapsule_SetName(capsule.ptr(), kUsedCapsule);
     Tensor result = empty(sizes, dtype);

@@ -311,15 +311,16 @@ double bessel_i_double(int nu, double x, bool scaled) {
   }
   const double scaled_value = sum / std::sqrt(2.0 * 3.14159265358979323846 * ax);
   if (scaled) return sign * scaled_value;
-  const double half = std::exp(0.5 * ax);  // e^x in two halves: I_nu(x) is finite a little past e^x's overflow
+  const double half =
+      std::exp(0.5 * ax);  // e^x in two halves: I_nu(x) is finite a little past e^x's overflow
   return sign * (half * (half * scaled_value));
 }
 
 // i0, i0e, i1, i1e: a float op (integers compute in the default dtype) evaluated in double, one
 // element at a time (a scalar loop; the series has no vector form worth a kernel per ISA).
 Tensor bessel_i(const char* name, int nu, bool scaled, const Tensor& self, const std::optional<Tensor>& out) {
-  EMBER_CHECK(!is_complex(self.dtype()), NotImplementedError, "[", name, "] not implemented for complex dtype ",
-              dtype_name(self.dtype()));
+  EMBER_CHECK(!is_complex(self.dtype()), NotImplementedError, "[", name,
+              "] not implemented for complex dtype ", dtype_name(self.dtype()));
   EMBER_CHECK(self.device().type == DeviceType::CPU, NotImplementedError, "[", name, "] not implemented for ",
               self.device().str());
   const DType compute = is_floating_point(self.dtype()) ? self.dtype() : get_default_dtype();

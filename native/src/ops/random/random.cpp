@@ -181,7 +181,8 @@ Tensor randn(const IntList& size, const std::shared_ptr<Generator>& generator, s
     // so |z|^2 has mean 1 and the stream matches a real draw of twice the elements.
     IntList real_size = size;
     real_size.push_back(2);
-    Tensor out = allocate("randn", real_size, d == DType::Complex64 ? DType::Float32 : DType::Float64, device);
+    Tensor out =
+        allocate("randn", real_size, d == DType::Complex64 ? DType::Float32 : DType::Float64, device);
     draw(normal_kind(out.numel()), out, generator, 0.0, std::sqrt(0.5));
     return view_as_complex(out);
   }
@@ -205,7 +206,8 @@ double sample_poisson(double lambda, Uniform&& uniform) {
       const double k = std::floor((2.0 * a / us + b) * u + lambda + 0.43);
       if (us >= 0.07 && v <= vr) return k;
       if (k < 0.0 || (us < 0.013 && v > us)) continue;
-      if (std::log(v) + std::log(invalpha) - std::log(a / (us * us) + b) <= -lambda + k * loglam - std::lgamma(k + 1.0))
+      if (std::log(v) + std::log(invalpha) - std::log(a / (us * us) + b) <=
+          -lambda + k * loglam - std::lgamma(k + 1.0))
         return k;
     }
   }
@@ -233,8 +235,8 @@ Tensor poisson(const Tensor& self, const std::shared_ptr<Generator>& generator) 
   const double* r = rates.data<double>();
   const int64_t n = rates.numel();
   for (int64_t i = 0; i < n; ++i)
-    EMBER_CHECK(r[i] >= 0.0, Error, "[poisson] invalid Poisson rate, expected rate to be non-negative, but got ",
-                r[i]);
+    EMBER_CHECK(r[i] >= 0.0, Error,
+                "[poisson] invalid Poisson rate, expected rate to be non-negative, but got ", r[i]);
   Tensor samples = empty(rates.sizes(), DType::Float64, rates.device());
   double* o = samples.data<double>();
   Generator& g = pick(generator);
@@ -249,8 +251,9 @@ Tensor poisson(const Tensor& self, const std::shared_ptr<Generator>& generator) 
       const uint64_t c = state.offset + static_cast<uint64_t>(i);
       uint32_t j = 0;
       o[i] = sample_poisson(r[i], [&] {
-        const Philox4 b = philox4x32({{static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), j++, 0}},
-                                     static_cast<uint32_t>(state.seed), static_cast<uint32_t>(state.seed >> 32));
+        const Philox4 b =
+            philox4x32({{static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), j++, 0}},
+                       static_cast<uint32_t>(state.seed), static_cast<uint32_t>(state.seed >> 32));
         return unit_double((static_cast<uint64_t>(b.v[0]) << 32) | b.v[1]);
       });
     }

@@ -24,14 +24,16 @@ py::array_t<int64_t> forced_align_impl(py::array_t<T, py::array::c_style> log_pr
   int64_t repeats = 0;
   for (int64_t i = 0; i < l; ++i) {
     if (y[i] < 0 || y[i] >= c)
-      throw std::invalid_argument("targets values must be within [0, num classes = " + std::to_string(c) + ")");
-    if (y[i] == blank) throw std::invalid_argument("targets must not contain the blank index " + std::to_string(blank));
+      throw std::invalid_argument("targets values must be within [0, num classes = " + std::to_string(c) +
+                                  ")");
+    if (y[i] == blank)
+      throw std::invalid_argument("targets must not contain the blank index " + std::to_string(blank));
     if (i > 0 && y[i] == y[i - 1]) ++repeats;
   }
   if (tn < l + repeats)
-    throw std::invalid_argument("targets length is too long for CTC. Found log_probs length: " + std::to_string(tn) +
-                                ", targets length: " + std::to_string(l) + ", and number of repeats: " +
-                                std::to_string(repeats));
+    throw std::invalid_argument(
+        "targets length is too long for CTC. Found log_probs length: " + std::to_string(tn) +
+        ", targets length: " + std::to_string(l) + ", and number of repeats: " + std::to_string(repeats));
   py::array_t<int64_t> path(tn);
   int64_t* out = path.mutable_data();
   if (tn == 0) return path;
@@ -49,7 +51,8 @@ py::array_t<int64_t> forced_align_impl(py::array_t<T, py::array::c_style> log_pr
         double best = prev[s];
         uint8_t from = 0;
         if (s >= 1 && prev[s - 1] > best) best = prev[s - 1], from = 1;
-        if (s >= 2 && s % 2 == 1 && label(s) != label(s - 2) && prev[s - 2] > best) best = prev[s - 2], from = 2;
+        if (s >= 2 && s % 2 == 1 && label(s) != label(s - 2) && prev[s - 2] > best)
+          best = prev[s - 2], from = 2;
         cur[s] = best + double(lp[t * c + label(s)]);
         back[t * s_len + s] = from;
       }
@@ -69,8 +72,10 @@ py::array_t<int64_t> forced_align_impl(py::array_t<T, py::array::c_style> log_pr
 }  // namespace
 
 void register_alignment(py::module_& m) {
-  m.def("forced_align_f32", &forced_align_impl<float>, py::arg("log_probs"), py::arg("targets"), py::arg("blank"));
-  m.def("forced_align_f64", &forced_align_impl<double>, py::arg("log_probs"), py::arg("targets"), py::arg("blank"));
+  m.def("forced_align_f32", &forced_align_impl<float>, py::arg("log_probs"), py::arg("targets"),
+        py::arg("blank"));
+  m.def("forced_align_f64", &forced_align_impl<double>, py::arg("log_probs"), py::arg("targets"),
+        py::arg("blank"));
 }
 
 }  // namespace emberaudio

@@ -55,9 +55,13 @@ class ArpaSession : public LMSession {
 
 }  // namespace
 
-std::unique_ptr<LMSession> ZeroLM::session() const { return std::make_unique<ZeroSession>(); }
+std::unique_ptr<LMSession> ZeroLM::session() const {
+  return std::make_unique<ZeroSession>();
+}
 
-std::unique_ptr<LMSession> ArpaLM::session() const { return std::make_unique<ArpaSession>(*this); }
+std::unique_ptr<LMSession> ArpaLM::session() const {
+  return std::make_unique<ArpaSession>(*this);
+}
 
 std::string ArpaLM::key(const int* ids, size_t n) {
   return std::string(reinterpret_cast<const char*>(ids), n * sizeof(int));

@@ -89,10 +89,10 @@ struct Trie {
 struct Hyp {
   double score;
   int lm_state;
-  int lex;       // trie node (lexicon decoding), else 0
-  int parent;    // index in the previous frame's beam, -1 for the first
+  int lex;     // trie node (lexicon decoding), else 0
+  int parent;  // index in the previous frame's beam, -1 for the first
   int token;
-  int word;      // word completed on this step, -1 if none
+  int word;  // word completed on this step, -1 if none
   bool prev_blank;
 };
 
@@ -123,12 +123,15 @@ class DecodeRun {
       const float* e = emissions + t * n;
       std::iota(order.begin(), order.end(), 0);
       if (k < n)
-        std::partial_sort(order.begin(), order.begin() + k, order.end(), [e](int a, int b) { return e[a] > e[b]; });
+        std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                          [e](int a, int b) { return e[a] > e[b]; });
       reset();
       const auto& prev = beams_.back();
       for (int p = 0; p < int(prev.size()); ++p) {
-        if (cfg_.trie) expand_lexicon(prev[p], p, e, order, k);
-        else expand_free(prev[p], p, e, order, k);
+        if (cfg_.trie)
+          expand_lexicon(prev[p], p, e, order, k);
+        else
+          expand_free(prev[p], p, e, order, k);
       }
       beams_.push_back(store(false));
     }
@@ -189,7 +192,8 @@ class DecodeRun {
       if (c == cfg_.sil) score += o.sil_score;
       // A new token needs a blank in between when it repeats the last one.
       if ((h.prev_blank || c != h.token) && !child.children.empty())
-        add(score + o.lm_weight * (double(child.max_score) - lex_max), h.lm_state, it->second, p, c, -1, false);
+        add(score + o.lm_weight * (double(child.max_score) - lex_max), h.lm_state, it->second, p, c, -1,
+            false);
       for (int word : child.words) {
         // A one-token word must not be emitted again by the same token's repeat.
         if (h.lex == 0 && h.token == c) continue;
@@ -247,7 +251,8 @@ class DecodeRun {
     for (Hyp& c : candidates_)
       if (c.score >= threshold) ptrs.push_back(&c);
     auto same = [](const Hyp* a, const Hyp* b) {
-      return a->lm_state == b->lm_state && a->lex == b->lex && a->token == b->token && a->prev_blank == b->prev_blank;
+      return a->lm_state == b->lm_state && a->lex == b->lex && a->token == b->token &&
+             a->prev_blank == b->prev_blank;
     };
     std::sort(ptrs.begin(), ptrs.end(), [](const Hyp* a, const Hyp* b) {
       if (a->lm_state != b->lm_state) return a->lm_state < b->lm_state;
@@ -272,8 +277,10 @@ class DecodeRun {
     ptrs.resize(kept);
     const size_t size = std::min<size_t>(kept, size_t(cfg_.opt.beam_size));
     auto by_score = [](const Hyp* a, const Hyp* b) { return a->score > b->score; };
-    if (sorted) std::partial_sort(ptrs.begin(), ptrs.begin() + size, ptrs.end(), by_score);
-    else if (kept > size) std::nth_element(ptrs.begin(), ptrs.begin() + size, ptrs.end(), by_score);
+    if (sorted)
+      std::partial_sort(ptrs.begin(), ptrs.begin() + size, ptrs.end(), by_score);
+    else if (kept > size)
+      std::nth_element(ptrs.begin(), ptrs.begin() + size, ptrs.end(), by_score);
     std::vector<Hyp> beam;
     beam.reserve(size);
     for (size_t i = 0; i < size; ++i) beam.push_back(*ptrs[i]);
@@ -303,7 +310,9 @@ class PythonLM : public LanguageModel {
     std::pair<int, float> score(int state, int word) override {
       return unpack(lm_.attr("score")(states_[state], word), "score");
     }
-    std::pair<int, float> finish(int state) override { return unpack(lm_.attr("finish")(states_[state]), "finish"); }
+    std::pair<int, float> finish(int state) override {
+      return unpack(lm_.attr("finish")(states_[state]), "finish");
+    }
 
    private:
     int intern(const py::object& state) {
@@ -340,8 +349,8 @@ py::list to_python(const std::vector<Result>& results) {
 
 class Decoder {
  public:
-  Decoder(const Options& opt, std::shared_ptr<LanguageModel> lm, py::object lexicon, int sil, int blank, int unk,
-          int num_tokens)
+  Decoder(const Options& opt, std::shared_ptr<LanguageModel> lm, py::object lexicon, int sil, int blank,
+          int unk, int num_tokens)
       : lm_(std::move(lm)) {
     cfg_.opt = opt;
     cfg_.lm = lm_;
@@ -363,7 +372,8 @@ class Decoder {
       for (py::handle entry : lexicon) {
         auto pair = entry.cast<std::pair<int, std::vector<int>>>();
         for (int t : pair.second)
-          if (t < 0 || t >= num_tokens) throw std::invalid_argument("lexicon spelling has an invalid token index");
+          if (t < 0 || t >= num_tokens)
+            throw std::invalid_argument("lexicon spelling has an invalid token index");
         if (pair.second.empty()) throw std::invalid_argument("lexicon spelling is empty");
         trie->insert(pair.second, pair.first, session->score(start, pair.first).second);
       }
@@ -372,7 +382,8 @@ class Decoder {
     }
   }
 
-  py::list decode(py::array_t<float, py::array::c_style> emissions, py::array_t<int64_t, py::array::c_style> lengths) {
+  py::list decode(py::array_t<float, py::array::c_style> emissions,
+                  py::array_t<int64_t, py::array::c_style> lengths) {
     if (emissions.ndim() != 3) throw std::invalid_argument("emissions must be 3-D (batch, frames, tokens)");
     const int64_t b = emissions.shape(0), t = emissions.shape(1), n = emissions.shape(2);
     check_tokens(n);
@@ -456,24 +467,27 @@ void register_ctc_decoder(py::module_& m) {
   py::class_<ArpaLM, LanguageModel, std::shared_ptr<ArpaLM>>(m, "ArpaLM")
       .def(py::init<const std::string&, const std::vector<std::string>&>(), py::arg("path"), py::arg("words"))
       .def_property_readonly("order", &ArpaLM::order)
-      .def("score_words", [](const ArpaLM& lm, const std::vector<int>& words, bool finish) {
-        // Scores a word sequence from sentence start (a check of the model against others).
-        auto session = lm.session();
-        int state = session->start();
-        py::list scores;
-        for (int w : words) {
-          auto [next, s] = session->score(state, w);
-          state = next;
-          scores.append(s);
-        }
-        if (finish) scores.append(session->finish(state).second);
-        return scores;
-      }, py::arg("words"), py::arg("finish") = true);
+      .def(
+          "score_words",
+          [](const ArpaLM& lm, const std::vector<int>& words, bool finish) {
+            // Scores a word sequence from sentence start (a check of the model against others).
+            auto session = lm.session();
+            int state = session->start();
+            py::list scores;
+            for (int w : words) {
+              auto [next, s] = session->score(state, w);
+              state = next;
+              scores.append(s);
+            }
+            if (finish) scores.append(session->finish(state).second);
+            return scores;
+          },
+          py::arg("words"), py::arg("finish") = true);
   py::class_<PythonLM, LanguageModel, std::shared_ptr<PythonLM>>(m, "PythonLM").def(py::init<py::object>());
   py::class_<Decoder>(m, "CTCBeamDecoder")
       .def(py::init<const Options&, std::shared_ptr<LanguageModel>, py::object, int, int, int, int>(),
-           py::arg("options"), py::arg("lm"), py::arg("lexicon"), py::arg("sil"), py::arg("blank"), py::arg("unk"),
-           py::arg("num_tokens"))
+           py::arg("options"), py::arg("lm"), py::arg("lexicon"), py::arg("sil"), py::arg("blank"),
+           py::arg("unk"), py::arg("num_tokens"))
       .def("decode", &Decoder::decode, py::arg("emissions"), py::arg("lengths"))
       .def("decode_begin", &Decoder::decode_begin)
       .def("decode_step", &Decoder::decode_step, py::arg("emissions"))

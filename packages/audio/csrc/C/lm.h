@@ -18,9 +18,9 @@ namespace emberaudio {
 class LMSession {
  public:
   virtual ~LMSession() = default;
-  virtual int start() = 0;                                    // the sentence-start state
+  virtual int start() = 0;                                       // the sentence-start state
   virtual std::pair<int, float> score(int state, int word) = 0;  // next state, score of `word`
-  virtual std::pair<int, float> finish(int state) = 0;       // end-of-sentence state and score
+  virtual std::pair<int, float> finish(int state) = 0;           // end-of-sentence state and score
 };
 
 class LanguageModel {

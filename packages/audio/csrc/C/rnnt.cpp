@@ -28,8 +28,8 @@ struct RnntShape {
 // One batch item: logits (max_t, max_u1, vocab), of which the first t_len x (u_len + 1) are used.
 // Computes in double whatever the input dtype; writes the cost and (optionally) the gradient.
 template <typename T>
-void rnnt_one(const T* logits, const int32_t* targets, int64_t t_len, int64_t u_len,
-              const RnntShape& s, int64_t blank, double clamp, bool fused, T* cost, T* grad) {
+void rnnt_one(const T* logits, const int32_t* targets, int64_t t_len, int64_t u_len, const RnntShape& s,
+              int64_t blank, double clamp, bool fused, T* cost, T* grad) {
   const int64_t tn = t_len, un = u_len + 1, v = s.vocab;
   auto at = [&](int64_t t, int64_t u) { return logits + (t * s.max_u1 + u) * v; };
   std::vector<double> denom(tn * un, 0.0), lp_blank(tn * un), lp_emit(tn * un, -INFINITY);
@@ -79,8 +79,8 @@ void rnnt_one(const T* logits, const int32_t* targets, int64_t t_len, int64_t u_
       // d(-log P)/d(log p_k) = -exp(alpha + log p_k + beta(next) - log P) along used edges.
       const double next_blank = t < tn - 1 ? beta[(t + 1) * un + u] : (u == un - 1 ? 0.0 : -INFINITY);
       const double g_blank = -std::exp(a + lp_blank[t * un + u] + next_blank - log_likelihood);
-      const double g_emit = u < un - 1
-          ? -std::exp(a + lp_emit[t * un + u] + beta[t * un + u + 1] - log_likelihood) : 0.0;
+      const double g_emit =
+          u < un - 1 ? -std::exp(a + lp_emit[t * un + u] + beta[t * un + u + 1] - log_likelihood) : 0.0;
       // Through the softmax: add p_k times the node's occupancy exp(alpha + beta - log P).
       const double occupancy = fused ? std::exp(a + beta[t * un + u] - log_likelihood) : 0.0;
       for (int64_t k = 0; k < v; ++k) {
@@ -95,7 +95,8 @@ void rnnt_one(const T* logits, const int32_t* targets, int64_t t_len, int64_t u_
 }
 
 template <typename T>
-py::tuple rnnt_impl(py::array_t<T, py::array::c_style> logits, py::array_t<int32_t, py::array::c_style> targets,
+py::tuple rnnt_impl(py::array_t<T, py::array::c_style> logits,
+                    py::array_t<int32_t, py::array::c_style> targets,
                     py::array_t<int32_t, py::array::c_style> logit_lengths,
                     py::array_t<int32_t, py::array::c_style> target_lengths, int64_t blank, double clamp,
                     bool fused, bool need_grad) {
@@ -105,10 +106,14 @@ py::tuple rnnt_impl(py::array_t<T, py::array::c_style> logits, py::array_t<int32
   if (target_lengths.ndim() != 1) throw std::invalid_argument("target_lengths must be 1-D");
   const int64_t b = logits.shape(0);
   const RnntShape s{logits.shape(1), logits.shape(2), logits.shape(3)};
-  if (logit_lengths.shape(0) != b) throw std::invalid_argument("batch dimension mismatch between logits and logit_lengths");
-  if (target_lengths.shape(0) != b) throw std::invalid_argument("batch dimension mismatch between logits and target_lengths");
-  if (targets.shape(0) != b) throw std::invalid_argument("batch dimension mismatch between logits and targets");
-  if (blank < 0 || blank >= s.vocab) throw std::invalid_argument("blank must be within [0, logits.shape[-1])");
+  if (logit_lengths.shape(0) != b)
+    throw std::invalid_argument("batch dimension mismatch between logits and logit_lengths");
+  if (target_lengths.shape(0) != b)
+    throw std::invalid_argument("batch dimension mismatch between logits and target_lengths");
+  if (targets.shape(0) != b)
+    throw std::invalid_argument("batch dimension mismatch between logits and targets");
+  if (blank < 0 || blank >= s.vocab)
+    throw std::invalid_argument("blank must be within [0, logits.shape[-1])");
   if (targets.shape(1) + 1 != s.max_u1)
     throw std::invalid_argument("target length mismatch: logits.shape[2] must be targets.shape[1] + 1");
   const int32_t* ll = logit_lengths.data();
@@ -121,12 +126,14 @@ py::tuple rnnt_impl(py::array_t<T, py::array::c_style> logits, py::array_t<int32
                                   " is outside [1, logits.shape[1] = " + std::to_string(s.max_t) + "]");
     if (tl[i] < 0 || tl[i] >= s.max_u1)
       throw std::invalid_argument("target_lengths[" + std::to_string(i) + "] = " + std::to_string(tl[i]) +
-                                  " is outside [0, logits.shape[2] - 1 = " + std::to_string(s.max_u1 - 1) + "]");
+                                  " is outside [0, logits.shape[2] - 1 = " + std::to_string(s.max_u1 - 1) +
+                                  "]");
     for (int64_t u = 0; u < tl[i]; ++u) {
       const int32_t y = tg[i * (s.max_u1 - 1) + u];
       if (y < 0 || y >= s.vocab)
-        throw std::invalid_argument("targets[" + std::to_string(i) + ", " + std::to_string(u) + "] = " +
-                                    std::to_string(y) + " is outside [0, num classes = " + std::to_string(s.vocab) + ")");
+        throw std::invalid_argument("targets[" + std::to_string(i) + ", " + std::to_string(u) +
+                                    "] = " + std::to_string(y) +
+                                    " is outside [0, num classes = " + std::to_string(s.vocab) + ")");
     }
     max_ll = std::max<int64_t>(max_ll, ll[i]);
     max_tl = std::max<int64_t>(max_tl, tl[i]);

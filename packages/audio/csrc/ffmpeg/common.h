@@ -48,7 +48,8 @@ struct IndexOutOfRange : std::out_of_range {
 class BusyGuard {
  public:
   explicit BusyGuard(std::atomic<bool>& flag) : flag_(flag) {
-    if (flag_.exchange(true)) throw std::runtime_error("This object is in use by another thread (or a callback)");
+    if (flag_.exchange(true))
+      throw std::runtime_error("This object is in use by another thread (or a callback)");
   }
   ~BusyGuard() { flag_.store(false); }
   BusyGuard(const BusyGuard&) = delete;
@@ -86,10 +87,18 @@ inline py::dict dict_to_py(const AVDictionary* d) {
   return out;
 }
 
-struct FrameDeleter { void operator()(AVFrame* f) const { av_frame_free(&f); } };
-struct PacketDeleter { void operator()(AVPacket* p) const { av_packet_free(&p); } };
-struct CodecDeleter { void operator()(AVCodecContext* c) const { avcodec_free_context(&c); } };
-struct GraphDeleter { void operator()(AVFilterGraph* g) const { avfilter_graph_free(&g); } };
+struct FrameDeleter {
+  void operator()(AVFrame* f) const { av_frame_free(&f); }
+};
+struct PacketDeleter {
+  void operator()(AVPacket* p) const { av_packet_free(&p); }
+};
+struct CodecDeleter {
+  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
+};
+struct GraphDeleter {
+  void operator()(AVFilterGraph* g) const { avfilter_graph_free(&g); }
+};
 
 // An AVIOContext over a Python object with read(n) / write(b) and optional seek(offset, whence).
 // The callbacks take the GIL: FFmpeg calls them from code that runs with the GIL released.
@@ -97,7 +106,8 @@ struct GraphDeleter { void operator()(AVFilterGraph* g) const { avfilter_graph_f
 class PyIO {
  public:
   PyIO(py::object obj, int buffer_size, bool writable) : obj_(std::move(obj)) {
-    if (buffer_size <= 0) throw py::value_error("buffer_size must be positive, got " + std::to_string(buffer_size));
+    if (buffer_size <= 0)
+      throw py::value_error("buffer_size must be positive, got " + std::to_string(buffer_size));
     seekable_ = py::hasattr(obj_, "seek");
     auto* buf = static_cast<unsigned char*>(av_malloc(buffer_size));
     if (!buf) throw std::bad_alloc();
@@ -119,7 +129,9 @@ class PyIO {
   PyIO& operator=(const PyIO&) = delete;
   AVIOContext* ctx() { return ctx_; }
   // The Python error behind the last FFmpeg failure, as a suffix for messages.
-  std::string error_suffix() const { return error_.empty() ? "" : "; the file-like object raised: " + error_; }
+  std::string error_suffix() const {
+    return error_.empty() ? "" : "; the file-like object raised: " + error_;
+  }
 
  private:
   static int read(void* opaque, uint8_t* buf, int size) {
@@ -185,8 +197,8 @@ class PyIO {
 };
 
 // Builds `src -> desc -> sink` in `graph`; `src_args` configure the (a)buffer source.
-inline void configure_graph(AVFilterGraph* graph, bool audio, const std::string& src_args, const std::string& desc,
-                            AVFilterContext** src, AVFilterContext** sink) {
+inline void configure_graph(AVFilterGraph* graph, bool audio, const std::string& src_args,
+                            const std::string& desc, AVFilterContext** src, AVFilterContext** sink) {
   const AVFilter* buffersrc = avfilter_get_by_name(audio ? "abuffer" : "buffer");
   const AVFilter* buffersink = avfilter_get_by_name(audio ? "abuffersink" : "buffersink");
   int ret = avfilter_graph_create_filter(src, buffersrc, "in", src_args.c_str(), nullptr, graph);
@@ -211,9 +223,13 @@ inline void configure_graph(AVFilterGraph* graph, bool audio, const std::string&
   ret = avfilter_graph_parse_ptr(graph, desc.c_str(), &inputs, &outputs, nullptr);
   avfilter_inout_free(&outputs);
   avfilter_inout_free(&inputs);
-  if (ret < 0) throw py::value_error("Failed to parse the filter description \"" + desc + "\" (" + av_error_text(ret) + ")");
+  if (ret < 0)
+    throw py::value_error("Failed to parse the filter description \"" + desc + "\" (" + av_error_text(ret) +
+                          ")");
   ret = avfilter_graph_config(graph, nullptr);
-  if (ret < 0) throw py::value_error("Failed to configure the filter graph \"" + desc + "\" (" + av_error_text(ret) + ")");
+  if (ret < 0)
+    throw py::value_error("Failed to configure the filter graph \"" + desc + "\" (" + av_error_text(ret) +
+                          ")");
 }
 
 inline std::string layout_text(const AVChannelLayout& layout) {

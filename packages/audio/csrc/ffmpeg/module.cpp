@@ -14,7 +14,9 @@ PYBIND11_MODULE(_ffmpeg, m) {
   m.def("set_log_level", [](int level) { av_log_set_level(level); });
   m.def("get_versions", []() {
     pybind11::dict d;
-    auto v = [](unsigned x) { return pybind11::make_tuple(AV_VERSION_MAJOR(x), AV_VERSION_MINOR(x), AV_VERSION_MICRO(x)); };
+    auto v = [](unsigned x) {
+      return pybind11::make_tuple(AV_VERSION_MAJOR(x), AV_VERSION_MINOR(x), AV_VERSION_MICRO(x));
+    };
     d["libavutil"] = v(avutil_version());
     d["libavcodec"] = v(avcodec_version());
     d["libavformat"] = v(avformat_version());
@@ -22,7 +24,8 @@ PYBIND11_MODULE(_ffmpeg, m) {
     return d;
   });
   // IndexError for Python, RuntimeError for code written against torchaudio.
-  pybind11::tuple bases = pybind11::make_tuple(pybind11::handle(PyExc_IndexError), pybind11::handle(PyExc_RuntimeError));
+  pybind11::tuple bases =
+      pybind11::make_tuple(pybind11::handle(PyExc_IndexError), pybind11::handle(PyExc_RuntimeError));
   PyObject* index_error = PyErr_NewExceptionWithDoc("emberaudio._ffmpeg.StreamIndexError",
                                                     "A stream index out of range.", bases.ptr(), nullptr);
   if (!index_error) throw pybind11::error_already_set();

@@ -22,7 +22,10 @@ std::string sample_dtype(AVSampleFormat fmt) {
     case AV_SAMPLE_FMT_S64: return "i8";
     case AV_SAMPLE_FMT_FLT: return "f4";
     case AV_SAMPLE_FMT_DBL: return "f8";
-    default: throw std::runtime_error("Unsupported sample format in the output: " + std::string(av_get_sample_fmt_name(fmt) ? av_get_sample_fmt_name(fmt) : "none"));
+    default:
+      throw std::runtime_error(
+          "Unsupported sample format in the output: " +
+          std::string(av_get_sample_fmt_name(fmt) ? av_get_sample_fmt_name(fmt) : "none"));
   }
 }
 
@@ -30,13 +33,20 @@ std::string sample_dtype(AVSampleFormat fmt) {
 int video_channels(AVPixelFormat fmt) {
   switch (fmt) {
     case AV_PIX_FMT_GRAY8: return 1;
-    case AV_PIX_FMT_RGB24: case AV_PIX_FMT_BGR24: case AV_PIX_FMT_YUV444P: case AV_PIX_FMT_YUV420P: case AV_PIX_FMT_NV12:
-      return 3;
-    case AV_PIX_FMT_RGBA: case AV_PIX_FMT_BGRA: case AV_PIX_FMT_ARGB: case AV_PIX_FMT_ABGR: return 4;
+    case AV_PIX_FMT_RGB24:
+    case AV_PIX_FMT_BGR24:
+    case AV_PIX_FMT_YUV444P:
+    case AV_PIX_FMT_YUV420P:
+    case AV_PIX_FMT_NV12: return 3;
+    case AV_PIX_FMT_RGBA:
+    case AV_PIX_FMT_BGRA:
+    case AV_PIX_FMT_ARGB:
+    case AV_PIX_FMT_ABGR: return 4;
     default: {
       const char* n = av_get_pix_fmt_name(fmt);
-      throw std::runtime_error(std::string("Unexpected video format in the output: ") + (n ? n : "none") +
-                               " (supported: gray, rgb24, bgr24, rgba, bgra, argb, abgr, yuv444p, yuv420p, nv12)");
+      throw std::runtime_error(
+          std::string("Unexpected video format in the output: ") + (n ? n : "none") +
+          " (supported: gray, rgb24, bgr24, rgba, bgra, argb, abgr, yuv444p, yuv420p, nv12)");
     }
   }
 }
@@ -48,8 +58,13 @@ void copy_video(const AVFrame* f, uint8_t* out) {
   const int c = video_channels(fmt);
   const size_t plane = static_cast<size_t>(w) * h;
   switch (fmt) {
-    case AV_PIX_FMT_GRAY8: case AV_PIX_FMT_RGB24: case AV_PIX_FMT_BGR24: case AV_PIX_FMT_RGBA: case AV_PIX_FMT_BGRA:
-    case AV_PIX_FMT_ARGB: case AV_PIX_FMT_ABGR:
+    case AV_PIX_FMT_GRAY8:
+    case AV_PIX_FMT_RGB24:
+    case AV_PIX_FMT_BGR24:
+    case AV_PIX_FMT_RGBA:
+    case AV_PIX_FMT_BGRA:
+    case AV_PIX_FMT_ARGB:
+    case AV_PIX_FMT_ABGR:
       for (int y = 0; y < h; ++y) {
         const uint8_t* row = f->data[0] + static_cast<ptrdiff_t>(y) * f->linesize[0];
         for (int x = 0; x < w; ++x)
@@ -59,11 +74,13 @@ void copy_video(const AVFrame* f, uint8_t* out) {
     case AV_PIX_FMT_YUV444P:
       for (int k = 0; k < 3; ++k)
         for (int y = 0; y < h; ++y)
-          std::memcpy(out + k * plane + static_cast<size_t>(y) * w, f->data[k] + static_cast<ptrdiff_t>(y) * f->linesize[k], w);
+          std::memcpy(out + k * plane + static_cast<size_t>(y) * w,
+                      f->data[k] + static_cast<ptrdiff_t>(y) * f->linesize[k], w);
       break;
     case AV_PIX_FMT_YUV420P:
       for (int y = 0; y < h; ++y) {
-        std::memcpy(out + static_cast<size_t>(y) * w, f->data[0] + static_cast<ptrdiff_t>(y) * f->linesize[0], w);
+        std::memcpy(out + static_cast<size_t>(y) * w, f->data[0] + static_cast<ptrdiff_t>(y) * f->linesize[0],
+                    w);
         for (int k = 1; k < 3; ++k) {
           const uint8_t* row = f->data[k] + static_cast<ptrdiff_t>(y / 2) * f->linesize[k];
           for (int x = 0; x < w; ++x) out[k * plane + static_cast<size_t>(y) * w + x] = row[x / 2];
@@ -72,7 +89,8 @@ void copy_video(const AVFrame* f, uint8_t* out) {
       break;
     case AV_PIX_FMT_NV12:
       for (int y = 0; y < h; ++y) {
-        std::memcpy(out + static_cast<size_t>(y) * w, f->data[0] + static_cast<ptrdiff_t>(y) * f->linesize[0], w);
+        std::memcpy(out + static_cast<size_t>(y) * w, f->data[0] + static_cast<ptrdiff_t>(y) * f->linesize[0],
+                    w);
         const uint8_t* row = f->data[1] + static_cast<ptrdiff_t>(y / 2) * f->linesize[1];
         for (int x = 0; x < w; ++x) {
           out[plane + static_cast<size_t>(y) * w + x] = row[(x / 2) * 2];
@@ -109,7 +127,9 @@ void ChunkBuffer::drop(int64_t n) {
   }
 }
 
-bool ChunkBuffer::ready() const { return frames_per_chunk_ > 0 ? total_ >= frames_per_chunk_ : total_ > 0; }
+bool ChunkBuffer::ready() const {
+  return frames_per_chunk_ > 0 ? total_ >= frames_per_chunk_ : total_ > 0;
+}
 
 std::pair<std::vector<uint8_t>, double> ChunkBuffer::pop(int64_t* frames) {
   int64_t n = frames_per_chunk_ > 0 ? std::min(frames_per_chunk_, total_) : total_;
@@ -121,7 +141,8 @@ std::pair<std::vector<uint8_t>, double> ChunkBuffer::pop(int64_t* frames) {
   while (left > 0) {
     Segment& s = queue_.front();
     int64_t k = std::min(left, s.frames - s.offset);
-    std::memcpy(out.data() + pos, s.data.data() + static_cast<size_t>(s.offset) * unit_, static_cast<size_t>(k) * unit_);
+    std::memcpy(out.data() + pos, s.data.data() + static_cast<size_t>(s.offset) * unit_,
+                static_cast<size_t>(k) * unit_);
     pos += static_cast<size_t>(k) * unit_;
     s.offset += k;
     total_ -= k;
@@ -139,7 +160,8 @@ void ChunkBuffer::clear() {
 
 // ---------------------------------------------------------------- StreamReader
 
-StreamReader::StreamReader(py::object src, std::optional<std::string> format, Options option, int buffer_size) {
+StreamReader::StreamReader(py::object src, std::optional<std::string> format, Options option,
+                           int buffer_size) {
   const AVInputFormat* fmt = nullptr;
   if (format) {
     fmt = av_find_input_format(format->c_str());
@@ -183,7 +205,8 @@ void StreamReader::open(const std::string& name, const AVInputFormat* fmt, const
     py::gil_scoped_release nogil;
     ret = avformat_find_stream_info(fmt_, nullptr);
   }
-  if (ret < 0) throw_av("Failed to find stream information in \"" + name + "\"" + (io_ ? io_->error_suffix() : ""), ret);
+  if (ret < 0)
+    throw_av("Failed to find stream information in \"" + name + "\"" + (io_ ? io_->error_suffix() : ""), ret);
   packet_.reset(av_packet_alloc());
   frame_.reset(av_frame_alloc());
   filtered_.reset(av_frame_alloc());
@@ -196,8 +219,12 @@ StreamReader::~StreamReader() {
   io_.reset();
 }
 
-int StreamReader::num_src_streams() const { return static_cast<int>(fmt_->nb_streams); }
-int StreamReader::num_out_streams() const { return static_cast<int>(outputs_.size()); }
+int StreamReader::num_src_streams() const {
+  return static_cast<int>(fmt_->nb_streams);
+}
+int StreamReader::num_out_streams() const {
+  return static_cast<int>(outputs_.size());
+}
 
 void StreamReader::check_src(int i) const {
   if (i < 0 || i >= static_cast<int>(fmt_->nb_streams))
@@ -222,7 +249,8 @@ py::dict StreamReader::get_src_stream_info(int i) const {
   const AVCodecDescriptor* desc = avcodec_descriptor_get(par->codec_id);
   d["codec_long_name"] = desc && desc->long_name ? desc->long_name : "";
   const char* f = nullptr;
-  if (par->codec_type == AVMEDIA_TYPE_AUDIO) f = av_get_sample_fmt_name(static_cast<AVSampleFormat>(par->format));
+  if (par->codec_type == AVMEDIA_TYPE_AUDIO)
+    f = av_get_sample_fmt_name(static_cast<AVSampleFormat>(par->format));
   if (par->codec_type == AVMEDIA_TYPE_VIDEO) f = av_get_pix_fmt_name(static_cast<AVPixelFormat>(par->format));
   d["format"] = f ? py::object(py::str(f)) : py::object(py::none());
   d["bit_rate"] = par->bit_rate;
@@ -236,7 +264,8 @@ py::dict StreamReader::get_src_stream_info(int i) const {
   d["height"] = par->height;
   AVRational r = st->avg_frame_rate.num ? st->avg_frame_rate : st->r_frame_rate;
   d["frame_rate"] = r.den ? av_q2d(r) : std::nan("");
-  d["start_time"] = st->start_time == AV_NOPTS_VALUE ? 0.0 : static_cast<double>(st->start_time) * av_q2d(st->time_base);
+  d["start_time"] =
+      st->start_time == AV_NOPTS_VALUE ? 0.0 : static_cast<double>(st->start_time) * av_q2d(st->time_base);
   return d;
 }
 
@@ -251,9 +280,9 @@ int StreamReader::find_best(AVMediaType type) const {
   return i < 0 ? -1 : i;
 }
 
-void StreamReader::add_stream(int index, const std::string& media, int64_t frames_per_chunk, int64_t buffer_chunk_size,
-                              std::optional<std::string> decoder, Options decoder_option,
-                              std::optional<std::string> filter_desc) {
+void StreamReader::add_stream(int index, const std::string& media, int64_t frames_per_chunk,
+                              int64_t buffer_chunk_size, std::optional<std::string> decoder,
+                              Options decoder_option, std::optional<std::string> filter_desc) {
   BusyGuard busy(busy_);
   check_src(index);
   const AVStream* st = fmt_->streams[index];
@@ -264,7 +293,8 @@ void StreamReader::add_stream(int index, const std::string& media, int64_t frame
   if (frames_per_chunk == 0 || frames_per_chunk < -1)
     throw py::value_error("frames_per_chunk must be positive or -1, got " + std::to_string(frames_per_chunk));
   if (buffer_chunk_size == 0 || buffer_chunk_size < -1)
-    throw py::value_error("buffer_chunk_size must be positive or -1, got " + std::to_string(buffer_chunk_size));
+    throw py::value_error("buffer_chunk_size must be positive or -1, got " +
+                          std::to_string(buffer_chunk_size));
   const AVCodec* codec = nullptr;
   if (decoder) {
     codec = avcodec_find_decoder_by_name(decoder->c_str());
@@ -272,7 +302,8 @@ void StreamReader::add_stream(int index, const std::string& media, int64_t frame
   } else {
     codec = avcodec_find_decoder(st->codecpar->codec_id);
     if (!codec)
-      throw std::runtime_error(std::string("No decoder for the codec \"") + avcodec_get_name(st->codecpar->codec_id) + "\"");
+      throw std::runtime_error(std::string("No decoder for the codec \"") +
+                               avcodec_get_name(st->codecpar->codec_id) + "\"");
   }
   auto out = std::make_unique<OutStream>();
   out->src_index = index;
@@ -316,22 +347,28 @@ void StreamReader::build_graph(OutStream& out) {
       throw std::runtime_error("The audio stream " + std::to_string(out.src_index) +
                                " has no known sample format, rate or channel count");
     args = "time_base=" + std::to_string(st->time_base.num) + "/" + std::to_string(st->time_base.den) +
-           ":sample_rate=" + std::to_string(p.rate) + ":sample_fmt=" + fmt + ":channel_layout=" + layout_text(p.layout);
+           ":sample_rate=" + std::to_string(p.rate) + ":sample_fmt=" + fmt +
+           ":channel_layout=" + layout_text(p.layout);
   } else {
     if (p.format < 0 || p.width <= 0 || p.height <= 0)
-      throw std::runtime_error("The video stream " + std::to_string(out.src_index) + " has no known size or pixel format");
+      throw std::runtime_error("The video stream " + std::to_string(out.src_index) +
+                               " has no known size or pixel format");
     AVRational sar = p.sar.num > 0 && p.sar.den > 0 ? p.sar : AVRational{1, 1};
-    args = "video_size=" + std::to_string(p.width) + "x" + std::to_string(p.height) + ":pix_fmt=" +
-           std::to_string(p.format) + ":time_base=" + std::to_string(st->time_base.num) + "/" +
-           std::to_string(st->time_base.den) + ":pixel_aspect=" + std::to_string(sar.num) + "/" + std::to_string(sar.den);
+    args = "video_size=" + std::to_string(p.width) + "x" + std::to_string(p.height) +
+           ":pix_fmt=" + std::to_string(p.format) + ":time_base=" + std::to_string(st->time_base.num) + "/" +
+           std::to_string(st->time_base.den) + ":pixel_aspect=" + std::to_string(sar.num) + "/" +
+           std::to_string(sar.den);
     AVRational fr = st->avg_frame_rate.num ? st->avg_frame_rate : st->r_frame_rate;
-    if (fr.num > 0 && fr.den > 0) args += ":frame_rate=" + std::to_string(fr.num) + "/" + std::to_string(fr.den);
+    if (fr.num > 0 && fr.den > 0)
+      args += ":frame_rate=" + std::to_string(fr.num) + "/" + std::to_string(fr.den);
   }
-  configure_graph(out.graph.get(), out.type == AVMEDIA_TYPE_AUDIO, args, out.filter_desc, &out.src, &out.sink);
+  configure_graph(out.graph.get(), out.type == AVMEDIA_TYPE_AUDIO, args, out.filter_desc, &out.src,
+                  &out.sink);
   if (out.type == AVMEDIA_TYPE_AUDIO) {
     out.buffer.set_rate(av_buffersink_get_sample_rate(out.sink));
-    out.buffer.set_unit(static_cast<size_t>(av_buffersink_get_channels(out.sink)) *
-                        av_get_bytes_per_sample(static_cast<AVSampleFormat>(av_buffersink_get_format(out.sink))));
+    out.buffer.set_unit(
+        static_cast<size_t>(av_buffersink_get_channels(out.sink)) *
+        av_get_bytes_per_sample(static_cast<AVSampleFormat>(av_buffersink_get_format(out.sink))));
   }
   out.graph_flushed = false;
 }
@@ -369,14 +406,17 @@ void StreamReader::remove_stream(int i) {
 void StreamReader::seek(double timestamp, const std::string& mode) {
   BusyGuard busy(busy_);
   if (!std::isfinite(timestamp) || timestamp < 0)
-    throw py::value_error("The seek timestamp must be a finite non-negative number, got " + std::to_string(timestamp));
+    throw py::value_error("The seek timestamp must be a finite non-negative number, got " +
+                          std::to_string(timestamp));
   int flags = 0;
-  if (mode == "any") flags = AVSEEK_FLAG_ANY;
+  if (mode == "any")
+    flags = AVSEEK_FLAG_ANY;
   else if (mode != "key" && mode != "precise")
     throw py::value_error("mode must be \"key\", \"any\" or \"precise\", got \"" + mode + "\"");
   const auto ts = static_cast<int64_t>(timestamp * AV_TIME_BASE);
   int ret = avformat_seek_file(fmt_, -1, INT64_MIN, ts, ts, flags);
-  if (ret < 0) throw_av("Failed to seek to " + std::to_string(timestamp) + " s" + (io_ ? io_->error_suffix() : ""), ret);
+  if (ret < 0)
+    throw_av("Failed to seek to " + std::to_string(timestamp) + " s" + (io_ ? io_->error_suffix() : ""), ret);
   for (auto& o : outputs_) {
     avcodec_flush_buffers(o->dec.get());
     o->buffer.clear();
@@ -394,7 +434,8 @@ bool StreamReader::read_packet(double timeout_ms, double backoff_ms) {
     if (ret == AVERROR_EOF) return false;
     if (ret == AVERROR(EAGAIN)) {
       // A live source has nothing yet: wait `backoff` ms, up to `timeout` ms in all.
-      double waited = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      double waited =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (timeout_ms >= 0 && waited >= timeout_ms)
         throw std::runtime_error("Timed out after " + std::to_string(waited) + " ms waiting for a packet");
       std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(backoff_ms));
@@ -407,7 +448,9 @@ bool StreamReader::read_packet(double timeout_ms, double backoff_ms) {
 
 int StreamReader::process_packet(std::optional<double> timeout, double backoff) {
   BusyGuard busy(busy_);
-  if (outputs_.empty()) throw std::runtime_error("No output stream is configured; add one with add_audio_stream/add_video_stream");
+  if (outputs_.empty())
+    throw std::runtime_error(
+        "No output stream is configured; add one with add_audio_stream/add_video_stream");
   if (backoff < 0) throw py::value_error("backoff must be non-negative");
   if (eof_) return 1;
   if (!read_packet(timeout ? *timeout : -1.0, backoff)) {
@@ -415,11 +458,15 @@ int StreamReader::process_packet(std::optional<double> timeout, double backoff) 
     eof_ = true;
     return 1;
   }
-  struct Unref { AVPacket* p; ~Unref() { av_packet_unref(p); } } unref{packet_.get()};
+  struct Unref {
+    AVPacket* p;
+    ~Unref() { av_packet_unref(p); }
+  } unref{packet_.get()};
   for (auto& o : outputs_) {
     if (o->src_index != packet_->stream_index) continue;
     int ret = avcodec_send_packet(o->dec.get(), packet_.get());
-    if (ret < 0 && ret != AVERROR(EAGAIN)) throw_av("Failed to decode a packet of stream " + std::to_string(o->src_index), ret);
+    if (ret < 0 && ret != AVERROR(EAGAIN))
+      throw_av("Failed to decode a packet of stream " + std::to_string(o->src_index), ret);
     drain_decoder(*o);
   }
   return 0;
@@ -445,7 +492,10 @@ void StreamReader::drain_decoder(OutStream& o) {
     int ret = avcodec_receive_frame(o.dec.get(), frame_.get());
     if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return;
     if (ret < 0) throw_av("Failed to decode a frame of stream " + std::to_string(o.src_index), ret);
-    struct Unref { AVFrame* f; ~Unref() { av_frame_unref(f); } } unref{frame_.get()};
+    struct Unref {
+      AVFrame* f;
+      ~Unref() { av_frame_unref(f); }
+    } unref{frame_.get()};
     AVFrame* f = frame_.get();
     f->pts = f->best_effort_timestamp;
     // A frame whose parameters differ from the graph's input gets a rebuilt graph.
@@ -477,7 +527,10 @@ void StreamReader::drain_graph(OutStream& o) {
     int ret = av_buffersink_get_frame(o.sink, f);
     if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return;
     if (ret < 0) throw_av("Failed to filter a frame", ret);
-    struct Unref { AVFrame* f; ~Unref() { av_frame_unref(f); } } unref{f};
+    struct Unref {
+      AVFrame* f;
+      ~Unref() { av_frame_unref(f); }
+    } unref{f};
     double pts = f->pts == AV_NOPTS_VALUE ? std::nan("") : static_cast<double>(f->pts) * av_q2d(tb);
     if (o.type == AVMEDIA_TYPE_AUDIO) {
       const auto fmt = static_cast<AVSampleFormat>(f->format);
@@ -495,7 +548,8 @@ void StreamReader::drain_graph(OutStream& o) {
       if (av_sample_fmt_is_planar(fmt)) {
         for (int64_t s = skip; s < n; ++s)
           for (int c = 0; c < ch; ++c)
-            std::memcpy(data.data() + (static_cast<size_t>(s - skip) * ch + c) * bps, f->extended_data[c] + s * bps, bps);
+            std::memcpy(data.data() + (static_cast<size_t>(s - skip) * ch + c) * bps,
+                        f->extended_data[c] + s * bps, bps);
       } else {
         std::memcpy(data.data(), f->extended_data[0] + static_cast<size_t>(skip) * ch * bps, data.size());
       }
@@ -542,8 +596,10 @@ py::list StreamReader::pop_chunks() {
     auto [data, pts] = o->buffer.pop(&n);
     std::vector<py::ssize_t> shape;
     py::dtype dtype(o->type == AVMEDIA_TYPE_AUDIO ? o->dtype : "u1");
-    if (o->type == AVMEDIA_TYPE_AUDIO) shape = {n, o->channels};
-    else shape = {n, o->channels, o->height, o->width};
+    if (o->type == AVMEDIA_TYPE_AUDIO)
+      shape = {n, o->channels};
+    else
+      shape = {n, o->channels, o->height, o->width};
     py::array arr(dtype, shape);
     std::memcpy(arr.mutable_data(), data.data(), data.size());
     out.append(py::make_tuple(arr, pts));
@@ -553,8 +609,8 @@ py::list StreamReader::pop_chunks() {
 
 void bind_reader(py::module_& m) {
   py::class_<StreamReader>(m, "StreamReader")
-      .def(py::init<py::object, std::optional<std::string>, Options, int>(), py::arg("src"), py::arg("format"),
-           py::arg("option"), py::arg("buffer_size"))
+      .def(py::init<py::object, std::optional<std::string>, Options, int>(), py::arg("src"),
+           py::arg("format"), py::arg("option"), py::arg("buffer_size"))
       .def("num_src_streams", &StreamReader::num_src_streams)
       .def("num_out_streams", &StreamReader::num_out_streams)
       .def("get_src_stream_info", &StreamReader::get_src_stream_info)

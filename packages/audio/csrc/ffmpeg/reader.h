@@ -1,13 +1,13 @@
 // StreamReader's native half (the Python class in emberaudio/io/_stream_reader.py wraps it).
 #pragma once
 
-#include "common.h"
-
 #include <deque>
 #include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
+
+#include "common.h"
 
 namespace emberaudio::ffmpeg {
 
@@ -16,7 +16,8 @@ namespace emberaudio::ffmpeg {
 class ChunkBuffer {
  public:
   ChunkBuffer() = default;
-  ChunkBuffer(int64_t frames_per_chunk, int64_t max_chunks) : frames_per_chunk_(frames_per_chunk), max_chunks_(max_chunks) {}
+  ChunkBuffer(int64_t frames_per_chunk, int64_t max_chunks)
+      : frames_per_chunk_(frames_per_chunk), max_chunks_(max_chunks) {}
   void set_unit(size_t bytes_per_frame) { unit_ = bytes_per_frame; }
   void set_rate(double frames_per_second) { rate_ = frames_per_second; }
   void push(std::vector<uint8_t> data, int64_t frames, double pts);
@@ -52,7 +53,11 @@ struct FrameParams {
   FrameParams() = default;
   FrameParams(const FrameParams&) = delete;
   FrameParams& operator=(FrameParams&& o) noexcept {
-    format = o.format; rate = o.rate; width = o.width; height = o.height; sar = o.sar;
+    format = o.format;
+    rate = o.rate;
+    width = o.width;
+    height = o.height;
+    sar = o.sar;
     av_channel_layout_uninit(&layout);
     layout = o.layout;
     o.layout = AVChannelLayout{};
@@ -96,7 +101,8 @@ class StreamReader {
   py::dict get_metadata() const;
   int find_best(AVMediaType type) const;
   void add_stream(int index, const std::string& media, int64_t frames_per_chunk, int64_t buffer_chunk_size,
-                  std::optional<std::string> decoder, Options decoder_option, std::optional<std::string> filter_desc);
+                  std::optional<std::string> decoder, Options decoder_option,
+                  std::optional<std::string> filter_desc);
   void remove_stream(int i);
   void seek(double timestamp, const std::string& mode);
   int process_packet(std::optional<double> timeout, double backoff);

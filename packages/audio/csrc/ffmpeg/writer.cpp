@@ -43,14 +43,20 @@ AVPixelFormat pick_pixel_format(const AVCodec* codec, AVPixelFormat wanted) {
 int packed_pixel_bytes(AVPixelFormat f) {
   switch (f) {
     case AV_PIX_FMT_GRAY8: return 1;
-    case AV_PIX_FMT_RGB24: case AV_PIX_FMT_BGR24: return 3;
-    case AV_PIX_FMT_RGBA: case AV_PIX_FMT_BGRA: case AV_PIX_FMT_ARGB: case AV_PIX_FMT_ABGR: return 4;
+    case AV_PIX_FMT_RGB24:
+    case AV_PIX_FMT_BGR24: return 3;
+    case AV_PIX_FMT_RGBA:
+    case AV_PIX_FMT_BGRA:
+    case AV_PIX_FMT_ARGB:
+    case AV_PIX_FMT_ABGR: return 4;
     case AV_PIX_FMT_YUV444P: return 0;
     default: return -1;
   }
 }
 
-std::string rational_text(AVRational r) { return std::to_string(r.num) + "/" + std::to_string(r.den); }
+std::string rational_text(AVRational r) {
+  return std::to_string(r.num) + "/" + std::to_string(r.den);
+}
 
 }  // namespace
 
@@ -63,11 +69,13 @@ StreamWriter::StreamWriter(py::object dst, std::optional<std::string> format, in
     io_ = std::make_unique<PyIO>(dst, buffer_size, true);
     name = "<file-like object>";
   }
-  int ret = avformat_alloc_output_context2(&fmt_, nullptr, format ? format->c_str() : nullptr, io_ ? nullptr : name.c_str());
+  int ret = avformat_alloc_output_context2(&fmt_, nullptr, format ? format->c_str() : nullptr,
+                                           io_ ? nullptr : name.c_str());
   if (ret < 0 || !fmt_) {
     fmt_ = nullptr;
     throw py::value_error("Failed to pick an output format for \"" + name + "\"" +
-                          (format ? " with format \"" + *format + "\"" : "") + " (" + av_error_text(ret) + ")");
+                          (format ? " with format \"" + *format + "\"" : "") + " (" + av_error_text(ret) +
+                          ")");
   }
   if (io_) {
     fmt_->pb = io_->ctx();
@@ -97,19 +105,22 @@ const AVCodec* StreamWriter::find_encoder(const std::optional<std::string>& enco
   if (encoder) {
     codec = avcodec_find_encoder_by_name(encoder->c_str());
     if (!codec) throw py::value_error("Unknown encoder: \"" + *encoder + "\"");
-    if (codec->type != type) throw py::value_error("\"" + *encoder + "\" is not an " + media_type_name(type) + " encoder");
+    if (codec->type != type)
+      throw py::value_error("\"" + *encoder + "\" is not an " + media_type_name(type) + " encoder");
   } else {
     AVCodecID id = av_guess_codec(fmt_->oformat, nullptr, nullptr, nullptr, type);
     if (id == AV_CODEC_ID_NONE)
-      throw py::value_error(std::string("The format \"") + fmt_->oformat->name + "\" has no default " + media_type_name(type) +
-                            " codec; name an encoder");
+      throw py::value_error(std::string("The format \"") + fmt_->oformat->name + "\" has no default " +
+                            media_type_name(type) + " codec; name an encoder");
     codec = avcodec_find_encoder(id);
-    if (!codec) throw std::runtime_error(std::string("No encoder for the codec \"") + avcodec_get_name(id) + "\"");
+    if (!codec)
+      throw std::runtime_error(std::string("No encoder for the codec \"") + avcodec_get_name(id) + "\"");
   }
   return codec;
 }
 
-void StreamWriter::open_encoder(EncStream& s, const AVCodec* codec, Options encoder_option, const CodecConfig& cfg) {
+void StreamWriter::open_encoder(EncStream& s, const AVCodec* codec, Options encoder_option,
+                                const CodecConfig& cfg) {
   if (cfg.bit_rate > 0) s.enc->bit_rate = cfg.bit_rate;
   if (cfg.compression_level != -1) s.enc->compression_level = cfg.compression_level;
   if (cfg.qscale) {
@@ -137,13 +148,16 @@ void StreamWriter::add_to_container(EncStream& s) {
 
 void StreamWriter::add_audio_stream(int sample_rate, int num_channels, const std::string& format,
                                     std::optional<std::string> encoder, Options encoder_option,
-                                    std::optional<std::string> encoder_format, std::optional<int> encoder_sample_rate,
+                                    std::optional<std::string> encoder_format,
+                                    std::optional<int> encoder_sample_rate,
                                     std::optional<int> encoder_num_channels, CodecConfig codec_config,
                                     std::optional<std::string> filter_desc) {
   BusyGuard busy(busy_);
   check_not_open("add_audio_stream");
-  if (sample_rate <= 0) throw py::value_error("sample_rate must be positive, got " + std::to_string(sample_rate));
-  if (num_channels <= 0 || num_channels > 64) throw py::value_error("num_channels must be in [1, 64], got " + std::to_string(num_channels));
+  if (sample_rate <= 0)
+    throw py::value_error("sample_rate must be positive, got " + std::to_string(sample_rate));
+  if (num_channels <= 0 || num_channels > 64)
+    throw py::value_error("num_channels must be in [1, 64], got " + std::to_string(num_channels));
   AVSampleFormat in_fmt = av_get_sample_fmt(format.c_str());
   if (in_fmt == AV_SAMPLE_FMT_NONE || av_sample_fmt_is_planar(in_fmt))
     throw py::value_error("Unsupported audio format \"" + format + "\" (u8, s16, s32, s64, flt, dbl)");
@@ -158,11 +172,13 @@ void StreamWriter::add_audio_stream(int sample_rate, int num_channels, const std
   AVSampleFormat enc_fmt;
   if (encoder_format) {
     enc_fmt = av_get_sample_fmt(encoder_format->c_str());
-    if (enc_fmt == AV_SAMPLE_FMT_NONE) throw py::value_error("Unknown encoder_format \"" + *encoder_format + "\"");
+    if (enc_fmt == AV_SAMPLE_FMT_NONE)
+      throw py::value_error("Unknown encoder_format \"" + *encoder_format + "\"");
   } else {
     enc_fmt = pick_sample_format(codec, in_fmt);
   }
-  if (encoder_sample_rate && *encoder_sample_rate <= 0) throw py::value_error("encoder_sample_rate must be positive");
+  if (encoder_sample_rate && *encoder_sample_rate <= 0)
+    throw py::value_error("encoder_sample_rate must be positive");
   if (encoder_num_channels && (*encoder_num_channels <= 0 || *encoder_num_channels > 64))
     throw py::value_error("encoder_num_channels must be in [1, 64]");
   int enc_rate = encoder_sample_rate ? *encoder_sample_rate : pick_sample_rate(codec, sample_rate);
@@ -175,10 +191,12 @@ void StreamWriter::add_audio_stream(int sample_rate, int num_channels, const std
   // The graph ends in exactly what the encoder was opened with.
   AVChannelLayout in_layout{};
   av_channel_layout_default(&in_layout, num_channels);
-  std::string args = "time_base=1/" + std::to_string(sample_rate) + ":sample_rate=" + std::to_string(sample_rate) +
-                     ":sample_fmt=" + av_get_sample_fmt_name(in_fmt) + ":channel_layout=" + layout_text(in_layout);
+  std::string args =
+      "time_base=1/" + std::to_string(sample_rate) + ":sample_rate=" + std::to_string(sample_rate) +
+      ":sample_fmt=" + av_get_sample_fmt_name(in_fmt) + ":channel_layout=" + layout_text(in_layout);
   av_channel_layout_uninit(&in_layout);
-  std::string desc = (filter_desc ? *filter_desc + "," : std::string()) + "aresample=" + std::to_string(enc_rate) +
+  std::string desc = (filter_desc ? *filter_desc + "," : std::string()) +
+                     "aresample=" + std::to_string(enc_rate) +
                      ",aformat=sample_fmts=" + av_get_sample_fmt_name(enc_fmt) +
                      ":channel_layouts=" + layout_text(s->enc->ch_layout);
   s->graph.reset(avfilter_graph_alloc());
@@ -193,17 +211,20 @@ void StreamWriter::add_audio_stream(int sample_rate, int num_channels, const std
 
 void StreamWriter::add_video_stream(double frame_rate, int width, int height, const std::string& format,
                                     std::optional<std::string> encoder, Options encoder_option,
-                                    std::optional<std::string> encoder_format, std::optional<double> encoder_frame_rate,
+                                    std::optional<std::string> encoder_format,
+                                    std::optional<double> encoder_frame_rate,
                                     std::optional<int> encoder_width, std::optional<int> encoder_height,
                                     CodecConfig codec_config, std::optional<std::string> filter_desc) {
   BusyGuard busy(busy_);
   check_not_open("add_video_stream");
   if (!(frame_rate > 0) || !std::isfinite(frame_rate)) throw py::value_error("frame_rate must be positive");
   if (width <= 0 || height <= 0 || width > 16384 || height > 16384)
-    throw py::value_error("width and height must be in [1, 16384], got " + std::to_string(width) + "x" + std::to_string(height));
+    throw py::value_error("width and height must be in [1, 16384], got " + std::to_string(width) + "x" +
+                          std::to_string(height));
   AVPixelFormat in_fmt = av_get_pix_fmt(format.c_str());
   if (in_fmt == AV_PIX_FMT_NONE || packed_pixel_bytes(in_fmt) < 0)
-    throw py::value_error("Unsupported video format \"" + format + "\" (gray, rgb24, bgr24, rgba, bgra, argb, abgr, yuv444p)");
+    throw py::value_error("Unsupported video format \"" + format +
+                          "\" (gray, rgb24, bgr24, rgba, bgra, argb, abgr, yuv444p)");
   const AVCodec* codec = find_encoder(encoder, AVMEDIA_TYPE_VIDEO);
   auto s = std::make_unique<EncStream>();
   s->type = AVMEDIA_TYPE_VIDEO;
@@ -216,11 +237,13 @@ void StreamWriter::add_video_stream(double frame_rate, int width, int height, co
   AVPixelFormat enc_fmt;
   if (encoder_format) {
     enc_fmt = av_get_pix_fmt(encoder_format->c_str());
-    if (enc_fmt == AV_PIX_FMT_NONE) throw py::value_error("Unknown encoder_format \"" + *encoder_format + "\"");
+    if (enc_fmt == AV_PIX_FMT_NONE)
+      throw py::value_error("Unknown encoder_format \"" + *encoder_format + "\"");
   } else {
     enc_fmt = pick_pixel_format(codec, in_fmt);
   }
-  if (encoder_frame_rate && !(*encoder_frame_rate > 0)) throw py::value_error("encoder_frame_rate must be positive");
+  if (encoder_frame_rate && !(*encoder_frame_rate > 0))
+    throw py::value_error("encoder_frame_rate must be positive");
   if ((encoder_width && *encoder_width <= 0) || (encoder_height && *encoder_height <= 0))
     throw py::value_error("encoder_width and encoder_height must be positive");
   AVRational enc_rate = encoder_frame_rate ? av_d2q(*encoder_frame_rate, 1 << 16) : s->in_rate_q;
@@ -231,10 +254,12 @@ void StreamWriter::add_video_stream(double frame_rate, int width, int height, co
   s->enc->time_base = av_inv_q(enc_rate);
   s->enc->sample_aspect_ratio = AVRational{1, 1};
   open_encoder(*s, codec, std::move(encoder_option), codec_config);
-  std::string args = "video_size=" + std::to_string(width) + "x" + std::to_string(height) + ":pix_fmt=" +
-                     std::to_string(in_fmt) + ":time_base=" + rational_text(av_inv_q(s->in_rate_q)) +
+  std::string args = "video_size=" + std::to_string(width) + "x" + std::to_string(height) +
+                     ":pix_fmt=" + std::to_string(in_fmt) +
+                     ":time_base=" + rational_text(av_inv_q(s->in_rate_q)) +
                      ":pixel_aspect=1/1:frame_rate=" + rational_text(s->in_rate_q);
-  // fps only when the rate changes: at the end of input it drops the last frame, whose duration it cannot know.
+  // fps only when the rate changes: at the end of input it drops the last frame, whose duration it cannot
+  // know.
   std::string desc = filter_desc ? *filter_desc + "," : std::string();
   if (av_cmp_q(enc_rate, s->in_rate_q) != 0) desc += "fps=" + rational_text(enc_rate) + ",";
   if (s->enc->width != width || s->enc->height != height)
@@ -266,7 +291,8 @@ void StreamWriter::open(Options option) {
   }
   Dict opts(option);
   ret = avformat_write_header(fmt_, &opts.d);
-  if (ret < 0) throw_av("Failed to write the header of \"" + name_ + "\"" + (io_ ? io_->error_suffix() : ""), ret);
+  if (ret < 0)
+    throw_av("Failed to write the header of \"" + name_ + "\"" + (io_ ? io_->error_suffix() : ""), ret);
   opened_ = true;
   opts.check_consumed("format");
 }
@@ -277,9 +303,12 @@ void StreamWriter::close() {
   flush_streams();
   int ret = av_write_trailer(fmt_);
   closed_ = true;
-  if (io_) avio_flush(fmt_->pb);
-  else if (!(fmt_->oformat->flags & AVFMT_NOFILE)) avio_closep(&fmt_->pb);
-  if (ret < 0) throw_av("Failed to write the trailer of \"" + name_ + "\"" + (io_ ? io_->error_suffix() : ""), ret);
+  if (io_)
+    avio_flush(fmt_->pb);
+  else if (!(fmt_->oformat->flags & AVFMT_NOFILE))
+    avio_closep(&fmt_->pb);
+  if (ret < 0)
+    throw_av("Failed to write the trailer of \"" + name_ + "\"" + (io_ ? io_->error_suffix() : ""), ret);
 }
 
 EncStream& StreamWriter::stream(int i, AVMediaType type) {
@@ -288,8 +317,10 @@ EncStream& StreamWriter::stream(int i, AVMediaType type) {
     throw IndexOutOfRange("Output stream index out of range: " + std::to_string(i) + " (there are " +
                           std::to_string(streams_.size()) + ")");
   EncStream& s = *streams_[i];
-  if (s.type != type) throw py::value_error("Stream " + std::to_string(i) + " is not " + media_type_name(type));
-  if (s.flushed) throw std::runtime_error("Stream " + std::to_string(i) + " was flushed; no more data can be written");
+  if (s.type != type)
+    throw py::value_error("Stream " + std::to_string(i) + " is not " + media_type_name(type));
+  if (s.flushed)
+    throw std::runtime_error("Stream " + std::to_string(i) + " was flushed; no more data can be written");
   return s;
 }
 
@@ -320,15 +351,16 @@ void StreamWriter::write_audio_chunk(int i, py::array chunk, std::optional<doubl
   send(s, f);
 }
 
-void StreamWriter::write_video_chunk(int i, py::array_t<uint8_t, py::array::c_style | py::array::forcecast> chunk,
+void StreamWriter::write_video_chunk(int i,
+                                     py::array_t<uint8_t, py::array::c_style | py::array::forcecast> chunk,
                                      std::optional<double> pts) {
   BusyGuard busy(busy_);
   EncStream& s = stream(i, AVMEDIA_TYPE_VIDEO);
   const int bytes = packed_pixel_bytes(s.pix_format);
   const int c = bytes == 0 ? 3 : bytes;
   if (chunk.ndim() != 4 || chunk.shape(1) != c || chunk.shape(2) != s.height || chunk.shape(3) != s.width)
-    throw py::value_error("The video chunk must be (frames, " + std::to_string(c) + ", " + std::to_string(s.height) + ", " +
-                          std::to_string(s.width) + ")");
+    throw py::value_error("The video chunk must be (frames, " + std::to_string(c) + ", " +
+                          std::to_string(s.height) + ", " + std::to_string(s.width) + ")");
   if (pts) set_pts(s, *pts, av_inv_q(s.in_rate_q));
   const size_t plane = static_cast<size_t>(s.width) * s.height;
   const uint8_t* src = chunk.data();
@@ -343,7 +375,8 @@ void StreamWriter::write_video_chunk(int i, py::array_t<uint8_t, py::array::c_st
     for (int y = 0; y < s.height; ++y) {
       if (bytes == 0) {
         for (int p = 0; p < 3; ++p)
-          std::memcpy(f->data[p] + static_cast<ptrdiff_t>(y) * f->linesize[p], img + p * plane + static_cast<size_t>(y) * s.width, s.width);
+          std::memcpy(f->data[p] + static_cast<ptrdiff_t>(y) * f->linesize[p],
+                      img + p * plane + static_cast<size_t>(y) * s.width, s.width);
       } else {
         uint8_t* row = f->data[0] + static_cast<ptrdiff_t>(y) * f->linesize[0];
         for (int x = 0; x < s.width; ++x)
@@ -357,7 +390,8 @@ void StreamWriter::write_video_chunk(int i, py::array_t<uint8_t, py::array::c_st
 }
 
 void StreamWriter::set_pts(EncStream& s, double pts, AVRational tb) {
-  if (!std::isfinite(pts) || pts < 0) throw py::value_error("pts must be a finite non-negative number of seconds");
+  if (!std::isfinite(pts) || pts < 0)
+    throw py::value_error("pts must be a finite non-negative number of seconds");
   int64_t p = std::llround(pts / av_q2d(tb));
   if (p < s.next_pts)
     throw py::value_error("pts " + std::to_string(pts) + " s is before the end of the data already written");
@@ -378,7 +412,8 @@ void StreamWriter::drain_graph(EncStream& s) {
     if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return;
     if (ret < 0) throw_av("Failed to filter a frame", ret);
     // Sink time base to encoder time base.
-    if (f->pts != AV_NOPTS_VALUE) f->pts = av_rescale_q(f->pts, av_buffersink_get_time_base(s.sink), s.enc->time_base);
+    if (f->pts != AV_NOPTS_VALUE)
+      f->pts = av_rescale_q(f->pts, av_buffersink_get_time_base(s.sink), s.enc->time_base);
     f->pict_type = AV_PICTURE_TYPE_NONE;
     ret = avcodec_send_frame(s.enc.get(), f);
     av_frame_unref(f);
@@ -429,7 +464,8 @@ void bind_writer(py::module_& m) {
       .def_readwrite("gop_size", &CodecConfig::gop_size)
       .def_readwrite("max_b_frames", &CodecConfig::max_b_frames);
   py::class_<StreamWriter>(m, "StreamWriter")
-      .def(py::init<py::object, std::optional<std::string>, int>(), py::arg("dst"), py::arg("format"), py::arg("buffer_size"))
+      .def(py::init<py::object, std::optional<std::string>, int>(), py::arg("dst"), py::arg("format"),
+           py::arg("buffer_size"))
       .def("add_audio_stream", &StreamWriter::add_audio_stream)
       .def("add_video_stream", &StreamWriter::add_video_stream)
       .def("set_metadata", &StreamWriter::set_metadata)

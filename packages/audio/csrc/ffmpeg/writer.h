@@ -1,13 +1,13 @@
 // StreamWriter's native half (the Python class in emberaudio/io/_stream_writer.py wraps it).
 #pragma once
 
-#include "common.h"
-
 #include <pybind11/numpy.h>
 
 #include <memory>
 #include <optional>
 #include <vector>
+
+#include "common.h"
 
 namespace emberaudio::ffmpeg {
 
@@ -45,15 +45,16 @@ class StreamWriter {
   StreamWriter(const StreamWriter&) = delete;
   StreamWriter& operator=(const StreamWriter&) = delete;
 
-  void add_audio_stream(int sample_rate, int num_channels, const std::string& format, std::optional<std::string> encoder,
-                        Options encoder_option, std::optional<std::string> encoder_format,
-                        std::optional<int> encoder_sample_rate, std::optional<int> encoder_num_channels,
-                        CodecConfig codec_config, std::optional<std::string> filter_desc);
+  void add_audio_stream(int sample_rate, int num_channels, const std::string& format,
+                        std::optional<std::string> encoder, Options encoder_option,
+                        std::optional<std::string> encoder_format, std::optional<int> encoder_sample_rate,
+                        std::optional<int> encoder_num_channels, CodecConfig codec_config,
+                        std::optional<std::string> filter_desc);
   void add_video_stream(double frame_rate, int width, int height, const std::string& format,
                         std::optional<std::string> encoder, Options encoder_option,
                         std::optional<std::string> encoder_format, std::optional<double> encoder_frame_rate,
-                        std::optional<int> encoder_width, std::optional<int> encoder_height, CodecConfig codec_config,
-                        std::optional<std::string> filter_desc);
+                        std::optional<int> encoder_width, std::optional<int> encoder_height,
+                        CodecConfig codec_config, std::optional<std::string> filter_desc);
   void set_metadata(const Options& metadata);
   void open(Options option);
   void close();

@@ -50,7 +50,8 @@ std::vector<uint8_t> encode_jpeg(const uint8_t* planes, int channels, int height
 
 Image decode_png(const uint8_t* data, size_t size, ReadMode mode, bool read_orientation);
 // `planes` holds `channels` (1: gray, 2: gray+alpha, 3: RGB, 4: RGBA) uint8 planes.
-std::vector<uint8_t> encode_png(const uint8_t* planes, int channels, int height, int width, int compression_level);
+std::vector<uint8_t> encode_png(const uint8_t* planes, int channels, int height, int width,
+                                int compression_level);
 
 // The Orientation tag (0x0112) of IFD0 in a TIFF-structured EXIF block ("II*\0" or "MM\0*" first),
 // or 1 when the block is malformed or has none. Every offset is bounds-checked.

@@ -1,12 +1,12 @@
 // JPEG decode and encode over libjpeg-turbo.
 
+#include <jerror.h>
+#include <jpeglib.h>
+
 #include <algorithm>
 #include <csetjmp>
 #include <cstdio>  // jpeglib.h needs FILE
 #include <cstring>
-
-#include <jerror.h>
-#include <jpeglib.h>
 
 #include "codecs.h"
 
@@ -49,11 +49,8 @@ extern "C" void on_emit_message(j_common_ptr cinfo, int level) {
     case JWRN_MUST_RESYNC:
     case JWRN_HUFF_BAD_CODE:
     case JWRN_NOT_SEQUENTIAL:
-    case JWRN_BOGUS_PROGRESSION:
-      on_error_exit(cinfo);
-      break;
-    default:
-      break;
+    case JWRN_BOGUS_PROGRESSION: on_error_exit(cinfo); break;
+    default: break;
   }
 }
 
@@ -103,12 +100,8 @@ bool run_decode(const uint8_t* data, size_t size, ReadMode mode, bool read_orien
     case ReadMode::Unchanged:
       cinfo.out_color_space = cinfo.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
       break;
-    case ReadMode::Gray:
-      cinfo.out_color_space = JCS_GRAYSCALE;
-      break;
-    case ReadMode::Rgb:
-      cinfo.out_color_space = JCS_RGB;
-      break;
+    case ReadMode::Gray: cinfo.out_color_space = JCS_GRAYSCALE; break;
+    case ReadMode::Rgb: cinfo.out_color_space = JCS_RGB; break;
     default:
       std::snprintf(err.message, sizeof err.message, "The provided mode is not supported for JPEG files");
       jpeg_destroy_decompress(&cinfo);
@@ -122,7 +115,8 @@ bool run_decode(const uint8_t* data, size_t size, ReadMode mode, bool read_orien
   // chroma is upsampled (4:2:0), which costs about a third of the decode.
   const size_t stride = static_cast<size_t>(width) * channels;
   if (!allocate_image(out, channels, height, width, false) || !try_resize(row, stride * kRowsPerCall)) {
-    std::snprintf(err.message, sizeof err.message, "out of memory for a %dx%dx%d JPEG image", channels, height, width);
+    std::snprintf(err.message, sizeof err.message, "out of memory for a %dx%dx%d JPEG image", channels,
+                  height, width);
     jpeg_destroy_decompress(&cinfo);
     return false;
   }

@@ -35,7 +35,8 @@ py::array to_array(Buffer&& bytes, std::vector<py::ssize_t> shape, bool wide) {
 }
 
 ReadMode checked_mode(int mode) {
-  if (mode < 0 || mode > 4) throw py::value_error("image read mode must be 0..4, got " + std::to_string(mode));
+  if (mode < 0 || mode > 4)
+    throw py::value_error("image read mode must be 0..4, got " + std::to_string(mode));
   return static_cast<ReadMode>(mode);
 }
 
@@ -57,13 +58,16 @@ py::tuple decoded(Image&& image) {
 // (C, H, W) uint8 planes: C = 1 or 3, or 1 to 4 with `alpha` (gray+alpha, RGBA); H, W > 0.
 // The Python layer checks the same with torchvision's messages; this guards direct calls.
 void check_planes(const Bytes& planes, const char* op, bool alpha) {
-  if (planes.ndim() != 3) throw std::runtime_error(std::string("[") + op + "] expected a 3-D (C, H, W) array");
+  if (planes.ndim() != 3)
+    throw std::runtime_error(std::string("[") + op + "] expected a 3-D (C, H, W) array");
   const auto c = planes.shape(0);
   if (!(c == 1 || c == 3 || (alpha && (c == 2 || c == 4)))) {
     throw std::runtime_error(std::string("[") + op + "] unsupported channel count " + std::to_string(c));
   }
-  if (planes.shape(1) <= 0 || planes.shape(2) <= 0 || planes.shape(1) > INT32_MAX || planes.shape(2) > INT32_MAX) {
-    throw std::runtime_error(std::string("[") + op + "] expected a non-empty image of at most 2^31-1 rows and columns");
+  if (planes.shape(1) <= 0 || planes.shape(2) <= 0 || planes.shape(1) > INT32_MAX ||
+      planes.shape(2) > INT32_MAX) {
+    throw std::runtime_error(std::string("[") + op +
+                             "] expected a non-empty image of at most 2^31-1 rows and columns");
   }
 }
 
@@ -107,12 +111,13 @@ PYBIND11_MODULE(_image, m) {
       "encode_jpeg",
       [](const Bytes& planes, int quality) {
         check_planes(planes, "encode_jpeg", false);
-        if (quality < 1 || quality > 100) throw py::value_error("Image quality should be a positive number between 1 and 100");
+        if (quality < 1 || quality > 100)
+          throw py::value_error("Image quality should be a positive number between 1 and 100");
         std::vector<uint8_t> out;
         {
           py::gil_scoped_release nogil;
-          out = encode_jpeg(planes.data(), static_cast<int>(planes.shape(0)), static_cast<int>(planes.shape(1)),
-                            static_cast<int>(planes.shape(2)), quality);
+          out = encode_jpeg(planes.data(), static_cast<int>(planes.shape(0)),
+                            static_cast<int>(planes.shape(1)), static_cast<int>(planes.shape(2)), quality);
         }
         const auto size = static_cast<py::ssize_t>(out.size());
         return to_array(std::move(out), {size});
@@ -122,12 +127,14 @@ PYBIND11_MODULE(_image, m) {
       "encode_png",
       [](const Bytes& planes, int compression_level) {
         check_planes(planes, "encode_png", true);
-        if (compression_level < 0 || compression_level > 9) throw py::value_error("Compression level should be between 0 and 9");
+        if (compression_level < 0 || compression_level > 9)
+          throw py::value_error("Compression level should be between 0 and 9");
         std::vector<uint8_t> out;
         {
           py::gil_scoped_release nogil;
-          out = encode_png(planes.data(), static_cast<int>(planes.shape(0)), static_cast<int>(planes.shape(1)),
-                           static_cast<int>(planes.shape(2)), compression_level);
+          out =
+              encode_png(planes.data(), static_cast<int>(planes.shape(0)), static_cast<int>(planes.shape(1)),
+                         static_cast<int>(planes.shape(2)), compression_level);
         }
         const auto size = static_cast<py::ssize_t>(out.size());
         return to_array(std::move(out), {size});
@@ -135,8 +142,6 @@ PYBIND11_MODULE(_image, m) {
       py::arg("planes"), py::arg("compression_level"), "PNG bytes from uint8 (C, H, W) planes, C = 1 to 4.");
   m.def(
       "exif_orientation",
-      [](const Bytes& tiff) {
-        return exif_orientation(tiff.data(), static_cast<size_t>(tiff.size()));
-      },
+      [](const Bytes& tiff) { return exif_orientation(tiff.data(), static_cast<size_t>(tiff.size())); },
       py::arg("tiff"), "The IFD0 Orientation tag of a TIFF-structured EXIF block, or 1.");
 }

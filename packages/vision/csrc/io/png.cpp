@@ -1,10 +1,10 @@
 // PNG decode and encode over libpng; channel conversions for ImageReadMode are done here.
 
+#include <png.h>
+
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
-
-#include <png.h>
 
 #include "codecs.h"
 
@@ -55,8 +55,8 @@ bool host_is_little_endian() {
 
 // Reads the whole image interleaved (palette and tRNS expanded to RGB(A), low bit depths to 8,
 // 16-bit samples in host order) into `pixels`; false with io.message on failure.
-bool run_decode(PngIo& io, bool read_orientation, Buffer& pixels, int& channels, int& height,
-                int& width, bool& wide, int& orientation) {
+bool run_decode(PngIo& io, bool read_orientation, Buffer& pixels, int& channels, int& height, int& width,
+                bool& wide, int& orientation) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &io, on_png_error, on_png_warning);
   if (png == nullptr) {
     std::snprintf(io.message, sizeof io.message, "libpng could not create its read state");
@@ -171,11 +171,12 @@ bool run_encode(PngIo& io, const uint8_t* planes, int channels, int height, int 
     png_destroy_write_struct(&png, &info);
     return false;
   }
-  static constexpr int kColorTypes[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
-                                         PNG_COLOR_TYPE_RGB_ALPHA};
+  static constexpr int kColorTypes[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA,
+                                         PNG_COLOR_TYPE_RGB, PNG_COLOR_TYPE_RGB_ALPHA};
   png_set_write_fn(png, &io, write_to_vector, flush_nothing);
   png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8,
-               kColorTypes[channels], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+               kColorTypes[channels], PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
   png_set_compression_level(png, level);
   png_write_info(png, info);
   const size_t plane = static_cast<size_t>(height) * width;
@@ -217,7 +218,8 @@ Image decode_png(const uint8_t* data, size_t size, ReadMode mode, bool read_orie
   return out;
 }
 
-std::vector<uint8_t> encode_png(const uint8_t* planes, int channels, int height, int width, int compression_level) {
+std::vector<uint8_t> encode_png(const uint8_t* planes, int channels, int height, int width,
+                                int compression_level) {
   std::vector<uint8_t> out;
   std::vector<uint8_t> row(static_cast<size_t>(width) * channels);
   PngIo io;

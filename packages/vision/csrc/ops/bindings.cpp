@@ -37,7 +37,8 @@ std::string shape_str(const py::array& a) {
 
 void check_ndim(const std::string& op, const char* name, const py::array& a, py::ssize_t ndim) {
   if (a.ndim() != ndim)
-    fail(op, std::string(name) + " with " + std::to_string(ndim) + " dimensions, but got shape " + shape_str(a));
+    fail(op,
+         std::string(name) + " with " + std::to_string(ndim) + " dimensions, but got shape " + shape_str(a));
   if (!(a.flags() & py::array::c_style)) fail(op, std::string(name) + " to be C-contiguous");
 }
 
@@ -71,7 +72,8 @@ template <class F>
 py::object dispatch(const std::string& op, const py::array& a, F&& fn) {
   if (is<float>(a)) return fn(float{});
   if (is<double>(a)) return fn(double{});
-  throw py::type_error("[" + op + "] expected a float32 or float64 input, but got " + std::string(py::str(a.dtype())));
+  throw py::type_error("[" + op + "] expected a float32 or float64 input, but got " +
+                       std::string(py::str(a.dtype())));
 }
 
 // Checks rois [K, 5] of the input's dtype and that every batch index lies in [0, batch) and every
@@ -109,12 +111,13 @@ void check_adaptive_grid(const std::string& op, const py::array& rois, double sc
     const double samples = std::max(std::ceil(h / ph), 0.0) * std::max(std::ceil(w / pw), 0.0);
     if (samples > kMaxSamples)
       fail(op, "at most " + std::to_string(static_cast<int64_t>(kMaxSamples)) +
-                   " samples per bin with an adaptive sampling_ratio, but box " + std::to_string(k) + " needs " +
-                   std::to_string(samples) + "; pass a positive sampling_ratio");
+                   " samples per bin with an adaptive sampling_ratio, but box " + std::to_string(k) +
+                   " needs " + std::to_string(samples) + "; pass a positive sampling_ratio");
   }
 }
 
-RoiShape roi_shape(const std::string& op, const py::array& input, const py::array& rois, int64_t ph, int64_t pw) {
+RoiShape roi_shape(const std::string& op, const py::array& input, const py::array& rois, int64_t ph,
+                   int64_t pw) {
   check_ndim(op, "input", input, 4);
   if (ph <= 0 || pw <= 0)
     fail(op, "a positive output_size, but got (" + std::to_string(ph) + ", " + std::to_string(pw) + ")");
@@ -136,8 +139,8 @@ void check_grad(const std::string& op, const py::array& grad, std::vector<int64_
 
 // ---- roi_align / ps_roi_align -------------------------------------------------------------------
 
-py::object roi_align_forward(const py::array& input, const py::array& rois, double scale, int64_t ph, int64_t pw,
-                             int64_t sampling_ratio, bool aligned, int threads) {
+py::object roi_align_forward(const py::array& input, const py::array& rois, double scale, int64_t ph,
+                             int64_t pw, int64_t sampling_ratio, bool aligned, int threads) {
   const std::string op = "roi_align";
   RoiShape s = roi_shape(op, input, rois, ph, pw);
   return dispatch(op, input, [&](auto tag) -> py::object {
@@ -168,14 +171,15 @@ py::object roi_align_backward(const py::array& grad, const py::array& rois, int6
     if (gin.size() && grad.size()) {
       py::gil_scoped_release release;
       embervision::ops::roi_align_backward(cdata<T>(grad), cdata<T>(rois), s, scale, sampling_ratio, aligned,
-                                           gin.mutable_data(), clamp_threads(threads, double(grad.size()) * 4));
+                                           gin.mutable_data(),
+                                           clamp_threads(threads, double(grad.size()) * 4));
     }
     return gin;
   });
 }
 
-py::object ps_roi_align_forward(const py::array& input, const py::array& rois, double scale, int64_t ph, int64_t pw,
-                                int64_t sampling_ratio, int threads) {
+py::object ps_roi_align_forward(const py::array& input, const py::array& rois, double scale, int64_t ph,
+                                int64_t pw, int64_t sampling_ratio, int threads) {
   const std::string op = "ps_roi_align";
   RoiShape s = roi_shape(op, input, rois, ph, pw);
   check_ps_channels(op, s);
@@ -187,15 +191,16 @@ py::object ps_roi_align_forward(const py::array& input, const py::array& rois, d
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
       embervision::ops::ps_roi_align_forward(cdata<T>(input), cdata<T>(rois), s, scale, sampling_ratio,
-                                             out.mutable_data(), clamp_threads(threads, double(out.size()) * 4));
+                                             out.mutable_data(),
+                                             clamp_threads(threads, double(out.size()) * 4));
     }
     return out;
   });
 }
 
-py::object ps_roi_align_backward(const py::array& grad, const py::array& rois, int64_t batch, int64_t channels,
-                                 int64_t height, int64_t width, double scale, int64_t ph, int64_t pw,
-                                 int64_t sampling_ratio, int threads) {
+py::object ps_roi_align_backward(const py::array& grad, const py::array& rois, int64_t batch,
+                                 int64_t channels, int64_t height, int64_t width, double scale, int64_t ph,
+                                 int64_t pw, int64_t sampling_ratio, int threads) {
   const std::string op = "ps_roi_align_backward";
   RoiShape s{batch, channels, height, width, rois.ndim() == 2 ? rois.shape(0) : 0, ph, pw};
   if (ph <= 0 || pw <= 0) fail(op, "a positive output_size");
@@ -209,7 +214,8 @@ py::object ps_roi_align_backward(const py::array& grad, const py::array& rois, i
     if (gin.size() && grad.size()) {
       py::gil_scoped_release release;
       embervision::ops::ps_roi_align_backward(cdata<T>(grad), cdata<T>(rois), s, scale, sampling_ratio,
-                                              gin.mutable_data(), clamp_threads(threads, double(grad.size()) * 4));
+                                              gin.mutable_data(),
+                                              clamp_threads(threads, double(grad.size()) * 4));
     }
     return gin;
   });
@@ -217,8 +223,8 @@ py::object ps_roi_align_backward(const py::array& grad, const py::array& rois, i
 
 // ---- roi_pool / ps_roi_pool ---------------------------------------------------------------------
 
-py::object roi_pool_forward(const py::array& input, const py::array& rois, double scale, int64_t ph, int64_t pw,
-                            int threads) {
+py::object roi_pool_forward(const py::array& input, const py::array& rois, double scale, int64_t ph,
+                            int64_t pw, int threads) {
   const std::string op = "roi_pool";
   RoiShape s = roi_shape(op, input, rois, ph, pw);
   return dispatch(op, input, [&](auto tag) -> py::object {
@@ -230,14 +236,15 @@ py::object roi_pool_forward(const py::array& input, const py::array& rois, doubl
     if (out.size() && s.height * s.width > 0) {
       py::gil_scoped_release release;
       embervision::ops::roi_pool_forward(cdata<T>(input), cdata<T>(rois), s, scale, out.mutable_data(),
-                                         argmax.mutable_data(), clamp_threads(threads, double(out.size()) * 16));
+                                         argmax.mutable_data(),
+                                         clamp_threads(threads, double(out.size()) * 16));
     }
     return py::make_tuple(out, argmax);
   });
 }
 
-py::object roi_pool_backward(const py::array& grad, const py::array& argmax, const py::array& rois, int64_t batch,
-                             int64_t channels, int64_t height, int64_t width, int threads) {
+py::object roi_pool_backward(const py::array& grad, const py::array& argmax, const py::array& rois,
+                             int64_t batch, int64_t channels, int64_t height, int64_t width, int threads) {
   const std::string op = "roi_pool_backward";
   return dispatch(op, grad, [&](auto tag) -> py::object {
     using T = decltype(tag);
@@ -246,7 +253,8 @@ py::object roi_pool_backward(const py::array& grad, const py::array& argmax, con
     RoiShape s{batch, channels, height, width, rois.shape(0), grad.shape(2), grad.shape(3)};
     check_grad(op, grad, {s.rois, channels, s.pooled_h, s.pooled_w});
     check_ndim(op, "argmax", argmax, 4);
-    if (!is<int64_t>(argmax) || argmax.size() != grad.size()) fail(op, "an int64 argmax of grad_output's shape");
+    if (!is<int64_t>(argmax) || argmax.size() != grad.size())
+      fail(op, "an int64 argmax of grad_output's shape");
     const int64_t* am = cdata<int64_t>(argmax);
     for (py::ssize_t i = 0; i < argmax.size(); ++i)
       if (am[i] < -1 || am[i] >= height * width) fail(op, "argmax entries in [-1, height * width)");
@@ -260,8 +268,8 @@ py::object roi_pool_backward(const py::array& grad, const py::array& argmax, con
   });
 }
 
-py::object ps_roi_pool_forward(const py::array& input, const py::array& rois, double scale, int64_t ph, int64_t pw,
-                               int threads) {
+py::object ps_roi_pool_forward(const py::array& input, const py::array& rois, double scale, int64_t ph,
+                               int64_t pw, int threads) {
   const std::string op = "ps_roi_pool";
   RoiShape s = roi_shape(op, input, rois, ph, pw);
   check_ps_channels(op, s);
@@ -279,7 +287,8 @@ py::object ps_roi_pool_forward(const py::array& input, const py::array& rois, do
 }
 
 py::object ps_roi_pool_backward(const py::array& grad, const py::array& rois, int64_t batch, int64_t channels,
-                                int64_t height, int64_t width, double scale, int64_t ph, int64_t pw, int threads) {
+                                int64_t height, int64_t width, double scale, int64_t ph, int64_t pw,
+                                int threads) {
   const std::string op = "ps_roi_pool_backward";
   RoiShape s{batch, channels, height, width, rois.ndim() == 2 ? rois.shape(0) : 0, ph, pw};
   if (ph <= 0 || pw <= 0) fail(op, "a positive output_size");
@@ -325,8 +334,8 @@ struct DeformArgs {
 // (G = offset groups) fix everything; the mask, when given, must be [B, G * kh * kw, Ho, Wo].
 using OptArray = std::optional<py::array>;
 
-DeformShape deform_shape(const std::string& op, int64_t B, int64_t C, int64_t H, int64_t W, const py::array& offset,
-                         const OptArray& mask, const DeformArgs& a) {
+DeformShape deform_shape(const std::string& op, int64_t B, int64_t C, int64_t H, int64_t W,
+                         const py::array& offset, const OptArray& mask, const DeformArgs& a) {
   check_ndim(op, "offset", offset, 4);
   if (a.kh <= 0 || a.kw <= 0) fail(op, "a positive kernel size");
   const int64_t kk = a.kh * a.kw;
@@ -335,11 +344,13 @@ DeformShape deform_shape(const std::string& op, int64_t B, int64_t C, int64_t H,
                  ", out_h, out_w], but got " + shape_str(offset));
   const int64_t G = offset.shape(1) / (2 * kk);
   if (C % G != 0)
-    fail(op, "input channels divisible by the offset groups " + std::to_string(G) + ", but got " + std::to_string(C));
+    fail(op, "input channels divisible by the offset groups " + std::to_string(G) + ", but got " +
+                 std::to_string(C));
   if (mask) {
     const py::array& m = *mask;
     check_ndim(op, "mask", m, 4);
-    if (m.shape(0) != B || m.shape(1) != G * kk || m.shape(2) != offset.shape(2) || m.shape(3) != offset.shape(3))
+    if (m.shape(0) != B || m.shape(1) != G * kk || m.shape(2) != offset.shape(2) ||
+        m.shape(3) != offset.shape(3))
       fail(op, "mask of shape [" + std::to_string(B) + ", " + std::to_string(G * kk) + ", " +
                    std::to_string(offset.shape(2)) + ", " + std::to_string(offset.shape(3)) + "], but got " +
                    shape_str(m));
@@ -349,8 +360,7 @@ DeformShape deform_shape(const std::string& op, int64_t B, int64_t C, int64_t H,
 
 template <class T>
 void check_same_dtype(const std::string& op, const py::array& offset, const OptArray& mask) {
-  if (!is<T>(offset) || (mask && !is<T>(*mask)))
-    fail(op, "offset and mask of the input's dtype");
+  if (!is<T>(offset) || (mask && !is<T>(*mask))) fail(op, "offset and mask of the input's dtype");
 }
 
 template <class T>
@@ -430,7 +440,8 @@ py::object deform_col2im_coord(const py::array& grad_cols, const py::array& inpu
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
-  m.doc() = "embervision's detection kernels: roi_align, roi_pool, ps_roi_align, ps_roi_pool, nms, deform_conv2d";
+  m.doc() =
+      "embervision's detection kernels: roi_align, roi_pool, ps_roi_align, ps_roi_pool, nms, deform_conv2d";
   m.attr("built_for_core") = EMBERVISION_BUILT_FOR_CORE;
   m.attr("__version__") = EMBERVISION_VERSION;
   py::class_<DeformArgs>(m, "DeformArgs")

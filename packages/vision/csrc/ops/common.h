@@ -38,7 +38,7 @@ void parallel_for(int64_t n, int threads, F&& fn) {
 template <class T>
 struct Corners {
   int64_t i1, i2, i3, i4;  // flat offsets into one H x W plane
-  T w1, w2, w3, w4;         // all zero for a point outside the map
+  T w1, w2, w3, w4;        // all zero for a point outside the map
 };
 
 template <class T>
@@ -61,8 +61,14 @@ inline Corners<T> roi_bilinear(int64_t height, int64_t width, T y, T x) {
   }
   const T ly = y - static_cast<T>(y_low), lx = x - static_cast<T>(x_low);
   const T hy = T(1) - ly, hx = T(1) - lx;
-  return {y_low * width + x_low, y_low * width + x_high, y_high * width + x_low, y_high * width + x_high,
-          hy * hx, hy * lx, ly * hx, ly * lx};
+  return {y_low * width + x_low,
+          y_low * width + x_high,
+          y_high * width + x_low,
+          y_high * width + x_high,
+          hy * hx,
+          hy * lx,
+          ly * hx,
+          ly * lx};
 }
 
 // The sampling grid of one bin side: `ratio` points when positive, else ceil(side / bins) points.

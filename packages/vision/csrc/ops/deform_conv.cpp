@@ -33,7 +33,8 @@ inline Sample<T> locate(int64_t height, int64_t width, T y, T x) {
 // The four corner values (zero outside the map) of a located sample.
 template <class T>
 inline void corners(const T* in, int64_t height, int64_t width, const Sample<T>& p, T v[4]) {
-  const bool top = p.y0 >= 0, bottom = p.y0 + 1 <= height - 1, left = p.x0 >= 0, right = p.x0 + 1 <= width - 1;
+  const bool top = p.y0 >= 0, bottom = p.y0 + 1 <= height - 1, left = p.x0 >= 0,
+             right = p.x0 + 1 <= width - 1;
   v[0] = top && left ? in[p.y0 * width + p.x0] : T(0);
   v[1] = top && right ? in[p.y0 * width + p.x0 + 1] : T(0);
   v[2] = bottom && left ? in[(p.y0 + 1) * width + p.x0] : T(0);
@@ -43,8 +44,8 @@ inline void corners(const T* in, int64_t height, int64_t width, const Sample<T>&
 // Visits every (oh, ow) of kernel tap (i, j) for batch b and offset group g:
 // fn(column index l, located sample, mask value).
 template <class T, class F>
-inline void for_each_tap(const T* offset, const T* mask, const DeformShape& s, int64_t b, int64_t g, int64_t i,
-                         int64_t j, F&& fn) {
+inline void for_each_tap(const T* offset, const T* mask, const DeformShape& s, int64_t b, int64_t g,
+                         int64_t i, int64_t j, F&& fn) {
   const int64_t kk = s.kh * s.kw, k = i * s.kw + j, L = s.out_h * s.out_w;
   const T* off_y = offset + ((b * s.offset_groups + g) * 2 * kk + 2 * k) * L;
   const T* off_x = off_y + L;
@@ -62,7 +63,8 @@ inline void for_each_tap(const T* offset, const T* mask, const DeformShape& s, i
 
 // Threads split the (batch, channel) planes: each owns its kh * kw column rows.
 template <class T>
-void deform_im2col(const T* input, const T* offset, const T* mask, const DeformShape& s, T* columns, int threads) {
+void deform_im2col(const T* input, const T* offset, const T* mask, const DeformShape& s, T* columns,
+                   int threads) {
   const int64_t kk = s.kh * s.kw, L = s.out_h * s.out_w, per_group = s.channels / s.offset_groups;
   parallel_for(s.batch * s.channels, threads, [&](int64_t begin, int64_t end) {
     for (int64_t bc = begin; bc < end; ++bc) {
@@ -139,7 +141,8 @@ void deform_col2im_coord(const T* grad_columns, const T* input, const T* offset,
           const T hy = T(1) - p.ly, hx = T(1) - p.lx;
           gy[l] += gcol[l] * m * (hx * (v[2] - v[0]) + p.lx * (v[3] - v[1]));
           gx[l] += gcol[l] * m * (hy * (v[1] - v[0]) + p.ly * (v[3] - v[2]));
-          if (gm) gm[l] += gcol[l] * (hy * hx * v[0] + hy * p.lx * v[1] + p.ly * hx * v[2] + p.ly * p.lx * v[3]);
+          if (gm)
+            gm[l] += gcol[l] * (hy * hx * v[0] + hy * p.lx * v[1] + p.ly * hx * v[2] + p.ly * p.lx * v[3]);
         });
       }
     }
@@ -149,7 +152,8 @@ void deform_col2im_coord(const T* grad_columns, const T* input, const T* offset,
 #define EMBERVISION_INSTANTIATE(T)                                                                         \
   template void deform_im2col<T>(const T*, const T*, const T*, const DeformShape&, T*, int);               \
   template void deform_col2im<T>(const T*, const T*, const T*, const DeformShape&, T*, int);               \
-  template void deform_col2im_coord<T>(const T*, const T*, const T*, const T*, const DeformShape&, T*, T*, int);
+  template void deform_col2im_coord<T>(const T*, const T*, const T*, const T*, const DeformShape&, T*, T*, \
+                                       int);
 EMBERVISION_INSTANTIATE(float)
 EMBERVISION_INSTANTIATE(double)
 #undef EMBERVISION_INSTANTIATE

@@ -60,8 +60,8 @@ void deform_im2col(const T* input, const T* offset, const T* mask, const DeformS
                    int threads);
 // Gradient of the columns with respect to the input (grad_input is zeroed first by the caller).
 template <class T>
-void deform_col2im(const T* grad_columns, const T* offset, const T* mask, const DeformShape& s,
-                   T* grad_input, int threads);
+void deform_col2im(const T* grad_columns, const T* offset, const T* mask, const DeformShape& s, T* grad_input,
+                   int threads);
 // Gradients of the columns with respect to the offsets and, when grad_mask is not null, the mask.
 template <class T>
 void deform_col2im_coord(const T* grad_columns, const T* input, const T* offset, const T* mask,

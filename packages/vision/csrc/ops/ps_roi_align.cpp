@@ -11,13 +11,14 @@ namespace {
 // Visits the samples of bin (ph, pw) of roi `roi` (fn(corners)) and returns 1 / their count.
 template <class T, class F>
 T for_each_sample(const T* roi, const RoiShape& s, T scale, int64_t sampling_ratio, int64_t ph, int64_t pw,
-                     F&& fn) {
+                  F&& fn) {
   // Half-pixel centres always, and no minimum box size (torchvision's ps_roi_align).
   const T x1 = roi[1] * scale - T(0.5), y1 = roi[2] * scale - T(0.5);
   const T x2 = roi[3] * scale - T(0.5), y2 = roi[4] * scale - T(0.5);
   const T roi_w = x2 - x1, roi_h = y2 - y1;
   const T bin_h = roi_h / static_cast<T>(s.pooled_h), bin_w = roi_w / static_cast<T>(s.pooled_w);
-  const int64_t gh = grid_size(sampling_ratio, roi_h, s.pooled_h), gw = grid_size(sampling_ratio, roi_w, s.pooled_w);
+  const int64_t gh = grid_size(sampling_ratio, roi_h, s.pooled_h),
+                gw = grid_size(sampling_ratio, roi_w, s.pooled_w);
   // torchvision divides by gh * gw even when it is 0 (a NaN for a degenerate box); here such a bin is 0.
   const T inv_count = T(1) / static_cast<T>(std::max<int64_t>(gh * gw, 1));
   const T y0 = static_cast<T>(ph) * bin_h + y1, x0 = static_cast<T>(pw) * bin_w + x1;
@@ -46,8 +47,8 @@ void ps_roi_align_forward(const T* input, const T* rois, const RoiShape& s, doub
             const int64_t c_in = (c * s.pooled_h + ph) * s.pooled_w + pw;
             const T* in = input + (n * s.channels + c_in) * plane;
             T sum = 0;
-            const T inv = for_each_sample(rois + k * 5, s, static_cast<T>(spatial_scale), sampling_ratio, ph, pw,
-                                          [&](const Corners<T>& p) {
+            const T inv = for_each_sample(rois + k * 5, s, static_cast<T>(spatial_scale), sampling_ratio, ph,
+                                          pw, [&](const Corners<T>& p) {
                                             sum += p.w1 * in[p.i1] + p.w2 * in[p.i2] + p.w3 * in[p.i3] +
                                                    p.w4 * in[p.i4];
                                           });
@@ -70,8 +71,8 @@ void ps_roi_align_backward(const T* grad_output, const T* rois, const RoiShape& 
         for (int64_t pw = 0; pw < s.pooled_w; ++pw) {
           // A bin's samples are shared by every output channel: collected once, scattered per channel.
           samples.clear();
-          const T inv = for_each_sample(rois + k * 5, s, static_cast<T>(spatial_scale), sampling_ratio, ph, pw,
-                                        [&](const Corners<T>& p) { samples.push_back(p); });
+          const T inv = for_each_sample(rois + k * 5, s, static_cast<T>(spatial_scale), sampling_ratio, ph,
+                                        pw, [&](const Corners<T>& p) { samples.push_back(p); });
           for (int64_t c = begin; c < end; ++c) {
             const int64_t c_in = (c * s.pooled_h + ph) * s.pooled_w + pw;
             T* gin = grad_input + (n * s.channels + c_in) * plane;
@@ -88,8 +89,8 @@ void ps_roi_align_backward(const T* grad_output, const T* rois, const RoiShape& 
   });
 }
 
-#define EMBERVISION_INSTANTIATE(T)                                                                        \
-  template void ps_roi_align_forward<T>(const T*, const T*, const RoiShape&, double, int64_t, T*, int);  \
+#define EMBERVISION_INSTANTIATE(T)                                                                      \
+  template void ps_roi_align_forward<T>(const T*, const T*, const RoiShape&, double, int64_t, T*, int); \
   template void ps_roi_align_backward<T>(const T*, const T*, const RoiShape&, double, int64_t, T*, int);
 EMBERVISION_INSTANTIATE(float)
 EMBERVISION_INSTANTIATE(double)

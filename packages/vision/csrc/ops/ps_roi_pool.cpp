@@ -24,8 +24,10 @@ Cells cells_of(const T* roi, const RoiShape& s, T scale, int64_t ph, int64_t pw)
   auto clip = [](int64_t v, int64_t hi) { return std::min(std::max(v, int64_t{0}), hi); };
   auto lo = [](T v) { return clamp_to_int(std::floor(static_cast<double>(v))); };
   auto hi = [](T v) { return clamp_to_int(std::ceil(static_cast<double>(v))); };
-  return {clip(lo(static_cast<T>(ph) * bin_h) + y1, s.height), clip(hi(static_cast<T>(ph + 1) * bin_h) + y1, s.height),
-          clip(lo(static_cast<T>(pw) * bin_w) + x1, s.width), clip(hi(static_cast<T>(pw + 1) * bin_w) + x1, s.width)};
+  return {clip(lo(static_cast<T>(ph) * bin_h) + y1, s.height),
+          clip(hi(static_cast<T>(ph + 1) * bin_h) + y1, s.height),
+          clip(lo(static_cast<T>(pw) * bin_w) + x1, s.width),
+          clip(hi(static_cast<T>(pw + 1) * bin_w) + x1, s.width)};
 }
 
 }  // namespace
@@ -66,7 +68,8 @@ void ps_roi_pool_backward(const T* grad_output, const T* rois, const RoiShape& s
           if (b.empty()) continue;
           for (int64_t c = begin; c < end; ++c) {
             T* gin = grad_input + (n * s.channels + (c * s.pooled_h + ph) * s.pooled_w + pw) * plane;
-            const T g = grad_output[((k * out_c + c) * s.pooled_h + ph) * s.pooled_w + pw] / static_cast<T>(b.area());
+            const T g =
+                grad_output[((k * out_c + c) * s.pooled_h + ph) * s.pooled_w + pw] / static_cast<T>(b.area());
             for (int64_t h = b.h0; h < b.h1; ++h)
               for (int64_t w = b.w0; w < b.w1; ++w) gin[h * s.width + w] += g;
           }
@@ -75,8 +78,8 @@ void ps_roi_pool_backward(const T* grad_output, const T* rois, const RoiShape& s
   });
 }
 
-#define EMBERVISION_INSTANTIATE(T)                                                                 \
-  template void ps_roi_pool_forward<T>(const T*, const T*, const RoiShape&, double, T*, int);     \
+#define EMBERVISION_INSTANTIATE(T)                                                            \
+  template void ps_roi_pool_forward<T>(const T*, const T*, const RoiShape&, double, T*, int); \
   template void ps_roi_pool_backward<T>(const T*, const T*, const RoiShape&, double, T*, int);
 EMBERVISION_INSTANTIATE(float)
 EMBERVISION_INSTANTIATE(double)

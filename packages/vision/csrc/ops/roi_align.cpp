@@ -17,7 +17,8 @@ struct RoiGrid {
 };
 
 template <class T>
-void build_grid(const T* roi, const RoiShape& s, T scale, int64_t sampling_ratio, bool aligned, RoiGrid<T>& g) {
+void build_grid(const T* roi, const RoiShape& s, T scale, int64_t sampling_ratio, bool aligned,
+                RoiGrid<T>& g) {
   g.batch_index = static_cast<int64_t>(roi[0]);
   const T offset = aligned ? T(0.5) : T(0);
   const T x1 = roi[1] * scale - offset, y1 = roi[2] * scale - offset;
@@ -36,11 +37,11 @@ void build_grid(const T* roi, const RoiShape& s, T scale, int64_t sampling_ratio
   for (int64_t ph = 0; ph < s.pooled_h; ++ph)
     for (int64_t pw = 0; pw < s.pooled_w; ++pw)
       for (int64_t iy = 0; iy < g.grid_h; ++iy) {
-        const T y =
-            y1 + static_cast<T>(ph) * bin_h + (static_cast<T>(iy) + T(0.5)) * bin_h / static_cast<T>(g.grid_h);
+        const T y = y1 + static_cast<T>(ph) * bin_h +
+                    (static_cast<T>(iy) + T(0.5)) * bin_h / static_cast<T>(g.grid_h);
         for (int64_t ix = 0; ix < g.grid_w; ++ix) {
-          const T x =
-              x1 + static_cast<T>(pw) * bin_w + (static_cast<T>(ix) + T(0.5)) * bin_w / static_cast<T>(g.grid_w);
+          const T x = x1 + static_cast<T>(pw) * bin_w +
+                      (static_cast<T>(ix) + T(0.5)) * bin_w / static_cast<T>(g.grid_w);
           g.samples.push_back(roi_bilinear(s.height, s.width, y, x));
         }
       }
@@ -103,7 +104,7 @@ void roi_align_backward(const T* grad_output, const T* rois, const RoiShape& s, 
   });
 }
 
-#define EMBERVISION_INSTANTIATE(T)                                                                       \
+#define EMBERVISION_INSTANTIATE(T)                                                                         \
   template void roi_align_forward<T>(const T*, const T*, const RoiShape&, double, int64_t, bool, T*, int); \
   template void roi_align_backward<T>(const T*, const T*, const RoiShape&, double, int64_t, bool, T*, int);
 EMBERVISION_INSTANTIATE(float)

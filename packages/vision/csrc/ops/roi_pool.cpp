@@ -92,8 +92,8 @@ void roi_pool_backward(const T* grad_output, const int64_t* argmax, const T* roi
   });
 }
 
-#define EMBERVISION_INSTANTIATE(T)                                                                           \
-  template void roi_pool_forward<T>(const T*, const T*, const RoiShape&, double, T*, int64_t*, int);          \
+#define EMBERVISION_INSTANTIATE(T)                                                                   \
+  template void roi_pool_forward<T>(const T*, const T*, const RoiShape&, double, T*, int64_t*, int); \
   template void roi_pool_backward<T>(const T*, const int64_t*, const T*, const RoiShape&, T*, int);
 EMBERVISION_INSTANTIATE(float)
 EMBERVISION_INSTANTIATE(double)

@@ -48,7 +48,9 @@ py::array image_arg(const std::string& op, const py::array& image, py::ssize_t m
   return py::array::ensure(image, py::array::c_style);
 }
 
-std::vector<py::ssize_t> shape_of(const py::array& a) { return {a.shape(), a.shape() + a.ndim()}; }
+std::vector<py::ssize_t> shape_of(const py::array& a) {
+  return {a.shape(), a.shape() + a.ndim()};
+}
 
 py::ssize_t lead(const py::array& a, py::ssize_t last) {  // product of all but the last `last` dims
   py::ssize_t n = 1;
@@ -89,8 +91,10 @@ tf::Interp interp_of(const std::string& mode) {
   if (mode == "nearest-exact") return tf::Interp::kNearestExact;
   if (mode == "bilinear") return tf::Interp::kBilinear;
   if (mode == "bicubic") return tf::Interp::kBicubic;
-  throw py::value_error("[resize] expected interpolation 'nearest', 'nearest-exact', 'bilinear' or "
-                        "'bicubic', but got '" + mode + "'");
+  throw py::value_error(
+      "[resize] expected interpolation 'nearest', 'nearest-exact', 'bilinear' or "
+      "'bicubic', but got '" +
+      mode + "'");
 }
 
 py::array resize(const py::array& image_in, int64_t out_h, int64_t out_w, const std::string& mode,
@@ -156,7 +160,7 @@ py::array rgb_to_grayscale(const py::array& image_in, int threads) {
 
 // The kernel call (__VA_ARGS__, which sees T, in, o and t) on an output shaped like the input.
 #define EV_SAME(op, ...)                                                \
-  same_shape(op, image, threads, [&](const auto* in, auto* o, int t) { \
+  same_shape(op, image, threads, [&](const auto* in, auto* o, int t) {  \
     using T = std::remove_const_t<std::remove_pointer_t<decltype(in)>>; \
     __VA_ARGS__;                                                        \
   })
@@ -256,9 +260,10 @@ py::array normalize(const py::array& image_in, const std::vector<double>& mean,
   for (double s : std)
     if (s == 0) throw py::value_error("[normalize] std evaluated to zero, leading to division by zero.");
   const int64_t images = lead(image, 3), hw = image.shape(image.ndim() - 2) * image.shape(image.ndim() - 1);
-  return EV_SAME("normalize", if constexpr (!std::is_same_v<T, uint8_t>) {
-    tf::normalize<T>(in, o, images, c, hw, mean.data(), std.data(), t);
-  });
+  return EV_SAME(
+      "normalize", if constexpr (!std::is_same_v<T, uint8_t>) {
+        tf::normalize<T>(in, o, images, c, hw, mean.data(), std.data(), t);
+      });
 }
 
 }  // namespace

@@ -330,16 +330,16 @@ void normalize(const T* in, T* out, int64_t images, int64_t channels, int64_t hw
   });
 }
 
-#define EMBERVISION_COLOR_INSTANTIATE(T)                                                              \
-  template void rgb_to_grayscale<T>(const T*, T*, int64_t, int64_t, int);                             \
-  template void adjust_brightness<T>(const T*, T*, int64_t, double, int);                             \
-  template void adjust_saturation<T>(const T*, T*, int64_t, int64_t, double, int);                    \
-  template void adjust_contrast<T>(const T*, T*, int64_t, int64_t, int64_t, double, int);             \
-  template void adjust_hue<T>(const T*, T*, int64_t, int64_t, double, int);                           \
-  template void adjust_sharpness<T>(const T*, T*, int64_t, int64_t, int64_t, double, int);            \
-  template void posterize<T>(const T*, T*, int64_t, int, int);                                        \
-  template void solarize<T>(const T*, T*, int64_t, double, int);                                      \
-  template void invert<T>(const T*, T*, int64_t, int);                                                \
+#define EMBERVISION_COLOR_INSTANTIATE(T)                                                   \
+  template void rgb_to_grayscale<T>(const T*, T*, int64_t, int64_t, int);                  \
+  template void adjust_brightness<T>(const T*, T*, int64_t, double, int);                  \
+  template void adjust_saturation<T>(const T*, T*, int64_t, int64_t, double, int);         \
+  template void adjust_contrast<T>(const T*, T*, int64_t, int64_t, int64_t, double, int);  \
+  template void adjust_hue<T>(const T*, T*, int64_t, int64_t, double, int);                \
+  template void adjust_sharpness<T>(const T*, T*, int64_t, int64_t, int64_t, double, int); \
+  template void posterize<T>(const T*, T*, int64_t, int, int);                             \
+  template void solarize<T>(const T*, T*, int64_t, double, int);                           \
+  template void invert<T>(const T*, T*, int64_t, int);                                     \
   template void autocontrast<T>(const T*, T*, int64_t, int64_t, int);
 EMBERVISION_COLOR_INSTANTIATE(uint8_t)
 EMBERVISION_COLOR_INSTANTIATE(float)

@@ -108,7 +108,7 @@ struct AccOf<double> {
 template <class T, class A>
 inline T store(A v) {
   if constexpr (std::is_same_v<T, uint8_t>) {
-    v = std::nearbyint(v);  // half to even, as round() does
+    v = std::nearbyint(v);      // half to even, as round() does
     if (!(v > A(0))) return 0;  // NaN cannot come from uint8 input, but stay defined
     return v >= A(255) ? uint8_t{255} : static_cast<uint8_t>(v);
   } else {

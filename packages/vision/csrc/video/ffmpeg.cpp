@@ -1,11 +1,11 @@
 // FFmpeg error messages: av_strerror's text, plus the library's last logged error on this thread
 // (the decoders say what was wrong only through av_log).
 
+#include "ffmpeg.h"
+
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
-
-#include "ffmpeg.h"
 
 namespace embervision::video {
 
@@ -30,7 +30,9 @@ void install_log_capture() {
   std::call_once(once, [] { av_log_set_callback(capture_log); });
 }
 
-void clear_logged_error() { logged_error.clear(); }
+void clear_logged_error() {
+  logged_error.clear();
+}
 
 void fail(int code, const std::string& what) {
   char text[AV_ERROR_MAX_STRING_SIZE] = {};

@@ -56,9 +56,9 @@ py::object next_frame(Reader& reader) {
   return py::make_tuple(data, frame.pts, frame.key_frame);
 }
 
-void encode_file(const std::string& path, const Bytes& frames, int fps_num, int fps_den, const std::string& codec,
-           const Options& options, const std::optional<Floats>& audio, int audio_rate, const std::string& audio_codec,
-           const Options& audio_options) {
+void encode_file(const std::string& path, const Bytes& frames, int fps_num, int fps_den,
+                 const std::string& codec, const Options& options, const std::optional<Floats>& audio,
+                 int audio_rate, const std::string& audio_codec, const Options& audio_options) {
   if (frames.ndim() != 4 || frames.shape(3) != 3) throw py::value_error("expected (T, H, W, 3) uint8 frames");
   if (frames.shape(1) <= 0 || frames.shape(2) <= 0 || frames.shape(1) > 16384 || frames.shape(2) > 16384) {
     throw py::value_error("frame height and width must be in 1..16384");
@@ -102,42 +102,58 @@ PYBIND11_MODULE(_video, m) {
   py::register_exception<ArgumentError>(m, "ArgumentError", PyExc_ValueError);
 
   py::class_<Reader>(m, "Reader", "Demuxes and decodes one stream of a media file at a time.")
-      .def_static("open", &open_path, py::arg("path"), py::arg("num_threads"), "A reader of the file at `path`.")
+      .def_static("open", &open_path, py::arg("path"), py::arg("num_threads"),
+                  "A reader of the file at `path`.")
       .def_static("from_bytes", &open_memory, py::arg("data"), py::arg("num_threads"),
                   "A reader of an encoded file held in a 1-D uint8 array (copied).")
-      .def("streams", [](const Reader& r) {
-        py::list out;
-        for (const StreamInfo& s : r.streams()) {
-          py::dict d;
-          d["index"] = s.index;
-          d["type"] = s.type;
-          d["time_base"] = py::make_tuple(s.time_base_num, s.time_base_den);
-          d["duration"] = s.duration;
-          d["rate"] = s.rate;
-          d["start_time"] = s.start_time;
-          d["width"] = s.width;
-          d["height"] = s.height;
-          d["channels"] = s.channels;
-          out.append(d);
-        }
-        return out;
-      }, "One dict per stream: index, type, time_base (num, den), duration (s), rate, start_time, sizes.")
-      .def("select", [](Reader& r, int index) {
-        py::gil_scoped_release nogil;
-        r.select(index);
-      }, py::arg("index"), "Opens the decoder of stream `index` and rewinds.")
+      .def(
+          "streams",
+          [](const Reader& r) {
+            py::list out;
+            for (const StreamInfo& s : r.streams()) {
+              py::dict d;
+              d["index"] = s.index;
+              d["type"] = s.type;
+              d["time_base"] = py::make_tuple(s.time_base_num, s.time_base_den);
+              d["duration"] = s.duration;
+              d["rate"] = s.rate;
+              d["start_time"] = s.start_time;
+              d["width"] = s.width;
+              d["height"] = s.height;
+              d["channels"] = s.channels;
+              out.append(d);
+            }
+            return out;
+          },
+          "One dict per stream: index, type, time_base (num, den), duration (s), rate, start_time, sizes.")
+      .def(
+          "select",
+          [](Reader& r, int index) {
+            py::gil_scoped_release nogil;
+            r.select(index);
+          },
+          py::arg("index"), "Opens the decoder of stream `index` and rewinds.")
       .def("next", &next_frame,
-           "(frame, pts, key_frame) or None at the end: video (H, W, 3) uint8 RGB, audio (samples, channels) float32.")
-      .def("seek", [](Reader& r, int64_t pts, bool precise) {
-        py::gil_scoped_release nogil;
-        r.seek(pts, precise);
-      }, py::arg("pts"), py::arg("precise"), "To the keyframe at or before `pts`; precise: then to the first frame >= pts.")
-      .def("packet_pts", [](Reader& r) {
-        py::gil_scoped_release nogil;
-        return r.packet_pts();
-      }, "Every packet's pts of the selected stream, in file order; rewinds.");
+           "(frame, pts, key_frame) or None at the end: video (H, W, 3) uint8 RGB, audio (samples, channels) "
+           "float32.")
+      .def(
+          "seek",
+          [](Reader& r, int64_t pts, bool precise) {
+            py::gil_scoped_release nogil;
+            r.seek(pts, precise);
+          },
+          py::arg("pts"), py::arg("precise"),
+          "To the keyframe at or before `pts`; precise: then to the first frame >= pts.")
+      .def(
+          "packet_pts",
+          [](Reader& r) {
+            py::gil_scoped_release nogil;
+            return r.packet_pts();
+          },
+          "Every packet's pts of the selected stream, in file order; rewinds.");
 
-  m.def("write_video", &encode_file, py::arg("path"), py::arg("frames"), py::arg("fps_num"), py::arg("fps_den"),
-        py::arg("codec"), py::arg("options"), py::arg("audio"), py::arg("audio_rate"), py::arg("audio_codec"),
-        py::arg("audio_options"), "Encodes (T, H, W, 3) uint8 RGB frames (and (C, L) float32 audio) into `path`.");
+  m.def("write_video", &encode_file, py::arg("path"), py::arg("frames"), py::arg("fps_num"),
+        py::arg("fps_den"), py::arg("codec"), py::arg("options"), py::arg("audio"), py::arg("audio_rate"),
+        py::arg("audio_codec"), py::arg("audio_options"),
+        "Encodes (T, H, W, 3) uint8 RGB frames (and (C, L) float32 audio) into `path`.");
 }

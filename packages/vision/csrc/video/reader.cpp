@@ -78,13 +78,16 @@ Reader::Reader(const std::string& path, std::vector<uint8_t> data, bool from_mem
   }
   // On failure avformat_open_input frees `raw` itself.
   const int opened = avformat_open_input(&raw, from_memory ? "" : path.c_str(), nullptr, nullptr);
-  if (opened < 0) fail(opened, from_memory ? std::string("could not open the in-memory video")
-                                           : "could not open '" + path + "'");
+  if (opened < 0)
+    fail(opened,
+         from_memory ? std::string("could not open the in-memory video") : "could not open '" + path + "'");
   format_.reset(raw);
   check(avformat_find_stream_info(format_.get(), nullptr), "avformat_find_stream_info");
 }
 
-Reader::~Reader() { av_channel_layout_uninit(&swr_layout_); }
+Reader::~Reader() {
+  av_channel_layout_uninit(&swr_layout_);
+}
 
 std::vector<StreamInfo> Reader::streams() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -263,10 +266,11 @@ void Reader::convert_video(const AVFrame* frame, DecodedFrame& out) {
   const int w = frame->width, h = frame->height;
   if (w <= 0 || h <= 0) throw VideoError("decoding failed: a frame has no pixels");
   const auto format = static_cast<AVPixelFormat>(frame->format);
-  sws_.reset(sws_getCachedContext(sws_.release(), w, h, format, w, h, AV_PIX_FMT_RGB24, SWS_BICUBIC,
-                                  nullptr, nullptr, nullptr));
-  if (!sws_) throw VideoError(std::string("cannot convert pixel format '") +
-                              (av_get_pix_fmt_name(format) ? av_get_pix_fmt_name(format) : "?") + "' to rgb24");
+  sws_.reset(sws_getCachedContext(sws_.release(), w, h, format, w, h, AV_PIX_FMT_RGB24, SWS_BICUBIC, nullptr,
+                                  nullptr, nullptr));
+  if (!sws_)
+    throw VideoError(std::string("cannot convert pixel format '") +
+                     (av_get_pix_fmt_name(format) ? av_get_pix_fmt_name(format) : "?") + "' to rgb24");
   // The frame's own matrix and range (as FFmpeg's scale filter does), into full-range RGB.
   int* inv_table = nullptr;
   int* table = nullptr;
@@ -286,10 +290,12 @@ void Reader::convert_video(const AVFrame* frame, DecodedFrame& out) {
   check(av_image_alloc(planes, linesizes, w, h, AV_PIX_FMT_RGB24, 64), "av_image_alloc");
   std::unique_ptr<uint8_t, void (*)(uint8_t*)> image(planes[0], [](uint8_t* p) { av_free(p); });
   const int rows = sws_scale(sws_.get(), frame->data, frame->linesize, 0, h, planes, linesizes);
-  if (rows != h) throw VideoError("sws_scale converted " + std::to_string(rows) + " of " + std::to_string(h) + " rows");
+  if (rows != h)
+    throw VideoError("sws_scale converted " + std::to_string(rows) + " of " + std::to_string(h) + " rows");
   const size_t row_bytes = static_cast<size_t>(w) * 3;
   out.rgb.resize(row_bytes * static_cast<size_t>(h));
-  for (int y = 0; y < h; ++y) std::memcpy(out.rgb.data() + row_bytes * y, planes[0] + static_cast<size_t>(linesizes[0]) * y, row_bytes);
+  for (int y = 0; y < h; ++y)
+    std::memcpy(out.rgb.data() + row_bytes * y, planes[0] + static_cast<size_t>(linesizes[0]) * y, row_bytes);
   out.height = h;
   out.width = w;
 }
@@ -317,7 +323,8 @@ void Reader::convert_audio(const AVFrame* frame, DecodedFrame& out) {
   const int n = frame->nb_samples;
   out.samples.resize(static_cast<size_t>(n) * channels);
   auto* dst = reinterpret_cast<uint8_t*>(out.samples.data());
-  const int converted = swr_convert(swr_.get(), &dst, n, const_cast<const uint8_t**>(frame->extended_data), n);
+  const int converted =
+      swr_convert(swr_.get(), &dst, n, const_cast<const uint8_t**>(frame->extended_data), n);
   check(converted, "swr_convert");
   out.samples.resize(static_cast<size_t>(converted) * channels);
   out.nb_samples = converted;

@@ -13,13 +13,13 @@
 namespace embervision::video {
 
 struct StreamInfo {
-  int index = 0;            // the stream's index in the file
-  std::string type;         // "video", "audio", "subtitle", "data", "attachment" or "unknown"
-  int time_base_num = 0;    // pts unit = time_base_num / time_base_den seconds
+  int index = 0;          // the stream's index in the file
+  std::string type;       // "video", "audio", "subtitle", "data", "attachment" or "unknown"
+  int time_base_num = 0;  // pts unit = time_base_num / time_base_den seconds
   int time_base_den = 1;
-  double duration = 0.0;    // seconds (the file's when the stream has none; NaN when neither)
-  double rate = 0.0;        // video: average frame rate; audio: sample rate
-  int64_t start_time = 0;   // first pts (0 when unknown)
+  double duration = 0.0;   // seconds (the file's when the stream has none; NaN when neither)
+  double rate = 0.0;       // video: average frame rate; audio: sample rate
+  int64_t start_time = 0;  // first pts (0 when unknown)
   int width = 0, height = 0, channels = 0;
 };
 

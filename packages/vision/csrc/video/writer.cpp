@@ -37,11 +37,14 @@ Output add_stream(AVFormatContext* format, const AVCodec* codec) {
   return out;
 }
 
-void open_encoder(Output& out, const AVCodec* codec, const std::vector<std::pair<std::string, std::string>>& options) {
+void open_encoder(Output& out, const AVCodec* codec,
+                  const std::vector<std::pair<std::string, std::string>>& options) {
   Dict dict;
   for (const auto& [key, value] : options) dict.set(key, value);
-  check(avcodec_open2(out.encoder.get(), codec, dict.get()), std::string("could not open encoder '") + codec->name + "'");
-  check(avcodec_parameters_from_context(out.stream->codecpar, out.encoder.get()), "avcodec_parameters_from_context");
+  check(avcodec_open2(out.encoder.get(), codec, dict.get()),
+        std::string("could not open encoder '") + codec->name + "'");
+  check(avcodec_parameters_from_context(out.stream->codecpar, out.encoder.get()),
+        "avcodec_parameters_from_context");
   out.stream->time_base = out.encoder->time_base;
 }
 
@@ -74,7 +77,8 @@ void write_frames(AVFormatContext* format, Output& out, const VideoInput& video,
   const size_t row_bytes = static_cast<size_t>(video.width) * 3;
   const size_t frame_bytes = row_bytes * video.height;
   for (int64_t i = 0; i < video.count; ++i) {
-    check(av_frame_make_writable(frame.get()), "av_frame_make_writable");  // the encoder may hold the last one
+    check(av_frame_make_writable(frame.get()),
+          "av_frame_make_writable");  // the encoder may hold the last one
     const uint8_t* src[4] = {video.frames + frame_bytes * i, nullptr, nullptr, nullptr};
     const int src_stride[4] = {static_cast<int>(row_bytes), 0, 0, 0};
     sws_scale(sws.get(), src, src_stride, 0, video.height, frame->data, frame->linesize);
@@ -128,7 +132,8 @@ void write_video(const std::string& path, const VideoInput& video, const AudioIn
   FormatOutput format(raw);
 
   const AVCodec* video_codec = find_encoder(video.codec);
-  if (video_codec->type != AVMEDIA_TYPE_VIDEO) throw ArgumentError("'" + video.codec + "' is not a video encoder");
+  if (video_codec->type != AVMEDIA_TYPE_VIDEO)
+    throw ArgumentError("'" + video.codec + "' is not a video encoder");
   Output video_out = add_stream(format.get(), video_codec);
   AVCodecContext* venc = video_out.encoder.get();
   venc->width = video.width;
@@ -146,11 +151,13 @@ void write_video(const std::string& path, const VideoInput& video, const AudioIn
     if (audio->codec.empty()) {
       const AVCodecID id = format->oformat->audio_codec;
       audio_codec = id == AV_CODEC_ID_NONE ? nullptr : avcodec_find_encoder(id);
-      if (audio_codec == nullptr) throw ArgumentError("the container of '" + path + "' has no default audio encoder");
+      if (audio_codec == nullptr)
+        throw ArgumentError("the container of '" + path + "' has no default audio encoder");
     } else {
       audio_codec = find_encoder(audio->codec);
     }
-    if (audio_codec->type != AVMEDIA_TYPE_AUDIO) throw ArgumentError(std::string("'") + audio_codec->name + "' is not an audio encoder");
+    if (audio_codec->type != AVMEDIA_TYPE_AUDIO)
+      throw ArgumentError(std::string("'") + audio_codec->name + "' is not an audio encoder");
     audio_out = add_stream(format.get(), audio_codec);
     AVCodecContext* aenc = audio_out.encoder.get();
     aenc->sample_fmt = audio_codec->sample_fmts != nullptr ? audio_codec->sample_fmts[0] : AV_SAMPLE_FMT_FLTP;
