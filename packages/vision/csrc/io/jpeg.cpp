@@ -1,12 +1,13 @@
 // JPEG decode and encode over libjpeg-turbo.
 
-#include <jerror.h>
-#include <jpeglib.h>
-
 #include <algorithm>
 #include <csetjmp>
-#include <cstdio>  // jpeglib.h needs FILE
+#include <cstdio>
 #include <cstring>
+
+// libjpeg's headers use FILE and size_t without including <cstdio>, so they come after it.
+#include <jerror.h>
+#include <jpeglib.h>
 
 #include "codecs.h"
 
