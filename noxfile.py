@@ -207,7 +207,7 @@ def build(session: nox.Session) -> None:
 def _package_tests(pkg: release.Package):
     def session_fn(session: nox.Session) -> None:
         session.install(*map(str, wheels_for(session, pkg)), *TEST_REQUIREMENTS, *_test_extra_requirements(pkg))
-        if pkg.native:
+        if pkg.native and (ROOT / pkg.path / "native").is_dir():  # a C++ library with its own C++ tests
             build_dir = _native_build_dir(pkg)
             assert build_dir is not None, f"the {pkg.name} build has no ctest directory"
             ctest = str(BUILDER / "bin" / "ctest")
