@@ -103,16 +103,6 @@ def test_default_loader_pnm(tmp_path, files):
             default_loader(tmp_path / "bad.pgm")
 
 
-def test_default_loader_needs_io_for_other_formats(tmp_path, files):
-    import importlib.util
-    if importlib.util.find_spec("embervision.io") is not None:
-        pytest.skip("embervision.io is installed")
-    from embervision.datasets.folder import default_loader
-    files.write_png(tmp_path / "x.png", files.image(0, (2, 2, 3)))
-    with pytest.raises(ImportError, match="embervision.io"):
-        default_loader(tmp_path / "x.png")
-
-
 def _voc_palette():
     # VOC's colormap: bits of the index spread over the three channels, 256 distinct colors
     palette = np.zeros((256, 3), np.uint8)
