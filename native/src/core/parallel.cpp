@@ -23,7 +23,14 @@ int default_threads() {
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
-// A fixed pool; a job is "run task(i) for i in [0, n)", taken from a shared counter.
+// A fixed pool; a job is "run task(i) for i in [0, n)", taken from the job's own counter.
+//
+// Note [pool job lifetime]: every job's counter, completion count and error live in a Job on the
+// caller's stack, and a worker registers itself on the job (under the mutex) before touching it.
+// run() returns only when every index is done AND no worker is still inside the job. An earlier
+// version kept one counter in the pool and reset it per job: a worker leaving job G could take a
+// stale index from the reset counter of job G+1, so one chunk ran twice, the completion count
+// reached n with a chunk still in flight, and the caller read a half-written output.
 class ThreadPool {
  public:
   explicit ThreadPool(int workers) {
@@ -41,33 +48,41 @@ class ThreadPool {
 
   // Runs task(0..n-1) on the pool and the calling thread; returns when all are done.
   void run(int64_t n, const std::function<void(int64_t)>& task) {
+    Job job(task, n);
     std::unique_lock<std::mutex> lock(mutex_);
-    task_ = &task;
-    count_.store(n);
-    next_.store(0);
-    done_ = 0;
-    error_ = nullptr;
+    job_ = &job;
     ++generation_;
     lock.unlock();
     wake_.notify_all();
-    drain();
+    drain(job);
     lock.lock();
-    finished_.wait(lock, [&] { return done_ == count_; });
-    task_ = nullptr;
-    if (error_) std::rethrow_exception(error_);
+    finished_.wait(lock, [&] { return job.done == job.count && job.workers == 0; });
+    job_ = nullptr;
+    if (job.error) std::rethrow_exception(job.error);
   }
 
  private:
-  void drain() {
-    for (int64_t i; (i = next_.fetch_add(1)) < count_;) {
+  struct Job {
+    Job(const std::function<void(int64_t)>& t, int64_t n) : task(t), count(n) {}
+    const std::function<void(int64_t)>& task;
+    const int64_t count;
+    std::atomic<int64_t> next{0};
+    int64_t done = 0;  // guarded by mutex_, as are the two below
+    int workers = 0;   // pool threads inside drain(*this)
+    std::exception_ptr error;
+  };
+
+  void drain(Job& job) {
+    for (int64_t i; (i = job.next.fetch_add(1)) < job.count;) {
+      std::exception_ptr error;
       try {
-        (*task_)(i);
+        job.task(i);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!error_) error_ = std::current_exception();
+        error = std::current_exception();
       }
       std::lock_guard<std::mutex> lock(mutex_);
-      if (++done_ == count_) finished_.notify_all();
+      if (error && !job.error) job.error = error;
+      if (++job.done == job.count) finished_.notify_all();
     }
   }
   void work() {
@@ -75,12 +90,15 @@ class ThreadPool {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     while (true) {
-      wake_.wait(lock, [&] { return stop_ || (generation_ != seen && task_ != nullptr); });
+      wake_.wait(lock, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
       if (stop_) return;
       seen = generation_;
+      Job& job = *job_;
+      ++job.workers;
       lock.unlock();
-      drain();
+      drain(job);
       lock.lock();
+      if (--job.workers == 0 && job.done == job.count) finished_.notify_all();
     }
   }
 
@@ -88,13 +106,9 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable finished_;
-  const std::function<void(int64_t)>* task_ = nullptr;
-  std::atomic<int64_t> count_{0};
-  std::atomic<int64_t> next_{0};
-  int64_t done_ = 0;
+  Job* job_ = nullptr;  // the job now running, guarded by mutex_
   uint64_t generation_ = 0;
   bool stop_ = false;
-  std::exception_ptr error_;
 };
 
 std::mutex g_pool_mutex;  // one parallel region at a time; also guards the pool's replacement
