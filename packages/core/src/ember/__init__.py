@@ -310,6 +310,19 @@ __all__ = [
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism
 # switches, and probability distributions (issue 18, items 2 and 4).
 from . import accelerator, amp, backends, cpu, cuda, distributions, special  # noqa: E402
+from . import sparse  # noqa: E402 - sparse COO/CSR tensors (issue 18, item 5)
+from .sparse import (  # noqa: E402
+    layout,
+    sparse_coo,
+    sparse_coo_tensor,
+    sparse_csr,
+    sparse_csr_tensor,
+    spmm,
+    strided,
+)
+
+__all__ += ["sparse", "layout", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_csr_tensor", "spmm",
+            "strided"]
 from ._compile import compile  # noqa: A004, E402
 from ._determinism import (  # noqa: E402
     are_deterministic_algorithms_enabled,
