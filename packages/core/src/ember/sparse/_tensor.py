@@ -306,7 +306,7 @@ class SparseTensor:
         if self._layout is sparse_coo:
             return self
         rows = ember.repeat_interleave(_C.arange(0, self._size[0], 1, dtype=_C.int64),
-                                       ember.diff(self._crow.long()), output_size=self._nnz())
+                                       ember.diff(self._crow.long()))
         return SparseTensor._coo(ember.stack([rows, self._col.long()]), self._vals, self._size, True)
 
     def to_dense(self, dtype=None, *, masked_grad: builtins.bool = True):
@@ -618,7 +618,7 @@ def _check_csr(crow, col, values, size) -> tuple:
     if nnz and not builtins.bool(((col >= 0) & (col < ncols)).all()):
         raise RuntimeError("`0 <= col_indices < ncols` is not satisfied.")
     if nnz > 1:  # within a row, columns strictly increase
-        rows = ember.repeat_interleave(_C.arange(0, nrows, 1, dtype=_C.int64), steps.long(), output_size=nnz)
+        rows = ember.repeat_interleave(_C.arange(0, nrows, 1, dtype=_C.int64), steps.long())
         same_row = rows[1:] == rows[:-1]
         if builtins.bool((same_row & (col[1:] <= col[:-1])).any()):
             raise RuntimeError("`col_indices[..., crow_indices[..., i - 1]:crow_indices[..., i]] for all i = 1, "
