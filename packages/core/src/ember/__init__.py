@@ -309,8 +309,8 @@ __all__ = [
 
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism
 # switches, and probability distributions (issue 18, items 2 and 4).
-from . import accelerator, amp, backends, cpu, cuda, distributions, special  # noqa: E402
-from . import sparse  # noqa: E402 - sparse COO/CSR tensors (issue 18, item 5)
+# sparse: sparse COO/CSR tensors (issue 18, item 5)
+from . import accelerator, amp, backends, cpu, cuda, distributions, sparse, special  # noqa: E402
 from .sparse import (  # noqa: E402
     layout,
     sparse_coo,

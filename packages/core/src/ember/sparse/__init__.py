@@ -18,7 +18,6 @@ from ._tensor import (
     _dense_add_,
     _dense_to_sparse,
     _group_sorted,
-    _linear,
     _sparse_mask,
     layout,
     sparse_coo,
