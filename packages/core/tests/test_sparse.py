@@ -260,6 +260,8 @@ def test_operand_errors():
     with pytest.raises(RuntimeError, match=re.escape("add: expected sizes of 'self' and 'other' to match, but [2, 3] "
                                                      "!= [3]")):
         s + other
+    with pytest.raises(RuntimeError, match="^expected scalar type Double but found Float$"):
+        ember.sparse.mm(s, ember.ones(3, 2))
     with pytest.raises(TypeError, match="sparse.mm: expected a sparse tensor, but got Tensor"):
         ember.sparse.mm(ember.ones(2, 2), ember.ones(2, 2))
     with pytest.raises(TypeError):  # dense-only ops do not take a sparse tensor for a dense one
@@ -336,6 +338,31 @@ def test_mm_matches_numpy(layout, m, k, n, nnz):
     np.testing.assert_allclose(_np(_t(left) @ s), left @ _dense_ref(i, v, (m, k)), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("nnz", [0, 1, 7])
+def test_hspmm_smm_dsmm_sspaddmm_match_numpy(nnz):
+    i, v = _random_coo((5, 4), nnz)
+    s = ember.sparse_coo_tensor(_t(i), _t(v), (5, 4))
+    d = RNG.normal(size=(4, 3))
+    product = _dense_ref(i, v, (5, 4)) @ d
+    rows = np.unique(i[0])
+    h = ember.hspmm(s, _t(d))
+    assert h.sparse_dim() == 1 and h.dense_dim() == 1 and h.shape == (5, 3) and h.is_coalesced()
+    np.testing.assert_array_equal(_np(h.indices()), [rows])
+    np.testing.assert_allclose(_np(h.values()), product[rows], rtol=1e-12, atol=1e-14)
+    assert ember.hsmm(s, _t(d))._nnz() == len(rows)
+    m = ember.smm(s, _t(d))
+    assert m.sparse_dim() == 2 and m._nnz() == 3 * len(rows)  # whole rows, zeros included
+    np.testing.assert_array_equal(_np(m.indices()), [np.repeat(rows, 3), np.tile(np.arange(3), len(rows))])
+    np.testing.assert_allclose(_np(m.to_dense()), product, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_np(ember.dsmm(s, _t(d))), product, rtol=1e-12, atol=1e-14)
+    ci, cv = _random_coo((5, 3), 4)
+    c = ember.sparse_coo_tensor(_t(ci), _t(cv), (5, 3))
+    out = ember.sspaddmm(c, s, _t(d), beta=0.5, alpha=2.0)
+    assert out.is_sparse
+    np.testing.assert_allclose(_np(out.to_dense()), 0.5 * _dense_ref(ci, cv, (5, 3)) + 2 * product, rtol=1e-12,
+                               atol=1e-14)
+
+
 def test_gradcheck_mm_wrt_dense_and_values():
     i, v = _random_coo((4, 5), 8)  # with duplicates: each stored entry gets its own gradient
     idx = _t(i)
@@ -351,6 +378,7 @@ def test_gradcheck_mm_wrt_dense_and_values():
         return ember.sparse.mm(ember.sparse_coo_tensor(idx, values, (4, 5)).coalesce().to_sparse_csr(), d)
 
     assert gradcheck(g, (vals, dense))
+    assert gradcheck(lambda x, d: ember.hspmm(ember.sparse_coo_tensor(idx, x, (4, 5)), d).values(), (vals, dense))
 
 
 def test_gradcheck_to_dense_coalesce_sum_and_softmax():
@@ -368,8 +396,11 @@ def test_gradcheck_to_dense_coalesce_sum_and_softmax():
     assert gradcheck(lambda x: ember.sparse.softmax(sp(x), 1).to_dense(), (vals,))
     assert gradcheck(lambda x: ember.sparse.log_softmax(sp(x), 0).to_dense(), (vals,))
     assert gradcheck(lambda x: ember.sparse.softmax(sp(x), 2).to_dense(), (vals,))
-    dense = _t(RNG.normal(size=(3, 4)) * (RNG.random((3, 4)) > 0.3)).requires_grad_()
+    # no zeros in `dense`: a perturbed zero would change the pattern, not just the values
+    dense = _t(RNG.normal(size=(3, 4))).requires_grad_()
     assert gradcheck(lambda x: x.to_sparse().values() * 2, (dense,))
+    assert gradcheck(lambda x: x.to_sparse(1).to_dense(), (dense,))
+    assert gradcheck(lambda x: x.to_sparse_csr().values(), (dense,))
 
 
 def test_leaf_sparse_tensor_gets_a_sparse_gradient_with_its_pattern():
@@ -636,3 +667,24 @@ def test_optimizer_sparse_gradient_errors():
         optim.SparseAdam(dense.parameters()).step()
     with pytest.raises(RuntimeError, match="with dense gradients"):
         optim.SGD(emb.parameters(), lr=0.1, fused=True).step()
+
+
+def test_sparse_adam_state_dict_resumes_exactly():
+    table = RNG.normal(size=(8, 3))
+    straight = _train(True, lambda p: optim.SparseAdam(p, lr=0.1), steps=4, table=table)
+    emb = nn.Embedding(8, 3, sparse=True, dtype=ember.float64)
+    with ember.no_grad():
+        emb.weight.copy_(_t(table))
+    opt = optim.SparseAdam(emb.parameters(), lr=0.1)
+    rng = np.random.default_rng(1)
+    target = _t(rng.normal(size=(5, 3)))
+    for step in range(4):
+        if step == 2:  # a fresh optimizer picks up from the saved state
+            saved = opt.state_dict()
+            opt = optim.SparseAdam(emb.parameters(), lr=0.1)
+            opt.load_state_dict(saved)
+            assert opt.state[emb.weight]["step"] == 2
+        opt.zero_grad()
+        ((emb(_t(rng.integers(0, 8, 5))) - target) ** 2).sum().backward()
+        opt.step()
+    np.testing.assert_allclose(_np(emb.weight), straight, rtol=1e-12)

@@ -312,17 +312,22 @@ __all__ = [
 # sparse: sparse COO/CSR tensors (issue 18, item 5)
 from . import accelerator, amp, backends, cpu, cuda, distributions, sparse, special  # noqa: E402
 from .sparse import (  # noqa: E402
+    dsmm,
+    hsmm,
+    hspmm,
     layout,
+    smm,
     sparse_coo,
     sparse_coo_tensor,
     sparse_csr,
     sparse_csr_tensor,
     spmm,
+    sspaddmm,
     strided,
 )
 
-__all__ += ["sparse", "layout", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_csr_tensor", "spmm",
-            "strided"]
+__all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
+            "sparse_csr_tensor", "spmm", "sspaddmm", "strided"]
 from ._compile import compile  # noqa: A004, E402
 from ._determinism import (  # noqa: E402
     are_deterministic_algorithms_enabled,

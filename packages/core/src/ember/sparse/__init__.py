@@ -17,6 +17,7 @@ from ._tensor import (
     SparseTensor,
     _dense_add_,
     _dense_to_sparse,
+    _dtype_word,
     _group_sorted,
     _sparse_mask,
     layout,
@@ -27,7 +28,7 @@ from ._tensor import (
     strided,
 )
 
-__all__ = ["SparseTensor", "addmm", "log_softmax", "mm", "softmax", "spmm", "sum"]
+__all__ = ["SparseTensor", "addmm", "hspmm", "log_softmax", "mm", "smm", "softmax", "spmm", "sspaddmm", "sum"]
 
 
 def _check_sparse(x, fn: str) -> SparseTensor:
@@ -39,6 +40,16 @@ def _check_sparse(x, fn: str) -> SparseTensor:
 def mm(mat1, mat2):
     """sparse @ dense -> dense (COO or CSR mat1, 2-D). Gradients reach mat2 and mat1's values."""
     mat1 = _check_sparse(mat1, "sparse.mm")
+    _check_mm_operands(mat1, mat2)
+    coo = mat1._coo_form()
+    rows, cols = coo._idx[0], coo._idx[1]
+    # each stored entry (r, c, v) adds v * mat2[c] to output row r
+    contrib = coo._vals.unsqueeze(1) * mat2.index_select(0, cols)
+    out = _C.zeros([mat1.shape[0], mat2.shape[1]], dtype=mat2.dtype)
+    return out.index_add(0, rows, contrib)
+
+
+def _check_mm_operands(mat1: SparseTensor, mat2) -> None:
     if isinstance(mat2, SparseTensor):
         raise NotImplementedError("sparse.mm: sparse @ sparse is not supported in Ember; densify one operand")
     if mat1.dim() != 2 or mat1.dense_dim() != 0:
@@ -49,19 +60,50 @@ def mm(mat1, mat2):
     if mat2.shape[0] != mat1.shape[1]:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1.shape[1]}, got {mat2.shape[0]}")
     if mat1.dtype != mat2.dtype:
-        raise RuntimeError(f"sparse.mm: expected mat1 and mat2 to have the same dtype, but got: {mat1.dtype} != "
-                           f"{mat2.dtype}")
-    coo = mat1._coo_form()
-    rows, cols = coo._idx[0], coo._idx[1]
-    # each stored entry (r, c, v) adds v * mat2[c] to output row r
-    contrib = coo._vals.unsqueeze(1) * mat2.index_select(0, cols)
-    out = _C.zeros([mat1.shape[0], mat2.shape[1]], dtype=mat2.dtype)
-    return out.index_add(0, rows, contrib)
+        raise RuntimeError(f"expected scalar type {_dtype_word(mat1.dtype)} but found {_dtype_word(mat2.dtype)}")
+
+
+def hspmm(mat1, mat2):
+    """sparse @ dense as a hybrid COO tensor: one sparse dimension (mat1's nonempty rows, sorted)
+    and the dense rows of the product. Only those rows are computed."""
+    mat1 = _check_sparse(mat1, "hspmm")
+    _check_mm_operands(mat1, mat2)
+    coo = mat1._coo_form().coalesce()
+    rows, inverse = ember.unique(coo._idx[0], sorted=True, return_inverse=True)
+    contrib = coo._vals.unsqueeze(1) * mat2.index_select(0, coo._idx[1])
+    values = _C.zeros([rows.shape[0], mat2.shape[1]], dtype=mat2.dtype).index_add(0, inverse, contrib)
+    return SparseTensor._coo(rows.unsqueeze(0), values, (mat1.shape[0], mat2.shape[1]), True)
+
+
+def smm(input, mat):  # noqa: A002 - PyTorch's argument name
+    """sparse @ dense as a 2-D COO tensor: every column of each of input's nonempty rows is stored
+    (explicit zeros included, as PyTorch stores them)."""
+    h = hspmm(input, mat)
+    rows, values = h._idx[0], h._vals
+    ncols = values.shape[1]
+    indices = ember.stack([rows.repeat_interleave(ncols), _C.arange(0, ncols, 1, dtype=_C.int64).repeat(rows.shape[0])])
+    return SparseTensor._coo(indices, values.reshape([-1]), h.shape, True)
+
+
+def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002 - PyTorch's argument name
+    """beta * input + alpha * smm(mat1, mat2), input sparse: the entries of both, uncoalesced."""
+    input = _check_sparse(input, "sspaddmm")
+    product = smm(mat1, mat2)
+    if tuple(input.shape) != product.shape:
+        raise RuntimeError(f"sspaddmm: Argument #1: Expected dim 0 size {product.shape[0]} and dim 1 size "
+                           f"{product.shape[1]}, got {list(input.shape)}")
+    coo = input._coo_form()
+    return SparseTensor._coo(ember.cat([coo._idx, product._idx], 1),
+                             ember.cat([coo._vals * beta, product._vals * alpha]), product.shape)
 
 
 def spmm(mat1, mat2):
     """torch.spmm: sparse @ dense, as mm."""
     return mm(mat1, mat2)
+
+
+dsmm = spmm  # torch.dsmm: the dense product
+hsmm = hspmm  # torch.hsmm: the hybrid product
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
