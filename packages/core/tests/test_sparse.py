@@ -71,6 +71,20 @@ def test_coo_to_dense_matches_numpy(size, nnz, dense):
     np.testing.assert_allclose(_np(s.to_dense()), _dense_ref(idx, vals, full), rtol=1e-12)
 
 
+def test_repr_follows_pytorch():
+    s = ember.sparse_coo_tensor(_t([[0, 1, 1], [2, 0, 0]]), _t([1.0, 2.0, 3.0]).float(), (2, 3))
+    assert repr(s) == ("tensor(indices=tensor([[0, 1, 1],\n"
+                       "                       [2, 0, 0]]),\n"
+                       "       values=tensor([1., 2., 3.]),\n"
+                       "       size=(2, 3), nnz=3, layout=ember.sparse_coo)")
+    c = ember.ones(2, 2).to_sparse_csr()
+    assert repr(c) == ("tensor(crow_indices=tensor([0, 2, 4]),\n"
+                       "       col_indices=tensor([0, 1, 0, 1]),\n"
+                       "       values=tensor([1., 1., 1., 1.]),\n"
+                       "       size=(2, 2), nnz=4, layout=ember.sparse_csr)")
+    assert repr(s.requires_grad_()).endswith("layout=ember.sparse_coo, requires_grad=True)")
+
+
 def test_coo_non_contiguous_indices_and_values():
     idx, vals = _random_coo((4, 6), 10)
     idx_t = _t(np.ascontiguousarray(idx.T)).t()  # a transposed view
@@ -91,6 +105,9 @@ def test_coo_size_inference_dtype_and_int32_indices():
     assert ember.sparse_coo_tensor(ember.zeros(2, 0, dtype=ember.int64), ember.ones(0)).shape == (0, 0)
     f = ember.sparse_coo_tensor(_t([[0, 1]]), _t([1.0, 2.0]), (3,), dtype=ember.float32)
     assert f.dtype == ember.float32
+    assert ember.sparse_coo_tensor(_t([[0, 2]]), _t([1.0, 2.0]), (3,), is_coalesced=True).is_coalesced()
+    assert ember.sparse_coo_tensor(_t([[2]]), _t([1.0]), (3,)).is_coalesced()  # one entry: coalesced
+    assert not ember.sparse_coo_tensor(_t([[0, 2]]), _t([1.0, 2.0]), (3,)).is_coalesced()
     i32 = ember.sparse_coo_tensor(_t([[0, 1]]).int(), _t([1.0, 2.0]), (3,))
     assert i32._indices().dtype == ember.int64
     np.testing.assert_array_equal(_np(i32.to_dense()), [1.0, 2.0, 0.0])
@@ -212,6 +229,10 @@ V3 = [1.0, 2.0, 3.0]
      "values has incorrect size, expected [3, 3], got [3, 2]"),
     (lambda: ember.sparse_coo_tensor(_t([[0, 1]]), _t([1, 2]), (2,), requires_grad=True), RuntimeError,
      "Only Tensors of floating point and complex dtype can require gradients"),
+    (lambda: ember.sparse_coo_tensor(_t([[1, 0, 2]]), _t(V3), (3,), is_coalesced=True), RuntimeError,
+     "cannot set is_coalesced to true if indices correspond to uncoalesced COO tensor"),
+    (lambda: ember.sparse_coo_tensor(_t([[0, 1, 1]]), _t(V3), (3,), is_coalesced=True), RuntimeError,
+     "cannot set is_coalesced to true if indices correspond to uncoalesced COO tensor"),
     (lambda: ember.sparse_csr_tensor(_t([0, 2, 1]), _t([0, 1, 2]), _t(V3), (2, 3)), RuntimeError,
      "`crow_indices[..., -1] == nnz` is not satisfied."),
     (lambda: ember.sparse_csr_tensor(_t([0, 2, 1, 3]), _t([0, 1, 2]), _t(V3), (3, 3)), RuntimeError,

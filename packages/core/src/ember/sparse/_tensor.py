@@ -475,10 +475,13 @@ class SparseTensor:
         if self.grad_fn is not None:
             extra = f", grad_fn=<{self.grad_fn.name()}>"
         if self._layout is sparse_csr:
-            parts = f"crow_indices={self._crow!r},\n       col_indices={self._col!r},\n       values={self._vals!r}"
+            named = [("crow_indices", self._crow), ("col_indices", self._col), ("values", self._vals.detach())]
         else:
-            parts = f"indices={self._idx.detach()!r},\n       values={self._vals.detach()!r}"
-        return (f"tensor({parts},\n       size={self._size}, nnz={self._nnz()}, layout={self._layout}{extra})")
+            named = [("indices", self._idx), ("values", self._vals.detach())]
+        # as PyTorch: each part's continuation lines line up under its first line
+        parts = ",\n       ".join(f"{name}=" + repr(t).replace("\n", "\n" + " " * (8 + len(name)))
+                                    for name, t in named)
+        return f"tensor({parts},\n       size={self._size}, nnz={self._nnz()}, layout={self._layout}{extra})"
 
 
 def _dense_plus_sparse(dense, sp: SparseTensor, alpha=1):
@@ -660,9 +663,15 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         values = ember.tensor(values, dtype=dtype)
     size = _check_coo(indices, values, size)
     values = _prepare_values(values, dtype, requires_grad)
-    # PyTorch stores int64 indices; a 0- or 1-entry tensor is coalesced by construction
+    indices = indices.long()  # PyTorch stores int64 indices
+    if is_coalesced:  # a claim the kernels would trust (duplicates summed once), so it is checked
+        perm, new_group, _ = _group_sorted(indices)
+        in_order = builtins.bool((perm == _C.arange(0, perm.shape[0], 1, dtype=_C.int64)).all())
+        if not (in_order and builtins.bool(new_group.all())):
+            raise RuntimeError("cannot set is_coalesced to true if indices correspond to uncoalesced COO tensor")
+    # a 0- or 1-entry tensor is coalesced by construction
     coalesced = builtins.bool(is_coalesced) if is_coalesced is not None else values.shape[0] <= 1
-    return SparseTensor._coo(indices.long(), values, size, coalesced)
+    return SparseTensor._coo(indices, values, size, coalesced)
 
 
 def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None,
