@@ -546,6 +546,19 @@ def test_sparse_and_dense_gradients_agree(kind):
     np.testing.assert_allclose(_np(grads[1].to_dense()), _np(grads[0]), rtol=1e-12, atol=1e-14)
 
 
+def test_torch_style_embedding_op_takes_sparse():
+    w = nn.Parameter(_t(RNG.normal(size=(4, 2))))
+    ember.embedding(w, _t([3, 0, 3]), sparse=True).sum().backward()
+    assert w.grad.is_sparse
+    np.testing.assert_array_equal(_np(w.grad._indices()), [[3, 0, 3]])
+    w.grad = None
+    ember.embedding(w, _t([3, 0, 3]), 3, False, True).sum().backward()  # padding_idx=3 positionally
+    np.testing.assert_array_equal(_np(w.grad._indices()), [[0]])
+    v = nn.Parameter(_t(RNG.normal(size=(4, 2))))
+    ember.embedding(v, _t([1])).sum().backward()
+    assert v.grad.layout is ember.strided
+
+
 def test_embedding_bag_sparse_rows_follow_the_input_order():
     w = nn.Parameter(_t(RNG.normal(size=(5, 3))))
     F.embedding_bag(_t([1, 2, 1, 4]), w, _t([0, 2]), mode="sum", sparse=True).sum().backward()

@@ -326,6 +326,8 @@ from .sparse import (  # noqa: E402
     strided,
 )
 
+from .nn._embedding import _embedding_op as embedding  # noqa: E402 - takes sparse=True, unlike the native op
+
 __all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
             "sparse_csr_tensor", "spmm", "sspaddmm", "strided"]
 from ._compile import compile  # noqa: A004, E402

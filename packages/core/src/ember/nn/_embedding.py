@@ -55,6 +55,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return _SparseRowGrad.apply(out, weight, rows, sources, None, scale_grad_by_freq)
 
 
+def _embedding_op(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """torch.embedding (ember.embedding): the native lookup, whose sparse=True gives `weight` a
+    sparse gradient as F.embedding does; a negative padding_idx means none."""
+    if not sparse:
+        return _C.embedding(weight, indices, padding_idx, scale_grad_by_freq, False)
+    return embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=True)
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
                   sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
     """Sums, means or maxes of bags of embedding rows, one pass per bag. Bags are input's rows
