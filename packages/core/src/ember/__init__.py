@@ -309,27 +309,7 @@ __all__ = [
 
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism
 # switches, and probability distributions (issue 18, items 2 and 4).
-# sparse: sparse COO/CSR tensors (issue 18, item 5)
-from . import accelerator, amp, backends, cpu, cuda, distributions, sparse, special  # noqa: E402
-from .sparse import (  # noqa: E402
-    dsmm,
-    hsmm,
-    hspmm,
-    layout,
-    smm,
-    sparse_coo,
-    sparse_coo_tensor,
-    sparse_csr,
-    sparse_csr_tensor,
-    spmm,
-    sspaddmm,
-    strided,
-)
-
-from .nn._embedding import _embedding_op as embedding  # noqa: E402 - takes sparse=True, unlike the native op
-
-__all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
-            "sparse_csr_tensor", "spmm", "sspaddmm", "strided"]
+from . import accelerator, amp, backends, cpu, cuda, distributions, special  # noqa: E402
 from ._compile import compile  # noqa: A004, E402
 from ._determinism import (  # noqa: E402
     are_deterministic_algorithms_enabled,
@@ -364,6 +344,30 @@ __all__ += ["autocast", "autocast_decrement_nesting", "autocast_increment_nestin
 __all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "special", "compile", "use_deterministic_algorithms",
             "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
             "set_deterministic_debug_mode", "get_deterministic_debug_mode"]
+
+
+# Sparse COO/CSR tensors (issue 18, item 5).
+from . import sparse  # noqa: E402
+from .sparse import (  # noqa: E402
+    dsmm,
+    hsmm,
+    hspmm,
+    layout,
+    smm,
+    sparse_coo,
+    sparse_coo_tensor,
+    sparse_csr,
+    sparse_csr_tensor,
+    spmm,
+    sspaddmm,
+    strided,
+)
+
+__all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
+            "sparse_csr_tensor", "spmm", "sspaddmm", "strided"]
+
+# torch.embedding with sparse=True gives a sparse gradient, which the native op cannot
+from .nn._embedding import _embedding_op as embedding  # noqa: E402, F401 - replaces the generated entry
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562
