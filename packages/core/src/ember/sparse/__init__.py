@@ -245,15 +245,15 @@ _C.Tensor.grad = property(_get_grad, _set_grad, doc=_ENGINE_GRAD.__doc__)
 
 
 def _accumulate_grad(param, grad: SparseTensor) -> None:
-    """param.grad += grad for a sparse `grad` (Note [sparse .grad]): sparse + sparse concatenates
-    (uncoalesced, as PyTorch), a dense .grad absorbs it in place."""
+    """param.grad += grad for a sparse `grad` (Note [sparse .grad]): sparse + sparse as PyTorch adds
+    them (the same pattern: values added; otherwise concatenated, uncoalesced), a dense .grad
+    absorbs it in place."""
     with ember.no_grad():
         existing = param.grad
         if existing is None:
             param.grad = grad
         elif isinstance(existing, SparseTensor):
-            param.grad = SparseTensor._coo(ember.cat([existing._idx, grad._idx], 1),
-                                           ember.cat([existing._vals, grad._vals]), grad.shape)
+            param.grad = existing.add(grad)
         else:
             _dense_add_(existing, grad)
 

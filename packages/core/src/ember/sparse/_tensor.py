@@ -243,12 +243,18 @@ class SparseTensor:
 
     @property
     def grad(self):
-        """A leaf's gradient: sparse, with this tensor's pattern (coalesced, as PyTorch gives it)."""
+        """A leaf's gradient: sparse, with this tensor's coalesced pattern (as PyTorch gives it).
+        Duplicate entries each carry the full gradient at their position (the tensor depends on
+        their sum), so a position's gradient is their mean, not their sum."""
         g = self._vals.grad if self._vals.is_leaf else None
         if g is None:
             return None
         out = self._with_values(g)
-        return out if self._layout is sparse_csr else out.coalesce()
+        if self._layout is sparse_csr or self._coalesced:
+            return out
+        out = out.coalesce()
+        counts = self._with_values(_C.ones([self._nnz()], dtype=g.dtype)).coalesce()._vals
+        return out._with_values(out._vals / counts.reshape([-1] + [1] * (g.dim() - 1)))
 
     @grad.setter
     def grad(self, value) -> None:
@@ -383,6 +389,11 @@ class SparseTensor:
                                f"{a.sparse_dim()} and {b.sparse_dim()}")
         dtype = ember.result_type(self._vals, other._vals)
         vb = b._vals if alpha == 1 else b._vals * alpha
+        if a._idx.shape == b._idx.shape and ember.equal(a._idx, b._idx):
+            # the same pattern: PyTorch adds the values and keeps it (so repeated accumulation of
+            # one batch's gradient does not grow)
+            out = SparseTensor._coo(a._idx, a._vals.to(dtype) + vb.to(dtype), self._size, a._coalesced)
+            return out.to_sparse_csr() if self._layout is sparse_csr and other._layout is sparse_csr else out
         out = SparseTensor._coo(ember.cat([a._idx, b._idx], 1), ember.cat([a._vals.to(dtype), vb.to(dtype)]),
                                 self._size)
         if a._coalesced and b._coalesced:  # as PyTorch, coalesced + coalesced stays coalesced
