@@ -439,6 +439,13 @@ def test_leaf_sparse_tensor_gets_a_sparse_gradient_with_its_pattern():
     np.testing.assert_allclose(_np(dt.grad), _dense_ref(_np(idx), [1.0, 2.0, 3.0], (2, 3)).T @ np.ones((2, 2)))
     s.grad = None
     assert s.grad is None
+    # hybrid, with duplicates: the gradient at each coalesced position is the dense gradient there
+    hi = np.array([[2, 0, 2, 2]])
+    h = ember.sparse_coo_tensor(_t(hi), _t(RNG.normal(size=(4, 3))), (3, 3), requires_grad=True)
+    weights = RNG.normal(size=(3, 3))
+    (h.to_dense() * _t(weights)).sum().backward()
+    np.testing.assert_array_equal(_np(h.grad.indices()), [[0, 2]])
+    np.testing.assert_allclose(_np(h.grad.values()), weights[[0, 2]], rtol=1e-12)
     # values that require grad give a non-leaf sparse tensor whose gradient reaches them
     v = _t([1.0, 2.0]).requires_grad_()
     t = ember.sparse_coo_tensor(_t([[0, 1]]), v, (2,))

@@ -80,8 +80,6 @@ class SparseTensor:
     its buffers as if they were strided. Build one with ember.sparse_coo_tensor,
     ember.sparse_csr_tensor or Tensor.to_sparse()."""
 
-    __array_priority__ = 1000  # dense OP sparse defers to the sparse reflected operator
-
     def __init__(self, layout_: layout, size, values, indices=None, crow=None, col=None,
                  coalesced: builtins.bool = False) -> None:
         self._layout = layout_
