@@ -735,3 +735,43 @@ def test_sparse_adam_state_dict_resumes_exactly():
         ((emb(_t(rng.integers(0, 8, 5))) - target) ** 2).sum().backward()
         opt.step()
     np.testing.assert_allclose(_np(emb.weight), straight, rtol=1e-12)
+
+
+# ---- checkpoints --------------------------------------------------------------------------------
+
+
+def test_save_and_load_sparse_tensors_weights_only(tmp_path):
+    i, v = _random_coo((4, 3, 2), 6, dense=(2,))
+    coo = ember.sparse_coo_tensor(_t(i), _t(v), (4, 3, 2))
+    csr = _t(np.eye(3)).to_sparse_csr()
+    leaf = ember.sparse_coo_tensor(_t([[0, 2]]), _t([1.0, 2.0]), (3,), requires_grad=True)
+    emb = nn.Embedding(5, 2, sparse=True, dtype=ember.float64)
+    opt = optim.SGD(emb.parameters(), lr=0.1, momentum=0.9)
+    emb(_t([1, 3, 1])).sum().backward()
+    opt.step()
+    path = tmp_path / "sparse.pt"
+    ember.save({"coo": coo, "csr": csr, "leaf": leaf, "opt": opt.state_dict(), "layout": ember.sparse_csr}, path)
+    back = ember.load(path)  # weights_only=True, as PyTorch allows: _rebuild_sparse_tensor and _get_layout
+    assert back["coo"].is_sparse and not back["coo"].is_coalesced()
+    np.testing.assert_array_equal(_np(back["coo"]._indices()), i)
+    np.testing.assert_array_equal(_np(back["coo"].to_dense()), _dense_ref(i, v, (4, 3, 2)))
+    assert back["csr"].is_sparse_csr
+    np.testing.assert_array_equal(_np(back["csr"].to_dense()), np.eye(3))
+    assert back["leaf"].is_leaf and back["leaf"].requires_grad
+    assert back["layout"] is ember.sparse_csr
+    buf = back["opt"]["state"][0]["momentum_buffer"]
+    np.testing.assert_array_equal(_np(buf.to_dense()), _np(opt.state[emb.weight]["momentum_buffer"].to_dense()))
+
+
+def test_loading_a_sparse_tensor_checks_its_indices(tmp_path):
+    import pickle
+
+    # a file whose indices point past the size (built around the constructors, as a corrupt file would be)
+    bad = ember.sparse.SparseTensor._coo(_t([[0, 7]]), _t([1.0, 2.0]), (3,))
+    path = tmp_path / "bad.pt"
+    ember.save({"bad": bad}, path)
+    for weights_only in (True, False):
+        with pytest.raises(pickle.UnpicklingError, match="the checkpoint holds an invalid sparse tensor: size is "
+                                                         "inconsistent with indices: for dim 0, size is 3 but found "
+                                                         "index 7"):
+            ember.load(path, weights_only=weights_only)

@@ -74,3 +74,40 @@ def test_same_results_as_torch(tmp_path):
     assert sorted(theirs.files) == sorted(ours.files)
     for key in theirs.files:
         np.testing.assert_allclose(ours[key], theirs[key], rtol=1e-10, atol=1e-12, err_msg=key)
+
+
+CHECKPOINT = """
+import sys
+import numpy as np
+T = __import__(sys.argv[1])
+write, read = sys.argv[2], sys.argv[3]
+if read != "-":  # the other library's file: weights_only=True, the default
+    got = T.load(read)
+    np.savez(write + ".npz", coo=got["coo"].to_dense().numpy(), coo_indices=got["coo"]._indices().numpy(),
+             csr=got["csr"].to_dense().numpy(), crow=got["csr"].crow_indices().numpy())
+else:
+    idx = T.tensor([[2, 0, 2], [1, 3, 1]])
+    T.save({"coo": T.sparse_coo_tensor(idx, T.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), (3, 4, 2)),
+            "csr": T.tensor([[0.0, 1.5, 0.0], [2.5, 0.0, 3.5]]).to_sparse_csr()}, write)
+"""
+
+
+def test_checkpoints_cross_both_ways(tmp_path):
+    import sys
+
+    script = tmp_path / "sparse_checkpoint.py"
+    script.write_text(CHECKPOINT)
+    pythons = {"torch": TORCH_PYTHON, "ember": sys.executable}
+    for writer, reader in (("torch", "ember"), ("ember", "torch")):
+        written = tmp_path / f"{writer}.pt"
+        for lib, args in ((writer, [str(written), "-"]), (reader, [str(tmp_path / reader), str(written)])):
+            done = subprocess.run([pythons[lib], str(script), lib, *args], capture_output=True, text=True,
+                                  timeout=300)
+            assert done.returncode == 0, done.stderr
+        got = np.load(tmp_path / f"{reader}.npz")
+        expected = np.zeros((3, 4, 2))
+        np.add.at(expected, ([2, 0, 2], [1, 3, 1]), [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        np.testing.assert_array_equal(got["coo"], expected)
+        np.testing.assert_array_equal(got["coo_indices"], [[2, 0, 2], [1, 3, 1]])  # saved uncoalesced
+        np.testing.assert_array_equal(got["csr"], [[0.0, 1.5, 0.0], [2.5, 0.0, 3.5]])
+        np.testing.assert_array_equal(got["crow"], [0, 1, 3])
