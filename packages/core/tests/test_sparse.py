@@ -359,6 +359,34 @@ def test_mm_matches_numpy(layout, m, k, n, nnz):
     np.testing.assert_allclose(_np(_t(left) @ s), left @ _dense_ref(i, v, (m, k)), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("nnz1, nnz2", [(9, 8), (0, 5), (4, 0), (12, 12)])
+def test_sparse_times_sparse_matches_numpy(nnz1, nnz2):
+    i1, v1 = _random_coo((4, 5), nnz1)
+    i2, v2 = _random_coo((5, 3), nnz2)
+    a = ember.sparse_coo_tensor(_t(i1), _t(v1), (4, 5))
+    b = ember.sparse_coo_tensor(_t(i2), _t(v2), (5, 3))
+    ref = _dense_ref(i1, v1, (4, 5)) @ _dense_ref(i2, v2, (5, 3))
+    for x, y in ((a, b), (a.to_sparse_csr(), b), (a, b.to_sparse_csr())):
+        out = ember.sparse.mm(x, y)
+        assert out.is_sparse and out.is_coalesced() and out.shape == (4, 3)
+        np.testing.assert_allclose(_np(out.to_dense()), ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_np((a @ b).to_dense()), ref, rtol=1e-12, atol=1e-14)
+    with pytest.raises(RuntimeError, match=re.escape("mat1 and mat2 shapes cannot be multiplied (4x5 and 4x5)")):
+        ember.sparse.mm(a, a)
+
+
+def test_gradcheck_sparse_times_sparse_wrt_both_values():
+    i1, v1 = _random_coo((3, 4), 6)
+    i2, v2 = _random_coo((4, 2), 5)
+
+    def f(x, y):
+        a = ember.sparse_coo_tensor(_t(i1), x, (3, 4))
+        b = ember.sparse_coo_tensor(_t(i2), y, (4, 2))
+        return ember.sparse.mm(a, b).to_dense()
+
+    assert gradcheck(f, (_t(v1).requires_grad_(), _t(v2).requires_grad_()))
+
+
 @pytest.mark.parametrize("nnz", [0, 1, 7])
 def test_hspmm_smm_dsmm_sspaddmm_match_numpy(nnz):
     i, v = _random_coo((5, 4), nnz)

@@ -38,8 +38,11 @@ def _check_sparse(x, fn: str) -> SparseTensor:
 
 
 def mm(mat1, mat2):
-    """sparse @ dense -> dense (COO or CSR mat1, 2-D). Gradients reach mat2 and mat1's values."""
+    """sparse @ dense -> dense, sparse @ sparse -> sparse (coalesced COO); 2-D COO or CSR, no
+    dense dimensions. Gradients reach a dense mat2 and the sparse operands' values."""
     mat1 = _check_sparse(mat1, "sparse.mm")
+    if isinstance(mat2, SparseTensor):
+        return _sparse_sparse_mm(mat1, mat2)
     _check_mm_operands(mat1, mat2)
     coo = mat1._coo_form()
     rows, cols = coo._idx[0], coo._idx[1]
@@ -49,9 +52,35 @@ def mm(mat1, mat2):
     return out.index_add(0, rows, contrib)
 
 
+def _sparse_sparse_mm(mat1: SparseTensor, mat2: SparseTensor) -> SparseTensor:
+    """Each stored a[r, k] meets every stored b[k, c] (b's row k, found through its crow_indices);
+    the products are summed per (r, c) by coalescing."""
+    for m in (mat1, mat2):
+        if m.dim() != 2 or m.dense_dim() != 0:
+            raise RuntimeError(f"sparse.mm: expected 2-D sparse matrices with no dense dimensions, but got size "
+                               f"{list(m.shape)} with dense_dim {m.dense_dim()}")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
+                           f"{mat2.shape[0]}x{mat2.shape[1]})")
+    if mat1.dtype != mat2.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_word(mat1.dtype)} but found {_dtype_word(mat2.dtype)}")
+    a = mat1._coo_form()
+    b = mat2.to_sparse_csr()
+    crow = b._crow.long()
+    rows_a, k = a._idx[0], a._idx[1]
+    counts = crow.index_select(0, k + 1) - crow.index_select(0, k)  # b entries each a entry meets
+    entry = ember.repeat_interleave(_C.arange(0, a._nnz(), 1, dtype=_C.int64), counts)
+    first = ember.cumsum(counts, 0) - counts  # where each a entry's run of products starts
+    within = _C.arange(0, entry.shape[0], 1, dtype=_C.int64) - first.index_select(0, entry)
+    b_entry = crow.index_select(0, k.index_select(0, entry)) + within
+    indices = ember.stack([rows_a.index_select(0, entry), b._col.long().index_select(0, b_entry)])
+    values = a._vals.index_select(0, entry) * b._vals.index_select(0, b_entry)
+    return SparseTensor._coo(indices, values, (mat1.shape[0], mat2.shape[1])).coalesce()
+
+
 def _check_mm_operands(mat1: SparseTensor, mat2) -> None:
     if isinstance(mat2, SparseTensor):
-        raise NotImplementedError("sparse.mm: sparse @ sparse is not supported in Ember; densify one operand")
+        raise NotImplementedError("hspmm/smm: mat2 must be dense")
     if mat1.dim() != 2 or mat1.dense_dim() != 0:
         raise RuntimeError(f"sparse.mm: expected a 2-D sparse matrix with no dense dimensions, but got size "
                            f"{list(mat1.shape)} with dense_dim {mat1.dense_dim()}")
