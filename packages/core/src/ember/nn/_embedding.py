@@ -111,7 +111,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     rows = input.long()
     bags = out.shape[0]
     bag = _C.searchsorted(offsets.long(), _C.arange(0, rows.shape[0], 1, dtype=_C.int64), right=True) - 1
-    keep = bag < bags
+    keep = (bag >= 0) & (bag < bags)
     if padding_row >= 0:
         keep = keep & (rows != padding_row)
     sources = _C.arange(0, rows.shape[0], 1, dtype=_C.int64)[keep]

@@ -11,6 +11,8 @@ __all__ = ["Adagrad"]
 
 
 class Adagrad(Optimizer):
+    _takes_sparse_grads = True  # as PyTorch's, except with weight_decay
+
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach=None, *, maximize: bool = False,
                  differentiable: bool = False, fused=None) -> None:
@@ -43,8 +45,6 @@ class Adagrad(Optimizer):
             g = g + group["weight_decay"] * param
         state["sum"].add_(g * g)
         param.add_(g / (state["sum"].sqrt() + group["eps"]), alpha=-clr)
-
-    _takes_sparse_grads = True
 
     @staticmethod
     def _sparse_update(param, g: SparseTensor, state_sum, clr: float, group) -> None:
