@@ -662,9 +662,13 @@ def test_overlapping_and_out_of_bounds_entries():
 
 
 def test_pytorch_only_features_are_named():
+    # sparse tensors load (tests/test_sparse.py); a malformed rebuild call is refused
     sparse = _pkl(_call(_global("torch._utils", "_rebuild_sparse_tensor"), _v(1)))
-    with pytest.raises(pickle.UnpicklingError, match=r"GLOBAL torch\._utils\._rebuild_sparse_tensor was not an allowed"):
+    with pytest.raises(pickle.UnpicklingError, match=r"_rebuild_sparse_tensor takes a layout and a tuple of parts"):
         ember.load(_archive(sparse))
+    layout = _pkl(_call(_global("torch.serialization", "_get_layout"), _v("torch.sparse_bsr")))
+    with pytest.raises(pickle.UnpicklingError, match=r"_get_layout: Ember has the layouts"):
+        ember.load(_archive(layout))
     hooks = _tensor_pkl().replace(_global("collections", "OrderedDict") + pickle.EMPTY_TUPLE + pickle.REDUCE,
                                   _v({1: 2}))
     with pytest.raises(pickle.UnpicklingError, match=r"backward hooks are not restored"):

@@ -103,8 +103,6 @@ def test_embedding_errors():
         F.embedding(ember.tensor([4]), w)
     with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
         F.embedding(ember.tensor([0]), w, padding_idx=4)
-    with pytest.raises(RuntimeError, match="Ember has no sparse tensors"):
-        F.embedding(ember.tensor([0]), w, sparse=True)
     with pytest.raises(ValueError, match="offsets has to be a 1D Tensor but got None"):
         F.embedding_bag(ember.tensor([0, 1]), w)
     with pytest.raises(ValueError, match="if input is 2D, then offsets has to be None"):

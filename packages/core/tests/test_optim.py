@@ -777,6 +777,12 @@ def test_lbfgs_arguments():
     (lambda p: optim.Adamax(p, betas=(0.9, 1.0)), ValueError, r"Invalid beta parameter at index 1: 1.0"),
     (lambda p: optim.NAdam(p, momentum_decay=-1), ValueError, r"Invalid momentum_decay value: -1"),
     (lambda p: optim.RAdam(p, weight_decay=-1), ValueError, r"Invalid weight_decay value: -1"),
+    (lambda p: optim.SparseAdam(p, lr=0), ValueError, r"Invalid learning rate: 0"),
+    (lambda p: optim.SparseAdam(p, eps=0.0), ValueError, r"Invalid epsilon value: 0.0"),
+    (lambda p: optim.SparseAdam(p, betas=(1.0, 0.9)), ValueError, r"Invalid beta parameter at index 0: 1.0"),
+    (lambda p: optim.SparseAdam(p, betas=(0.9, 1.5)), ValueError, r"Invalid beta parameter at index 1: 1.5"),
+    (lambda p: optim.SparseAdam([p[0], nn.Parameter(ember.ones(2, dtype=ember.complex64))]), ValueError,
+     r"Complex params at indices \[\[0, 1\]\]: SparseAdam does not support complex parameters"),
     (lambda p: optim.SGD([], lr=0.1), ValueError, r"optimizer got an empty parameter list"),
     (lambda p: optim.SGD(p[0], lr=0.1), TypeError, r"params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
      r"ember.FloatTensor"),
@@ -805,6 +811,7 @@ def test_defaults_follow_pytorch():
         optim.NAdam: dict(lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                           decoupled_weight_decay=False),
         optim.RAdam: dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False),
+        optim.SparseAdam: dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False),
     }
     for cls, values in expected.items():
         defaults = cls(p).defaults

@@ -346,6 +346,30 @@ __all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "s
             "set_deterministic_debug_mode", "get_deterministic_debug_mode"]
 
 
+# Sparse COO/CSR tensors (issue 18, item 5).
+from . import sparse  # noqa: E402
+from .sparse import (  # noqa: E402
+    dsmm,
+    hsmm,
+    hspmm,
+    layout,
+    smm,
+    sparse_coo,
+    sparse_coo_tensor,
+    sparse_csr,
+    sparse_csr_tensor,
+    spmm,
+    sspaddmm,
+    strided,
+)
+
+__all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
+            "sparse_csr_tensor", "spmm", "sspaddmm", "strided"]
+
+# torch.embedding with sparse=True gives a sparse gradient, which the native op cannot
+from .nn._embedding import _embedding_op as embedding  # noqa: E402, F401 - replaces the generated entry
+
+
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562
     # ember.distributed and ember.futures load on first use: most programs never need them.
     if name in ("distributed", "futures"):

@@ -110,6 +110,8 @@ _REBUILD_TENSOR_V3 = _FormatName("torch._utils", "_rebuild_tensor_v3")
 _REBUILD_PARAMETER = _FormatName("torch._utils", "_rebuild_parameter")
 _REBUILD_PARAMETER_WITH_STATE = _FormatName("torch._utils", "_rebuild_parameter_with_state")
 _REBUILD_FROM_TYPE_V2 = _FormatName("torch._tensor", "_rebuild_from_type_v2")
+_REBUILD_SPARSE = _FormatName("torch._utils", "_rebuild_sparse_tensor")
+_GET_LAYOUT = _FormatName("torch.serialization", "_get_layout")
 _DEVICE = _FormatName("torch", "device")
 _UNTYPED_STORAGE = _FormatName("torch.storage", "UntypedStorage")
 _TYPED_STORAGES = {name: _FormatName("torch", cls) for name, cls in _STORAGE_CLASSES.items()}
@@ -233,6 +235,11 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, _C.Tensor):
             return self._reduce_tensor(obj)
+        sparse = sys.modules.get("ember.sparse")
+        if sparse is not None and isinstance(obj, sparse.SparseTensor):
+            return _reduce_sparse(obj)
+        if sparse is not None and isinstance(obj, sparse.layout):  # PyTorch: _get_layout("torch.sparse_coo")
+            return (_GET_LAYOUT, ("torch." + repr(obj).removeprefix("ember."),))
         if isinstance(obj, _C.device):
             return (_DEVICE, (obj.type,) if obj.index is None else (obj.type, obj.index))
         return NotImplemented
@@ -277,6 +284,61 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
                 "save a clone of one of them")
         storage.lo, storage.hi = min(storage.lo, lo), max(storage.hi, hi)
         return storage, lo
+
+
+def _reduce_sparse(t: Any) -> tuple:
+    """A sparse tensor as PyTorch pickles one: _rebuild_sparse_tensor(layout, parts)."""
+    values = t._vals.detach()
+    if t.requires_grad and t.is_leaf:
+        values.requires_grad_(True)  # what makes the loaded tensor a leaf that requires grad again
+    layout = t.layout
+    if t.is_sparse:
+        return (_REBUILD_SPARSE, (layout, (t._indices(), values, tuple(t.shape), t.is_coalesced())))
+    return (_REBUILD_SPARSE, (layout, (t.crow_indices(), t.col_indices(), values, tuple(t.shape))))
+
+
+def _rebuild_sparse(*args: Any) -> Any:
+    """torch._utils._rebuild_sparse_tensor: built through the public constructors, so every index
+    is checked before anything uses it (a file cannot make a sparse tensor that writes out of
+    bounds)."""
+    from . import sparse
+
+    if len(args) != 2 or type(args[1]) is not tuple:
+        raise _invalid("_rebuild_sparse_tensor takes a layout and a tuple of parts")
+    layout, parts = args
+    coalesced = None
+    if layout is sparse.sparse_coo and len(parts) in (3, 4):
+        indices, values, size = parts[:3]
+        coalesced = parts[3] if len(parts) == 4 else None
+        tensors = (indices, values)
+    elif layout is sparse.sparse_csr and len(parts) == 4:
+        crow, col, values, size = parts
+        tensors = (crow, col, values)
+    else:
+        raise _invalid(f"_rebuild_sparse_tensor: Ember rebuilds sparse_coo (3 or 4 parts) and sparse_csr (4 parts), "
+                       f"but got {_wo._describe(layout)} with {len(parts)} parts")
+    if not all(isinstance(p, _C.Tensor) for p in tensors) or type(size) not in (tuple, list) or not all(
+            type(n) is int for n in size) or coalesced not in (None, True, False):
+        raise _invalid("_rebuild_sparse_tensor: the parts must be tensors, a size of integers and a bool")
+    grad = values.requires_grad
+    values = values.detach()
+    try:
+        if layout is sparse.sparse_coo:
+            return sparse.sparse_coo_tensor(indices, values, size, requires_grad=grad, is_coalesced=coalesced)
+        return sparse.sparse_csr_tensor(crow, col, values, size, requires_grad=grad)
+    except (RuntimeError, NotImplementedError) as err:
+        raise _invalid(f"the checkpoint holds an invalid sparse tensor: {err}") from None
+
+
+def _get_layout(*args: Any) -> Any:
+    """torch.serialization._get_layout: a layout from its name."""
+    from . import sparse
+
+    layouts = {"torch.strided": sparse.strided, "torch.sparse_coo": sparse.sparse_coo,
+               "torch.sparse_csr": sparse.sparse_csr}
+    if len(args) != 1 or args[0] not in layouts:
+        raise _invalid(f"_get_layout: Ember has the layouts {sorted(layouts)}, not {_wo._describe(args)}")
+    return layouts[args[0]]
 
 
 def _zip_records(out: BinaryIO, records: list[tuple[str, Any]]) -> None:
@@ -846,6 +908,8 @@ def _static_vocabulary() -> dict[str, Any]:
         table[f"torch.{cls}"] = table[f"torch.cuda.{cls}"] = _StorageType(cls, _DTYPES[name])
     for name, dtype in _DTYPES.items():
         table[f"torch.{name}"] = dtype
+    table["torch._utils._rebuild_sparse_tensor"] = _wo.Builtin("torch._utils._rebuild_sparse_tensor", _rebuild_sparse)
+    table["torch.serialization._get_layout"] = _wo.Builtin("torch.serialization._get_layout", _get_layout)
     for name in _TORCH_ONLY_DTYPES:
         table[f"torch.{name}"] = _wo.Refused(f"the checkpoint holds dtype torch.{name}, which Ember does not have")
     return table

@@ -33,6 +33,20 @@ def _make_grads(outputs: tuple, grad_outputs: tuple) -> list:
     return grads
 
 
+# The backward() calls under way, innermost last: None when every leaf accumulates into .grad, else
+# the list of `inputs`. A backward that makes a sparse gradient for a dense leaf hands it straight
+# to .grad when that leaf is accumulating (Note [sparse .grad] in ember/sparse/__init__.py);
+# autograd.grad() is not listed, so there it returns a dense gradient instead.
+_GRAD_SINKS: list = []
+
+
+def _accumulates_into_grad(t) -> bool:
+    if not _GRAD_SINKS:
+        return False
+    wanted = _GRAD_SINKS[-1]
+    return wanted is None or any(t is w for w in wanted)
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
     """Accumulates d(tensors)/d(leaf) into each leaf's .grad (only `inputs`' when given)."""
     outputs = _as_tuple(tensors)
@@ -41,15 +55,19 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     wanted = list(_as_tuple(inputs))
     if inputs is not None and not wanted:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    if not wanted:
-        _C._run_backward(list(outputs), grads, keep, create_graph, [], True)
-        return
-    # backward(inputs=...): gradients reach only these tensors, accumulated into their .grad
-    received = _C._run_backward(list(outputs), grads, keep, create_graph, wanted, False)
+    _GRAD_SINKS.append(wanted or None)
+    try:
+        if not wanted:
+            _C._run_backward(list(outputs), grads, keep, create_graph, [], True)
+            return
+        # backward(inputs=...): gradients reach only these tensors, accumulated into their .grad
+        received = _C._run_backward(list(outputs), grads, keep, create_graph, wanted, False)
+    finally:
+        _GRAD_SINKS.pop()
     for tensor, g in zip(wanted, received, strict=True):
         if g is not None:
             g = g if create_graph else g.detach().clone()
-            tensor.grad = g if tensor.grad is None else tensor.grad + g
+            tensor.grad = g if tensor.grad is None else g + tensor.grad  # dense + a sparse .grad works too
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import _C
 from .. import autograd as _autograd
+from ..autograd.function import Function
 
 __all__ = ["embedding", "embedding_bag"]
 
@@ -40,12 +41,27 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     padding_idx rows get no gradient; max_norm renormalizes the looked-up rows of weight in
     place first; scale_grad_by_freq divides each row's gradient by its count in the batch."""
     _check_weight(weight)
-    if sparse:
-        raise RuntimeError("embedding(sparse=True): Ember has no sparse tensors; use sparse=False")
     padding_row = _padding_row(padding_idx, weight)
     if max_norm is not None:
         _renorm(weight, input, max_norm, norm_type)
-    return _C.embedding(weight, input, padding_row, scale_grad_by_freq, False)
+    if not (sparse and weight.requires_grad and _autograd.is_grad_enabled()):
+        return _C.embedding(weight, input, padding_row, scale_grad_by_freq, False)
+    out = _C.embedding(weight.detach(), input, padding_row, scale_grad_by_freq, False)
+    rows = _C.reshape(input, [-1]).long()
+    sources = _C.arange(0, rows.shape[0], 1, dtype=_C.int64)
+    if padding_row >= 0:  # the padding row gets no gradient: its entries are left out
+        sources = sources[rows != padding_row]
+        rows = rows.index_select(0, sources)
+    return _SparseRowGrad.apply(out, weight, rows, sources, None, scale_grad_by_freq)
+
+
+def _embedding_op(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """torch.embedding (ember.embedding): the native lookup, whose sparse=True gives `weight` a
+    sparse gradient as F.embedding does; a negative padding_idx means none."""
+    if not sparse:
+        return _C.embedding(weight, indices, padding_idx, scale_grad_by_freq, False)
+    return embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=True)
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
@@ -59,8 +75,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     _check_weight(weight)
     if mode not in _MODES:
         raise ValueError(f"mode has to be one of sum, mean or max, but got {mode}")
-    if sparse:
-        raise RuntimeError("embedding_bag(sparse=True): Ember has no sparse tensors; use sparse=False")
+    if sparse and mode == "max":
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
         raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}) is not None, "
                          f"then it must have the same shape as the input ({list(input.shape)})")
@@ -85,6 +101,60 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     padding_row = _padding_row(padding_idx, weight)
     if max_norm is not None:
         _renorm(weight, input, max_norm, norm_type)
-    out, _ = _C._embedding_bag(weight, input, offsets, scale_grad_by_freq, _MODES[mode], False, per_sample_weights,
-                               include_last_offset, padding_row)
-    return out
+    sparse_grad = sparse and weight.requires_grad and _autograd.is_grad_enabled()
+    out, _ = _C._embedding_bag(weight.detach() if sparse_grad else weight, input, offsets, scale_grad_by_freq,
+                               _MODES[mode], False, per_sample_weights, include_last_offset, padding_row)
+    if not sparse_grad:
+        return out
+    # entry i of `input` sends out[bag[i]] (times its per-sample weight, over the bag's size for
+    # mean) to row input[i]; padding entries and entries past the last bag send nothing
+    rows = input.long()
+    bags = out.shape[0]
+    bag = _C.searchsorted(offsets.long(), _C.arange(0, rows.shape[0], 1, dtype=_C.int64), right=True) - 1
+    keep = (bag >= 0) & (bag < bags)
+    if padding_row >= 0:
+        keep = keep & (rows != padding_row)
+    sources = _C.arange(0, rows.shape[0], 1, dtype=_C.int64)[keep]
+    rows, bag = rows.index_select(0, sources), bag.index_select(0, sources)
+    scale = None
+    if per_sample_weights is not None:
+        scale = per_sample_weights.detach().index_select(0, sources)
+    if mode == "mean":
+        counts = _C.bincount(bag, minlength=bags).to(weight.dtype)
+        share = 1.0 / counts.index_select(0, bag)
+        scale = share if scale is None else scale * share
+    return _SparseRowGrad.apply(out, weight, rows, bag, scale, scale_grad_by_freq)
+
+
+class _SparseRowGrad(Function):
+    """Passes `out` through; its backward gives `weight` the sparse gradient PyTorch's sparse
+    embedding backward gives: one row per looked-up index, row i = grad_out[sources[i]] * scale[i],
+    uncoalesced. It goes straight into weight.grad when backward() accumulates into that leaf
+    (Note [sparse .grad]); elsewhere (autograd.grad, a non-leaf weight) it is returned dense."""
+
+    @staticmethod
+    def forward(ctx, out, weight, rows, sources, scale, scale_grad_by_freq):
+        ctx.weight, ctx.rows, ctx.sources, ctx.scale = weight, rows, sources, scale
+        ctx.scale_grad_by_freq = scale_grad_by_freq
+        return out.view_as(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .. import sparse
+
+        weight = ctx.weight
+        if ctx.needs_input_grad[1]:
+            if ctx.scale_grad_by_freq:
+                raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
+            values = _C.reshape(grad, [-1, weight.shape[1]]).index_select(0, ctx.sources)
+            if ctx.scale is not None:
+                values = values * ctx.scale.unsqueeze(1)
+            if weight.is_leaf and _autograd._accumulates_into_grad(weight):
+                sparse._accumulate_grad(weight, sparse.SparseTensor._coo(
+                    ctx.rows.unsqueeze(0), values.detach(), tuple(weight.shape)))
+                weight_grad = None
+            else:
+                weight_grad = _C.zeros_like(weight).index_add(0, ctx.rows, values)
+        else:
+            weight_grad = None
+        return grad, weight_grad, None, None, None, None

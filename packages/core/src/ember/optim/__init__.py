@@ -13,6 +13,7 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "LBFGS", "ASGD", "Rprop", "lr_scheduler", "swa_utils"]
+           "LBFGS", "ASGD", "Rprop", "SparseAdam", "lr_scheduler", "swa_utils"]

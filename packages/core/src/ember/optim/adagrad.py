@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import _C
+from ..sparse import SparseTensor, _dense_add_
 from .adam import _step_count
 from .optimizer import Optimizer, _check, _scalar_dtype
 
@@ -10,6 +11,8 @@ __all__ = ["Adagrad"]
 
 
 class Adagrad(Optimizer):
+    _takes_sparse_grads = True  # as PyTorch's, except with weight_decay
+
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach=None, *, maximize: bool = False,
                  differentiable: bool = False, fused=None) -> None:
@@ -34,11 +37,24 @@ class Adagrad(Optimizer):
             # A parameter from a group added after construction (PyTorch would raise a KeyError here).
             state["sum"] = _C.full_like(param, group["initial_accumulator_value"])
         step = _step_count(state, param)
+        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        if isinstance(g, SparseTensor):
+            self._sparse_update(param, g.coalesce(), state["sum"], clr, group)
+            return
         if group["weight_decay"] != 0:
             g = g + group["weight_decay"] * param
-        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         state["sum"].add_(g * g)
         param.add_(g / (state["sum"].sqrt() + group["eps"]), alpha=-clr)
+
+    @staticmethod
+    def _sparse_update(param, g: SparseTensor, state_sum, clr: float, group) -> None:
+        """PyTorch's sparse Adagrad: only the gradient's rows of the sum and the parameter change."""
+        if group["weight_decay"] != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        values = g._values()
+        _dense_add_(state_sum, g._with_values(values * values))
+        std = state_sum.sparse_mask(g)._values().sqrt() + group["eps"]
+        _dense_add_(param, g._with_values(values / std), alpha=-clr)
 
     def _multi_update(self, params, group) -> None:
         """Note [multi-tensor step]: every parameter of the group in one native call."""

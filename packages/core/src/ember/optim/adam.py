@@ -50,6 +50,9 @@ class Adam(Optimizer):
                                       differentiable=differentiable, fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay))
 
+    def _sparse_grad_error(self) -> str:
+        return f"{type(self).__name__} does not support sparse gradients, please consider SparseAdam instead"
+
     def _update(self, param, grad, state, group) -> None:
         lr, (beta1, beta2), wd = group["lr"], group["betas"], group["weight_decay"]
         g = -grad if group["maximize"] else grad

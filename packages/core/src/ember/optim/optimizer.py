@@ -24,6 +24,7 @@ from itertools import chain
 from .. import _C
 from .. import autograd as _autograd
 from .._hooks import RemovableHandle, add_hook
+from ..sparse import SparseTensor
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
@@ -217,8 +218,10 @@ class Optimizer:
             return False
         with_grads = [p for p in group["params"] if p.grad is not None]
         dtype = with_grads[0].dtype if with_grads else None
-        ok = all(p.is_floating_point() and p.dtype == dtype and p.grad.dtype == dtype and p.device.type == "cpu"
-                 and p.is_contiguous() and p.grad.is_contiguous() for p in with_grads)
+        sparse = any(isinstance(p.grad, SparseTensor) for p in with_grads)  # the per-parameter path takes them
+        ok = not sparse and all(p.is_floating_point() and p.dtype == dtype and p.grad.dtype == dtype
+                                and p.device.type == "cpu" and p.is_contiguous() and p.grad.is_contiguous()
+                                for p in with_grads)
         if fused and not ok:
             raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
                                "devices (cpu) with one dtype, contiguous, with dense gradients")
@@ -227,7 +230,15 @@ class Optimizer:
     def _multi_update(self, params: list, group: dict) -> None:
         raise NotImplementedError
 
+    # Whether _update takes sparse gradients (ember.sparse.SparseTensor, from embedding(sparse=True)).
+    _takes_sparse_grads = False
+
+    def _sparse_grad_error(self) -> str:
+        return f"{type(self).__name__} does not support sparse gradients"
+
     def _update_param(self, p, group: dict) -> None:
+        if isinstance(p.grad, SparseTensor) and not self._takes_sparse_grads:
+            raise RuntimeError(self._sparse_grad_error())
         state = self.state[p] if p in self.state else {}
         if not p.is_complex():
             self._update(p, p.grad, state, group)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import _C
+from ..sparse import SparseTensor, _dense_add_
 from .optimizer import Optimizer, _check
 
 __all__ = ["SGD"]
@@ -21,10 +22,12 @@ class SGD(Optimizer):
                                       nesterov=nesterov, maximize=maximize, foreach=foreach,
                                       differentiable=differentiable, fused=fused))
 
+    _takes_sparse_grads = True  # PyTorch's SGD takes them too, except with weight_decay
+
     def _update(self, param, grad, state, group) -> None:
         g = -grad if group["maximize"] else grad
         if group["weight_decay"] != 0:
-            g = g + group["weight_decay"] * param
+            g = g + group["weight_decay"] * param  # a sparse g raises, as PyTorch's add(sparse, dense)
         momentum = group["momentum"]
         if momentum != 0:
             buf = state.get("momentum_buffer")
@@ -32,8 +35,13 @@ class SGD(Optimizer):
                 buf = state["momentum_buffer"] = g.clone()
             else:
                 buf.mul_(momentum).add_(g, alpha=1 - group["dampening"])
+            if isinstance(buf, SparseTensor):  # merges the rows, or the buffer would grow every step
+                buf = state["momentum_buffer"] = buf.coalesce()
             g = g + momentum * buf if group["nesterov"] else buf
-        param.add_(g, alpha=-group["lr"])
+        if isinstance(g, SparseTensor):
+            _dense_add_(param, g, alpha=-group["lr"])
+        else:
+            param.add_(g, alpha=-group["lr"])
 
     def _multi_update(self, params, group) -> None:
         """Note [multi-tensor step]: the parameters with a momentum buffer already and those on their

@@ -1,0 +1,290 @@
+"""ember.sparse (torch.sparse): sparse COO/CSR tensors and the functions over them.
+
+The tensors themselves are ember.sparse.SparseTensor (see _tensor.py). Everything here is built
+from differentiable ember ops on the values, so gradients reach the values (and the dense
+operands) through the ordinary engine. A dense parameter's sparse gradient (nn.Embedding with
+sparse=True) is kept beside the engine's dense one: see Note [sparse .grad].
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import ember
+
+from .. import _C
+from ._tensor import (
+    SparseTensor,
+    _dense_add_,
+    _dense_to_sparse,
+    _dtype_word,
+    _group_sorted,
+    _sparse_mask,
+    layout,
+    sparse_coo,
+    sparse_coo_tensor,
+    sparse_csr,
+    sparse_csr_tensor,
+    strided,
+)
+
+__all__ = ["SparseTensor", "addmm", "hspmm", "log_softmax", "mm", "smm", "softmax", "spmm", "sspaddmm", "sum"]
+
+
+def _check_sparse(x, fn: str) -> SparseTensor:
+    if not isinstance(x, SparseTensor):
+        raise TypeError(f"{fn}: expected a sparse tensor, but got {type(x).__name__}")
+    return x
+
+
+def mm(mat1, mat2):
+    """sparse @ dense -> dense, sparse @ sparse -> sparse (coalesced COO); 2-D COO or CSR, no
+    dense dimensions. Gradients reach a dense mat2 and the sparse operands' values."""
+    mat1 = _check_sparse(mat1, "sparse.mm")
+    if isinstance(mat2, SparseTensor):
+        return _sparse_sparse_mm(mat1, mat2)
+    _check_mm_operands(mat1, mat2)
+    coo = mat1._coo_form()
+    rows, cols = coo._idx[0], coo._idx[1]
+    # each stored entry (r, c, v) adds v * mat2[c] to output row r
+    contrib = coo._vals.unsqueeze(1) * mat2.index_select(0, cols)
+    out = _C.zeros([mat1.shape[0], mat2.shape[1]], dtype=mat2.dtype)
+    return out.index_add(0, rows, contrib)
+
+
+def _sparse_sparse_mm(mat1: SparseTensor, mat2: SparseTensor) -> SparseTensor:
+    """Each stored a[r, k] meets every stored b[k, c] (b's row k, found through its crow_indices);
+    the products are summed per (r, c) by coalescing."""
+    for m in (mat1, mat2):
+        if m.dim() != 2 or m.dense_dim() != 0:
+            raise RuntimeError(f"sparse.mm: expected 2-D sparse matrices with no dense dimensions, but got size "
+                               f"{list(m.shape)} with dense_dim {m.dense_dim()}")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
+                           f"{mat2.shape[0]}x{mat2.shape[1]})")
+    if mat1.dtype != mat2.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_word(mat1.dtype)} but found {_dtype_word(mat2.dtype)}")
+    a = mat1._coo_form()
+    b = mat2.to_sparse_csr()
+    crow = b._crow.long()
+    rows_a, k = a._idx[0], a._idx[1]
+    counts = crow.index_select(0, k + 1) - crow.index_select(0, k)  # b entries each a entry meets
+    entry = ember.repeat_interleave(_C.arange(0, a._nnz(), 1, dtype=_C.int64), counts)
+    first = ember.cumsum(counts, 0) - counts  # where each a entry's run of products starts
+    within = _C.arange(0, entry.shape[0], 1, dtype=_C.int64) - first.index_select(0, entry)
+    b_entry = crow.index_select(0, k.index_select(0, entry)) + within
+    indices = ember.stack([rows_a.index_select(0, entry), b._col.long().index_select(0, b_entry)])
+    values = a._vals.index_select(0, entry) * b._vals.index_select(0, b_entry)
+    return SparseTensor._coo(indices, values, (mat1.shape[0], mat2.shape[1])).coalesce()
+
+
+def _check_mm_operands(mat1: SparseTensor, mat2) -> None:
+    if isinstance(mat2, SparseTensor):
+        raise NotImplementedError("hspmm/smm: mat2 must be dense")
+    if mat1.dim() != 2 or mat1.dense_dim() != 0:
+        raise RuntimeError(f"sparse.mm: expected a 2-D sparse matrix with no dense dimensions, but got size "
+                           f"{list(mat1.shape)} with dense_dim {mat1.dense_dim()}")
+    if mat2.dim() != 2:
+        raise RuntimeError(f"addmm: matrices expected, got {mat2.dim()}D tensor")
+    if mat2.shape[0] != mat1.shape[1]:
+        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1.shape[1]}, got {mat2.shape[0]}")
+    if mat1.dtype != mat2.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_word(mat1.dtype)} but found {_dtype_word(mat2.dtype)}")
+
+
+def hspmm(mat1, mat2):
+    """sparse @ dense as a hybrid COO tensor: one sparse dimension (mat1's nonempty rows, sorted)
+    and the dense rows of the product. Only those rows are computed."""
+    mat1 = _check_sparse(mat1, "hspmm")
+    _check_mm_operands(mat1, mat2)
+    coo = mat1._coo_form().coalesce()
+    rows, inverse = ember.unique(coo._idx[0], sorted=True, return_inverse=True)
+    contrib = coo._vals.unsqueeze(1) * mat2.index_select(0, coo._idx[1])
+    values = _C.zeros([rows.shape[0], mat2.shape[1]], dtype=mat2.dtype).index_add(0, inverse, contrib)
+    return SparseTensor._coo(rows.unsqueeze(0), values, (mat1.shape[0], mat2.shape[1]), True)
+
+
+def smm(input, mat):  # noqa: A002 - PyTorch's argument name
+    """sparse @ dense as a 2-D COO tensor: every column of each of input's nonempty rows is stored
+    (explicit zeros included, as PyTorch stores them)."""
+    h = hspmm(input, mat)
+    rows, values = h._idx[0], h._vals
+    ncols = values.shape[1]
+    indices = ember.stack([rows.repeat_interleave(ncols), _C.arange(0, ncols, 1, dtype=_C.int64).repeat(rows.shape[0])])
+    return SparseTensor._coo(indices, values.reshape([-1]), h.shape, True)
+
+
+def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002 - PyTorch's argument name
+    """beta * input + alpha * smm(mat1, mat2), input sparse: the entries of both, uncoalesced."""
+    input = _check_sparse(input, "sspaddmm")
+    product = smm(mat1, mat2)
+    if tuple(input.shape) != product.shape:
+        raise RuntimeError(f"sspaddmm: Argument #1: Expected dim 0 size {product.shape[0]} and dim 1 size "
+                           f"{product.shape[1]}, got {list(input.shape)}")
+    coo = input._coo_form()
+    return SparseTensor._coo(ember.cat([coo._idx, product._idx], 1),
+                             ember.cat([coo._vals * beta, product._vals * alpha]), product.shape)
+
+
+def spmm(mat1, mat2):
+    """torch.spmm: sparse @ dense, as mm."""
+    return mm(mat1, mat2)
+
+
+dsmm = spmm  # torch.dsmm: the dense product
+hsmm = hspmm  # torch.hsmm: the hybrid product
+
+
+def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
+    """beta * mat + alpha * (mat1 @ mat2), mat1 sparse and mat and mat2 dense."""
+    product = mm(mat1, mat2)
+    return mat * beta + product * alpha if beta != 0 else product * alpha + _C.zeros_like(mat)
+
+
+def sum(input, dim=None, dtype=None):  # noqa: A001 - PyTorch's name
+    """Sum over all (dim=None: a dense 0-dim tensor) or some dimensions. Summing every sparse
+    dimension gives a dense tensor; otherwise the result stays sparse (coalesced)."""
+    x = _check_sparse(input, "sparse.sum")
+    if dtype is not None:
+        x = x.to(dtype)
+    coo = x._coo_form()
+    if dim is None:
+        return coo._vals.sum()
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    n = x.dim()
+    norm = []
+    for d in dims:
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+        norm.append(d % n)
+    if len(set(norm)) != len(norm):
+        raise RuntimeError("sparse.sum: a dimension appears more than once in dim")
+    sd = coo.sparse_dim()
+    sparse_dims = sorted(d for d in norm if d < sd)
+    dense_dims = [d - sd + 1 for d in norm if d >= sd]
+    values = coo._vals.sum(dense_dims) if dense_dims else coo._vals
+    kept = [d for d in range(sd) if d not in sparse_dims]
+    size = [x.shape[d] for d in kept] + [s for i, s in enumerate(x.shape[sd:]) if i + 1 not in dense_dims]
+    if not kept:
+        return values.sum(0)
+    indices = coo._idx.index_select(0, ember.tensor(kept, dtype=_C.int64))
+    return SparseTensor._coo(indices, values, size).coalesce()
+
+
+def _softmax(input, dim, dtype, log: builtins.bool):
+    x = _check_sparse(input, "sparse.softmax")
+    if dtype is not None:
+        x = x.to(dtype)
+    n = x.dim()
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    dim %= n
+    coo = x._coo_form().coalesce()
+    sd = coo.sparse_dim()
+    if dim >= sd:  # along a dense dimension: the ordinary softmax of each stored slice
+        fn = ember.log_softmax if log else ember.softmax
+        return coo._with_values(fn(coo._vals, dim - sd + 1))
+    values = coo._vals
+    if values.shape[0] == 0:
+        return coo._with_values(values)
+    # entries sharing every sparse index but `dim` form one softmax; unstored entries count as -inf
+    others = [d for d in range(sd) if d != dim]
+    keys = coo._idx.index_select(0, ember.tensor(others, dtype=_C.int64))
+    perm, new_group, sorted_group = _group_sorted(keys)
+    group = _C.zeros_like(sorted_group).index_put((perm,), sorted_group)
+    ngroups = int(new_group.long().sum().item())
+    index = group.reshape([-1] + [1] * (values.dim() - 1)).expand(list(values.shape))
+    shape = [ngroups, *values.shape[1:]]
+    # the group maximum only steadies exp(); softmax does not depend on it, so it carries no gradient
+    top = _C.full(shape, float("-inf"), dtype=values.dtype).scatter_reduce(0, index, values.detach(), "amax")
+    shifted = values - top.index_select(0, group)
+    total = _C.zeros(shape, dtype=values.dtype).index_add(0, group, shifted.exp())
+    if log:
+        return coo._with_values(shifted - total.log().index_select(0, group))
+    return coo._with_values(shifted.exp() / total.index_select(0, group))
+
+
+def softmax(input, dim, *, dtype=None):
+    """Softmax over the stored entries along `dim` (unstored ones act as -inf); same pattern."""
+    return _softmax(input, dim, dtype, False)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    return _softmax(input, dim, dtype, True)
+
+
+# ---- the dense Tensor's layout methods ----------------------------------------------------------------
+
+_C.Tensor.layout = property(lambda self: strided)
+_C.Tensor.is_sparse = property(lambda self: False)
+_C.Tensor.is_sparse_csr = property(lambda self: False)
+_C.Tensor.sparse_dim = lambda self: 0
+_C.Tensor.dense_dim = lambda self: self.dim()
+_C.Tensor.to_dense = lambda self, dtype=None, *, masked_grad=True: self if dtype is None else self.to(dtype)
+_C.Tensor.to_sparse = _dense_to_sparse
+_C.Tensor.to_sparse_coo = lambda self: _dense_to_sparse(self)
+_C.Tensor.to_sparse_csr = lambda self, dense_dim=None: _dense_to_sparse(self, layout=sparse_csr, dense_dim=dense_dim)
+_C.Tensor.sparse_mask = _sparse_mask
+
+
+def _not_sparse(name: str):
+    def method(self):
+        raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got Strided")
+    return method
+
+
+for _name in ("is_coalesced", "coalesce", "_indices", "_values", "indices"):
+    setattr(_C.Tensor, _name, _not_sparse(_name))
+
+
+# Note [sparse .grad]: the engine accumulates dense gradients only. A sparse gradient for a dense
+# leaf (embedding(sparse=True)) is handed over by the backward that makes it, stored in the
+# tensor's __dict__ beside the engine's dense .grad, and Tensor.grad shows whichever is there (a
+# dense gradient arriving as well, e.g. from a tied weight, merges them into a dense one, which is
+# what PyTorch's dense + sparse accumulation gives).
+_ENGINE_GRAD = _C.Tensor.grad
+_SLOT = "_ember_sparse_grad"
+
+
+def _get_grad(self):
+    sparse = self.__dict__.get(_SLOT)
+    dense = _ENGINE_GRAD.__get__(self)
+    if sparse is None:
+        return dense
+    if dense is None:
+        return sparse
+    merged = dense + sparse
+    del self.__dict__[_SLOT]
+    _ENGINE_GRAD.__set__(self, merged)
+    return merged
+
+
+def _set_grad(self, value) -> None:
+    if isinstance(value, SparseTensor):
+        if tuple(value.shape) != tuple(self.shape) or value.dtype != self.dtype:
+            raise RuntimeError("[grad] assigned grad has data of a different size or type than the tensor")
+        _ENGINE_GRAD.__set__(self, None)
+        self.__dict__[_SLOT] = value
+        return
+    self.__dict__.pop(_SLOT, None)
+    _ENGINE_GRAD.__set__(self, value)
+
+
+_C.Tensor.grad = property(_get_grad, _set_grad, doc=_ENGINE_GRAD.__doc__)
+
+
+def _accumulate_grad(param, grad: SparseTensor) -> None:
+    """param.grad += grad for a sparse `grad` (Note [sparse .grad]): sparse + sparse as PyTorch adds
+    them (the same pattern: values added; otherwise concatenated, uncoalesced), a dense .grad
+    absorbs it in place."""
+    with ember.no_grad():
+        existing = param.grad
+        if existing is None:
+            param.grad = grad
+        elif isinstance(existing, SparseTensor):
+            param.grad = existing.add(grad)
+        else:
+            _dense_add_(existing, grad)
+
+
+__all__ += ["layout", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_csr_tensor", "strided"]

@@ -1,0 +1,698 @@
+"""Ember's sparse tensors (PyTorch's sparse_coo and sparse_csr layouts).
+
+A SparseTensor is a Python object over ordinary strided ember tensors: a COO tensor keeps
+`indices` (int64, [sparse_dim, nnz]) and `values` ([nnz, *dense_shape]); a CSR tensor keeps
+crow_indices, col_indices and values of a 2-D matrix. Every kernel is a composition of ember ops
+(index_add, index_select, argsort...), so autograd flows through `values` with no custom backward,
+and every index is validated when the tensor is built (and again by the ops themselves), so a bad
+index is an error, never a wild read or write.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import ember
+
+from .. import _C
+
+
+class layout:
+    """A tensor layout: ember.strided, ember.sparse_coo or ember.sparse_csr (torch.layout)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"ember.{self._name}"
+
+    def __reduce__(self):
+        return self._name  # pickles as the module-level singleton of that name
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+# how PyTorch's error messages spell each layout
+_LAYOUT_WORD = {strided: "Strided", sparse_coo: "Sparse", sparse_csr: "SparseCsr"}
+
+
+def _layout_error(fn: str, wanted: str, actual: layout) -> RuntimeError:
+    return RuntimeError(f"{fn} expected {wanted} layout but got {_LAYOUT_WORD[actual]}")
+
+
+def _numel(shape) -> int:
+    return math.prod(shape)
+
+
+def _linear(indices, sizes):
+    """Row-major position of each column of `indices` ([k, nnz]) in a tensor of shape `sizes`."""
+    lin = _C.zeros([indices.shape[1]], dtype=_C.int64)
+    for d, s in enumerate(sizes):
+        lin = lin * s + indices[d]
+    return lin
+
+
+def _group_sorted(keys):
+    """Sorts the columns of `keys` ([k, n] int64) lexicographically. Returns (perm, new_group,
+    group_id): the sorting permutation, a bool mask of the sorted columns that start a new distinct
+    key, and each sorted column's group number. Stable sorts key by key, so no linearized index can
+    overflow."""
+    n = keys.shape[1]
+    perm = _C.arange(0, n, 1, dtype=_C.int64)
+    for d in range(keys.shape[0] - 1, -1, -1):
+        perm = perm.index_select(0, ember.argsort(keys[d].index_select(0, perm), stable=True))
+    ordered = keys.index_select(1, perm)
+    if keys.shape[0] == 0:  # every column is the same (empty) key
+        new_group = _C.arange(0, n, 1, dtype=_C.int64) == 0
+    else:
+        changed = (ordered[:, 1:] != ordered[:, :-1]).any(0)
+        new_group = ember.cat([_C.ones([min(n, 1)], dtype=_C.bool), changed])
+    group_id = ember.cumsum(new_group.long(), 0) - 1
+    return perm, new_group, group_id
+
+
+class SparseTensor:
+    """A sparse COO or CSR tensor (what torch.sparse_coo_tensor / sparse_csr_tensor return).
+
+    Not a subclass of ember.Tensor: dense-only ops reject it with a TypeError instead of reading
+    its buffers as if they were strided. Build one with ember.sparse_coo_tensor,
+    ember.sparse_csr_tensor or Tensor.to_sparse()."""
+
+    def __init__(self, layout_: layout, size, values, indices=None, crow=None, col=None,
+                 coalesced: builtins.bool = False) -> None:
+        self._layout = layout_
+        self._size = tuple(int(s) for s in size)
+        self._vals = values
+        self._idx = indices
+        self._crow = crow
+        self._col = col
+        self._coalesced = coalesced
+
+    # ---- construction helpers (no validation: callers pass consistent parts) -------------------
+
+    @staticmethod
+    def _coo(indices, values, size, coalesced=False) -> SparseTensor:
+        return SparseTensor(sparse_coo, size, values, indices=indices, coalesced=coalesced)
+
+    @staticmethod
+    def _csr(crow, col, values, size) -> SparseTensor:
+        return SparseTensor(sparse_csr, size, values, crow=crow, col=col)
+
+    def _with_values(self, values) -> SparseTensor:
+        """This tensor's pattern with other values (of the same nnz)."""
+        if self._layout is sparse_csr:
+            return SparseTensor._csr(self._crow, self._col, values, self._size[:2] + tuple(values.shape[1:]))
+        return SparseTensor._coo(self._idx, values, self._size[:self.sparse_dim()] + tuple(values.shape[1:]),
+                                 self._coalesced)
+
+    # ---- metadata ------------------------------------------------------------------------------
+
+    @property
+    def layout(self) -> layout:
+        return self._layout
+
+    @property
+    def is_sparse(self) -> builtins.bool:
+        return self._layout is sparse_coo
+
+    @property
+    def is_sparse_csr(self) -> builtins.bool:
+        return self._layout is sparse_csr
+
+    @property
+    def shape(self) -> tuple:
+        return self._size
+
+    def size(self, dim=None):
+        if dim is None:
+            return self._size
+        return self._size[dim]
+
+    def dim(self) -> int:
+        return len(self._size)
+
+    ndim = property(dim)
+
+    def numel(self) -> int:
+        return _numel(self._size)
+
+    def __len__(self) -> int:
+        if not self._size:
+            raise TypeError("len() of a 0-d tensor")
+        return self._size[0]
+
+    @property
+    def dtype(self):
+        return self._vals.dtype
+
+    @property
+    def device(self):
+        return self._vals.device
+
+    @property
+    def is_cuda(self) -> builtins.bool:
+        return self._vals.is_cuda
+
+    def is_floating_point(self) -> builtins.bool:
+        return self._vals.is_floating_point()
+
+    def is_complex(self) -> builtins.bool:
+        return self._vals.is_complex()
+
+    def sparse_dim(self) -> int:
+        return 2 if self._layout is sparse_csr else self._idx.shape[0]
+
+    def dense_dim(self) -> int:
+        return self._vals.dim() - 1
+
+    def _nnz(self) -> int:
+        return self._vals.shape[0]
+
+    def is_coalesced(self) -> builtins.bool:
+        if self._layout is not sparse_coo:
+            raise _layout_error("is_coalesced", "sparse coordinate tensor", self._layout)
+        return self._coalesced
+
+    def _coalesced_(self, coalesced: builtins.bool) -> SparseTensor:
+        if self._layout is not sparse_coo:
+            raise _layout_error("_coalesced_", "sparse coordinate tensor", self._layout)
+        self._coalesced = builtins.bool(coalesced)
+        return self
+
+    # ---- parts ---------------------------------------------------------------------------------
+
+    def _indices(self):
+        if self._layout is not sparse_coo:
+            raise _layout_error("_indices", "sparse coordinate tensor", self._layout)
+        return self._idx
+
+    def _values(self):
+        if self._layout is not sparse_coo:
+            raise _layout_error("_values", "sparse coordinate tensor", self._layout)
+        return self._vals
+
+    def indices(self):
+        if self._layout is not sparse_coo:
+            raise _layout_error("indices", "sparse coordinate tensor", self._layout)
+        if not self._coalesced:
+            raise RuntimeError("Cannot get indices on an uncoalesced tensor, please call .coalesce() first")
+        return self._idx
+
+    def values(self):
+        if self._layout is sparse_coo and not self._coalesced:
+            raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
+        return self._vals
+
+    def crow_indices(self):
+        if self._layout is not sparse_csr:
+            raise _layout_error("crow_indices", "sparse row compressed tensor", self._layout)
+        return self._crow
+
+    def col_indices(self):
+        if self._layout is not sparse_csr:
+            raise _layout_error("col_indices", "sparse row compressed tensor", self._layout)
+        return self._col
+
+    # ---- autograd ------------------------------------------------------------------------------
+
+    @property
+    def requires_grad(self) -> builtins.bool:
+        return self._vals.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: builtins.bool = True) -> SparseTensor:
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        self._vals.requires_grad_(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> builtins.bool:
+        return self._vals.is_leaf
+
+    @property
+    def grad_fn(self):
+        return self._vals.grad_fn
+
+    @property
+    def grad(self):
+        """A leaf's gradient: sparse, with this tensor's coalesced pattern (as PyTorch gives it).
+        Duplicate entries each carry the full gradient at their position (the tensor depends on
+        their sum), so a position's gradient is their mean, not their sum."""
+        g = self._vals.grad if self._vals.is_leaf else None
+        if g is None:
+            return None
+        out = self._with_values(g)
+        if self._layout is sparse_csr or self._coalesced:
+            return out
+        out = out.coalesce()
+        counts = self._with_values(_C.ones([self._nnz()], dtype=g.dtype)).coalesce()._vals
+        return out._with_values(out._vals / counts.reshape([-1] + [1] * (g.dim() - 1)))
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            raise RuntimeError("assigning a gradient to a sparse tensor is not supported in Ember; set it to None")
+        self._vals.grad = None
+
+    def detach(self) -> SparseTensor:
+        return self._with_values(self._vals.detach())
+
+    def clone(self) -> SparseTensor:
+        out = self._with_values(self._vals.clone())
+        if self._layout is sparse_coo:
+            out._idx = self._idx.clone()
+        else:
+            out._crow, out._col = self._crow.clone(), self._col.clone()
+        return out
+
+    def to(self, *args, dtype=None, **kwargs) -> SparseTensor:
+        for a in args:
+            if isinstance(a, _C.dtype):
+                dtype = a
+            elif not (a is None or str(a).startswith("cpu")):
+                raise NotImplementedError(f"sparse tensors live on the cpu in Ember, cannot move to {a}")
+        return self if dtype is None or dtype == self.dtype else self._with_values(self._vals.to(dtype))
+
+    def double(self) -> SparseTensor:
+        return self.to(_C.float64)
+
+    def float(self) -> SparseTensor:
+        return self.to(_C.float32)
+
+    def cpu(self) -> SparseTensor:
+        return self
+
+    # ---- conversions ---------------------------------------------------------------------------
+
+    def coalesce(self) -> SparseTensor:
+        """Sorted, duplicate-free indices; the values of duplicates are summed."""
+        if self._layout is not sparse_coo:
+            raise _layout_error("coalesce", "sparse coordinate tensor", self._layout)
+        if self._coalesced:
+            return self
+        if self._nnz() == 0:
+            return SparseTensor._coo(self._idx, self._vals, self._size, True)
+        perm, new_group, group_id = _group_sorted(self._idx)
+        indices = self._idx.index_select(1, perm)[:, new_group]
+        n = indices.shape[1]
+        values = _C.zeros([n, *self._vals.shape[1:]], dtype=self.dtype).index_add(
+            0, group_id, self._vals.index_select(0, perm))
+        return SparseTensor._coo(indices, values, self._size, True)
+
+    def _coo_form(self) -> SparseTensor:
+        """This tensor in the COO layout (CSR rows expanded from crow_indices)."""
+        if self._layout is sparse_coo:
+            return self
+        rows = ember.repeat_interleave(_C.arange(0, self._size[0], 1, dtype=_C.int64),
+                                       ember.diff(self._crow.long()))
+        return SparseTensor._coo(ember.stack([rows, self._col.long()]), self._vals, self._size, True)
+
+    def to_dense(self, dtype=None, *, masked_grad: builtins.bool = True):
+        """The strided tensor; differentiable with respect to the values."""
+        coo = self._coo_form()
+        sd = coo.sparse_dim()
+        sparse_sizes, dense_sizes = list(self._size[:sd]), list(self._size[sd:])
+        out = _C.zeros([_numel(sparse_sizes), *dense_sizes], dtype=self.dtype)
+        out = out.index_add(0, _linear(coo._idx, sparse_sizes), coo._vals).reshape(list(self._size))
+        return out if dtype is None else out.to(dtype)
+
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None) -> SparseTensor:
+        if layout is sparse_csr:
+            return self.to_sparse_csr(dense_dim)
+        if layout not in (None, sparse_coo) or blocksize is not None:
+            raise NotImplementedError(f"to_sparse: Ember supports the sparse_coo and sparse_csr layouts, not {layout}")
+        coo = self._coo_form()
+        if sparse_dim is not None and sparse_dim != coo.sparse_dim():
+            raise RuntimeError(f"to_sparse: conversion from {_LAYOUT_WORD[self._layout]} to Sparse with "
+                               f"sparse_dim argument !=self.sparse_dim() is not supported")
+        return coo
+
+    def to_sparse_coo(self) -> SparseTensor:
+        return self._coo_form()
+
+    def to_sparse_csr(self, dense_dim=None) -> SparseTensor:
+        if self._layout is sparse_csr:
+            return self
+        if self.sparse_dim() != 2 or self.dense_dim() != 0 or dense_dim:
+            raise NotImplementedError("to_sparse_csr: Ember's CSR tensors are 2-D matrices with no dense "
+                                      f"dimensions; got sparse_dim={self.sparse_dim()}, dense_dim={self.dense_dim()}")
+        coo = self.coalesce()
+        counts = ember.bincount(coo._idx[0], minlength=self._size[0])
+        crow = ember.cat([_C.zeros([1], dtype=_C.int64), ember.cumsum(counts, 0)])
+        return SparseTensor._csr(crow, coo._idx[1], coo._vals, self._size)
+
+    # ---- in-place updates (what optimizers need for sparse momentum buffers and zero_grad) -----
+
+    def zero_(self) -> SparseTensor:
+        self._vals = _C.zeros([0, *self._vals.shape[1:]], dtype=self.dtype)
+        if self._layout is sparse_coo:
+            self._idx = _C.zeros([self.sparse_dim(), 0], dtype=_C.int64)
+            self._coalesced = True
+        else:
+            self._crow = _C.zeros_like(self._crow)
+            self._col = _C.zeros([0], dtype=self._col.dtype)
+        return self
+
+    def _assign(self, other: SparseTensor) -> SparseTensor:
+        self._vals, self._idx, self._crow, self._col = other._vals, other._idx, other._crow, other._col
+        self._coalesced = other._coalesced
+        return self
+
+    def mul_(self, other) -> SparseTensor:
+        return self._assign(self.mul(other))
+
+    def add_(self, other, *, alpha=1) -> SparseTensor:
+        return self._assign(self.add(other, alpha=alpha))
+
+    def div_(self, other) -> SparseTensor:
+        return self._assign(self.div(other))
+
+    # ---- arithmetic ----------------------------------------------------------------------------
+
+    def add(self, other, *, alpha=1) -> SparseTensor:
+        if not isinstance(other, SparseTensor):
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+        if self._size != other._size:
+            raise RuntimeError(f"add: expected sizes of 'self' and 'other' to match, but {list(self._size)} != "
+                               f"{list(other._size)}")
+        a, b = self._coo_form(), other._coo_form()
+        if a.sparse_dim() != b.sparse_dim():
+            raise RuntimeError(f"add: expected 'self' and 'other' to have the same sparse_dim, but got "
+                               f"{a.sparse_dim()} and {b.sparse_dim()}")
+        dtype = ember.result_type(self._vals, other._vals)
+        vb = b._vals if alpha == 1 else b._vals * alpha
+        if a._idx.shape == b._idx.shape and ember.equal(a._idx, b._idx):
+            # the same pattern: PyTorch adds the values and keeps it (so repeated accumulation of
+            # one batch's gradient does not grow)
+            out = SparseTensor._coo(a._idx, a._vals.to(dtype) + vb.to(dtype), self._size, a._coalesced)
+            return out.to_sparse_csr() if self._layout is sparse_csr and other._layout is sparse_csr else out
+        out = SparseTensor._coo(ember.cat([a._idx, b._idx], 1), ember.cat([a._vals.to(dtype), vb.to(dtype)]),
+                                self._size)
+        if a._coalesced and b._coalesced:  # as PyTorch, coalesced + coalesced stays coalesced
+            out = out.coalesce()
+        return out.to_sparse_csr() if self._layout is sparse_csr and other._layout is sparse_csr else out
+
+    def sub(self, other, *, alpha=1) -> SparseTensor:
+        if not isinstance(other, SparseTensor):
+            raise RuntimeError("sub(sparse, dense) is not supported. Use sub(dense, sparse) instead.")
+        return self.add(other, alpha=-alpha)
+
+    def mul(self, other) -> SparseTensor:
+        """By a number, a 0-dim tensor, or a dense tensor of this shape (sparse result)."""
+        if isinstance(other, SparseTensor):
+            raise NotImplementedError("mul of two sparse tensors is not supported in Ember; "
+                                      "multiply by a number or a dense tensor")
+        if isinstance(other, _C.Tensor) and other.dim() > 0:
+            if tuple(other.shape) != self._size:
+                raise RuntimeError(f"mul: expected 'self' and 'other' to have the same size, but self has size "
+                                   f"{list(self._size)} while other has size {list(other.shape)}")
+            coo = self._coo_form()
+            sd = coo.sparse_dim()
+            picked = other.reshape([_numel(self._size[:sd]), *self._size[sd:]]).index_select(
+                0, _linear(coo._idx, self._size[:sd]))
+            return SparseTensor._coo(coo._idx, coo._vals * picked, self._size, coo._coalesced)
+        return self._with_values(self._vals * other)
+
+    def div(self, other) -> SparseTensor:
+        if isinstance(other, SparseTensor) or (isinstance(other, _C.Tensor) and other.dim() > 0):
+            raise NotImplementedError("sparse division is supported by a number or a 0-dim tensor only")
+        return self._with_values(self._vals / other)
+
+    def neg(self) -> SparseTensor:
+        return self._with_values(-self._vals)
+
+    def __add__(self, other):
+        return self.add(other)
+
+    def __radd__(self, other):  # dense + sparse: a dense result
+        if isinstance(other, _C.Tensor):
+            return _dense_plus_sparse(other, self)
+        return NotImplemented
+
+    def __sub__(self, other):
+        return self.sub(other)
+
+    def __rsub__(self, other):
+        if isinstance(other, _C.Tensor):
+            return _dense_plus_sparse(other, self, -1)
+        return NotImplemented
+
+    def __mul__(self, other):
+        return self.mul(other)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        return self.div(other)
+
+    def __neg__(self):
+        return self.neg()
+
+    def __matmul__(self, other):
+        from . import mm
+        if isinstance(other, _C.Tensor) and other.dim() == 1:
+            return mm(self, other.unsqueeze(1)).squeeze(1)
+        return mm(self, other)
+
+    def __rmatmul__(self, other):  # dense @ sparse = (sparse^T @ dense^T)^T
+        from . import mm
+        if not isinstance(other, _C.Tensor):
+            return NotImplemented
+        return mm(self._coo_form().t(), other.t()).t()
+
+    def t(self) -> SparseTensor:
+        if self.dim() != 2 or self.dense_dim() != 0:
+            raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, but self is "
+                               f"{self.sparse_dim()} sparse and {self.dense_dim()} dense dimensions")
+        coo = self._coo_form()
+        return SparseTensor._coo(coo._idx.flip(0), coo._vals, self._size[::-1])
+
+    def sum(self, dim=None, keepdim: builtins.bool = False, dtype=None):
+        from . import sum as sparse_sum
+        if keepdim:
+            raise NotImplementedError("sum(keepdim=True) of a sparse tensor is not supported in Ember")
+        return sparse_sum(self, dim, dtype=dtype)
+
+    def __repr__(self) -> str:
+        extra = ", requires_grad=True" if self.requires_grad and self.grad_fn is None else ""
+        if self.grad_fn is not None:
+            extra = f", grad_fn=<{self.grad_fn.name()}>"
+        if self._layout is sparse_csr:
+            named = [("crow_indices", self._crow), ("col_indices", self._col), ("values", self._vals.detach())]
+        else:
+            named = [("indices", self._idx), ("values", self._vals.detach())]
+        # as PyTorch: each part's continuation lines line up under its first line
+        parts = ",\n       ".join(f"{name}=" + repr(t).replace("\n", "\n" + " " * (8 + len(name)))
+                                    for name, t in named)
+        return f"tensor({parts},\n       size={self._size}, nnz={self._nnz()}, layout={self._layout}{extra})"
+
+
+def _dense_plus_sparse(dense, sp: SparseTensor, alpha=1):
+    if tuple(dense.shape) != sp._size:
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
+                           f"{list(dense.shape)} while other has size {list(sp._size)} (FYI: dense-sparse "
+                           f"addition does not currently support broadcasting)")
+    other = sp.to_dense()
+    return dense + other if alpha == 1 else dense + other * alpha
+
+
+def _dense_add_(dense, sp: SparseTensor, alpha=1) -> None:
+    """dense += alpha * sp in place, touching only sp's rows (what optimizers do with sparse grads)."""
+    coo = sp._coo_form()
+    sd = coo.sparse_dim()
+    vals = coo._vals if alpha == 1 else coo._vals * alpha
+    if dense.is_contiguous():
+        flat = dense.view([_numel(sp._size[:sd]), *sp._size[sd:]])
+        flat.index_add_(0, _linear(coo._idx, sp._size[:sd]), vals.to(dense.dtype))
+    else:
+        dense.add_(SparseTensor._coo(coo._idx, vals, sp._size).to_dense().to(dense.dtype))
+
+
+def _sparse_mask(dense, mask: SparseTensor) -> SparseTensor:
+    """The entries of `dense` at the pattern of `mask` (Tensor.sparse_mask)."""
+    if not isinstance(mask, SparseTensor):
+        raise RuntimeError("sparse_mask expects mask to be a sparse tensor")
+    if tuple(dense.shape) != mask._size:
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size {list(dense.shape)} "
+                           f"but mask has size {list(mask._size)}")
+    coo = mask._coo_form()
+    sd = coo.sparse_dim()
+    picked = dense.reshape([_numel(mask._size[:sd]), *mask._size[sd:]]).index_select(
+        0, _linear(coo._idx, mask._size[:sd]))
+    out = SparseTensor._coo(coo._idx, picked, mask._size, coo._coalesced)
+    return out.to_sparse_csr() if mask._layout is sparse_csr else out
+
+
+def _dense_to_sparse(x, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None) -> SparseTensor:
+    """Tensor.to_sparse: the nonzero entries (rows of the dense part that are not all zero)."""
+    if layout is sparse_csr:
+        return _dense_to_sparse(x).to_sparse_csr(dense_dim)
+    if layout not in (None, sparse_coo) or blocksize is not None:
+        raise NotImplementedError(f"to_sparse: Ember supports the sparse_coo and sparse_csr layouts, not {layout}")
+    sd = x.dim() if sparse_dim is None else int(sparse_dim)
+    if not 0 <= sd <= x.dim():
+        raise RuntimeError(f"dense_to_sparse: sparse_dim argument must be in [0,{x.dim()}] range, but {sd} is given")
+    sizes = tuple(x.shape)
+    flat = x.reshape([_numel(sizes[:sd]), *sizes[sd:]])
+    nonzero = flat.detach() != 0
+    if nonzero.dim() > 1:
+        nonzero = nonzero.reshape([nonzero.shape[0], -1]).any(1)
+    lin = ember.nonzero(nonzero).reshape([-1])
+    indices = _C.zeros([sd, lin.shape[0]], dtype=_C.int64)
+    rest = lin
+    for d in range(sd - 1, -1, -1):  # unravel the row-major positions, last dimension first
+        indices[d] = rest % sizes[d]
+        rest = ember.div(rest, sizes[d], rounding_mode="floor")
+    return SparseTensor._coo(indices, flat.index_select(0, lin), sizes, True)
+
+
+# ---- validation ----------------------------------------------------------------------------------
+
+def _as_index_tensor(x, what: str):
+    t = x if isinstance(x, _C.Tensor) else ember.tensor(x)
+    if t.dtype not in (_C.int64, _C.int32):
+        raise RuntimeError(f"{what} must be an int64 tensor")
+    return t
+
+
+def _check_coo(indices, values, size) -> tuple:
+    """Validates the parts of a COO tensor and returns its size (inferred when None)."""
+    if indices.dim() != 2:
+        raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(indices.shape)}")
+    sd, nnz = indices.shape
+    if values.dim() < 1:
+        raise RuntimeError("values must have at least one dimension (nnz), but got a 0-dim tensor")
+    if values.shape[0] != nnz:
+        raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: {nnz}, nnz from "
+                           f"values: {values.shape[0]}")
+    dense_sizes = tuple(values.shape[1:])
+    lows = indices.min(1).values.tolist() if nnz else [0] * sd
+    highs = indices.max(1).values.tolist() if nnz else [-1] * sd
+    for d, low in enumerate(lows):
+        if low < 0:
+            raise RuntimeError(f"found negative index {low} for dim {d}")
+    if size is None:  # PyTorch: one past the largest index in each sparse dimension
+        return tuple(h + 1 for h in highs) + dense_sizes
+    size = tuple(int(s) for s in size)
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"sparse_coo_tensor: size {list(size)} has a negative dimension")
+    if len(size) != sd + len(dense_sizes):
+        raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = {len(size)}, "
+                           f"sparse_dim = {sd}, dense_dim = {len(dense_sizes)}")
+    if size[sd:] != dense_sizes:
+        raise RuntimeError(f"values has incorrect size, expected {[nnz, *size[sd:]]}, got {list(values.shape)}")
+    for d, high in enumerate(highs):
+        if high >= size[d]:
+            raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size is {size[d]} but found "
+                               f"index {high}")
+    return size
+
+
+def _check_csr(crow, col, values, size) -> tuple:
+    if crow.dim() != col.dim():
+        raise RuntimeError(f"crow_indices and col_indices dimensionalities must be equal but got {crow.dim()} "
+                           f"and {col.dim()}, respectively")
+    if crow.dtype != col.dtype:
+        raise RuntimeError(f"crow_indices and col_indices must have the same dtype, bot got "
+                           f"{_dtype_word(crow.dtype)} and {_dtype_word(col.dtype)}, respectively")
+    if crow.dim() != 1 or values.dim() != 1:
+        raise NotImplementedError("sparse_csr_tensor: Ember supports 2-D CSR matrices only (1-D crow_indices, "
+                                  "col_indices and values)")
+    nnz = values.shape[0]
+    if col.shape[0] != nnz:
+        raise RuntimeError(f"col_indices.shape[-1] must be equal to nnz (={nnz}) as defined by values.shape[0], "
+                           f"but got {col.shape[0]}")
+    if crow.shape[0] < 1:
+        raise RuntimeError("crow_indices must have at least one element")
+    if size is None:  # PyTorch: the rows crow_indices describes, one past the largest column
+        size = (crow.shape[0] - 1, int(col.max().item()) + 1 if nnz else 0)
+    size = tuple(int(s) for s in size)
+    if len(size) != 2 or any(s < 0 for s in size):
+        raise NotImplementedError(f"sparse_csr_tensor: Ember supports 2-D CSR matrices only, but got size "
+                                  f"{list(size)}")
+    nrows, ncols = size
+    if crow.shape[0] != nrows + 1:
+        raise RuntimeError(f"crow_indices.shape[-1] must be equal to the number of rows + 1 (={nrows + 1}), but "
+                           f"got {crow.shape[0]}")
+    if int(crow[0].item()) != 0:
+        raise RuntimeError("`crow_indices[..., 0] == 0` is not satisfied.")
+    if int(crow[-1].item()) != nnz:
+        raise RuntimeError("`crow_indices[..., -1] == nnz` is not satisfied.")
+    steps = ember.diff(crow)
+    if nrows and not builtins.bool(((steps >= 0) & (steps <= ncols)).all()):
+        raise RuntimeError("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is not satisfied.")
+    if nnz and not builtins.bool(((col >= 0) & (col < ncols)).all()):
+        raise RuntimeError("`0 <= col_indices < ncols` is not satisfied.")
+    if nnz > 1:  # within a row, columns strictly increase
+        rows = ember.repeat_interleave(_C.arange(0, nrows, 1, dtype=_C.int64), steps.long())
+        same_row = rows[1:] == rows[:-1]
+        if builtins.bool((same_row & (col[1:] <= col[:-1])).any()):
+            raise RuntimeError("`col_indices[..., crow_indices[..., i - 1]:crow_indices[..., i]] for all i = 1, "
+                               "..., nrows are sorted and distinct along the last dimension values` is not "
+                               "satisfied.")
+    return size
+
+
+_DTYPE_WORDS = {_C.int64: "Long", _C.int32: "Int", _C.int16: "Short", _C.int8: "Char", _C.uint8: "Byte",
+                _C.float32: "Float", _C.float64: "Double", _C.float16: "Half", _C.bool: "Bool"}
+
+
+def _dtype_word(dtype) -> str:
+    return _DTYPE_WORDS.get(dtype, str(dtype))
+
+
+def _prepare_values(values, dtype, requires_grad):
+    values = values if isinstance(values, _C.Tensor) else ember.tensor(values, dtype=dtype)
+    if dtype is not None and values.dtype != dtype:
+        values = values.to(dtype)
+    if requires_grad:
+        if not (values.dtype.is_floating_point or values.dtype.is_complex):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        return values.detach().requires_grad_(True)  # a new leaf, as PyTorch makes the result one
+    if values.requires_grad:
+        return values.view_as(values)  # not the caller's leaf: the sparse tensor has a history of its own
+    return values
+
+
+def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
+                      requires_grad: builtins.bool = False, check_invariants=None,
+                      is_coalesced=None) -> SparseTensor:
+    """A COO tensor with values[i] at indices[:, i] (duplicates allowed until coalesce() sums them).
+    Ember always checks the indices (PyTorch does with check_invariants=True): never a wild write."""
+    if device is not None and _C.device(device).type != "cpu":
+        raise NotImplementedError(f"sparse_coo_tensor: not implemented for {_C.device(device)}")
+    indices = _as_index_tensor(indices, "indices")
+    if not isinstance(values, _C.Tensor):
+        values = ember.tensor(values, dtype=dtype)
+    size = _check_coo(indices, values, size)
+    values = _prepare_values(values, dtype, requires_grad)
+    indices = indices.long()  # PyTorch stores int64 indices
+    if is_coalesced:  # a claim the kernels would trust (duplicates summed once), so it is checked
+        perm, new_group, _ = _group_sorted(indices)
+        in_order = builtins.bool((perm == _C.arange(0, perm.shape[0], 1, dtype=_C.int64)).all())
+        if not (in_order and builtins.bool(new_group.all())):
+            raise RuntimeError("cannot set is_coalesced to true if indices correspond to uncoalesced COO tensor")
+    # a 0- or 1-entry tensor is coalesced by construction
+    coalesced = builtins.bool(is_coalesced) if is_coalesced is not None else values.shape[0] <= 1
+    return SparseTensor._coo(indices, values, size, coalesced)
+
+
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad: builtins.bool = False, check_invariants=None) -> SparseTensor:
+    """A 2-D CSR matrix: row r holds the columns col_indices[crow_indices[r]:crow_indices[r + 1]]."""
+    if device is not None and _C.device(device).type != "cpu":
+        raise NotImplementedError(f"sparse_csr_tensor: not implemented for {_C.device(device)}")
+    crow = crow_indices if isinstance(crow_indices, _C.Tensor) else ember.tensor(crow_indices)
+    col = col_indices if isinstance(col_indices, _C.Tensor) else ember.tensor(col_indices)
+    if not isinstance(values, _C.Tensor):
+        values = ember.tensor(values, dtype=dtype)
+    if crow.dtype not in (_C.int64, _C.int32) and col.dtype == crow.dtype:
+        raise RuntimeError(f"crow_indices and col_indices must be int32 or int64, but got {_dtype_word(crow.dtype)}")
+    size = _check_csr(crow, col, values, size)
+    return SparseTensor._csr(crow, col, _prepare_values(values, dtype, requires_grad), size)
