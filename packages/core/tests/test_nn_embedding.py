@@ -141,3 +141,8 @@ def test_embedding_layers():
         nn.Embedding(3, 2, _weight=table)
     with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
         nn.Embedding(3, 2, padding_idx=3)
+
+
+def test_embedding_bag_repr_quotes_the_mode_as_pytorch_does():
+    bag = nn.EmbeddingBag(10, 3, mode="sum", padding_idx=2, max_norm=1.0)
+    assert repr(bag) == "EmbeddingBag(10, 3, max_norm=1.0, mode='sum', padding_idx=2)"
