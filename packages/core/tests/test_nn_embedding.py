@@ -133,7 +133,7 @@ def test_embedding_layers():
     np.testing.assert_array_equal(frozen(ember.tensor([3])).numpy(), table.numpy()[[3]])
     assert nn.Embedding.from_pretrained(table, freeze=False).weight.requires_grad
     bag = nn.EmbeddingBag(6, 2, mode="max", padding_idx=0)
-    assert repr(bag) == "EmbeddingBag(6, 2, mode=max, padding_idx=0)"
+    assert repr(bag) == "EmbeddingBag(6, 2, mode='max', padding_idx=0)"
     assert tuple(bag(ember.tensor([1, 0, 3]), ember.tensor([0, 1])).shape) == (2, 2)
     pretrained = nn.EmbeddingBag.from_pretrained(table, mode="sum")
     np.testing.assert_allclose(pretrained(ember.tensor([[0, 1]])).numpy(), table.numpy()[[0, 1]].sum(0, keepdims=True))
