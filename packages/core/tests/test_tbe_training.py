@@ -204,21 +204,102 @@ def test_adam_step_by_step():
     assert int(m.iter[0]) == 3
 
 
-def test_optimizer_none_leaves_the_dense_gradient():
-    m, history = run_steps(EmbOptimType.NONE, steps=1)
-    (w, grads), = history
-    want = [np.zeros_like(t) for t in w]
-    for (t, r), g in grads.items():
-        want[t][r] += g
-    flat = np.concatenate([g.ravel() for g in want])
-    np.testing.assert_allclose(m.weights_host.grad.numpy(), flat, rtol=1e-5, atol=1e-6)
+def _sparse_grad_case(pooling, weighted, seed=4):
+    """A NONE module over two 4-dim tables (one shared by two features), one backward; returns
+    (module, weights before, indices, offsets, output gradient, per-sample weights or None)."""
+    tables, fmap, B = [(7, 4), (5, 4)], [0, 1, 0], 4
+    m = make(tables, seed=2, optimizer=EmbOptimType.NONE, feature_table_map=fmap, pooling_mode=pooling)
+    rng = np.random.default_rng(seed)
+    indices, offsets = batch(rng, [tables[t][0] for t in fmap], B, max_len=5)
+    indices[:2] = 1  # duplicates within a bag and across the two features sharing table 0
+    psw = rng.uniform(0.5, 2.0, len(indices)).astype(np.float32) if weighted else None
+    w = tables_of(m)
+    out = m(ember.tensor(indices), ember.tensor(offsets), None if psw is None else ember.tensor(psw))
+    grad = rng.standard_normal(tuple(out.shape))
+    out.backward(ember.tensor(grad.astype(np.float32)))
+    return m, w, indices, offsets, grad, psw
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("pooling", [PoolingMode.SUM, PoolingMode.MEAN])
+def test_optimizer_none_leaves_a_sparse_row_gradient(pooling, weighted):
+    m, w, indices, offsets, grad, psw = _sparse_grad_case(pooling, weighted)
+    fmap, row_start, B = [0, 1, 0], [0, 7], 4
+    g = m.weights_host.grad
+    assert g.is_sparse and g.layout == ember.sparse_coo and g.is_coalesced()
+    assert tuple(g.shape) == (12, 4) == tuple(m.weights_host.shape) and (g.sparse_dim(), g.dense_dim()) == (1, 1)
+    want = np.zeros((12, 4))
+    for (t, r), v in reference_row_grads(w, fmap, indices, offsets, B, pooling, grad, psw).items():
+        want[row_start[t] + r] += v
+    np.testing.assert_allclose(g.to_dense().numpy(), want, rtol=1e-5, atol=1e-6)
+    features = np.repeat(np.arange(3), np.diff(offsets).reshape(3, B).sum(1))
+    read = sorted({row_start[fmap[f]] + int(i) for f, i in zip(features, indices, strict=True)})
+    assert g.indices().numpy().tolist() == [read]  # exactly the rows the batch read, once each
     np.testing.assert_array_equal(np.concatenate([t.ravel() for t in tables_of(m)]),
                                   np.concatenate([t.ravel() for t in w]))  # tables untouched
 
 
+def test_optimizer_none_pooling_none_and_variable_batch_match_the_fused_sgd_step():
+    """The sparse gradient equals what EXACT_SGD with learning rate 1 subtracts from the tables."""
+    rng = np.random.default_rng(6)
+    cases = []
+    idx, off = batch(rng, [7, 5], 3)
+    cases.append(({"pooling_mode": PoolingMode.NONE}, idx, off, None))
+    B = [[2, 0, 3], [1, 2, 2]]
+    lengths = [int(n) for n in rng.integers(0, 4, sum(map(sum, B)))]
+    n_f0 = sum(lengths[:5])
+    vbe_idx = np.concatenate([rng.integers(0, 7, n_f0), rng.integers(0, 5, sum(lengths) - n_f0)])
+    cases.append(({}, vbe_idx, np.concatenate([[0], np.cumsum(lengths)]), B))
+    for kw, idx, off, vbe in cases:
+        grads = {}
+        for opt in (EmbOptimType.NONE, EmbOptimType.EXACT_SGD):
+            m = make([(7, 4), (5, 4)], seed=1, optimizer=opt, learning_rate=1.0, **kw)
+            before = m.weights_host.detach().numpy().reshape(-1, 4).copy()
+            out = m(ember.tensor(idx), ember.tensor(off), batch_size_per_feature_per_rank=vbe)
+            out.backward(ember.tensor(np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape)).astype(np.float32)))
+            grads[opt] = (m.weights_host.grad.to_dense().numpy() if opt == EmbOptimType.NONE
+                          else before - m.weights_host.detach().numpy().reshape(-1, 4))
+        np.testing.assert_allclose(grads[EmbOptimType.NONE], grads[EmbOptimType.EXACT_SGD], rtol=1e-5, atol=1e-6)
+
+
+def test_optimizer_none_trains_with_ember_optimizers_and_accumulates():
+    idx, off = ember.tensor([1, 1, 4, 0, 2]), ember.tensor([0, 2, 3, 4, 5])
+    fused = make([(5, 4), (3, 4)], seed=3, learning_rate=0.1)
+    fused(idx, off).sum().backward()
+    m = make([(5, 4), (3, 4)], seed=3, optimizer=EmbOptimType.NONE)
+    sgd = ember.optim.SGD([m.weights_host], lr=0.1)
+    m(idx, off).sum().backward()
+    sgd.step()
+    np.testing.assert_allclose(m.weights_host.detach().numpy().ravel(), fused.weights_host.detach().numpy(),
+                               rtol=1e-6, atol=1e-7)
+    # two backward calls add up (uncoalesced, as PyTorch adds sparse gradients), then zero_grad
+    sgd.zero_grad()
+    m(idx, off).sum().backward()
+    once = m.weights_host.grad.to_dense().numpy()
+    m(idx, off).sum().backward()
+    np.testing.assert_allclose(m.weights_host.grad.to_dense().numpy(), 2 * once, rtol=1e-6)
+    sgd.zero_grad()
+    assert m.weights_host.grad is None
+    adam = ember.optim.SparseAdam([m.weights_host], lr=0.01)
+    before = m.weights_host.detach().numpy().copy()
+    m(idx, off).sum().backward()
+    adam.step()
+    changed = np.flatnonzero(np.any(m.weights_host.detach().numpy() != before, axis=1)).tolist()
+    assert changed == [1, 4, 5 + 0, 5 + 2]  # SparseAdam moves only the rows read: table 0's 1, 4; table 1's 0, 2
+    # autograd.grad has no .grad to fill: it returns the dense gradient
+    (dense,) = ember.autograd.grad(m(idx, off).sum(), [m.weights_host])
+    assert not getattr(dense, "is_sparse", False)
+    np.testing.assert_allclose(dense.numpy(), once, rtol=1e-6)
+
+
+def test_optimizer_none_needs_one_embedding_dim():
+    with pytest.raises(ValueError, match="OptimType.NONE does not support mixed embedding dimension"):
+        make([(6, 4), (4, 5)], optimizer=EmbOptimType.NONE)
+
+
 @pytest.mark.parametrize("pooling", [PoolingMode.SUM, PoolingMode.MEAN])
 def test_per_sample_weight_gradients(pooling):
-    m = make([(6, 4), (4, 5)], optimizer=EmbOptimType.NONE, pooling_mode=pooling)
+    m = make([(6, 4), (4, 5)], optimizer=EmbOptimType.EXACT_SGD, learning_rate=0.0, pooling_mode=pooling)
     rng = np.random.default_rng(5)
     indices, offsets = batch(rng, [6, 4], 3)
     psw = ember.tensor(rng.uniform(0.5, 2, len(indices)), dtype=ember.float32, requires_grad=True)
@@ -444,7 +525,7 @@ def test_training_equals_fbgemm(run_fbgemm, opt, pooling, fmap):
 def test_weighted_variable_batch_matches_per_rank_lookups(pooling):
     """VBE with per-sample weights equals, block by block, the plain lookup of each (rank, feature)."""
     tables, B = [(9, 4), (6, 3)], [[2, 0, 3], [1, 2, 2]]
-    m = make(tables, pooling_mode=pooling, optimizer=EmbOptimType.NONE)
+    m = make(tables, pooling_mode=pooling, optimizer=EmbOptimType.EXACT_SGD, learning_rate=0.0)
     w = tables_of(m)
     rng = np.random.default_rng(8)
     lengths = [[rng.integers(0, 4, b).tolist() for b in ranks] for ranks in B]

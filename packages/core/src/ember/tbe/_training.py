@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 import ember
+from ember import autograd as _autograd
 from ember import nn
+from ember import sparse as _sparse
 from ember.autograd import Function
 
 from ._enums import (
@@ -57,7 +59,7 @@ class _Lookup(Function):
         ctx.module, ctx.batch_sizes = module, batch_sizes
         ctx.save_for_backward(indices, offsets, per_sample_weights)
         m = module
-        return _fbgemm.tbe_forward(weights, m.weights_offsets, m.D_offsets, m.rows_per_table, m.hash_size_cumsum,
+        return _fbgemm.tbe_forward(weights.reshape(-1), m.weights_offsets, m.D_offsets, m.rows_per_table, m.hash_size_cumsum,
                                    indices, offsets, int(m.pooling_mode), per_sample_weights, batch_sizes,
                                    _OUTPUT_DTYPES[m.output_dtype])
 
@@ -68,9 +70,18 @@ class _Lookup(Function):
         args = (m.weights_offsets, m.D_offsets, m.rows_per_table, m.hash_size_cumsum, indices, offsets)
         grad_psw = None
         if psw is not None and ctx.needs_input_grad[5]:
-            grad_psw = _fbgemm.tbe_per_sample_weights_backward(grad, m.weights_host.detach(), *args,
+            grad_psw = _fbgemm.tbe_per_sample_weights_backward(grad, m.weights_host.detach().reshape(-1), *args,
                                                                 int(m.pooling_mode), ctx.batch_sizes)
-        grad_weights = m._step(grad, indices, offsets, psw, ctx.batch_sizes)
+        grad_weights = None
+        if m.optimizer == EmbOptimType.NONE:
+            grad_weights = m._row_gradient(grad, indices, offsets, psw, ctx.batch_sizes)
+            if _autograd._accumulates_into_grad(m.weights_host):
+                _sparse._accumulate_grad(m.weights_host, grad_weights)
+                grad_weights = None
+            else:  # autograd.grad(): PyTorch's engine would densify a sparse gradient here too
+                grad_weights = grad_weights.to_dense()
+        else:
+            m._step(grad, indices, offsets, psw, ctx.batch_sizes)
         return None, None, grad_weights, None, None, grad_psw, None
 
 
@@ -83,8 +94,10 @@ class SplitTableBatchedEmbeddingBagsCodegen(nn.Module):
     F·B + 1 entries, feature-major, and returns (B, ΣD) for SUM/MEAN pooling, (len(indices), D)
     for NONE. With `batch_size_per_feature_per_rank` (VBE) offsets hold ΣB_fr + 1 entries and
     the output is flat, rank by rank and feature by feature (FBGEMM's layout). Its backward
-    updates the tables in place with `optimizer`; optimizer NONE instead leaves the flat
-    buffer's gradient in `weights_host.grad` for an ember.optim optimizer.
+    updates the tables in place with `optimizer`. Optimizer NONE instead leaves a sparse
+    gradient in `weights_host.grad` for an ember.optim optimizer (SGD, SparseAdam, Adagrad), as
+    FBGEMM does: every table then has one dim D, `weights_host` is (Σrows, D), and the gradient
+    is a coalesced COO tensor of the rows the batch read (Note [sparse .grad] in ember.sparse).
 
     Tables start at zero (call init_embedding_weights_uniform or write split_embedding_weights()).
     What Ember does not implement raises NotImplementedError rather than being ignored: CUDA
@@ -167,7 +180,15 @@ class SplitTableBatchedEmbeddingBagsCodegen(nn.Module):
         self.register_buffer("bounds_check_warning", ember.zeros(1, dtype=ember.int64))
         self.register_buffer("iter", ember.zeros(1, dtype=ember.int64))
         self._rows, self._dims, self._table_start, self._row_start = rows, dims, table_start, row_start
-        self.weights_host = nn.Parameter(ember.zeros(table_start[-1], dtype=weights_precision.as_dtype()))
+        if optimizer == EmbOptimType.NONE:
+            if len(set(dims)) > 1:
+                raise ValueError(f"SplitTableBatchedEmbeddingBagsCodegen: OptimType.NONE does not support mixed "
+                                 f"embedding dimension (its sparse gradient has rows of one dim), but got dims {dims}")
+            # FBGEMM's NONE buffer is 2-D, so that its gradient can be a sparse COO tensor of rows
+            shape = (row_start[-1], dims[0])
+        else:
+            shape = (table_start[-1],)
+        self.weights_host = nn.Parameter(ember.zeros(*shape, dtype=weights_precision.as_dtype()))
         # a leaf that requires grad, so the output has a history even when the tables do not
         self.placeholder_autograd_tensor = nn.Parameter(ember.zeros(0))
         spec = OPTIMIZERS[optimizer]
@@ -227,24 +248,70 @@ class SplitTableBatchedEmbeddingBagsCodegen(nn.Module):
                           "offsets (BoundsCheckMode.WARNING): bad indices left out of their bags", stacklevel=3)
         return idx, off, weights
 
+    def _row_gradient(self, grad, indices, offsets, per_sample_weights, batch_sizes):
+        """Optimizer NONE's gradient: a coalesced sparse COO tensor over weights_host's (Σrows, D)
+        rows. Entry i of `indices` sends its bag's output gradient (times its per-sample weight,
+        over the bag's length for MEAN) to its table's row; duplicate rows are summed. Built from
+        the output gradient and the indices alone: the dense (Σrows, D) gradient never exists."""
+        D = self._dims[0]
+        n = int(offsets[-1]) if offsets.numel() else 0
+        rows = indices.reshape(-1)[:n].long()
+        grad_rows = grad.reshape(-1, D)
+        positions = ember.arange(n, dtype=ember.int64)
+        bag = ember.searchsorted(offsets.long(), positions, right=True) - 1
+        F = len(self.feature_table_map)
+        if batch_sizes is None:
+            B = (offsets.numel() - 1) // F
+            feature = bag // max(B, 1)
+            # pooled output (B, F·D): bag f·B + b is output row b·F + f of the (B·F, D) view
+            out_row = (bag - feature * B) * F + feature
+        else:
+            per_bag_feature = ember.repeat_interleave(ember.arange(F), batch_sizes.sum(1))
+            feature = per_bag_feature.index_select(0, bag)
+            # VBE output: rank by rank, feature by feature; bags are ordered feature by feature,
+            # rank by rank. Block (r, f) starts at the rows of every earlier rank, then of f's
+            # earlier features within rank r.
+            R = batch_sizes.shape[1]
+            block_start = ember.cumsum(batch_sizes.t().reshape(-1), 0) - batch_sizes.t().reshape(-1)
+            block_start = block_start.reshape(R, F).t().reshape(-1)  # (f, r) order, as the bags
+            bag_block = ember.repeat_interleave(ember.arange(F * R), batch_sizes.reshape(-1))
+            first_bag = ember.cumsum(batch_sizes.reshape(-1), 0) - batch_sizes.reshape(-1)
+            out_row = (block_start.index_select(0, bag_block.index_select(0, bag))
+                       + bag - first_bag.index_select(0, bag_block.index_select(0, bag)))
+        if self.pooling_mode == PoolingMode.NONE:
+            out_row = positions  # one output row per index
+        values = grad_rows.index_select(0, out_row).float()
+        scale = None
+        if per_sample_weights is not None:
+            scale = per_sample_weights.detach().reshape(-1)[:n].float()
+        if self.pooling_mode == PoolingMode.MEAN:
+            lengths = (offsets[1:] - offsets[:-1]).long()
+            share = 1.0 / lengths.index_select(0, bag).float()
+            scale = share if scale is None else scale * share
+        if scale is not None:
+            values = values * scale.unsqueeze(1)
+        global_rows = self.hash_size_cumsum.index_select(0, feature) + rows
+        shape = tuple(self.weights_host.shape)
+        sparse_grad = _sparse.SparseTensor._coo(global_rows.unsqueeze(0), values.to(self.weights_host.dtype), shape)
+        return sparse_grad.coalesce()
+
     def _step(self, grad, indices, offsets, per_sample_weights, batch_sizes):
-        """The backward's optimizer step; the flat buffer's gradient only for optimizer NONE."""
+        """The backward's fused optimizer step (every optimizer but NONE)."""
         spec = OPTIMIZERS[self.optimizer]
         if spec.code == 4:
             self.iter += 1
         states = {name: getattr(self, f"{name}_host") for name in spec.states}
-        grad_weights = _fbgemm.tbe_backward(
+        _fbgemm.tbe_backward(
             grad, self.weights_host.detach(), self.weights_offsets, self.D_offsets, self.rows_per_table,
             self.hash_size_cumsum, indices, offsets, int(self.pooling_mode), per_sample_weights, batch_sizes,
             spec.code, states.get("momentum1"), states.get("momentum2"), learning_rate=self.learning_rate,
             eps=self.eps, beta1=self.beta1, beta2=self.beta2, weight_decay=self.weight_decay,
             weight_decay_mode=int(self.weight_decay_mode), iter=int(self.iter[0]))
-        return grad_weights if spec.code == 0 else None
 
     # ---- tables and optimizer state -------------------------------------------------------
     def split_embedding_weights(self) -> list:
         """Each table as a (rows, dim) view of the flat buffer (writes go to the module)."""
-        flat = self.weights_host.detach()
+        flat = self.weights_host.detach().reshape(-1)
         return [flat[s:s + r * d].view(r, d) for s, r, d in zip(self._table_start[:-1], self._rows, self._dims, strict=True)]
 
     def init_embedding_weights_uniform(self, min_val: float, max_val: float) -> None:
