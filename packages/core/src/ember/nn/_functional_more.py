@@ -1,0 +1,132 @@
+"""nn.functional names PyTorch has beside the main families (torch.nn.functional): the in-place
+activations (relu_, elu_, ...), the *_with_indices pooling forms, multilabel_margin_loss and
+triplet_margin_with_distance_loss. All are composed from the functions in functional.py."""
+
+from __future__ import annotations
+
+from .. import _C
+from .._autocast_policy import autocast_policy
+
+__all__ = ["relu_", "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "threshold_", "rrelu_",
+           "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+           "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
+
+
+def _F():  # noqa: N802 - functional.py imports this module at its end
+    from . import functional
+
+    return functional
+
+
+def relu_(input):
+    return _F().relu(input, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    return _F().elu(input, alpha, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    return _F().celu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    return _F().selu(input, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return _F().hardtanh(input, min_val, max_val, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _F().leaky_relu(input, negative_slope, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    return _F().threshold(input, threshold, value, inplace=True)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return _F().rrelu(input, lower, upper, training, inplace=True)
+
+
+# The *_with_indices forms return (output, indices) whatever return_indices says, as PyTorch's.
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _F().max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _F().max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _F().max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return _F().adaptive_max_pool1d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return _F().adaptive_max_pool2d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return _F().adaptive_max_pool3d(input, output_size, return_indices=True)
+
+
+@autocast_policy("fp32")
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])), divided by
+    the class count. Each row of target lists class indices, ended by the first -1."""
+    F = _F()
+    how = F._reduction(size_average, reduce, reduction)
+    if input.dim() > 2 or (input.dim() == 2 and input.shape[1] == 0) or (input.dim() == 1 and input.shape[0] == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+    if target.dtype != _C.int64:
+        raise RuntimeError(f"multilabel_margin_loss: expected target of dtype int64, but got {target.dtype}")
+    x = input.reshape([1, -1]) if input.dim() < 2 else input
+    y = target.reshape([1, -1]) if target.dim() < 2 else target
+    classes = x.shape[1]
+    if y.numel() and (_C.amax(y).item() >= classes or _C.amin(y).item() < -1):
+        raise RuntimeError(f"multilabel_margin_loss: target values must be in [-1, {classes - 1}]")
+    # valid[n, j]: target entry j comes before row n's first -1.
+    valid = _C.cumprod(_C.ne(y, -1).to(_C.int64), 1).to(_C.bool)
+    y_safe = _C.where(valid, y, _C.zeros_like(y))
+    is_target = _C.gt(_C.scatter_add(_C.zeros_like(x), 1, y_safe, valid.to(x.dtype)), 0)
+    x_target = _C.gather(x, 1, y_safe)
+    margins = _C.relu(1 - _C.unsqueeze(x_target, 2) + _C.unsqueeze(x, 1))
+    counted = _C.logical_and(_C.unsqueeze(valid, 2), _C.logical_not(_C.unsqueeze(is_target, 1)))
+    loss = _C.div(_C.sum(_C.mul(margins, counted.to(x.dtype)), [1, 2], False), classes)
+    if input.dim() < 2:
+        loss = loss.reshape([])
+    return F._reduce(loss, how)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0) with a distance function of the caller's choosing
+    (pairwise_distance by default); swap uses min(d(a, n), d(p, n)) as the negative distance."""
+    F = _F()
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
+                         "instead")
+    how = F._reduction(None, None, reduction)
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and negative {dims[2]}D "
+                           "inputs")
+    distance = distance_function if distance_function is not None else F.pairwise_distance
+    d_pos = distance(anchor, positive)
+    d_neg = distance(anchor, negative)
+    if swap:
+        d_neg = _C.minimum(d_neg, distance(positive, negative))
+    return F._reduce(_C.clamp(_C.add(_C.sub(d_pos, d_neg), margin), min=0), how)
