@@ -28,9 +28,11 @@ newaxis = None
 
 
 class memory_format:  # noqa: N801 - PyTorch's name
-    """A requested memory layout (torch.memory_format). Ember honours contiguous_format (row-major
-    strides) and preserve_format (the input's strides when it is dense, as clone and empty_like
-    keep them). channels_last is absent: Ember's kernels do not propagate an NHWC layout."""
+    """A requested memory layout (torch.memory_format), accepted where PyTorch takes one.
+    contiguous_format gives row-major strides. preserve_format keeps the input's strides in
+    PyTorch when the input is dense; Ember's clone and *_like factories always give row-major
+    strides, so there it gives the same values in a row-major layout. channels_last is absent:
+    Ember's kernels do not carry an NHWC layout through."""
 
     __slots__ = ("_name",)
 
@@ -66,8 +68,7 @@ def contiguous(self: _C.Tensor, memory_format: memory_format = contiguous_format
 
 
 def clone(input: _C.Tensor, *, memory_format: memory_format = preserve_format) -> _C.Tensor:  # noqa: A002
-    """A copy of input; preserve_format keeps a dense input's strides, contiguous_format gives
-    row-major strides (torch.clone)."""
+    """A copy of input (torch.clone); its strides are row-major with either memory format."""
     _tensor_arg(input, "clone")
     if _check_format(memory_format, "clone") is contiguous_format and not input.is_contiguous():
         return _contiguous(input)  # a copy already
@@ -75,8 +76,7 @@ def clone(input: _C.Tensor, *, memory_format: memory_format = preserve_format) -
 
 
 def with_memory_format(factory):
-    """A *_like factory that also takes memory_format= (preserve_format keeps the input's dense
-    strides, which Ember's factories already do; contiguous_format asks for row-major)."""
+    """A *_like factory that also takes memory_format= (see memory_format: the result is row-major)."""
     def like(input: _C.Tensor, *args: object, memory_format: memory_format = preserve_format,  # noqa: A002
              requires_grad: builtins.bool = False, **kwargs: object) -> _C.Tensor:
         out = factory(input, *args, **kwargs)
@@ -189,12 +189,15 @@ def _nn_inplace(fn_name: str, positional: tuple[str, ...], defaults: dict[str, o
         from .nn import functional as F
 
         _tensor_arg(input, fn_name + "_")
+        if len(args) > len(positional):
+            raise TypeError(f"{fn_name}_() takes at most {len(positional) + 1} positional arguments but "
+                            f"{len(args) + 1} were given")
         bound = dict(defaults)
         bound.update(zip(positional, args, strict=False))
         bound.update(kwargs)
-        return getattr(F, fn_name)(input, **bound, inplace=True)
+        return _write_inplace(input, getattr(F, fn_name)(_graph_source(input), **bound), fn_name + "_")
     function.__name__ = function.__qualname__ = fn_name + "_"
-    function.__doc__ = f"nn.functional.{fn_name}(input, ..., inplace=True)."
+    function.__doc__ = f"nn.functional.{fn_name}(input, ...) written into input."
     return function
 
 
@@ -213,7 +216,8 @@ def _dropout_inplace(name: str):
     def function(input: _C.Tensor, p: float, train: builtins.bool) -> _C.Tensor:  # noqa: A002
         from .nn import functional as F
 
-        return getattr(F, name)(_tensor_arg(input, name + "_"), p, train, inplace=True)
+        _tensor_arg(input, name + "_")
+        return _write_inplace(input, getattr(F, name)(_graph_source(input), p, train), name + "_")
     function.__name__ = function.__qualname__ = name + "_"
     return function
 
@@ -456,9 +460,13 @@ def addr(input: _C.Tensor, vec1: _C.Tensor, vec2: _C.Tensor, *, beta: object = 1
     for name, vec in (("vec1", vec1), ("vec2", vec2)):
         if _tensor_arg(vec, "addr", name).dim() != 1:
             raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {vec.dim()}-D")
-    outer = _C.outer(vec1, vec2)
+    if vec1.dtype == _C.bool and vec2.dtype == _C.bool and _tensor_arg(input, "addr").dtype == _C.bool:
+        # bool: the product is "and", beta and alpha act as "and", + as "or"
+        outer = _C.logical_and(_C.unsqueeze(vec1, 1), _C.unsqueeze(vec2, 0))
+    else:
+        outer = _C.outer(vec1, vec2)
     base = _tensor_arg(input, "addr").expand(list(outer.shape))  # input must broadcast to the outer product
-    if outer.dtype == _C.bool and base.dtype == _C.bool:  # bool: beta, alpha act as "and", + as "or"
+    if outer.dtype == _C.bool and base.dtype == _C.bool:
         product = outer if alpha else _C.zeros_like(outer)
         result = _C.logical_or(base, product) if beta else product.clone()
     else:
@@ -535,8 +543,8 @@ def renorm(input: _C.Tensor, p: float, dim: builtins.int, maxnorm: float, *,  # 
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
-    if input.dim() == 0:
-        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    if input.dim() < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
     dim = _wrap_dim(dim, input.dim())
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
@@ -544,7 +552,7 @@ def renorm(input: _C.Tensor, p: float, dim: builtins.int, maxnorm: float, *,  # 
     from .linalg import vector_norm
 
     others = [d for d in range(input.dim()) if d != dim]
-    norm = vector_norm(input, p, dim=others, keepdim=True) if others else _C.abs(input)
+    norm = vector_norm(input, p, dim=others, keepdim=True)
     factor = _C.where(_C.gt(norm, maxnorm), maxnorm / (norm + 1e-7), _C.ones_like(norm))
     return _out(_C.mul(input, factor.to(input.dtype) if factor.dtype != input.dtype else factor), out)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import _C
 from .._autocast_policy import autocast_policy
+from .._composites_py import _graph_source, _write_inplace
 
 __all__ = ["relu_", "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "threshold_", "rrelu_",
            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
@@ -19,36 +20,38 @@ def _F():  # noqa: N802 - functional.py imports this module at its end
     return functional
 
 
+# The activation computed out of place and written into input (autograd records the copy; the
+# graph reads a clone of input, so nothing it saved is overwritten).
 def relu_(input):
-    return _F().relu(input, inplace=True)
+    return _write_inplace(input, _F().relu(_graph_source(input)), "relu_")
 
 
 def elu_(input, alpha=1.0):
-    return _F().elu(input, alpha, inplace=True)
+    return _write_inplace(input, _F().elu(_graph_source(input), alpha), "elu_")
 
 
 def celu_(input, alpha=1.0):
-    return _F().celu(input, alpha, inplace=True)
+    return _write_inplace(input, _F().celu(_graph_source(input), alpha), "celu_")
 
 
 def selu_(input):
-    return _F().selu(input, inplace=True)
+    return _write_inplace(input, _F().selu(_graph_source(input)), "selu_")
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    return _F().hardtanh(input, min_val, max_val, inplace=True)
+    return _write_inplace(input, _F().hardtanh(_graph_source(input), min_val, max_val), "hardtanh_")
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return _F().leaky_relu(input, negative_slope, inplace=True)
+    return _write_inplace(input, _F().leaky_relu(_graph_source(input), negative_slope), "leaky_relu_")
 
 
 def threshold_(input, threshold, value):
-    return _F().threshold(input, threshold, value, inplace=True)
+    return _write_inplace(input, _F().threshold(_graph_source(input), threshold, value), "threshold_")
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    return _F().rrelu(input, lower, upper, training, inplace=True)
+    return _write_inplace(input, _F().rrelu(_graph_source(input), lower, upper, training), "rrelu_")
 
 
 # The *_with_indices forms return (output, indices) whatever return_indices says, as PyTorch's.

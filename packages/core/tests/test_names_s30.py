@@ -1,0 +1,864 @@
+"""More of PyTorch's public surface (issue 18, item 1), composed in ember/_surface.py and
+ember/nn/_functional_more.py: constants and memory formats, the top-level in-place unary
+functions, Tensor in-place forms, ATen-signature functional forms (ember.conv2d, ember.kl_div,
+...), Tensor methods (addr, put_, index_reduce_, renorm, sum_to_size, ...), the legacy linear
+algebra (inverse, qr, svd, lu, triangular_solve, ...) and nn.functional's in-place activations,
+*_with_indices pooling, multilabel_margin_loss and triplet_margin_with_distance_loss. Each is
+checked against a float64 NumPy reference written here."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.autograd import gradcheck
+
+RNG = np.random.default_rng(30)
+
+
+def t64(a, requires_grad=False):
+    return ember.tensor(np.asarray(a, dtype=np.float64), requires_grad=requires_grad)
+
+
+def close(got, want, **kw):
+    np.testing.assert_allclose(np.asarray(got.detach().numpy() if isinstance(got, ember.Tensor) else got),
+                               np.asarray(want), **{"rtol": 1e-10, "atol": 1e-12, **kw})
+
+
+def noncontig(a):
+    """The values of the 2-D array `a` in a non-contiguous ember tensor (a transposed view)."""
+    t = t64(np.ascontiguousarray(np.asarray(a).T)).t()
+    assert not t.is_contiguous()
+    return t
+
+
+def layouts(a):
+    """(name, ember tensor) for `a` contiguous and as a transposed view; plus a 0-dim and a zero-size
+    case built by the caller."""
+    return [("contiguous", t64(a)), ("transposed", noncontig(a))]
+
+
+# ---- constants and memory formats -----------------------------------------------------------------
+
+
+def test_constants():
+    assert ember.pi == math.pi and ember.e == math.e
+    assert ember.inf == math.inf and math.isnan(ember.nan)
+    assert ember.newaxis is None
+    x = ember.arange(3.0)
+    assert x[ember.newaxis].shape == (1, 3)
+
+
+def test_memory_formats_contiguous_clone_like():
+    a = RNG.normal(size=(3, 4))
+    x = noncontig(a)
+    assert repr(ember.contiguous_format) == "ember.contiguous_format"
+    assert isinstance(ember.preserve_format, ember.memory_format)
+    assert pickle.loads(pickle.dumps(ember.contiguous_format)) is ember.contiguous_format
+    y = x.contiguous(memory_format=ember.contiguous_format)
+    assert y.is_contiguous()
+    close(y, a)
+    c = t64(a)
+    assert c.contiguous(memory_format=ember.contiguous_format).data_ptr() == c.data_ptr()  # no copy
+    kept = x.clone(memory_format=ember.preserve_format)  # accepted; Ember's copies are row-major
+    close(kept, a)
+    rowmajor = ember.clone(x, memory_format=ember.contiguous_format)
+    assert rowmajor.is_contiguous() and list(rowmajor.stride()) == [4, 1]
+    close(rowmajor, a)
+    fresh = c.clone(memory_format=ember.contiguous_format)
+    assert fresh.data_ptr() != c.data_ptr()
+    for like in (ember.empty_like, ember.zeros_like, ember.ones_like, ember.rand_like, ember.randn_like):
+        assert like(x, memory_format=ember.preserve_format).shape == (3, 4)
+        assert like(x, memory_format=ember.contiguous_format).is_contiguous()
+    z = ember.zeros_like(x, memory_format=ember.contiguous_format, requires_grad=True)
+    assert z.is_leaf and z.requires_grad
+    close(ember.full_like(x, 2.0, memory_format=ember.contiguous_format), np.full((3, 4), 2.0))
+    g = t64(a, requires_grad=True)
+    assert gradcheck(lambda t: t.t().clone(memory_format=ember.contiguous_format), (g,))
+
+
+def test_memory_format_bad_input():
+    x = ember.ones(2, 3)
+    with pytest.raises(TypeError, match="argument 'memory_format' must be ember.memory_format, not int"):
+        x.contiguous(memory_format=3)
+    with pytest.raises(TypeError, match="argument 'memory_format' must be ember.memory_format, not str"):
+        ember.clone(x, memory_format="channels_last")
+    with pytest.raises(TypeError, match="must be ember.memory_format"):
+        ember.empty_like(x, memory_format=0)
+
+
+def test_empty_strided_and_new_empty_strided():
+    x = ember.empty_strided((2, 3), (1, 2), dtype=ember.float64)
+    assert x.shape == (2, 3) and list(x.stride()) == [1, 2] and x.dtype == ember.float64
+    x.copy_(t64(np.arange(6.0).reshape(2, 3)))
+    close(x, np.arange(6.0).reshape(2, 3))
+    assert ember.empty_strided((0, 3), (3, 1)).numel() == 0
+    assert ember.empty_strided((), ()).shape == ()
+    y = ember.ones(2, dtype=ember.int32).new_empty_strided((3, 2), (1, 3))
+    assert y.dtype == ember.int32 and list(y.stride()) == [1, 3]
+    assert ember.empty_strided((2,), (1,), requires_grad=True).requires_grad
+    with pytest.raises(RuntimeError, match=r"dimensionality of sizes \(2\) must match dimensionality of strides \(1\)"):
+        ember.empty_strided((2, 2), (1,))
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        ember.empty_strided((2, 2), (-1, 1))
+
+
+# ---- top-level in-place unary functions -----------------------------------------------------------
+
+# name: (numpy reference, low, high) over a float64 input drawn in [low, high].
+UNARY_INPLACE = {
+    "abs_": (np.abs, -2, 2), "acos_": (np.arccos, -0.9, 0.9), "acosh_": (np.arccosh, 1.1, 3),
+    "arccos_": (np.arccos, -0.9, 0.9), "arccosh_": (np.arccosh, 1.1, 3), "arcsin_": (np.arcsin, -0.9, 0.9),
+    "arcsinh_": (np.arcsinh, -2, 2), "arctan_": (np.arctan, -2, 2), "arctanh_": (np.arctanh, -0.9, 0.9),
+    "asin_": (np.arcsin, -0.9, 0.9), "asinh_": (np.arcsinh, -2, 2), "atan_": (np.arctan, -2, 2),
+    "atanh_": (np.arctanh, -0.9, 0.9), "ceil_": (np.ceil, -3, 3), "cos_": (np.cos, -3, 3), "cosh_": (np.cosh, -2, 2),
+    "deg2rad_": (np.deg2rad, -180, 180), "erf_": (lambda a: np.vectorize(math.erf)(a), -2, 2),
+    "erfc_": (lambda a: np.vectorize(math.erfc)(a), -2, 2), "exp2_": (np.exp2, -2, 2), "exp_": (np.exp, -2, 2),
+    "expm1_": (np.expm1, -2, 2), "fix_": (np.trunc, -3, 3), "floor_": (np.floor, -3, 3),
+    "frac_": (lambda a: a - np.trunc(a), -3, 3), "i0_": (np.i0, -3, 3), "log10_": (np.log10, 0.1, 5),
+    "log1p_": (np.log1p, -0.5, 3), "log2_": (np.log2, 0.1, 5), "log_": (np.log, 0.1, 5),
+    "logit_": (lambda a: np.log(a / (1 - a)), 0.05, 0.95), "nan_to_num_": (np.nan_to_num, -2, 2),
+    "neg_": (np.negative, -2, 2), "negative_": (np.negative, -2, 2), "rad2deg_": (np.rad2deg, -3, 3),
+    "reciprocal_": (np.reciprocal, 0.5, 3), "relu_": (lambda a: np.maximum(a, 0), -2, 2),
+    "round_": (np.round, -3, 3), "rsqrt_": (lambda a: 1 / np.sqrt(a), 0.2, 4),
+    "sigmoid_": (lambda a: 1 / (1 + np.exp(-a)), -3, 3), "sin_": (np.sin, -3, 3),
+    "sinc_": (lambda a: np.sinc(a), -2, 2), "sinh_": (np.sinh, -2, 2), "sqrt_": (np.sqrt, 0, 4),
+    "square_": (np.square, -2, 2), "tan_": (np.tan, -1, 1), "tanh_": (np.tanh, -2, 2), "trunc_": (np.trunc, -3, 3),
+    "conj_physical_": (np.conj, -2, 2), "detach_": (lambda a: a, -2, 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY_INPLACE))
+def test_top_level_inplace_unary(name):
+    ref, low, high = UNARY_INPLACE[name]
+    fn = getattr(ember, name)
+    a = RNG.uniform(low, high, (3, 4))
+    for label, x in layouts(a):
+        out = fn(x)
+        assert out is x, label
+        close(x, ref(a), err_msg=label)
+    base = t64(np.zeros((3, 4)))
+    view = base[:, 1]  # a strided view: the write lands in base
+    v = RNG.uniform(low, high, 3)
+    view.copy_(t64(v))
+    fn(view)
+    close(base[:, 1], ref(v))
+    scalar = t64(a[0, 0])
+    fn(scalar)
+    close(scalar, ref(np.float64(a[0, 0])))
+    empty = ember.zeros(0, 4, dtype=ember.float64)
+    assert fn(empty).shape == (0, 4)
+
+
+def test_top_level_inplace_with_arguments():
+    a = RNG.uniform(-2, 2, (3, 4))
+    x = t64(a)
+    ember.clamp_(x, -1, 1)
+    close(x, np.clip(a, -1, 1))
+    x = t64(a)
+    ember.clamp_min_(x, 0.5)
+    close(x, np.maximum(a, 0.5))
+    x = t64(a)
+    ember.clamp_max_(x, 0.5)
+    close(x, np.minimum(a, 0.5))
+    x = t64(a)
+    ember.clip_(x, max=0.3)
+    close(x, np.minimum(a, 0.3))
+    x = t64(np.array([[1.0, np.nan], [np.inf, -np.inf]]))
+    ember.nan_to_num_(x, nan=7.0, posinf=5.0, neginf=-5.0)
+    close(x, [[1.0, 7.0], [5.0, -5.0]])
+    i = ember.tensor([12, 18, 7])
+    ember.gcd_(i, ember.tensor([8, 12, 5]))
+    assert i.tolist() == [4, 6, 1]
+    ember.lcm_(i, ember.tensor([6]))  # broadcast
+    assert i.tolist() == [12, 6, 6]
+    b = RNG.uniform(0.5, 2, (4,))
+    x = t64(a)
+    ember.xlogy_(x, t64(b))
+    close(x, a * np.log(b))
+    x = t64(a)
+    ember.ldexp_(x, ember.tensor([0, 1, 2, 3]))
+    close(x, a * 2.0 ** np.array([0, 1, 2, 3]))
+    m, v = RNG.normal(size=(3, 5)), RNG.normal(size=5)
+    y = t64(a[:, 0])
+    ember.addmv_(y, t64(m), t64(v), beta=0.5, alpha=2.0)
+    close(y, 0.5 * a[:, 0] + 2.0 * m @ v)
+
+
+def test_top_level_inplace_nn_forms():
+    a = RNG.uniform(-2, 2, (3, 4))
+    x = t64(a)
+    assert ember.celu_(x, 0.5) is x
+    close(x, np.where(a > 0, a, 0.5 * (np.exp(a / 0.5) - 1)))
+    x = t64(a)
+    ember.selu_(x)
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    close(x, scale * np.where(a > 0, a, alpha * (np.exp(a) - 1)))
+    x = t64(a)
+    ember.threshold_(x, 0.5, -3.0)
+    close(x, np.where(a > 0.5, a, -3.0))
+    x = t64(a)
+    ember.rrelu_(x, 0.1, 0.3, False)  # eval: the mean slope
+    close(x, np.where(a >= 0, a, a * 0.2))
+    x = t64(a)
+    ember.dropout_(x, 0.5, False)
+    close(x, a)
+    x = t64(np.ones((200, 50)))
+    ember.dropout_(x, 0.5, True)
+    vals = x.numpy()
+    assert set(np.unique(vals)) <= {0.0, 2.0} and 0.4 < (vals == 0).mean() < 0.6
+    for name in ("alpha_dropout_", "feature_alpha_dropout_", "feature_dropout_"):
+        x = t64(a)
+        getattr(ember, name)(x, 0.3, False)
+        close(x, a)
+    x = t64(np.ones((40, 60, 3)))
+    ember.feature_dropout_(x, 0.5, True)
+    vals = x.numpy()
+    assert (vals == vals[:, :, :1]).all()  # whole channels
+    assert set(np.unique(vals)) <= {0.0, 2.0}
+
+
+def test_top_level_inplace_gradcheck():
+    a = t64(RNG.uniform(0.2, 0.8, (2, 3)), requires_grad=True)
+    for name in ("sin_", "exp_", "logit_", "sqrt_", "sigmoid_", "square_", "tanh_", "reciprocal_"):
+        assert gradcheck(lambda t, n=name: getattr(ember, n)(t.clone()), (a,)), name
+    assert gradcheck(lambda t: ember.celu_(t.clone() - 0.5, 0.7), (a,))
+    assert gradcheck(lambda t: ember.selu_(t.clone() - 0.5), (a,))
+
+
+def test_top_level_inplace_bad_input():
+    with pytest.raises(TypeError, match=r"sin_\(\): argument 'input' \(position 1\) must be Tensor, not float"):
+        ember.sin_(1.0)
+    with pytest.raises(TypeError, match=r"celu_\(\): argument 'input' \(position 1\) must be Tensor, not list"):
+        ember.celu_([1.0])
+    with pytest.raises(TypeError, match="takes at most 2 positional arguments but 3 were given"):
+        ember.celu_(ember.ones(2), 1.0, 2.0)
+    with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired output type int64"):
+        ember.sin_(ember.ones(2, dtype=ember.int64))
+    with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions in the input"):
+        ember.feature_dropout(ember.ones(3), 0.5, True)
+    with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
+        ember.feature_dropout(ember.ones(3, 2), 1.5, True)
+
+
+# ---- Tensor in-place forms ------------------------------------------------------------------------
+
+
+def test_tensor_inplace_forms_values():
+    a = RNG.uniform(0.1, 0.9, (3, 4))
+    for label, x in layouts(a):
+        assert x.logit_(0.2) is x
+        close(x, np.log(np.clip(a, 0.2, 0.8) / (1 - np.clip(a, 0.2, 0.8))), err_msg=label)
+    b = RNG.normal(size=(3, 4))
+    for label, x in layouts(b):
+        x.tril_(1)
+        close(x, np.tril(b, 1), err_msg=label)
+    for label, x in layouts(b):
+        x.triu_(-1)
+        close(x, np.triu(b, -1), err_msg=label)
+    x = t64(b)
+    x.sgn_()
+    close(x, np.sign(b))
+    z = ember.tensor(np.array([3 + 4j, 0j, -1j]))
+    z.sgn_()
+    close(z, [0.6 + 0.8j, 0, -1j])
+    z = ember.tensor(np.array([1 + 2j, -3j]))
+    z.conj_physical_()
+    close(z, [1 - 2j, 3j])
+    r = t64(b)
+    assert r.conj_physical_() is r
+    close(r, b)
+    h = t64(np.array([-1.0, 0.0, 2.0]))
+    h.heaviside_(t64([0.5]))
+    close(h, [0.0, 0.5, 1.0])
+    x = t64(b)
+    end = RNG.normal(size=(4,))
+    x.lerp_(t64(end), 0.25)
+    close(x, b + 0.25 * (end - b))
+    x = t64(b)
+    x.lerp_(t64(end), t64(np.full((3, 1), 0.5)))
+    close(x, b + 0.5 * (end - b))
+    n = t64(np.array([np.nan, np.inf, -np.inf, 1.0]))
+    n.nan_to_num_()
+    fmax = np.finfo(np.float64).max
+    close(n, [0.0, fmax, -fmax, 1.0])
+    k = ember.tensor([1, 2])
+    k.nan_to_num_()
+    assert k.tolist() == [1, 2]
+    s = t64(2.5)
+    s.logit_(0.1)  # 0-dim: clamped to 0.9 first
+    close(s, math.log(0.9 / 0.1))
+    e0 = ember.zeros(0, 3, dtype=ember.float64)
+    assert e0.tril_().shape == (0, 3) and e0.sgn_().shape == (0, 3)
+
+
+def test_tensor_inplace_forms_gradcheck():
+    a = t64(RNG.uniform(0.2, 0.8, (3, 3)), requires_grad=True)
+    end = t64(RNG.normal(size=(3, 3)), requires_grad=True)
+    assert gradcheck(lambda t: t.clone().logit_(), (a,))
+    assert gradcheck(lambda t: t.clone().tril_(), (a,))
+    assert gradcheck(lambda t: t.clone().triu_(1), (a,))
+    assert gradcheck(lambda t, u: t.clone().lerp_(u, 0.3), (a, end))
+    assert gradcheck(lambda t: t.clone().nan_to_num_(), (a,))
+
+
+def test_tensor_inplace_forms_bad_input():
+    with pytest.raises(RuntimeError, match="tril: input tensor must have at least 2 dimensions"):
+        ember.ones(3).tril_()
+    with pytest.raises(RuntimeError, match="triu: input tensor must have at least 2 dimensions"):
+        ember.ones(3).triu_()
+    with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired output type int64"):
+        ember.ones(3, dtype=ember.int64).logit_()
+    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"):
+        ember.ones(3).lerp_(ember.ones(2, 3), 0.5)
+
+
+# ---- ATen-signature functional forms --------------------------------------------------------------
+
+
+def test_functional_forms_match_nn_functional():
+    x = t64(RNG.normal(size=(2, 3, 8)))
+    w = t64(RNG.normal(size=(4, 3, 3)))
+    close(ember.conv1d(x, w, None, 1, 1), F.conv1d(x, w, None, 1, 1))
+    x2 = t64(RNG.normal(size=(1, 2, 5, 5)))
+    w2 = t64(RNG.normal(size=(3, 2, 2, 2)))
+    close(ember.conv2d(x2, w2, stride=2), F.conv2d(x2, w2, stride=2))
+    close(ember.conv_transpose2d(x2, w2.transpose(0, 1)), F.conv_transpose2d(x2, w2.transpose(0, 1)))
+    close(ember.max_pool1d(x, 2), F.max_pool1d(x, 2))
+    close(ember.max_pool2d(x2, [2, 2], []), F.max_pool2d(x2, 2))
+    out, idx = ember.max_pool1d_with_indices(x, 3, [1])
+    ref_out, ref_idx = F.max_pool1d(x, 3, 1, return_indices=True)
+    close(out, ref_out)
+    assert idx.tolist() == ref_idx.tolist()
+    close(ember.avg_pool1d(x, 2), F.avg_pool1d(x, 2))
+    close(ember.adaptive_avg_pool1d(x, 3), F.adaptive_avg_pool1d(x, 3))
+    out, idx = ember.adaptive_max_pool1d(x, 3)
+    close(out, F.adaptive_max_pool1d(x, 3))
+    gamma, beta = t64(RNG.normal(size=8)), t64(RNG.normal(size=8))
+    close(ember.layer_norm(x, [8], gamma, beta, 1e-5, True), F.layer_norm(x, [8], gamma, beta))
+    close(ember.group_norm(x, 3), F.group_norm(x, 3))
+    close(ember.rms_norm(x, (8,), gamma), F.rms_norm(x, [8], gamma))
+    ps = t64(RNG.normal(size=(1, 4, 2, 2)))
+    close(ember.pixel_shuffle(ps, 2), F.pixel_shuffle(ps, 2))
+    close(ember.pixel_unshuffle(ps, 2), F.pixel_unshuffle(ps, 2))
+    close(ember.channel_shuffle(ps, 2), F.channel_shuffle(ps, 2))
+    wp = t64([0.25])
+    close(ember.prelu(x, wp), np.where(x.numpy() > 0, x.numpy(), 0.25 * x.numpy()))
+    close(ember.hardshrink(x, 0.3), F.hardshrink(x, 0.3))
+    close(x.hardshrink(), F.hardshrink(x))
+    close(ember.constant_pad_nd(x, [1, 2], 9.0), F.pad(x, [1, 2], value=9.0))
+    close(ember.dropout(x, 0.5, False), x)
+
+
+def test_batch_and_instance_norm_aten_argument_order():
+    a = RNG.normal(size=(4, 3, 5))
+    w, b = RNG.normal(size=3), RNG.normal(size=3)
+    mean = a.mean(axis=(0, 2), keepdims=True)
+    var = a.var(axis=(0, 2), keepdims=True)
+    want = (a - mean) / np.sqrt(var + 1e-5) * w[:, None] + b[:, None]
+    rm, rv = t64(np.zeros(3)), t64(np.ones(3))
+    got = ember.batch_norm(t64(a), t64(w), t64(b), rm, rv, True, 0.1, 1e-5, False)
+    close(got, want, rtol=1e-9)
+    close(rm, 0.1 * a.mean(axis=(0, 2)))
+    eval_out = ember.batch_norm(t64(a), None, None, t64(np.zeros(3)), t64(np.full(3, 4.0)), False, 0.1, 0.0, False)
+    close(eval_out, a / 2)
+    mean_i = a.mean(axis=2, keepdims=True)
+    var_i = a.var(axis=2, keepdims=True)
+    got = ember.instance_norm(t64(a), t64(w), t64(b), None, None, True, 0.1, 1e-5, False)
+    close(got, (a - mean_i) / np.sqrt(var_i + 1e-5) * w[:, None] + b[:, None], rtol=1e-9)
+
+
+def test_losses_with_integer_reduction():
+    x = RNG.normal(size=(3, 4))
+    target = RNG.uniform(0.1, 1, (3, 4))
+    pointwise = target * (np.log(target) - x)
+    close(ember.kl_div(t64(x), t64(target), 0), pointwise)
+    close(ember.kl_div(t64(x), t64(target)), pointwise.mean())
+    close(ember.kl_div(t64(x), t64(target), 2), pointwise.sum())
+    close(ember.kl_div(t64(x), t64(np.log(target)), 2, log_target=True), pointwise.sum())
+    y = (RNG.uniform(size=(3, 4)) > 0.5).astype(np.float64)
+    bce = np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x)))
+    close(ember.binary_cross_entropy_with_logits(t64(x), t64(y)), bce.mean())
+    close(ember.binary_cross_entropy_with_logits(t64(x), t64(y), None, None, 0), bce)
+    x1, x2 = RNG.normal(size=5), RNG.normal(size=5)
+    sign = np.array([1.0, -1, 1, -1, 1])
+    close(ember.margin_ranking_loss(t64(x1), t64(x2), t64(sign), 0.1, 2),
+          np.maximum(0, -sign * (x1 - x2) + 0.1).sum())
+    close(ember.hinge_embedding_loss(t64(x1), t64(sign), 1.0, 0),
+          np.where(sign == 1, x1, np.maximum(0, 1 - x1)))
+    a, p, n = (RNG.normal(size=(3, 4)) for _ in range(3))
+
+    def dist(u, v):
+        return np.linalg.norm(u - v + 1e-6, axis=-1)
+
+    close(ember.triplet_margin_loss(t64(a), t64(p), t64(n), 1.0, 2.0, 1e-6, False, 0),
+          np.maximum(dist(a, p) - dist(a, n) + 1.0, 0), rtol=1e-9)
+    u1, u2 = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))
+    cos = (u1 * u2).sum(1) / np.sqrt((u1 ** 2).sum(1) * (u2 ** 2).sum(1))
+    close(ember.cosine_embedding_loss(t64(u1), t64(u2), t64([1.0, -1.0, 1.0]), 0.0, 0),
+          np.where([True, False, True], 1 - cos, np.maximum(cos, 0)), rtol=1e-9)
+    rate = RNG.uniform(0.5, 2, 5)
+    k = np.array([0.0, 1, 2, 3, 1])
+    close(ember.poisson_nll_loss(t64(np.log(rate)), t64(k), True, False, 1e-8, 2), (rate - k * np.log(rate)).sum())
+    assert ember.kl_div(ember.zeros(0, dtype=ember.float64), ember.zeros(0, dtype=ember.float64), 2).item() == 0.0
+    xg = t64(x, requires_grad=True)
+    assert gradcheck(lambda t: ember.kl_div(t, t64(target), 1), (xg,))
+    assert gradcheck(lambda t: ember.binary_cross_entropy_with_logits(t, t64(y), None, None, 2), (xg,))
+
+
+def test_functional_forms_bad_input():
+    x = ember.ones(2, 3)
+    with pytest.raises(ValueError, match="5 is not a valid value for reduction"):
+        ember.kl_div(x, x, 5)
+    with pytest.raises(ValueError, match="mean is not a valid value for reduction"):
+        ember.binary_cross_entropy_with_logits(x, x, None, None, "mean")
+    with pytest.raises(NotImplementedError, match="generator= is not supported"):
+        ember.rrelu(x, generator=ember.Generator())
+
+
+# ---- Tensor methods -------------------------------------------------------------------------------
+
+
+def test_addr():
+    m, v1, v2 = RNG.normal(size=(3, 4)), RNG.normal(size=3), RNG.normal(size=4)
+    close(ember.addr(t64(m), t64(v1), t64(v2)), m + np.outer(v1, v2))
+    close(t64(m).addr(t64(v1), t64(v2), beta=0.5, alpha=2), 0.5 * m + 2 * np.outer(v1, v2))
+    close(ember.addr(noncontig(m.T).t(), t64(v1), t64(v2)), m + np.outer(v1, v2))
+    close(ember.addr(t64(v2), t64(v1), t64(v2)), v2 + np.outer(v1, v2))  # broadcast input
+    nan = t64(np.full((3, 4), np.nan))
+    close(ember.addr(nan, t64(v1), t64(v2), beta=0), np.outer(v1, v2))  # beta=0 ignores NaN
+    assert ember.addr(ember.zeros(0, 4), ember.zeros(0), ember.zeros(4)).shape == (0, 4)
+    b = ember.addr(ember.tensor([[False, True]]), ember.tensor([True, False]), ember.tensor([True, False]))
+    assert b.tolist() == [[True, True], [False, True]]
+    x = t64(m)
+    assert x.addr_(t64(v1), t64(v2), alpha=-1) is x
+    close(x, m - np.outer(v1, v2))
+    out = ember.empty(3, 4, dtype=ember.float64)
+    assert ember.addr(t64(m), t64(v1), t64(v2), out=out) is out
+    close(out, m + np.outer(v1, v2))
+    args = tuple(t64(a, requires_grad=True) for a in (m, v1, v2))
+    assert gradcheck(lambda a, b, c: ember.addr(a, b, c, beta=0.3, alpha=1.7), args)
+    with pytest.raises(RuntimeError, match="addr: Expected 1-D argument vec1, but got 2-D"):
+        ember.addr(t64(m), t64(v1[:, None]), t64(v2))
+    with pytest.raises(RuntimeError, match="addr: Expected 1-D argument vec2, but got 0-D"):
+        ember.addr(t64(m), t64(v1), t64(1.0))
+    with pytest.raises(RuntimeError, match="expand"):
+        ember.addr(ember.zeros(2, 3), ember.ones(2), ember.ones(4))
+
+
+def test_small_methods():
+    a = RNG.normal(size=(3, 4))
+    x = noncontig(a)
+    close(x.ravel(), a.ravel())
+    close(ember.ravel(t64(a)), a.ravel())
+    assert ember.ravel(t64(2.0)).shape == (1,)
+    assert x.nelement() == 12 and ember.zeros(0, 3).nelement() == 0
+    assert ember.positive(x) is x and x.positive() is x
+    assert [ember.ones(1, dtype=d).is_signed() for d in (ember.float32, ember.int8, ember.uint8, ember.bool)] == [
+        True, True, False, False]
+    assert x.get_device() == -1
+    assert x.is_same_size(t64(a)) and not x.is_same_size(t64(a.T))
+    close(t64(a).inner(t64(a[0])), a @ a[0])
+    close(t64(a[:2, :2]).kron(t64(np.eye(2))), np.kron(a[:2, :2], np.eye(2)))
+    with pytest.raises(RuntimeError, match="The `\\+` operator, on a bool tensor is not supported."):
+        ember.positive(ember.ones(2, dtype=ember.bool))
+    with pytest.raises(TypeError, match="must be Tensor"):
+        x.is_same_size([1, 2])
+
+
+def test_isposinf_isneginf_isreal():
+    vals = np.array([[1.0, np.inf, -np.inf], [np.nan, -0.0, np.inf]])
+    for label, x in layouts(vals):
+        assert ember.isposinf(x).tolist() == np.isposinf(vals).tolist(), label
+        assert x.isneginf().tolist() == np.isneginf(vals).tolist(), label
+        assert x.isreal().tolist() == np.ones((2, 3), bool).tolist()
+    assert ember.isposinf(ember.tensor([1, 2])).tolist() == [False, False]
+    assert ember.isposinf(t64(np.inf)).item() is True
+    assert ember.isneginf(ember.zeros(0)).shape == (0,)
+    z = ember.tensor(np.array([1 + 0j, 2j, -0.0j]))
+    assert ember.isreal(z).tolist() == [True, False, True]
+    out = ember.empty(3, dtype=ember.bool)
+    assert ember.isposinf(t64([np.inf, 0, -np.inf]), out=out) is out and out.tolist() == [True, False, False]
+    with pytest.raises(RuntimeError, match="isposinf does not support complex inputs."):
+        ember.isposinf(z)
+    with pytest.raises(RuntimeError, match="isneginf does not support complex inputs."):
+        z.isneginf()
+
+
+def test_ldexp():
+    a, k = RNG.normal(size=(3, 4)), RNG.integers(-3, 4, (4,))
+    close(ember.ldexp(t64(a), ember.tensor(k)), np.ldexp(a, k))
+    close(noncontig(a).ldexp(ember.tensor(k)), np.ldexp(a, k))
+    got = ember.ldexp(ember.tensor([1, 2]), ember.tensor([1, 2]))
+    assert got.dtype == ember.float32 and got.tolist() == [2.0, 8.0]
+    close(ember.ldexp(t64(1.5), ember.tensor(3)), 12.0)
+    assert ember.ldexp(ember.zeros(0), ember.tensor(1)).shape == (0,)
+    g = t64(a, requires_grad=True)
+    assert gradcheck(lambda t: ember.ldexp(t, t64(k)), (g,))
+
+
+def test_renorm():
+    a = RNG.normal(size=(3, 4, 2)) * 3
+
+    def ref(x, p, dim, maxnorm):
+        axes = tuple(d for d in range(x.ndim) if d != dim % x.ndim)
+        norm = np.sum(np.abs(x) ** p, axis=axes, keepdims=True) ** (1 / p)
+        return x * np.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+
+    for p, dim, maxnorm in ((2, 0, 4.0), (1, 1, 3.0), (3, -1, 5.0), (2, 2, 100.0)):
+        close(ember.renorm(t64(a), p, dim, maxnorm), ref(a, p, dim, maxnorm))
+    m = RNG.normal(size=(3, 4)) * 3
+    close(noncontig(m).renorm(2, 1, 2.0), ref(m, 2, 1, 2.0))
+    assert ember.renorm(ember.zeros(0, 3, dtype=ember.float64), 2, 0, 1.0).shape == (0, 3)
+    x = t64(m)
+    assert x.renorm_(2, 0, 1.0) is x
+    close(x, ref(m, 2, 0, 1.0))
+    g = t64(m, requires_grad=True)
+    assert gradcheck(lambda t: ember.renorm(t, 2, 0, 2.0), (g,))
+    with pytest.raises(RuntimeError, match="renorm: expected maxnorm to be >= 0 but got -1"):
+        ember.renorm(t64(m), 2, 0, -1)
+    with pytest.raises(RuntimeError, match="renorm: non-positive-norm not supported"):
+        ember.renorm(t64(m), 0, 0, 1)
+    with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor as input. Got Long"):
+        ember.renorm(ember.ones(2, 3, dtype=ember.int64), 2, 0, 1)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.renorm(t64(m), 2, 2, 1)
+    with pytest.raises(RuntimeError, match="renorm: input needs at least 2 dimensions, got 1 dimensions"):
+        ember.renorm(t64([3.0, 1.0]), 2, 0, 1.0)
+
+
+def test_sum_to_size():
+    a = RNG.normal(size=(2, 3, 4))
+    close(t64(a).sum_to_size(3, 1), a.sum(axis=(0, 2)).reshape(3, 1))
+    close(t64(a).sum_to_size((1, 3, 4)), a.sum(axis=0, keepdims=True))
+    close(t64(a).sum_to_size([4]), a.sum(axis=(0, 1)))
+    close(t64(a).sum_to_size(()), a.sum())
+    x = t64(a)
+    assert x.sum_to_size(2, 3, 4) is x
+    close(ember.zeros(0, 3).sum_to_size(1, 3), np.zeros((1, 3)))
+    g = t64(a, requires_grad=True)
+    assert gradcheck(lambda t: t.sum_to_size(3, 1), (g,))
+    with pytest.raises(RuntimeError, match=r"size \{\[3, 3\]\} is not expandable to size \{\[2, 3\]\}."):
+        ember.ones(2, 3).sum_to_size(3, 3)
+    with pytest.raises(RuntimeError, match=r"size \{\[2, 2, 3\]\} is not expandable to size \{\[2, 3\]\}."):
+        ember.ones(2, 3).sum_to_size(2, 2, 3)
+
+
+def test_where_method():
+    a, b = RNG.normal(size=(3, 4)), RNG.normal(size=(4,))
+    cond = a > 0
+    close(t64(a).where(ember.tensor(cond), t64(b)), np.where(cond, a, b))
+    close(noncontig(a).where(ember.tensor(cond), 0.0), np.where(cond, a, 0.0))
+
+
+def test_put():
+    a = RNG.normal(size=(3, 4))
+    for label, x in layouts(a):
+        src = RNG.normal(size=3)
+        idx = np.array([0, 5, -1])
+        assert x.put_(ember.tensor(idx), t64(src)) is x
+        want = a.copy().ravel()
+        want[idx] = src
+        close(x, want.reshape(3, 4), err_msg=label)
+    x = t64(a)
+    src = np.array([1.0, 2.0, 3.0])
+    x.put_(ember.tensor([1, 1, 7]), t64(src), accumulate=True)
+    want = a.copy().ravel()
+    np.add.at(want, [1, 1, 7], src)
+    close(x, want.reshape(3, 4))
+    got = ember.put(t64(a), ember.tensor([[2], [3]]), t64([[9.0], [8.0]]))
+    want = a.copy().ravel()
+    want[[2, 3]] = [9.0, 8.0]
+    close(got, want.reshape(3, 4))
+    s = t64(1.0)
+    s.put_(ember.tensor([0]), t64([5.0]))
+    close(s, 5.0)
+    assert t64(a).put_(ember.tensor([], dtype=ember.int64), t64([])).shape == (3, 4)
+    base = t64(a, requires_grad=True)
+    vals = t64(RNG.normal(size=2), requires_grad=True)
+    assert gradcheck(lambda t, v: t.put(ember.tensor([0, 6]), v), (base, vals))
+    assert gradcheck(lambda t, v: t.put(ember.tensor([0, 0]), v, accumulate=True), (base, vals))
+    with pytest.raises(IndexError, match="out of range: tried to access index 12 on a tensor of 12 elements."):
+        t64(a).put_(ember.tensor([12]), t64([1.0]))
+    with pytest.raises(IndexError, match="out of range: tried to access index -13 on a tensor of 12 elements."):
+        t64(a).put_(ember.tensor([-13]), t64([1.0]))
+    with pytest.raises(IndexError, match="Expected source and index to have the same number of elements, but got "
+                                         r"source.numel\(\) = 1, index.numel\(\) = 2"):
+        t64(a).put_(ember.tensor([1, 2]), t64([1.0]))
+    with pytest.raises(RuntimeError, match=r"put_\(\): Expected a long tensor for index, but got Int"):
+        t64(a).put_(ember.tensor([1], dtype=ember.int32), t64([1.0]))
+    with pytest.raises(RuntimeError, match="self and source expected to have the same dtype, but got self.dtype = "
+                                           "Double and source.dtype = Float"):
+        t64(a).put_(ember.tensor([1]), ember.tensor([1.0]))
+
+
+def _index_reduce_ref(base, dim, index, source, reduce, include_self):
+    out = np.moveaxis(base.copy(), dim, 0)
+    src = np.moveaxis(source, dim, 0)
+    ops = {"prod": np.multiply, "amax": np.maximum, "amin": np.minimum, "mean": np.add}
+    counts = np.ones(out.shape[0]) if include_self else np.zeros(out.shape[0])
+    touched = set()
+    for i, j in enumerate(index):
+        if not include_self and j not in touched:
+            out[j] = src[i]
+            counts[j] = 1
+        else:
+            out[j] = ops[reduce](out[j], src[i])
+            counts[j] += 1
+        touched.add(j)
+    if reduce == "mean":
+        for j in touched:
+            out[j] = out[j] / counts[j]
+    return np.moveaxis(out, 0, dim)
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce(reduce, include_self):
+    base = RNG.normal(size=(4, 3))
+    index = np.array([0, 2, 0, 3, 2])
+    source = RNG.normal(size=(4, 5))
+    for label, x in layouts(base):
+        src = RNG.normal(size=(5, 3))
+        want = _index_reduce_ref(base, 0, index, src, reduce, include_self)
+        assert x.index_reduce_(0, ember.tensor(index), t64(src), reduce, include_self=include_self) is x
+        close(x, want, err_msg=label)
+    want = _index_reduce_ref(base, 1, np.array([2, 2, 0]), source[:, :3], reduce, include_self)
+    close(ember.index_reduce(t64(base), -1, ember.tensor([2, 2, 0], dtype=ember.int32), t64(source[:, :3]), reduce,
+                             include_self=include_self), want)
+    assert ember.index_reduce(t64(base), 0, ember.tensor([], dtype=ember.int64), ember.zeros(0, 3, dtype=ember.float64),
+                              reduce).shape == (4, 3)
+    if reduce in ("prod", "mean"):
+        b = t64(base, requires_grad=True)
+        s = t64(RNG.uniform(0.5, 2, (3, 3)), requires_grad=True)
+        assert gradcheck(lambda t, u: t.index_reduce(0, ember.tensor([0, 2, 0]), u, reduce,
+                                                     include_self=include_self), (b, s))
+
+
+def test_index_reduce_bad_input():
+    x = ember.ones(2, 3)
+    with pytest.raises(RuntimeError, match="Expected reduce to be one of prod, mean, amax or amin but got sum."):
+        x.index_reduce_(0, ember.tensor([1]), ember.ones(1, 3), "sum")
+    with pytest.raises(RuntimeError, match=r"Number of indices \(2\) should be equal to source.size\(dim\): \(1\), "
+                                           "for dim: 0"):
+        x.index_reduce_(0, ember.tensor([1, 0]), ember.ones(1, 3), "prod")
+    with pytest.raises(RuntimeError, match="Expected dtype int32/int64 for index but got: Float"):
+        x.index_reduce_(0, ember.tensor([1.0]), ember.ones(1, 3), "prod")
+    with pytest.raises(IndexError, match="index out of range in self"):
+        x.index_reduce_(0, ember.tensor([5]), ember.ones(1, 3), "prod")
+    with pytest.raises(RuntimeError, match="must have the same scalar type"):
+        x.index_reduce_(0, ember.tensor([1]), ember.ones(1, 3, dtype=ember.float64), "prod")
+
+
+def test_mvlgamma():
+    a = RNG.uniform(2, 5, (3, 4))
+    lg = np.vectorize(math.lgamma)
+    for p in (1, 2, 4):
+        want = p * (p - 1) / 4 * math.log(math.pi) + sum(lg(a - i / 2) for i in range(p))
+        for label, x in layouts(a):
+            close(ember.mvlgamma(x, p), want, err_msg=label, rtol=1e-9)
+    x = t64(a)
+    assert x.mvlgamma_(3) is x
+    assert ember.mvlgamma(ember.zeros(0, dtype=ember.float64), 2).shape == (0,)
+    assert gradcheck(lambda t: ember.mvlgamma(t, 3), (t64(a, requires_grad=True),))
+    with pytest.raises(RuntimeError, match="p has to be greater than or equal to 1"):
+        ember.mvlgamma(t64(a), 0)
+    with pytest.raises(RuntimeError, match=r"All elements must be greater than \(p-1\)/2"):
+        ember.mvlgamma(t64([1.0]), 3)
+
+
+# ---- legacy linear algebra ------------------------------------------------------------------------
+
+
+def spd(n, batch=()):
+    m = RNG.normal(size=(*batch, n, n))
+    return m @ np.swapaxes(m, -1, -2) + n * np.eye(n)
+
+
+def test_inverse_pinverse():
+    a = spd(3)
+    close(ember.inverse(t64(a)), np.linalg.inv(a), rtol=1e-8)
+    close(noncontig(a).inverse(), np.linalg.inv(a), rtol=1e-8)
+    r = RNG.normal(size=(4, 2))
+    close(ember.pinverse(t64(r)), np.linalg.pinv(r), rtol=1e-8, atol=1e-10)
+    close(t64(r).pinverse(rcond=0.5), np.linalg.pinv(r, rcond=0.5), rtol=1e-8, atol=1e-10)
+    assert gradcheck(ember.inverse, (t64(a, requires_grad=True),))
+
+
+def test_qr_svd():
+    a = RNG.normal(size=(4, 3))
+    q, r = ember.qr(t64(a))
+    assert q.shape == (4, 3) and r.shape == (3, 3)
+    close(q @ r, a, rtol=1e-9, atol=1e-12)
+    q, r = t64(a).qr(some=False)
+    assert q.shape == (4, 4) and r.shape == (4, 3)
+    close(q @ r, a, rtol=1e-9, atol=1e-12)
+    u, s, v = ember.svd(t64(a))
+    assert u.shape == (4, 3) and v.shape == (3, 3)
+    close(s, np.linalg.svd(a, compute_uv=False), rtol=1e-9)
+    close(u @ ember.diag(s) @ v.t(), a, rtol=1e-9, atol=1e-12)  # V, not V^H
+    u, s, v = t64(a).svd(some=False)
+    assert u.shape == (4, 4) and v.shape == (3, 3)
+    u, s, v = ember.svd(t64(np.stack([a, 2 * a])), compute_uv=False)
+    assert u.shape == (2, 4, 4) and v.shape == (2, 3, 3)
+    assert not u.numpy().any() and not v.numpy().any()
+    close(s[1], 2 * np.linalg.svd(a, compute_uv=False), rtol=1e-9)
+    result = ember.svd(t64(a))
+    assert result.S is result[1]
+
+
+def test_cholesky_family():
+    a = spd(3)
+    L = np.linalg.cholesky(a)
+    close(ember.cholesky(t64(a)), L, rtol=1e-9)
+    close(t64(a).cholesky(upper=True), L.T, rtol=1e-9)
+    b = RNG.normal(size=(3, 2))
+    close(ember.cholesky_solve(t64(b), t64(L)), np.linalg.solve(a, b), rtol=1e-8)
+    close(t64(b).cholesky_solve(t64(L.T), upper=True), np.linalg.solve(a, b), rtol=1e-8)
+    close(ember.cholesky_inverse(t64(L)), np.linalg.inv(a), rtol=1e-8)
+    close(t64(L.T).cholesky_inverse(True), np.linalg.inv(a), rtol=1e-8)
+    batch = spd(2, (3,))
+    close(ember.cholesky_inverse(t64(np.linalg.cholesky(batch))), np.linalg.inv(batch), rtol=1e-8)
+    Lg = t64(L, requires_grad=True)
+    assert gradcheck(lambda m, rhs: ember.cholesky_solve(rhs, m.tril()), (Lg, t64(b, requires_grad=True)))
+    with pytest.raises(RuntimeError, match="cholesky_inverse: The input tensor A must have at least 2 dimensions."):
+        ember.cholesky_inverse(t64([1.0]))
+
+
+def test_lu_and_triangular_solve():
+    a = RNG.normal(size=(3, 3)) + 3 * np.eye(3)
+    lu, piv = ember.lu(t64(a))
+    assert piv.dtype == ember.int32
+    lu, piv, info = t64(a).lu(get_infos=True)
+    assert info.item() == 0
+    b = RNG.normal(size=(3, 2))
+    close(ember.lu_solve(t64(b), lu, piv), np.linalg.solve(a, b), rtol=1e-8)
+    close(t64(b).lu_solve(lu, piv), np.linalg.solve(a, b), rtol=1e-8)
+    with pytest.raises(RuntimeError):
+        ember.lu(ember.zeros(2, 2, dtype=ember.float64))
+    assert ember.lu(ember.zeros(2, 2, dtype=ember.float64), get_infos=True)[2].item() > 0
+    up = np.triu(a)
+    x, coeff = ember.triangular_solve(t64(b), t64(up))
+    close(x, np.linalg.solve(up, b), rtol=1e-9)
+    close(coeff, up)
+    x, _ = t64(b).triangular_solve(t64(up), transpose=True)
+    close(x, np.linalg.solve(up.T, b), rtol=1e-9)
+    lo = np.tril(a)
+    np.fill_diagonal(lo, 1.0)
+    res = ember.triangular_solve(t64(b), t64(lo), upper=False, unitriangular=True)
+    close(res.solution, np.linalg.solve(lo, b), rtol=1e-9)
+    ug = t64(up, requires_grad=True)
+    assert gradcheck(lambda m, rhs: ember.triangular_solve(rhs, m.triu())[0], (ug, t64(b, requires_grad=True)))
+    with pytest.raises(RuntimeError, match="Expected b to have at least 2 dimensions, but it has 1 dimensions"):
+        ember.triangular_solve(t64([1.0]), t64(up))
+
+
+# ---- nn.functional additions ----------------------------------------------------------------------
+
+
+def test_functional_inplace_activations():
+    a = RNG.normal(size=(3, 4))
+    cases = {
+        "relu_": ((), np.maximum(a, 0)), "elu_": ((0.5,), np.where(a > 0, a, 0.5 * (np.exp(a) - 1))),
+        "celu_": ((2.0,), np.where(a > 0, a, 2.0 * (np.exp(a / 2.0) - 1))),
+        "hardtanh_": ((-0.5, 0.5), np.clip(a, -0.5, 0.5)),
+        "leaky_relu_": ((0.2,), np.where(a > 0, a, 0.2 * a)),
+        "threshold_": ((0.1, 9.0), np.where(a > 0.1, a, 9.0)),
+        "rrelu_": ((0.1, 0.3), np.where(a >= 0, a, 0.2 * a)),
+    }
+    for name, (args, want) in cases.items():
+        for label, x in layouts(a):
+            assert getattr(F, name)(x, *args) is x
+            close(x, want, err_msg=f"{name} {label}")
+    x = t64(a)
+    F.selu_(x)
+    close(x, 1.0507009873554805 * np.where(a > 0, a, 1.6732632423543772 * (np.exp(a) - 1)))
+    assert F.relu_(ember.zeros(0, 2)).shape == (0, 2)
+    s = t64(-1.0)
+    F.relu_(s)
+    close(s, 0.0)
+    assert gradcheck(lambda t: F.elu_(t.clone(), 0.7), (t64(a, requires_grad=True),))
+    assert gradcheck(lambda t: F.leaky_relu_(t * 1.0, 0.1), (t64(a, requires_grad=True),))
+
+
+def test_functional_with_indices():
+    x = t64(RNG.normal(size=(2, 3, 6, 6)))
+    for n in (1, 2, 3):
+        inp = x.reshape(2, 3, 36) if n == 1 else (x if n == 2 else x.unsqueeze(0))
+        out, idx = getattr(F, f"max_pool{n}d_with_indices")(inp, 2)
+        ref, ref_idx = getattr(F, f"max_pool{n}d")(inp, 2, return_indices=True)
+        close(out, ref)
+        assert idx.tolist() == ref_idx.tolist()
+        out, idx = getattr(F, f"adaptive_max_pool{n}d_with_indices")(inp, 2)
+        ref, ref_idx = getattr(F, f"adaptive_max_pool{n}d")(inp, 2, return_indices=True)
+        close(out, ref)
+        assert idx.tolist() == ref_idx.tolist()
+
+
+def _multilabel_ref(x, y):
+    x, y = np.atleast_2d(x), np.atleast_2d(y)
+    losses = []
+    for row, targets in zip(x, y, strict=True):
+        js = []
+        for t in targets:
+            if t == -1:
+                break
+            js.append(t)
+        total = 0.0
+        for j in js:
+            for i in range(len(row)):
+                if i not in js:
+                    total += max(0.0, 1 - (row[j] - row[i]))
+        losses.append(total / len(row))
+    return np.array(losses)
+
+
+def test_multilabel_margin_loss():
+    x = RNG.normal(size=(4, 5))
+    y = np.array([[3, 0, -1, 1, 2], [1, 1, 4, -1, 0], [-1, 2, 3, 4, 0], [0, 1, 2, 3, 4]])
+    want = _multilabel_ref(x, y)
+    close(F.multilabel_margin_loss(t64(x), ember.tensor(y), reduction="none"), want)
+    close(F.multilabel_margin_loss(t64(x), ember.tensor(y)), want.mean())
+    close(F.multilabel_margin_loss(noncontig(x.T).t(), ember.tensor(y), reduction="sum"), want.sum())
+    close(F.multilabel_margin_loss(t64(x[0]), ember.tensor(y[0]), reduction="none"), want[0])
+    close(F.multilabel_margin_loss(t64([0.1, 0.2, 0.4, 0.8]), ember.tensor([3, 0, -1, 1])), 0.85)
+    close(F.multilabel_margin_loss(ember.zeros(0, 5, dtype=ember.float64), ember.zeros(0, 5, dtype=ember.int64),
+                                   reduction="sum"), 0.0)
+    module = ember.nn.MultiLabelMarginLoss(reduction="sum")
+    close(module(t64(x), ember.tensor(y)), want.sum())
+    assert gradcheck(lambda t: F.multilabel_margin_loss(t, ember.tensor(y)), (t64(x, requires_grad=True),))
+    with pytest.raises(RuntimeError, match=r"inconsistent target size: \[4\] for input of size: \[4, 5\]"):
+        F.multilabel_margin_loss(t64(x), ember.tensor([0, 1, 2, 3]))
+    with pytest.raises(RuntimeError, match=r"target values must be in \[-1, 4\]"):
+        F.multilabel_margin_loss(t64(x[:1]), ember.tensor([[5, -1, 0, 0, 0]]))
+    with pytest.raises(RuntimeError, match="Expected non-empty vector or matrix with optional 0-dim batch size"):
+        F.multilabel_margin_loss(ember.zeros(2, 2, 2), ember.zeros(2, 2, 2, dtype=ember.int64))
+
+
+def test_triplet_margin_with_distance_loss():
+    a, p, n = (RNG.normal(size=(3, 4)) for _ in range(3))
+
+    def dist(u, v):
+        return np.linalg.norm(u - v + 1e-6, axis=-1)
+
+    want = np.maximum(dist(a, p) - dist(a, n) + 1.0, 0)
+    close(F.triplet_margin_with_distance_loss(t64(a), t64(p), t64(n), reduction="none"), want, rtol=1e-9)
+    l1 = lambda u, v: (u - v).abs().sum(-1)  # noqa: E731
+    want = np.maximum(np.abs(a - p).sum(-1) - np.minimum(np.abs(a - n).sum(-1), np.abs(p - n).sum(-1)) + 0.5, 0)
+    close(F.triplet_margin_with_distance_loss(t64(a), t64(p), t64(n), distance_function=l1, margin=0.5, swap=True,
+                                              reduction="sum"), want.sum(), rtol=1e-9)
+    module = ember.nn.TripletMarginWithDistanceLoss(distance_function=l1, margin=0.5, swap=True)
+    close(module(t64(a), t64(p), t64(n)), want.mean(), rtol=1e-9)
+    args = tuple(t64(v, requires_grad=True) for v in (a, p, n))
+    assert gradcheck(lambda x, y, z: F.triplet_margin_with_distance_loss(x, y, z, distance_function=l1), args)
+    with pytest.raises(ValueError, match="expected margin to be greater than 0, got 0 instead"):
+        F.triplet_margin_with_distance_loss(t64(a), t64(p), t64(n), margin=0)
+    with pytest.raises(RuntimeError, match="anchor 2D, positive 1D, and negative 2D inputs"):
+        F.triplet_margin_with_distance_loss(t64(a), t64(p[0]), t64(n))
+    with pytest.raises(ValueError, match="avg is not a valid value for reduction"):
+        F.triplet_margin_with_distance_loss(t64(a), t64(p), t64(n), reduction="avg")
