@@ -1,0 +1,566 @@
+"""Further PyTorch names composed in Python from declared ops (issue 18, item 1): the *_copy
+forms of the view ops (a view, then a row-major copy), the *_scatter ops (a copy of input with
+src written into one of its views), the in-place shape changes squeeze_ ... transpose_, and small
+functions: column_stack, vander, trapezoid / trapz / cumulative_trapezoid, unravel_index, rsub,
+scalar_tensor, fill, split_with_sizes and the unsafe_* splits, nonzero_static, empty_permuted,
+range, lu_unpack, frobenius_norm / nuclear_norm / native_norm / norm_except_dim, native_dropout,
+can_cast, is_neg / resolve_neg, and the Tensor methods new, apply_, map_, map2_, dim_order.
+"""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+
+from . import _C
+from ._composites_py import _can_cast, _return_type, _tensor_arg, _wrap_dim
+from ._surface import _int_list, _legacy_name, empty_strided
+
+# ---- *_copy: a view op's result as a new tensor ---------------------------------------------------
+
+# name of the copy form -> the view method it copies.
+VIEW_COPIES = {
+    "alias_copy": "view_as", "detach_copy": "detach", "diagonal_copy": "diagonal", "expand_copy": "expand",
+    "permute_copy": "permute", "select_copy": "select", "squeeze_copy": "squeeze", "t_copy": "t",
+    "transpose_copy": "transpose", "unfold_copy": "unfold", "unsqueeze_copy": "unsqueeze", "view_copy": "view",
+    "view_as_real_copy": "view_as_real", "view_as_complex_copy": "view_as_complex", "as_strided_copy": "as_strided",
+}
+
+
+def _copy_of(name: str, view: str):
+    def copy(input: _C.Tensor, *args: object, **kwargs: object) -> _C.Tensor:  # noqa: A002
+        _tensor_arg(input, name)
+        if view == "view_as":  # alias_copy(input): a copy of input itself
+            result = input
+        elif view in ("view_as_real", "view_as_complex", "as_strided"):
+            from . import as_strided, view_as_complex, view_as_real
+
+            result = {"view_as_real": view_as_real, "view_as_complex": view_as_complex,
+                      "as_strided": as_strided}[view](input, *args, **kwargs)
+        else:
+            result = getattr(input, view)(*args, **kwargs)
+        return _C.Tensor.clone(result).contiguous()
+    copy.__name__ = copy.__qualname__ = name
+    copy.__doc__ = f"input.{view}(...) as a new row-major tensor that shares no memory with input (torch.{name})."
+    return copy
+
+
+def slice_copy(input: _C.Tensor, dim: builtins.int = 0, start: builtins.int | None = None,  # noqa: A002
+               end: builtins.int | None = None, step: builtins.int = 1) -> _C.Tensor:
+    return _slice(input, dim, start, end, step).clone().contiguous()
+
+
+def split_copy(input: _C.Tensor, split_size: object, dim: builtins.int = 0) -> tuple[_C.Tensor, ...]:  # noqa: A002
+    return tuple(part.clone() for part in _tensor_arg(input, "split_copy").split(split_size, dim))
+
+
+def split_with_sizes_copy(input: _C.Tensor, split_sizes: object, dim: builtins.int = 0) -> tuple[_C.Tensor, ...]:  # noqa: A002
+    return tuple(part.clone() for part in split_with_sizes(input, split_sizes, dim))
+
+
+def unbind_copy(input: _C.Tensor, dim: builtins.int = 0) -> tuple[_C.Tensor, ...]:  # noqa: A002
+    return tuple(part.clone() for part in _tensor_arg(input, "unbind_copy").unbind(dim))
+
+
+def _slice(input: _C.Tensor, dim: builtins.int, start: object, end: object, step: builtins.int) -> _C.Tensor:  # noqa: A002
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    dim = _wrap_dim(dim, _tensor_arg(input, "slice").dim())
+    index = [builtins.slice(None)] * input.dim()
+    index[dim] = builtins.slice(start, end, step)
+    return input[tuple(index)]
+
+
+# ---- *_scatter: input with src written into one of its views --------------------------------------
+
+
+def _scatter_into(input: _C.Tensor, src: _C.Tensor, view_of) -> _C.Tensor:  # noqa: A002
+    out = _tensor_arg(input, "scatter").clone()
+    target = view_of(out)
+    if tuple(target.shape) != tuple(_tensor_arg(src, "scatter", "src", 2).shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(target.shape)}")
+    target.copy_(src)
+    return out
+
+
+def select_scatter(input: _C.Tensor, src: _C.Tensor, dim: builtins.int, index: builtins.int) -> _C.Tensor:  # noqa: A002
+    """A copy of input with src in its slice input.select(dim, index) (torch.select_scatter)."""
+    return _scatter_into(input, src, lambda t: t.select(dim, index))
+
+
+def slice_scatter(input: _C.Tensor, src: _C.Tensor, dim: builtins.int = 0, start: builtins.int | None = None,  # noqa: A002
+                  end: builtins.int | None = None, step: builtins.int = 1) -> _C.Tensor:
+    return _scatter_into(input, src, lambda t: _slice(t, dim, start, end, step))
+
+
+def diagonal_scatter(input: _C.Tensor, src: _C.Tensor, offset: builtins.int = 0, dim1: builtins.int = 0,  # noqa: A002
+                     dim2: builtins.int = 1) -> _C.Tensor:
+    return _scatter_into(input, src, lambda t: t.diagonal(offset, dim1, dim2))
+
+
+def as_strided_scatter(input: _C.Tensor, src: _C.Tensor, size: object, stride: object,  # noqa: A002
+                       storage_offset: builtins.int | None = None) -> _C.Tensor:
+    from . import as_strided
+
+    return _scatter_into(input, src, lambda t: as_strided(t, size, stride, storage_offset))
+
+
+# ---- in-place shape changes -----------------------------------------------------------------------
+
+
+def _reshape_in_place(self: _C.Tensor, view: _C.Tensor, who: str) -> _C.Tensor:
+    """Give self the shape and strides of `view` (a view of self's memory), as PyTorch's in-place
+    view ops do. Not recorded by autograd: refused where autograd would need to."""
+    if self.requires_grad:
+        if self.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        raise NotImplementedError(f"{who}: changing the shape in place of a tensor that autograd records is not "
+                                  f"supported in Ember; use the out-of-place {who[:-1]}")
+    self.data = view
+    return self
+
+
+def squeeze_(self: _C.Tensor, dim: object = None) -> _C.Tensor:
+    return _reshape_in_place(self, self.squeeze() if dim is None else self.squeeze(dim), "squeeze_")
+
+
+def unsqueeze_(self: _C.Tensor, dim: builtins.int) -> _C.Tensor:
+    return _reshape_in_place(self, self.unsqueeze(dim), "unsqueeze_")
+
+
+def t_(self: _C.Tensor) -> _C.Tensor:
+    return _reshape_in_place(self, self.t(), "t_")
+
+
+def transpose_(self: _C.Tensor, dim0: builtins.int, dim1: builtins.int) -> _C.Tensor:
+    return _reshape_in_place(self, self.transpose(dim0, dim1), "transpose_")
+
+
+def as_strided_(self: _C.Tensor, size: object, stride: object, storage_offset: builtins.int | None = None) -> _C.Tensor:
+    from . import as_strided
+
+    return _reshape_in_place(self, as_strided(self, size, stride, storage_offset), "as_strided_")
+
+
+# ---- small functions ------------------------------------------------------------------------------
+
+
+def column_stack(tensors: object, *, out: _C.Tensor | None = None) -> _C.Tensor:
+    """The tensors side by side as columns: 0-d and 1-d ones become (n, 1) columns first
+    (torch.column_stack)."""
+    from . import hstack
+
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("column_stack expects a non-empty TensorList")
+    columns = [t.reshape([t.numel(), 1]) if t.dim() <= 1 else t for t in tensors]
+    return hstack(columns, out=out) if out is not None else hstack(columns)
+
+
+def vander(x: _C.Tensor, N: builtins.int | None = None, increasing: builtins.bool = False) -> _C.Tensor:  # noqa: N803
+    """The Vandermonde matrix of x: columns x^(N-1), ..., x^0 (x^0 first with increasing=True);
+    integral and bool x give int64 (torch.vander)."""
+    if _tensor_arg(x, "vander", "x").dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    dtype = _C.promote_types(x.dtype, _C.int64) if x.dtype != _C.bool else _C.int64
+    base = x.to(dtype) if x.dtype != dtype else x
+    columns = [_C.ones_like(base)] if n else []
+    for _ in builtins.range(1, n):  # x^k by repeated products, as PyTorch's cumprod: exact for integers
+        columns.append(_C.mul(columns[-1], base))
+    if not columns:
+        return _C.zeros([x.shape[0], 0], dtype=dtype)
+    result = _C.stack(columns, 1)
+    return result if increasing else result.flip([1])
+
+
+def _trapezoid_args(y: _C.Tensor, x: object, dx: object, dim: builtins.int, who: str):
+    _tensor_arg(y, who, "y")
+    if x is not None and dx is not None:
+        raise TypeError(f"{who}() received both x and dx; give one of them")
+    dim = _wrap_dim(dim, y.dim())
+    if y.dtype in (_C.bool,) or not (y.dtype.is_floating_point or y.dtype.is_complex):
+        y = y.to(_C.get_default_dtype())
+    return y, dim
+
+
+def _spacing(x: _C.Tensor, y: _C.Tensor, dim: builtins.int, who: str) -> _C.Tensor:
+    """The widths between x's sample points, shaped to broadcast against y's intervals along dim."""
+    if x.dim() == 1:
+        if x.shape[0] != y.shape[dim]:
+            raise RuntimeError(f"{who}: There must be one `x` value for each sample point")
+        widths = _C.sub(x[1:], x[:-1])
+        shape = [1] * y.dim()
+        shape[dim] = widths.shape[0]
+        return widths.reshape(shape)
+    widths = _C.diff(x, 1, dim if x.dim() == y.dim() else -1)
+    return widths
+
+
+def trapezoid(y: _C.Tensor, x: _C.Tensor | None = None, *, dx: object = None, dim: builtins.int = -1) -> _C.Tensor:
+    """The trapezoidal rule along dim: sample points x (a tensor) or a constant spacing dx
+    (default 1) (torch.trapezoid)."""
+    y, dim = _trapezoid_args(y, x, dx, dim, "trapezoid")
+    n = y.shape[dim]
+    if n == 0:
+        return _C.sum(y, [dim], False)  # zeros of the reduced shape
+    left, right = y.narrow(dim, 0, n - 1), y.narrow(dim, 1, n - 1)
+    mid = _C.add(left, right)
+    if x is None:
+        return _C.mul(_C.sum(mid, [dim], False), (1 if dx is None else dx) / 2)
+    return _C.div(_C.sum(_C.mul(mid, _spacing(x, y, dim, "trapezoid")), [dim], False), 2)
+
+
+def trapz(y: _C.Tensor, x: _C.Tensor | None = None, *, dx: object = None, dim: builtins.int = -1) -> _C.Tensor:
+    """torch.trapz, the older name of trapezoid."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y: _C.Tensor, x: _C.Tensor | None = None, *, dx: object = None,
+                         dim: builtins.int = -1) -> _C.Tensor:
+    """The running trapezoidal integral along dim: one fewer element than y there."""
+    y, dim = _trapezoid_args(y, x, dx, dim, "cumulative_trapezoid")
+    n = y.shape[dim]
+    if n == 0:
+        return y
+    left, right = y.narrow(dim, 0, n - 1), y.narrow(dim, 1, n - 1)
+    mid = _C.add(left, right)
+    if x is None:
+        return _C.mul(_C.cumsum(mid, dim), (1 if dx is None else dx) / 2)
+    return _C.div(_C.cumsum(_C.mul(mid, _spacing(x, y, dim, "cumulative_trapezoid")), dim), 2)
+
+
+def unravel_index(indices: object, shape: object) -> tuple[_C.Tensor, ...]:
+    """The coordinates in a tensor of `shape` of the flat (row-major) indices (torch.unravel_index);
+    negative indices count from the end."""
+    from ._tensor import as_tensor
+
+    indices = as_tensor(indices)
+    if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype == _C.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    dims = (shape,) if isinstance(shape, builtins.int) else tuple(builtins.int(s) for s in shape)
+    if builtins.any(s < 0 for s in dims):
+        raise ValueError(f"'shape' cannot have negative values, but got {dims}")
+    total = 1
+    for s in dims:
+        total *= s
+    if indices.numel():
+        low, high = _C.amin(indices).item(), _C.amax(indices).item()
+        if low < -total or high >= total:
+            raise RuntimeError("'indices' must be in range [-" + str(total) + ", " + str(total) + ")")
+    flat = indices.to(_C.int64)
+    flat = _C.where(_C.lt(flat, 0), _C.add(flat, total), flat)
+    coords = []
+    for size in reversed(dims):
+        coords.append(_C.remainder(flat, size) if size else flat)
+        flat = _C.div(flat, size, rounding_mode="floor") if size else flat
+    return tuple(reversed(coords))
+
+
+def rsub(input: _C.Tensor, other: object, alpha: object = 1) -> _C.Tensor:  # noqa: A002
+    """other - alpha * input (torch.rsub)."""
+    scaled = _C.mul(_tensor_arg(input, "rsub"), alpha) if alpha != 1 else input
+    return _C.neg(scaled) + other if not isinstance(other, _C.Tensor) else _C.sub(other, scaled)
+
+
+def scalar_tensor(s: object, *, dtype: _C.dtype | None = None, device: object = None,
+                  requires_grad: builtins.bool = False) -> _C.Tensor:
+    """A 0-dim tensor holding s, in the default float dtype unless dtype is given (torch.scalar_tensor)."""
+    out = _C.full([], s, dtype=dtype or _C.get_default_dtype(), device=device)
+    return out.requires_grad_() if requires_grad else out
+
+
+def fill(input: _C.Tensor, value: object) -> _C.Tensor:  # noqa: A002
+    """A new tensor of input's shape and dtype, every element value (torch.fill)."""
+    return _tensor_arg(input, "fill").clone().fill_(value)
+
+
+def split_with_sizes(input: _C.Tensor, split_sizes: object, dim: builtins.int = 0) -> tuple[_C.Tensor, ...]:  # noqa: A002
+    sizes = _int_list(split_sizes)
+    dim = _wrap_dim(dim, _tensor_arg(input, "split_with_sizes").dim())
+    if builtins.sum(sizes) != input.shape[dim] or builtins.any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {input.shape[dim]} (input "
+                           f"tensor's size at dimension {dim}), but got split_sizes={sizes}")
+    return tuple(input.split(sizes, dim))
+
+
+def unsafe_split(input: _C.Tensor, split_size: object, dim: builtins.int = 0) -> tuple[_C.Tensor, ...]:  # noqa: A002
+    """split; PyTorch's unsafe_ forms skip view tracking, Ember's views need none."""
+    return tuple(_tensor_arg(input, "unsafe_split").split(split_size, dim))
+
+
+def unsafe_chunk(input: _C.Tensor, chunks: builtins.int, dim: builtins.int = 0) -> tuple[_C.Tensor, ...]:  # noqa: A002
+    return tuple(_tensor_arg(input, "unsafe_chunk").chunk(chunks, dim))
+
+
+def unsafe_split_with_sizes(input: _C.Tensor, split_sizes: object, dim: builtins.int = 0) -> tuple[_C.Tensor, ...]:  # noqa: A002
+    return split_with_sizes(input, split_sizes, dim)
+
+
+def nonzero_static(input: _C.Tensor, *, size: builtins.int, fill_value: builtins.int = -1) -> _C.Tensor:  # noqa: A002
+    """nonzero's (n, ndim) indices cut or padded with fill_value to exactly `size` rows."""
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got {size}")
+    found = _C.nonzero(_tensor_arg(input, "nonzero_static"))
+    if found.shape[0] >= size:
+        return found[:size].clone()
+    pad = _C.full([size - found.shape[0], found.shape[1]], fill_value, dtype=_C.int64)
+    return _C.cat([found, pad], 0)
+
+
+def empty_permuted(size: object, physical_layout: object, *, dtype: _C.dtype | None = None, device: object = None,
+                   requires_grad: builtins.bool = False) -> _C.Tensor:
+    """An uninitialized tensor of `size` whose dims are laid out in memory in the order
+    physical_layout (outermost first), as torch.empty_permuted."""
+    size, order = _int_list(size), _int_list(physical_layout)
+    if sorted(order) != list(builtins.range(len(size))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; "
+                           f"or physical_layout is not a permutation: size={size}, physical_layout={order}")
+    stride = [0] * len(size)
+    step = 1
+    for d in reversed(order):
+        stride[d] = step
+        step *= builtins.max(size[d], 1)
+    return empty_strided(size, stride, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def range(start: object, end: object, step: object = 1, *, dtype: _C.dtype | None = None,  # noqa: A001
+          device: object = None, requires_grad: builtins.bool = False) -> _C.Tensor:
+    """start, start + step, ..., up to end inclusive, in the default float dtype (torch.range,
+    deprecated there in favour of arange, which excludes end)."""
+    warnings.warn("ember.range is deprecated and will be removed in a future release because its behavior is "
+                  "inconsistent with Python's range builtin. Instead, use ember.arange, which produces values in "
+                  "[start, end).", UserWarning, stacklevel=2)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and start > end + 0.0) or (step < 0 and start < end):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    count = builtins.int((end - start) // step) + 1
+    steps = _C.arange(0, count, 1, dtype=_C.float64)
+    out = _C.add(_C.mul(steps, step), start).to(dtype or _C.get_default_dtype())
+    return out.requires_grad_() if requires_grad else out
+
+
+def lu_unpack(LU_data: _C.Tensor, LU_pivots: _C.Tensor, unpack_data: builtins.bool = True,  # noqa: N803
+              unpack_pivots: builtins.bool = True) -> tuple[_C.Tensor, _C.Tensor, _C.Tensor]:
+    """(P, L, U) with A = P L U from linalg.lu_factor's LU and 1-based pivots (torch.lu_unpack).
+    Parts not asked for are empty tensors, as PyTorch's."""
+    from . import empty, eye, stack
+
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = builtins.min(m, n)
+    batch = list(LU_data.shape[:-2])
+    if unpack_data:
+        L = _C.add(_C.tril(LU_data[..., :, :k], -1), eye(m, k, dtype=LU_data.dtype))
+        U = _C.triu(LU_data[..., :k, :])
+    else:
+        L = empty([0], dtype=LU_data.dtype)
+        U = empty([0], dtype=LU_data.dtype)
+    if not unpack_pivots:
+        return _return_type("lu_unpack", ("P", "L", "U"))(empty([0], dtype=LU_data.dtype), L, U)
+    if LU_pivots.dtype != _C.int32:
+        raise RuntimeError(f"lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype. "
+                           f"Note: this function is intended to be used with the output produced by "
+                           f"torch.linalg.lu_factor, but got {_legacy_name(LU_pivots.dtype)}")
+    pivots = LU_pivots.reshape([-1, LU_pivots.shape[-1]]).tolist() if LU_pivots.dim() else [[]]
+    matrices = []
+    identity = eye(m, dtype=LU_data.dtype)
+    for row in pivots:  # the row swaps applied in order give the permutation
+        perm = list(builtins.range(m))
+        for i, p in enumerate(row):
+            perm[i], perm[p - 1] = perm[p - 1], perm[i]
+        # A = P L U with P[perm[i], i] = 1.
+        matrices.append(identity[:, _inverse_perm(perm)].t())
+    P = stack(matrices).reshape(batch + [m, m]) if matrices else empty(batch + [m, m], dtype=LU_data.dtype)
+    return _return_type("lu_unpack", ("P", "L", "U"))(P.contiguous(), L, U)
+
+
+def _inverse_perm(perm: list[builtins.int]) -> list[builtins.int]:
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return inverse
+
+
+def frobenius_norm(input: _C.Tensor, dim: object = (-2, -1), keepdim: builtins.bool = False) -> _C.Tensor:  # noqa: A002
+    from .linalg import vector_norm
+
+    return vector_norm(input, 2, dim=_int_list(dim), keepdim=keepdim)
+
+
+def nuclear_norm(input: _C.Tensor, dim: object = None, keepdim: builtins.bool = False) -> _C.Tensor:  # noqa: A002
+    """The sum of singular values over the two dims (the last two by default)."""
+    from .linalg import matrix_norm
+
+    if isinstance(dim, builtins.bool):  # nuclear_norm(input, keepdim) form
+        dim, keepdim = None, dim
+    return matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else tuple(_int_list(dim)), keepdim=keepdim)
+
+
+def native_norm(input: _C.Tensor, p: object = 2, dim: object = None, keepdim: builtins.bool = False,  # noqa: A002
+                dtype: _C.dtype | None = None) -> _C.Tensor:
+    from .linalg import vector_norm
+
+    return vector_norm(input, p, dim=None if dim is None else _int_list(dim), keepdim=keepdim, dtype=dtype)
+
+
+def norm_except_dim(v: _C.Tensor, pow: object = 2, dim: builtins.int = 0) -> _C.Tensor:  # noqa: A002
+    """The pow-norm of v over every dim but dim, kept as size-1 dims (weight normalization's
+    norm); dim=-1 gives the norm of all of v, as PyTorch's."""
+    from .linalg import vector_norm
+
+    if dim == -1:
+        return vector_norm(v, pow)
+    dim = _wrap_dim(dim, v.dim())
+    others = [d for d in builtins.range(v.dim()) if d != dim]
+    return vector_norm(v, pow, dim=others, keepdim=True) if others else _C.abs(v)
+
+
+def native_dropout(input: _C.Tensor, p: float, train: builtins.bool | None) -> tuple[_C.Tensor, _C.Tensor]:  # noqa: A002
+    """(output, keep mask) of dropout (torch.native_dropout); in eval the mask is all True."""
+    from . import ones_like
+    from .nn import functional as F
+
+    if not train:
+        return input.clone(), ones_like(input, dtype=_C.bool)
+    scaled_mask = F.dropout(ones_like(input), p, True)
+    return _C.mul(input, scaled_mask), _C.ne(scaled_mask, 0)
+
+
+def can_cast(from_: _C.dtype, to: _C.dtype) -> builtins.bool:
+    """Whether PyTorch's type promotion lets from_ be cast to `to` (torch.can_cast)."""
+    return _can_cast(from_, to)
+
+
+def is_neg(input: _C.Tensor) -> builtins.bool:  # noqa: A002
+    """False: Ember has no lazy negation bit, every tensor's values are materialized."""
+    _tensor_arg(input, "is_neg")
+    return False
+
+
+def resolve_neg(input: _C.Tensor) -> _C.Tensor:  # noqa: A002
+    """input itself: with no lazy negation bit there is nothing to resolve."""
+    return _tensor_arg(input, "resolve_neg")
+
+
+def get_device(input: _C.Tensor) -> builtins.int:  # noqa: A002
+    from ._surface import get_device as method
+
+    return method(_tensor_arg(input, "get_device"))
+
+
+def is_same_size(input: _C.Tensor, other: _C.Tensor) -> builtins.bool:  # noqa: A002
+    from ._surface import is_same_size as method
+
+    return method(_tensor_arg(input, "is_same_size"), other)
+
+
+def is_signed(input: _C.Tensor) -> builtins.bool:  # noqa: A002
+    return _tensor_arg(input, "is_signed").dtype.is_signed
+
+
+# ---- Tensor methods -------------------------------------------------------------------------------
+
+
+def new(self: _C.Tensor, *args: object, **kwargs: object) -> _C.Tensor:
+    """The legacy constructor: self.new(2, 3) is uninitialized of self's dtype, self.new(data) a
+    tensor of data in self's dtype, self.new() an empty one (torch.Tensor.new)."""
+    from . import empty, tensor
+
+    dtype, device = kwargs.pop("dtype", self.dtype), kwargs.pop("device", self.device)
+    if kwargs:
+        raise TypeError(f"new() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    if not args:
+        return empty([0], dtype=dtype, device=device)
+    if builtins.all(isinstance(a, builtins.int) for a in args):
+        return empty(list(args), dtype=dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], tuple) and builtins.all(isinstance(a, builtins.int) for a in args[0]):
+        return empty(list(args[0]), dtype=dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], _C.Tensor):
+        if args[0].dtype != dtype:
+            raise TypeError(f"expected {dtype} (got {args[0].dtype})")
+        return args[0]  # PyTorch returns an alias of the given tensor
+    if len(args) == 1:
+        return tensor(args[0], dtype=dtype, device=device)
+    raise TypeError("new() expects sizes (ints), a size tuple, a tensor or data")
+
+
+def apply_(self: _C.Tensor, callable: object) -> _C.Tensor:  # noqa: A002
+    """callable applied to every element in place (a Python loop, CPU only, as PyTorch's)."""
+    from . import tensor
+
+    if self.requires_grad:
+        raise RuntimeError("apply_ is not supported on tensors that require grad: it bypasses autograd")
+    values = [callable(v) for v in self.reshape(-1).tolist()]
+    self.copy_(tensor(values, dtype=self.dtype).reshape(list(self.shape)))
+    return self
+
+
+def map_(self: _C.Tensor, tensor: _C.Tensor, callable: object) -> _C.Tensor:  # noqa: A002
+    """self[i] = callable(self[i], tensor[i]) in place, tensor broadcast to self's shape."""
+    from . import tensor as make
+
+    if self.requires_grad:
+        raise RuntimeError("map_ is not supported on tensors that require grad: it bypasses autograd")
+    other = tensor.expand(list(self.shape)).reshape(-1).tolist()
+    values = [callable(a, b) for a, b in zip(self.reshape(-1).tolist(), other, strict=True)]
+    self.copy_(make(values, dtype=self.dtype).reshape(list(self.shape)))
+    return self
+
+
+def map2_(self: _C.Tensor, x: _C.Tensor, y: _C.Tensor, callable: object) -> _C.Tensor:  # noqa: A002
+    from . import tensor as make
+
+    if self.requires_grad:
+        raise RuntimeError("map2_ is not supported on tensors that require grad: it bypasses autograd")
+    shape = list(self.shape)
+    xs, ys = x.expand(shape).reshape(-1).tolist(), y.expand(shape).reshape(-1).tolist()
+    values = [callable(a, b, c) for a, b, c in zip(self.reshape(-1).tolist(), xs, ys, strict=True)]
+    self.copy_(make(values, dtype=self.dtype).reshape(shape))
+    return self
+
+
+def dim_order(self: _C.Tensor) -> tuple[builtins.int, ...]:
+    """The dims from outermost to innermost in memory (largest stride first; ties keep dim order)."""
+    strides = list(self.stride())
+    return tuple(sorted(builtins.range(self.dim()), key=lambda d: -strides[d]))
+
+
+def const_data_ptr(self: _C.Tensor) -> builtins.int:
+    return self.data_ptr()
+
+
+# ---- exports ------------------------------------------------------------------------------------
+
+_FUNCTIONS = ["slice_copy", "split_copy", "split_with_sizes_copy", "unbind_copy", "select_scatter", "slice_scatter",
+              "diagonal_scatter", "as_strided_scatter", "column_stack", "vander", "trapezoid", "trapz",
+              "cumulative_trapezoid", "unravel_index", "rsub", "scalar_tensor", "fill", "split_with_sizes",
+              "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes", "nonzero_static", "empty_permuted", "range",
+              "lu_unpack", "frobenius_norm", "nuclear_norm", "native_norm", "norm_except_dim", "native_dropout",
+              "can_cast", "is_neg", "resolve_neg", "get_device", "is_same_size", "is_signed", "as_strided_"]
+
+
+def namespace() -> dict[str, object]:
+    names = {name: globals()[name] for name in _FUNCTIONS}
+    names.update({name: _copy_of(name, view) for name, view in VIEW_COPIES.items()})
+    return names
+
+
+METHODS = ["select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter", "split_with_sizes",
+           "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes", "nonzero_static", "is_neg", "resolve_neg",
+           "squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_", "new", "apply_", "map_", "map2_",
+           "dim_order", "const_data_ptr"]
+
+
+def install_tensor_methods() -> None:
+    for name in METHODS:
+        if not hasattr(_C.Tensor, name):
+            setattr(_C.Tensor, name, globals()[name])
+    _C.Tensor.swapaxes_ = _C.Tensor.swapdims_ = transpose_
+    if not hasattr(_C.Tensor, "prelu"):
+        from .nn import functional as F
+
+        _C.Tensor.prelu = lambda self, weight: F.prelu(self, weight)
