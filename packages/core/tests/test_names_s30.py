@@ -862,3 +862,311 @@ def test_triplet_margin_with_distance_loss():
         F.triplet_margin_with_distance_loss(t64(a), t64(p[0]), t64(n))
     with pytest.raises(ValueError, match="avg is not a valid value for reduction"):
         F.triplet_margin_with_distance_loss(t64(a), t64(p), t64(n), reduction="avg")
+
+
+# ---- *_copy and *_scatter -------------------------------------------------------------------------
+
+
+def test_view_copies():
+    a = RNG.normal(size=(3, 4))
+    x = noncontig(a)
+    cases = {
+        "t_copy": ((), a.T), "transpose_copy": ((0, 1), a.T), "permute_copy": (([1, 0],), a.T),
+        "diagonal_copy": ((), np.diagonal(a)), "select_copy": ((1, 2), a[:, 2]), "unsqueeze_copy": ((0,), a[None]),
+        "expand_copy": (([2, 3, 4],), np.broadcast_to(a, (2, 3, 4))), "view_copy": (([12],), a.ravel()),
+        "detach_copy": ((), a), "alias_copy": ((), a), "unfold_copy": ((1, 2, 2), np.stack([a[:, 0:2], a[:, 2:4]], 1)),
+        "squeeze_copy": ((), a),
+    }
+    for name, (args, want) in cases.items():
+        src = t64(a) if name == "view_copy" else x
+        got = getattr(ember, name)(src, *args)
+        assert got.is_contiguous(), name
+        close(got, want, err_msg=name)
+        if got.numel():
+            assert got.data_ptr() != src.data_ptr(), name
+    close(ember.slice_copy(t64(a), 1, 1, None, 2), a[:, 1::2])
+    parts = ember.split_copy(t64(a), 2, 1)
+    close(parts[1], a[:, 2:])
+    close(ember.split_with_sizes_copy(t64(a), [1, 3], 1)[1], a[:, 1:])
+    close(ember.unbind_copy(t64(a), 1)[3], a[:, 3])
+    z = np.array([[1.0, 2.0], [3.0, 4.0]])
+    close(ember.view_as_complex_copy(t64(z)), [1 + 2j, 3 + 4j])
+    close(ember.view_as_real_copy(ember.tensor(np.array([1 + 2j]))), [[1.0, 2.0]])
+    close(ember.as_strided_copy(t64(np.arange(6.0)), (2, 2), (1, 2)), [[0.0, 2.0], [1.0, 3.0]])
+    assert ember.t_copy(ember.zeros(0, 3)).shape == (3, 0)
+    assert gradcheck(lambda t: ember.permute_copy(t, [1, 0]), (t64(a, requires_grad=True),))
+
+
+def test_scatters():
+    a = RNG.normal(size=(3, 4))
+    row = RNG.normal(size=4)
+    want = a.copy()
+    want[1] = row
+    for label, x in layouts(a):
+        out = ember.select_scatter(x, t64(row), 0, 1)
+        close(out, want, err_msg=label)
+        close(x, a)  # input untouched
+    want = a.copy()
+    block = RNG.normal(size=(3, 2))
+    want[:, 1::2] = block
+    close(ember.slice_scatter(t64(a), t64(block), 1, 1, None, 2), want)
+    close(t64(a).slice_scatter(t64(block), dim=1, start=1, step=2), want)
+    want = a.copy()
+    diag = RNG.normal(size=3)
+    want[np.arange(3), np.arange(1, 4)] = diag
+    close(ember.diagonal_scatter(t64(a), t64(diag), 1), want)
+    flat = np.arange(6.0)
+    got = ember.as_strided_scatter(t64(flat), t64([[9.0, 8.0]]), (1, 2), (1, 3))
+    close(got, [9.0, 1, 2, 8, 4, 5])
+    close(ember.select_scatter(t64(2.0 * np.ones(3)), t64(5.0), 0, 2), [2.0, 2.0, 5.0])  # 0-dim src
+    assert ember.slice_scatter(ember.zeros(0, 3), ember.zeros(0, 1), 1, 0, 1).shape == (0, 3)
+    base, src = t64(a, requires_grad=True), t64(row, requires_grad=True)
+    assert gradcheck(lambda t, s: ember.select_scatter(t, s, 0, 1), (base, src))
+    assert gradcheck(lambda t, s: ember.diagonal_scatter(t, s), (base, t64(diag, requires_grad=True)))
+    with pytest.raises(RuntimeError, match=r"expected src to have a size equal to the slice of self. src size = "
+                                           r"\[3\], slice size = \[4\]"):
+        ember.select_scatter(ember.zeros(2, 4), ember.ones(3), 0, 0)
+    with pytest.raises(RuntimeError, match=r"src size = \[3, 4\], slice size = \[2, 4\]"):
+        ember.slice_scatter(ember.zeros(4, 4), ember.ones(3, 4), 0, 0, 2)
+
+
+# ---- in-place shape changes -----------------------------------------------------------------------
+
+
+def test_inplace_shape_changes():
+    a = RNG.normal(size=(2, 1, 3))
+    x = t64(a)
+    assert x.squeeze_() is x and x.shape == (2, 3)
+    close(x, a[:, 0])
+    x.unsqueeze_(0)
+    assert x.shape == (1, 2, 3)
+    x.squeeze_(0)
+    x.t_()
+    assert x.shape == (3, 2) and not x.is_contiguous()
+    close(x, a[:, 0].T)
+    x.transpose_(0, 1)
+    close(x, a[:, 0])
+    x.swapaxes_(0, 1)
+    assert x.shape == (3, 2)
+    x.swapdims_(1, 0)
+    assert x.shape == (2, 3)
+    y = t64(np.arange(6.0))
+    view = y[:]
+    y.as_strided_((2, 2), (1, 2))
+    close(y, [[0.0, 2.0], [1.0, 3.0]])
+    y[0, 0] = 7.0  # still the same memory
+    assert view[0].item() == 7.0
+    s = t64(3.0)
+    assert s.unsqueeze_(0).shape == (1,)
+    assert ember.zeros(0, 1).squeeze_().shape == (0,)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation."):
+        t64(a, requires_grad=True).squeeze_()
+    with pytest.raises(NotImplementedError, match="squeeze_: changing the shape in place of a tensor that autograd"):
+        (t64(a, requires_grad=True) * 2).squeeze_()
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.ones(2).unsqueeze_(3)
+
+
+# ---- small functions ------------------------------------------------------------------------------
+
+
+def test_column_stack_vander():
+    a, b = RNG.normal(size=3), RNG.normal(size=(3, 2))
+    close(ember.column_stack([t64(a), t64(b), t64(a)]), np.column_stack([a, b, a]))
+    close(ember.column_stack((noncontig(b),)), b)
+    close(ember.column_stack([t64(1.0), t64(2.0)]), [[1.0, 2.0]])
+    assert ember.column_stack([ember.zeros(0), ember.zeros(0, 2)]).shape == (0, 3)
+    with pytest.raises(RuntimeError, match="column_stack expects a non-empty TensorList"):
+        ember.column_stack([])
+    x = RNG.normal(size=4)
+    close(ember.vander(t64(x)), np.vander(x))
+    close(ember.vander(t64(x), 2, increasing=True), np.vander(x, 2, increasing=True))
+    close(ember.vander(t64(x[::2].copy())), np.vander(x[::2]))
+    close(ember.vander(t64(x), N=0), np.zeros((4, 0)))
+    assert ember.vander(ember.zeros(0, dtype=ember.float64)).shape == (0, 0)
+    got = ember.vander(ember.tensor([1, 2, 3], dtype=ember.int32), 4)
+    assert got.dtype == ember.int64 and got.tolist() == np.vander([1, 2, 3], 4).tolist()
+    assert ember.vander(ember.tensor([True, False]), 3).tolist() == [[1, 1, 1], [0, 0, 1]]
+    close(ember.vander(t64([2.0, 0.0]), 3), [[4.0, 2.0, 1.0], [0.0, 0.0, 1.0]])
+    assert gradcheck(lambda t: ember.vander(t, 3), (t64(x, requires_grad=True),))
+    with pytest.raises(RuntimeError, match="x must be a one-dimensional tensor."):
+        ember.vander(ember.ones(2, 2))
+    with pytest.raises(RuntimeError, match="N must be non-negative."):
+        ember.vander(ember.ones(2), -1)
+
+
+def _trapz_ref(y, x=None, dx=1.0, axis=-1):
+    y = np.moveaxis(y, axis, -1)
+    mids = (y[..., 1:] + y[..., :-1]) / 2
+    widths = np.diff(x) if x is not None else dx
+    return (mids * widths).sum(-1)
+
+
+def _cumtrapz_ref(y, x=None, dx=1.0, axis=-1):
+    y = np.moveaxis(y, axis, -1)
+    mids = (y[..., 1:] + y[..., :-1]) / 2
+    widths = np.diff(x) if x is not None else dx
+    return np.moveaxis(np.cumsum(mids * widths, -1), -1, axis)
+
+
+def test_trapezoid_family():
+    y = RNG.normal(size=(3, 5))
+    xs = np.sort(RNG.uniform(0, 4, 5))
+    close(ember.trapezoid(t64(y)), _trapz_ref(y))
+    close(ember.trapezoid(t64(y), dx=0.5), _trapz_ref(y, dx=0.5))
+    close(ember.trapezoid(t64(y), t64(xs)), _trapz_ref(y, xs))
+    close(ember.trapezoid(noncontig(y), t64(xs)), _trapz_ref(y, xs))
+    close(ember.trapezoid(t64(y), dim=0), _trapz_ref(y, axis=0))
+    close(ember.trapz(t64(y), t64(xs)), _trapz_ref(y, xs))
+    close(ember.trapezoid(t64(y), t64(np.broadcast_to(xs, (3, 5)).copy())), _trapz_ref(y, xs))
+    close(ember.cumulative_trapezoid(t64(y)), _cumtrapz_ref(y))
+    close(ember.cumulative_trapezoid(t64(y), t64(xs)), _cumtrapz_ref(y, xs))
+    close(ember.cumulative_trapezoid(t64(y), dx=2.0, dim=0), _cumtrapz_ref(y, dx=2.0, axis=0))
+    assert ember.trapezoid(ember.tensor([1, 2, 3])).dtype == ember.float32
+    close(ember.trapezoid(ember.zeros(3, 0, dtype=ember.float64)), np.zeros(3))
+    close(ember.trapezoid(t64([2.0])), 0.0)
+    assert ember.cumulative_trapezoid(ember.zeros(2, 0)).shape == (2, 0)
+    assert gradcheck(lambda t, u: ember.trapezoid(t, u), (t64(y, requires_grad=True), t64(xs, requires_grad=True)))
+    with pytest.raises(RuntimeError, match="trapezoid: There must be one `x` value for each sample point"):
+        ember.trapezoid(t64(y), t64(xs[:3]))
+
+
+def test_unravel_index():
+    shape = (3, 4, 5)
+    idx = RNG.integers(0, 60, 7)
+    got = ember.unravel_index(ember.tensor(idx), shape)
+    for g, w in zip(got, np.unravel_index(idx, shape), strict=True):
+        assert g.tolist() == w.tolist()
+    neg = ember.unravel_index(ember.tensor([-1, -60]), shape)
+    assert [g.tolist() for g in neg] == [[2, 0], [3, 0], [4, 0]]
+    scalar = ember.unravel_index(ember.tensor(7), (2, 5))
+    assert [g.item() for g in scalar] == [1, 2]
+    assert ember.unravel_index(ember.zeros(0, dtype=ember.int64), (2, 3))[0].shape == (0,)
+    assert [g.tolist() for g in ember.unravel_index(ember.tensor([[5]]), 6)] == [[[5]]]
+    with pytest.raises(TypeError, match="expected 'indices' to be integer dtype, but got ember.float32"):
+        ember.unravel_index(ember.tensor([4.0]), (2, 3))
+    with pytest.raises(RuntimeError, match=r"'indices' must be in range \[-6, 6\)"):
+        ember.unravel_index(ember.tensor([6]), (2, 3))
+    with pytest.raises(ValueError, match=r"'shape' cannot have negative values, but got \(2, -3\)"):
+        ember.unravel_index(ember.tensor(4), (2, -3))
+
+
+def test_small_functions():
+    a = RNG.normal(size=(3, 4))
+    close(ember.rsub(t64(a), 5.0, alpha=2), 5.0 - 2 * a)
+    close(ember.rsub(t64(a), t64(a[0])), a[0] - a)
+    assert ember.rsub(ember.tensor([1, 2]), 5, alpha=2).tolist() == [3, 1]
+    s = ember.scalar_tensor(3)
+    assert s.shape == () and s.dtype == ember.float32 and s.item() == 3.0
+    assert ember.scalar_tensor(2, dtype=ember.int64).dtype == ember.int64
+    f = ember.fill(noncontig(a), 1.5)
+    close(f, np.full((3, 4), 1.5))
+    assert ember.fill(ember.ones(2, dtype=ember.int32), 2.7).tolist() == [2, 2]
+    close(ember.fill(t64(a), t64(4.0)), np.full((3, 4), 4.0))
+    parts = ember.split_with_sizes(t64(a), [1, 3], 1)
+    close(parts[0], a[:, :1])
+    close(parts[1], a[:, 1:])
+    assert [p.shape for p in t64(a).split_with_sizes([0, 3])] == [(0, 4), (3, 4)]
+    close(ember.unsafe_split(t64(a), 2)[1], a[2:])
+    close(t64(a).unsafe_chunk(2, 1)[1], a[:, 2:])
+    close(ember.unsafe_split_with_sizes(t64(a), [2, 1])[1], a[2:])
+    with pytest.raises(RuntimeError, match=r"split_with_sizes expects split_sizes to sum exactly to 5 \(input "
+                                           r"tensor's size at dimension 0\), but got split_sizes=\[1, 2\]"):
+        ember.split_with_sizes(ember.zeros(5), [1, 2])
+    m = np.array([[0, 1], [1, 1]])
+    assert ember.nonzero_static(ember.tensor(m), size=4, fill_value=-5).tolist() == [[0, 1], [1, 0], [1, 1],
+                                                                                      [-5, -5]]
+    assert ember.nonzero_static(ember.tensor([0, 1, 0, 1, 1]), size=2).tolist() == [[1], [3]]
+    assert ember.nonzero_static(ember.zeros(0), size=1).tolist() == [[-1]]
+    with pytest.raises(RuntimeError, match="'size' must be an non-negative integer, but got -1"):
+        ember.nonzero_static(ember.ones(2), size=-1)
+    p = ember.empty_permuted((2, 3, 4), (0, 2, 1))
+    assert p.shape == (2, 3, 4) and list(p.stride()) == [12, 1, 3]
+    with pytest.raises(RuntimeError, match="physical_layout is not a permutation"):
+        ember.empty_permuted((2, 3), (0, 0))
+    with pytest.warns(UserWarning, match="ember.range is deprecated"):
+        r = ember.range(0, 1, 0.25)
+    close(r, [0.0, 0.25, 0.5, 0.75, 1.0])
+    with pytest.warns(UserWarning):
+        assert ember.range(1, 4).tolist() == [1.0, 2.0, 3.0, 4.0]
+        assert ember.range(3, 0, -1, dtype=ember.int64).tolist() == [3, 2, 1, 0]
+        with pytest.raises(RuntimeError, match="upper bound and larger bound inconsistent with step sign"):
+            ember.range(0, 3, -1)
+    assert ember.can_cast(ember.float32, ember.float64) and not ember.can_cast(ember.float32, ember.int32)
+    assert not ember.can_cast(ember.int32, ember.bool) and ember.can_cast(ember.bool, ember.int8)
+    x = t64(a)
+    assert ember.is_neg(x) is False and ember.resolve_neg(x) is x and x.resolve_neg() is x
+    assert ember.get_device(x) == -1 and ember.is_same_size(x, t64(a)) and ember.is_signed(x)
+
+
+def test_lu_unpack():
+    for shape in ((4, 4), (5, 3), (3, 5), (2, 4, 4)):
+        a = RNG.normal(size=shape)
+        lu, piv = ember.linalg.lu_factor(t64(a))
+        P, L, U = ember.lu_unpack(lu, piv)
+        close(P @ L @ U, a, rtol=1e-9, atol=1e-12)
+        k = min(shape[-2:])
+        assert L.shape[-2:] == (shape[-2], k) and U.shape[-2:] == (k, shape[-1])
+        close(L, np.tril(L.numpy()))
+        close(np.diagonal(L.numpy(), axis1=-2, axis2=-1), np.ones(L.shape[:-2] + (k,)))
+        close(U, np.triu(U.numpy()))
+    P, L, U = ember.lu_unpack(lu, piv, unpack_data=False)
+    assert L.numel() == 0 and U.numel() == 0 and P.shape == (2, 4, 4)
+    with pytest.raises(RuntimeError, match="LU_pivots is expected to be a contiguous tensor of torch.int32 dtype"):
+        ember.lu_unpack(lu, piv.to(ember.int64))
+
+
+def test_norm_helpers():
+    a = RNG.normal(size=(2, 3, 4))
+    close(ember.frobenius_norm(t64(a)), np.sqrt((a ** 2).sum(axis=(-2, -1))))
+    close(ember.frobenius_norm(t64(a), (0, 2)), np.sqrt((a ** 2).sum(axis=(0, 2))))
+    m = a[0]
+    close(ember.nuclear_norm(t64(m)), np.linalg.svd(m, compute_uv=False).sum(), rtol=1e-9)
+    close(ember.nuclear_norm(t64(a), (1, 2), True), np.linalg.svd(a, compute_uv=False).sum(-1)[:, None, None],
+          rtol=1e-9)
+    close(ember.native_norm(t64(a), 3), (np.abs(a) ** 3).sum() ** (1 / 3))
+    close(ember.norm_except_dim(t64(a), 2, 1), np.sqrt((a ** 2).sum(axis=(0, 2), keepdims=True)))
+    close(ember.norm_except_dim(t64(a), 2, -1), np.sqrt((a ** 2).sum()))
+    assert gradcheck(lambda t: ember.norm_except_dim(t, 2, 0), (t64(a, requires_grad=True),))
+
+
+def test_native_dropout():
+    x = t64(np.ones((100, 100)))
+    out, mask = ember.native_dropout(x, 0.3, True)
+    assert mask.dtype == ember.bool
+    close(out, np.where(mask.numpy(), 1 / 0.7, 0.0))
+    assert 0.25 < 1 - mask.numpy().mean() < 0.35
+    out, mask = ember.native_dropout(x, 0.3, False)
+    close(out, x.numpy())
+    assert mask.numpy().all()
+
+
+def test_tensor_new_apply_map():
+    x = ember.ones(2, 3, dtype=ember.float64)
+    assert x.new(2, 4).shape == (2, 4) and x.new(2, 4).dtype == ember.float64
+    assert x.new((3,)).shape == (3,)
+    assert x.new().shape == (0,)
+    assert x.new([1, 2]).tolist() == [1.0, 2.0] and x.new([1, 2]).dtype == ember.float64
+    other = t64([5.0])
+    assert x.new(other) is other
+    with pytest.raises(TypeError, match="expected ember.float64 \\(got ember.float32\\)"):
+        x.new(ember.ones(2))
+    a = RNG.normal(size=(2, 3))
+    y = noncontig(a.T).t()
+    assert y.apply_(lambda v: v * 2 + 1) is y
+    close(y, a * 2 + 1)
+    z = t64(a)
+    z.map_(t64(a[0]), lambda u, v: u - v)
+    close(z, a - a[0])
+    w = t64(a)
+    w.map2_(t64(a), t64(2.0), lambda u, v, s: u * v * s)
+    close(w, 2 * a * a)
+    i = ember.tensor([1, 2, 3])
+    i.apply_(lambda v: v * 10)
+    assert i.tolist() == [10, 20, 30]
+    with pytest.raises(RuntimeError, match="apply_ is not supported on tensors that require grad"):
+        t64(a, requires_grad=True).apply_(abs)
+    assert ember.ones(2, 3).dim_order() == (0, 1) and ember.ones(2, 3).t().dim_order() == (1, 0)
+    assert ember.empty_permuted((2, 3, 4), (2, 0, 1)).dim_order() == (2, 0, 1)
+    assert x.const_data_ptr() == x.data_ptr()
+    close(t64(a).prelu(t64([0.5])), np.where(a > 0, a, 0.5 * a))
