@@ -7,6 +7,7 @@ from . import (  # noqa: F401 - channelshuffle, instancenorm: PyTorch's module p
                dropout,
                fold,
                instancenorm,
+               lazy,
                loss,
                normalization,
                padding,
@@ -26,6 +27,7 @@ from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import Flatten, Unflatten
 from .fold import *  # noqa: F403
+from .lazy import *  # noqa: F403
 from .linear import Bilinear, Identity, LazyLinear, Linear
 from .loss import *  # noqa: F403
 from .module import Module
@@ -45,4 +47,4 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            *conv.__all__, *pooling.__all__, *padding.__all__,
            *sparse.__all__, *upsampling.__all__, *pixelshuffle.__all__,
            *distance.__all__, *fold.__all__, *rnn.__all__,
-           *attention.__all__, *transformer.__all__]
+           *attention.__all__, *transformer.__all__, *lazy.__all__]
