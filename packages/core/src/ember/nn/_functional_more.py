@@ -133,3 +133,102 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     if swap:
         d_neg = _C.minimum(d_neg, distance(positive, negative))
     return F._reduce(_C.clamp(_C.add(_C.sub(d_pos, d_neg), margin), min=0), how)
+
+
+# ---- fractional max pooling ---------------------------------------------------------------------
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+            "fractional_max_pool3d_with_indices"]
+
+
+def _intervals(samples, input_size, output_size, pool_size):
+    """The window starts of one spatial dim for each plane, from its uniform sample u in [0, 1):
+    floor((i + u) * alpha) - floor(u * alpha), alpha = (input - pool) / (output - 1), the last
+    window ending at the input's end (PyTorch's generate_intervals, in the samples' dtype)."""
+    from .. import arange
+
+    last = _C.full(list(samples.shape) + [1], input_size - pool_size, dtype=_C.int64)
+    if output_size == 1:
+        return last
+    alpha = (input_size - pool_size) / (output_size - 1)
+    steps = arange(output_size - 1, dtype=samples.dtype)
+    u = _C.unsqueeze(samples, -1)
+    starts = _C.sub(_C.floor(_C.mul(_C.add(steps, u), alpha)), _C.floor(_C.mul(u, alpha))).to(_C.int64)
+    return _C.cat([starts, last], -1)
+
+
+def _fractional_max_pool(input, kernel_size, output_size, output_ratio, random_samples, n):
+    from .. import arange, rand
+
+    name = f"fractional_max_pool{n}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(input.shape)}")
+    unbatched = input.dim() == n + 1
+    x = _C.unsqueeze(input, 0) if unbatched else input
+    spatial = list(x.shape[2:])
+    kernel = [kernel_size] * n if isinstance(kernel_size, int) else list(kernel_size)
+    if output_size is None:
+        ratio = [output_ratio] * n if isinstance(output_ratio, (int, float)) else list(output_ratio)
+        output_size = [int(s * r) for s, r in zip(spatial, ratio, strict=True)]
+    out_size = [output_size] * n if isinstance(output_size, int) else list(output_size)
+    if len(kernel) != n or len(out_size) != n:
+        raise RuntimeError(f"{name}(): kernel_size and output_size must have {n} elements")
+    for dim_name, size, pool, out in zip(("time", "height", "width")[3 - n:], spatial, kernel, out_size, strict=True):
+        if out + pool - 1 > size:
+            raise RuntimeError(f"{name}(): pool {dim_name} {pool} too large relative to input {dim_name} {size}")
+    batch, channels = x.shape[0], x.shape[1]
+    if random_samples is None:
+        random_samples = rand(batch, channels, n, dtype=x.dtype)
+    elif tuple(random_samples.shape) != (batch, channels, n):
+        raise RuntimeError(f"{name}(): Expected _random_samples to have shape {[batch, channels, n]}, but got "
+                           f"{list(random_samples.shape)}")
+    # PyTorch draws the width's sample first: dims (H, W) use samples (1, 0); (T, H, W) use (0, 1, 2).
+    order = [1, 0] if n == 2 else [0, 1, 2]
+    # flat[b, c, o_1..o_n, k_1..k_n]: the row-major position in the plane of each window element.
+    flat = None
+    strides = [1] * n
+    for d in range(n - 2, -1, -1):
+        strides[d] = strides[d + 1] * spatial[d + 1]
+    for d in range(n):
+        starts = _intervals(random_samples[:, :, order[d]], spatial[d], out_size[d], kernel[d])
+        pos = _C.add(_C.unsqueeze(starts, -1), arange(kernel[d], dtype=_C.int64))  # (B, C, out_d, k_d)
+        shape = [batch, channels] + [1] * (2 * n)
+        shape[2 + d], shape[2 + n + d] = out_size[d], kernel[d]
+        term = _C.mul(pos.reshape(shape), strides[d])
+        flat = term if flat is None else _C.add(flat, term)
+    full = [batch, channels] + out_size + kernel
+    flat = flat.expand(full).reshape([batch, channels, -1])
+    plane = x.reshape([batch, channels, -1])
+    values = _C.gather(plane, 2, flat).reshape([batch, channels] + out_size + [-1])
+    flat = flat.reshape([batch, channels] + out_size + [-1])
+    out, which = values.max(-1)
+    indices = _C.gather(flat, -1, _C.unsqueeze(which, -1)).squeeze(-1)
+    if unbatched:
+        out, indices = _C.squeeze(out, [0]), _C.squeeze(indices, [0])
+    return out, indices
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Max pooling over pseudo-random overlapping windows (Graham, Fractional Max-Pooling): each
+    (sample, channel) plane gets its own window starts from a uniform sample."""
+    out, indices = _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+    return (out, indices) if return_indices else out
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    out, indices = _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+    return (out, indices) if return_indices else out
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 3)

@@ -1,11 +1,13 @@
 from . import (  # noqa: F401 - channelshuffle, instancenorm: PyTorch's module paths for pickles
                activation,
+               adaptive,
                attention,
                channelshuffle,
                conv,
                distance,
                dropout,
                fold,
+               fractional_pooling,
                instancenorm,
                lazy,
                loss,
@@ -19,6 +21,7 @@ from . import (  # noqa: F401 - channelshuffle, instancenorm: PyTorch's module p
                upsampling,
 )
 from .activation import *  # noqa: F403 - each module file lists its classes in __all__
+from .adaptive import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
@@ -27,6 +30,7 @@ from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .flatten import Flatten, Unflatten
 from .fold import *  # noqa: F403
+from .fractional_pooling import *  # noqa: F403
 from .lazy import *  # noqa: F403
 from .linear import Bilinear, Identity, LazyLinear, Linear
 from .loss import *  # noqa: F403
@@ -47,4 +51,5 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            *conv.__all__, *pooling.__all__, *padding.__all__,
            *sparse.__all__, *upsampling.__all__, *pixelshuffle.__all__,
            *distance.__all__, *fold.__all__, *rnn.__all__,
-           *attention.__all__, *transformer.__all__, *lazy.__all__]
+           *attention.__all__, *transformer.__all__, *lazy.__all__,
+           *adaptive.__all__, *fractional_pooling.__all__]

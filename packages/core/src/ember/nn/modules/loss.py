@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "HuberLoss",
+__all__ = ["NLLLoss2d", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "HuberLoss",
            "SmoothL1Loss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss",
            "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
            "TripletMarginLoss", "MultiMarginLoss", "CTCLoss"]
@@ -211,3 +211,7 @@ class TripletMarginWithDistanceLoss(_Loss):
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
                                                    margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """NLLLoss under its old name for image-shaped inputs (torch.nn.NLLLoss2d, deprecated there)."""
