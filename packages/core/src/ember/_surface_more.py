@@ -462,6 +462,72 @@ def is_signed(input: _C.Tensor) -> builtins.bool:  # noqa: A002
     return _tensor_arg(input, "is_signed").dtype.is_signed
 
 
+def asarray(obj: object, *, dtype: _C.dtype | None = None, device: object = None, copy: builtins.bool | None = None,
+            requires_grad: builtins.bool = False) -> _C.Tensor:
+    """obj as a tensor, sharing its memory where it can (a tensor of the same dtype, a NumPy
+    array), copying when it must or copy=True; copy=False refuses to copy (torch.asarray)."""
+    from . import tensor
+
+    if isinstance(obj, _C.Tensor):
+        same = dtype is None or dtype == obj.dtype
+        if copy is False and not same:
+            raise ValueError(f"can't alias tensor with dtype '{_legacy_name(obj.dtype)}' into dtype "
+                             f"'{_legacy_name(dtype)}'.")
+        out = obj if same else obj.to(dtype)
+        out = out.clone() if copy and out is obj else out
+    elif type(obj).__module__ == "numpy" and type(obj).__name__ == "ndarray":
+        from . import from_numpy
+
+        shared = from_numpy(obj)
+        if dtype is not None and dtype != shared.dtype:
+            if copy is False:
+                raise ValueError(f"can't alias NumPy array with dtype '{obj.dtype}' into dtype '{dtype}'.")
+            out = shared.to(dtype)
+        else:
+            out = shared.clone() if copy else shared
+    else:
+        if copy is False:
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        out = tensor(obj, dtype=dtype)
+    return out.requires_grad_() if requires_grad else out
+
+
+def is_inference(input: _C.Tensor) -> builtins.bool:  # noqa: A002
+    return _tensor_arg(input, "is_inference").is_inference()
+
+
+def is_anomaly_enabled() -> builtins.bool:
+    from . import autograd
+
+    return autograd.is_anomaly_enabled()
+
+
+def is_anomaly_check_nan_enabled() -> builtins.bool:
+    from . import autograd
+
+    return autograd.is_anomaly_check_nan_enabled()
+
+
+def set_anomaly_enabled(enabled: builtins.bool, check_nan: builtins.bool = True) -> None:
+    """Switch autograd's anomaly detection on or off (torch.set_anomaly_enabled)."""
+    from . import autograd
+
+    autograd.set_detect_anomaly(enabled, check_nan)
+
+
+def get_default_device() -> _C.device:
+    """The device factories use when given none: always the CPU in Ember."""
+    return _C.device("cpu")
+
+
+def set_default_device(device: object) -> None:
+    """Only the CPU (or None, the default) can be the default device in Ember, which runs on
+    CPU; any other device is refused here rather than at the next factory call."""
+    if device is not None and _C.device(device).type != "cpu":
+        raise RuntimeError(f"set_default_device: Ember runs on CPU only, so the default device cannot be "
+                           f"{_C.device(device)}")
+
+
 # ---- Tensor methods -------------------------------------------------------------------------------
 
 
@@ -540,7 +606,9 @@ _FUNCTIONS = ["slice_copy", "split_copy", "split_with_sizes_copy", "unbind_copy"
               "cumulative_trapezoid", "unravel_index", "rsub", "scalar_tensor", "fill", "split_with_sizes",
               "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes", "nonzero_static", "empty_permuted", "range",
               "lu_unpack", "frobenius_norm", "nuclear_norm", "native_norm", "norm_except_dim", "native_dropout",
-              "can_cast", "is_neg", "resolve_neg", "get_device", "is_same_size", "is_signed", "as_strided_"]
+              "can_cast", "is_neg", "resolve_neg", "get_device", "is_same_size", "is_signed", "as_strided_", "asarray",
+              "is_inference", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
+              "get_default_device", "set_default_device"]
 
 
 def namespace() -> dict[str, object]:
