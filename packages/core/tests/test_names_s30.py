@@ -1170,3 +1170,271 @@ def test_tensor_new_apply_map():
     assert ember.empty_permuted((2, 3, 4), (2, 0, 1)).dim_order() == (2, 0, 1)
     assert x.const_data_ptr() == x.data_ptr()
     close(t64(a).prelu(t64([0.5])), np.where(a > 0, a, 0.5 * a))
+
+
+# ---- nn: Buffer, lazy modules, fractional pooling, adaptive softmax -------------------------------
+
+
+def test_nn_buffer():
+    class M(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.kept = ember.nn.Buffer(ember.ones(2))
+            self.scratch = ember.nn.Buffer(ember.zeros(3), persistent=False)
+
+    m = M()
+    assert [n for n, _ in m.named_buffers()] == ["kept", "scratch"]
+    assert list(m.state_dict()) == ["kept"]
+    assert isinstance(m.kept, ember.nn.Buffer) and not m.kept.requires_grad
+    src = ember.ones(2, requires_grad=True)
+    b = ember.nn.Buffer(src)
+    assert b.requires_grad and b.is_leaf and b.data_ptr() == src.data_ptr()
+    m.kept = ember.full([2], 7.0)  # a plain tensor replaces a registered buffer
+    close(m.state_dict()["kept"], [7.0, 7.0])
+
+
+def test_uninitialized_parameter():
+    p = ember.nn.UninitializedParameter(dtype=ember.float64)
+    assert isinstance(p, ember.nn.Parameter) and p.shape == (0,)
+    assert ember.nn.parameter.is_lazy(p)
+    p.materialize((2, 3))
+    assert type(p) is ember.nn.Parameter and p.shape == (2, 3) and p.dtype == ember.float64 and p.requires_grad
+    assert not ember.nn.parameter.is_lazy(p)
+
+
+@pytest.mark.parametrize("name, base, args, shape", [
+    ("LazyConv1d", "Conv1d", (4, 3), (2, 3, 8)), ("LazyConv2d", "Conv2d", (4, 3), (2, 3, 6, 6)),
+    ("LazyConv3d", "Conv3d", (2, 2), (1, 3, 4, 4, 4)), ("LazyConvTranspose1d", "ConvTranspose1d", (4, 3), (2, 6, 5)),
+    ("LazyConvTranspose2d", "ConvTranspose2d", (4, 2), (2, 3, 4, 4)),
+    ("LazyConvTranspose3d", "ConvTranspose3d", (2, 2), (1, 3, 3, 3, 3)),
+])
+def test_lazy_convolutions(name, base, args, shape):
+    ember.manual_seed(0)
+    lazy = getattr(ember.nn, name)(*args, dtype=ember.float64)
+    assert lazy.has_uninitialized_params() and isinstance(lazy.weight, ember.nn.UninitializedParameter)
+    x = t64(RNG.normal(size=shape))
+    out = lazy(x)
+    assert type(lazy).__name__ == base and type(lazy.weight) is ember.nn.Parameter
+    assert lazy.in_channels == shape[1]
+    eager = getattr(ember.nn, base)(shape[1], *args, dtype=ember.float64)
+    assert lazy.weight.shape == eager.weight.shape and lazy.bias.shape == eager.bias.shape
+    eager.load_state_dict(lazy.state_dict())
+    close(out, eager(x).detach())
+    unbatched = getattr(ember.nn, name)(*args, bias=False)
+    unbatched(ember.randn(*shape[1:]))
+    assert unbatched.bias is None and unbatched.in_channels == shape[1]
+
+
+def test_lazy_convolution_bad_input():
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+        ember.nn.LazyConv1d(4, 3, groups=2)(ember.randn(1, 3, 8))
+    with pytest.raises(RuntimeError, match="expected a 3D \\(unbatched\\) or 4D \\(batched\\) input"):
+        ember.nn.LazyConv2d(4, 3)(ember.randn(8))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'stride2'"):
+        ember.nn.LazyConv2d(4, 3, stride2=1)
+
+
+@pytest.mark.parametrize("name, shape, dims", [
+    ("LazyBatchNorm1d", (5, 3), (0,)), ("LazyBatchNorm2d", (4, 3, 2, 2), (0, 2, 3)),
+    ("LazyBatchNorm3d", (2, 3, 2, 2, 2), (0, 2, 3, 4)),
+    ("LazyInstanceNorm1d", (2, 3, 6), (2,)), ("LazyInstanceNorm2d", (2, 3, 4, 4), (2, 3)),
+    ("LazyInstanceNorm3d", (2, 3, 2, 2, 3), (2, 3, 4)),
+])
+def test_lazy_norms(name, shape, dims):
+    a = RNG.normal(size=shape)
+    module = getattr(ember.nn, name)(dtype=ember.float64)
+    out = module(t64(a))
+    assert module.num_features == 3 and not type(module).__name__.startswith("Lazy")
+    want = (a - a.mean(axis=dims, keepdims=True)) / np.sqrt(a.var(axis=dims, keepdims=True) + 1e-5)
+    close(out, want, rtol=1e-9, atol=1e-10)
+    if "Batch" in name:
+        assert module.weight.shape == (3,) and module.running_mean.shape == (3,)
+        close(module.running_mean, 0.1 * a.mean(axis=dims))
+    else:
+        assert module.weight is None and module.running_mean is None
+    affine = getattr(ember.nn, name)(affine=True, track_running_stats=True)
+    affine(ember.randn(*shape))
+    assert affine.weight.shape == (3,) and affine.running_var.shape == (3,)
+
+
+def test_lazy_instance_norm_unbatched():
+    m = ember.nn.LazyInstanceNorm1d(affine=True)
+    m(ember.randn(3, 7))
+    assert m.num_features == 3 and m.weight.shape == (3,)
+
+
+def _fractional_ref(x, kernel, out_size, samples, order):
+    """Loop reference of fractional max pooling over the planes of x (N, C, *spatial)."""
+    n = len(kernel)
+    spatial = x.shape[2:]
+    out = np.empty(x.shape[:2] + tuple(out_size))
+    idx = np.empty(out.shape, dtype=np.int64)
+    for b in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            starts = []
+            for d in range(n):
+                u = samples[b, c, order[d]]
+                size, pool, o = spatial[d], kernel[d], out_size[d]
+                alpha = (size - pool) / (o - 1) if o > 1 else 0.0
+                seq = [int(np.floor((i + u) * alpha)) - int(np.floor(u * alpha)) for i in range(o - 1)]
+                starts.append(seq + [size - pool])
+            for pos in np.ndindex(*out_size):
+                window = tuple(slice(starts[d][pos[d]], starts[d][pos[d]] + kernel[d]) for d in range(n))
+                block = x[(b, c) + window]
+                k = int(np.argmax(block))
+                local = np.unravel_index(k, block.shape)
+                out[(b, c) + pos] = block.flat[k]
+                idx[(b, c) + pos] = np.ravel_multi_index(
+                    tuple(starts[d][pos[d]] + local[d] for d in range(n)), spatial)
+    return out, idx
+
+
+def test_fractional_max_pool():
+    x = RNG.normal(size=(2, 3, 9, 11))
+    samples = RNG.uniform(size=(2, 3, 2))
+    out, idx = F.fractional_max_pool2d(t64(x), (2, 3), output_size=(5, 4), return_indices=True,
+                                       _random_samples=t64(samples))
+    want, want_idx = _fractional_ref(x, (2, 3), (5, 4), samples, [1, 0])
+    close(out, want)
+    assert idx.tolist() == want_idx.tolist()
+    out2, idx2 = F.fractional_max_pool2d_with_indices(noncontig(x[0, 0])[None], 2, output_ratio=(0.5, 0.5),
+                                                      _random_samples=t64(samples[:1, :1]))
+    want, want_idx = _fractional_ref(x[:1, :1], (2, 2), (4, 5), samples[:1, :1], [1, 0])
+    close(out2, want[0])
+    x3 = RNG.normal(size=(1, 2, 5, 6, 7))
+    s3 = RNG.uniform(size=(1, 2, 3))
+    out3 = F.fractional_max_pool3d(t64(x3), 2, output_size=3, _random_samples=t64(s3))
+    close(out3, _fractional_ref(x3, (2, 2, 2), (3, 3, 3), s3, [0, 1, 2])[0])
+    random = ember.nn.FractionalMaxPool2d(3, output_ratio=0.5)(ember.randn(2, 3, 10, 10))
+    assert random.shape == (2, 3, 5, 5)
+    module = ember.nn.FractionalMaxPool3d(2, output_size=(2, 3, 3), return_indices=True,
+                                          _random_samples=t64(s3))
+    o, i = module(t64(x3))
+    close(o, _fractional_ref(x3, (2, 2, 2), (2, 3, 3), s3, [0, 1, 2])[0])
+    g = t64(x[:1, :1], requires_grad=True)
+    assert gradcheck(lambda t: F.fractional_max_pool2d(t, 2, output_size=3, _random_samples=t64(samples[:1, :1])),
+                     (g,))
+    with pytest.raises(ValueError, match="FractionalMaxPool2d requires specifying either an output size, or a "
+                                         "pooling ratio"):
+        ember.nn.FractionalMaxPool2d(2)
+    with pytest.raises(ValueError, match=r"output_ratio must be between 0 and 1 \(got 1.5\)"):
+        ember.nn.FractionalMaxPool2d(2, output_ratio=1.5)
+    with pytest.raises(ValueError, match="only one of output_size and output_ratio may be specified"):
+        ember.nn.FractionalMaxPool2d(2, output_size=3, output_ratio=0.5)
+    with pytest.raises(RuntimeError, match="pool height 4 too large relative to input height 5"):
+        F.fractional_max_pool2d(ember.randn(1, 1, 5, 5), 4, output_size=3)
+    with pytest.raises(RuntimeError, match=r"Expected 3D or 4D tensor, but got: \[5, 5\]"):
+        F.fractional_max_pool2d(ember.randn(5, 5), 2, output_size=2)
+
+
+def test_adaptive_log_softmax():
+    ember.manual_seed(1)
+    m = ember.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [2, 5], div_value=2.0, head_bias=True).double()
+    assert m.head.weight.shape == (4, 8) and m.tail[0][0].weight.shape == (4, 8) and m.tail[1][1].weight.shape == (5, 2)
+    x = RNG.normal(size=(6, 8))
+    target = np.array([0, 3, 9, 5, 1, 4])
+
+    def softmax_log(z):
+        z = z - z.max(axis=1, keepdims=True)
+        return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+    w = {k: v.detach().numpy() for k, v in m.state_dict().items()}
+    head = softmax_log(x @ w["head.weight"].T + w["head.bias"])
+    clusters = [softmax_log(x @ w[f"tail.{i}.0.weight"].T @ w[f"tail.{i}.1.weight"].T) for i in range(2)]
+    full = np.concatenate([head[:, :2], clusters[0] + head[:, 2:3], clusters[1] + head[:, 3:4]], axis=1)
+    result = m(t64(x), ember.tensor(target))
+    close(result.output, full[np.arange(6), target], rtol=1e-9)
+    close(result.loss, -full[np.arange(6), target].mean(), rtol=1e-9)
+    close(m.log_prob(t64(x)), full, rtol=1e-9)
+    assert m.predict(t64(x)).tolist() == full.argmax(1).tolist()
+    single = m(t64(x[1]), ember.tensor(target[1]))
+    assert single.output.shape == ()
+    close(single.output, full[1, target[1]], rtol=1e-9)
+    result.loss.backward()
+    assert m.head.weight.grad is not None and m.tail[1][0].weight.grad is not None
+    with pytest.raises(ValueError, match="cutoffs should be a sequence of unique, positive integers"):
+        ember.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [5, 3])
+    with pytest.raises(RuntimeError, match=r"Target values should be in \[0, 9\], but values in range \[0, 10\] "
+                                           "were found."):
+        m(t64(x[:2]), ember.tensor([0, 10]))
+    with pytest.raises(RuntimeError, match="0D or 1D target tensor expected, multi-target not supported"):
+        m(t64(x), ember.tensor([[0]]))
+    with pytest.raises(RuntimeError, match="Input and target should have the same size in the batch dimension."):
+        m(t64(x), ember.tensor([0, 1]))
+
+
+def test_nll_loss_2d():
+    logp = F.log_softmax(t64(RNG.normal(size=(2, 3, 4, 4))), dim=1)
+    target = ember.tensor(RNG.integers(0, 3, (2, 4, 4)))
+    close(ember.nn.NLLLoss2d()(logp, target), ember.nn.NLLLoss()(logp, target))
+
+
+# ---- autograd.Variable, utils.data.StackDataset, top-level switches -------------------------------
+
+
+def test_variable():
+    from ember.autograd import Variable
+
+    x = t64([1.0, 2.0])
+    v = Variable(x, requires_grad=True)
+    assert v is not x and v.requires_grad and not x.requires_grad and v.is_leaf
+    assert v.data_ptr() == x.data_ptr()
+    assert isinstance(x, Variable) and not isinstance([1], Variable)
+    y = (t64([1.0], requires_grad=True) * 2)
+    assert Variable(y).grad_fn is None
+    assert Variable().shape == (0,)
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+        Variable([1, 2])
+    with pytest.raises(RuntimeError, match=r"torch.autograd.variable\(...\) is deprecated"):
+        ember.autograd.variable(1.0)
+
+
+def test_stack_dataset():
+    from ember.utils.data import DataLoader, StackDataset, TensorDataset
+
+    images = TensorDataset(ember.arange(4.0))
+    labels = [10, 11, 12, 13]
+    pairs = StackDataset(images, labels)
+    assert len(pairs) == 4 and pairs[2][0][0].item() == 2.0 and pairs[2][1] == 12
+    named = StackDataset(image=images, label=labels)
+    assert named[1]["label"] == 11 and named[1]["image"][0].item() == 1.0
+    assert [s["label"] for s in named.__getitems__([3, 0])] == [13, 10]
+    batch = next(iter(DataLoader(named, batch_size=2)))
+    assert batch["label"].tolist() == [10, 11]
+    with pytest.raises(ValueError, match="both types are given"):
+        StackDataset(images, label=labels)
+    with pytest.raises(ValueError, match="At least one dataset should be passed"):
+        StackDataset()
+    with pytest.raises(ValueError, match="Size mismatch between datasets"):
+        StackDataset(images, labels[:3])
+
+
+def test_asarray_and_switches():
+    a = np.arange(3.0)
+    t = ember.asarray(a)
+    t[0] = 9.0
+    assert a[0] == 9.0  # shares the array's memory
+    assert ember.asarray(a, copy=True).data_ptr() != ember.asarray(a).data_ptr()
+    assert ember.asarray(a, dtype=ember.float32).dtype == ember.float32
+    x = ember.ones(2)
+    assert ember.asarray(x) is x and ember.asarray(x, copy=True) is not x
+    assert ember.asarray([1, 2]).dtype == ember.int64 and ember.asarray(3.5).item() == 3.5
+    assert ember.asarray([1.0], requires_grad=True).requires_grad
+    with pytest.raises(ValueError, match="can't alias tensor with dtype 'Float' into dtype 'Double'."):
+        ember.asarray(x, dtype=ember.float64, copy=False)
+    with pytest.raises(ValueError, match="can't alias arbitrary sequence into a tensor."):
+        ember.asarray([1, 2], copy=False)
+    assert not ember.is_inference(x)
+    with ember.inference_mode():
+        assert ember.is_inference(ember.ones(1))
+    assert not ember.is_anomaly_enabled()
+    ember.set_anomaly_enabled(True, check_nan=False)
+    try:
+        assert ember.is_anomaly_enabled() and not ember.is_anomaly_check_nan_enabled()
+    finally:
+        ember.set_anomaly_enabled(False)
+    assert ember.get_default_device() == ember.device("cpu")
+    ember.set_default_device("cpu")
+    ember.set_default_device(None)
+    with pytest.raises(RuntimeError, match="Ember runs on CPU only"):
+        ember.set_default_device("cuda")
