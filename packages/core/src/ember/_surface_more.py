@@ -10,6 +10,7 @@ can_cast, is_neg / resolve_neg, and the Tensor methods new, apply_, map_, map2_,
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 
 from . import _C
@@ -528,6 +529,117 @@ def set_default_device(device: object) -> None:
                            f"{_C.device(device)}")
 
 
+def _pow2(k: _C.Tensor) -> _C.Tensor:
+    """2 ** k for integral float64 k, exact down to the subnormals: two normal factors."""
+    half = _C.floor(_C.div(k, 2))
+    return _C.mul(_C.exp2(half), _C.exp2(_C.sub(k, half)))
+
+
+def nextafter(input: _C.Tensor, other: object, *, out: _C.Tensor | None = None) -> _C.Tensor:  # noqa: A002
+    """The next floating-point value after input in the direction of other, elementwise
+    (torch.nextafter). Computed exactly in float64 from frexp: one unit in the last place of
+    input's dtype, half of it below a power of two, the smallest subnormal next to zero. Not
+    differentiable, as PyTorch's."""
+    from . import finfo, frexp
+    from ._surface import _out
+
+    _tensor_arg(input, "nextafter")
+    dtype = _C.result_type([input, other])
+    if not dtype.is_floating_point:
+        raise RuntimeError(f'"nextafter_cpu" not implemented for \'{_legacy_name(dtype)}\'')
+    x = input.detach().to(_C.float64)
+    y = (other.detach() if isinstance(other, _C.Tensor) else _C.full([], other, dtype=dtype)).to(_C.float64)
+    x, y = _C.broadcast_tensors([x, y])
+    info = finfo(dtype)
+    digits = round(-math.log2(info.eps)) + 1  # significand bits, the implicit one included
+    smallest_sub = _C.full([], info.tiny * info.eps, dtype=_C.float64)  # a float64 tensor: no float32 wrapping
+    mantissa, exponent = frexp(x)
+    ulp = _C.maximum(_pow2(_C.sub(exponent.to(_C.float64), digits)), smallest_sub)
+    toward_zero = _C.ne(_C.gt(y, x), _C.gt(x, 0))  # the step shrinks |x|
+    power_of_two = _C.logical_and(_C.eq(_C.abs(mantissa), 0.5), _C.gt(_C.abs(x), info.tiny))
+    step = _C.where(_C.logical_and(toward_zero, power_of_two), _C.mul(ulp, 0.5), ulp)
+    moved = _C.where(_C.gt(y, x), _C.add(x, step), _C.sub(x, step))
+    moved = _C.where(_C.eq(x, 0), _C.where(_C.gt(y, 0), smallest_sub, _C.neg(smallest_sub)), moved)
+    moved = _C.where(_C.isinf(x), _C.mul(_C.sign(x), info.max), moved)  # from infinity: the largest finite
+    result = _C.where(_C.eq(x, y), y, moved)
+    result = _C.where(_C.logical_or(_C.isnan(x), _C.isnan(y)), math.nan, result)
+    return _out(result.to(dtype), out)
+
+
+def nextafter_(self: _C.Tensor, other: object) -> _C.Tensor:
+    from ._composites_py import _write_inplace
+
+    return _write_inplace(self, nextafter(self, other), "nextafter_")
+
+
+# (2j)! / B_2j for the Euler-Maclaurin tail of the Hurwitz zeta function, j = 1 .. 12, from the
+# Bernoulli numbers B_2 .. B_24.
+_BERNOULLI = [(1, 6), (-1, 30), (1, 42), (-1, 30), (5, 66), (-691, 2730), (7, 6), (-3617, 510), (43867, 798),
+              (-174611, 330), (854513, 138), (-236364091, 2730)]
+_EM_DIVISORS = [math.factorial(2 * j) * den / num for j, (num, den) in enumerate(_BERNOULLI, start=1)]
+
+
+def _hurwitz_zeta(s: builtins.int, q: _C.Tensor) -> _C.Tensor:
+    """zeta(s, q) = sum_k (q + k)^-s for an integer s >= 2 and float64 q, as Cephes computes it:
+    the terms up to q + k > 9 summed directly (at least nine), then the Euler-Maclaurin tail.
+    q a non-positive integer gives inf."""
+    total = _C.pow(q, -s)
+    a = q
+    # Terms are added until every element's shifted argument passes 9 (more terms for negative q).
+    count = 0
+    while True:
+        still = _C.logical_or(_C.lt(_C.full([], count, dtype=_C.float64), 9), _C.le(a, 9.0))
+        if count >= 9 and not _C.any(still).item():
+            break
+        a = _C.where(still, _C.add(a, 1), a)
+        total = _C.where(still, _C.add(total, _C.pow(a, -s)), total)
+        count += 1
+    w = a
+    b = _C.pow(w, -s)
+    total = _C.add(total, _C.div(_C.mul(b, w), s - 1))
+    total = _C.sub(total, _C.mul(b, 0.5))
+    rising = 1.0
+    k = 0
+    for divisor in _EM_DIVISORS:
+        rising *= s + k  # s (s + 1) ... (s + 2j - 2)
+        b = _C.div(b, w)
+        total = _C.add(total, _C.mul(b, rising / divisor))
+        k += 1
+        rising *= s + k
+        b = _C.div(b, w)
+        k += 1
+    poles = _C.logical_and(_C.le(q, 0), _C.eq(q, _C.floor(q)))
+    return _C.where(poles, math.inf, total)
+
+
+def polygamma(n: builtins.int, input: _C.Tensor, *, out: _C.Tensor | None = None) -> _C.Tensor:  # noqa: A002
+    """The n-th derivative of digamma (torch.polygamma): digamma for n = 0, else
+    (-1)^(n+1) n! zeta(n + 1, input), computed in float64 (Cephes' Hurwitz zeta); its derivative
+    is polygamma(n + 1, input)."""
+    from ._surface import _out
+
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    _tensor_arg(input, "polygamma", "input", 2)
+    dtype = input.dtype if input.dtype.is_floating_point else _C.get_default_dtype()
+    x = input.to(_C.float64)
+    if n == 0:
+        result = _C.digamma(x)
+    else:
+        result = _C.mul(_hurwitz_zeta(n + 1, x), (1.0 if n % 2 else -1.0) * math.factorial(n))
+    return _out(result.to(dtype), out)
+
+
+def polygamma_method(self: _C.Tensor, n: builtins.int) -> _C.Tensor:
+    return polygamma(n, self)
+
+
+def polygamma_(self: _C.Tensor, n: builtins.int) -> _C.Tensor:
+    from ._composites_py import _graph_source, _write_inplace
+
+    return _write_inplace(self, polygamma(n, _graph_source(self)), "polygamma_")
+
+
 # ---- Tensor methods -------------------------------------------------------------------------------
 
 
@@ -608,7 +720,7 @@ _FUNCTIONS = ["slice_copy", "split_copy", "split_with_sizes_copy", "unbind_copy"
               "lu_unpack", "frobenius_norm", "nuclear_norm", "native_norm", "norm_except_dim", "native_dropout",
               "can_cast", "is_neg", "resolve_neg", "get_device", "is_same_size", "is_signed", "as_strided_", "asarray",
               "is_inference", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
-              "get_default_device", "set_default_device"]
+              "get_default_device", "set_default_device", "nextafter", "polygamma"]
 
 
 def namespace() -> dict[str, object]:
@@ -620,7 +732,7 @@ def namespace() -> dict[str, object]:
 METHODS = ["select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter", "split_with_sizes",
            "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes", "nonzero_static", "is_neg", "resolve_neg",
            "squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_", "new", "apply_", "map_", "map2_",
-           "dim_order", "const_data_ptr"]
+           "dim_order", "const_data_ptr", "nextafter", "nextafter_", "polygamma_"]
 
 
 def install_tensor_methods() -> None:
@@ -628,6 +740,8 @@ def install_tensor_methods() -> None:
         if not hasattr(_C.Tensor, name):
             setattr(_C.Tensor, name, globals()[name])
     _C.Tensor.swapaxes_ = _C.Tensor.swapdims_ = transpose_
+    if not hasattr(_C.Tensor, "polygamma"):
+        _C.Tensor.polygamma = polygamma_method
     if not hasattr(_C.Tensor, "prelu"):
         from .nn import functional as F
 
