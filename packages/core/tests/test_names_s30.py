@@ -1438,3 +1438,77 @@ def test_asarray_and_switches():
     ember.set_default_device(None)
     with pytest.raises(RuntimeError, match="Ember runs on CPU only"):
         ember.set_default_device("cuda")
+
+
+# ---- nextafter, polygamma -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("np_dtype, dtype, bits", [(np.float64, ember.float64, np.uint64),
+                                                   (np.float32, ember.float32, np.uint32)])
+def test_nextafter_bit_exact(np_dtype, dtype, bits):
+    fi = np.finfo(np_dtype)
+    special = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, fi.tiny, -fi.tiny, fi.tiny * fi.eps, fi.max, -fi.max, np.inf,
+               -np.inf, np.nan, fi.tiny * 4, fi.tiny / 8]
+    x = np.concatenate([np.array(special), RNG.normal(size=40) * 10.0 ** RNG.integers(-30, 30, 40)]).astype(np_dtype)
+    for target in (np.inf, -np.inf, 0.0, 1.0, np.nan):
+        y = np.full_like(x, target)
+        got = ember.nextafter(ember.tensor(x), ember.tensor(y)).numpy()
+        with np.errstate(over="ignore"):
+            want = np.nextafter(x, y)
+        assert got.dtype == np_dtype
+        same = (got.view(bits) == want.view(bits)) | (np.isnan(got) & np.isnan(want))
+        assert same.all(), (target, x[~same], got[~same], want[~same])
+    m = x[:12].reshape(3, 4)
+    want = np.nextafter(m.T, np_dtype(1.0))
+    assert (ember.tensor(np.ascontiguousarray(m)).t().nextafter(ember.tensor(1.0, dtype=dtype)).numpy() == want).all()
+    z = ember.tensor(np.array([1.0, 2.0], dtype=np_dtype))
+    assert z.nextafter_(ember.tensor(np.array([0.0], dtype=np_dtype))) is z
+    assert (z.numpy() == np.nextafter(np.array([1.0, 2.0], dtype=np_dtype), np_dtype(0))).all()
+    assert ember.nextafter(ember.zeros(0, dtype=dtype), ember.ones(1, dtype=dtype)).shape == (0,)
+    s = ember.nextafter(ember.tensor(1.0, dtype=dtype), ember.tensor(2.0, dtype=dtype))
+    assert s.shape == () and s.item() == np.nextafter(np_dtype(1), np_dtype(2))
+    with pytest.raises(RuntimeError, match="\"nextafter_cpu\" not implemented for 'Long'"):
+        ember.nextafter(ember.tensor([1]), ember.tensor([2]))
+
+
+def _polygamma_ref(n, x):
+    """(-1)^(n+1) n! sum_k (x + k)^-(n+1): 100000 terms and the integral tail."""
+    k = np.arange(100000.0)
+    out = []
+    for v in np.ravel(x):
+        if v <= 0 and v == np.floor(v):  # a pole
+            out.append((-1) ** (n + 1) * np.inf)
+            continue
+        tail = v + k[-1] + 1
+        total = np.sum((v + k) ** -(n + 1.0)) + tail ** -n / n + 0.5 * tail ** -(n + 1.0) + (n + 1) / 12 * tail ** -(
+            n + 2.0)
+        out.append((-1) ** (n + 1) * math.factorial(n) * total)
+    return np.array(out).reshape(np.shape(x))
+
+
+def test_polygamma():
+    x = np.array([[0.1, 0.5, 1.0, 2.5], [7.3, 30.0, -0.5, -1.5], [1e-3, 200.0, 3.0, -2.0]])
+    for n in (1, 2, 3, 6):
+        want = _polygamma_ref(n, x)
+        for label, t in layouts(x):
+            got = ember.polygamma(n, t)
+            # Negative x sums terms of both signs, so both sides lose a few digits to cancellation.
+            close(got, want, rtol=1e-10, err_msg=f"{n} {label}")
+    euler = 0.5772156649015329  # digamma's closed forms at 1, 1/2, 5/2 and 3
+    close(ember.polygamma(0, t64([1.0, 0.5, 2.5, 3.0])),
+          [-euler, -euler - 2 * math.log(2), -euler - 2 * math.log(2) + 2 + 2 / 3, -euler + 1.5], rtol=1e-12)
+    close(t64(x[0]).polygamma(2), _polygamma_ref(2, x[0]), rtol=1e-11)
+    y = t64(x[0])
+    assert y.polygamma_(1) is y
+    close(y, _polygamma_ref(1, x[0]), rtol=1e-11)
+    close(ember.polygamma(1, t64(0.25)), _polygamma_ref(1, 0.25), rtol=1e-11)
+    assert ember.polygamma(1, ember.zeros(0)).shape == (0,)
+    assert ember.polygamma(1, ember.tensor([1, 2])).dtype == ember.float32
+    f32 = ember.polygamma(2, ember.tensor([0.5], dtype=ember.float32))
+    assert f32.dtype == ember.float32
+    close(f32, _polygamma_ref(2, np.array([np.float32(0.5)])), rtol=1e-6)
+    g = t64([0.3, 1.7, 4.0], requires_grad=True)
+    assert gradcheck(lambda t: ember.polygamma(1, t), (g,))
+    assert gradcheck(lambda t: ember.polygamma(3, t), (g,))
+    with pytest.raises(RuntimeError, match=r"polygamma\(n, x\) does not support negative n."):
+        ember.polygamma(-1, t64([1.0]))
