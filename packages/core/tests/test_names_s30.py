@@ -1512,3 +1512,28 @@ def test_polygamma():
     assert gradcheck(lambda t: ember.polygamma(3, t), (g,))
     with pytest.raises(RuntimeError, match=r"polygamma\(n, x\) does not support negative n."):
         ember.polygamma(-1, t64([1.0]))
+
+
+# ---- vmap through the composites ------------------------------------------------------------------
+
+
+def test_vmap_through_composites():
+    x = t64(RNG.uniform(0.5, 1.5, (3, 4)))
+    cases = {
+        "addr": lambda t: ember.addr(ember.zeros(4, 4, dtype=ember.float64), t, t, alpha=2),
+        "put": lambda t: t.put(ember.tensor([0, 3]), t64([1.0, 2.0]), accumulate=True),
+        "vander": lambda t: ember.vander(t, 3),
+        "trapezoid": lambda t: ember.trapezoid(t, dx=0.5),
+        "cumulative_trapezoid": ember.cumulative_trapezoid,
+        "select_scatter": lambda t: ember.select_scatter(t, t64(7.0), 0, 1),
+        "nextafter": lambda t: ember.nextafter(t, t64(0.0)),
+        "ldexp": lambda t: ember.ldexp(t, ember.tensor(3)),
+        "isposinf": ember.isposinf,
+        "sum_to_size": lambda t: t.reshape(2, 2).sum_to_size(1, 2),
+        "logit_": lambda t: (t * 0.5).logit_(),
+        "rsub": lambda t: ember.rsub(t, 1.0, alpha=3),
+    }
+    for name, fn in cases.items():
+        batched = ember.vmap(fn)(x)
+        looped = ember.stack([fn(x[i]) for i in range(3)])
+        close(batched, looped.numpy(), err_msg=name)

@@ -549,7 +549,10 @@ def nextafter(input: _C.Tensor, other: object, *, out: _C.Tensor | None = None) 
         raise RuntimeError(f'"nextafter_cpu" not implemented for \'{_legacy_name(dtype)}\'')
     x = input.detach().to(_C.float64)
     y = (other.detach() if isinstance(other, _C.Tensor) else _C.full([], other, dtype=dtype)).to(_C.float64)
-    x, y = _C.broadcast_tensors([x, y])
+    from . import broadcast_shapes
+
+    shape = list(broadcast_shapes(x.shape, y.shape))
+    x, y = x.expand(shape), y.expand(shape)
     info = finfo(dtype)
     digits = round(-math.log2(info.eps)) + 1  # significand bits, the implicit one included
     smallest_sub = _C.full([], info.tiny * info.eps, dtype=_C.float64)  # a float64 tensor: no float32 wrapping
