@@ -239,14 +239,17 @@ globals().update({_name: getattr(_composites_py, _name) for _name in _composites
 _composites_py.install_tensor_methods()
 # Constants, memory formats, in-place and ATen-signature functional forms, legacy linear algebra
 # (ember/_surface.py); the *_like factories take memory_format=.
-from . import _surface, _surface_more  # noqa: E402
+from . import _surface, _surface_legacy, _surface_more  # noqa: E402
 
 globals().update(_surface.namespace())
 globals().update(_surface_more.namespace())
+globals().update(_surface_legacy.namespace())
+globals().update(_surface_legacy.install_modules())  # ember.version, ember.random
 for _name in ("empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"):
     globals()[_name] = _surface.with_memory_format(globals()[_name])
 _surface.install_tensor_methods()
 _surface_more.install_tensor_methods()
+_surface_legacy.install_tensor_methods()
 
 __version__: str = _C.__version__
 
@@ -312,7 +315,7 @@ __all__ = [
     "fft", "stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
     "save", "load", "hub", "optim", "profiler", "utils", "cdist", "pdist", "cosine_similarity", "pairwise_distance",
     *_GENERATED_OPS, *_names.alias_table(), *_names.NAMES, *_composites_py.NAMES,
-    *_legacy.TYPED, *_surface.namespace(), *_surface_more.namespace(),
+    *_legacy.TYPED, *_surface.namespace(), *_surface_more.namespace(), *_surface_legacy.namespace(),
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
 ]

@@ -49,6 +49,7 @@ class memory_format:  # noqa: N801 - PyTorch's name
 memory_format.__module__ = "ember"
 contiguous_format = memory_format("contiguous_format")
 preserve_format = memory_format("preserve_format")
+legacy_contiguous_format = memory_format("legacy_contiguous_format")  # contiguous_format's older twin
 
 
 def _check_format(fmt: object, who: str) -> memory_format:
@@ -70,7 +71,7 @@ def contiguous(self: _C.Tensor, memory_format: memory_format = contiguous_format
 def clone(input: _C.Tensor, *, memory_format: memory_format = preserve_format) -> _C.Tensor:  # noqa: A002
     """A copy of input (torch.clone); its strides are row-major with either memory format."""
     _tensor_arg(input, "clone")
-    if _check_format(memory_format, "clone") is contiguous_format and not input.is_contiguous():
+    if _check_format(memory_format, "clone") is not preserve_format and not input.is_contiguous():
         return _contiguous(input)  # a copy already
     return _clone(input)
 
@@ -80,7 +81,7 @@ def with_memory_format(factory):
     def like(input: _C.Tensor, *args: object, memory_format: memory_format = preserve_format,  # noqa: A002
              requires_grad: builtins.bool = False, **kwargs: object) -> _C.Tensor:
         out = factory(input, *args, **kwargs)
-        if _check_format(memory_format, factory.__name__) is contiguous_format and not out.is_contiguous():
+        if _check_format(memory_format, factory.__name__) is not preserve_format and not out.is_contiguous():
             out = _contiguous(out)
         return out.requires_grad_() if requires_grad else out
     like.__name__ = factory.__name__
@@ -826,7 +827,8 @@ def namespace() -> dict[str, object]:
     """{name: object} for the top-level names this module adds to ember."""
     names: dict[str, object] = {"pi": pi, "e": e, "inf": inf, "nan": nan, "newaxis": newaxis,
                                 "memory_format": memory_format, "contiguous_format": contiguous_format,
-                                "preserve_format": preserve_format}
+                                "preserve_format": preserve_format,
+                                "legacy_contiguous_format": legacy_contiguous_format}
     names.update({name: globals()[name] for name in _FUNCTIONS})
     names.update(_F_FORMS)
     names.update({f"max_pool{n}d": _max_pool(n) for n in (1, 2, 3)})

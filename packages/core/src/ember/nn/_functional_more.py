@@ -11,7 +11,12 @@ from .._composites_py import _graph_source, _write_inplace
 __all__ = ["relu_", "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "threshold_", "rrelu_",
            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
-           "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
+           "multilabel_margin_loss", "triplet_margin_with_distance_loss", "native_channel_shuffle"]
+
+
+def native_channel_shuffle(input, groups):
+    """channel_shuffle under ATen's other name (torch.nn.functional.native_channel_shuffle)."""
+    return _F().channel_shuffle(input, groups)
 
 
 def _F():  # noqa: N802 - functional.py imports this module at its end
