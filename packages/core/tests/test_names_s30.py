@@ -1537,3 +1537,209 @@ def test_vmap_through_composites():
         batched = ember.vmap(fn)(x)
         looped = ember.stack([fn(x[i]) for i in range(3)])
         close(batched, looped.numpy(), err_msg=name)
+
+
+# ---- legacy Tensor methods and small names --------------------------------------------------------
+
+
+def test_resize_and_set():
+    x = t64(np.arange(6.0))
+    ptr = x.data_ptr()
+    assert x.resize_(2, 2) is x and x.shape == (2, 2) and x.data_ptr() == ptr  # shrinking keeps the memory
+    close(x, [[0.0, 1.0], [2.0, 3.0]])
+    x.resize_((3, 3))
+    assert x.shape == (3, 3)
+    close(x.reshape(-1)[:4], [0.0, 1.0, 2.0, 3.0])
+    y = t64(np.arange(6.0).reshape(2, 3)).t()  # not contiguous: the row-major elements are kept
+    y.resize_(4)
+    close(y, [0.0, 3.0, 1.0, 4.0])
+    z = ember.ones(2, 3)
+    z.resize_as_(ember.zeros(3))
+    assert z.shape == (3,)
+    assert ember.resize_as_(ember.ones(1), ember.zeros(2, 2)).shape == (2, 2)
+    assert ember.ones(2).resize_(0).shape == (0,)
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        t64([1.0], requires_grad=True).resize_(2)
+    with pytest.raises(RuntimeError, match="Trying to create tensor with negative dimension -1"):
+        ember.ones(2).resize_(-1)
+    src = t64(np.arange(4.0)).view(2, 2)
+    s = t64([9.0])
+    assert s.set_(src) is s and s.is_set_to(src) and s.shape == (2, 2)
+    s[0, 0] = 5.0
+    assert src[0, 0].item() == 5.0
+    assert not s.is_set_to(src.t())
+    assert s.set_().shape == (0,)
+    with pytest.raises(RuntimeError, match="Could not set tensor of type"):
+        ember.ones(2).set_(t64([1.0]))
+    with pytest.raises(NotImplementedError, match="Ember has no storage objects"):
+        ember.ones(2).set_(ember.ones(2), 0, (2,), (1,))
+
+
+def test_module_load_meta_typename():
+    a = ember.zeros(2)
+    got = a.module_load(ember.ones(2))
+    assert got.data_ptr() == a.data_ptr() and a.tolist() == [1.0, 1.0]
+    b = ember.full([2], 3.0, requires_grad=True)
+    assigned = a.module_load(b, assign=True)
+    assert not assigned.requires_grad and assigned.data_ptr() == b.data_ptr()
+    assert not a.is_meta
+    assert ember.typename(ember.ones(1)) == "ember.FloatTensor"
+    assert ember.typename(ember.ones(1, dtype=ember.int64)) == "ember.LongTensor"
+    assert ember.typename(3) == "int" and ember.typename(ember.nn.Linear) == "ember.nn.modules.linear.Linear"
+    before = ember.get_default_dtype()
+    try:
+        ember.set_default_tensor_type(ember.DoubleTensor)
+        assert ember.get_default_dtype() == ember.float64
+        ember.set_default_tensor_type("torch.FloatTensor")
+        assert ember.get_default_dtype() == ember.float32
+        with pytest.raises(TypeError, match="only floating-point types are supported as the default type"):
+            ember.set_default_tensor_type(ember.LongTensor)
+        with pytest.raises(TypeError, match="invalid type: 'torch.Foo'"):
+            ember.set_default_tensor_type("torch.Foo")
+    finally:
+        ember.set_default_dtype(before)
+    capsule = ember.to_dlpack(t64([1.0, 2.0]))
+    assert ember.from_dlpack(capsule).tolist() == [1.0, 2.0]
+    assert ember.version.cuda is None and ember.version.__version__ == ember.__version__
+    import ember.random as er
+
+    state = ember.get_rng_state()
+    with er.fork_rng():
+        inside = ember.rand(3)
+    assert ember.rand(3).tolist() == inside.tolist()
+    ember.set_rng_state(state)
+
+
+def test_aten_grid_and_rnn_cells():
+    x = t64(RNG.normal(size=(1, 2, 4, 5)))
+    grid = t64(RNG.uniform(-1, 1, (1, 3, 3, 2)))
+    for mode, name in enumerate(("bilinear", "nearest", "bicubic")):
+        for pad, pname in enumerate(("zeros", "border", "reflection")):
+            close(ember.grid_sampler(x, grid, mode, pad, False), F.grid_sample(x, grid, name, pname, False))
+    close(ember.grid_sampler_2d(x, grid, 0, 0, True), F.grid_sample(x, grid, align_corners=True))
+    theta = t64(RNG.normal(size=(1, 2, 3)))
+    close(ember.affine_grid_generator(theta, [1, 2, 4, 5], False), F.affine_grid(theta, [1, 2, 4, 5], False))
+    with pytest.raises(RuntimeError, match="expected interpolation_mode to be Bilinear, Nearest or Bicubic"):
+        ember.grid_sampler(x, grid, 3, 0, False)
+    with pytest.raises(RuntimeError, match="grid_sampler_2d\\(\\): expected 4D input"):
+        ember.grid_sampler_2d(x[0], grid, 0, 0, False)
+
+    def sig(v):
+        return 1 / (1 + np.exp(-v))
+
+    inp, h, c = RNG.normal(size=(2, 3)), RNG.normal(size=(2, 4)), RNG.normal(size=(2, 4))
+    w_ih, w_hh, b_ih, b_hh = (RNG.normal(size=s) for s in ((16, 3), (16, 4), (16,), (16,)))
+    gates = inp @ w_ih.T + b_ih + h @ w_hh.T + b_hh
+    i, f, g, o = np.split(gates, 4, axis=1)
+    c_new = sig(f) * c + sig(i) * np.tanh(g)
+    hy, cy = ember.lstm_cell(t64(inp), (t64(h), t64(c)), t64(w_ih), t64(w_hh), t64(b_ih), t64(b_hh))
+    close(hy, sig(o) * np.tanh(c_new))
+    close(cy, c_new)
+    w_ih3, w_hh3, b3 = RNG.normal(size=(12, 3)), RNG.normal(size=(12, 4)), RNG.normal(size=12)
+    a = inp @ w_ih3.T + b3
+    b = h @ w_hh3.T
+    r = sig(a[:, :4] + b[:, :4])
+    z = sig(a[:, 4:8] + b[:, 4:8])
+    n = np.tanh(a[:, 8:] + r * b[:, 8:])
+    close(ember.gru_cell(t64(inp), t64(h), t64(w_ih3), t64(w_hh3), t64(b3)), (1 - z) * n + z * h)
+    w4, u4 = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 4))
+    close(ember.rnn_tanh_cell(t64(inp), t64(h), t64(w4), t64(u4)), np.tanh(inp @ w4.T + h @ u4.T))
+    close(ember.rnn_relu_cell(t64(inp), t64(h), t64(w4), t64(u4)), np.maximum(inp @ w4.T + h @ u4.T, 0))
+    args = (t64(inp, True), t64(h, True), t64(c, True), t64(w_ih, True), t64(w_hh, True))
+    assert gradcheck(lambda x_, h_, c_, wi, wh: ember.lstm_cell(x_, (h_, c_), wi, wh)[0], args)
+    with pytest.raises(RuntimeError, match="lstm_cell expects two hidden states, but got 1"):
+        ember.lstm_cell(t64(inp), (t64(h),), t64(w_ih), t64(w_hh))
+
+
+def test_legacy_contiguous_format():
+    x = noncontig(RNG.normal(size=(2, 3)))
+    assert x.contiguous(memory_format=ember.legacy_contiguous_format).is_contiguous()
+    assert ember.clone(x, memory_format=ember.legacy_contiguous_format).is_contiguous()
+    close(F.native_channel_shuffle(t64(np.arange(4.0).reshape(1, 4, 1)), 2), [[[0.0], [2.0], [1.0], [3.0]]])
+
+
+# ---- func helpers and linalg additions ------------------------------------------------------------
+
+
+def test_func_helpers():
+    from ember.func import (
+        debug_unwrap,
+        functional_call,
+        functionalize,
+        linearize,
+        replace_all_batch_norm_modules_,
+        stack_module_state,
+        vmap,
+    )
+
+    models = [ember.nn.Linear(3, 2).double() for _ in range(4)]
+    params, buffers = stack_module_state(models)
+    assert params["weight"].shape == (4, 2, 3) and params["weight"].is_leaf and params["weight"].requires_grad
+    x = t64(RNG.normal(size=(5, 3)))
+    out = vmap(lambda p, b: functional_call(models[0], (p, b), (x,)))(params, buffers)
+    for i, m in enumerate(models):
+        close(out[i], m(x).detach().numpy())
+    with pytest.raises(RuntimeError, match="Expected at least one model, got 0"):
+        stack_module_state([])
+    with pytest.raises(RuntimeError, match="Expected all models to be of the same class"):
+        stack_module_state([ember.nn.Linear(1, 1), ember.nn.Identity()])
+    net = ember.nn.Sequential(ember.nn.BatchNorm1d(3), ember.nn.Linear(3, 1))
+    assert replace_all_batch_norm_modules_(net) is net
+    assert net[0].running_mean is None and not net[0].track_running_stats
+    primal = t64([0.1, 0.7])
+    value, jvp_fn = linearize(lambda t: t.sin() * t, primal)
+    close(value, np.sin([0.1, 0.7]) * [0.1, 0.7])
+    tangent = np.array([1.0, -2.0])
+    close(jvp_fn(t64(tangent)), (np.cos([0.1, 0.7]) * [0.1, 0.7] + np.sin([0.1, 0.7])) * tangent)
+    with pytest.raises(RuntimeError, match="expected 1 tangents"):
+        jvp_fn(t64(tangent), t64(tangent))
+
+    def mutating(t):
+        y = t.clone()
+        y.add_(1)
+        return y * 2
+
+    close(functionalize(mutating)(t64([1.0, 2.0])), [4.0, 6.0])
+    with pytest.raises(RuntimeError, match="received invalid argument for remove=everything"):
+        functionalize(mutating, remove="everything")
+    assert debug_unwrap(x) is x
+
+
+def test_linalg_additions():
+    a = RNG.normal(size=(2, 3, 3)) + 3 * np.eye(3)
+    inverse, info = ember.linalg.inv_ex(t64(a))
+    close(inverse, np.linalg.inv(a), rtol=1e-9)
+    assert info.tolist() == [0, 0]
+    singular = ember.linalg.inv_ex(ember.zeros(2, 2, dtype=ember.float64))
+    assert singular.info.item() == 1
+    with pytest.raises(ember.linalg.LinAlgError, match="linalg.inv_ex: The diagonal element 1 is zero"):
+        ember.linalg.inv_ex(ember.zeros(2, 2), check_errors=True)
+    with pytest.raises(ember.linalg.LinAlgError, match=r"\(Batch element 1\): The diagonal element 1 is zero"):
+        ember.linalg.inv_ex(ember.stack([ember.eye(2), ember.zeros(2, 2)]), check_errors=True)
+    b = RNG.normal(size=(2, 3))
+    result, info = ember.linalg.solve_ex(t64(a), t64(b))
+    close(result, np.linalg.solve(a, b[..., None])[..., 0], rtol=1e-9)
+    bm = RNG.normal(size=(2, 3, 2))
+    close(ember.linalg.solve_ex(t64(a), t64(bm)).result, np.linalg.solve(a, bm), rtol=1e-9)
+    left = ember.linalg.solve_ex(t64(a), t64(bm.transpose(0, 2, 1)), left=False).result
+    close(left, np.swapaxes(np.linalg.solve(np.swapaxes(a, 1, 2), bm), 1, 2), rtol=1e-9)
+    t4 = RNG.normal(size=(4, 2, 2)) + np.eye(4).reshape(4, 2, 2) * 3
+    close(ember.linalg.tensorinv(t64(t4), ind=1), np.linalg.tensorinv(t4, ind=1), rtol=1e-9)
+    t6 = RNG.normal(size=(2, 3, 6)) + np.eye(6).reshape(2, 3, 6) * 3
+    rhs = RNG.normal(size=(2, 3))
+    close(ember.linalg.tensorsolve(t64(t6), t64(rhs)), np.linalg.tensorsolve(t6, rhs), rtol=1e-9)
+    t6b = np.moveaxis(t6, 2, 0).copy()
+    close(ember.linalg.tensorsolve(t64(t6b), t64(rhs), dims=(0,)), np.linalg.tensorsolve(t6b, rhs, axes=(0,)),
+          rtol=1e-9)
+    with pytest.raises(RuntimeError, match="Expected a strictly positive integer for 'ind', but got 0"):
+        ember.linalg.tensorinv(t64(t4), ind=0)
+    with pytest.raises(RuntimeError, match=r"prod\(self.shape\[ind:\]\) == prod\(self.shape\[:ind\]\), but got "
+                                           "3 != 4"):
+        ember.linalg.tensorinv(ember.ones(4, 3), ind=1)
+    v = RNG.normal(size=(2, 3))
+    close(ember.linalg.vander(t64(v)), np.stack([np.vander(r, increasing=True) for r in v]))
+    close(ember.linalg.vander(t64(v[0]), N=5), np.vander(v[0], 5, increasing=True))
+    assert ember.linalg.vander(ember.tensor([2, 3])).tolist() == [[1, 2], [1, 3]]
+    with pytest.raises(RuntimeError, match="N must be greater than 1."):
+        ember.linalg.vander(t64([1.0, 2.0]), N=1)
+    assert gradcheck(lambda m: ember.linalg.inv_ex(m).inverse, (t64(a[0], requires_grad=True),))

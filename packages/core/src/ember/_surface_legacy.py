@@ -268,10 +268,12 @@ def namespace() -> dict[str, object]:
     return {name: globals()[name] for name in _FUNCTIONS}
 
 
-METHODS = ["resize_", "resize_as_", "set_", "is_set_to", "module_load", "is_meta"]
+METHODS = ["resize_", "resize_as_", "set_", "is_set_to", "module_load"]
 
 
 def install_tensor_methods() -> None:
     for name in METHODS:
         if not hasattr(_C.Tensor, name):
             setattr(_C.Tensor, name, globals()[name])
+    if not hasattr(_C.Tensor, "is_meta"):
+        _C.Tensor.is_meta = property(is_meta)  # an attribute in PyTorch, as is_cuda
