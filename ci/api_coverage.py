@@ -30,9 +30,11 @@ NAMESPACES = [
 
 # Why a name is absent, first match wins (patterns over the lower-cased name).
 REASONS = [
-    (r"cuda|cudnn|mps|xpu|hip|mtia|nccl|xla|hpu|ipu|privateuse|vulkan|metal|pin_memory|is_pinned",
+    (r"cuda|cudnn|mps|xpu|hip|mtia|nccl|xla|hpu|ipu|privateuse|vulkan|metal|pin_memory|is_pinned|maia|"
+     r"^(stream|event|record_stream|get_device_module|accelerator_?error|dataparallel)$",
      "device-specific: Ember runs on CPU (ember.cuda answers truthfully)"),
-    (r"quant|qint|quint|^q_|int_repr|per_channel|per_tensor|fake_", "quantization: not in Ember yet"),
+    (r"quant|qint|quint|^q_|int_repr|per_channel|per_tensor|fake_|qparams|^ao$|^qat$|^intrinsic$",
+     "quantization: not in Ember yet"),
     (r"sparse|csr|csc|bsr|bsc|coo|to_dense|smm|sspaddmm|hspmm|spmm|saddmm|^(indices|values)(_copy)?$|"
      r"(crow|ccol|col|row)_indices|coalesce|^dense_dim$|^layout$|^strided$|^jagged$", "sparse tensors: issue 18, item 5"),
     (r"^(eig|symeig|lstsq|solve|matrix_rank|reinforce|volatile)$",
@@ -43,12 +45,18 @@ REASONS = [
     (r"nested", "nested tensors: not in Ember"),
     (r"mkldnn|onednn|fbgemm|miopen|nnpack|mkl|xnnpack|cpp_|_cpu$", "a backend library's private kernels"),
     (r"storage|untyped|share_memory|is_shared|from_file", "storage objects: Ember tensors own memory directly"),
-    (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|sym_|guard|library|ops$|overrides",
+    (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|overrides|^cond$|"
+     r"^while_loop$|^classes$|^package$",
      "graph capture, compilers and custom-op registration beyond ember.ops"),
-    (r"distributed|rpc|futures|monitor|multiprocessing", "distributed: issue 20"),
+    (r"distributed|rpc|futures|monitor|multiprocessing|syncbatchnorm|^batch_norm_(backward|elemt|gather|stats|update)",
+     "distributed: issue 20"),
+    (r"^channels_last(_3d)?$", "an NHWC memory layout Ember's kernels do not carry through (memory_format)"),
+    (r"^(use_global_deps|use_rtld_global_with_libtorch|compiled_with_cxx11_abi|has_lapack|has_openmp|"
+     r"has_spectral|has_mkl|get_file_path|classproperty|thread_safe_generator)$",
+     "libtorch's build and loader details, not API"),
     (r"^(names|name|rename_?|refine_names|align_to|align_as|has_names)$", "named tensors (a PyTorch prototype)"),
     (r"autocast|^amp$|gradscaler", "autocast on CPU: issue 18, item 3"),
-    (r"^uint(16|32|64)$|float8_e[45]m[23]fnuz|e8m0|float4|complex32|chalf|bits|qscheme|int[14]$",
+    (r"^uint(16|32|64)$|float8_e[45]m[23]fnuz|e8m0|float4|complex32|chalf|bits|qscheme|^u?int[1-7]$|^bit$",
      "a dtype Ember does not have"),
 ]
 NOT_YET = "not yet implemented (issue 18, item 1)"
@@ -97,6 +105,8 @@ def kind(owner: object, name: str) -> str:
     # pybind11 classes (TorchScript's types, Graph, FileCheck, ...) and torch._C's own classes.
     if type(obj).__name__ == "pybind11_type" or (type(obj).__module__ == "torch._C" and module.startswith("torch._C")):
         return "binding"
+    if type(type(obj)).__name__ == "pybind11_type" and not isinstance(obj, (torch.dtype, torch.layout)):
+        return "binding"  # an instance of a pybind11 class: an enum value such as AggregationType.SUM
     if module.startswith("torch._C") and isinstance(obj, type) and owner is not torch.Tensor:
         return "binding"
     return ""

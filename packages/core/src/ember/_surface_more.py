@@ -643,6 +643,110 @@ def polygamma_(self: _C.Tensor, n: builtins.int) -> _C.Tensor:
     return _write_inplace(self, polygamma(n, _graph_source(self)), "polygamma_")
 
 
+def gradient(input: _C.Tensor, *, spacing: object = 1, dim: object = None,  # noqa: A002
+             edge_order: builtins.int = 1) -> tuple[_C.Tensor, ...]:
+    """Estimates of input's derivative along each dim (or the given ones) by central differences
+    inside and one-sided differences of order edge_order at the ends (torch.gradient, as
+    numpy.gradient). spacing is one number for every dim, one per dim, or one coordinate tensor
+    per dim (non-uniform sample points)."""
+    _tensor_arg(input, "gradient")
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = list(builtins.range(input.dim())) if dim is None else _int_list(dim)
+    dims = [_wrap_dim(d, input.dim()) for d in dims]
+    if isinstance(spacing, (list, tuple)):
+        if len(spacing) != len(dims):
+            what = "'self.dim() = " + str(input.dim()) + "', since dim argument was not given" if dim is None else \
+                "the number of dims given"
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                               f"equal to {what}, but got a list of length {len(spacing)}")
+        spacings = list(spacing)
+    else:
+        spacings = [spacing] * len(dims)
+    f = input if (input.dtype.is_floating_point or input.dtype.is_complex) else input.to(_C.get_default_dtype())
+    results = []
+    for d, h in zip(dims, spacings, strict=True):
+        n = f.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+        if isinstance(h, _C.Tensor) and h.dim() == 1:
+            if h.shape[0] != n:
+                raise RuntimeError(f"torch.gradient expected the coordinates along dim {d} to have {n} elements, "
+                                   f"one per sample, but got {h.shape[0]}")
+            steps = _C.sub(h[1:], h[:-1]).to(f.dtype)
+        else:
+            value = h.item() if isinstance(h, _C.Tensor) else h
+            steps = _C.full([n - 1], value, dtype=f.dtype)
+        results.append(_gradient_1d(f, d, steps, edge_order))
+    return tuple(results)
+
+
+def _gradient_1d(f: _C.Tensor, d: builtins.int, steps: _C.Tensor, edge_order: builtins.int) -> _C.Tensor:
+    """numpy.gradient's second-order-accurate differences along d with sample gaps `steps`."""
+    n = f.shape[d]
+    shape = [1] * f.dim()
+
+    def along(t: _C.Tensor) -> _C.Tensor:  # a 1-D tensor of coefficients, broadcast along dim d
+        s = list(shape)
+        s[d] = t.shape[0]
+        return t.reshape(s)
+
+    def part(start: builtins.int, length: builtins.int) -> _C.Tensor:
+        return f.narrow(d, start, length)
+
+    pieces = []
+    if edge_order == 1:
+        pieces.append(_C.div(_C.sub(part(1, 1), part(0, 1)), along(steps[:1])))
+    else:
+        h1, h2 = steps[0:1], steps[1:2]
+        a = _C.div(_C.neg(_C.add(_C.mul(h1, 2), h2)), _C.mul(h1, _C.add(h1, h2)))
+        b = _C.div(_C.add(h1, h2), _C.mul(h1, h2))
+        c = _C.div(_C.neg(h1), _C.mul(h2, _C.add(h1, h2)))
+        pieces.append(_C.add(_C.add(_C.mul(along(a), part(0, 1)), _C.mul(along(b), part(1, 1))),
+                             _C.mul(along(c), part(2, 1))))
+    if n > 2:
+        h1, h2 = steps[:-1], steps[1:]
+        a = _C.div(_C.neg(h2), _C.mul(h1, _C.add(h1, h2)))
+        b = _C.div(_C.sub(h2, h1), _C.mul(h1, h2))
+        c = _C.div(h1, _C.mul(h2, _C.add(h1, h2)))
+        pieces.append(_C.add(_C.add(_C.mul(along(a), part(0, n - 2)), _C.mul(along(b), part(1, n - 2))),
+                             _C.mul(along(c), part(2, n - 2))))
+    if edge_order == 1:
+        pieces.append(_C.div(_C.sub(part(n - 1, 1), part(n - 2, 1)), along(steps[-1:])))
+    else:
+        h1, h2 = steps[-2:-1], steps[-1:]
+        a = _C.div(h2, _C.mul(h1, _C.add(h1, h2)))
+        b = _C.div(_C.neg(_C.add(h2, h1)), _C.mul(h1, h2))
+        c = _C.div(_C.add(_C.mul(h2, 2), h1), _C.mul(h2, _C.add(h1, h2)))
+        pieces.append(_C.add(_C.add(_C.mul(along(a), part(n - 3, 1)), _C.mul(along(b), part(n - 2, 1))),
+                             _C.mul(along(c), part(n - 1, 1))))
+    return _C.cat(pieces, d)
+
+
+def _resized(self: _C.Tensor, shape: list[builtins.int]) -> _C.Tensor:
+    count = 1
+    for size in shape:
+        count *= size
+    if count != self.numel():
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, shape))} ({count} elements in total), but the "
+                           f"given tensor has a size of {'x'.join(map(str, self.shape))} ({self.numel()} elements). "
+                           "autograd's resize can only change the shape of a given tensor, while preserving the "
+                           "number of elements. ")
+    return self.contiguous().view(shape)
+
+
+def resize(self: _C.Tensor, *sizes: object) -> _C.Tensor:
+    """The deprecated out-of-place resize: self's elements in a new shape with the same count
+    (torch.Tensor.resize, autograd's Resize)."""
+    warnings.warn("non-inplace resize is deprecated", stacklevel=2)
+    return _resized(self, _int_list(sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], builtins.int) else sizes))
+
+
+def resize_as(self: _C.Tensor, tensor: _C.Tensor) -> _C.Tensor:
+    warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
+    return _resized(self, list(_tensor_arg(tensor, "resize_as", "tensor").shape))
+
+
 # ---- Tensor methods -------------------------------------------------------------------------------
 
 
@@ -723,7 +827,7 @@ _FUNCTIONS = ["slice_copy", "split_copy", "split_with_sizes_copy", "unbind_copy"
               "lu_unpack", "frobenius_norm", "nuclear_norm", "native_norm", "norm_except_dim", "native_dropout",
               "can_cast", "is_neg", "resolve_neg", "get_device", "is_same_size", "is_signed", "as_strided_", "asarray",
               "is_inference", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
-              "get_default_device", "set_default_device", "nextafter", "polygamma"]
+              "get_default_device", "set_default_device", "nextafter", "polygamma", "gradient"]
 
 
 def namespace() -> dict[str, object]:
@@ -735,7 +839,7 @@ def namespace() -> dict[str, object]:
 METHODS = ["select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter", "split_with_sizes",
            "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes", "nonzero_static", "is_neg", "resolve_neg",
            "squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_", "new", "apply_", "map_", "map2_",
-           "dim_order", "const_data_ptr", "nextafter", "nextafter_", "polygamma_"]
+           "dim_order", "const_data_ptr", "nextafter", "nextafter_", "polygamma_", "resize", "resize_as"]
 
 
 def install_tensor_methods() -> None:
