@@ -322,7 +322,7 @@ __all__ = [
 
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism
 # switches, and probability distributions (issue 18, items 2 and 4).
-from . import accelerator, amp, backends, cpu, cuda, distributions, special  # noqa: E402
+from . import accelerator, amp, backends, cpu, cuda, distributions, special, testing  # noqa: E402
 from ._compile import compile  # noqa: A004, E402
 from ._determinism import (  # noqa: E402
     are_deterministic_algorithms_enabled,
@@ -354,7 +354,7 @@ __all__ += ["autocast", "autocast_decrement_nesting", "autocast_increment_nestin
             "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype", "is_autocast_cache_enabled",
             "is_autocast_cpu_enabled", "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_cpu_dtype",
             "set_autocast_cpu_enabled", "set_autocast_dtype", "set_autocast_enabled", "set_autocast_gpu_dtype"]
-__all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "special", "compile", "use_deterministic_algorithms",
+__all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "special", "testing", "compile", "use_deterministic_algorithms",
             "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
             "set_deterministic_debug_mode", "get_deterministic_debug_mode"]
 
