@@ -1743,3 +1743,98 @@ def test_linalg_additions():
     with pytest.raises(RuntimeError, match="N must be greater than 1."):
         ember.linalg.vander(t64([1.0, 2.0]), N=1)
     assert gradcheck(lambda m: ember.linalg.inv_ex(m).inverse, (t64(a[0], requires_grad=True),))
+
+
+# ---- gradient, resize, ember.testing --------------------------------------------------------------
+
+
+def test_gradient():
+    f = RNG.normal(size=(4, 6))
+    for edge in (1, 2):
+        got = ember.gradient(t64(f), edge_order=edge)
+        want = np.gradient(f, edge_order=edge)
+        for g, w in zip(got, want, strict=True):
+            close(g, w)
+        got = ember.gradient(noncontig(f), spacing=[2.0, 0.5], edge_order=edge)
+        for g, w in zip(got, np.gradient(f, 2.0, 0.5, edge_order=edge), strict=True):
+            close(g, w)
+        coords = np.cumsum(RNG.uniform(0.5, 2, 6))
+        (g,) = ember.gradient(t64(f), spacing=(t64(coords),), dim=1, edge_order=edge)
+        close(g, np.gradient(f, coords, axis=1, edge_order=edge), rtol=1e-9)
+    (g,) = ember.gradient(t64(f[0]), spacing=3.0)
+    close(g, np.gradient(f[0], 3.0))
+    got = ember.gradient(ember.tensor([1, 2, 4]))
+    assert got[0].dtype == ember.float32 and got[0].tolist() == [1.0, 1.5, 2.0]
+    (g,) = ember.gradient(t64(f), dim=-1)
+    close(g, np.gradient(f, axis=1))
+    assert gradcheck(lambda t: ember.gradient(t, edge_order=2)[1], (t64(f, requires_grad=True),))
+    with pytest.raises(RuntimeError, match="torch.gradient only supports edge_order=1 and edge_order=2."):
+        ember.gradient(t64(f), edge_order=3)
+    with pytest.raises(RuntimeError, match=r"expected each dimension size to be at least edge_order\+1"):
+        ember.gradient(ember.ones(1))
+    with pytest.raises(RuntimeError, match="a list of length equal to 'self.dim\\(\\) = 2', since dim argument was not "
+                                           "given, but got a list of length 1"):
+        ember.gradient(ember.ones(2, 3), spacing=[2.0])
+    with pytest.raises(RuntimeError, match="coordinates along dim 0 to have 3 elements, one per sample, but got 2"):
+        ember.gradient(ember.ones(3), spacing=(ember.tensor([0.0, 1.0]),))
+
+
+def test_deprecated_resize():
+    x = t64(np.arange(6.0).reshape(2, 3))
+    with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+        y = x.t().resize(3, 2)
+    close(y, np.arange(6.0).reshape(2, 3).T.reshape(3, 2))
+    with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+        assert x.resize_as(ember.zeros(6)).shape == (6,)
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="autograd's resize can only change the shape"):
+        x.resize(4)
+
+
+def test_testing_assert_close():
+    from ember.testing import assert_allclose, assert_close, make_tensor
+
+    assert_close(ember.tensor([1.0, 2.0]), ember.tensor([1.0, 2.0 + 1e-6]))
+    assert_close(t64([1.0]), t64([1.0 + 1e-8]))
+    assert_close(ember.tensor([float("nan")]), ember.tensor([float("nan")]), equal_nan=True)
+    assert_close(ember.tensor([float("inf")]), ember.tensor([float("inf")]))
+    assert_close(1.0, 1.0 + 1e-9)
+    assert_close([ember.ones(2), {"a": 3}], [ember.ones(2), {"a": 3}])
+    assert_close(np.ones(2), np.ones(2))
+    assert_close(ember.ones(2, 2), ember.ones(2, 2).t())
+    assert_close(ember.ones(2, dtype=ember.float64), ember.ones(2), check_dtype=False)
+    assert_close(ember.zeros(0), ember.zeros(0))
+    with pytest.raises(AssertionError, match=r"Tensor-likes are not close!\n\nMismatched elements: 1 / 3 \(33.3%\)\n"
+                                             r"Greatest absolute difference: 0.5 at index \(1,\) \(up to 1e-05 allowed\)"
+                                             r"\nGreatest relative difference: 0.2000000029802322\d* at index \(1,\) "
+                                             r"\(up to 1.3e-06 allowed\)"):
+        assert_close(ember.tensor([1.0, 2.0, 3.0]), ember.tensor([1.0, 2.5, 3.0]))
+    with pytest.raises(AssertionError, match="Tensor-likes are not equal!"):
+        assert_close(ember.tensor([1, 2]), ember.tensor([1, 3]))
+    with pytest.raises(AssertionError, match="The values for attribute 'shape' do not match"):
+        assert_close(ember.ones(2), ember.ones(3))
+    with pytest.raises(AssertionError, match="The values for attribute 'dtype' do not match: ember.float32 != "
+                                             "ember.float64."):
+        assert_close(ember.ones(2), ember.ones(2, dtype=ember.float64))
+    with pytest.raises(AssertionError, match=r"The values for attribute 'stride\(\)' do not match"):
+        assert_close(ember.ones(2, 2), ember.ones(2, 2).t(), check_stride=True)
+    with pytest.raises(AssertionError, match=r"The failure occurred for item \[1\]\['a'\]"):
+        assert_close([1, {"a": ember.ones(1)}], [1, {"a": ember.zeros(1)}])
+    with pytest.raises(AssertionError, match="^custom$"):
+        assert_close(ember.ones(1), ember.zeros(1), msg="custom")
+    with pytest.raises(AssertionError, match="^Scalars are not close!"):
+        assert_close(1.0, 1.1)
+    with pytest.raises(AssertionError, match="nan at index"):
+        assert_close(ember.tensor([float("nan")]), ember.tensor([float("nan")]))
+    with pytest.raises(ValueError, match="Both 'rtol' and 'atol' must be either specified or omitted, but got no atol."):
+        assert_close(ember.ones(1), ember.ones(1), rtol=1e-3)
+    with pytest.raises(TypeError, match="No comparison pair was able to handle inputs of type"):
+        assert_close(ember.ones(2), [1.0, 1.0])
+    with pytest.warns(FutureWarning):
+        assert_allclose(ember.ones(2), [1.0, 1.0])
+    t = make_tensor(3, 4, dtype=ember.int64, low=-2, high=3)
+    assert t.shape == (3, 4) and t.dtype == ember.int64
+    assert -2 <= ember.amin(t).item() and ember.amax(t).item() < 3
+    f = make_tensor((5, 6), dtype=ember.float64, noncontiguous=True, exclude_zero=True, requires_grad=True)
+    assert not f.is_contiguous() and f.requires_grad and f.shape == (5, 6)
+    assert (np.abs(f.detach().numpy()) <= 9).all()
+    assert make_tensor(2, dtype=ember.bool).dtype == ember.bool
