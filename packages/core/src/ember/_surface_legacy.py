@@ -206,6 +206,158 @@ def gru_cell(input: _C.Tensor, hx: _C.Tensor, w_ih: _C.Tensor, w_hh: _C.Tensor, 
     return (1 - z) * n + z * hx
 
 
+# ---- Householder QR in LAPACK's compact form ------------------------------------------------------
+
+
+def geqrf(input: _C.Tensor, *, out: object = None) -> tuple[_C.Tensor, _C.Tensor]:  # noqa: A002
+    """(a, tau): the QR factorization in LAPACK geqrf's compact form (torch.geqrf). R is a's upper
+    triangle; below the diagonal of column j lies the Householder vector v_j (with an implicit
+    leading 1), and Q = H_1 ... H_k, H_j = I - tau_j v_j v_j^T. Real dtypes only."""
+    from .linalg import vector_norm
+
+    if _tensor_arg(input, "geqrf").dim() < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if input.dtype.is_complex or not input.dtype.is_floating_point:
+        raise NotImplementedError(f"geqrf: Ember supports real floating dtypes only, but got {input.dtype}")
+    a = input.clone()
+    m, n = a.shape[-2], a.shape[-1]
+    taus = []
+    for j in builtins.range(builtins.min(m, n)):
+        alpha = a[..., j, j].clone()
+        rest = a[..., j + 1:, j]
+        norm_rest = vector_norm(rest, 2, dim=-1) if m - j > 1 else _C.zeros_like(alpha)
+        trivial = _C.eq(norm_rest, 0)  # nothing below the diagonal: H_j = I
+        # beta = -sign(alpha) * |(alpha, rest)|, sign(0) = +1, as LAPACK's dlarfg
+        sign = _C.where(_C.ge(alpha, 0), 1.0, -1.0).to(a.dtype)
+        beta = _C.mul(_C.neg(sign), _C.sqrt(_C.add(_C.mul(alpha, alpha), _C.mul(norm_rest, norm_rest))))
+        safe_beta = _C.where(trivial, 1.0, beta).to(a.dtype)
+        tau = _C.where(trivial, 0.0, _C.div(_C.sub(beta, alpha), safe_beta)).to(a.dtype)
+        scale = _C.where(trivial, 0.0, _C.reciprocal(_C.where(trivial, 1.0, _C.sub(alpha, beta)).to(a.dtype)))
+        v = _C.mul(rest, _C.unsqueeze(scale.to(a.dtype), -1))
+        a[..., j, j] = _C.where(trivial, alpha, beta)
+        if m - j > 1:
+            a[..., j + 1:, j] = v
+        if j + 1 < n:  # apply H_j to the columns on the right
+            w = _C.cat([_C.ones_like(alpha).unsqueeze(-1), v], -1)  # (*, m - j)
+            block = a[..., j:, j + 1:]
+            proj = _C.matmul(_C.unsqueeze(w, -2), block)  # w^T block: (*, 1, n - j - 1)
+            update = _C.mul(_C.matmul(_C.unsqueeze(w, -1), proj), _C.unsqueeze(_C.unsqueeze(tau, -1), -1))
+            a[..., j:, j + 1:] = _C.sub(block, update)
+        taus.append(tau)
+    tau = _C.stack(taus, -1) if taus else _C.zeros(list(input.shape[:-2]) + [0], dtype=input.dtype)
+    return _return_geqrf(a, tau, out)
+
+
+def _return_geqrf(a: _C.Tensor, tau: _C.Tensor, out: object) -> tuple[_C.Tensor, _C.Tensor]:
+    from ._composites_py import _return_type
+
+    if out is not None:
+        from ._args import write_out
+
+        a, tau = write_out(a, out[0]), write_out(tau, out[1])
+    return _return_type("geqrf", ("a", "tau"))(a, tau)
+
+
+def orgqr(input: _C.Tensor, tau: _C.Tensor, *, out: _C.Tensor | None = None) -> _C.Tensor:  # noqa: A002
+    """Q's first n columns from geqrf's (a, tau) (torch.orgqr, linalg.householder_product)."""
+    from .linalg import householder_product
+
+    result = householder_product(input, tau)
+    if out is not None:
+        from ._args import write_out
+
+        return write_out(result, out)
+    return result
+
+
+def ormqr(input: _C.Tensor, tau: _C.Tensor, other: _C.Tensor, left: builtins.bool = True,  # noqa: A002
+          transpose: builtins.bool = False, *, out: _C.Tensor | None = None) -> _C.Tensor:
+    """other multiplied by the full m x m Q of geqrf's (input, tau), from the left (Q @ other) or
+    the right (other @ Q), with Q^T when transpose (torch.ormqr)."""
+    from .linalg import householder_product
+
+    m = input.shape[-2]
+    k = tau.shape[-1]
+    if k > m:
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be less than or equal to input.shape[-2], but got {k} > "
+                           f"{m}")
+    needed = other.shape[-2] if left else other.shape[-1]
+    if needed != m:
+        raise RuntimeError(f"torch.ormqr: other.shape[{-2 if left else -1}] must be equal to input.shape[-2]")
+    # The m x m Q: the k reflectors, then m - k identity ones (tau 0) on zero columns.
+    columns = input[..., :, :k]
+    pad = m - k
+    if pad:
+        columns = _C.cat([columns, _C.zeros(list(columns.shape[:-1]) + [pad], dtype=input.dtype)], -1)
+        tau = _C.cat([tau, _C.zeros(list(tau.shape[:-1]) + [pad], dtype=tau.dtype)], -1)
+    q = householder_product(columns, tau)
+    q = q.mT if transpose else q
+    result = _C.matmul(q, other) if left else _C.matmul(other, q)
+    if out is not None:
+        from ._args import write_out
+
+        return write_out(result, out)
+    return result
+
+
+def conv_tbc(input: _C.Tensor, weight: _C.Tensor, bias: _C.Tensor, pad: builtins.int = 0) -> _C.Tensor:  # noqa: A002
+    """A 1-D convolution over inputs laid out (time, batch, channels) with weight (kernel, in,
+    out) (torch.conv_tbc): the output is (time', batch, out)."""
+    from .nn import functional as F
+
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = F.conv1d(input.permute([1, 2, 0]), weight.permute([2, 1, 0]), bias, 1, pad)
+    return out.permute([2, 0, 1]).contiguous()
+
+
+# ---- randomized low-rank SVD and PCA --------------------------------------------------------------
+
+
+def svd_lowrank(A: _C.Tensor, q: builtins.int | None = 6, niter: builtins.int = 2,  # noqa: N803
+                M: _C.Tensor | None = None) -> tuple[_C.Tensor, _C.Tensor, _C.Tensor]:  # noqa: N803
+    """(U, S, V) of a rank-q approximation of A - M by Halko et al.'s randomized range finder
+    with niter power iterations (torch.svd_lowrank); A ~ U diag(S) V^T."""
+    from . import randn
+    from .linalg import qr, svd
+
+    q = 6 if q is None else q
+    matrix = A if M is None else _C.sub(A, M)
+    m, n = matrix.shape[-2], matrix.shape[-1]
+    if not 0 <= q <= builtins.min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={builtins.min(m, n)}")
+    if niter < 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    probe = randn(list(matrix.shape[:-2]) + [n, q], dtype=matrix.dtype)
+    basis = qr(_C.matmul(matrix, probe)).Q
+    for _ in builtins.range(niter):  # power iterations sharpen the basis when the spectrum decays slowly
+        basis = qr(_C.matmul(matrix.mH, basis)).Q
+        basis = qr(_C.matmul(matrix, basis)).Q
+    u, s, vh = svd(_C.matmul(basis.mH, matrix), full_matrices=False)
+    return _C.matmul(basis, u), s, vh.mH
+
+
+def pca_lowrank(A: _C.Tensor, q: builtins.int | None = None, center: builtins.bool = True,  # noqa: N803
+                niter: builtins.int = 2) -> tuple[_C.Tensor, _C.Tensor, _C.Tensor]:
+    """svd_lowrank of A with its column means removed (center=True): V holds the principal
+    directions, S**2 / (m - 1) the variances they explain (torch.pca_lowrank)."""
+    m, n = A.shape[-2], A.shape[-1]
+    q = builtins.min(6, m, n) if q is None else q
+    if not 0 <= q <= builtins.min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={builtins.min(m, n)}")
+    if not center:
+        return svd_lowrank(A, q, niter)
+    return svd_lowrank(_C.sub(A, A.mean(-2, True)), q, niter)
+
+
 # ---- ember.version and ember.random ---------------------------------------------------------------
 
 
@@ -259,7 +411,8 @@ def install_modules() -> dict[str, object]:
 
 # ---- exports ------------------------------------------------------------------------------------
 
-_FUNCTIONS = ["typename", "set_default_tensor_type", "to_dlpack", "grid_sampler", "grid_sampler_2d",
+_FUNCTIONS = ["geqrf", "orgqr", "ormqr", "conv_tbc", "svd_lowrank", "pca_lowrank",
+              "typename", "set_default_tensor_type", "to_dlpack", "grid_sampler", "grid_sampler_2d",
               "grid_sampler_3d", "affine_grid_generator", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell",
               "resize_as_"]
 
@@ -268,7 +421,7 @@ def namespace() -> dict[str, object]:
     return {name: globals()[name] for name in _FUNCTIONS}
 
 
-METHODS = ["resize_", "resize_as_", "set_", "is_set_to", "module_load"]
+METHODS = ["resize_", "resize_as_", "set_", "is_set_to", "module_load", "geqrf", "orgqr", "ormqr"]
 
 
 def install_tensor_methods() -> None:

@@ -11,7 +11,19 @@ from .._composites_py import _graph_source, _write_inplace
 __all__ = ["relu_", "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "threshold_", "rrelu_",
            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
-           "multilabel_margin_loss", "triplet_margin_with_distance_loss", "native_channel_shuffle"]
+           "multilabel_margin_loss", "triplet_margin_with_distance_loss", "native_channel_shuffle", "conv_tbc",
+           "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES"]
+
+# grid_sample's mode names and the integers ATen's grid_sampler takes for them.
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution over (time, batch, channels) inputs (torch.nn.functional.conv_tbc)."""
+    from .._surface_legacy import conv_tbc as aten_conv_tbc
+
+    return aten_conv_tbc(input, weight, bias, pad)
 
 
 def native_channel_shuffle(input, groups):
