@@ -1838,3 +1838,80 @@ def test_testing_assert_close():
     assert not f.is_contiguous() and f.requires_grad and f.shape == (5, 6)
     assert (np.abs(f.detach().numpy()) <= 9).all()
     assert make_tensor(2, dtype=ember.bool).dtype == ember.bool
+
+
+# ---- geqrf / orgqr / ormqr, conv_tbc, low-rank SVD ------------------------------------------------
+
+
+def _householder_q(a, tau):
+    """Q = H_1 ... H_k from geqrf's compact form, built with NumPy."""
+    m = a.shape[0]
+    q = np.eye(m)
+    for j in range(len(tau)):
+        v = np.zeros(m)
+        v[j] = 1.0
+        v[j + 1:] = a[j + 1:, j]
+        q = q @ (np.eye(m) - tau[j] * np.outer(v, v))
+    return q
+
+
+def test_geqrf_orgqr_ormqr():
+    for shape in ((5, 3), (3, 5), (4, 4)):
+        A = RNG.normal(size=shape)
+        for label, x in layouts(A):
+            a, tau = ember.geqrf(x)
+            an, taun = a.numpy(), tau.numpy()
+            q = _householder_q(an, taun)
+            r = np.triu(an)
+            close(q[:, :shape[0]] @ r, A, rtol=1e-10, atol=1e-12, err_msg=f"{shape} {label}")
+            close(q.T @ q, np.eye(shape[0]), atol=1e-12)
+            k = min(shape)
+            close(ember.orgqr(a[:, :k] if shape[1] > shape[0] else a, tau), q[:, :min(shape[1], k)], atol=1e-12)
+            C = RNG.normal(size=(shape[0], 2))
+            close(ember.ormqr(a, tau, t64(C)), q @ C, atol=1e-12)
+            close(a.ormqr(tau, t64(C), transpose=True), q.T @ C, atol=1e-12)
+            close(ember.ormqr(a, tau, t64(C.T), left=False), C.T @ q, atol=1e-12)
+    batch = RNG.normal(size=(2, 4, 3))
+    a, tau = ember.geqrf(t64(batch))
+    for i in range(2):
+        close(_householder_q(a[i].numpy(), tau[i].numpy())[:, :3] @ np.triu(a[i].numpy())[:3], batch[i], atol=1e-12)
+    zero_col = np.array([[0.0, 1.0], [0.0, 2.0]])
+    a, tau = ember.geqrf(t64(zero_col))
+    close(_householder_q(a.numpy(), tau.numpy()) @ np.triu(a.numpy()), zero_col, atol=1e-12)
+    with pytest.raises(RuntimeError, match="torch.geqrf: input must have at least 2 dimensions."):
+        ember.geqrf(ember.ones(3))
+    with pytest.raises(RuntimeError, match="other.shape\\[-2\\] must be equal to input.shape\\[-2\\]"):
+        ember.ormqr(*ember.geqrf(t64(RNG.normal(size=(4, 3)))), ember.ones(3, 2, dtype=ember.float64))
+
+
+def test_conv_tbc():
+    x = RNG.normal(size=(7, 2, 3))  # (time, batch, in)
+    w = RNG.normal(size=(3, 3, 4))  # (kernel, in, out)
+    b = RNG.normal(size=4)
+    pad = 1
+    xp = np.pad(x, ((pad, pad), (0, 0), (0, 0)))
+    want = np.stack([np.einsum("kbi,kio->bo", xp[t:t + 3], w) for t in range(xp.shape[0] - 2)]) + b
+    close(ember.conv_tbc(t64(x), t64(w), t64(b), pad), want, rtol=1e-10)
+    close(F.conv_tbc(t64(x), t64(w), t64(b)), want[1:-1], rtol=1e-10)
+    args = (t64(x, True), t64(w, True), t64(b, True))
+    assert gradcheck(lambda *t: ember.conv_tbc(*t, 1), args)
+    with pytest.raises(RuntimeError, match="Input dim 2 \\(input channels\\) is not == dim 1 in the weight tensor"):
+        ember.conv_tbc(t64(x), t64(w[:, :2]), t64(b))
+    assert F.GRID_SAMPLE_INTERPOLATION_MODES == {"bilinear": 0, "nearest": 1, "bicubic": 2}
+    assert F.GRID_SAMPLE_PADDING_MODES == {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def test_svd_pca_lowrank():
+    ember.manual_seed(3)
+    low = RNG.normal(size=(40, 3)) @ RNG.normal(size=(3, 30))
+    U, S, V = ember.svd_lowrank(t64(low), q=5)
+    assert U.shape == (40, 5) and S.shape == (5,) and V.shape == (30, 5)
+    close(U @ ember.diag(S) @ V.t(), low, atol=1e-10)
+    close(S[:3], np.linalg.svd(low, compute_uv=False)[:3], rtol=1e-9)
+    centered = low - low.mean(axis=0)
+    U, S, V = ember.pca_lowrank(t64(low), q=4)
+    close(S[:3], np.linalg.svd(centered, compute_uv=False)[:3], rtol=1e-9)
+    U, S, V = ember.pca_lowrank(t64(low), q=3, center=False)
+    close(S, np.linalg.svd(low, compute_uv=False)[:3], rtol=1e-9)
+    with pytest.raises(ValueError, match=r"q\(=50\) must be non-negative integer and not greater than min\(m, n\)=30"):
+        ember.svd_lowrank(t64(low), q=50)
