@@ -1915,3 +1915,70 @@ def test_svd_pca_lowrank():
     close(S, np.linalg.svd(low, compute_uv=False)[:3], rtol=1e-9)
     with pytest.raises(ValueError, match=r"q\(=50\) must be non-negative integer and not greater than min\(m, n\)=30"):
         ember.svd_lowrank(t64(low), q=50)
+
+
+# ---- histogramdd, frombuffer, CrossMapLRN2d, Container --------------------------------------------
+
+
+def test_histogramdd():
+    pts = RNG.normal(size=(200, 2))
+    w = RNG.uniform(size=200)
+    h = ember.histogramdd(t64(pts), bins=[4, 5])
+    want, edges = np.histogramdd(pts, bins=[4, 5])
+    close(h.hist, want)
+    for got_edges, want_edges in zip(h.bin_edges, edges, strict=True):
+        close(got_edges, want_edges, rtol=1e-12)
+    h = ember.histogramdd(t64(pts), bins=3, range=[-1.0, 1.0, -2.0, 2.0], weight=t64(w), density=True)
+    want, _ = np.histogramdd(pts, bins=3, range=[(-1, 1), (-2, 2)], weights=w, density=True)
+    close(h.hist, want, rtol=1e-10)
+    e0, e1 = np.array([-3.0, 0.0, 0.5, 3.0]), np.array([-1.0, 1.0])
+    h = ember.histogramdd(t64(pts), bins=[t64(e0), t64(e1)])
+    close(h.hist, np.histogramdd(pts, bins=[e0, e1])[0])
+    batch = ember.histogramdd(t64(pts.reshape(2, 100, 2)), bins=2)
+    close(batch.hist, np.histogramdd(pts, bins=2)[0])
+    edge = t64([[0.0, 0.0], [1.0, 1.0], [2.0, 0.5], [0.5, 2.0]])
+    assert ember.histogramdd(edge, bins=[2, 3]).hist.tolist() == [[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]
+    with pytest.raises(RuntimeError, match="input tensor should have at least 2 dimensions"):
+        ember.histogramdd(ember.ones(3), bins=2)
+    with pytest.raises(RuntimeError, match="The size of bins must be equal to the innermost dimension of the input."):
+        ember.histogramdd(edge, bins=[2])
+    with pytest.raises(NotImplementedError, match="\"histogramdd\" not implemented for 'Long'"):
+        ember.histogramdd(ember.ones(3, 2, dtype=ember.int64), bins=2)
+
+
+def test_frombuffer():
+    data = bytearray(np.array([1.0, 2.0, 3.0], dtype=np.float32).tobytes())
+    t = ember.frombuffer(data, dtype=ember.float32)
+    assert t.tolist() == [1.0, 2.0, 3.0]
+    t[0] = 7.0  # shares the buffer's memory
+    assert np.frombuffer(data, dtype=np.float32)[0] == 7.0
+    assert ember.frombuffer(data, dtype=ember.float32, count=1, offset=4).tolist() == [2.0]
+    with pytest.raises(ValueError, match="must be less than buffer length"):
+        ember.frombuffer(data, dtype=ember.float32, offset=12)
+    with pytest.raises(ValueError, match="must be a multiple of element size \\(8\\)"):
+        ember.frombuffer(data, dtype=ember.float64)
+    with pytest.raises(ValueError, match="must not be greater than actual buffer length"):
+        ember.frombuffer(data, dtype=ember.float32, count=4)
+
+
+def test_cross_map_lrn2d():
+    x = RNG.normal(size=(2, 6, 3, 3))
+    for size in (2, 3, 5):
+        module = ember.nn.CrossMapLRN2d(size, alpha=0.5, beta=0.7, k=2.0)
+        pre = (size - 1) // 2 + 1
+        want = np.empty_like(x)
+        for c in range(6):
+            window = set(range(0, min(c + pre - 1, 5) + 1)) - set(range(1, c - pre + 1))  # PyTorch's recurrence
+            s = sum(x[:, j] ** 2 for j in window)
+            want[:, c] = x[:, c] * (2.0 + 0.5 / size * s) ** -0.7
+        close(module(t64(x)), want, rtol=1e-12)
+    assert gradcheck(ember.nn.CrossMapLRN2d(3), (t64(x[:1, :4, :2, :2], requires_grad=True),))
+    with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D instead."):
+        ember.nn.CrossMapLRN2d(3)(ember.ones(2, 3, 4))
+
+
+def test_container():
+    with pytest.warns(FutureWarning, match="nn.Container is deprecated"):
+        c = ember.nn.Container(a=ember.nn.Linear(2, 1), b=ember.nn.ReLU())
+    assert [n for n, _ in c.named_children()] == ["a", "b"]
+    assert len(list(c.parameters())) == 2

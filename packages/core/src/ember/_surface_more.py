@@ -747,6 +747,102 @@ def resize_as(self: _C.Tensor, tensor: _C.Tensor) -> _C.Tensor:
     return _resized(self, list(_tensor_arg(tensor, "resize_as", "tensor").shape))
 
 
+def histogramdd(input: _C.Tensor, bins: object = 10, *, range: object = None,  # noqa: A002
+                weight: _C.Tensor | None = None, density: builtins.bool = False):
+    """The D-dimensional histogram of the points in input's last dim (torch.histogramdd): bins is
+    a count for every dim, a count per dim, or a tensor of edges per dim; range gives
+    [min_0, max_0, min_1, max_1, ...] (default: the data's extent). A bin holds [e_i, e_i+1), the
+    last one its right edge too; points outside are not counted."""
+    from . import linspace, searchsorted
+
+    _tensor_arg(input, "histogramdd")
+    if input.dim() < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"histogramdd" not implemented for \'{_legacy_name(input.dtype)}\'')
+    dims = input.shape[-1]
+    points = input.reshape([-1, dims])
+    bins = [bins] * dims if isinstance(bins, builtins.int) else list(bins)
+    if len(bins) != dims:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
+    if range is not None and len(range) != 2 * dims:
+        raise RuntimeError(f"torch.histogramdd: expected range to have {2 * dims} elements, but got {len(range)}")
+    edges, index, inside = [], None, None
+    for d, spec in enumerate(bins):
+        column = points[:, d]
+        if isinstance(spec, _C.Tensor):
+            edge = spec.to(input.dtype)
+        else:
+            if range is not None:
+                low, high = builtins.float(range[2 * d]), builtins.float(range[2 * d + 1])
+            elif column.numel():
+                low, high = _C.amin(column).item(), _C.amax(column).item()
+            else:
+                low, high = 0.0, 0.0
+            if low == high:  # a degenerate extent: one unit around it, as PyTorch
+                low, high = low - 0.5, high + 0.5
+            if spec <= 0:
+                raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {spec} for dimension {d}")
+            edge = linspace(low, high, spec + 1, dtype=input.dtype)
+        count = edge.shape[0] - 1
+        position = _C.sub(searchsorted(edge, column.contiguous(), right=True), 1)
+        at_right_edge = _C.eq(column, edge[-1])
+        position = _C.where(at_right_edge, count - 1, position)
+        ok = _C.logical_and(_C.ge(column, edge[0]), _C.le(column, edge[-1]))
+        inside = ok if inside is None else _C.logical_and(inside, ok)
+        position = _C.clamp(position, 0, builtins.max(count - 1, 0))
+        index = position if index is None else _C.add(_C.mul(index, count), position)
+        edges.append(edge)
+    sizes = [e.shape[0] - 1 for e in edges]
+    total = 1
+    for size in sizes:
+        total *= size
+    weights = weight.reshape(-1).to(input.dtype) if weight is not None else _C.ones([points.shape[0]], dtype=input.dtype)
+    weights = _C.where(inside, weights, _C.zeros_like(weights))
+    hist = _C.zeros([total], dtype=input.dtype).index_add(0, index, weights).reshape(sizes)
+    if density:
+        volume = None
+        for d, edge in enumerate(edges):
+            shape = [1] * dims
+            shape[d] = sizes[d]
+            width = _C.sub(edge[1:], edge[:-1]).reshape(shape)
+            volume = width if volume is None else _C.mul(volume, width)
+        hist = _C.div(_C.div(hist, _C.sum(hist, [], False)), volume)
+    return _return_type("histogramdd", ("hist", "bin_edges"))(hist, tuple(edges))
+
+
+def frombuffer(buffer: object, *, dtype: _C.dtype, count: builtins.int = -1, offset: builtins.int = 0,
+               requires_grad: builtins.bool = False) -> _C.Tensor:
+    """A 1-D tensor viewing an object that exposes the buffer protocol (torch.frombuffer): it
+    shares the buffer's memory, `count` elements (-1: all) from byte `offset`."""
+    import numpy
+
+    from . import from_numpy
+
+    itemsize = dtype.itemsize
+    view = memoryview(buffer)
+    length = view.nbytes
+    if offset < 0 or offset >= length:
+        raise ValueError(f"both buffer length ({length}) and offset ({offset}) must be greater than 0 and offset "
+                         "must be less than buffer length")
+    if count == -1:
+        if (length - offset) % itemsize:
+            raise ValueError(f"buffer length ({length - offset} after offset) must be a multiple of element size "
+                             f"({itemsize})")
+        count = (length - offset) // itemsize
+    if count <= 0 or offset + count * itemsize > length:
+        raise ValueError(f"requested buffer length ({count} * {itemsize} bytes) after offset ({offset}) must not be "
+                         f"greater than actual buffer length ({length})")
+    names = {_C.float32: "float32", _C.float64: "float64", _C.float16: "float16", _C.int64: "int64",
+             _C.int32: "int32", _C.int16: "int16", _C.int8: "int8", _C.uint8: "uint8", _C.bool: "bool",
+             _C.complex64: "complex64", _C.complex128: "complex128"}
+    if dtype not in names:
+        raise TypeError(f"frombuffer: {dtype} is not supported")
+    array = numpy.frombuffer(buffer, dtype=names[dtype], count=count, offset=offset)
+    out = from_numpy(array)
+    return out.requires_grad_() if requires_grad else out
+
+
 # ---- Tensor methods -------------------------------------------------------------------------------
 
 
@@ -827,7 +923,7 @@ _FUNCTIONS = ["slice_copy", "split_copy", "split_with_sizes_copy", "unbind_copy"
               "lu_unpack", "frobenius_norm", "nuclear_norm", "native_norm", "norm_except_dim", "native_dropout",
               "can_cast", "is_neg", "resolve_neg", "get_device", "is_same_size", "is_signed", "as_strided_", "asarray",
               "is_inference", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
-              "get_default_device", "set_default_device", "nextafter", "polygamma", "gradient"]
+              "get_default_device", "set_default_device", "nextafter", "polygamma", "gradient", "histogramdd", "frombuffer"]
 
 
 def namespace() -> dict[str, object]:

@@ -24,7 +24,7 @@ from .activation import *  # noqa: F403 - each module file lists its classes in 
 from .adaptive import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .container import Container, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
@@ -44,7 +44,7 @@ from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsampling import *  # noqa: F403
 
-__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear",
+__all__ = ["Module", "Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear",
            "Bilinear", "LazyLinear",
            "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Flatten", "Unflatten",
            *activation.__all__, *dropout.__all__, *loss.__all__, *normalization.__all__,
