@@ -78,6 +78,9 @@ def test_memory_formats_contiguous_clone_like():
     z = ember.zeros_like(x, memory_format=ember.contiguous_format, requires_grad=True)
     assert z.is_leaf and z.requires_grad
     close(ember.full_like(x, 2.0, memory_format=ember.contiguous_format), np.full((3, 4), 2.0))
+    assert ember.zeros_like(x, device="cpu").shape == (3, 4)
+    with pytest.raises(RuntimeError, match="Ember creates tensors on the CPU only, but got device=cuda"):
+        ember.ones_like(x, device="cuda")
     g = t64(a, requires_grad=True)
     assert gradcheck(lambda t: t.t().clone(memory_format=ember.contiguous_format), (g,))
 

@@ -77,9 +77,13 @@ def clone(input: _C.Tensor, *, memory_format: memory_format = preserve_format) -
 
 
 def with_memory_format(factory):
-    """A *_like factory that also takes memory_format= (see memory_format: the result is row-major)."""
+    """A *_like factory that also takes memory_format= (see memory_format: the result is row-major)
+    and device= (the input's own, the CPU)."""
     def like(input: _C.Tensor, *args: object, memory_format: memory_format = preserve_format,  # noqa: A002
-             requires_grad: builtins.bool = False, **kwargs: object) -> _C.Tensor:
+             requires_grad: builtins.bool = False, device: object = None, **kwargs: object) -> _C.Tensor:
+        # device=: the result is on input's device (the CPU), which is all Ember has
+        if device is not None and _C.device(device).type != _tensor_arg(input, factory.__name__).device.type:
+            raise RuntimeError(f"{factory.__name__}(): Ember creates tensors on the CPU only, but got device={device}")
         out = factory(input, *args, **kwargs)
         if _check_format(memory_format, factory.__name__) is not preserve_format and not out.is_contiguous():
             out = _contiguous(out)
