@@ -1985,3 +1985,67 @@ def test_container():
         c = ember.nn.Container(a=ember.nn.Linear(2, 1), b=ember.nn.ReLU())
     assert [n for n, _ in c.named_children()] == ["a", "b"]
     assert len(list(c.parameters())) == 2
+
+
+# ---- optim.Adafactor ------------------------------------------------------------------------------
+
+
+def _adafactor_ref(params, grads_fn, steps, lr, beta2_decay=-0.8, eps1=None, eps2=1e-3, d=1.0, wd=0.0):
+    """Adafactor in NumPy float64: factored second moments for matrices, full for vectors."""
+    eps1 = np.finfo(np.float64).eps if eps1 is None else eps1
+    state = [None] * len(params)
+    for t in range(1, steps + 1):
+        grads = grads_fn(params)
+        for i, (p, g) in enumerate(zip(params, grads, strict=True)):
+            weight = t ** beta2_decay
+            alpha = max(eps2, np.sqrt(np.mean(p ** 2))) * min(lr, 1 / np.sqrt(t))
+            p *= 1 - lr * wd
+            if g.ndim > 1:
+                if state[i] is None:
+                    state[i] = [np.zeros(g.shape[:-1] + (1,)), np.zeros(g.shape[:-2] + (1, g.shape[-1]))]
+                row, col = state[i]
+                row += weight * ((g ** 2).mean(-1, keepdims=True) - row)
+                col += weight * ((g ** 2).mean(-2, keepdims=True) - col)
+                est = row @ col / np.maximum(row.mean(-2, keepdims=True), eps1)
+            else:
+                if state[i] is None:
+                    state[i] = np.zeros_like(g)
+                state[i] += weight * (g ** 2 - state[i])
+                est = state[i].copy()
+            update = g / np.sqrt(np.maximum(est, eps1 * eps1))
+            p -= alpha / max(1.0, np.sqrt(np.mean(update ** 2)) / d) * update
+    return params
+
+
+def test_adafactor():
+    W, b, X = RNG.normal(size=(3, 4)), RNG.normal(size=4), RNG.normal(size=(5, 3))
+
+    def grads_fn(ps):
+        w, bias = ps
+        r = X @ w + bias
+        return [2 * X.T @ r, 2 * r.sum(0)]
+
+    want = _adafactor_ref([W.copy(), b.copy()], grads_fn, 6, lr=0.05, wd=0.1)
+    w, bias = t64(W, requires_grad=True), t64(b, requires_grad=True)
+    opt = ember.optim.Adafactor([w, bias], lr=0.05, weight_decay=0.1)
+    for _ in range(6):
+        opt.zero_grad()
+        ((t64(X) @ w + bias) ** 2).sum().backward()
+        opt.step()
+    close(w, want[0], rtol=1e-10)
+    close(bias, want[1], rtol=1e-10)
+    assert set(opt.state[w]) == {"step", "row_var", "col_var"} and opt.state[w]["step"].item() == 6.0
+    m = t64(W, requires_grad=True)
+    opt = ember.optim.Adafactor([m], lr=0.1, maximize=True, eps=(1e-20, 1e-2), d=2.0)
+    m.grad = t64(-np.ones((3, 4)))
+    opt.step()
+    want = _adafactor_ref([W.copy()], lambda ps: [np.ones((3, 4))], 1, lr=0.1, eps1=1e-20, eps2=1e-2, d=2.0)
+    close(m, want[0], rtol=1e-10)
+    with pytest.raises(ValueError, match="beta2_decay should be <= 0 but is: 0.5"):
+        ember.optim.Adafactor([m], beta2_decay=0.5)
+    with pytest.raises(ValueError, match="Clipping threshold d should be >= 1 but is: 0.5"):
+        ember.optim.Adafactor([m], d=0.5)
+    z = ember.zeros(2, dtype=ember.complex64, requires_grad=True)
+    z.grad = ember.ones(2, dtype=ember.complex64)
+    with pytest.raises(RuntimeError, match="Adafactor does not support complex parameters"):
+        ember.optim.Adafactor([z]).step()

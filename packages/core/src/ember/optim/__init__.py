@@ -2,6 +2,7 @@
 
 from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
@@ -15,4 +16,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "LBFGS", "ASGD", "Rprop", "lr_scheduler", "swa_utils"]
+           "LBFGS", "ASGD", "Rprop", "Adafactor", "lr_scheduler", "swa_utils"]
