@@ -2049,3 +2049,24 @@ def test_adafactor():
     z.grad = ember.ones(2, dtype=ember.complex64)
     with pytest.raises(RuntimeError, match="Adafactor does not support complex parameters"):
         ember.optim.Adafactor([z]).step()
+
+
+# ---- nn.attention ---------------------------------------------------------------------------------
+
+
+def test_sdpa_kernel():
+    from ember.nn.attention import SDPBackend, sdpa_kernel
+
+    q = t64(RNG.normal(size=(1, 2, 4, 8)))
+    want = F.scaled_dot_product_attention(q, q, q)
+    for backends in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION, [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
+        with sdpa_kernel(backends):
+            close(F.scaled_dot_product_attention(q, q, q), want.numpy())
+    message = "No viable backend for scaled_dot_product_attention was found"
+    for backends in (SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION, []):
+        with sdpa_kernel(backends), pytest.raises(RuntimeError, match=message):
+            F.scaled_dot_product_attention(q, q, q)
+    close(F.scaled_dot_product_attention(q, q, q), want.numpy())  # restored on exit
+    assert str(SDPBackend.MATH) == "SDPBackend.MATH" and int(SDPBackend.FLASH_ATTENTION) == 1
+    with pytest.raises(AssertionError, match="Backend must be an instance of SDPBackend"), sdpa_kernel("math"):
+        pass
