@@ -843,6 +843,154 @@ def frombuffer(buffer: object, *, dtype: _C.dtype, count: builtins.int = -1, off
     return out.requires_grad_() if requires_grad else out
 
 
+# ---- regularized incomplete gamma functions -------------------------------------------------------
+
+_EPS64 = 2.0 ** -53
+
+
+def _gamma_series(a: _C.Tensor, x: _C.Tensor) -> _C.Tensor:
+    """P(a, x) by its power series (Cephes igam), for x <= max(1, a) where it converges fast:
+    x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a + 1) ... (a + n))."""
+    term = _C.ones_like(x)
+    total = _C.ones_like(x)
+    r = a
+    for _chunk in builtins.range(400):  # at most 12800 terms; a check every 32
+        for _ in builtins.range(32):
+            r = _C.add(r, 1)
+            term = _C.mul(term, _C.div(x, r))
+            total = _C.add(total, term)
+        if not _C.any(_C.gt(term, _C.mul(total, _EPS64))).item():
+            break
+    log_front = _C.sub(_C.sub(_C.mul(a, _C.log(x)), x), _C.lgamma(a))
+    return _C.div(_C.mul(total, _C.exp(log_front)), a)
+
+
+def _gamma_fraction(a: _C.Tensor, x: _C.Tensor) -> _C.Tensor:
+    """Q(a, x) by its continued fraction (Cephes igamc), for x > max(1, a): the convergents
+    p_k / q_k, rescaled whenever they grow large."""
+    y = _C.neg(_C.sub(a, 1))  # 1 - a
+    z = _C.add(_C.add(x, y), 1)
+    c = _C.zeros_like(x)
+    pkm2, qkm2 = _C.ones_like(x), x
+    pkm1, qkm1 = _C.add(x, 1), _C.mul(z, x)
+    answer = _C.div(pkm1, qkm1)
+    big, big_inverse = 2.0 ** 52, 2.0 ** -52
+    for _chunk in builtins.range(400):
+        for _ in builtins.range(32):
+            c = _C.add(c, 1)
+            y = _C.add(y, 1)
+            z = _C.add(z, 2)
+            yc = _C.mul(y, c)
+            pk = _C.sub(_C.mul(pkm1, z), _C.mul(pkm2, yc))
+            qk = _C.sub(_C.mul(qkm1, z), _C.mul(qkm2, yc))
+            nonzero = _C.ne(qk, 0)
+            ratio = _C.div(pk, _C.where(nonzero, qk, 1.0))
+            change = _C.where(nonzero, _C.abs(_C.div(_C.sub(answer, ratio), ratio)), 1.0)
+            answer = _C.where(nonzero, ratio, answer)
+            pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
+            large = _C.gt(_C.abs(pk), big)
+            pkm2, pkm1, qkm2, qkm1 = (_C.where(large, _C.mul(t, big_inverse), t) for t in (pkm2, pkm1, qkm2, qkm1))
+        if not _C.any(_C.gt(change, 8 * _EPS64)).item():  # converged to rounding (it may flicker by an ulp)
+            break
+    log_front = _C.sub(_C.sub(_C.mul(a, _C.log(x)), x), _C.lgamma(a))
+    return _C.mul(answer, _C.exp(log_front))
+
+
+def _incomplete_gamma(a: _C.Tensor, x: _C.Tensor, upper: builtins.bool) -> _C.Tensor:
+    """P(a, x) (upper=False) or Q(a, x) = 1 - P, in float64, with PyTorch's special cases."""
+    a, x = a.to(_C.float64), x.to(_C.float64)
+    from . import broadcast_shapes
+
+    shape = list(broadcast_shapes(a.shape, x.shape))
+    a, x = a.expand(shape).contiguous(), x.expand(shape).contiguous()
+    regular = _C.logical_and(_C.logical_and(_C.gt(a, 0), _C.gt(x, 0)),
+                             _C.logical_and(_C.isfinite(a), _C.isfinite(x)))
+    use_series = _C.logical_or(_C.le(x, 1), _C.le(x, a))
+    # Each method runs on harmless stand-ins where the other one (or a special case) applies.
+    a_safe = _C.where(regular, a, 1.0)
+    x_series = _C.where(_C.logical_and(regular, use_series), x, 0.5)
+    x_fraction = _C.where(_C.logical_and(regular, _C.logical_not(use_series)), x, _C.add(a_safe, 2.0))
+    lower = _gamma_series(a_safe, x_series)
+    upper_tail = _gamma_fraction(a_safe, x_fraction)
+    p = _C.where(use_series, lower, _C.neg(_C.sub(upper_tail, 1)))
+    q = _C.where(use_series, _C.neg(_C.sub(lower, 1)), upper_tail)
+    result = q if upper else p
+    one, zero = (0.0, 1.0) if upper else (1.0, 0.0)  # P's values, as Q's: (1 - P)
+    # PyTorch's special cases: x = 0 -> P = 0; a = 0 (x > 0) -> P = 1; x = inf -> P = 1; a = inf -> P = 0;
+    # a or x negative or NaN, a = x = 0, a = x = inf -> NaN.
+    result = _C.where(_C.eq(x, 0), zero, result)
+    result = _C.where(_C.logical_and(_C.eq(a, 0), _C.gt(x, 0)), one, result)
+    result = _C.where(_C.isinf(x), one, result)
+    result = _C.where(_C.logical_and(_C.isinf(a), _C.isfinite(x)), zero, result)
+    invalid = _C.logical_or(_C.logical_or(_C.lt(a, 0), _C.lt(x, 0)), _C.logical_or(_C.isnan(a), _C.isnan(x)))
+    invalid = _C.logical_or(invalid, _C.logical_and(_C.eq(a, 0), _C.eq(x, 0)))
+    invalid = _C.logical_or(invalid, _C.logical_and(_C.isinf(a), _C.isinf(x)))
+    return _C.where(invalid, math.nan, result)
+
+
+def _incomplete_gamma_op(name: str, upper: builtins.bool):
+    from .autograd import Function
+
+    class IncompleteGamma(Function):
+        @staticmethod
+        def forward(ctx, a, x):
+            ctx.save_for_backward(a, x)
+            dtype = _C.result_type([a, x])
+            return _incomplete_gamma(a, x, upper).to(dtype)
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, x = ctx.saved_tensors
+            if ctx.needs_input_grad[0]:
+                raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
+            # d/dx P(a, x) = x^(a - 1) e^-x / Gamma(a); Q's is its negative
+            density = _C.exp(_C.sub(_C.sub(_C.mul(_C.sub(a, 1), _C.log(x)), x), _C.lgamma(a)))
+            grad_x = _C.mul(grad, _C.neg(density) if upper else density)
+            return None, grad_x
+
+    IncompleteGamma.__name__ = name
+    return IncompleteGamma
+
+
+def _incomplete_gamma_call(name: str, upper: builtins.bool, input: _C.Tensor, other: _C.Tensor,  # noqa: A002
+                           out: _C.Tensor | None) -> _C.Tensor:
+    from ._surface import _out
+
+    _tensor_arg(input, name)
+    other = other if isinstance(other, _C.Tensor) else _C.full([], other, dtype=input.dtype)
+    dtype = _C.result_type([input, other])
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_legacy_name(dtype)}\'')
+    return _out(_INCOMPLETE_GAMMA[name].apply(input, other), out)
+
+
+def igamma(input: _C.Tensor, other: _C.Tensor, *, out: _C.Tensor | None = None) -> _C.Tensor:  # noqa: A002
+    """The regularized lower incomplete gamma function P(input, other) =
+    gamma(a, x) / Gamma(a) (torch.igamma, special.gammainc), computed in float64 by Cephes'
+    series and continued fraction; differentiable in other only, as PyTorch's."""
+    return _incomplete_gamma_call("igamma", False, input, other, out)
+
+
+def igammac(input: _C.Tensor, other: _C.Tensor, *, out: _C.Tensor | None = None) -> _C.Tensor:  # noqa: A002
+    """The regularized upper incomplete gamma function Q(input, other) = 1 - P (torch.igammac)."""
+    return _incomplete_gamma_call("igammac", True, input, other, out)
+
+
+def igamma_(self: _C.Tensor, other: _C.Tensor) -> _C.Tensor:
+    from ._composites_py import _graph_source, _write_inplace
+
+    return _write_inplace(self, igamma(_graph_source(self), other), "igamma_")
+
+
+def igammac_(self: _C.Tensor, other: _C.Tensor) -> _C.Tensor:
+    from ._composites_py import _graph_source, _write_inplace
+
+    return _write_inplace(self, igammac(_graph_source(self), other), "igammac_")
+
+
+_INCOMPLETE_GAMMA: dict = {}
+
+
 # ---- Tensor methods -------------------------------------------------------------------------------
 
 
@@ -923,7 +1071,7 @@ _FUNCTIONS = ["slice_copy", "split_copy", "split_with_sizes_copy", "unbind_copy"
               "lu_unpack", "frobenius_norm", "nuclear_norm", "native_norm", "norm_except_dim", "native_dropout",
               "can_cast", "is_neg", "resolve_neg", "get_device", "is_same_size", "is_signed", "as_strided_", "asarray",
               "is_inference", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
-              "get_default_device", "set_default_device", "nextafter", "polygamma", "gradient", "histogramdd", "frombuffer"]
+              "get_default_device", "set_default_device", "nextafter", "polygamma", "gradient", "histogramdd", "frombuffer", "igamma", "igammac"]
 
 
 def namespace() -> dict[str, object]:
@@ -935,10 +1083,13 @@ def namespace() -> dict[str, object]:
 METHODS = ["select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter", "split_with_sizes",
            "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes", "nonzero_static", "is_neg", "resolve_neg",
            "squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_", "new", "apply_", "map_", "map2_",
-           "dim_order", "const_data_ptr", "nextafter", "nextafter_", "polygamma_", "resize", "resize_as"]
+           "dim_order", "const_data_ptr", "nextafter", "nextafter_", "polygamma_", "resize", "resize_as", "igamma", "igammac", "igamma_",
+           "igammac_"]
 
 
 def install_tensor_methods() -> None:
+    _INCOMPLETE_GAMMA.update(igamma=_incomplete_gamma_op("igamma", False),
+                             igammac=_incomplete_gamma_op("igammac", True))
     for name in METHODS:
         if not hasattr(_C.Tensor, name):
             setattr(_C.Tensor, name, globals()[name])
