@@ -30,22 +30,86 @@ NAMESPACES = [
 
 # Why a name is absent, first match wins (patterns over the lower-cased name).
 REASONS = [
-    (r"cuda|cudnn|mps|xpu|hip|mtia|nccl|xla|hpu|ipu|privateuse|vulkan|metal|pin_memory|is_pinned",
+    (r"cuda|cudnn|mps|xpu|hip|mtia|nccl|xla|hpu|ipu|privateuse|vulkan|metal|pin_memory|is_pinned|maia|"
+     r"^(stream|event|record_stream|get_device_module|accelerator_?error|dataparallel)$",
      "device-specific: Ember runs on CPU (ember.cuda answers truthfully)"),
-    (r"quant|qint|quint|^q_|int_repr|per_channel|per_tensor|fake_", "quantization: not in Ember yet"),
-    (r"sparse|csr|csc|bsr|bsc|coo|to_dense|smm|sspaddmm|hspmm", "sparse tensors: issue 18, item 5"),
+    (r"quant|qint|quint|^q_|int_repr|per_channel|per_tensor|fake_|qparams|^ao$|^qat$|^intrinsic$",
+     "quantization: not in Ember yet"),
+    (r"sparse|csr|csc|bsr|bsc|coo|to_dense|smm|sspaddmm|hspmm|spmm|saddmm|^(indices|values)(_copy)?$|"
+     r"(crow|ccol|col|row)_indices|coalesce|^dense_dim$|^layout$|^strided$|^jagged$", "sparse tensors: issue 18, item 5"),
+    (r"^(eig|symeig|lstsq|solve|matrix_rank|reinforce|volatile)$",
+     "removed from PyTorch: there it raises or answers a constant, pointing to torch.linalg / torch.no_grad"),
+    (r"^(fork|wait|parse_ir|parse_schema|parse_type_comment|merge_type_from_type_comment|unify_type_list|"
+     r"import_ir_module.*)$", "TorchScript and C++ binding internals (torch.jit)"),
+    (r"torch_function|^is_tensor_like$", "the __torch_function__ override protocol (torch.overrides)"),
     (r"nested", "nested tensors: not in Ember"),
     (r"mkldnn|onednn|fbgemm|miopen|nnpack|mkl|xnnpack|cpp_|_cpu$", "a backend library's private kernels"),
     (r"storage|untyped|share_memory|is_shared|from_file", "storage objects: Ember tensors own memory directly"),
-    (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|sym_|guard|library|ops$|overrides",
+    (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|overrides|^cond$|"
+     r"^while_loop$|^classes$|^package$",
      "graph capture, compilers and custom-op registration beyond ember.ops"),
-    (r"distributed|rpc|futures|monitor|multiprocessing", "distributed: issue 20"),
-    (r"name|align_to|refine_names|rename", "named tensors (a PyTorch prototype)"),
-    (r"autocast|amp", "autocast on CPU: issue 18, item 3"),
-    (r"^uint(16|32|64)$|float8_e[45]m[23]fnuz|e8m0|float4|complex32|chalf|bits|qscheme|int[14]$",
+    (r"distributed|rpc|futures|monitor|multiprocessing|syncbatchnorm|^batch_norm_(backward|elemt|gather|stats|update)",
+     "distributed: issue 20"),
+    (r"^channels_last(_3d)?$", "an NHWC memory layout Ember's kernels do not carry through (memory_format)"),
+    (r"^(use_global_deps|use_rtld_global_with_libtorch|compiled_with_cxx11_abi|has_lapack|has_openmp|"
+     r"has_spectral|has_mkl|get_file_path|classproperty|thread_safe_generator)$",
+     "libtorch's build and loader details, not API"),
+    (r"^(names|name|rename_?|refine_names|align_to|align_as|has_names)$", "named tensors (a PyTorch prototype)"),
+    (r"autocast|^amp$|gradscaler", "autocast on CPU: issue 18, item 3"),
+    (r"^uint(16|32|64)$|float8_e[45]m[23]fnuz|e8m0|float4|complex32|chalf|bits|qscheme|^u?int[1-7]$|^bit$",
      "a dtype Ember does not have"),
 ]
 NOT_YET = "not yet implemented (issue 18, item 1)"
+
+# Reasons decided by what the missing object is rather than by its name (see `kind`).
+KIND_REASONS = {
+    "binding": "TorchScript and C++ binding internals (torch._C)",
+    "script": "TorchScript and C++ binding internals (torch.jit)",
+    "leak": "a module or helper PyTorch's own source imports, not API (os, sys, math, typing, ...)",
+    "docs": "a docstring fragment, not API",
+    "overrides": "the __torch_function__ override protocol (torch.overrides)",
+}
+STDLIB_MODULES = ("typing", "collections", "builtins", "dataclasses", "enum", "abc", "functools", "numpy")
+
+
+def module_of(obj: object) -> str:
+    """The module an object comes from (a module's own name for a module)."""
+    import types
+
+    module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
+    return module if isinstance(module, str) else ""
+
+
+def kind(owner: object, name: str) -> str:
+    """What a PyTorch name is, where that decides why Ember lacks it: "binding" (a pybind11 class,
+    or a torch._C builtin that is not an ATen op), "script" (TorchScript's Python side), "leak"
+    (a module or typing helper imported by PyTorch's source), "docs", "overrides", else ""."""
+    import types
+
+    import torch
+
+    obj = getattr(owner, name, None)
+    module = module_of(obj)
+    if isinstance(obj, types.ModuleType):
+        return "" if module.startswith("torch.") else "leak"  # "torch" itself, re-imported, is a leak too
+    if name == "TYPE_CHECKING" or module.split(".")[0] in STDLIB_MODULES:
+        return "leak"
+    if isinstance(obj, dict) and name.endswith(("_notes", "_args")):
+        return "docs"
+    if module.startswith(("torch.jit", "torch._jit_internal", "torch._C._jit", "torch.classes")):
+        return "script"
+    if module == "torch.overrides":
+        return "overrides"
+    if obj is torch.Tensor and owner is not torch:
+        return "leak"  # torch.Tensor re-imported into a submodule
+    # pybind11 classes (TorchScript's types, Graph, FileCheck, ...) and torch._C's own classes.
+    if type(obj).__name__ == "pybind11_type" or (type(obj).__module__ == "torch._C" and module.startswith("torch._C")):
+        return "binding"
+    if type(type(obj)).__name__ == "pybind11_type" and not isinstance(obj, (torch.dtype, torch.layout)):
+        return "binding"  # an instance of a pybind11 class: an enum value such as AggregationType.SUM
+    if module.startswith("torch._C") and isinstance(obj, type) and owner is not torch.Tensor:
+        return "binding"
+    return ""
 
 
 def public_names(path: str) -> set[str]:
@@ -56,8 +120,15 @@ def public_names(path: str) -> set[str]:
     return {n for n in dir(obj) if not n.startswith("_")}
 
 
-def reason(name: str, module: str = "") -> str:
-    if module.startswith(("torch._C", "torch.jit", "torch._ops")):
+def reason(name: str, module: str = "", what: str = "") -> str:
+    lowered = name.lower()
+    if re.search(REASONS[0][0], lowered):  # device-specific names first, whatever their object is
+        return REASONS[0][1]
+    if what in KIND_REASONS:
+        return KIND_REASONS[what]
+    if module.startswith(("torch.utils.data.datapipes", "torch.utils.data.graph")):
+        return "DataPipes: deprecated in PyTorch, and dropped by torchdata"
+    if module.startswith(("torch.jit", "torch._ops")):
         return "TorchScript and C++ binding internals (" + module.split(".")[1] + ")"
     lowered = name.lower()
     for pattern, why in REASONS:
@@ -77,9 +148,11 @@ def measure() -> dict:
         except (ImportError, AttributeError):
             have = set()
         owner = importlib.import_module(theirs) if not theirs.endswith(".Tensor") else torch.Tensor
-        modules = {n: getattr(getattr(owner, n, None), "__module__", None) or "" for n in want - have}
+        modules = {n: module_of(getattr(owner, n, None)) for n in want - have}
+        kinds = {n: kind(owner, n) for n in want - have}
         out["namespaces"][theirs] = {"torch": sorted(want), "present": sorted(want & have),
-                                     "modules": {n: m for n, m in modules.items() if isinstance(m, str)}}
+                                     "modules": {n: m for n, m in modules.items() if isinstance(m, str)},
+                                     "kinds": {n: k for n, k in kinds.items() if k}}
     return out
 
 
@@ -115,7 +188,8 @@ def render(now: dict, before: dict | None) -> str:
         lines += [f"### `{ns}` ({len(missing)} absent)", ""]
         by_reason: dict[str, list[str]] = {}
         for name in missing:
-            by_reason.setdefault(reason(name, sets.get("modules", {}).get(name, "")), []).append(name)
+            why = reason(name, sets.get("modules", {}).get(name, ""), sets.get("kinds", {}).get(name, ""))
+            by_reason.setdefault(why, []).append(name)
         for why in sorted(by_reason, key=lambda w: (w == NOT_YET, w)):
             names = ", ".join(f"`{n}`" for n in by_reason[why])
             lines.append(f"- {why} ({len(by_reason[why])}): {names}")

@@ -237,6 +237,19 @@ _names.install_tensor_aliases()
 # Functions and methods composed in Python from declared ops (ember/_composites_py.py).
 globals().update({_name: getattr(_composites_py, _name) for _name in _composites_py.NAMES})
 _composites_py.install_tensor_methods()
+# Constants, memory formats, in-place and ATen-signature functional forms, legacy linear algebra
+# (ember/_surface.py); the *_like factories take memory_format=.
+from . import _surface, _surface_legacy, _surface_more  # noqa: E402
+
+globals().update(_surface.namespace())
+globals().update(_surface_more.namespace())
+globals().update(_surface_legacy.namespace())
+globals().update(_surface_legacy.install_modules())  # ember.version, ember.random
+for _name in ("empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"):
+    globals()[_name] = _surface.with_memory_format(globals()[_name])
+_surface.install_tensor_methods()
+_surface_more.install_tensor_methods()
+_surface_legacy.install_tensor_methods()
 
 __version__: str = _C.__version__
 
@@ -302,14 +315,14 @@ __all__ = [
     "fft", "stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
     "save", "load", "hub", "optim", "profiler", "utils", "cdist", "pdist", "cosine_similarity", "pairwise_distance",
     *_GENERATED_OPS, *_names.alias_table(), *_names.NAMES, *_composites_py.NAMES,
-    *_legacy.TYPED,
+    *_legacy.TYPED, *_surface.namespace(), *_surface_more.namespace(), *_surface_legacy.namespace(),
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
 ]
 
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism
 # switches, and probability distributions (issue 18, items 2 and 4).
-from . import accelerator, amp, backends, cpu, cuda, distributions, special  # noqa: E402
+from . import accelerator, amp, backends, cpu, cuda, distributions, special, testing  # noqa: E402
 from ._compile import compile  # noqa: A004, E402
 from ._determinism import (  # noqa: E402
     are_deterministic_algorithms_enabled,
@@ -341,7 +354,7 @@ __all__ += ["autocast", "autocast_decrement_nesting", "autocast_increment_nestin
             "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype", "is_autocast_cache_enabled",
             "is_autocast_cpu_enabled", "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_cpu_dtype",
             "set_autocast_cpu_enabled", "set_autocast_dtype", "set_autocast_enabled", "set_autocast_gpu_dtype"]
-__all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "special", "compile", "use_deterministic_algorithms",
+__all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "special", "testing", "compile", "use_deterministic_algorithms",
             "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
             "set_deterministic_debug_mode", "get_deterministic_debug_mode"]
 

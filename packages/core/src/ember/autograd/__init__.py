@@ -419,6 +419,13 @@ from .anomaly_mode import (  # noqa: E402
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
 from .grad_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
 
-__all__ = ["forward_ad", "functional", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
+__all__ = ["Variable", "variable", "forward_ad", "functional", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
            "GradcheckError", "inference_mode", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+
+from ._variable import Variable  # noqa: E402
+
+
+def variable(*args, **kwargs):
+    """Removed in PyTorch, which keeps the name to say so: raises, pointing to ember.tensor."""
+    raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) instead")

@@ -27,7 +27,8 @@ from ._functional_call import functional_call
 from ._pytree import _flatten, _tree_map, _unflatten
 from ._vmap import vmap
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian", "vmap", "functional_call"]
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian", "vmap", "functional_call",
+           "stack_module_state", "replace_all_batch_norm_modules_", "linearize", "functionalize", "debug_unwrap"]
 
 
 # --- argnums -----------------------------------------------------------------------------------
@@ -390,3 +391,12 @@ def hessian(func, argnums=0):
     """The second derivatives of a scalar func: jacrev(jacrev(func)) (torch.func nests jacfwd over
     jacrev; on Ember's single graph, reverse over reverse gives the same matrix)."""
     return jacrev(jacrev(func, argnums), argnums)
+
+
+from ._module_utils import (  # noqa: E402 - they use the transforms above
+    debug_unwrap,
+    functionalize,
+    linearize,
+    replace_all_batch_norm_modules_,
+    stack_module_state,
+)

@@ -36,7 +36,7 @@ __all__ = ["LinAlgError", "multi_dot", "matmul", "vecdot", "solve", "inv", "det"
            "solve_triangular", "svd", "svdvals", "eigh", "eigvalsh", "qr", "householder_product", "lu_factor",
            "lu_factor_ex", "lu", "lu_solve", "eig", "eigvals"]
 __all__ += ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp", "cond",
-            "matrix_rank", "pinv", "lstsq"]
+            "matrix_rank", "pinv", "lstsq", "inv_ex", "solve_ex", "tensorinv", "tensorsolve", "vander"]
 
 _SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 _CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
@@ -152,3 +152,6 @@ def matmul(input, other, *, out=None):
 def vecdot(x, y, *, dim=-1, out=None):
     """sum(conj(x) * y) over `dim`, broadcasting the other dims."""
     return write_out(_C.sum(_C.conj(x) * y, [dim]), out)
+
+
+from ._more import inv_ex, solve_ex, tensorinv, tensorsolve, vander  # noqa: E402 - they call the ops above

@@ -22,6 +22,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     attn_mask: bool (True takes part) or float (added to the scores), broadcastable to
     [..., L, S]; is_causal masks keys after each query (top-left aligned); enable_gqa lets
     query have a multiple of key/value's heads (dim -3)."""
+    from .attention import _check_backend
+
+    _check_backend()  # nn.attention.sdpa_kernel may have left no backend the CPU has
     if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
         raise RuntimeError("scaled_dot_product_attention: query, key and value must be at least 2-D")
     if query.shape[-1] != key.shape[-1]:

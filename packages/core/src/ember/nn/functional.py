@@ -889,13 +889,14 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 
 # Families long enough for files of their own; each lists its functions in __all__.
-from . import _attention, _embedding, _normalization, _padding, _pooling, _resampling  # noqa: E402
+from . import _attention, _embedding, _functional_more, _normalization, _padding, _pooling, _resampling  # noqa: E402
 from ._attention import *  # noqa: E402,F403
 from ._embedding import *  # noqa: E402,F403
+from ._functional_more import *  # noqa: E402,F403
 from ._normalization import *  # noqa: E402,F403
 from ._padding import *  # noqa: E402,F403
 from ._pooling import *  # noqa: E402,F403
 from ._resampling import *  # noqa: E402,F403
 
 __all__ += [*_normalization.__all__, *_attention.__all__, *_padding.__all__, *_pooling.__all__,
-            *_embedding.__all__, *_resampling.__all__]
+            *_embedding.__all__, *_resampling.__all__, *_functional_more.__all__]

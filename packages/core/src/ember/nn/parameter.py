@@ -26,3 +26,64 @@ class Parameter(_C.Tensor):
 
     def __reduce_ex__(self, protocol):
         return (Parameter, (self.detach(), self.requires_grad))
+
+
+class UninitializedParameter(Parameter):
+    """A parameter whose shape is not known yet (a lazy module's weight before its first input),
+    as torch.nn.UninitializedParameter: it holds no elements until materialize() gives it a shape,
+    after which it is a plain Parameter. Ember has no op interception, so using it before then
+    computes on an empty tensor (shape [0]) instead of raising as PyTorch does."""
+
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
+        kwargs = {"dtype": dtype if dtype is not None else _C.get_default_dtype()}
+        if device is not None:
+            kwargs["device"] = device
+        super().__init__(_C.zeros([0], **kwargs), requires_grad)
+        self._factory = kwargs
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the parameter `shape` (uninitialized values) and turn it into a Parameter, in place."""
+        kwargs = dict(self._factory)
+        if device is not None:
+            kwargs["device"] = device
+        if dtype is not None:
+            kwargs["dtype"] = dtype
+        shape = [shape] if isinstance(shape, int) else list(shape)
+        with _no_grad():
+            self.data = _C.zeros(shape, **kwargs)  # reset_parameters fills it next
+        del self._factory
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = UninitializedParameter(self.requires_grad, **self._factory)
+        return memo[id(self)]
+
+
+def is_lazy(param) -> bool:
+    """Whether param is still an UninitializedParameter (torch.nn.parameter.is_lazy)."""
+    return isinstance(param, UninitializedParameter)
+
+
+class Buffer(_C.Tensor):
+    """A tensor that a Module registers as a buffer when assigned as an attribute, persistent
+    (saved in state_dict) unless persistent=False, as torch.nn.Buffer. It shares data's memory
+    and keeps data's requires_grad."""
+
+    def __init__(self, data=None, *, persistent: bool = True) -> None:
+        source = data if data is not None else _C.zeros([0])
+        super().__init__(source.detach())
+        if source.requires_grad:
+            self.requires_grad_(True)
+        self.persistent = persistent
+
+
+def _no_grad():
+    from ..autograd import no_grad
+
+    return no_grad()

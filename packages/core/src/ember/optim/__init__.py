@@ -2,6 +2,7 @@
 
 from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
 from .adamax import Adamax
@@ -16,4 +17,4 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "LBFGS", "ASGD", "Rprop", "SparseAdam", "lr_scheduler", "swa_utils"]
+           "LBFGS", "ASGD", "Rprop", "SparseAdam", "Adafactor", "lr_scheduler", "swa_utils"]

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _index(idx: int, length: int, what: str) -> int:
@@ -22,6 +22,20 @@ def _parameter_lines(module) -> str:
     """ParameterList / ParameterDict entries, as PyTorch prints them."""
     return "\n".join(f"  ({name}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
                      for name, p in module._parameters.items())
+
+
+class Container(Module):
+    """The pre-Sequential container (torch.nn.Container, deprecated there): Container(a=m1, b=m2)
+    registers each keyword module as a child."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__()
+        import warnings
+
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now implemented in nn.Module. "
+                      "Subclass that instead.", FutureWarning, stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "HuberLoss",
+__all__ = ["NLLLoss2d", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "HuberLoss",
            "SmoothL1Loss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss",
            "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
            "TripletMarginLoss", "MultiMarginLoss", "CTCLoss"]
@@ -80,6 +80,11 @@ class BCEWithLogitsLoss(_WeightedLoss):
 class MultiLabelSoftMarginLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiMarginLoss(_WeightedLoss):
@@ -188,3 +193,25 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                           self.zero_infinity)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """The triplet loss with a distance function of the caller's choosing (pairwise_distance when
+    None), as torch.nn.TripletMarginWithDistanceLoss."""
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average=None, reduce=None, reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
+                             "instead")
+        self.distance_function = distance_function if distance_function is not None else F.pairwise_distance
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
+                                                   margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """NLLLoss under its old name for image-shaped inputs (torch.nn.NLLLoss2d, deprecated there)."""

@@ -13,7 +13,7 @@ from ... import _C
 from ... import autograd as _autograd
 from ..._hooks import add_hook
 from ..._tensor import _to_arguments
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter
 
 __all__ = ["Module"]
 
@@ -118,6 +118,11 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' (torch.nn.Parameter or "
                                 f"None expected)")
             self.register_parameter(name, value)
+        elif isinstance(value, Buffer):  # nn.Buffer registers itself, with its persistence
+            if buffers is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            drop(params, modules)
+            self.register_buffer(name, value, persistent=value.persistent)
         elif isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")

@@ -9,7 +9,7 @@ from ..parameter import Parameter
 from .batchnorm import _BatchNorm
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm",
+__all__ = ["CrossMapLRN2d", "LayerNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm",
            "LocalResponseNorm"]
 
 
@@ -153,6 +153,38 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """Local response normalization across the channels of 4-D inputs, the legacy form
+    (torch.nn.CrossMapLRN2d): x / (k + alpha / size * S)^beta, S a running sum of squares over
+    channels computed by PyTorch's recurrence, reproduced exactly: channel c adds channel
+    c + pre - 1 and, once c > pre, drops channel c - pre (pre = (size - 1) // 2 + 1), so channel 0
+    stays in every later window, as in PyTorch."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        channels = input.shape[1]
+        squares = input * input
+        pre = int((self.size - 1) / 2 + 1)
+        current = squares.narrow(1, 0, min(pre, channels)).sum(1)
+        scales = [current]
+        for c in range(1, channels):
+            if c < channels - pre + 1:
+                current = current + squares.select(1, c + pre - 1)
+            if c > pre:
+                current = current - squares.select(1, c - pre)
+            scales.append(current)
+        scale = _C.stack(scales, 1) * (self.alpha / self.size) + self.k
+        return input * scale ** (-self.beta)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -7,6 +7,7 @@ from .dataset import (
     ConcatDataset,
     Dataset,
     IterableDataset,
+    StackDataset,
     Subset,
     TensorDataset,
     random_split,
@@ -21,6 +22,6 @@ from .sampler import (
     WeightedRandomSampler,
 )
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset", "random_split",
+__all__ = ["StackDataset", "Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset", "random_split",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler", "DistributedSampler", "default_collate", "default_convert", "DataLoader", "get_worker_info"]

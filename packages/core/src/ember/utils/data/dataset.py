@@ -142,3 +142,45 @@ def random_split(dataset, lengths, generator=None):
     order = order.tolist()
     starts = itertools.accumulate([0] + counts)
     return [Subset(dataset, order[s:s + n]) for s, n in zip(starts, counts, strict=False)]
+
+
+class StackDataset(Dataset):
+    """Sample i gathers sample i of each dataset: a tuple for datasets given positionally, a dict
+    for datasets given by keyword (torch.utils.data.StackDataset). All must have the same length."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        datasets = args or tuple(kwargs.values())
+        if not datasets:
+            raise ValueError("At least one dataset should be passed")
+        self._length = len(datasets[0])
+        if any(len(d) != self._length for d in datasets):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {name: dataset[index] for name, dataset in self.datasets.items()}
+        return tuple(dataset[index] for dataset in self.datasets)
+
+    def __getitems__(self, indices: list):
+        """A batch of samples at once, using each dataset's own __getitems__ where it has one."""
+        def column(dataset):
+            if callable(getattr(dataset, "__getitems__", None)):
+                items = dataset.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got "
+                                     f"{len(items)}")
+                return items
+            return [dataset[i] for i in indices]
+
+        if isinstance(self.datasets, dict):
+            columns = {name: column(d) for name, d in self.datasets.items()}
+            return [{name: columns[name][j] for name in columns} for j in range(len(indices))]
+        columns = [column(d) for d in self.datasets]
+        return [tuple(c[j] for c in columns) for j in range(len(indices))]
+
+    def __len__(self):
+        return self._length
