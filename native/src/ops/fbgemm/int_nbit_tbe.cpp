@@ -23,6 +23,7 @@
 
 #include "ember/error.h"
 #include "ember/fbgemm_ops.h"
+#include "ops/fbgemm/int_list.h"
 #include "ops/fbgemm/quantize_kernels.h"
 
 namespace ember {
@@ -33,27 +34,6 @@ namespace {
 
 constexpr const char* kOp = "int_nbit_split_embedding_codegen_lookup_function";
 constexpr const char* kCheckedOp = "int_nbit_split_embedding_bounds_checked_lookup";
-
-std::vector<int64_t> int_vector(const char* op, const char* name, const Tensor& t) {
-  EMBER_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, "[", op, "] not implemented for ",
-              t.device().str());
-  const DType dt = t.dtype();
-  EMBER_CHECK(dt == DType::UInt8 || dt == DType::Int32 || dt == DType::Int64, TypeError, "[", op,
-              "] expected ", name, " of dtype uint8, int32 or int64, but got ", dtype_name(dt));
-  EMBER_CHECK(t.dim() == 1, ValueError, "[", op, "] expected a 1-D ", name, ", but got ", t.dim(), "-D");
-  const Tensor c = t.contiguous();
-  std::vector<int64_t> v(static_cast<size_t>(c.numel()));
-  for (int64_t i = 0; i < c.numel(); ++i) {
-    if (dt == DType::UInt8) {
-      v[i] = c.data<uint8_t>()[i];
-    } else if (dt == DType::Int32) {
-      v[i] = c.data<int32_t>()[i];
-    } else {
-      v[i] = c.data<int64_t>()[i];
-    }
-  }
-  return v;
-}
 
 int64_t unpadded_row_bytes(TbeWeightType ty, int64_t D) {
   switch (ty) {
@@ -118,7 +98,7 @@ Tensor run_lookup(const Lookup& L, const std::vector<int64_t>* rows_per_table, i
   EMBER_CHECK(idx.dim() == 1, ValueError, "[", op, "] expected 1-D indices, but got ", idx.dim(), "-D");
   EMBER_CHECK(L.offsets.dtype() == DType::Int32 || L.offsets.dtype() == DType::Int64, TypeError, "[", op,
               "] expected offsets of dtype int32 or int64, but got ", dtype_name(L.offsets.dtype()));
-  std::vector<int64_t> offsets = int_vector(op, "offsets", L.offsets);
+  std::vector<int64_t> offsets = read_int_list(op, "offsets", L.offsets);
   const int64_t n_off = static_cast<int64_t>(offsets.size());
   EMBER_CHECK(n_off >= 1 && (n_off - 1) % T == 0, ValueError, "[", op,
               "] expected offsets of length T*B+1 with T = ", T, " features, but got ", n_off);
@@ -272,9 +252,9 @@ Tensor int_nbit_split_embedding_codegen_lookup_function(
   L.op = kOp;
   L.weights =
       weight_buffer(kOp, dev_weights.numel() > 0 || uvm_weights.numel() == 0 ? dev_weights : uvm_weights);
-  L.weights_offsets = int_vector(kOp, "weights_offsets", weights_offsets);
-  L.tys = int_vector(kOp, "weights_tys", weights_tys);
-  L.D_offsets = int_vector(kOp, "D_offsets", D_offsets);
+  L.weights_offsets = read_int_list(kOp, "weights_offsets", weights_offsets);
+  L.tys = read_int_list(kOp, "weights_tys", weights_tys, /*allow_uint8=*/true);
+  L.D_offsets = read_int_list(kOp, "D_offsets", D_offsets);
   L.total_D = total_D;
   L.indices = indices;
   L.offsets = offsets;
@@ -303,10 +283,10 @@ Tensor int_nbit_split_embedding_bounds_checked_lookup(
   Lookup L;
   L.op = kCheckedOp;
   L.weights = weight_buffer(kCheckedOp, dev_weights);
-  L.weights_offsets = int_vector(kCheckedOp, "weights_offsets", weights_offsets);
-  L.tys = int_vector(kCheckedOp, "weights_tys", weights_tys);
-  L.D_offsets = int_vector(kCheckedOp, "D_offsets", D_offsets);
-  const std::vector<int64_t> rows = int_vector(kCheckedOp, "rows_per_table", rows_per_table);
+  L.weights_offsets = read_int_list(kCheckedOp, "weights_offsets", weights_offsets);
+  L.tys = read_int_list(kCheckedOp, "weights_tys", weights_tys, /*allow_uint8=*/true);
+  L.D_offsets = read_int_list(kCheckedOp, "D_offsets", D_offsets);
+  const std::vector<int64_t> rows = read_int_list(kCheckedOp, "rows_per_table", rows_per_table);
   EMBER_CHECK(rows.size() == L.weights_offsets.size(), ValueError, "[", kCheckedOp,
               "] expected rows_per_table of length ", L.weights_offsets.size(),
               " (one per feature), but got ", rows.size());

@@ -43,6 +43,7 @@
 #include "ember/error.h"
 #include "ember/fbgemm_ops.h"
 #include "ops/dims.h"
+#include "ops/fbgemm/int_list.h"
 #include "ops/fbgemm/tbe_kernels.h"
 
 namespace ember {
@@ -55,19 +56,6 @@ DispatchStub<TbePerSampleWeightsBackwardFn> tbe_per_sample_weights_backward_stub
 namespace {
 
 constexpr const char* kOp = "[tbe]";
-
-std::vector<int64_t> int64_list(const Tensor& t, const char* name) {
-  EMBER_CHECK(t.dtype() == DType::Int32 || t.dtype() == DType::Int64, TypeError, kOp, " expected ", name,
-              " of dtype int32 or int64, but got ", dtype_name(t.dtype()));
-  EMBER_CHECK(t.dim() == 1, ValueError, kOp, " expected a 1-D ", name, ", but got ", t.dim(), "-D");
-  EMBER_CHECK(t.device().type == DeviceType::CPU, NotImplementedError, kOp, " not implemented for ",
-              t.device().str());
-  const Tensor c = t.contiguous();
-  std::vector<int64_t> v(static_cast<size_t>(c.numel()));
-  for (int64_t i = 0; i < c.numel(); ++i)
-    v[i] = c.dtype() == DType::Int32 ? c.data<int32_t>()[i] : c.data<int64_t>()[i];
-  return v;
-}
 
 bool is_table_dtype(DType d) {
   return d == DType::Float32 || d == DType::Float16 || d == DType::BFloat16;
@@ -118,10 +106,10 @@ TbeBatch make_batch(const Tensor& weights, const Tensor& weights_offsets, const 
               " expected pooling_mode 0 (SUM), 1 (MEAN) or 2 (NONE), but got ", pooling_mode);
   batch.weights = weights;
   batch.pooling = static_cast<int>(pooling_mode);
-  batch.weights_offset = int64_list(weights_offsets, "weights_offsets");
-  const std::vector<int64_t> d_off = int64_list(D_offsets, "D_offsets");
-  batch.rows = int64_list(rows_per_feature, "rows_per_feature");
-  const std::vector<int64_t> hash = int64_list(hash_size_cumsum, "hash_size_cumsum");
+  batch.weights_offset = read_int_list("tbe", "weights_offsets", weights_offsets);
+  const std::vector<int64_t> d_off = read_int_list("tbe", "D_offsets", D_offsets);
+  batch.rows = read_int_list("tbe", "rows_per_feature", rows_per_feature);
+  const std::vector<int64_t> hash = read_int_list("tbe", "hash_size_cumsum", hash_size_cumsum);
   const int64_t F = static_cast<int64_t>(batch.weights_offset.size());
   EMBER_CHECK(static_cast<int64_t>(d_off.size()) == F + 1 && static_cast<int64_t>(batch.rows.size()) == F &&
                   static_cast<int64_t>(hash.size()) == F + 1,
@@ -154,7 +142,7 @@ TbeBatch make_batch(const Tensor& weights, const Tensor& weights_offsets, const 
               " expected int32 or int64 indices, but got ", dtype_name(indices.dtype()));
   batch.indices = indices.contiguous();
   const int64_t n = indices.numel();
-  const std::vector<int64_t> off = int64_list(offsets, "offsets");
+  const std::vector<int64_t> off = read_int_list("tbe", "offsets", offsets);
   const int64_t nbags = static_cast<int64_t>(off.size()) - 1;
   EMBER_CHECK(nbags >= 0, IndexError, kOp, " expected offsets of F·B + 1 entries, but got none");
   EMBER_CHECK(off[0] == 0, IndexError, kOp, " expected offsets[0] to be 0, but got ", off[0]);
@@ -185,7 +173,8 @@ TbeBatch make_batch(const Tensor& weights, const Tensor& weights_offsets, const 
     EMBER_CHECK(bs.dim() == 2 && bs.size(0) == F, ValueError, kOp,
                 " expected batch_size_per_feature_per_rank of shape (", F, ", ranks), but got ", bs.dim(),
                 "-D");
-    const std::vector<int64_t> sizes = int64_list(reshape(bs.contiguous(), {bs.numel()}), "batch sizes");
+    const std::vector<int64_t> sizes =
+        read_int_list("tbe", "batch sizes", reshape(bs.contiguous(), {bs.numel()}));
     const int64_t R = bs.size(1);
     int64_t bags = 0;
     for (int64_t v : sizes) {
@@ -358,7 +347,7 @@ namespace {
 // FBGEMM's CPU lookup ops name no row counts; each feature's table ends where the next table
 // (the smallest row start above its own among all features) begins, or at the last row.
 Tensor rows_from_hash_size_cumsum(const Tensor& hash_size_cumsum) {
-  const std::vector<int64_t> hash = int64_list(hash_size_cumsum, "hash_size_cumsum");
+  const std::vector<int64_t> hash = read_int_list("tbe", "hash_size_cumsum", hash_size_cumsum);
   EMBER_CHECK(hash.size() >= 2, ValueError, kOp, " expected hash_size_cumsum of F + 1 entries, but got ",
               hash.size());
   const int64_t F = static_cast<int64_t>(hash.size()) - 1;
@@ -375,8 +364,8 @@ Tensor rows_from_hash_size_cumsum(const Tensor& hash_size_cumsum) {
 // Tables whose row counts are unknown (FBGEMM's grad_indice_weights op): each feature may read up
 // to the end of the buffer, so no index reads outside it.
 Tensor rows_to_buffer_end(const Tensor& weights, const Tensor& weights_offsets, const Tensor& D_offsets) {
-  const std::vector<int64_t> start = int64_list(weights_offsets, "weights_offsets");
-  const std::vector<int64_t> d = int64_list(D_offsets, "D_offsets");
+  const std::vector<int64_t> start = read_int_list("tbe", "weights_offsets", weights_offsets);
+  const std::vector<int64_t> d = read_int_list("tbe", "D_offsets", D_offsets);
   EMBER_CHECK(d.size() == start.size() + 1, ValueError, kOp, " expected D_offsets of ", start.size() + 1,
               " entries (one per feature, plus one), but got ", d.size());
   const int64_t F = static_cast<int64_t>(start.size());
@@ -445,8 +434,8 @@ Tensor split_embedding_codegen_grad_indice_weights_cpu(const Tensor& grad_output
                                                 row_starts_like(rows), indices, offsets, 0, std::nullopt);
   if (feature_requires_grad.defined() && feature_requires_grad.numel() > 0) {
     // positions of features that need no gradient get 0, as FBGEMM's op gives them
-    const std::vector<int64_t> need = int64_list(feature_requires_grad, "feature_requires_grad");
-    const std::vector<int64_t> off = int64_list(offsets, "offsets");
+    const std::vector<int64_t> need = read_int_list("tbe", "feature_requires_grad", feature_requires_grad);
+    const std::vector<int64_t> off = read_int_list("tbe", "offsets", offsets);
     const int64_t F = rows.numel(), B = (static_cast<int64_t>(off.size()) - 1) / F;
     EMBER_CHECK(static_cast<int64_t>(need.size()) == F, ValueError, kOp,
                 " expected feature_requires_grad of ", F, " entries, but got ", need.size());
@@ -532,7 +521,7 @@ std::tuple<> bounds_check_indices(const Tensor& rows_per_table, const Tensor& in
       (void)prefetch_pipeline;
   const char* op = "[bounds_check_indices]";
   const Repair repair = repair_of(bounds_check_mode);
-  const std::vector<int64_t> rows = int64_list(rows_per_table, "rows_per_table");
+  const std::vector<int64_t> rows = read_int_list("tbe", "rows_per_table", rows_per_table);
   const int64_t F = static_cast<int64_t>(rows.size());
   EMBER_CHECK(F > 0, ValueError, op, " expected rows for at least one feature, but got none");
   for (const Tensor* t : {&indices, &offsets}) {
@@ -549,7 +538,7 @@ std::tuple<> bounds_check_indices(const Tensor& rows_per_table, const Tensor& in
   EMBER_CHECK(nbags >= 0, IndexError, op, " expected offsets of F·B + 1 entries, but got none");
   std::vector<int64_t> bag_start(static_cast<size_t>(F), 0);
   if (B_offsets.has_value()) {  // VBE: feature f's bags start at B_offsets[f]
-    const std::vector<int64_t> b = int64_list(*B_offsets, "B_offsets");
+    const std::vector<int64_t> b = read_int_list("tbe", "B_offsets", *B_offsets);
     EMBER_CHECK(static_cast<int64_t>(b.size()) == F + 1 && b[0] == 0 && b[F] == nbags, ValueError, op,
                 " expected B_offsets of ", F + 1, " entries from 0 to ", nbags, " bags");
     for (int64_t f = 0; f < F; ++f) {
