@@ -216,10 +216,9 @@ def bench_ops(peer):
         boxes = random_boxes(rng, count, 500, 500, 10, 80)
         scores = rng.random(count).astype(np.float32)
         theirs, kept = peer.setup(f"nms{count}", "nms", {"boxes": boxes, "scores": scores}, iou=0.5)
-        ours = ops.nms(ember.from_numpy(boxes), ember.from_numpy(scores), 0.5).numpy()
-        check = "same boxes kept" if np.array_equal(ours, kept) else "KEPT BOXES DIFFER"
-        row(f"nms {count} boxes iou 0.5", f"{peer.label}; {check}",
-            lambda b=boxes, s=scores: ops.nms(ember.from_numpy(b), ember.from_numpy(s), 0.5), theirs)
+        be, se = ember.from_numpy(boxes), ember.from_numpy(scores)
+        check = "same boxes kept" if np.array_equal(ops.nms(be, se, 0.5).numpy(), kept) else "KEPT BOXES DIFFER"
+        row(f"nms {count} boxes iou 0.5", f"{peer.label}; {check}", lambda be=be, se=se: ops.nms(be, se, 0.5), theirs)
     # A Faster R-CNN box head's pooling: 1000 proposals of an 800x1088 image on its stride-16 map.
     features = rng.standard_normal((1, 256, 50, 68)).astype(np.float32)
     rois = np.concatenate([np.zeros((1000, 1), np.float32), random_boxes(rng, 1000, 1000, 700, 16, 400)], axis=1)
