@@ -253,6 +253,19 @@ _surface_legacy.install_tensor_methods()
 
 __version__: str = _C.__version__
 
+
+def _threads_from_environment() -> None:
+    # As PyTorch, whose OpenMP runtime reads it: OMP_NUM_THREADS (a positive integer, or a list
+    # "4,2" whose first entry counts) sets the intra-op threads at import. Scripts run with
+    # OMP_NUM_THREADS=1 on a shared machine would otherwise spin up one thread per core.
+    # Anything else keeps the default (every hardware thread), as libgomp ignores a bad value.
+    first = _os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if first.isdecimal() and int(first) > 0:
+        set_num_threads(int(first))
+
+
+_threads_from_environment()
+
 # PyTorch's aliases.
 half = float16
 float = float32  # noqa: A001

@@ -432,11 +432,20 @@ class Module:
     def _apply(self, convert):
         for module in self.children():
             module._apply(convert)
-        for name, p in self._parameters.items():
-            if p is not None:
-                with _autograd.no_grad():
-                    new = convert(p)
-                self._parameters[name] = new if new is p else Parameter(new, p.requires_grad)
+        for p in self._parameters.values():
+            if p is None:
+                continue
+            # As PyTorch: the Parameter object stays and takes the converted data, so a parameter
+            # shared by two modules (tied embedding and output weights) stays one parameter, and
+            # an optimizer built before .to() / .double() still holds the model's parameters.
+            with _autograd.no_grad():
+                new = convert(p)
+                if new is not p:
+                    p.data = new
+                if p.grad is not None:
+                    grad = convert(p.grad)
+                    if grad is not p.grad:
+                        p.grad.data = grad
         for name, b in self._buffers.items():
             if b is not None:
                 self._buffers[name] = convert(b)
