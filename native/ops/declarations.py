@@ -291,6 +291,8 @@ OPS: list[Op] = [
     Op("mish_backward(Tensor grad_output, Tensor self) -> Tensor", method=False, test={"family": "none"}),
     Op("softplus_backward(Tensor grad_output, Tensor self, float beta, float threshold) -> Tensor", method=False,
        test={"family": "none"}),
+    Op("hardswish_backward(Tensor grad_output, Tensor self) -> Tensor", method=False, test={"family": "none"}),
+    Op("hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor", method=False, test={"family": "none"}),
     Op("hardswish(Tensor self) -> Tensor",
        test={"family": "unary", "ref": "a * np.clip(a + 3, 0, 6) / 6", "dtypes": "float", "domain": (-5.0, 5.0)}),
     Op("hardsigmoid(Tensor self) -> Tensor",
@@ -865,9 +867,8 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "logsigmoid": {"result": _ELEMENTWISE, "self": _mul("grad", f"sigmoid(neg(self, {_N}), {_N})")},
     "softsign": {"result": _ELEMENTWISE, "self": _div("grad", _sq(_add("num(1.0)", f"abs(self, {_N})")))},
     "tanhshrink": {"result": _ELEMENTWISE, "self": _mul("grad", _sq(f"tanh(self, {_N})"))},
-    "hardsigmoid": {"result": _ELEMENTWISE, "self": f"mask_backward({_div('grad', 'num(6.0)')}, logical_and(gt(self, num(-3.0), {_N}), "
-                            f"lt(self, num(3.0), {_N}), {_N}))"},
-    "hardswish": {"result": _ELEMENTWISE, "self": "hardswish_backward(grad, self)"},
+    "hardsigmoid": {"result": _ELEMENTWISE, "self": "hardsigmoid_grad(grad, self)"},
+    "hardswish": {"result": _ELEMENTWISE, "self": "hardswish_grad(grad, self)"},
     "elu": {"result": _ELEMENTWISE, "self": "elu_backward(grad, self, result, alpha, scale, input_scale)"},
     "selu": {"result": _ELEMENTWISE, "self": "elu_backward(grad, self, result, 1.6732632423543772, 1.0507009873554805, 1.0)"},
     "celu": {"result": _ELEMENTWISE, "self": "elu_backward(grad, self, result, alpha, 1.0, 1.0 / alpha)"},
@@ -1170,6 +1171,7 @@ DERIVATIVES: dict[str, dict[str, str]] = {
 # The fused backward ops' own results carry no gradient: when a graph of a backward pass is
 # recorded (create_graph), the derivative formulas compose differentiable ops instead.
 NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplus_backward",
+                     "hardswish_backward", "hardsigmoid_backward",
                      "_softmax_backward_data", "_log_softmax_backward_data", "native_layer_norm_backward",
                      "_fused_rms_norm_backward", "native_group_norm_backward", "native_batch_norm_backward",
                      "convolution_backward", "_fused_sgd_", "_fused_adam_", "_fused_adagrad_", "_fused_rmsprop_",
@@ -1195,8 +1197,8 @@ BATCHING = {
         "clamp", "where", "threshold", "nan_to_num", "lerp", "addcmul", "addcdiv", "view_as_real", "view_as_complex",
         "real", "imag", "conj", "conj_physical", "complex", "polar", "detach", "clone", "contiguous", "to_dtype",
         "copy_", "zeros_like", "ones_like", "full_like", "empty_like", "fill_", "zero_",
-        "gelu_backward", "silu_backward", "mish_backward", "softplus_backward",
-        "signbit", "bitwise_left_shift", "bitwise_right_shift", "i0", "special_i0e", "special_i1", "special_i1e")},
+        "gelu_backward", "silu_backward", "mish_backward", "softplus_backward", "hardswish_backward",
+        "hardsigmoid_backward", "signbit", "bitwise_left_shift", "bitwise_right_shift", "i0", "special_i0e", "special_i1", "special_i1e")},
     # shapes and views
     "view": {"size": "shape"}, "reshape": {"shape": "shape"},
     "flatten": {"start_dim": "dim", "end_dim": "dim"}, "unflatten": _DIM,

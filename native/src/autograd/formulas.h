@@ -266,7 +266,8 @@ inline Tensor softplus_grad(const Tensor& grad, const Tensor& self, double beta,
                          autograd::mul(grad, slope, std::nullopt));
 }
 
-inline Tensor hardswish_backward(const Tensor& grad, const Tensor& self) {
+inline Tensor hardswish_grad(const Tensor& grad, const Tensor& self) {
+  if (fused_backward_ok()) return autograd::hardswish_backward(grad, self);
   const Tensor middle = autograd::div(
       autograd::add(autograd::mul(self, num(2.0), std::nullopt), num(3.0), Scalar(int64_t(1)), std::nullopt),
       num(6.0), std::nullopt, std::nullopt);
@@ -274,6 +275,13 @@ inline Tensor hardswish_backward(const Tensor& grad, const Tensor& self) {
                                        autograd::where(autograd::gt(self, num(3.0), std::nullopt),
                                                        autograd::ones_like(self, std::nullopt), middle));
   return autograd::mul(grad, slope, std::nullopt);
+}
+
+inline Tensor hardsigmoid_grad(const Tensor& grad, const Tensor& self) {
+  if (fused_backward_ok()) return autograd::hardsigmoid_backward(grad, self);
+  return mask_backward(autograd::div(grad, num(6.0), std::nullopt, std::nullopt),
+                       autograd::logical_and(autograd::gt(self, num(-3.0), std::nullopt),
+                                             autograd::lt(self, num(3.0), std::nullopt), std::nullopt));
 }
 
 // elu family: scale for x > 0, else input_scale * (result + alpha * scale).

@@ -108,7 +108,7 @@ extern DispatchStub<BinaryFn> binary_stub;
 // 32- and 16-bit float dtypes (vec_math.h) and in float64 for float64. `beta` and `threshold`
 // are softplus's; the others ignore them. The derivative formulas use the backward kernel unless
 // a graph of the backward itself is being recorded (create_graph), where they compose ops.
-enum class ActivationOp { Gelu, GeluTanh, Silu, Mish, Softplus };
+enum class ActivationOp { Gelu, GeluTanh, Silu, Mish, Softplus, Hardswish, Hardsigmoid };
 using ActivationFn = void (*)(ActivationOp, const Tensor& out, const Tensor& in, double beta,
                               double threshold);
 extern DispatchStub<ActivationFn> activation_stub;

@@ -240,7 +240,8 @@ def test_gelu_fused_backward_matches_the_composed_formula(approximate):
     np.testing.assert_allclose(fused.numpy(), composed.detach().numpy(), rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("fn", [F.silu, F.mish, lambda t: F.softplus(t, beta=2.0, threshold=5.0)])
+@pytest.mark.parametrize("fn", [F.silu, F.mish, lambda t: F.softplus(t, beta=2.0, threshold=5.0), F.hardswish,
+                                F.hardsigmoid])
 def test_fused_backward_matches_the_composed_formula(fn):
     x = ember.from_numpy(RNG.uniform(-8, 8, 4096)).requires_grad_()
     g = ember.from_numpy(RNG.standard_normal(4096))
@@ -249,13 +250,36 @@ def test_fused_backward_matches_the_composed_formula(fn):
     np.testing.assert_allclose(fused.numpy(), composed.detach().numpy(), rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("op", ["gelu_backward", "silu_backward", "mish_backward"])
+@pytest.mark.parametrize("op", ["gelu_backward", "silu_backward", "mish_backward", "hardswish_backward",
+                                "hardsigmoid_backward"])
 def test_backward_ops_check_their_inputs(op):
     f = getattr(ember.ops.aten, op)
     with pytest.raises(RuntimeError, match="The size of tensor a"):
         f(ember.ones(3), ember.ones(4))
     with pytest.raises(NotImplementedError, match="not implemented for complex"):
         f(ember.ones(3, dtype=ember.complex64), ember.ones(3, dtype=ember.complex64))
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_hardswish_and_hardsigmoid_kernels_at_their_kinks_and_specials(dtype):
+    # PyTorch's branches: hardswish' is 0 below -3, x/3 + 1/2 on [-3, 3], 1 above; hardsigmoid'
+    # is 1/6 strictly inside (-3, 3). NaN stays NaN; the transposed view takes the strided loop.
+    a = np.concatenate([np.linspace(-5, 5, 101), [-3.0, 3.0, np.nan, np.inf, -np.inf]])
+    x = ember.tensor(np.stack([a, a[::-1]]), dtype=dtype).t()
+    ref = x.double().numpy()
+    g = np.linspace(0.5, 1.5, ref.size).reshape(ref.shape)
+    with np.errstate(invalid="ignore"):
+        cases = [(F.hardswish, ref * np.clip(ref + 3, 0, 6) / 6, np.where(ref < -3, 0, np.where(ref <= 3, g * (ref / 3 + 0.5), g))),
+                 (F.hardsigmoid, np.clip(ref + 3, 0, 6) / 6, np.where((ref > -3) & (ref < 3), g / 6, 0.0))]
+    tol = {"rtol": 1e-6, "atol": 1e-7} if dtype == ember.float32 else {"rtol": 1e-15, "atol": 0}
+    for fn, want, want_grad in cases:
+        np.testing.assert_allclose(fn(x).double().numpy(), want, equal_nan=True, **tol)
+        xg = x.detach().requires_grad_()
+        fn(xg).backward(ember.tensor(g, dtype=dtype))
+        finite = np.isfinite(ref)
+        np.testing.assert_allclose(xg.grad.double().numpy()[finite], want_grad[finite], **tol)
+    assert F.hardswish(ember.zeros(0, 3, dtype=dtype)).shape == (0, 3)
+    assert F.hardsigmoid(ember.tensor(-3.5, dtype=dtype)).item() == 0.0
 
 
 def test_gelu_rejects_an_unknown_approximation():

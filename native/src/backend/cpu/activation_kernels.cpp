@@ -39,6 +39,18 @@ double gelu_double(double x) {
   return 0.5 * x * (std::erfc(u) - d * 1.12837916709551257390 * std::exp(-u * u));
 }
 
+// clamp(x + 3, 0, 6), a NaN kept, as PyTorch's maximum/minimum keep it
+VF shifted_relu6(VF x) {
+  const VF y = x + 3.0f;
+  const VF low = vmath::select(y < 0.0f, splat(0.0f), y);
+  return vmath::select(low > 6.0f, splat(6.0f), low);
+}
+double shifted_relu6(double x) {
+  const double y = x + 3.0;
+  const double low = y < 0.0 ? 0.0 : y;
+  return low > 6.0 ? 6.0 : low;
+}
+
 template <typename T>
 void forward(ActivationOp op, const Tensor& out, const Tensor& in, double beta, double threshold) {
   switch (op) {
@@ -64,6 +76,14 @@ void forward(ActivationOp op, const Tensor& out, const Tensor& in, double beta, 
           },
           [=](double x) { return x * beta > threshold ? x : softplus_of(x * beta) / beta; });
     }
+    case ActivationOp::Hardswish:  // x clamp(x + 3, 0, 6) / 6, in PyTorch's order of operations
+      return vec_map<T, 1>(
+          {out, in}, [](VF x) { return x * shifted_relu6(x) / 6.0f; },
+          [](double x) { return x * shifted_relu6(x) / 6.0; });
+    case ActivationOp::Hardsigmoid:
+      return vec_map<T, 1>(
+          {out, in}, [](VF x) { return shifted_relu6(x) / 6.0f; },
+          [](double x) { return shifted_relu6(x) / 6.0; });
   }
 }
 
@@ -136,6 +156,21 @@ void backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out, co
           },
           [=](double g, double x) { return x * beta > threshold ? g : g * sigmoid_of(x * beta); });
     }
+    case ActivationOp::Hardswish:  // 0 below -3, x/3 + 1/2 up to 3, 1 above (PyTorch's branches)
+      return vec_map<T, 2>(
+          {grad_in, grad_out, in},
+          [](VF g, VF x) {
+            const VF mid = g * (x / 3.0f + 0.5f);
+            return vmath::select(x < -3.0f, splat(0.0f), vmath::select(x <= 3.0f, mid, g));
+          },
+          [](double g, double x) { return x < -3.0   ? 0.0
+                                          : x <= 3.0 ? g * (x / 3.0 + 0.5)
+                                                     : g; });
+    case ActivationOp::Hardsigmoid:  // 1/6 strictly inside (-3, 3), else 0
+      return vec_map<T, 2>(
+          {grad_in, grad_out, in},
+          [](VF g, VF x) { return vmath::select((x > -3.0f) & (x < 3.0f), g / 6.0f, splat(0.0f)); },
+          [](double g, double x) { return x > -3.0 && x < 3.0 ? g / 6.0 : 0.0; });
   }
 }
 

@@ -1,5 +1,5 @@
-// The fused activations (Note [fused activations] in src/ops/kernels.h): gelu, silu, mish and
-// softplus, and their backward ops (PyTorch's aten::gelu_backward and friends).
+// The fused activations (Note [fused activations] in src/ops/kernels.h): gelu, silu, mish,
+// softplus, hardswish and hardsigmoid, and their backward ops (PyTorch's aten::gelu_backward and friends).
 #include <string>
 
 #include "ember/error.h"
@@ -65,6 +65,13 @@ Tensor softplus(const Tensor& self, double beta, double threshold) {
   return forward("softplus", ActivationOp::Softplus, self, beta, threshold);
 }
 
+Tensor hardswish(const Tensor& self) {
+  return forward("hardswish", ActivationOp::Hardswish, self);
+}
+Tensor hardsigmoid(const Tensor& self) {
+  return forward("hardsigmoid", ActivationOp::Hardsigmoid, self);
+}
+
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate) {
   return backward("gelu_backward", gelu_kind(approximate), grad_output, self);
 }
@@ -76,6 +83,12 @@ Tensor mish_backward(const Tensor& grad_output, const Tensor& self) {
 }
 Tensor softplus_backward(const Tensor& grad_output, const Tensor& self, double beta, double threshold) {
   return backward("softplus_backward", ActivationOp::Softplus, grad_output, self, beta, threshold);
+}
+Tensor hardswish_backward(const Tensor& grad_output, const Tensor& self) {
+  return backward("hardswish_backward", ActivationOp::Hardswish, grad_output, self);
+}
+Tensor hardsigmoid_backward(const Tensor& grad_output, const Tensor& self) {
+  return backward("hardsigmoid_backward", ActivationOp::Hardsigmoid, grad_output, self);
 }
 
 }  // namespace ember

@@ -1,5 +1,5 @@
 // Activation functions and other pointwise ops composed from existing ops (no kernels of their
-// own). gelu, silu, mish and softplus have fused kernels: src/ops/activation/.
+// own). gelu, silu, mish, softplus, hardswish and hardsigmoid have fused kernels: src/ops/activation/.
 #include <cmath>
 
 #include "ember/error.h"
@@ -73,18 +73,6 @@ Tensor selu(const Tensor& self) {
 Tensor celu(const Tensor& self, double alpha) {
   EMBER_CHECK(alpha != 0, ValueError, "[celu] ZeroDivisionError: alpha cannot be 0 for CELU");
   return elu(self, alpha, 1.0, 1.0 / alpha);
-}
-
-Tensor hardswish(const Tensor& self) {
-  const Tensor x = floating("hardswish", self);
-  return div_(mul_(x, clamp(add_(x, wrapped_number(3.0)), Scalar(0.0), Scalar(6.0), std::nullopt)),
-              wrapped_number(6.0));
-}
-
-Tensor hardsigmoid(const Tensor& self) {
-  const Tensor x = floating("hardsigmoid", self);
-  return div_(clamp(add_(x, wrapped_number(3.0)), Scalar(0.0), Scalar(6.0), std::nullopt),
-              wrapped_number(6.0));
 }
 
 Tensor logsigmoid(const Tensor& self) {
