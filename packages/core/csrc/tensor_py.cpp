@@ -118,6 +118,9 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       .def("numpy", &to_numpy);
 
   m.def("from_numpy", &from_numpy, py::arg("ndarray"));
+  // For code that writes a tensor's memory outside the ops (ember.distributed's collectives): the
+  // in-place protocol of the ops, which raises for read-only memory (Note [read-only storage]).
+  m.def("_bump_version", [](const Tensor& t) { t.bump_version(); }, py::arg("tensor"));
   m.def("_empty", [](const IntList& sizes, py::handle dtype, const Device& device) {
     return empty(sizes, dtype_from_object(dtype, "empty"), device);
   });

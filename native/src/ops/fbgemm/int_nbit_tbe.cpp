@@ -300,6 +300,8 @@ Tensor int_nbit_split_embedding_bounds_checked_lookup(
   EMBER_CHECK(warning.dtype() == DType::Int64 && warning.numel() == 1 && warning.is_contiguous(), TypeError,
               "[", kCheckedOp, "] expected warning to be a one-element contiguous int64 tensor, but got ",
               dtype_name(warning.dtype()), " with ", warning.numel(), " elements");
+  // The repair count is written in place: refused if read-only (Note [read-only storage]).
+  warning.bump_version();
   Lookup L;
   L.op = kCheckedOp;
   L.weights = weight_buffer(kCheckedOp, dev_weights);

@@ -327,6 +327,14 @@ Tensor tbe_backward(const Tensor& grad_output, const Tensor& weights, const Tens
       break;
     default: break;
   }
+  // The fused step writes the tables and their state in place: bump_version raises for read-only
+  // memory (Note [read-only storage]) before anything is written.
+  if (step.kind != TbeOptimizer::None) {
+    weights.bump_version();
+    for (const Tensor* s : {&step.momentum1, &step.momentum2}) {
+      if (s->defined()) s->bump_version();
+    }
+  }
   Tensor grad_weights =
       step.kind == TbeOptimizer::None ? zeros({weights.numel()}, weights.dtype()) : empty({0});
   tbe_backward_stub.get(weights.device().type)(grad, batch, step, grad_weights);
@@ -569,6 +577,10 @@ std::tuple<> bounds_check_indices(const Tensor& rows_per_table, const Tensor& in
         dtype_name(weights->dtype()), " of ", weights->numel());
     w = weights->data<float>();
   }
+  // All four are FBGEMM's in-place outputs (the repair and the count): refused up front if read-only
+  // (Note [read-only storage]), even when nothing needs repair.
+  for (const Tensor* t : {&indices, &offsets, &warning}) t->bump_version();
+  if (weights.has_value()) weights->bump_version();
   int64_t* warnings = warning.data<int64_t>();
   auto run = [&](auto* idx, auto* off) {
     check_and_repair(rows, bag_start, idx, indices.numel(), off, nbags, w, repair, warnings);
