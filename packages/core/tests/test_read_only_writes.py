@@ -198,6 +198,13 @@ for _name in ["dropout", "alpha_dropout", "feature_alpha_dropout"]:
 CASES["inplace:dropout1d"] = ((2, 3, 4), np.float32, _with(F.dropout1d, 0.5, True, inplace=True))
 CASES["inplace:dropout2d"] = ((2, 3, 4, 5), np.float32, _with(F.dropout2d, 0.5, True, inplace=True))
 CASES["inplace:dropout3d"] = ((2, 3, 4, 5, 6), np.float32, _with(F.dropout3d, 0.5, True, inplace=True))
+CASES["__setitem__"] = ((3,), np.float32, lambda t: t.__setitem__(slice(0, 2), 5.0))
+# augmented assignment: op of `__i<op>__` -> (shape, dtype, call)
+AUGMENTED = {op: ((3,), np.float32, lambda t, op=op: getattr(t, f"__i{op}__")(ones(3)))
+             for op in ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow"]}
+AUGMENTED.update({op: ((3,), np.int32, lambda t, op=op: getattr(t, f"__i{op}__")(ones(3, dtype=ember.int32)))
+                  for op in ["and", "or", "xor", "lshift", "rshift"]})
+AUGMENTED["matmul"] = ((3, 3), np.float32, lambda t: t.__imatmul__(ones(3, 3)))
 INIT_ARGS = {"constant_": (2.0,), "sparse_": (0.5,)}
 INIT_SHAPES = {"dirac_": (3, 3, 3)}
 
@@ -285,6 +292,10 @@ def entry_points() -> dict[str, tuple]:
             found[name] = _auto_case(record, "inplace")
         else:
             found[name] = CASES.get(name)
+    for name in dir(ember.Tensor):  # augmented assignment: t += x, t @= m, ...
+        if name.startswith("__i") and name.endswith("__") and name[3:-2] in AUGMENTED:
+            found[name] = AUGMENTED[name[3:-2]]
+    found["__setitem__"] = CASES["__setitem__"]
     for key in _public_functions_with("out", FUNCTION_MODULES):
         found.setdefault(f"out:{key}", CASES.get(f"out:{key}"))
     for key in _public_functions_with("inplace", [F]):
@@ -308,7 +319,8 @@ def test_every_entry_point_has_a_case():
     assert not missing, f"writing entry points without a read-only case (add them to CASES): {missing}"
     # the enumeration reaches each kind of entry point
     for key in ["out:ember.add", "add_", "index_add_", "copy_", "_fused_adam_", "out:ember.linalg.inv",
-                "out:ember.fft.rfft", "inplace:relu", "init:normal_", "optim:SGD:default", "optim:Adam:fused"]:
+                "out:ember.fft.rfft", "inplace:relu", "init:normal_", "optim:SGD:default", "optim:Adam:fused",
+                "__iadd__", "__setitem__"]:
         assert key in ENTRY_POINTS
 
 
