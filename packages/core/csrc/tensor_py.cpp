@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "bindings.h"
+#include "ember/writable.h"
 
 namespace ember::python {
 namespace {
@@ -118,9 +119,9 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       .def("numpy", &to_numpy);
 
   m.def("from_numpy", &from_numpy, py::arg("ndarray"));
-  // For code that writes a tensor's memory outside the ops (ember.distributed's collectives): the
-  // in-place protocol of the ops, which raises for read-only memory (Note [read-only storage]).
-  m.def("_bump_version", [](const Tensor& t) { t.bump_version(); }, py::arg("tensor"));
+  // For ember.distributed's collectives, which write without a version bump (FSDP gathers into
+  // buffers that autograd has saved).
+  m.def("_check_writable", &check_writable, py::arg("tensor"));
   m.def("_empty", [](const IntList& sizes, py::handle dtype, const Device& device) {
     return empty(sizes, dtype_from_object(dtype, "empty"), device);
   });

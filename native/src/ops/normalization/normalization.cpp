@@ -8,6 +8,7 @@
 #include "ember/error.h"
 #include "ember/ops.h"
 #include "ember/promotion.h"
+#include "ember/writable.h"
 #include "ops/dims.h"
 #include "ops/kernels.h"
 
@@ -334,12 +335,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   for (const auto* t : {&running_mean, &running_var}) {
     if (training && *t && (*t)->defined()) {
       EMBER_CHECK((*t)->is_contiguous(), ValueError, "[", op, "] expected contiguous running statistics");
-      // Updated in place without a version bump (below), so bump_version's read-only check is
-      // repeated here, with its message (Note [read-only storage]).
-      EMBER_CHECK(
-          !(*t)->storage()->read_only(), Error,
-          "[in-place] expected a writable tensor, but this one shares the memory of a read-only NumPy "
-          "array (from_numpy); copy it first (tensor.clone()) or pass a writable array");
+      check_writable(**t);  // updated in place, without a version bump (below)
     }
   }
   const ChannelNormArgs args{&out,

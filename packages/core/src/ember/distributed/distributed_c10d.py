@@ -17,8 +17,9 @@ the issuing rank queues later, so every rank still runs collectives in the same 
 Note [tensor buffers]: Gloo sees raw memory. A contiguous tensor is handed over as is (so
 all_reduce works in place); a non-contiguous one through a contiguous copy that is copied back
 into it when the collective is done. The Work keeps every tensor alive until then. Every tensor
-a collective writes goes through _writable first, before any rank communicates: its version is
-bumped as the in-place ops do, which refuses the memory of a read-only NumPy array.
+a collective writes goes through _writable first, before any rank communicates, which refuses the
+memory of a read-only NumPy array as the in-place ops do. No version is bumped, though:
+FSDP gathers parameters into buffers that autograd has saved.
 
 Differences from PyTorch, on purpose: ReduceOp.AVG works on Gloo (SUM, then a division);
 bool tensors reduce logically (SUM is "any", PRODUCT "all"); the object collectives serialize
@@ -588,7 +589,7 @@ def _writable(tensors: list[ember.Tensor]) -> None:
     """The tensors a collective writes, checked as an in-place op checks its target (Note [tensor
     buffers]): RuntimeError for read-only memory, before any rank communicates."""
     for t in tensors:
-        ember._C._bump_version(t)
+        ember._C._check_writable(t)
 
 
 def _contig(t: ember.Tensor) -> ember.Tensor:
