@@ -59,9 +59,10 @@ int main() {
     sink.fetch_add(reinterpret_cast<uintptr_t>(p.get()), std::memory_order_relaxed);
   };
   auto bare = [&] {  // the small path without the allocator's lock and statistics
-    const size_t size = 64;
-    DataPtr p(std::aligned_alloc(64, size), [size](void* q) {
-      sink.fetch_add(size, std::memory_order_relaxed);
+    const size_t size = 64, nbytes = 64;
+    void* self = &mutex;  // the same three captured words as the allocator's deleter
+    DataPtr p(std::aligned_alloc(64, size), [self, nbytes, size](void* q) {
+      sink.fetch_add(reinterpret_cast<uintptr_t>(self) + nbytes + size, std::memory_order_relaxed);
       std::free(q);
     });
     sink.fetch_add(reinterpret_cast<uintptr_t>(p.get()), std::memory_order_relaxed);
