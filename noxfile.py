@@ -12,7 +12,8 @@ sessions by being added there.
     nox -s parity-text      a package's tests with its parity peers installed (HF tokenizers; parity-audio: flashlight-text)
     nox -s parity-random    random streams bit for bit against PyTorch 2.13's CPU generator
     nox -s demo             build, install, run the example tour in docs/examples/
-    nox -s sanitize         the native unit tests under ASan + UBSan
+    nox -s sanitize         the native unit tests, then the Python tests, under ASan + UBSan
+    nox -s fuzz             hypothesis fuzzing of the readers, DLPack and index ops (-- --asan: under ASan + UBSan)
 """
 
 from __future__ import annotations
@@ -178,14 +179,14 @@ def wheels_for(session: nox.Session, pkg: release.Package) -> list[Path]:
     return wheels
 
 
-def run_pytest(session: nox.Session, tests: Path, name: str, *extra: str) -> None:
+def run_pytest(session: nox.Session, tests: Path, name: str, *extra: str, env: dict[str, str] | None = None) -> None:
     """pytest from a scratch directory, so nothing from the source tree shadows the wheels."""
     args = ["-q", "-p", "no:cacheprovider", "--import-mode=importlib", *extra]
     reports = os.environ.get("EMBER_TEST_REPORTS")
     if reports:
         args.append(f"--junitxml={Path(reports) / (name + '.xml')}")
     session.chdir(session.create_tmp())
-    session.run("python", "-m", "pytest", str(tests), *args)
+    session.run("python", "-m", "pytest", str(tests), *args, env=env)
 
 
 def _native_build_dir(pkg: release.Package) -> Path | None:
@@ -562,33 +563,50 @@ def demo(session: nox.Session) -> None:
     session.run("python", str(ROOT / "docs" / "examples" / "tour.py"))
 
 
-@nox.session
-def sanitize(session: nox.Session) -> None:
-    """The core built with ASan + UBSan: its C++ unit tests, then its Python tests with the
-    sanitizer runtime preloaded into the interpreter."""
+# ASan halts at its first report anyway (no -fsanitize-recover); leaks are not checked under Python,
+# whose own allocations at exit are not ours.
+SANITIZER_ENV = {"ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:abort_on_error=1",
+                 "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
+
+
+def _sanitized_core(session: nox.Session) -> tuple[Path, Path]:
+    """(wheel, ctest directory) of the core built with ASan + UBSan (EMBER_SANITIZE) in its own
+    build dir, build/sanitize-<tag>, incremental like the release build."""
     python = _builder_python(session)
     env = {"PATH": f"{BUILDER / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     core = RELEASE.core
-    wheel_dir = Path(session.create_tmp()).resolve() / "wheel"
+    wheel_dir = Path(session.create_tmp()).resolve() / "sanitized-wheel"
     shutil.rmtree(wheel_dir, ignore_errors=True)
     session.run(python, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", str(wheel_dir),
                 str(ROOT / core.path), "-C", "build-dir=build/sanitize-{wheel_tag}",
                 "-C", "cmake.build-type=RelWithDebInfo", "-C", "cmake.define.EMBER_SANITIZE=ON",
                 "-C", "cmake.define.EMBER_BUILD_TESTS=ON", external=True, env=env)
-    sanitizer_env = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",  # CPython's own allocations are not ours
-                     "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
     (build_dir,) = sorted((ROOT / core.path / "build").glob("sanitize-*/native"))
-    session.run(str(BUILDER / "bin" / "ctest"), "--test-dir", str(build_dir), "--output-on-failure", external=True,
-                env={**sanitizer_env, "ASAN_OPTIONS": "detect_leaks=1"})
     (wheel,) = wheel_dir.glob("*.whl")
-    session.install(str(wheel), *TEST_REQUIREMENTS)
-    # libstdc++ is preloaded too: the python binary does not link it, and ASan must find the real
-    # __cxa_throw when it starts, or the first C++ exception aborts.
+    return wheel, build_dir
+
+
+def _sanitized_python_env() -> dict[str, str]:
+    """The environment for Python over the sanitized core: the sanitizer runtime preloaded.
+    libstdc++ is preloaded too: the python binary does not link it, and ASan must find the real
+    __cxa_throw when it starts, or the first C++ exception aborts."""
     preload = " ".join(subprocess.run(["g++", f"-print-file-name={lib}"], capture_output=True, text=True,
                                       check=True).stdout.strip() for lib in ("libasan.so", "libstdc++.so"))
+    return {**SANITIZER_ENV, "LD_PRELOAD": preload, "PYTHONMALLOC": "malloc"}
+
+
+@nox.session
+def sanitize(session: nox.Session) -> None:
+    """The core built with ASan + UBSan: its C++ unit tests, then its Python tests with the
+    sanitizer runtime preloaded into the interpreter. Arguments after `--` go to pytest (e.g.
+    `nox -s sanitize -- -k bad_input`)."""
+    wheel, build_dir = _sanitized_core(session)
+    session.run(str(BUILDER / "bin" / "ctest"), "--test-dir", str(build_dir), "--output-on-failure", external=True,
+                env={**SANITIZER_ENV, "ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1"})
+    session.install(str(wheel), *TEST_REQUIREMENTS)
     session.chdir(session.create_tmp())
-    session.run("python", "-m", "pytest", str(ROOT / core.path / "tests"), "-q", "-p", "no:cacheprovider",
-                "--import-mode=importlib", env={**sanitizer_env, "LD_PRELOAD": preload, "PYTHONMALLOC": "malloc"})
+    session.run("python", "-m", "pytest", str(ROOT / RELEASE.core.path / "tests"), "-q", "-p", "no:cacheprovider",
+                "--import-mode=importlib", *session.posargs, env=_sanitized_python_env())
 
 
 @nox.session
@@ -597,13 +615,26 @@ def fuzz(session: nox.Session) -> None:
     safetensors header, mmap), of DLPack import (hand-made DLManagedTensor structs) and of the
     index-taking ops (any index value) against the installed core wheel: every mutated file must
     load or raise a documented exception, every capsule import as NumPy's view of its bytes or be
-    refused, every index call
-    must equal NumPy's answer or raise PyTorch's error. Examples per test: the first positional argument, else
-    $EMBER_FUZZ_EXAMPLES, else 5000 (`nox -s fuzz -- 50000`). Under the sanitizer build, run
-    tests/test_checkpoint_fuzz.py as `sanitize` runs the suite, with EMBER_FUZZ_EXAMPLES set."""
-    examples = session.posargs[0] if session.posargs else os.environ.get("EMBER_FUZZ_EXAMPLES", "5000")
-    session.install(*map(str, wheels_for(session, RELEASE.core)), *TEST_REQUIREMENTS)
+    refused, every index call must equal NumPy's answer or raise PyTorch's error.
+
+    The box is the number of examples per test: the first number among the arguments, else
+    $EMBER_FUZZ_EXAMPLES, else 5000 (`nox -s fuzz -- 50000`). `--asan` runs them against the core
+    built with ASan + UBSan (the `sanitize` session's wheel and build dir) with the sanitizer
+    runtime preloaded, so an out-of-bounds read the tests cannot see still fails the run
+    (`nox -s fuzz -- --asan 2000`)."""
+    asan = "--asan" in session.posargs
+    numbers = [a for a in session.posargs if a != "--asan"]
+    if any(not a.isdigit() for a in numbers) or len(numbers) > 1:
+        session.error(f"fuzz takes --asan and one number of examples, got {session.posargs}")
+    examples = numbers[0] if numbers else os.environ.get("EMBER_FUZZ_EXAMPLES", "5000")
+    if asan:
+        wheel, _ = _sanitized_core(session)
+        session.install(str(wheel), *TEST_REQUIREMENTS)
+        env = _sanitized_python_env()
+    else:
+        session.install(*map(str, wheels_for(session, RELEASE.core)), *TEST_REQUIREMENTS)
+        env = {}
     session.env["EMBER_FUZZ_EXAMPLES"] = str(int(examples))
     tests = ROOT / RELEASE.core.path / "tests"
-    run_pytest(session, tests / "test_checkpoint_fuzz.py", "fuzz", str(tests / "test_index_fuzz.py"),
-               str(tests / "test_dlpack_fuzz.py"))
+    run_pytest(session, tests / "test_checkpoint_fuzz.py", "fuzz-asan" if asan else "fuzz",
+               str(tests / "test_index_fuzz.py"), str(tests / "test_dlpack_fuzz.py"), "--durations=0", env=env)

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ember/error.h"
+#include "ember/writable.h"
 
 namespace ember {
 
@@ -71,11 +72,15 @@ uint32_t Tensor::version() const {
 // writes behind NumPy's back). The Storage is flagged, so the tensor and every view of it know,
 // and bump_version, which every in-place op and out= passes before writing (copy_, fill_, the
 // pointwise ops' outputs, index_put_, the random fills, autograd.Function's dirty tensors),
-// raises instead. numpy() of such a tensor is a read-only array again.
-void Tensor::bump_version() const {
-  EMBER_CHECK(!checked(impl_).storage->read_only(), Error,
+// raises instead; code that writes without a version bump calls its check, check_writable
+// (ember/writable.h). numpy() of such a tensor is a read-only array again.
+void check_writable(const Tensor& t) {
+  EMBER_CHECK(!t.storage()->read_only(), Error,
               "[in-place] expected a writable tensor, but this one shares the memory of a read-only NumPy "
               "array (from_numpy); copy it first (tensor.clone()) or pass a writable array");
+}
+void Tensor::bump_version() const {
+  check_writable(*this);
   VersionCounter& counter = *checked(impl_).version_counter;
   EMBER_CHECK(
       !counter.inference || InferenceMode::is_enabled(), Error,

@@ -106,6 +106,13 @@ py::capsule to_dlpack(const Tensor& t, py::object stream, py::object max_version
   EMBER_CHECK(!t.impl()->requires_grad, Error,
               "[__dlpack__] Can't export a tensor that requires grad; use tensor.detach() first");
   const Tensor source = (!copy.is_none() && copy.cast<bool>()) ? t.clone() : t;
+  // The unversioned capsule has no read-only flag, so a consumer would take read-only memory as
+  // writable (Note [read-only storage]); NumPy refuses such an export with the same error.
+  if (source.storage()->read_only()) {
+    throw py::buffer_error(
+        "[__dlpack__] Cannot export a read-only tensor (from_numpy of a read-only array) since signalling "
+        "read-only is unsupported by the DLPack capsule; clone it first or pass copy=True");
+  }
   const DLDataType dtype = dl_dtype(source.dtype());
   auto* ctx = new ExportContext{source, source.sizes(), source.strides()};
   auto* managed = new DLManagedTensor{};

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "bindings.h"
+#include "ember/writable.h"
 
 namespace ember::python {
 namespace {
@@ -118,6 +119,9 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       .def("numpy", &to_numpy);
 
   m.def("from_numpy", &from_numpy, py::arg("ndarray"));
+  // For ember.distributed's collectives, which write without a version bump (FSDP gathers into
+  // buffers that autograd has saved).
+  m.def("_check_writable", &check_writable, py::arg("tensor"));
   m.def("_empty", [](const IntList& sizes, py::handle dtype, const Device& device) {
     return empty(sizes, dtype_from_object(dtype, "empty"), device);
   });

@@ -23,6 +23,7 @@
 
 #include "ember/error.h"
 #include "ember/fbgemm_ops.h"
+#include "ember/writable.h"
 #include "ops/fbgemm/int_list.h"
 #include "ops/fbgemm/quantize_kernels.h"
 
@@ -280,6 +281,7 @@ Tensor int_nbit_split_embedding_bounds_checked_lookup(
   EMBER_CHECK(warning.dtype() == DType::Int64 && warning.numel() == 1 && warning.is_contiguous(), TypeError,
               "[", kCheckedOp, "] expected warning to be a one-element contiguous int64 tensor, but got ",
               dtype_name(warning.dtype()), " with ", warning.numel(), " elements");
+  check_writable(warning);  // the repair count is written in place (Note [read-only storage])
   Lookup L;
   L.op = kCheckedOp;
   L.weights = weight_buffer(kCheckedOp, dev_weights);

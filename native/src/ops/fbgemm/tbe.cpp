@@ -42,6 +42,7 @@
 
 #include "ember/error.h"
 #include "ember/fbgemm_ops.h"
+#include "ember/writable.h"
 #include "ops/dims.h"
 #include "ops/fbgemm/int_list.h"
 #include "ops/fbgemm/tbe_kernels.h"
@@ -316,6 +317,13 @@ Tensor tbe_backward(const Tensor& grad_output, const Tensor& weights, const Tens
       break;
     default: break;
   }
+  // The fused step writes the tables and their state in place (Note [read-only storage]).
+  if (step.kind != TbeOptimizer::None) {
+    check_writable(weights);
+    for (const Tensor* s : {&step.momentum1, &step.momentum2}) {
+      if (s->defined()) check_writable(*s);
+    }
+  }
   Tensor grad_weights =
       step.kind == TbeOptimizer::None ? zeros({weights.numel()}, weights.dtype()) : empty({0});
   tbe_backward_stub.get(weights.device().type)(grad, batch, step, grad_weights);
@@ -558,6 +566,10 @@ std::tuple<> bounds_check_indices(const Tensor& rows_per_table, const Tensor& in
         dtype_name(weights->dtype()), " of ", weights->numel());
     w = weights->data<float>();
   }
+  // FBGEMM's in-place outputs (the repair and its count): refused up front if read-only (Note
+  // [read-only storage]), even when nothing needs repair.
+  for (const Tensor* t : {&indices, &offsets, &warning}) check_writable(*t);
+  if (weights.has_value()) check_writable(*weights);
   int64_t* warnings = warning.data<int64_t>();
   auto run = [&](auto* idx, auto* off) {
     check_and_repair(rows, bag_start, idx, indices.numel(), off, nbags, w, repair, warnings);

@@ -8,6 +8,7 @@
 #include "ember/error.h"
 #include "ember/ops.h"
 #include "ember/promotion.h"
+#include "ember/writable.h"
 #include "ops/dims.h"
 #include "ops/kernels.h"
 
@@ -334,6 +335,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   for (const auto* t : {&running_mean, &running_var}) {
     if (training && *t && (*t)->defined()) {
       EMBER_CHECK((*t)->is_contiguous(), ValueError, "[", op, "] expected contiguous running statistics");
+      check_writable(**t);  // updated in place, without a version bump (below)
     }
   }
   const ChannelNormArgs args{&out,

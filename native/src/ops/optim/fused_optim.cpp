@@ -55,6 +55,8 @@ void check_lists(const char* op, const std::vector<Tensor>& params,
   }
 }
 
+// Called before the kernel runs: bump_version raises for read-only memory (Note [read-only
+// storage]), so a refused step has written nothing.
 void bump(const std::vector<Tensor>& list) {
   for (const Tensor& t : list) t.bump_version();
 }
@@ -72,11 +74,11 @@ std::vector<Tensor> _fused_sgd_(const std::vector<Tensor>& params, const std::ve
   }
   check_lists(op, params, {{"grads", &grads}, {"momentum_buffers", &momentum_buffers}}, true, nullptr);
   if (params.empty()) return params;
+  bump(params);
+  bump(momentum_buffers);
   fused_sgd_stub.get(params[0].device().type)(FusedSgdArgs{&params, &grads, &momentum_buffers, weight_decay,
                                                            momentum, lr, dampening, nesterov, maximize,
                                                            is_first_step});
-  bump(params);
-  bump(momentum_buffers);
   return params;
 }
 
@@ -98,10 +100,10 @@ std::vector<Tensor> _fused_adam_(const std::vector<Tensor>& params, const std::v
                {"max_exp_avg_sqs", &max_exp_avg_sqs}},
               true, &state_steps);
   if (params.empty()) return params;
+  for (const auto* l : {&params, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs, &state_steps}) bump(*l);
   fused_adam_stub.get(params[0].device().type)(
       FusedAdamArgs{&params, &grads, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs, &state_steps, lr, beta1,
                     beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay});
-  for (const auto* l : {&params, &exp_avgs, &exp_avg_sqs, &max_exp_avg_sqs, &state_steps}) bump(*l);
   return params;
 }
 
@@ -114,9 +116,9 @@ std::vector<Tensor> _fused_adagrad_(const std::vector<Tensor>& params, const std
               "] expected one state_sum per parameter");
   check_lists(op, params, {{"grads", &grads}, {"state_sums", &state_sums}}, true, &state_steps);
   if (params.empty()) return params;
+  for (const auto* l : {&params, &state_sums, &state_steps}) bump(*l);
   fused_adagrad_stub.get(params[0].device().type)(FusedAdagradArgs{
       &params, &grads, &state_sums, &state_steps, lr, lr_decay, weight_decay, eps, maximize});
-  for (const auto* l : {&params, &state_sums, &state_steps}) bump(*l);
   return params;
 }
 
@@ -139,10 +141,10 @@ std::vector<Tensor> _fused_rmsprop_(const std::vector<Tensor>& params, const std
                {"momentum_buffers", &momentum_buffers}},
               true, &state_steps);
   if (params.empty()) return params;
+  for (const auto* l : {&params, &square_avgs, &grad_avgs, &momentum_buffers, &state_steps}) bump(*l);
   fused_rmsprop_stub.get(params[0].device().type)(
       FusedRmspropArgs{&params, &grads, &square_avgs, &grad_avgs, &momentum_buffers, &state_steps, lr, alpha,
                        eps, weight_decay, momentum, centered, maximize});
-  for (const auto* l : {&params, &square_avgs, &grad_avgs, &momentum_buffers, &state_steps}) bump(*l);
   return params;
 }
 

@@ -16,7 +16,10 @@ the issuing rank queues later, so every rank still runs collectives in the same 
 
 Note [tensor buffers]: Gloo sees raw memory. A contiguous tensor is handed over as is (so
 all_reduce works in place); a non-contiguous one through a contiguous copy that is copied back
-into it when the collective is done. The Work keeps every tensor alive until then.
+into it when the collective is done. The Work keeps every tensor alive until then. Every tensor
+a collective writes goes through _writable first, before any rank communicates, which refuses the
+memory of a read-only NumPy array as the in-place ops do. No version is bumped, though:
+FSDP gathers parameters into buffers that autograd has saved.
 
 Differences from PyTorch, on purpose: ReduceOp.AVG works on Gloo (SUM, then a division);
 bool tensors reduce logically (SUM is "any", PRODUCT "all"); the object collectives serialize
@@ -582,6 +585,13 @@ def _check_op(name: str, op: Any, t: ember.Tensor) -> ReduceOp:
     return op
 
 
+def _writable(tensors: list[ember.Tensor]) -> None:
+    """The tensors a collective writes, checked as an in-place op checks its target (Note [tensor
+    buffers]): RuntimeError for read-only memory, before any rank communicates."""
+    for t in tensors:
+        ember._C._check_writable(t)
+
+
 def _contig(t: ember.Tensor) -> ember.Tensor:
     return t if t.is_contiguous() else t.contiguous()
 
@@ -620,6 +630,7 @@ def all_reduce(tensor: ember.Tensor, op: ReduceOp = ReduceOp.SUM, group: Process
     op = _check_op("all_reduce", op, tensor)
     if pg is None:
         return None
+    _writable([tensor])
 
     def body() -> None:
         buf = _contig(tensor)
@@ -636,6 +647,7 @@ def broadcast(tensor: ember.Tensor, src: int, group: ProcessGroup | None = None,
     if pg is None:
         return None
     root = _group_rank(pg, src, "broadcast", "src")
+    _writable([tensor])
 
     def body() -> None:
         buf = _contig(tensor)
@@ -655,6 +667,7 @@ def reduce(tensor: ember.Tensor, dst: int, op: ReduceOp = ReduceOp.SUM, group: P
     if pg is None:
         return None
     root = _group_rank(pg, dst, "reduce", "dst")
+    _writable([tensor] if pg.rank() == root else [])
 
     def body() -> None:
         # Gloo uses the non-root buffers as scratch space: give it copies there.
@@ -691,6 +704,7 @@ def all_gather(tensor_list: list[ember.Tensor], tensor: ember.Tensor, group: Pro
     outs = _check_list("all_gather", "tensor_list", tensor_list, pg.size())
     for i, t in enumerate(outs):
         _check_like("all_gather", f"tensor_list[{i}]", t, tensor, tensor.numel() if i == pg.rank() else None)
+    _writable(outs)
 
     def body() -> None:
         counts = [t.numel() for t in outs]
@@ -715,6 +729,7 @@ def all_gather_into_tensor(output_tensor: ember.Tensor, input_tensor: ember.Tens
         return None
     _check_like("all_gather_into_tensor", "output_tensor", output_tensor, input_tensor,
                 input_tensor.numel() * pg.size())
+    _writable([output_tensor])
 
     def body() -> None:
         out = _contig(output_tensor)
@@ -740,6 +755,7 @@ def gather(tensor: ember.Tensor, gather_list: list[ember.Tensor] | None = None, 
         if gather_list:
             raise ValueError("gather: gather_list must be given on the destination rank only")
         outs = []
+    _writable(outs)
 
     def body() -> None:
         n = tensor.numel()
@@ -768,6 +784,7 @@ def scatter(tensor: ember.Tensor, scatter_list: list[ember.Tensor] | None = None
         if scatter_list:
             raise ValueError("scatter: scatter_list must be given on the source rank only")
         ins = []
+    _writable([tensor])
 
     def body() -> None:
         bufs = [_contig(t) for t in ins]
@@ -798,6 +815,7 @@ def reduce_scatter(output: ember.Tensor, input_list: list[ember.Tensor], op: Red
     ins = _check_list("reduce_scatter", "input_list", input_list, pg.size())
     for i, t in enumerate(ins):
         _check_like("reduce_scatter", f"input_list[{i}]", t, output, output.numel() if i == pg.rank() else None)
+    _writable([output])
 
     def body() -> None:
         flat = ember.cat([t.reshape(-1) for t in ins]) if ins else ember.empty(0, dtype=output.dtype)
@@ -816,6 +834,7 @@ def reduce_scatter_tensor(output: ember.Tensor, input: ember.Tensor, op: ReduceO
     if pg is None:
         return None
     _check_like("reduce_scatter_tensor", "input", input, output, output.numel() * pg.size())
+    _writable([output])
 
     def body() -> None:
         flat = input.reshape(-1).clone()
@@ -862,6 +881,7 @@ def all_to_all_single(output: ember.Tensor, input: ember.Tensor, output_split_si
     if in_rows[me] * in_row != out_rows[me] * out_row:
         raise ValueError(f"{name}: this rank sends itself {in_rows[me] * in_row} elements but receives "
                          f"{out_rows[me] * out_row} from itself; the split sizes must agree")
+    _writable([output])
 
     def body() -> None:
         src, out = _contig(input), _contig(output)
@@ -884,6 +904,7 @@ def all_to_all(output_tensor_list: list[ember.Tensor], input_tensor_list: list[e
     outs = _check_list(name, "output_tensor_list", output_tensor_list, pg.size())
     for i, t in enumerate(ins + outs):
         _check_like(name, "input_tensor_list" if i < len(ins) else "output_tensor_list", t, ins[0])
+    _writable(outs)
 
     def body() -> None:
         size = ins[0].element_size()
@@ -927,6 +948,7 @@ def _p2p(name: str, tensor: ember.Tensor, peer: int | None, group: Any, tag: int
         gpeer = _group_rank(pg, peer, name, "dst" if is_send else "src")
         if gpeer == pg.rank():
             raise ValueError(f"{name}: a rank cannot {'send to' if is_send else 'receive from'} itself (rank {peer})")
+    _writable([] if is_send else [tensor])
     buf = _contig(tensor)
     slot = internal_tag if internal_tag is not None else tag
     post = pg._ctx.send if is_send else pg._ctx.recv
