@@ -803,3 +803,33 @@ def test_loading_a_sparse_tensor_checks_its_indices(tmp_path):
                                                          "inconsistent with indices: for dim 0, size is 3 but found "
                                                          "index 7"):
             ember.load(path, weights_only=weights_only)
+
+
+def test_torch_level_products_take_a_sparse_operand():
+    """ember.mm / matmul / addmm and their Tensor methods route a sparse operand to sparse.mm
+    (sparse @ dense, dense @ sparse), as torch.mm does for gcn-style layers; dense calls are
+    unchanged; gradients reach the dense operand."""
+    idx, vals = _random_coo((4, 5), 7)
+    s = ember.sparse_coo_tensor(_t(idx), _t(vals), (4, 5))
+    ref = _dense_ref(idx, vals, (4, 5))
+    d = ember.tensor(RNG.normal(size=(6, 5)))  # used transposed: a non-contiguous (5, 6) operand
+    want = ref @ _np(d).T
+    np.testing.assert_allclose(_np(ember.mm(s, d.t())), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_np(s.mm(d.t())), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_np(ember.matmul(s, d.t())), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_np(ember.matmul(s, d[0])), ref @ _np(d)[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_np(ember.mm(d.t()[:4].t()[:0], s)), np.zeros((0, 5)))  # zero rows
+    left = ember.tensor(RNG.normal(size=(3, 4)))
+    np.testing.assert_allclose(_np(ember.mm(left, s)), _np(left) @ ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_np(left.mm(s)), _np(left) @ ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_np(left.matmul(s)), _np(left) @ ref, rtol=1e-12, atol=1e-12)
+    base = ember.tensor(RNG.normal(size=(4, 6)))
+    np.testing.assert_allclose(_np(ember.addmm(base, s, d.t(), beta=0.5, alpha=2.0)),
+                               0.5 * _np(base) + 2.0 * want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_np(base.addmm(s, d.t(), beta=0)), want, rtol=1e-12, atol=1e-12)
+    assert isinstance(ember.mm(left, ember.ones(4, 2, dtype=ember.float64)), ember.Tensor)  # dense path untouched
+    with pytest.raises(RuntimeError, match="out= is not supported when an operand is sparse"):
+        ember.mm(s, d.t(), out=ember.empty(4, 6))
+    dense = ember.tensor(RNG.normal(size=(5, 3)), requires_grad=True)
+    assert gradcheck(lambda m: ember.mm(s, m), (dense,))
+    assert gradcheck(lambda m: ember.mm(m.t(), s.t()), (dense,))

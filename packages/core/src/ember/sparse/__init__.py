@@ -227,6 +227,64 @@ _C.Tensor.to_sparse_csr = lambda self, dense_dim=None: _dense_to_sparse(self, la
 _C.Tensor.sparse_mask = _sparse_mask
 
 
+# ---- ember.mm / matmul / addmm (and the Tensor methods) take a sparse operand, as torch's do ------------
+
+
+def _product(a, b):
+    """a @ b for 2-D operands, at least one sparse: sparse @ dense, dense @ sparse, sparse @ sparse."""
+    if isinstance(a, SparseTensor):
+        return mm(a, b)
+    result = b.__rmatmul__(a)
+    if result is NotImplemented:
+        raise TypeError(f"mm: expected Tensor operands, but got {type(a).__name__} and {type(b).__name__}")
+    return result
+
+
+def _no_out(fn: str, out) -> None:
+    if out is not None:
+        raise RuntimeError(f"{fn}: out= is not supported when an operand is sparse")
+
+
+def _sparse_mm(input, mat2, *, out=None):  # noqa: A002 - PyTorch's argument name
+    _no_out("mm", out)
+    return _product(input, mat2)
+
+
+def _sparse_matmul(input, other, *, out=None):  # noqa: A002 - PyTorch's argument name
+    _no_out("matmul", out)
+    if isinstance(input, SparseTensor):
+        return input @ other  # a 1-D dense `other` is a column, as in torch.matmul
+    return _product(input, other)
+
+
+def _sparse_addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):  # noqa: A002 - PyTorch's argument name
+    _no_out("addmm", out)
+    product = _product(mat1, mat2)
+    base = input.to_dense() if isinstance(input, SparseTensor) else input
+    result = product * alpha if alpha != 1 else product
+    return result if beta == 0 else result + (base * beta if beta != 1 else base)
+
+
+def _sparse_aware(dense_fn, sparse_fn):
+    """dense_fn, except that a call with a sparse operand goes to sparse_fn."""
+    def fn(*args, **kwargs):
+        if any(isinstance(a, SparseTensor) for a in args) or any(isinstance(a, SparseTensor) for a in kwargs.values()):
+            return sparse_fn(*args, **kwargs)
+        return dense_fn(*args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = sparse_fn.__name__.removeprefix("_sparse_")
+    fn.__doc__ = dense_fn.__doc__
+    return fn
+
+
+sparse_aware_mm = _sparse_aware(_C.mm, _sparse_mm)
+sparse_aware_matmul = _sparse_aware(_C.matmul, _sparse_matmul)
+sparse_aware_addmm = _sparse_aware(_C.addmm, _sparse_addmm)
+_C.Tensor.mm = _sparse_aware(_C.Tensor.mm, _sparse_mm)
+_C.Tensor.matmul = _sparse_aware(_C.Tensor.matmul, _sparse_matmul)
+_C.Tensor.addmm = _sparse_aware(_C.Tensor.addmm, _sparse_addmm)
+
+
 def _not_sparse(name: str):
     def method(self):
         raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got Strided")

@@ -460,6 +460,13 @@ class SparseTensor:
             return mm(self, other.unsqueeze(1)).squeeze(1)
         return mm(self, other)
 
+    def mm(self, mat2):
+        from . import mm
+        return mm(self, mat2)
+
+    def matmul(self, other):
+        return self @ other
+
     def __rmatmul__(self, other):  # dense @ sparse = (sparse^T @ dense^T)^T
         from . import mm
         if not isinstance(other, _C.Tensor):
