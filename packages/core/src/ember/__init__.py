@@ -392,15 +392,13 @@ from .sparse import (  # noqa: E402
 __all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
             "sparse_csr_tensor", "spmm", "sspaddmm", "strided"]
 
-# torch.mm / matmul / addmm also take a sparse operand (sparse @ dense, dense @ sparse)
-from .sparse import (  # noqa: E402, F401 - they replace the generated entries
-    sparse_aware_addmm as addmm,
-    sparse_aware_matmul as matmul,
-    sparse_aware_mm as mm,
-)
-
 # torch.embedding with sparse=True gives a sparse gradient, which the native op cannot
 from .nn._embedding import _embedding_op as embedding  # noqa: E402, F401 - replaces the generated entry
+
+# torch.mm / matmul / addmm also take a sparse operand (sparse @ dense, dense @ sparse)
+from .sparse import sparse_aware_addmm as addmm  # noqa: E402, F401 - replaces the generated entry
+from .sparse import sparse_aware_matmul as matmul  # noqa: E402, F401 - replaces the generated entry
+from .sparse import sparse_aware_mm as mm  # noqa: E402, F401 - replaces the generated entry
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562
