@@ -36,13 +36,15 @@ REASONS = [
     (r"quant|qint|quint|^q_|int_repr|per_channel|per_tensor|fake_|qparams|^ao$|^qat$|^intrinsic$",
      "quantization: not in Ember yet"),
     (r"sparse|csr|csc|bsr|bsc|coo|to_dense|smm|sspaddmm|hspmm|spmm|saddmm|^(indices|values)(_copy)?$|"
-     r"(crow|ccol|col|row)_indices|coalesce|^dense_dim$|^layout$|^strided$|^jagged$", "sparse tensors: issue 18, item 5"),
+     r"(crow|ccol|col|row)_indices|coalesce|^dense_dim$|^layout$|^strided$",
+     "sparse tensors: Ember has COO and 2-D CSR (ember.sparse), not CSC/BSR/BSC, in-place sparse resizing, "
+     "or the dense tensor's sparse accessors"),
     (r"^(eig|symeig|lstsq|solve|matrix_rank|reinforce|volatile)$",
      "removed from PyTorch: there it raises or answers a constant, pointing to torch.linalg / torch.no_grad"),
     (r"^(fork|wait|parse_ir|parse_schema|parse_type_comment|merge_type_from_type_comment|unify_type_list|"
      r"import_ir_module.*)$", "TorchScript and C++ binding internals (torch.jit)"),
     (r"torch_function|^is_tensor_like$", "the __torch_function__ override protocol (torch.overrides)"),
-    (r"nested", "nested tensors: not in Ember"),
+    (r"nested|^jagged$", "nested tensors: not in Ember"),
     (r"mkldnn|onednn|fbgemm|miopen|nnpack|mkl|xnnpack|cpp_|_cpu$", "a backend library's private kernels"),
     (r"storage|untyped|share_memory|is_shared|from_file", "storage objects: Ember tensors own memory directly"),
     (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|overrides|^cond$|"
