@@ -97,6 +97,35 @@ def test_convolution_matches_reference(case):
                                rtol=1e-11, atol=1e-11)
 
 
+DEPTHWISE = [  # one input and one output channel per group (Note [depthwise convolution])
+    ((7, 7), (5, 5), (1, 1), (2, 2), (1, 1), 6, 6, 6),
+    ((9, 8), (3, 3), (2, 2), (1, 1), (1, 1), 5, 5, 5),
+    ((10, 9), (3, 2), (2, 3), (3, 0), (2, 1), 3, 3, 3),  # dilation; padding past the kernel's reach
+    ((13,), (4,), (3,), (2,), (1,), 4, 4, 4),
+    ((4, 5, 6), (2, 3, 3), (1, 2, 1), (1, 1, 1), (1, 1, 2), 2, 2, 2),
+    ((3, 3), (3, 3), (1, 1), (0, 0), (1, 1), 4, 4, 4),  # one output position
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE, ids=lambda c: f"{len(c[0])}d-k{c[1]}-s{c[2]}-p{c[3]}-d{c[4]}")
+def test_depthwise_convolution_matches_reference(case):
+    spatial, k, s, p, d, g, C, out_ch = case
+    x = RNG.standard_normal((3, C, *spatial))
+    w = RNG.standard_normal((out_ch, 1, *k))
+    b = RNG.standard_normal(out_ch)
+    f = getattr(F, f"conv{len(s)}d")
+    for bias in (b, None):
+        want = conv_ref(x, w, bias, s, p, d, g)
+        got = f(_t(x), _t(w), None if bias is None else _t(bias), s, p, d, g)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+    got32 = f(_t(x.astype(np.float32)), _t(w.astype(np.float32)), _t(b.astype(np.float32)), s, p, d, g)
+    np.testing.assert_allclose(got32.numpy(), conv_ref(x, w, b, s, p, d, g), rtol=1e-5, atol=1e-5)
+    xs = _t(np.repeat(x, 2, axis=1))[:, ::2]  # a channel-strided input
+    np.testing.assert_allclose(f(xs, _t(w), None, s, p, d, g).numpy(), conv_ref(x, w, None, s, p, d, g),
+                               rtol=1e-12, atol=1e-12)
+    assert f(_t(x[:0]), _t(w), None, s, p, d, g).shape[0] == 0  # an empty batch
+
+
 @pytest.mark.parametrize("case", CASES[:4] + CASES[6:], ids=lambda c: f"{len(c[0])}d-k{c[1]}-s{c[2]}-g{c[5]}")
 def test_transposed_convolution_matches_reference(case):
     spatial, k, s, p, d, g, C, out_ch = case

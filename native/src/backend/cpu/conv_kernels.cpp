@@ -137,6 +137,36 @@ void col2im_add(const Geometry& g, const T* cols, int64_t l0, int64_t n, T* x) {
   }
 }
 
+// Note [depthwise convolution]: with one input and one output channel per group (MobileNet's
+// depthwise layers) each group's GEMM is [1, K] @ [K, L]: thousands of tiny BLAS calls plus an
+// im2col each, which cost 10x the arithmetic on small images. Those convolutions instead add
+// w[tap] * (the input shifted by the tap) into the output row segment by row segment, a loop the
+// compiler vectorizes over the row for unit stride.
+template <typename T>
+void depthwise_forward(const Geometry& g, const T* x, const T* w, T* y, bool accumulate) {
+  if (!accumulate) std::fill(y, y + g.L, T(0));
+  for (int64_t kd = 0; kd < g.k[0]; ++kd)
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const T wt = w[(kd * g.k[1] + kh) * g.k[2] + kw];
+        for_column_segments(g, 0, g.L, kd, kh, [&](int64_t j, int64_t base, int64_t ow, int64_t run) {
+          if (base < 0) return;
+          const int64_t st = g.s[2], iw0 = ow * st - g.p[2] + kw * g.d[2];
+          // the taps inside the input row are t in [lo, hi), as in im2col
+          const int64_t lo = iw0 >= 0 ? 0 : std::min<int64_t>(run, (-iw0 + st - 1) / st);
+          const int64_t hi =
+              g.in[2] - iw0 <= 0 ? lo : std::clamp<int64_t>((g.in[2] - iw0 + st - 1) / st, lo, run);
+          const T* src = x + base + iw0;
+          T* dst = y + j;
+          if (st == 1) {
+            for (int64_t t = lo; t < hi; ++t) dst[t] += wt * src[t];
+          } else {
+            for (int64_t t = lo; t < hi; ++t) dst[t] += wt * src[t * st];
+          }
+        });
+      }
+}
+
 // y[n] = W conv x[n] (+ beta y: the bias, already broadcast into y, when add_to_output).
 template <typename T>
 void conv_forward_typed(const ConvArgs& a) {
@@ -146,6 +176,17 @@ void conv_forward_typed(const ConvArgs& a) {
   T* Y = a.output->data<T>();
   const int64_t N = a.batch, lb = g.pointwise ? g.L : g.block(), blocks = (g.L + lb - 1) / lb;
   const int64_t tasks = N * g.groups * blocks;
+  if (g.Cg == 1 && g.Og == 1 && !g.pointwise) {  // Note [depthwise convolution]
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, g.K * g.L));
+    parallel_for(0, N * g.groups, grain, [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t gi = t % g.groups, n = t / g.groups;
+        depthwise_forward(g, X + (n * g.C + gi) * g.in_spatial, W + gi * g.K, Y + (n * g.O + gi) * g.L,
+                          a.accumulate);
+      }
+    });
+    return;
+  }
   const T beta = a.accumulate ? T(1) : T(0);
   auto task = [&](int64_t t, std::vector<T>& cols) {
     const int64_t b = t % blocks, gi = (t / blocks) % g.groups, n = t / (blocks * g.groups);
