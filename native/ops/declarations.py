@@ -770,7 +770,7 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "fill_": {"result": "zeros_of(self_t)", "self": "zeros_of(grad)"}, "zero_": {"result": "zeros_of(self_t)", "self": "zeros_of(grad)"},
     # indexing
     "index_select": {"result": _LINEAR, "self": "index_select_backward(grad, self_sizes, dim, index)"},
-    "gather": {"result": _LINEAR, "self": "scatter_add(zeros(self_sizes, grad.dtype(), grad.device()), dim, index, grad)"},
+    "gather": {"result": _LINEAR, "self": "gather_backward(grad, self_sizes, dim, index)"},
     "index_add": {"result": _LINEAR, "self": "grad", "source": "scale(index_select(grad, dim, index), alpha)"},
     "masked_fill": {"result": "masked_fill(self_t, mask, Scalar(0.0))", "self": "masked_fill(grad, mask, Scalar(0.0))"},
     "index": {"result": _LINEAR, "self": "index_put(zeros(self_sizes, grad.dtype(), grad.device()), indices, grad, true)"},

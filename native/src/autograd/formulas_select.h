@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/formulas.h"
+#include "ops/kernels.h"
 #include "ops/pointwise/pointwise.h"
 
 namespace ember::autograd {
@@ -35,6 +36,20 @@ inline bool has_zero(const Tensor& t) {
   if (t.device().type != DeviceType::CPU) return true;
   const Tensor n = ember::count_nonzero(ember::eq(t, num(0.0), std::nullopt), std::nullopt);
   return *n.contiguous().data<int64_t>() != 0;
+}
+
+// gather's gradient: grad added into zeros of the input's shape at `index`. Without a recorded
+// backward (Note [view backward]) it is added straight into the fresh zeros, one pass instead of
+// scatter_add's copy of them (cross_entropy's backward runs this over the whole logits);
+// the forward already checked index's shape and values.
+inline Tensor gather_backward(const Tensor& grad, const IntList& sizes, int64_t dim, const Tensor& index) {
+  if (plain_view_backward(grad) && grad.device().type == DeviceType::CPU) {
+    Tensor out = ember::zeros(sizes, grad.dtype(), grad.device());
+    const int64_t d = sizes.empty() ? 0 : wrap_dim(dim, static_cast<int64_t>(sizes.size()));
+    if (index.numel() > 0) index_stub.get(DeviceType::CPU)(IndexOp::ScatterAdd, out, out, d, index, grad);
+    return out;
+  }
+  return autograd::scatter_add(autograd::zeros(sizes, grad.dtype(), grad.device()), dim, index, grad);
 }
 
 // ---- views and shapes -------------------------------------------------------------------------

@@ -297,6 +297,36 @@ def rfft_case() -> Case:
                 flops=2.5 * (1 << 20) * 20)
 
 
+def complex_cases() -> list[Case]:
+    """Complex elementwise ops, contiguous and on the frequency-major layout stft returns
+    ((freq, frames) with strides (1, freq)): both libraries lay the result out like the input."""
+    flat = (_arr(4 * 1024 * 1024) + 1j * _arr(4 * 1024 * 1024)).astype(np.complex64)
+    frames = (_arr(6001, 201) + 1j * _arr(6001, 201)).astype(np.complex64)
+
+    def view(lib):
+        return _t(lib, frames).transpose(0, 1)  # (201, 6001), strides (1, 201)
+    return [
+        Case("abs complex64 4M", lambda lib: _bind(lambda x: x.abs(), _t(lib, flat)), bytes=1.5 * flat.nbytes),
+        Case("abs complex64 stft-layout (201, 6001)", lambda lib: _bind(lambda x: x.abs(), view(lib)),
+             bytes=1.5 * frames.nbytes),
+        Case("real**2 + imag**2 complex64 stft-layout", lambda lib: _bind(lambda x: x.real**2 + x.imag**2, view(lib)),
+             bytes=1.5 * frames.nbytes),
+        Case("exp complex64 stft-layout", lambda lib: _bind(lambda x: x.exp(), view(lib)), bytes=2 * frames.nbytes),
+    ]
+
+
+def cross_entropy_case(backward: bool) -> Case:
+    logits, target = _arr(4096, 1000), RNG.integers(0, 1000, 4096)
+
+    def setup(lib):
+        x, y = _t(lib, logits).requires_grad_(backward), lib.from_numpy(target)
+        if backward:
+            return lambda: lib.nn.functional.cross_entropy(x, y).backward()
+        return _bind(lib.nn.functional.cross_entropy, x, y)
+    return Case("cross_entropy (4096, 1000) " + ("fwd+bwd" if backward else "fwd"), setup,
+                bytes=(2 if backward else 1) * logits.nbytes)
+
+
 def small_cases() -> list[Case]:
     a, b = _arr(1 << 20), _arr(1 << 20)
     s1, s2 = _arr(8), _arr(8)
@@ -324,7 +354,8 @@ def all_cases() -> list[Case]:
         conv_case("conv 1x1 64->256 56^2 b32", 32, 64, 256, 56, 1, 1, 0),
         conv_case("conv 7x7 s2 3->64 224^2 b8", 8, 3, 64, 224, 7, 2, 3),
         resnet_case(1), resnet_case(8), mlp_case(), transformer_case(False), transformer_case(True),
-        embedding_case(), stft_case(), rfft_case(), *small_cases(),
+        embedding_case(), stft_case(), rfft_case(), *complex_cases(), cross_entropy_case(False),
+        cross_entropy_case(True), *small_cases(),
     ]
 
 

@@ -132,3 +132,28 @@ def test_advanced_getitem_and_setitem():
 def test_bad_indices(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather_backward_adds_grad_at_the_indices(dim):
+    # The plain backward (no create_graph) adds grad straight into zeros; the recorded one is
+    # scatter_add. Both must equal a float64 np.add.at reference, with repeated indices, a
+    # transposed index and grad, and a 0-dim input.
+    idx = RNG.integers(0, A.shape[dim], (6, 4)).T.copy()  # (4, 6) with repeats
+    grad = RNG.standard_normal((6, 4)).T  # non-contiguous view
+    ref = np.zeros_like(A)
+    rows, cols = np.indices(idx.shape)
+    np.add.at(ref, (idx, cols) if dim == 0 else (rows, idx), grad)
+    x = t(A).requires_grad_()
+    index = ember.from_numpy(idx.T.copy()).t()
+    (plain,) = ember.autograd.grad(ember.gather(x, dim, index), x, ember.from_numpy(grad.T.copy()).t())
+    np.testing.assert_allclose(plain.numpy(), ref, rtol=1e-12, atol=1e-12)
+    (recorded,) = ember.autograd.grad(ember.gather(x, dim, index), x, ember.from_numpy(grad), create_graph=True)
+    np.testing.assert_allclose(recorded.numpy(), ref, rtol=1e-12, atol=1e-12)
+    assert ember.autograd.gradcheck(lambda v: ember.gather(v, dim, index), (x,))
+    s = ember.tensor(2.0, dtype=ember.float64, requires_grad=True)
+    (g0,) = ember.autograd.grad(ember.gather(s, 0, ember.tensor(0)), s, ember.tensor(3.0, dtype=ember.float64))
+    assert g0.shape == () and g0.item() == 3.0
+    e = t(A).requires_grad_()
+    (ge,) = ember.autograd.grad(ember.gather(e, dim, ember.zeros(0, 6, dtype=ember.int64)).sum(), e)
+    np.testing.assert_array_equal(ge.numpy(), np.zeros_like(A))

@@ -250,3 +250,86 @@ def test_in_place_methods_return_self():
     assert x.tolist() == [0.0, 0.0, 0.0, 0.0]
     with pytest.raises(TypeError):
         x.add_("a")
+
+
+RNG_LAYOUT = np.random.default_rng(7)
+
+
+def _order(t):
+    """Dims from outermost to innermost by stride (PyTorch's memory order of a dense tensor)."""
+    return sorted(range(t.dim()), key=lambda d: -t.stride()[d])
+
+
+def test_results_follow_the_memory_order_of_their_inputs():
+    # As PyTorch's TensorIterator: a result is laid out like its (first ordering) input, so an op
+    # on a transposed or permuted view walks memory forwards; values are unchanged.
+    a = RNG_LAYOUT.standard_normal((4, 5, 6)).astype(np.float32)
+    x = ember.from_numpy(a).permute(2, 0, 1)  # strides (1, 30, 6)
+    ref = a.transpose(2, 0, 1)
+    for fn, np_fn in ((ember.exp, np.exp), (ember.abs, np.abs), (ember.neg, np.negative),
+                      (lambda t: t * 2, lambda v: v * 2), (lambda t: t + t, lambda v: v + v),
+                      (lambda t: t > 0, lambda v: v > 0)):
+        out = fn(x)
+        assert _order(out) == _order(x) and out.is_contiguous() is False
+        np.testing.assert_allclose(out.numpy(), np_fn(ref.astype(np.float64)), rtol=2e-7)
+    # a contiguous first input decides for a binary op; a broadcast input leaves the order to the other
+    y = ember.from_numpy(np.ascontiguousarray(ref))
+    assert (y + x).is_contiguous() and not (x + y).is_contiguous()
+    col = ember.from_numpy(np.ones((6, 1, 1), np.float32))
+    assert _order(x * col) == _order(x)
+    np.testing.assert_allclose((x * col).numpy(), ref, rtol=0)
+    # dtype-changing ops (int -> float, the cast of an operand) keep the order too
+    xi = ember.from_numpy(np.arange(12, dtype=np.int64).reshape(3, 4)).t()
+    assert _order(ember.sqrt(xi)) == [1, 0] and _order(xi + 0.5) == [1, 0]
+    np.testing.assert_allclose(ember.sqrt(xi).numpy(), np.sqrt(np.arange(12.0).reshape(3, 4).T), rtol=1e-7)
+    # contiguous, 0-dim, zero-size and out= keep their layouts
+    assert ember.exp(ember.from_numpy(a)).is_contiguous()
+    assert ember.exp(ember.tensor(1.0)).shape == ()
+    assert ember.exp(ember.from_numpy(a[:, :0]).permute(2, 0, 1)).shape == (6, 4, 0)
+    out = ember.empty(6, 4, 5)
+    ember.exp(x, out=out)
+    assert out.is_contiguous()
+    np.testing.assert_allclose(out.numpy(), np.exp(ref), rtol=2e-7)
+    # in place on a transposed view writes through it
+    z = ember.from_numpy(a.copy())
+    z.permute(2, 0, 1).mul_(3)
+    np.testing.assert_allclose(z.numpy(), a * 3, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_abs_on_strided_views_and_edge_values(dtype):
+    # complex64 |z| is computed in double (no hypot); both must stay within 1 ulp of the float64 /
+    # extended reference, with hypot's special values (inf beats nan), on stft's frequency-major
+    # layout and on the parts of a permuted view.
+    re = RNG_LAYOUT.standard_normal((201, 61)) * np.exp(RNG_LAYOUT.uniform(-40, 40, (201, 61)))
+    im = RNG_LAYOUT.standard_normal((201, 61)) * np.exp(RNG_LAYOUT.uniform(-40, 40, (201, 61)))
+    z = (re + 1j * im).astype(dtype)
+    real = np.float32 if dtype == np.complex64 else np.float64
+    with np.errstate(over="ignore"):  # 1.7e308 is inf in complex64
+        edge = np.array([0, -0.0, 1e-45 + 1e-45j, 3e38 + 3e38j, complex(np.inf, np.nan), complex(np.nan, -np.inf),
+                         complex(np.nan, 1), complex(-np.inf, 0), 1.7e308 + 1.7e308j, 1e-310 + 3e-310j], dtype=dtype)
+    z.reshape(-1)[: edge.size] = edge
+    t = ember.from_numpy(z.T.copy()).t()  # (201, 61) with strides (1, 201)
+    ours = t.abs()
+    assert ours.dtype == (ember.float32 if dtype == np.complex64 else ember.float64)
+    assert _order(ours) == [1, 0]
+    zl = z.astype(np.clongdouble)
+    expected = np.hypot(zl.real, zl.imag)
+    with np.errstate(all="ignore"):
+        rounded = expected.astype(real)  # inf where the modulus overflows the result type
+        ulp = np.spacing(np.abs(rounded))
+        err = np.abs(ours.numpy().astype(np.longdouble) - expected) / np.where(ulp > 0, ulp, 1)
+    finite = np.isfinite(rounded)
+    assert np.max(err[finite]) <= 1.0
+    np.testing.assert_array_equal(ours.numpy()[~finite], rounded[~finite])
+    # contiguous, a slice with a step, and zero-size
+    np.testing.assert_array_equal(ember.from_numpy(z).abs().numpy(), ours.numpy())
+    np.testing.assert_array_equal(ember.from_numpy(z)[::3, 1::2].abs().numpy(), ours.numpy()[::3, 1::2])
+    assert ember.from_numpy(z[:0]).abs().shape == (0, 61)
+    # the power spectrum from the parts of the view (values whose squares stay in range), against float64
+    zs = (RNG_LAYOUT.standard_normal((201, 61)) + 1j * RNG_LAYOUT.standard_normal((201, 61))).astype(dtype)
+    ts = ember.from_numpy(zs.T.copy()).t()
+    power = ts.real**2 + ts.imag**2
+    assert _order(power) == [1, 0]
+    ref = zs.real.astype(np.float64) ** 2 + zs.imag.astype(np.float64) ** 2
+    np.testing.assert_allclose(power.numpy(), ref, rtol=4 * np.finfo(real).eps)

@@ -202,6 +202,23 @@ def test_reduced_precision_rounds_the_float32_result(name, dtype):
     np.testing.assert_array_equal(ours.to(ember.float32).numpy(), expected.to(ember.float32).numpy())
 
 
+@pytest.mark.parametrize("name", ["erf", "erfc", "gelu"])
+def test_erf_family_within_two_ulp_on_both_sides_of_the_polynomial_range(name):
+    # erf/erfc use a polynomial for |x| < 2 (gelu: |x| < 2 sqrt 2) and skip the tail when a whole
+    # vector lies there: sorted dense inputs give vectors all inside, all outside and straddling
+    # the bound, and the shuffled copy mixes lanes from both ranges in one vector.
+    fn, ref, _ = FUNCTIONS[name]
+    bound = 2.0 * math.sqrt(2) if name == "gelu" else 2.0
+    x = np.concatenate([np.linspace(-1.6 * bound, 1.6 * bound, 60_001),
+                        np.nextafter(np.float32(bound), np.float32([0, 9])).astype(np.float64),
+                        -np.nextafter(np.float32(bound), np.float32([0, 9])).astype(np.float64)]).astype(np.float32)
+    for data in (x, RNG.permutation(x)):
+        ours = fn(ember.from_numpy(data.copy())).numpy()
+        err = _ulp_error(ours, ref(data.astype(np.float64)))
+        worst = int(np.argmax(err))
+        assert err[worst] <= 2.0, f"{name}({data[worst]!r}) = {ours[worst]!r}: {err[worst]:.2f} ulp"
+
+
 def test_strided_and_tail_elements_take_the_vector_path():
     # A strided view and a length that is no multiple of any vector width give the same bits
     # as the contiguous run: every element goes through the same vector code.
@@ -221,6 +238,8 @@ def test_baseline_build_is_within_two_ulp_too():
         "for name in ('exp', 'expm1', 'log', 'log1p', 'tanh', 'sigmoid', 'sin', 'gelu_tanh'):\n"
         "    t.test_float32_within_two_ulp_over_the_whole_range(name)\n"
         "    t.test_special_values_are_exact(name)\n"
+        "for name in ('erf', 'erfc', 'gelu'):\n"
+        "    t.test_erf_family_within_two_ulp_on_both_sides_of_the_polynomial_range(name)\n"
         "print('ok')\n"
     )
     env = dict(os.environ, EMBER_CPU_CAPABILITY="default")

@@ -2,12 +2,15 @@
 // CPU loops over strided, broadcast operands (internal to the CPU kernels).
 //
 // Note [strided loop]: operand 0 is the output; inputs are broadcast to its shape (stride 0
-// along broadcast dims). Dims are coalesced when every operand's strides allow it, so a
-// contiguous op becomes one flat loop. The outer range is split by parallel_for into chunks that
-// depend only on numel (Note [deterministic parallelism]); each chunk calls the 1-d inner loop
+// along broadcast dims). Dims are first put in memory order (the output's strides decide, then
+// each input's, as PyTorch's TensorIterator does), so an op on transposed or permuted operands
+// walks memory forwards, then coalesced when every operand's strides allow it, so an op whose
+// operands share one dense layout becomes one flat loop. The outer range is split by parallel_for into chunks
+// that depend only on numel (Note [deterministic parallelism]); each chunk calls the 1-d inner loop
 // inner(ptrs, byte_strides, n), which has fast paths for contiguous and scalar operands.
 #include <array>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "ember/parallel.h"
@@ -27,7 +30,9 @@ class StridedLoop {
     const int64_t ndim = out.dim();
     numel_ = out.numel();
     for (int k = 0; k < N; ++k) base_[k] = static_cast<char*>(operands[k].data_ptr());
-    // Per-dim sizes and byte strides, innermost last, broadcasting inputs to out's shape.
+    // Per-dim sizes and byte strides, broadcasting inputs to out's shape.
+    std::vector<int64_t> dim_sizes;
+    std::vector<std::array<int64_t, N>> dim_strides;
     for (int64_t d = 0; d < ndim; ++d) {
       const int64_t size = out.sizes()[d];
       if (size == 1) continue;  // size-1 dims never move a pointer
@@ -38,6 +43,20 @@ class StridedLoop {
         const int64_t td = d - offset;
         st[k] = (td < 0 || t.sizes()[td] == 1) ? 0 : t.strides()[td] * t.element_size();
       }
+      dim_sizes.push_back(size);
+      dim_strides.push_back(st);
+    }
+    // Memory order, innermost last: a stable insertion sort (equal or broadcast strides keep
+    // the logical order, so contiguous operands are left as they are).
+    std::vector<size_t> order(dim_sizes.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    for (size_t i = 1; i < order.size(); ++i) {
+      for (size_t j = i; j > 0 && outer_of(dim_strides[order[j]], dim_strides[order[j - 1]]); --j)
+        std::swap(order[j], order[j - 1]);
+    }
+    for (size_t i : order) {
+      const int64_t size = dim_sizes[i];
+      const std::array<int64_t, N>& st = dim_strides[i];
       if (!sizes_.empty() && coalescable(strides_.back(), size, st)) {
         sizes_.back() *= size;
         strides_.back() = st;
@@ -60,6 +79,16 @@ class StridedLoop {
   }
 
  private:
+  // Whether dim a belongs outside dim b: the first operand that strides both (non-zero) with
+  // different steps decides, the output first.
+  static bool outer_of(const std::array<int64_t, N>& a, const std::array<int64_t, N>& b) {
+    for (int k = 0; k < N; ++k) {
+      if (a[k] == 0 || b[k] == 0 || a[k] == b[k]) continue;
+      return a[k] > b[k];
+    }
+    return false;
+  }
+
   // Dim d (outer) merges into d+1 (inner, already stored) when stride[d] == stride[d+1]*size[d+1].
   static bool coalescable(const std::array<int64_t, N>& outer, int64_t inner_size,
                           const std::array<int64_t, N>& inner) {

@@ -41,14 +41,54 @@ Tensor expand_to(const Tensor& t, const IntList& shape, const char* op) {
 
 Tensor cast_to(const Tensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
-  Tensor out = empty(t.sizes(), dtype, t.device());
+  Tensor out = empty_like_layout(t.sizes(), dtype, t.device(), {&t});
   copy_stub.get(t.device().type)(out, t);
   return out;
 }
 
+// Note [output layout]: as in PyTorch, a pointwise result takes the memory order of its inputs
+// (dims sorted by the inputs' strides, the first input that orders two dims deciding), so
+// `x.t().abs()` is laid out as x.t() and both walk memory forwards (Note [strided loop]).
+// Contiguous inputs, the common case, give a contiguous result.
+Tensor empty_like_layout(const IntList& shape, DType dtype, Device device,
+                         std::initializer_list<const Tensor*> like) {
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  bool all_contiguous = true;
+  for (const Tensor* t : like) all_contiguous = all_contiguous && (t->dim() == 0 || t->is_contiguous());
+  if (all_contiguous || ndim < 2) return empty(shape, dtype, device);
+  // stride of input t along dim d of shape, 0 where it is broadcast or of size 1
+  auto stride = [&](const Tensor* t, int64_t d) -> int64_t {
+    const int64_t td = d - (ndim - t->dim());
+    return (td < 0 || t->sizes()[td] == 1) ? 0 : t->strides()[td];
+  };
+  auto outer_of = [&](int64_t a, int64_t b) {
+    for (const Tensor* t : like) {
+      const int64_t sa = stride(t, a), sb = stride(t, b);
+      if (sa == 0 || sb == 0 || sa == sb) continue;
+      return sa > sb;
+    }
+    return false;
+  };
+  IntList order(ndim);  // outermost first; a stable insertion sort keeps undecided dims in place
+  for (int64_t d = 0; d < ndim; ++d) order[d] = d;
+  bool permuted = false;
+  for (int64_t i = 1; i < ndim; ++i) {
+    for (int64_t j = i; j > 0 && outer_of(order[j], order[j - 1]); --j) {
+      std::swap(order[j], order[j - 1]);
+      permuted = true;
+    }
+  }
+  if (!permuted) return empty(shape, dtype, device);
+  IntList sizes(ndim), strides(ndim);
+  for (int64_t k = 0; k < ndim; ++k) sizes[k] = shape[order[k]];
+  const IntList dense = contiguous_strides(sizes);
+  for (int64_t k = 0; k < ndim; ++k) strides[order[k]] = dense[k];
+  return as_strided(empty(sizes, dtype, device), shape, strides, 0);
+}
+
 Tensor make_output(const char* op, const std::optional<Tensor>& out, const IntList& shape, DType result,
-                   Device device) {
-  if (!out) return empty(shape, result, device);
+                   Device device, std::initializer_list<const Tensor*> like) {
+  if (!out) return empty_like_layout(shape, result, device, like);
   const Tensor& o = *out;
   EMBER_CHECK(o.device() == device, Error, "[", op, "] expected out= on ", device.str(), ", but got ",
               o.device().str());
@@ -66,7 +106,7 @@ Tensor make_output(const char* op, const std::optional<Tensor>& out, const IntLi
     impl->storage_offset = 0;
   }
   o.bump_version();
-  if (o.dtype() != result) return empty(shape, result, device);  // computed apart, copied by finish()
+  if (o.dtype() != result) return empty_like_layout(shape, result, device, like);  // copied by finish()
   return o;
 }
 
@@ -91,7 +131,7 @@ Tensor unary_float(UnaryOp op, const Tensor& self, const std::optional<Tensor>& 
               "] not implemented for complex dtype ", dtype_name(self.dtype()));
   const DType compute =
       is_floating_point(self.dtype()) || is_complex(self.dtype()) ? self.dtype() : get_default_dtype();
-  Tensor result = make_output(name, out, self.sizes(), compute, self.device());
+  Tensor result = make_output(name, out, self.sizes(), compute, self.device(), {&self});
   unary_stub.get(self.device().type)(op, result, cast_to(self, compute));
   return finish(result, out);
 }
@@ -107,14 +147,14 @@ Tensor unary_same(UnaryOp op, const Tensor& self, const std::optional<Tensor>& o
       "] is not supported on bool tensors (Negation, the `-` operator, on a bool tensor is not supported)");
   EMBER_CHECK(!(kind == Kind::NoComplex && is_complex(d)), NotImplementedError, "[", name,
               "] not implemented for complex dtype ", dtype_name(d));
-  Tensor result = make_output(name, out, self.sizes(), d, self.device());
+  Tensor result = make_output(name, out, self.sizes(), d, self.device(), {&self});
   unary_stub.get(self.device().type)(op, result, self);
   return finish(result, out);
 }
 
 // Predicates: bool output of the input's shape.
 Tensor unary_predicate(UnaryOp op, const Tensor& self, const std::optional<Tensor>& out) {
-  Tensor result = make_output(unary_op_name(op), out, self.sizes(), DType::Bool, self.device());
+  Tensor result = make_output(unary_op_name(op), out, self.sizes(), DType::Bool, self.device(), {&self});
   unary_stub.get(self.device().type)(op, result, self);
   return finish(result, out);
 }
@@ -145,7 +185,7 @@ Tensor binary(BinaryOp op, const Tensor& self, const Tensor& other, const std::o
               "] not implemented for dtype ", dtype_name(compute));
   const IntList shape = broadcast_shapes(name, self.sizes(), other.sizes());
   const DType result_dtype = is_bool_out(op) ? DType::Bool : compute;
-  Tensor result = make_output(name, out, shape, result_dtype, self.device());
+  Tensor result = make_output(name, out, shape, result_dtype, self.device(), {&self, &other});
   binary_stub.get(self.device().type)(op, result, expand_to(cast_to(self, compute), shape, name),
                                       expand_to(cast_to(other, compute), shape, name), alpha);
   return finish(result, out);
@@ -381,7 +421,7 @@ Tensor round(const Tensor& self, int64_t decimals, const std::optional<Tensor>& 
 
 Tensor abs(const Tensor& self, const std::optional<Tensor>& out) {
   const DType d = to_real_dtype(self.dtype());  // |complex| is real
-  Tensor result = make_output("abs", out, self.sizes(), d, self.device());
+  Tensor result = make_output("abs", out, self.sizes(), d, self.device(), {&self});
   unary_stub.get(self.device().type)(UnaryOp::Abs, result, self);
   return finish(result, out);
 }
@@ -408,7 +448,7 @@ Tensor clamp(const Tensor& self, const std::optional<Scalar>& min, const std::op
   if (is_integral(d, true) && ((min && min->is_floating_point()) || (max && max->is_floating_point()))) {
     d = get_default_dtype();
   }
-  Tensor result = make_output("clamp", out, self.sizes(), d, self.device());
+  Tensor result = make_output("clamp", out, self.sizes(), d, self.device(), {&self});
   clamp_stub.get(self.device().type)(result, cast_to(self, d), min ? &*min : nullptr, max ? &*max : nullptr);
   return finish(result, out);
 }

@@ -1,5 +1,6 @@
 #pragma once
 // Shared steps of the pointwise ops (internal).
+#include <initializer_list>
 #include <optional>
 #include <vector>
 
@@ -15,8 +16,13 @@ Tensor expand_to(const Tensor& t, const IntList& shape, const char* op);
 Tensor cast_to(const Tensor& t, DType dtype);
 // The output: a new tensor, or `out` checked (and resized if it has no elements) for shape,
 // device and castability from `result` (PyTorch's "result type X can't be cast to ..." error).
+// A new output is laid out in the memory order of `like` (Note [output layout]).
 Tensor make_output(const char* op, const std::optional<Tensor>& out, const IntList& shape, DType result,
-                   Device device);
+                   Device device, std::initializer_list<const Tensor*> like = {});
+// A new dense tensor of `shape` whose dims are in the memory order of the tensors `like` (each
+// broadcast to `shape`); row-major when they are all contiguous or leave the order open.
+Tensor empty_like_layout(const IntList& shape, DType dtype, Device device,
+                         std::initializer_list<const Tensor*> like);
 // When the kernel computed into a temporary of another dtype, copies it into out.
 Tensor finish(const Tensor& computed, const std::optional<Tensor>& out);
 
