@@ -2122,3 +2122,32 @@ def test_igamma_igammac():
         ember.igamma(t64([2.0], requires_grad=True), t64([1.0])).sum().backward()
     with pytest.raises(NotImplementedError, match="\"igamma_cpu\" not implemented for 'Long'"):
         ember.igamma(ember.tensor([1, 2]), ember.tensor([1, 2]))
+
+
+def test_legacy_decompositions_fill_their_out_tuples():
+    """torch.qr/svd/lu/triangular_solve(out=(...)) write every result into the given tensors and
+    return them; column_stack(out=) writes too."""
+    a = ember.tensor(np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]]))
+    q, r = ember.empty(3, 3, dtype=ember.float64), ember.empty(3, 3, dtype=ember.float64)
+    got = ember.qr(a, out=(q, r))
+    assert got.Q is q and got.R is r
+    np.testing.assert_allclose((q @ r).numpy(), a.numpy(), rtol=1e-12, atol=1e-12)
+    u, s, v = (ember.empty(3, 3, dtype=ember.float64), ember.empty(3, dtype=ember.float64),
+               ember.empty(3, 3, dtype=ember.float64))
+    assert ember.svd(a, out=(u, s, v)).S is s
+    np.testing.assert_allclose((u @ ember.diag(s) @ v.t()).numpy(), a.numpy(), rtol=1e-12, atol=1e-12)
+    lu_, piv = ember.empty(3, 3, dtype=ember.float64), ember.empty(3, dtype=ember.int32)
+    ember.lu(a, out=(lu_, piv))
+    want_lu, want_piv = ember.linalg.lu_factor(a)
+    np.testing.assert_allclose(lu_.numpy(), want_lu.numpy())
+    np.testing.assert_array_equal(piv.numpy(), want_piv.numpy())
+    x, coeff = ember.empty(3, 1, dtype=ember.float64), ember.empty(3, 3, dtype=ember.float64)
+    b = ember.ones(3, 1, dtype=ember.float64)
+    ember.triangular_solve(b, a.triu(), out=(x, coeff))
+    np.testing.assert_allclose(np.triu(a.numpy()) @ x.numpy(), b.numpy(), rtol=1e-12)
+    np.testing.assert_array_equal(coeff.numpy(), np.triu(a.numpy()))
+    cols = ember.empty(3, 2, dtype=ember.float64)
+    assert ember.column_stack([a[0], a[1]], out=cols) is cols
+    np.testing.assert_array_equal(cols.numpy(), np.stack([a.numpy()[0], a.numpy()[1]], 1))
+    with pytest.raises(TypeError, match=r"qr\(\): argument 'out' must be a tuple of 2 Tensors"):
+        ember.qr(a, out=q)

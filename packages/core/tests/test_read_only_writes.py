@@ -43,6 +43,10 @@ FUNCTION_MODULES = [ember, ember.linalg, ember.fft, ember.special, F]
 NOT_WRITES = {
     "detach_": "detaches from the graph; the data is untouched",
     "requires_grad_": "sets a flag",
+    # in-place view ops: they change the tensor's shape, strides or storage, never an element
+    **{name: "changes the view; the data is untouched" for name in (
+        "as_strided_", "resize_", "resize_as_", "set_", "squeeze_", "swapaxes_", "swapdims_", "t_", "transpose_",
+        "unsqueeze_")},
 }
 
 
@@ -173,6 +177,66 @@ CASES = {
 }
 
 
+# names from the wider PyTorch surface (issue 18): Python composites writing through copy_/out=
+CASES.update({
+    "addmv_": ((3,), np.float32, lambda t: t.addmv_(ones(3, 2), ones(2))),
+    "addr_": ((3, 2), np.float32, lambda t: t.addr_(ones(3), ones(2))),
+    "apply_": ((3,), np.float32, lambda t: t.apply_(lambda v: v * 2)),
+    "conj_physical_": ((3,), np.complex64, lambda t: t.conj_physical_()),
+    "heaviside_": ((3,), np.float32, lambda t: t.heaviside_(ones(3))),
+    "igamma_": ((3,), np.float32, lambda t: t.igamma_(ones(3))),
+    "igammac_": ((3,), np.float32, lambda t: t.igammac_(ones(3))),
+    "index_reduce_": ((3, 2), np.float32, lambda t: t.index_reduce_(0, idx([0, 2]), ones(2, 2), "prod")),
+    "ldexp_": ((3,), np.float32, lambda t: t.ldexp_(ones(3))),
+    "lerp_": ((3,), np.float32, lambda t: t.lerp_(ones(3), 0.5)),
+    "logit_": ((3,), np.float32, lambda t: t.logit_()),
+    "map_": ((3,), np.float32, lambda t: t.map_(ones(3), lambda a, b: a + b)),
+    "map2_": ((3,), np.float32, lambda t: t.map2_(ones(3), ones(3), lambda a, b, c: a + b + c)),
+    "mvlgamma_": ((3,), np.float32, lambda t: t.mvlgamma_(1)),
+    "nan_to_num_": ((3,), np.float32, lambda t: t.nan_to_num_()),
+    "nextafter_": ((3,), np.float32, lambda t: t.nextafter_(ones(3))),
+    "polygamma_": ((3,), np.float32, lambda t: t.polygamma_(1)),
+    "put_": ((3,), np.float32, lambda t: t.put_(idx([0]), ones(1))),
+    "renorm_": ((3, 2), np.float32, lambda t: t.renorm_(2, 0, 1.0)),
+    "sgn_": ((3,), np.float32, lambda t: t.sgn_()),
+    "tril_": ((3, 3), np.float32, lambda t: t.tril_()),
+    "triu_": ((3, 3), np.float32, lambda t: t.triu_()),
+    "out:ember.addr": ((3, 2), np.float32, lambda o: ember.addr(ones(3, 2), ones(3), ones(2), out=o)),
+    "out:ember.cholesky": ((3, 3), np.float32, lambda o: ember.cholesky(SPD, out=o)),
+    "out:ember.cholesky_inverse": ((3, 3), np.float32,
+                                   lambda o: ember.cholesky_inverse(ember.linalg.cholesky(SPD), out=o)),
+    "out:ember.cholesky_solve": ((3, 1), np.float32,
+                                 lambda o: ember.cholesky_solve(ones(3, 1), ember.linalg.cholesky(SPD), out=o)),
+    "out:ember.column_stack": ((3, 2), np.float32, lambda o: ember.column_stack([ones(3), ones(3)], out=o)),
+    "out:ember.geqrf": ((3, 3), np.float32, lambda o: ember.geqrf(SPD, out=(o, ember.empty(3)))),
+    "out:ember.igamma": ((3,), np.float32, lambda o: ember.igamma(ones(3), ones(3), out=o)),
+    "out:ember.igammac": ((3,), np.float32, lambda o: ember.igammac(ones(3), ones(3), out=o)),
+    "out:ember.inverse": ((3, 3), np.float32, lambda o: ember.inverse(SPD, out=o)),
+    "out:ember.isneginf": ((3,), np.bool_, lambda o: ember.isneginf(ones(3), out=o)),
+    "out:ember.isposinf": ((3,), np.bool_, lambda o: ember.isposinf(ones(3), out=o)),
+    "out:ember.ldexp": ((3,), np.float32, lambda o: ember.ldexp(ones(3), ones(3), out=o)),
+    "out:ember.linalg.inv_ex": ((3, 3), np.float32, lambda o: ember.linalg.inv_ex(
+        SPD, out=(o, ember.empty((), dtype=ember.int32)))),
+    "out:ember.linalg.solve_ex": ((3,), np.float32, lambda o: ember.linalg.solve_ex(
+        SPD, ones(3), out=(o, ember.empty((), dtype=ember.int32)))),
+    "out:ember.linalg.tensorinv": ((3, 3), np.float32, lambda o: ember.linalg.tensorinv(SPD, ind=1, out=o)),
+    "out:ember.linalg.tensorsolve": ((3,), np.float32, lambda o: ember.linalg.tensorsolve(SPD, ones(3), out=o)),
+    "out:ember.lu": ((3, 3), np.float32, lambda o: ember.lu(SPD, out=(o, ember.empty(3, dtype=ember.int32)))),
+    "out:ember.lu_solve": ((3, 1), np.float32, lambda o: ember.lu_solve(
+        ones(3, 1), *ember.linalg.lu_factor(SPD), out=o)),
+    "out:ember.mvlgamma": ((3,), np.float32, lambda o: ember.mvlgamma(ones(3) * 2, 1, out=o)),
+    "out:ember.nextafter": ((3,), np.float32, lambda o: ember.nextafter(ones(3), ones(3), out=o)),
+    "out:ember.orgqr": ((3, 3), np.float32, lambda o: ember.orgqr(*ember.geqrf(SPD), out=o)),
+    "out:ember.ormqr": ((3, 3), np.float32, lambda o: ember.ormqr(*ember.geqrf(SPD), ones(3, 3), out=o)),
+    "out:ember.polygamma": ((3,), np.float32, lambda o: ember.polygamma(1, ones(3), out=o)),
+    "out:ember.qr": ((3, 3), np.float32, lambda o: ember.qr(SPD, out=(o, ember.empty(3, 3)))),
+    "out:ember.renorm": ((3, 2), np.float32, lambda o: ember.renorm(ones(3, 2), 2, 0, 1.0, out=o)),
+    "out:ember.svd": ((3, 3), np.float32, lambda o: ember.svd(SPD, out=(o, ember.empty(3), ember.empty(3, 3)))),
+    "out:ember.triangular_solve": ((3, 1), np.float32, lambda o: ember.triangular_solve(
+        ones(3, 1), SPD, out=(o, ember.empty(3, 3)))),
+})
+
+
 def _with(f, *args, **kwargs):
     """A call of `f` on the destination followed by `args` (bound now, not at the loop's end)."""
     return lambda t: f(t, *args, **kwargs)
@@ -231,7 +295,8 @@ def _optimizers() -> list[type]:
 
 def _optimizer_case(cls: type, variant: str):
     def step(p):
-        p.grad = ember.ones(p.shape)
+        # SparseAdam takes only sparse gradients (embedding(sparse=True)'s); the others dense ones
+        p.grad = ember.ones(p.shape).to_sparse() if cls is optim.SparseAdam else ember.ones(p.shape)
         kwargs = {"lr": 0.1}
         if variant != "default":
             kwargs[variant] = True

@@ -459,6 +459,19 @@ def _out(result: _C.Tensor, out: _C.Tensor | None) -> _C.Tensor:
     return write_out(result, out)
 
 
+def _outs(fn: str, results: tuple, out: object) -> tuple:
+    """out= for a function returning several tensors: each result copied into its out tensor, and
+    the out tensors returned in the results' (named) tuple type, as PyTorch does."""
+    if out is None:
+        return results
+    if not isinstance(out, (tuple, list)) or len(out) != len(results):
+        raise TypeError(f"{fn}(): argument 'out' must be a tuple of {len(results)} Tensors")
+    from .linalg import write_out
+
+    written = [write_out(r, o) for r, o in zip(results, out, strict=True)]
+    return type(results)(*written) if hasattr(results, "_fields") else tuple(written)
+
+
 def addr(input: _C.Tensor, vec1: _C.Tensor, vec2: _C.Tensor, *, beta: object = 1, alpha: object = 1,  # noqa: A002
          out: _C.Tensor | None = None) -> _C.Tensor:
     """beta * input + alpha * outer(vec1, vec2) (torch.addr); beta = 0 ignores input's values."""
@@ -729,7 +742,7 @@ def qr(input: _C.Tensor, some: builtins.bool = True, *, out: object = None) -> t
     from . import linalg
 
     q, r = linalg.qr(input, mode="reduced" if some else "complete")
-    return _return_type("qr", ("Q", "R"))(q, r)
+    return _outs("qr", _return_type("qr", ("Q", "R"))(q, r), out)
 
 
 def svd(input: _C.Tensor, some: builtins.bool = True, compute_uv: builtins.bool = True, *,  # noqa: A002
@@ -743,9 +756,10 @@ def svd(input: _C.Tensor, some: builtins.bool = True, compute_uv: builtins.bool 
         m, n = input.shape[-2], input.shape[-1]
         batch = list(input.shape[:-2])
         s = linalg.svdvals(input)
-        return result(zeros(batch + [m, m], dtype=input.dtype), s, zeros(batch + [n, n], dtype=input.dtype))
+        return _outs("svd", result(zeros(batch + [m, m], dtype=input.dtype), s,
+                                   zeros(batch + [n, n], dtype=input.dtype)), out)
     u, s, vh = linalg.svd(input, full_matrices=not some)
-    return result(u, s, vh.mH)
+    return _outs("svd", result(u, s, vh.mH), out)
 
 
 def cholesky(input: _C.Tensor, upper: builtins.bool = False, *, out: _C.Tensor | None = None) -> _C.Tensor:  # noqa: A002
@@ -788,7 +802,7 @@ def lu(A: _C.Tensor, pivot: builtins.bool = True, get_infos: builtins.bool = Fal
     from . import linalg
 
     lu_, pivots, info = linalg.lu_factor_ex(A, pivot=pivot, check_errors=not get_infos)
-    return (lu_, pivots, info) if get_infos else (lu_, pivots)
+    return _outs("lu", (lu_, pivots, info) if get_infos else (lu_, pivots), out)
 
 
 def lu_solve(b: _C.Tensor, LU_data: _C.Tensor, LU_pivots: _C.Tensor, *,  # noqa: N803
@@ -810,7 +824,8 @@ def triangular_solve(b: _C.Tensor, A: _C.Tensor, upper: builtins.bool = True, tr
                            "dimensions instead")
     coeff = A.mT if transpose else A
     solution = linalg.solve_triangular(coeff, b, upper=upper != transpose, unitriangular=unitriangular)
-    return _return_type("triangular_solve", ("solution", "cloned_coefficient"))(solution, A.clone())
+    return _outs("triangular_solve",
+                 _return_type("triangular_solve", ("solution", "cloned_coefficient"))(solution, A.clone()), out)
 
 
 # ---- exports ------------------------------------------------------------------------------------

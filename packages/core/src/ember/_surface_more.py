@@ -156,7 +156,9 @@ def column_stack(tensors: object, *, out: _C.Tensor | None = None) -> _C.Tensor:
     if not tensors:
         raise RuntimeError("column_stack expects a non-empty TensorList")
     columns = [t.reshape([t.numel(), 1]) if t.dim() <= 1 else t for t in tensors]
-    return hstack(columns, out=out) if out is not None else hstack(columns)
+    from .linalg import write_out
+
+    return write_out(hstack(columns), out)
 
 
 def vander(x: _C.Tensor, N: builtins.int | None = None, increasing: builtins.bool = False) -> _C.Tensor:  # noqa: N803
