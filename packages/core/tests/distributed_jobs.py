@@ -270,9 +270,13 @@ def job_timeout(rank: int, world: int) -> None:
         expect_error(dist.DistBackendError, "Rank 1 failed to pass monitored_barrier in 1 s",
                      lambda: dist.monitored_barrier(timeout=timedelta(seconds=1)))
         _store_flag_set("rank0_done")
+        # rank 0 hosts the store: leaving before rank 1 has read the flag would close rank 1's
+        # connection under it (seen under load), so it waits for rank 1's answer
+        _store_flag_wait("rank1_done")
     else:
         dist.new_group(timeout=timedelta(seconds=1))
         _store_flag_wait("rank0_done")
+        _store_flag_set("rank1_done")
 
 
 def job_killed_peer(rank: int, world: int) -> None:
