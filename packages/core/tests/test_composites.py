@@ -126,3 +126,25 @@ def test_clip_and_broadcast_shapes():
     assert ember.broadcast_shapes((0, 1), (1, 4)) == (0, 4)
     with pytest.raises(RuntimeError, match=r"must match the size"):
         ember.broadcast_shapes((2,), (3,))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_bool_all_and_any_over_the_split_reduction(threads):
+    """all()/any() of one long bool run take the split reduction (pieces of 65536 reduced in
+    parallel, Note [split reduction]); each piece's result must survive, whichever thread wrote
+    it. Their partial results were once a std::vector<bool>, whose packed bits threads race on."""
+    n = 19 * 65536 + 123
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for _ in range(20):
+            assert ember.ones(n, dtype=ember.bool).all().item()
+            assert not ember.zeros(n, dtype=ember.bool).any().item()
+        for piece in (0, 7, 19):  # one odd element out, in the first, a middle and the last piece
+            a = np.ones(n, dtype=bool)
+            a[piece * 65536 + 5] = False
+            assert not ember.from_numpy(a).all().item()
+            assert ember.from_numpy(~a).any().item()
+            assert (ember.from_numpy(a.astype(np.float64)) >= 1).sum().item() == n - 1
+    finally:
+        ember.set_num_threads(before)

@@ -6,6 +6,7 @@
 // tree), so results do not depend on the thread count.
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #if defined(__AVX2__)
@@ -259,7 +260,10 @@ void reduce_all_outputs(const Tensor& out, const Tensor& in, int64_t reduced_dim
   if (n_out == 1 && red_contiguous && r > 2 * kPiece) {
     using A = acc_t<T>;
     const int64_t pieces = (r + kPiece - 1) / kPiece;
-    std::vector<A> partial(pieces);
+    // One byte (or more) per piece, never std::vector<bool>: its packed bits share words, and two
+    // threads storing neighbouring pieces' results race (all()/any() of bool inputs once lost a
+    // piece's true that way, intermittently, under load).
+    const std::unique_ptr<A[]> partial(new A[pieces]);
     parallel_for(0, pieces, 1, [&](int64_t b, int64_t e) {
       for (int64_t q = b; q < e; ++q) {
         Dims piece;
