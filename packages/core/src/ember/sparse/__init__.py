@@ -268,8 +268,13 @@ def _sparse_addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):  # noqa: A00
 def _sparse_aware(dense_fn, sparse_fn):
     """dense_fn, except that a call with a sparse operand goes to sparse_fn."""
     def fn(*args, **kwargs):
-        if any(isinstance(a, SparseTensor) for a in args) or any(isinstance(a, SparseTensor) for a in kwargs.values()):
-            return sparse_fn(*args, **kwargs)
+        # on every dense mm/matmul call too: a plain loop, no generator objects
+        for a in args:
+            if isinstance(a, SparseTensor):
+                return sparse_fn(*args, **kwargs)
+        for a in kwargs.values():
+            if isinstance(a, SparseTensor):
+                return sparse_fn(*args, **kwargs)
         return dense_fn(*args, **kwargs)
 
     fn.__name__ = fn.__qualname__ = sparse_fn.__name__.removeprefix("_sparse_")
