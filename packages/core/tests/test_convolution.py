@@ -104,6 +104,10 @@ DEPTHWISE = [  # one input and one output channel per group (Note [depthwise con
     ((13,), (4,), (3,), (2,), (1,), 4, 4, 4),
     ((4, 5, 6), (2, 3, 3), (1, 2, 1), (1, 1, 1), (1, 1, 2), 2, 2, 2),
     ((3, 3), (3, 3), (1, 1), (0, 0), (1, 1), 4, 4, 4),  # one output position
+    # more channels than a vector's lanes (a partial last block), rows of 21 (8 + 8 + 4 + 1 positions)
+    ((12, 21), (3, 3), (1, 1), (1, 1), (1, 1), 19, 19, 19),
+    ((15, 30), (5, 5), (2, 2), (2, 2), (1, 2), 17, 17, 17),  # stride, dilation and padding together
+    ((60, 70), (3, 3), (1, 1), (1, 1), (1, 1), 9, 9, 9),  # tall enough for several input tiles
 ]
 
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.h"
+#include "backend/cpu/vec.h"
 #include "ember/parallel.h"
 #include "kernel_utils.h"
 #include "ops/kernels.h"
@@ -139,11 +140,16 @@ void col2im_add(const Geometry& g, const T* cols, int64_t l0, int64_t n, T* x) {
 
 // Note [depthwise convolution]: with one input and one output channel per group (MobileNet's
 // depthwise layers) each group's GEMM is [1, K] @ [K, L]: thousands of tiny BLAS calls plus an
-// im2col each, which cost 10x the arithmetic on small images. Those convolutions instead add
-// w[tap] * (the input shifted by the tap) into the output row segment by row segment, a loop the
-// compiler vectorizes over the row for unit stride.
+// im2col each, which cost 10x the arithmetic on small images. Those convolutions skip BLAS.
+// 1-d and 2-d ones take a block of kLanes channels at a time (depthwise_block): the block's input
+// rows are copied, zero-padded, into a channels-last tile, so one vector holds one position of
+// every channel of the block, and each output vector sums its K tap products before the bias (in
+// y when accumulating) is added. Several output positions are computed together so their
+// independent sums keep the FMA units busy even on 7x7 images, where a row-wise loop has only 7
+// elements to vectorize. 3-d ones add w[tap] * (the input shifted by the tap) into the output row
+// segment by row segment (depthwise_rows).
 template <typename T>
-void depthwise_forward(const Geometry& g, const T* x, const T* w, T* y, bool accumulate) {
+void depthwise_rows(const Geometry& g, const T* x, const T* w, T* y, bool accumulate) {
   if (!accumulate) std::fill(y, y + g.L, T(0));
   for (int64_t kd = 0; kd < g.k[0]; ++kd)
     for (int64_t kh = 0; kh < g.k[1]; ++kh)
@@ -167,6 +173,104 @@ void depthwise_forward(const Geometry& g, const T* x, const T* w, T* y, bool acc
       }
 }
 
+// About 48 KB of channels-last input tile per block of output rows: it stays in L1/L2.
+constexpr int64_t kDepthwiseTileBytes = int64_t(48) << 10;
+
+// NB output positions ow0.. of one output row: out[j] = sum over taps of wv[tap] * tile at the
+// tap's position, for all kLanes channels at once. `row` is the tile row of tap row 0.
+template <typename T, int NB>
+void depthwise_positions(const Geometry& g, const T* row, int64_t tile_w, const Vec<T>* wv, int64_t ow0,
+                         Vec<T>* out) {
+  constexpr int64_t lanes = kLanes<T>;
+  Vec<T> acc[NB];
+  for (int j = 0; j < NB; ++j) acc[j] = Vec<T>{};
+  for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+    const T* r = row + kh * g.d[1] * tile_w * lanes;
+    for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+      const Vec<T> wt = wv[kh * g.k[2] + kw];
+      const T* at = r + (ow0 * g.s[2] + kw * g.d[2]) * lanes;
+      for (int j = 0; j < NB; ++j) acc[j] += wt * load(at + j * g.s[2] * lanes);
+    }
+  }
+  for (int j = 0; j < NB; ++j) out[ow0 + j] = acc[j];
+}
+
+// Channels [c0, c0 + nc) (nc <= kLanes) of one image: x and y point at channel c0.
+template <typename T>
+void depthwise_block(const Geometry& g, const T* x, const T* w, T* y, int64_t nc, bool accumulate,
+                     std::vector<T>& tile, std::vector<Vec<T>>& out_row) {
+  constexpr int64_t lanes = kLanes<T>;
+  const int64_t OH = g.out[1], OW = g.out[2], IH = g.in[1], IW = g.in[2];
+  const int64_t tap_rows = (g.k[1] - 1) * g.d[1] + 1;
+  const int64_t tile_w = (OW - 1) * g.s[2] + (g.k[2] - 1) * g.d[2] + 1;
+  // output rows per tile: its input rows ((rows - 1) * stride + tap_rows) fill about the budget
+  const int64_t budget_rows = kDepthwiseTileBytes / (tile_w * lanes * static_cast<int64_t>(sizeof(T)));
+  const int64_t rows = std::clamp<int64_t>((budget_rows - tap_rows) / g.s[1] + 1, 1, OH);
+  std::vector<Vec<T>> wv(g.K, Vec<T>{});
+  for (int64_t c = 0; c < nc; ++c)
+    for (int64_t t = 0; t < g.K; ++t) wv[t][c] = w[c * g.K + t];
+  tile.resize(((rows - 1) * g.s[1] + tap_rows) * tile_w * lanes);
+  out_row.resize(OW);
+  for (int64_t oh0 = 0; oh0 < OH; oh0 += rows) {
+    const int64_t oh1 = std::min(OH, oh0 + rows), tile_h = (oh1 - oh0 - 1) * g.s[1] + tap_rows;
+    // tile[th][tw][c] = x[c][oh0 * s - p + th][tw - p], zero outside the image and past nc
+    for (int64_t th = 0; th < tile_h; ++th) {
+      const int64_t ih = oh0 * g.s[1] - g.p[1] + th;
+      T* trow = tile.data() + th * tile_w * lanes;
+      std::fill(trow, trow + tile_w * lanes, T(0));
+      if (ih < 0 || ih >= IH) continue;
+      const int64_t tw0 = std::max<int64_t>(0, g.p[2]), tw1 = std::min<int64_t>(tile_w, IW + g.p[2]);
+      for (int64_t c = 0; c < nc; ++c) {
+        const T* src = x + c * g.in_spatial + ih * IW - g.p[2];
+        for (int64_t tw = tw0; tw < tw1; ++tw) trow[tw * lanes + c] = src[tw];
+      }
+    }
+    for (int64_t oh = oh0; oh < oh1; ++oh) {
+      const T* row = tile.data() + (oh - oh0) * g.s[1] * tile_w * lanes;
+      int64_t ow = 0;
+      for (; ow + 8 <= OW; ow += 8) depthwise_positions<T, 8>(g, row, tile_w, wv.data(), ow, out_row.data());
+      for (; ow + 4 <= OW; ow += 4) depthwise_positions<T, 4>(g, row, tile_w, wv.data(), ow, out_row.data());
+      for (; ow < OW; ++ow) depthwise_positions<T, 1>(g, row, tile_w, wv.data(), ow, out_row.data());
+      for (int64_t c = 0; c < nc; ++c) {  // back to channels-first
+        T* dst = y + c * g.L + oh * OW;
+        if (accumulate) {
+          for (int64_t i = 0; i < OW; ++i) dst[i] += out_row[i][c];
+        } else {
+          for (int64_t i = 0; i < OW; ++i) dst[i] = out_row[i][c];
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void depthwise_forward(const Geometry& g, const ConvArgs& a, const T* X, const T* W, T* Y) {
+  const int64_t N = a.batch;
+  if (g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1) {  // 1-d and 2-d: channel blocks
+    constexpr int64_t lanes = kLanes<T>;
+    const int64_t blocks = (g.C + lanes - 1) / lanes;
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, lanes * g.K * g.L));
+    parallel_for(0, N * blocks, grain, [&](int64_t lo, int64_t hi) {
+      std::vector<T> tile;
+      std::vector<Vec<T>> out_row;
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t b = t % blocks, n = t / blocks, c0 = b * lanes, nc = std::min(lanes, g.C - c0);
+        depthwise_block(g, X + (n * g.C + c0) * g.in_spatial, W + c0 * g.K, Y + (n * g.O + c0) * g.L, nc,
+                        a.accumulate, tile, out_row);
+      }
+    });
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, g.K * g.L));
+  parallel_for(0, N * g.groups, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t gi = t % g.groups, n = t / g.groups;
+      depthwise_rows(g, X + (n * g.C + gi) * g.in_spatial, W + gi * g.K, Y + (n * g.O + gi) * g.L,
+                     a.accumulate);
+    }
+  });
+}
+
 // y[n] = W conv x[n] (+ beta y: the bias, already broadcast into y, when add_to_output).
 template <typename T>
 void conv_forward_typed(const ConvArgs& a) {
@@ -177,14 +281,7 @@ void conv_forward_typed(const ConvArgs& a) {
   const int64_t N = a.batch, lb = g.pointwise ? g.L : g.block(), blocks = (g.L + lb - 1) / lb;
   const int64_t tasks = N * g.groups * blocks;
   if (g.Cg == 1 && g.Og == 1 && !g.pointwise) {  // Note [depthwise convolution]
-    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, g.K * g.L));
-    parallel_for(0, N * g.groups, grain, [&](int64_t lo, int64_t hi) {
-      for (int64_t t = lo; t < hi; ++t) {
-        const int64_t gi = t % g.groups, n = t / g.groups;
-        depthwise_forward(g, X + (n * g.C + gi) * g.in_spatial, W + gi * g.K, Y + (n * g.O + gi) * g.L,
-                          a.accumulate);
-      }
-    });
+    depthwise_forward(g, a, X, W, Y);
     return;
   }
   const T beta = a.accumulate ? T(1) : T(0);
