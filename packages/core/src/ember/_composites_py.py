@@ -64,7 +64,7 @@ def _wrap_dim(dim: int, ndim: int) -> int:
 def _graph_source(self: _C.Tensor) -> _C.Tensor:
     """self as an in-place op's input: a clone when autograd records, so the result's saved
     history does not alias the memory the op overwrites."""
-    from .autograd import is_grad_enabled
+    from .autograd.grad_mode import is_grad_enabled
 
     return self.clone() if self.requires_grad and is_grad_enabled() else self
 

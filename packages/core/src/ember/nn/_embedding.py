@@ -5,8 +5,9 @@ offset, reduce each bag in one pass and send gradients back to the table by sort
 from __future__ import annotations
 
 from .. import _C
-from .. import autograd as _autograd
+from ..autograd._engine import _accumulates_into_grad
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 
 __all__ = ["embedding", "embedding_bag"]
 
@@ -31,7 +32,7 @@ def _padding_row(padding_idx, weight) -> int:
 def _renorm(weight, indices, max_norm, norm_type) -> None:
     """Rescales, in place and untracked, every looked-up row whose norm exceeds max_norm (as
     PyTorch's embedding_renorm_: to max_norm / (norm + 1e-7) of itself)."""
-    with _autograd.no_grad():
+    with no_grad():
         _C.embedding_renorm_(weight, indices, float(max_norm), float(norm_type))
 
 
@@ -44,7 +45,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     padding_row = _padding_row(padding_idx, weight)
     if max_norm is not None:
         _renorm(weight, input, max_norm, norm_type)
-    if not (sparse and weight.requires_grad and _autograd.is_grad_enabled()):
+    if not (sparse and weight.requires_grad and is_grad_enabled()):
         return _C.embedding(weight, input, padding_row, scale_grad_by_freq, False)
     out = _C.embedding(weight.detach(), input, padding_row, scale_grad_by_freq, False)
     rows = _C.reshape(input, [-1]).long()
@@ -101,7 +102,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     padding_row = _padding_row(padding_idx, weight)
     if max_norm is not None:
         _renorm(weight, input, max_norm, norm_type)
-    sparse_grad = sparse and weight.requires_grad and _autograd.is_grad_enabled()
+    sparse_grad = sparse and weight.requires_grad and is_grad_enabled()
     out, _ = _C._embedding_bag(weight.detach() if sparse_grad else weight, input, offsets, scale_grad_by_freq,
                                _MODES[mode], False, per_sample_weights, include_last_offset, padding_row)
     if not sparse_grad:
@@ -149,7 +150,7 @@ class _SparseRowGrad(Function):
             values = _C.reshape(grad, [-1, weight.shape[1]]).index_select(0, ctx.sources)
             if ctx.scale is not None:
                 values = values * ctx.scale.unsqueeze(1)
-            if weight.is_leaf and _autograd._accumulates_into_grad(weight):
+            if weight.is_leaf and _accumulates_into_grad(weight):
                 sparse._accumulate_grad(weight, sparse.SparseTensor._coo(
                     ctx.rows.unsqueeze(0), values.detach(), tuple(weight.shape)))
                 weight_grad = None

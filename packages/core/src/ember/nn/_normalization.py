@@ -6,8 +6,8 @@ PyTorch's."""
 from __future__ import annotations
 
 from .. import _C
-from .. import autograd as _autograd
 from .._info import finfo
+from ..autograd.grad_mode import no_grad
 
 __all__ = ["layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm", "normalize"]
 
@@ -89,7 +89,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         mean = _C.mean(input, dims, True)
         var = _C.var(input, dims, correction=0, keepdim=True)
         if running_mean is not None or running_var is not None:
-            with _autograd.no_grad():
+            with no_grad():
                 if running_mean is not None:
                     batch_mean = _C.mean(_C.reshape(mean, [input.shape[0], channels]), [0], False)
                     running_mean.mul_(1 - momentum).add_(batch_mean.to(running_mean.dtype) * momentum)
