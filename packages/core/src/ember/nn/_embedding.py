@@ -1,5 +1,5 @@
-"""embedding and embedding_bag (torch.nn.functional): argument handling over the native ops
-ember.embedding and ember._embedding_bag (native/src/ops/embedding), which check every index and
+"""one_hot, embedding and embedding_bag (torch.nn.functional). embedding and embedding_bag are
+argument handling over the native ops ember.embedding and ember._embedding_bag (native/src/ops/embedding), which check every index and
 offset, reduce each bag in one pass and send gradients back to the table by sorted segment sums."""
 
 from __future__ import annotations
@@ -9,7 +9,21 @@ from ..autograd._engine import _accumulates_into_grad
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 
-__all__ = ["embedding", "embedding_bag"]
+__all__ = ["embedding", "embedding_bag", "one_hot"]
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot rows: a new last dim of size num_classes (-1: max + 1)."""
+    if tensor.dtype != _C.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    if tensor.numel() and int(tensor.min().item()) < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if tensor.numel() and int(tensor.max().item()) >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = _C.arange(0, num_classes, 1, dtype=_C.int64)
+    return _C.eq(_C.unsqueeze(tensor, -1), classes).to(_C.int64)
 
 _MODES = {"sum": 0, "mean": 1, "max": 2}
 

@@ -1,4 +1,4 @@
-"""layer_norm, group_norm, instance_norm, rms_norm, local_response_norm and normalize
+"""batch_norm, layer_norm, group_norm, instance_norm, rms_norm, local_response_norm and normalize
 (torch.nn.functional). layer_norm, rms_norm and group_norm call the fused native ops (one pass
 each way); the others compose registered reductions. Variances are biased (correction=0), as
 PyTorch's."""
@@ -9,7 +9,28 @@ from .. import _C
 from .._info import finfo
 from ..autograd.grad_mode import no_grad
 
-__all__ = ["layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm", "normalize"]
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm", "normalize"]
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5):
+    """Normalizes each channel (dim 1) over the batch and the remaining dims. In training the
+    batch statistics are used and the running ones (when given) move towards them by `momentum`
+    (the running variance takes the unbiased batch variance, as PyTorch); otherwise the running
+    statistics are used."""
+    if input.dim() < 2:
+        raise ValueError(f"Expected 2D or more input (got {input.dim()}D input)")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+    if training and input.numel() // max(channels, 1) <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    # one fused kernel each way; in training it also moves the running statistics (unbiased variance)
+    return _C.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 
 def _trailing_shape(input, normalized_shape, name: str) -> list[int]:
