@@ -144,3 +144,46 @@ def test_graph_resolves_relative_and_submodule_imports():
     assert "ember.autograd.forward_ad" in graph["ember.autograd"]
     # `from ember import _C` and `import ember` are exempt, never edges.
     assert all(t not in EXEMPT for targets in graph.values() for t in targets)
+
+
+# ---- Tensor's Python-defined methods have one home ------------------------------------------------
+
+METHOD_HOME = ROOT + "._tensor_methods"
+
+
+def _is_tensor_class(node):
+    """`Tensor`, `_C.Tensor`, `ember.Tensor`, ...: the class itself (not a variable holding a tensor)."""
+    return (isinstance(node, ast.Name) and node.id == "Tensor") or (
+        isinstance(node, ast.Attribute) and node.attr == "Tensor"
+    )
+
+
+def tensor_assignments():
+    """{module: [line, ...]} of every `Tensor.x = ...` and `setattr(Tensor, ...)` under src/ember."""
+    found = {}
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            hit = any(isinstance(t, ast.Attribute) and _is_tensor_class(t.value) for t in targets)
+            hit = hit or (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("setattr", "delattr")
+                and node.args
+                and _is_tensor_class(node.args[0])
+            )
+            if hit:
+                found.setdefault(name, []).append(node.lineno)
+    return found
+
+
+def test_tensor_methods_attached_in_one_module():
+    """Family modules list their methods in tensor_methods(); only ember._tensor_methods attaches."""
+    found = tensor_assignments()
+    assert METHOD_HOME in found  # the scan sees the one home's setattr
+    others = {name: lines for name, lines in found.items() if name != METHOD_HOME}
+    assert not others, f"modules other than {METHOD_HOME} assign onto Tensor: {others}"

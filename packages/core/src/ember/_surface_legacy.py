@@ -406,9 +406,9 @@ def namespace() -> dict[str, object]:
 METHODS = ["resize_", "resize_as_", "set_", "is_set_to", "module_load", "geqrf", "orgqr", "ormqr"]
 
 
-def install_tensor_methods() -> None:
-    for name in METHODS:
-        if not hasattr(_C.Tensor, name):
-            setattr(_C.Tensor, name, globals()[name])
+def tensor_methods() -> dict[str, object]:
+    """The METHODS that Tensor lacks, and is_meta, for ember/_tensor_methods.py to attach."""
+    methods = {name: globals()[name] for name in METHODS if not hasattr(_C.Tensor, name)}
     if not hasattr(_C.Tensor, "is_meta"):
-        _C.Tensor.is_meta = property(is_meta)  # an attribute in PyTorch, as is_cuda
+        methods["is_meta"] = property(is_meta)  # an attribute in PyTorch, as is_cuda
+    return methods

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import _C
 from .._autocast_policy import autocast_policy
-from .._composites_py import _graph_source, _write_inplace
+from .._inplace import _graph_source, _write_inplace
 from ._activation import celu, elu, hardtanh, leaky_relu, relu, rrelu, selu
 from ._activation import threshold as _threshold  # threshold_'s argument has the name
 from ._conv import conv_tbc

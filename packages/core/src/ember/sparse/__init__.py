@@ -213,20 +213,6 @@ def log_softmax(input, dim, *, dtype=None):
     return _softmax(input, dim, dtype, True)
 
 
-# ---- the dense Tensor's layout methods ----------------------------------------------------------------
-
-_C.Tensor.layout = property(lambda self: strided)
-_C.Tensor.is_sparse = property(lambda self: False)
-_C.Tensor.is_sparse_csr = property(lambda self: False)
-_C.Tensor.sparse_dim = lambda self: 0
-_C.Tensor.dense_dim = lambda self: self.dim()
-_C.Tensor.to_dense = lambda self, dtype=None, *, masked_grad=True: self if dtype is None else self.to(dtype)
-_C.Tensor.to_sparse = _dense_to_sparse
-_C.Tensor.to_sparse_coo = lambda self: _dense_to_sparse(self)
-_C.Tensor.to_sparse_csr = lambda self, dense_dim=None: _dense_to_sparse(self, layout=sparse_csr, dense_dim=dense_dim)
-_C.Tensor.sparse_mask = _sparse_mask
-
-
 # ---- ember.mm / matmul / addmm (and the Tensor methods) take a sparse operand, as torch's do ------------
 
 
@@ -285,19 +271,12 @@ def _sparse_aware(dense_fn, sparse_fn):
 sparse_aware_mm = _sparse_aware(_C.mm, _sparse_mm)
 sparse_aware_matmul = _sparse_aware(_C.matmul, _sparse_matmul)
 sparse_aware_addmm = _sparse_aware(_C.addmm, _sparse_addmm)
-_C.Tensor.mm = _sparse_aware(_C.Tensor.mm, _sparse_mm)
-_C.Tensor.matmul = _sparse_aware(_C.Tensor.matmul, _sparse_matmul)
-_C.Tensor.addmm = _sparse_aware(_C.Tensor.addmm, _sparse_addmm)
 
 
 def _not_sparse(name: str):
     def method(self):
         raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got Strided")
     return method
-
-
-for _name in ("is_coalesced", "coalesce", "_indices", "_values", "indices"):
-    setattr(_C.Tensor, _name, _not_sparse(_name))
 
 
 # Note [sparse .grad]: the engine accumulates dense gradients only. A sparse gradient for a dense
@@ -333,7 +312,29 @@ def _set_grad(self, value) -> None:
     _ENGINE_GRAD.__set__(self, value)
 
 
-_C.Tensor.grad = property(_get_grad, _set_grad, doc=_ENGINE_GRAD.__doc__)
+def tensor_methods() -> dict[str, object]:
+    """The dense Tensor's side of sparse support, for ember/_tensor_methods.py to attach: its layout
+    methods, mm / matmul / addmm taking a sparse operand, the sparse-only methods (which raise) and
+    .grad holding a sparse gradient (Note [sparse .grad])."""
+    methods: dict[str, object] = {
+        "layout": property(lambda self: strided),
+        "is_sparse": property(lambda self: False),
+        "is_sparse_csr": property(lambda self: False),
+        "sparse_dim": lambda self: 0,
+        "dense_dim": lambda self: self.dim(),
+        "to_dense": lambda self, dtype=None, *, masked_grad=True: self if dtype is None else self.to(dtype),
+        "to_sparse": _dense_to_sparse,
+        "to_sparse_coo": lambda self: _dense_to_sparse(self),
+        "to_sparse_csr": lambda self, dense_dim=None: _dense_to_sparse(self, layout=sparse_csr, dense_dim=dense_dim),
+        "sparse_mask": _sparse_mask,
+        "mm": _sparse_aware(_C.Tensor.mm, _sparse_mm),
+        "matmul": _sparse_aware(_C.Tensor.matmul, _sparse_matmul),
+        "addmm": _sparse_aware(_C.Tensor.addmm, _sparse_addmm),
+    }
+    for name in ("is_coalesced", "coalesce", "_indices", "_values", "indices"):
+        methods[name] = _not_sparse(name)
+    methods["grad"] = property(_get_grad, _set_grad, doc=_ENGINE_GRAD.__doc__)
+    return methods
 
 
 def _accumulate_grad(param, grad: SparseTensor) -> None:
