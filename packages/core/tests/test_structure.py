@@ -138,6 +138,13 @@ def test_no_import_circle():
     assert not circles, "import circles in ember:\n" + message
 
 
+def test_strongly_connected_reports_each_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a", "e"}, "e": {"d"}, "f": set()}
+    circles = sorted(c for c in strongly_connected(graph) if len(c) > 1)
+    assert circles == [["a", "b", "c"], ["d", "e"]]
+    assert _cycle(graph, ["a", "b", "c"]) == ["a", "b", "c", "a"]
+
+
 def test_graph_resolves_relative_and_submodule_imports():
     graph = import_graph()
     # `from . import forward_ad` in ember.autograd is an edge to the submodule.
