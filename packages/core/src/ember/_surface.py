@@ -455,7 +455,7 @@ _SAME_AS_F = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2
 def _out(result: _C.Tensor, out: _C.Tensor | None) -> _C.Tensor:
     if out is None:
         return result
-    from .linalg import write_out
+    from ._args import write_out
 
     return write_out(result, out)
 
@@ -467,7 +467,7 @@ def _outs(fn: str, results: tuple, out: object) -> tuple:
         return results
     if not isinstance(out, (tuple, list)) or len(out) != len(results):
         raise TypeError(f"{fn}(): argument 'out' must be a tuple of {len(results)} Tensors")
-    from .linalg import write_out
+    from ._args import write_out
 
     written = [write_out(r, o) for r, o in zip(results, out, strict=True)]
     return type(results)(*written) if hasattr(results, "_fields") else tuple(written)

@@ -158,7 +158,7 @@ def column_stack(tensors: object, *, out: _C.Tensor | None = None) -> _C.Tensor:
     if not tensors:
         raise RuntimeError("column_stack expects a non-empty TensorList")
     columns = [t.reshape([t.numel(), 1]) if t.dim() <= 1 else t for t in tensors]
-    from .linalg import write_out
+    from ._args import write_out
 
     return write_out(hstack(columns), out)
 
