@@ -6,6 +6,9 @@ only `if TYPE_CHECKING:` blocks are skipped). `from X import name` is an edge to
 that is a module, else to X. Edges into the root package `ember` (the public namespace, which
 imports everything by design, like `torch/__init__.py`) and into `ember._C` are not counted.
 Any strongly connected component of more than one module is an import circle: a failure.
+
+Second rule: only ember._tensor_methods assigns onto the Tensor class (`Tensor.x = ...`,
+`setattr(Tensor, ...)`); the family modules list their methods in tensor_methods() tables.
 """
 
 import ast

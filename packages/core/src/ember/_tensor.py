@@ -1,4 +1,5 @@
-"""Tensor creation from Python data and the Python-level Tensor methods."""
+"""Tensor creation from Python data, and the Python-level Tensor methods (tensor_methods() lists
+them; ember/_tensor_methods.py attaches them)."""
 
 from __future__ import annotations
 
@@ -429,9 +430,6 @@ def _varargs_method(name: str):
     return method
 
 
-# x.real and x.imag are views (writes reach x), as in PyTorch.
-
-
 # Ember has no lazy conjugate / negative bits: conj() of a complex tensor materializes the
 # conjugate (and is self for real tensors), so these report "no bit" and resolving is a no-op.
 def is_conj(input: _C.Tensor) -> builtins.bool:  # noqa: A002 - PyTorch's argument name
@@ -574,6 +572,7 @@ def tensor_methods() -> dict[str, object]:
         methods[_name + "_"] = in_place_form(_name)  # ops declared without inplace=True
     methods["clip"] = _C.Tensor.clamp
     methods["clip_"] = _C.Tensor.clamp_
+    # x.real and x.imag are views (writes reach x), as in PyTorch.
     methods["real"] = property(lambda self: _C.real(self))
     methods["imag"] = property(lambda self: _C.imag(self))
     methods["is_conj"] = is_conj
