@@ -14,7 +14,7 @@ __all__ = ["relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax", 
 
 
 def relu(input, inplace=False):
-    return _written_back(input, _C.relu(input), inplace)
+    return _written_back(input, inplace, _C.relu)
 
 
 def gelu(input, approximate="none"):
@@ -22,7 +22,7 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    return _written_back(input, _C.silu(input), inplace)
+    return _written_back(input, inplace, _C.silu)
 
 
 def sigmoid(input):
@@ -34,11 +34,11 @@ def tanh(input):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    return _written_back(input, _C.leaky_relu(input, negative_slope), inplace)
+    return _written_back(input, inplace, _C.leaky_relu, negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _written_back(input, _C.elu(input, alpha), inplace)
+    return _written_back(input, inplace, _C.elu, alpha)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -46,35 +46,35 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def relu6(input, inplace=False):
-    return _written_back(input, _C.relu6(input), inplace)
+    return _written_back(input, inplace, _C.relu6)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return _written_back(input, _C.hardtanh(input, min_val, max_val), inplace)
+    return _written_back(input, inplace, _C.hardtanh, min_val, max_val)
 
 
 def selu(input, inplace=False):
-    return _written_back(input, _C.selu(input), inplace)
+    return _written_back(input, inplace, _C.selu)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    return _written_back(input, _C.celu(input, alpha), inplace)
+    return _written_back(input, inplace, _C.celu, alpha)
 
 
 def mish(input, inplace=False):
-    return _written_back(input, _C.mish(input), inplace)
+    return _written_back(input, inplace, _C.mish)
 
 
 def hardswish(input, inplace=False):
-    return _written_back(input, _C.hardswish(input), inplace)
+    return _written_back(input, inplace, _C.hardswish)
 
 
 def hardsigmoid(input, inplace=False):
-    return _written_back(input, _C.hardsigmoid(input), inplace)
+    return _written_back(input, inplace, _C.hardsigmoid)
 
 
 def threshold(input, threshold, value, inplace=False):
-    return _written_back(input, _C.threshold(input, threshold, value), inplace)
+    return _written_back(input, inplace, _C.threshold, threshold, value)
 
 
 def logsigmoid(input):
@@ -116,12 +116,12 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Leaky ReLU with a slope drawn uniformly from [lower, upper] per element while training,
     the mean slope (lower + upper) / 2 otherwise."""
-    if training:
-        slope = _C.empty_like(input).uniform_(lower, upper)
-        result = _C.where(input >= 0, input, input * slope)
-    else:
-        result = leaky_relu(input, (lower + upper) / 2)
-    return _written_back(input, result, inplace)
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+
+    def sampled(x):
+        return _C.where(x >= 0, x, x * _C.empty_like(x).uniform_(lower, upper))
+    return _written_back(input, inplace, sampled)
 
 
 def hardshrink(input, lambd=0.5):

@@ -37,9 +37,9 @@ def _dropout(input, p, training, inplace, feature_dims):
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        return _written_back(input, input * 0.0, inplace)
+        return _written_back(input, inplace, _C.mul, 0.0)
     # input * (mask / (1 - p)), rounded as PyTorch rounds it (the mask is scaled first)
-    return _written_back(input, input * (_keep_mask(input, p, feature_dims) / (1.0 - p)), inplace)
+    return _written_back(input, inplace, lambda x: x * (_keep_mask(x, p, feature_dims) / (1.0 - p)))
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -68,11 +68,11 @@ def _alpha_dropout(input, p, training, inplace, feature_dims):
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        return _written_back(input, input * 0.0, inplace)
+        return _written_back(input, inplace, _C.mul, 0.0)
     a = 1.0 / ((_SELU_SATURATION ** 2 * p + 1) * (1 - p)) ** 0.5
     mask = _keep_mask(input, p, feature_dims)
     b = (mask - 1.0) * (_SELU_SATURATION * a) + _SELU_SATURATION * a * p
-    return _written_back(input, input * (mask * a) + b, inplace)
+    return _written_back(input, inplace, lambda x: x * (mask * a) + b)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):

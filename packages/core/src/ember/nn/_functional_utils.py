@@ -5,6 +5,7 @@ inplace=True write-back."""
 from __future__ import annotations
 
 from .. import _C
+from .._inplace import _graph_source, _write_inplace
 
 
 def _ntuple(value, n: int, name: str) -> tuple:
@@ -48,6 +49,9 @@ def _batched(input, n: int, name: str):
     return input, False
 
 
-def _written_back(input, result, inplace: bool):
-    """inplace=True: the result is written into input (as PyTorch's in-place activations)."""
-    return input.copy_(result) if inplace else result
+def _written_back(input, inplace: bool, op, *args):
+    """op(input, *args); with inplace=True written into input the one way Python in-place forms
+    are (ember/_inplace.py: op runs on input's graph source, so backward still has what it saved)."""
+    if not inplace:
+        return op(input, *args)
+    return _write_inplace(input, op(_graph_source(input), *args), getattr(op, "__name__", "op") + "_")
