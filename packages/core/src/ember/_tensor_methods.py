@@ -28,8 +28,8 @@ def install_protocols() -> None:
 
 
 def install() -> None:
-    """Every other family's methods; the families are imported here, late, because each of them
-    reaches the protocols above while it is imported."""
+    """Every other family's methods. The families are imported here rather than at the top: ember
+    imports this module first, before any of their module code may run (and use the protocols)."""
     from . import (
         _composites_py,
         _legacy,
