@@ -41,6 +41,25 @@ def test_scatter_family_matches_numpy():
     np.testing.assert_allclose(x.numpy(), ref_add)
 
 
+def test_in_place_forms_follow_pytorchs_in_place_rules():
+    # scatter_ ... masked_scatter_ are written through ember/_inplace.py, as every Python in-place form
+    x = ember.zeros(3)
+    with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"):
+        x.masked_fill_(ember.ones(2, 3, dtype=ember.bool), 1.0)
+    idx = np.array([3, 0, 3])
+    w, src = RNG.standard_normal((4, 6)), RNG.standard_normal((3, 6))
+    a = ember.tensor(A, requires_grad=True)
+    s = ember.tensor(src, requires_grad=True)
+    y = a * 1.0
+    assert y.index_add_(0, t(idx), s) is y
+    ref = A.copy()
+    np.add.at(ref, idx, src)
+    np.testing.assert_allclose(y.detach().numpy(), ref)
+    (y * t(w)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), w)
+    np.testing.assert_allclose(s.grad.numpy(), w[idx])
+
+
 @pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_scatter_reduce(reduce, include_self):

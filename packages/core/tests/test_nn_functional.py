@@ -108,6 +108,26 @@ def test_per_sample_gradients_of_a_two_layer_mlp_with_vmap():
             close(got[i], want.numpy(), tol=1e-10)
 
 
+@pytest.mark.parametrize("name", ["relu", "elu", "selu", "celu", "leaky_relu", "hardtanh", "relu6", "silu", "mish",
+                                  "hardswish", "hardsigmoid", "threshold"])
+def test_inplace_activation_of_a_non_leaf_still_differentiates(name):
+    # inplace=True writes through ember/_inplace.py: the op reads a clone of a tracked input, so the
+    # values its backward saved are not the ones overwritten (as in PyTorch, backward works)
+    fn = getattr(F, name)
+    args = (0.1, 0.2) if name == "threshold" else ()
+    data = RNG.standard_normal((3, 4))
+    a = t(data, requires_grad=True)
+    x = a * 1.0
+    y = fn(x, *args, inplace=True)
+    assert y is x
+    b = t(data, requires_grad=True)
+    want = fn(b * 1.0, *args)
+    close(y, want.detach().numpy())
+    (y * t(data)).sum().backward()
+    (want * t(data)).sum().backward()
+    close(a.grad, b.grad.numpy())
+
+
 def test_activation_wrappers():
     x = t([-1.5, 0.0, 2.0])
     close(F.relu(x), [0.0, 0.0, 2.0])

@@ -8,8 +8,15 @@ import os as _os
 from . import _blas  # noqa: F401 - OpenBLAS is loaded before _C needs it (Note [BLAS provider])
 
 # isort: split
+from . import _tensor_methods
+
+# Tensor's operators, indexing and conversions, before any submodule's code runs
+# (ember/_tensor_methods.py attaches every Python-defined Tensor method).
+_tensor_methods.install_protocols()
+
+# isort: split
 # serialization also makes Tensors pickle as checkpoint records
-from . import (  # noqa: F401 - func: ember.func, as torch.func
+from . import (  # noqa: E402, F401 - func: ember.func, as torch.func
     _C,
     _ops,
     autograd,
@@ -23,7 +30,7 @@ from . import (  # noqa: F401 - func: ember.func, as torch.func
     serialization,
     utils,
 )
-from ._C import (
+from ._C import (  # noqa: E402
     Tensor,
     bfloat16,
     bool,  # noqa: A004 - ember.bool, as torch.bool
@@ -51,10 +58,10 @@ from ._C import (
     set_num_threads,
     uint8,
 )
-from ._checkpoint import load, save
-from ._info import finfo, iinfo
-from ._products import chain_matmul, einsum, inner, kron, tensordot
-from ._spectral import (
+from ._checkpoint import load, save  # noqa: E402
+from ._info import finfo, iinfo  # noqa: E402
+from ._products import chain_matmul, einsum, inner, kron, tensordot  # noqa: E402
+from ._spectral import (  # noqa: E402
     bartlett_window,
     blackman_window,
     hamming_window,
@@ -63,8 +70,8 @@ from ._spectral import (
     kaiser_window,
     stft,
 )
-from ._tensor import as_tensor, empty, is_conj, resolve_conj, set_printoptions, tensor
-from .autograd import (
+from ._tensor import as_tensor, empty, is_conj, resolve_conj, set_printoptions, tensor  # noqa: E402
+from .autograd import (  # noqa: E402
     enable_grad,
     inference_mode,
     is_grad_enabled,
@@ -74,7 +81,7 @@ from .autograd import (
 )
 
 # torch exports these nn.functional distances at the top level too
-from .nn.functional import cdist, cosine_similarity, pairwise_distance, pdist
+from .nn.functional import cdist, cosine_similarity, pairwise_distance, pdist  # noqa: E402
 
 
 def _export_generated_ops() -> list[str]:
@@ -233,10 +240,8 @@ randint = _names.size_keyword(randint, first=2)
 globals().update(_names.alias_table())
 globals().update({_name: getattr(_names, _name) for _name in _names.NAMES})
 globals().update(_legacy.TYPED)
-_names.install_tensor_aliases()
 # Functions and methods composed in Python from declared ops (ember/_composites_py.py).
 globals().update({_name: getattr(_composites_py, _name) for _name in _composites_py.NAMES})
-_composites_py.install_tensor_methods()
 # Constants, memory formats, in-place and ATen-signature functional forms, legacy linear algebra
 # (ember/_surface.py); the *_like factories take memory_format=.
 from . import _surface, _surface_legacy, _surface_more  # noqa: E402
@@ -247,9 +252,7 @@ globals().update(_surface_legacy.namespace())
 globals().update(_surface_legacy.install_modules())  # ember.version, ember.random
 for _name in ("empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"):
     globals()[_name] = _surface.with_memory_format(globals()[_name])
-_surface.install_tensor_methods()
-_surface_more.install_tensor_methods()
-_surface_legacy.install_tensor_methods()
+_tensor_methods.install()  # every other Python-defined Tensor method, now that their families are imported
 
 __version__: str = _C.__version__
 
@@ -307,7 +310,6 @@ def _dtype_by_name(name: str) -> dtype:
     raise ValueError(f"[dtype] expected a dtype name such as 'float32', but got {name!r}")
 
 
-Tensor.__module__ = "ember"
 vmap = func.vmap  # torch.vmap
 
 dtype.__module__ = "ember"

@@ -878,7 +878,7 @@ class _LegacyLoader(_Loader):
 
 
 def _no_grad() -> Any:
-    from .autograd import no_grad  # imported late, as Parameter is
+    from .autograd.grad_mode import no_grad  # imported late, as Parameter is
     return no_grad()
 
 

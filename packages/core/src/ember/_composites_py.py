@@ -21,6 +21,7 @@ from collections import namedtuple
 
 from . import _C
 from ._autocast_policy import autocast_policy
+from ._inplace import _dtype_name, _graph_source, _write_inplace
 
 # ---- helpers ------------------------------------------------------------------------------------
 
@@ -37,21 +38,8 @@ def _tensor_arg(obj: object, who: str, name: str = "input", position: int = 1) -
     return obj
 
 
-def _dtype_name(dtype: _C.dtype) -> str:
-    return repr(dtype).removeprefix("ember.")
-
-
 def _is_float(dtype: _C.dtype) -> builtins.bool:
     return dtype.is_floating_point
-
-
-def _can_cast(src: _C.dtype, dst: _C.dtype) -> builtins.bool:
-    """PyTorch's canCast: no complex to real, no floating to integral, nothing but bool to bool."""
-    if src.is_complex and not dst.is_complex:
-        return False
-    if src.is_floating_point and not (dst.is_floating_point or dst.is_complex):
-        return False
-    return not (src != _C.bool and dst == _C.bool)
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
@@ -59,29 +47,6 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     if not -rank <= dim < rank:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got {dim})")
     return dim % rank
-
-
-def _graph_source(self: _C.Tensor) -> _C.Tensor:
-    """self as an in-place op's input: a clone when autograd records, so the result's saved
-    history does not alias the memory the op overwrites."""
-    from .autograd import is_grad_enabled
-
-    return self.clone() if self.requires_grad and is_grad_enabled() else self
-
-
-def _write_inplace(self: _C.Tensor, result: _C.Tensor, who: str, *, exact: builtins.bool = False) -> _C.Tensor:
-    """Copy an in-place op's result into self under PyTorch's in-place rules: the result's shape
-    must be self's, and its dtype castable to self's (`exact`: equal, as the matmul family asks)."""
-    if tuple(result.shape) != tuple(self.shape):
-        if exact:
-            raise RuntimeError(f"Bad in-place call: input tensor size {list(self.shape)} and output tensor size "
-                               f"{list(result.shape)} should match")
-        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                           f"{list(result.shape)}")
-    if not _can_cast(result.dtype, self.dtype):
-        raise RuntimeError(f"result type {_dtype_name(result.dtype)} can't be cast to the desired output type "
-                           f"{_dtype_name(self.dtype)}")
-    return self.copy_(result)
 
 
 def _return_type(name: str, fields: tuple[str, ...]):
@@ -791,7 +756,6 @@ METHODS = ["float_power", "float_power_", "cov", "corrcoef", "quantile", "nanqua
            "cauchy_", "log_normal_", "random_"]
 
 
-def install_tensor_methods() -> None:
-    for name in METHODS:
-        if not hasattr(_C.Tensor, name):
-            setattr(_C.Tensor, name, globals()[name])
+def tensor_methods() -> dict[str, object]:
+    """The METHODS that Tensor lacks, for ember/_tensor_methods.py to attach."""
+    return {name: globals()[name] for name in METHODS if not hasattr(_C.Tensor, name)}

@@ -97,3 +97,8 @@ def tensor_type(self: _C.Tensor, dtype: object = None, non_blocking: bool = Fals
     elif not isinstance(dtype, _C.dtype):
         raise TypeError(f"type(): expected a dtype, a type name or a tensor type, but got {type(dtype).__name__}")
     return self if self.dtype == dtype else _C.to_dtype(self, dtype, False)
+
+
+def tensor_methods() -> dict[str, object]:
+    """Tensor.type, for ember/_tensor_methods.py to attach."""
+    return {"type": tensor_type}

@@ -27,18 +27,21 @@ def alias_table() -> dict[str, object]:
     return {alias: getattr(_C, op) for alias, op in ALIASES.items() if hasattr(_C, op)}
 
 
-def install_tensor_aliases() -> None:
-    """Tensor.<alias> and Tensor.<alias>_ for every alias whose op is a method, and the methods
-    of this module's functions that PyTorch's Tensor has (x.isclose(y), x.clamp_min_(0), ...)."""
+def tensor_methods() -> dict[str, object]:
+    """Tensor.<alias> and Tensor.<alias>_ for every alias whose op is a method (and that Tensor
+    lacks), and the methods of this module's functions that PyTorch's Tensor has (x.isclose(y),
+    x.clamp_min_(0), ...), for ember/_tensor_methods.py to attach."""
+    methods: dict[str, object] = {}
     for alias, op in ALIASES.items():
         for suffix in ("", "_"):
             method = getattr(_C.Tensor, op + suffix, None)
             if method is not None and not hasattr(_C.Tensor, alias + suffix):
-                setattr(_C.Tensor, alias + suffix, method)
+                methods[alias + suffix] = method
     for name in ("isclose", "allclose", "equal", "argwhere", "clamp_min", "clamp_max", "is_nonzero"):
-        setattr(_C.Tensor, name, globals()[name])
-    _C.Tensor.clamp_min_ = lambda self, min: _C.Tensor.clamp_(self, min=min)  # noqa: A006
-    _C.Tensor.clamp_max_ = lambda self, max: _C.Tensor.clamp_(self, max=max)  # noqa: A006
+        methods[name] = globals()[name]
+    methods["clamp_min_"] = lambda self, min: _C.Tensor.clamp_(self, min=min)  # noqa: A006
+    methods["clamp_max_"] = lambda self, max: _C.Tensor.clamp_(self, max=max)  # noqa: A006
+    return methods
 
 
 def is_tensor(obj: object) -> builtins.bool:

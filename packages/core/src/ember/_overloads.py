@@ -180,7 +180,9 @@ def matrix_exp(input):
     return linalg_matrix_exp(input)
 
 
-for _name in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "max", "min", "aminmax",
-              "var_mean", "std_mean", "tensor_split", "unique", "unique_consecutive", "norm", "cross", "matrix_power",
-              "matrix_exp"):
-    setattr(_C.Tensor, _name, globals()[_name])
+def tensor_methods() -> dict[str, object]:
+    """The overloaded entry points that are Tensor methods too, for ember/_tensor_methods.py to attach."""
+    return {name: globals()[name] for name in (
+        "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "max", "min", "aminmax",
+        "var_mean", "std_mean", "tensor_split", "unique", "unique_consecutive", "norm", "cross", "matrix_power",
+        "matrix_exp")}

@@ -183,6 +183,6 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
                      bool(return_complex))
 
 
-# Tensor.stft / Tensor.istft, as torch.Tensor has them
-_C.Tensor.stft = stft
-_C.Tensor.istft = istft
+def tensor_methods() -> dict[str, object]:
+    """Tensor.stft / Tensor.istft, as torch.Tensor has them, for ember/_tensor_methods.py to attach."""
+    return {"stft": stft, "istft": istft}

@@ -16,7 +16,8 @@ import builtins
 import math
 
 from . import _C
-from ._composites_py import _dtype_name, _graph_source, _return_type, _tensor_arg, _wrap_dim, _write_inplace
+from ._composites_py import _return_type, _tensor_arg, _wrap_dim
+from ._inplace import _dtype_name, _graph_source, _write_inplace
 
 # ---- constants and memory formats ----------------------------------------------------------------
 
@@ -454,7 +455,7 @@ _SAME_AS_F = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2
 def _out(result: _C.Tensor, out: _C.Tensor | None) -> _C.Tensor:
     if out is None:
         return result
-    from .linalg import write_out
+    from ._args import write_out
 
     return write_out(result, out)
 
@@ -466,7 +467,7 @@ def _outs(fn: str, results: tuple, out: object) -> tuple:
         return results
     if not isinstance(out, (tuple, list)) or len(out) != len(results):
         raise TypeError(f"{fn}(): argument 'out' must be a tuple of {len(results)} Tensors")
-    from .linalg import write_out
+    from ._args import write_out
 
     written = [write_out(r, o) for r, o in zip(results, out, strict=True)]
     return type(results)(*written) if hasattr(results, "_fields") else tuple(written)
@@ -877,7 +878,9 @@ METHODS = ["logit_", "nan_to_num_", "conj_physical_", "heaviside_", "lerp_", "sg
            "hardshrink", "contiguous", "clone"]
 
 
-def install_tensor_methods() -> None:
+def tensor_methods() -> dict[str, object]:
+    """The METHODS that Tensor lacks (contiguous and clone replace the native ones), for
+    ember/_tensor_methods.py to attach."""
     from . import _products
 
     methods = {name: globals().get(name) for name in METHODS}
@@ -886,8 +889,8 @@ def install_tensor_methods() -> None:
     methods["kron"] = _products.kron
     # Replace contiguous/clone: they gain memory_format=.
     methods["clone"] = lambda self, *, memory_format=preserve_format: clone(self, memory_format=memory_format)
-    for name, fn in methods.items():
-        if name in ("contiguous", "clone") or not hasattr(_C.Tensor, name):
-            setattr(_C.Tensor, name, fn)
-    _C.Tensor.lu = lambda self, pivot=True, get_infos=False: lu(self, pivot, get_infos)
-    _C.Tensor.lu_solve = lambda self, LU_data, LU_pivots: lu_solve(self, LU_data, LU_pivots)  # noqa: N803
+    methods = {name: fn for name, fn in methods.items()
+               if name in ("contiguous", "clone") or not hasattr(_C.Tensor, name)}
+    methods["lu"] = lambda self, pivot=True, get_infos=False: lu(self, pivot, get_infos)
+    methods["lu_solve"] = lambda self, LU_data, LU_pivots: lu_solve(self, LU_data, LU_pivots)  # noqa: N803
+    return methods

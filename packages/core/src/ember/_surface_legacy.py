@@ -13,6 +13,7 @@ import types
 
 from . import _C
 from ._composites_py import _tensor_arg
+from .nn._conv import conv_tbc  # noqa: F401 - ember.conv_tbc (namespace())
 
 # ---- resize_ and friends --------------------------------------------------------------------------
 
@@ -300,25 +301,6 @@ def ormqr(input: _C.Tensor, tau: _C.Tensor, other: _C.Tensor, left: builtins.boo
     return result
 
 
-def conv_tbc(input: _C.Tensor, weight: _C.Tensor, bias: _C.Tensor, pad: builtins.int = 0) -> _C.Tensor:  # noqa: A002
-    """A 1-D convolution over inputs laid out (time, batch, channels) with weight (kernel, in,
-    out) (torch.conv_tbc): the output is (time', batch, out)."""
-    from .nn import functional as F
-
-    if input.dim() != 3:
-        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
-    if weight.dim() != 3:
-        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, out_channels.")
-    if bias.dim() != 1:
-        raise RuntimeError("Bias must be 1-D")
-    if input.shape[2] != weight.shape[1]:
-        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
-    if weight.shape[2] != bias.shape[0]:
-        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
-    out = F.conv1d(input.permute([1, 2, 0]), weight.permute([2, 1, 0]), bias, 1, pad)
-    return out.permute([2, 0, 1]).contiguous()
-
-
 # ---- randomized low-rank SVD and PCA --------------------------------------------------------------
 
 
@@ -424,9 +406,9 @@ def namespace() -> dict[str, object]:
 METHODS = ["resize_", "resize_as_", "set_", "is_set_to", "module_load", "geqrf", "orgqr", "ormqr"]
 
 
-def install_tensor_methods() -> None:
-    for name in METHODS:
-        if not hasattr(_C.Tensor, name):
-            setattr(_C.Tensor, name, globals()[name])
+def tensor_methods() -> dict[str, object]:
+    """The METHODS that Tensor lacks, and is_meta, for ember/_tensor_methods.py to attach."""
+    methods = {name: globals()[name] for name in METHODS if not hasattr(_C.Tensor, name)}
     if not hasattr(_C.Tensor, "is_meta"):
-        _C.Tensor.is_meta = property(is_meta)  # an attribute in PyTorch, as is_cuda
+        methods["is_meta"] = property(is_meta)  # an attribute in PyTorch, as is_cuda
+    return methods

@@ -14,8 +14,10 @@ import math
 import warnings
 
 from . import _C
-from ._composites_py import _can_cast, _return_type, _tensor_arg, _wrap_dim
+from ._composites_py import _return_type, _tensor_arg, _wrap_dim
+from ._inplace import _can_cast, _graph_source, _write_inplace
 from ._surface import _int_list, _legacy_name, empty_strided
+from .autograd.function import Function
 
 # ---- *_copy: a view op's result as a new tensor ---------------------------------------------------
 
@@ -156,7 +158,7 @@ def column_stack(tensors: object, *, out: _C.Tensor | None = None) -> _C.Tensor:
     if not tensors:
         raise RuntimeError("column_stack expects a non-empty TensorList")
     columns = [t.reshape([t.numel(), 1]) if t.dim() <= 1 else t for t in tensors]
-    from .linalg import write_out
+    from ._args import write_out
 
     return write_out(hstack(columns), out)
 
@@ -572,8 +574,6 @@ def nextafter(input: _C.Tensor, other: object, *, out: _C.Tensor | None = None) 
 
 
 def nextafter_(self: _C.Tensor, other: object) -> _C.Tensor:
-    from ._composites_py import _write_inplace
-
     return _write_inplace(self, nextafter(self, other), "nextafter_")
 
 
@@ -640,8 +640,6 @@ def polygamma_method(self: _C.Tensor, n: builtins.int) -> _C.Tensor:
 
 
 def polygamma_(self: _C.Tensor, n: builtins.int) -> _C.Tensor:
-    from ._composites_py import _graph_source, _write_inplace
-
     return _write_inplace(self, polygamma(n, _graph_source(self)), "polygamma_")
 
 
@@ -931,8 +929,6 @@ def _incomplete_gamma(a: _C.Tensor, x: _C.Tensor, upper: builtins.bool) -> _C.Te
 
 
 def _incomplete_gamma_op(name: str, upper: builtins.bool):
-    from .autograd import Function
-
     class IncompleteGamma(Function):
         @staticmethod
         def forward(ctx, a, x):
@@ -979,18 +975,15 @@ def igammac(input: _C.Tensor, other: _C.Tensor, *, out: _C.Tensor | None = None)
 
 
 def igamma_(self: _C.Tensor, other: _C.Tensor) -> _C.Tensor:
-    from ._composites_py import _graph_source, _write_inplace
-
     return _write_inplace(self, igamma(_graph_source(self), other), "igamma_")
 
 
 def igammac_(self: _C.Tensor, other: _C.Tensor) -> _C.Tensor:
-    from ._composites_py import _graph_source, _write_inplace
-
     return _write_inplace(self, igammac(_graph_source(self), other), "igammac_")
 
 
-_INCOMPLETE_GAMMA: dict = {}
+_INCOMPLETE_GAMMA = {"igamma": _incomplete_gamma_op("igamma", False),
+                     "igammac": _incomplete_gamma_op("igammac", True)}
 
 
 # ---- Tensor methods -------------------------------------------------------------------------------
@@ -1089,16 +1082,15 @@ METHODS = ["select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_sc
            "igammac_"]
 
 
-def install_tensor_methods() -> None:
-    _INCOMPLETE_GAMMA.update(igamma=_incomplete_gamma_op("igamma", False),
-                             igammac=_incomplete_gamma_op("igammac", True))
-    for name in METHODS:
-        if not hasattr(_C.Tensor, name):
-            setattr(_C.Tensor, name, globals()[name])
-    _C.Tensor.swapaxes_ = _C.Tensor.swapdims_ = transpose_
+def tensor_methods() -> dict[str, object]:
+    """The METHODS that Tensor lacks, and swapaxes_ / swapdims_ (transpose_), polygamma and
+    prelu, for ember/_tensor_methods.py to attach."""
+    methods = {name: globals()[name] for name in METHODS if not hasattr(_C.Tensor, name)}
+    methods["swapaxes_"] = methods["swapdims_"] = transpose_
     if not hasattr(_C.Tensor, "polygamma"):
-        _C.Tensor.polygamma = polygamma_method
+        methods["polygamma"] = polygamma_method
     if not hasattr(_C.Tensor, "prelu"):
         from .nn import functional as F
 
-        _C.Tensor.prelu = lambda self, weight: F.prelu(self, weight)
+        methods["prelu"] = lambda self, weight: F.prelu(self, weight)
+    return methods

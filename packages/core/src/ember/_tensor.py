@@ -1,4 +1,5 @@
-"""Tensor creation from Python data and the Python-level Tensor methods."""
+"""Tensor creation from Python data, and the Python-level Tensor methods (tensor_methods() lists
+them; ember/_tensor_methods.py attaches them)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import _C
+from ._inplace import _graph_source, _write_inplace, in_place_form
 
 _NUMPY_TO_EMBER = {
     np.dtype(np.bool_): _C.bool,
@@ -233,13 +235,6 @@ def _array(self: _C.Tensor, dtype: object = None, copy: object = None) -> np.nda
     return arr if dtype is None else arr.astype(dtype)
 
 
-_C.Tensor.__repr__ = _tensor_repr
-_C.Tensor.tolist = _tolist
-_C.Tensor.item = _item
-_C.Tensor.__len__ = _len
-_C.Tensor.__array__ = _array
-
-
 # ---- Python protocols: operators, indexing, conversions ---------------------------------------
 
 
@@ -258,7 +253,8 @@ def _binary(name: str, reflected: bool = False):
     return op
 
 
-def _inplace(name: str):
+def _augmented(name: str):
+    """x += y and friends: the generated in-place method (add_, ...), returning self."""
     method = getattr(_C.Tensor, name + "_")
 
     def op(self, other):
@@ -267,37 +263,15 @@ def _inplace(name: str):
     return op
 
 
-for _dunder, _op in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
-                     ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "pow"),
-                     ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
-                     ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")]:
-    setattr(_C.Tensor, f"__{_dunder}__", _binary(_op))
-    setattr(_C.Tensor, f"__i{_dunder}__", _inplace(_op))
-for _dunder, _op in [("radd", "add"), ("rmul", "mul"), ("rand", "bitwise_and"), ("ror", "bitwise_or"),
-                     ("rxor", "bitwise_xor")]:
-    setattr(_C.Tensor, f"__{_dunder}__", _binary(_op))  # commutative: other op self == self op other
-for _dunder, _op in [("rsub", "sub"), ("rtruediv", "div"), ("rfloordiv", "floor_divide"),
-                     ("rmod", "remainder"), ("rpow", "pow"), ("rlshift", "bitwise_left_shift"),
-                     ("rrshift", "bitwise_right_shift")]:
-    setattr(_C.Tensor, f"__{_dunder}__", _binary(_op, reflected=True))
-for _dunder, _op in [("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")]:
-    setattr(_C.Tensor, f"__{_dunder}__", _binary(_op))
 def _matmul(self, other):
     return _C.matmul(self, other) if isinstance(other, _C.Tensor) else NotImplemented
 
 
 def _imatmul(self, other):
     # PyTorch: a @= b computes out of place, then writes the result back into a
-    return _C.copy_(self, _C.matmul(self, other))
+    return _write_inplace(self, _C.matmul(_graph_source(self), other), "__imatmul__")
 
 
-_C.Tensor.__matmul__ = _matmul
-_C.Tensor.__rmatmul__ = lambda self, other: _C.matmul(other, self) if isinstance(other, _C.Tensor) else NotImplemented
-_C.Tensor.__imatmul__ = _imatmul
-_C.Tensor.__neg__ = lambda self: _C.neg(self)
-_C.Tensor.__pos__ = lambda self: self
-_C.Tensor.__abs__ = lambda self: _C.abs(self)
-_C.Tensor.__invert__ = lambda self: _C.bitwise_not(self)
 def _as_subclass(self: _C.Tensor, cls: type) -> _C.Tensor:
     """This tensor as an instance of `cls`, a subclass of Tensor: the same storage, version counter
     and autograd history (torch.Tensor.as_subclass). cls.__init__ is not called."""
@@ -311,14 +285,6 @@ def _as_subclass(self: _C.Tensor, cls: type) -> _C.Tensor:
     return out
 
 
-_C.Tensor.as_subclass = _as_subclass
-_C.Tensor.__hash__ = object.__hash__  # tensors hash by identity, as in PyTorch
-_C.Tensor.T = property(lambda self: _C.permute(self, list(range(self.dim() - 1, -1, -1))))
-_C.Tensor.mT = property(lambda self: _C.transpose(self, -2, -1))
-_C.Tensor.mH = property(lambda self: _C.conj(_C.transpose(self, -2, -1)))
-_C.Tensor.H = property(lambda self: _C.conj(_C.permute(self, list(range(self.dim() - 1, -1, -1)))))
-
-
 def _bool(self: _C.Tensor) -> builtins.bool:
     if self.numel() != 1:
         raise RuntimeError(f"Boolean value of Tensor with {'no' if self.numel() == 0 else 'more than one'} "
@@ -326,18 +292,10 @@ def _bool(self: _C.Tensor) -> builtins.bool:
     return builtins.bool(self.item())
 
 
-_C.Tensor.__bool__ = _bool
-_C.Tensor.__float__ = lambda self: builtins.float(self.item().real if isinstance(self.item(), complex) else self.item())
-_C.Tensor.__int__ = lambda self: builtins.int(self.item().real if isinstance(self.item(), complex) else self.item())
-
-
 def _index(self: _C.Tensor) -> int:
     if self.dtype.is_floating_point or self.dtype.is_complex or self.numel() != 1:
         raise TypeError("only integer tensors of a single element can be converted to an index")
     return builtins.int(self.item())
-
-
-_C.Tensor.__index__ = _index
 
 
 def _as_index(item: object) -> object:
@@ -422,17 +380,10 @@ def _setitem(self: _C.Tensor, index: object, value: object) -> None:
     _C.index_put_(view, indices, _C.to_dtype(value, self.dtype, False), False)
 
 
-_C.Tensor.__getitem__ = _getitem
-_C.Tensor.__setitem__ = _setitem
-
-
 def _iter(self: _C.Tensor):
     if self.dim() == 0:
         raise TypeError("iteration over a 0-d tensor")
     return iter(_C.unbind(self, 0))
-
-
-_C.Tensor.__iter__ = _iter
 
 
 def _to_arguments(args: tuple, dtype, device) -> tuple:
@@ -456,32 +407,12 @@ def _to(self: _C.Tensor, *args: object, dtype: _C.dtype | None = None, device: o
     return _C.to_dtype(self, dtype if dtype is not None else self.dtype, copy)
 
 
-_C.Tensor.to = _to
-
-
 def _cuda(self: _C.Tensor, device: object = None, non_blocking: builtins.bool = False,
           memory_format: object = None) -> _C.Tensor:
     """Tensor.cuda(): AssertionError "Ember not compiled with CUDA enabled" on a CPU-only build."""
     from . import cuda
 
     return cuda._tensor_cuda(self, device, non_blocking)
-
-
-_C.Tensor.cuda = _cuda
-_C.Tensor.cpu = lambda self, memory_format=None: self if self.device.type == "cpu" else _to(self, "cpu")
-_C.Tensor.is_cuda = property(lambda self: self.device.type == "cuda")
-_C.Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
-for _name, _dt in [("float", _C.float32), ("double", _C.float64), ("half", _C.float16),
-                   ("bfloat16", _C.bfloat16), ("int", _C.int32), ("long", _C.int64), ("short", _C.int16),
-                   ("bool", _C.bool), ("byte", _C.uint8), ("char", _C.int8), ("cfloat", _C.complex64),
-                   ("cdouble", _C.complex128)]:
-    setattr(_C.Tensor, _name, lambda self, _dt=_dt: _C.to_dtype(self, _dt, False))
-_C.Tensor.type_as = lambda self, other: _C.to_dtype(self, other.dtype, False)
-_C.Tensor.expand_as = lambda self, other: _C.expand(self, list(other.shape))
-_C.Tensor.view_as = lambda self, other: _C.view(self, list(other.shape))
-_C.Tensor.reshape_as = lambda self, other: _C.reshape(self, list(other.shape))
-_C.Tensor.is_floating_point = lambda self: self.dtype.is_floating_point
-_C.Tensor.is_complex = lambda self: self.dtype.is_complex
 
 
 def _sizes(args: tuple) -> object:
@@ -499,31 +430,6 @@ def _varargs_method(name: str):
     return method
 
 
-for _name in ("view", "reshape", "permute", "expand", "repeat", "tile", "flip"):
-    setattr(_C.Tensor, _name, _varargs_method(_name))
-
-
-def _in_place(name: str):
-    fn = getattr(_C, name)
-
-    def method(self, *args, **kwargs):
-        _C.copy_(self, fn(self, *args, **kwargs))
-        return self
-    method.__name__ = name + "_"
-    method.__doc__ = f"In-place {name}: writes the result into self."
-    return method
-
-
-for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "masked_fill",
-              "masked_scatter"):
-    setattr(_C.Tensor, _name + "_", _in_place(_name))
-_C.Tensor.clip = _C.Tensor.clamp
-_C.Tensor.clip_ = _C.Tensor.clamp_
-# x.real and x.imag are views (writes reach x), as in PyTorch.
-_C.Tensor.real = property(lambda self: _C.real(self))
-_C.Tensor.imag = property(lambda self: _C.imag(self))
-
-
 # Ember has no lazy conjugate / negative bits: conj() of a complex tensor materializes the
 # conjugate (and is self for real tensors), so these report "no bit" and resolving is a no-op.
 def is_conj(input: _C.Tensor) -> builtins.bool:  # noqa: A002 - PyTorch's argument name
@@ -534,21 +440,12 @@ def resolve_conj(input: _C.Tensor) -> _C.Tensor:  # noqa: A002
     return input
 
 
-_C.Tensor.is_conj = is_conj
-_C.Tensor.resolve_conj = resolve_conj
-_C.Tensor.is_neg = is_conj
-_C.Tensor.resolve_neg = resolve_conj
-
-
 def _backward(self: _C.Tensor, gradient: _C.Tensor | None = None, retain_graph: builtins.bool | None = None,
               create_graph: builtins.bool = False, inputs=None) -> None:
     """Accumulates the gradient of this tensor into the .grad of the leaves it depends on."""
-    from . import autograd
+    from .autograd._engine import backward
 
-    autograd.backward(self, gradient, retain_graph, create_graph, inputs)
-
-
-_C.Tensor.backward = _backward
+    backward(self, gradient, retain_graph, create_graph, inputs)
 
 
 # ---- the names old and new PyTorch scripts reach first (issue 18, item 1) ----------------------
@@ -564,14 +461,6 @@ def _new_factory(name: str, make):
     method.__name__ = name
     method.__doc__ = f"Tensor.{name}(size, ...): a new tensor with self's dtype and device unless given."
     return method
-
-
-_C.Tensor.new_zeros = _new_factory("new_zeros", lambda self, size, dtype, device: _C.zeros(size, dtype=dtype,
-                                                                                            device=device))
-_C.Tensor.new_ones = _new_factory("new_ones", lambda self, size, dtype, device: _C.ones(size, dtype=dtype,
-                                                                                         device=device))
-_C.Tensor.new_empty = _new_factory("new_empty", lambda self, size, dtype, device: empty(size, dtype=dtype,
-                                                                                         device=device))
 
 
 def _new_full(self: _C.Tensor, size: object, fill_value: object, *, dtype: _C.dtype | None = None,
@@ -591,10 +480,6 @@ def _new_tensor(self: _C.Tensor, data: object, *, dtype: _C.dtype | None = None,
     return out.requires_grad_() if requires_grad else out
 
 
-_C.Tensor.new_full = _new_full
-_C.Tensor.new_tensor = _new_tensor
-
-
 def _format(self: _C.Tensor, spec: str) -> str:
     """format(t, ".2f"): a 0-dim tensor formats as its Python number, as in PyTorch."""
     if self.dim() == 0:
@@ -602,7 +487,6 @@ def _format(self: _C.Tensor, spec: str) -> str:
     return object.__format__(self, spec)
 
 
-_C.Tensor.__format__ = _format
 _fill_scalar = _C.Tensor.fill_
 
 
@@ -617,14 +501,93 @@ def _fill(self: _C.Tensor, value: object) -> _C.Tensor:
 
 
 _fill.__doc__ = _fill_scalar.__doc__
-_C.Tensor.fill_ = _fill
 
 
-def _type(self: _C.Tensor, dtype: object = None, non_blocking: builtins.bool = False, **kwargs: object) -> object:
-    from ._legacy import tensor_type
-
-    return tensor_type(self, dtype, non_blocking, **kwargs)
 
 
-_type.__doc__ = "t.type() names t's type ('ember.FloatTensor'); t.type(dtype) converts (torch.Tensor.type)."
-_C.Tensor.type = _type
+def tensor_methods() -> dict[str, object]:
+    """This module's Tensor protocols and methods, {name: function or property}, in the order they
+    are attached (later entries replace earlier ones): ember/_tensor_methods.py attaches them."""
+    methods: dict[str, object] = {}
+    methods["__repr__"] = _tensor_repr
+    methods["tolist"] = _tolist
+    methods["item"] = _item
+    methods["__len__"] = _len
+    methods["__array__"] = _array
+    for _dunder, _op in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
+                         ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "pow"),
+                         ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                         ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")]:
+        methods[f"__{_dunder}__"] = _binary(_op)
+        methods[f"__i{_dunder}__"] = _augmented(_op)
+    for _dunder, _op in [("radd", "add"), ("rmul", "mul"), ("rand", "bitwise_and"), ("ror", "bitwise_or"),
+                         ("rxor", "bitwise_xor")]:
+        methods[f"__{_dunder}__"] = _binary(_op)  # commutative: other op self == self op other
+    for _dunder, _op in [("rsub", "sub"), ("rtruediv", "div"), ("rfloordiv", "floor_divide"),
+                         ("rmod", "remainder"), ("rpow", "pow"), ("rlshift", "bitwise_left_shift"),
+                         ("rrshift", "bitwise_right_shift")]:
+        methods[f"__{_dunder}__"] = _binary(_op, reflected=True)
+    for _dunder, _op in [("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")]:
+        methods[f"__{_dunder}__"] = _binary(_op)
+    methods["__matmul__"] = _matmul
+    methods["__rmatmul__"] = lambda self, other: _C.matmul(other, self) if isinstance(other, _C.Tensor) else NotImplemented
+    methods["__imatmul__"] = _imatmul
+    methods["__neg__"] = lambda self: _C.neg(self)
+    methods["__pos__"] = lambda self: self
+    methods["__abs__"] = lambda self: _C.abs(self)
+    methods["__invert__"] = lambda self: _C.bitwise_not(self)
+    methods["as_subclass"] = _as_subclass
+    methods["__hash__"] = object.__hash__  # tensors hash by identity, as in PyTorch
+    methods["T"] = property(lambda self: _C.permute(self, list(range(self.dim() - 1, -1, -1))))
+    methods["mT"] = property(lambda self: _C.transpose(self, -2, -1))
+    methods["mH"] = property(lambda self: _C.conj(_C.transpose(self, -2, -1)))
+    methods["H"] = property(lambda self: _C.conj(_C.permute(self, list(range(self.dim() - 1, -1, -1)))))
+    methods["__bool__"] = _bool
+    methods["__float__"] = lambda self: builtins.float(self.item().real if isinstance(self.item(), complex) else self.item())
+    methods["__int__"] = lambda self: builtins.int(self.item().real if isinstance(self.item(), complex) else self.item())
+    methods["__index__"] = _index
+    methods["__getitem__"] = _getitem
+    methods["__setitem__"] = _setitem
+    methods["__iter__"] = _iter
+    methods["to"] = _to
+    methods["cuda"] = _cuda
+    methods["cpu"] = lambda self, memory_format=None: self if self.device.type == "cpu" else _to(self, "cpu")
+    methods["is_cuda"] = property(lambda self: self.device.type == "cuda")
+    methods["is_cpu"] = property(lambda self: self.device.type == "cpu")
+    for _name, _dt in [("float", _C.float32), ("double", _C.float64), ("half", _C.float16),
+                       ("bfloat16", _C.bfloat16), ("int", _C.int32), ("long", _C.int64), ("short", _C.int16),
+                       ("bool", _C.bool), ("byte", _C.uint8), ("char", _C.int8), ("cfloat", _C.complex64),
+                       ("cdouble", _C.complex128)]:
+        methods[_name] = lambda self, _dt=_dt: _C.to_dtype(self, _dt, False)
+    methods["type_as"] = lambda self, other: _C.to_dtype(self, other.dtype, False)
+    methods["expand_as"] = lambda self, other: _C.expand(self, list(other.shape))
+    methods["view_as"] = lambda self, other: _C.view(self, list(other.shape))
+    methods["reshape_as"] = lambda self, other: _C.reshape(self, list(other.shape))
+    methods["is_floating_point"] = lambda self: self.dtype.is_floating_point
+    methods["is_complex"] = lambda self: self.dtype.is_complex
+    for _name in ("view", "reshape", "permute", "expand", "repeat", "tile", "flip"):
+        methods[_name] = _varargs_method(_name)
+    for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "masked_fill",
+                  "masked_scatter"):
+        methods[_name + "_"] = in_place_form(_name)  # ops declared without inplace=True
+    methods["clip"] = _C.Tensor.clamp
+    methods["clip_"] = _C.Tensor.clamp_
+    # x.real and x.imag are views (writes reach x), as in PyTorch.
+    methods["real"] = property(lambda self: _C.real(self))
+    methods["imag"] = property(lambda self: _C.imag(self))
+    methods["is_conj"] = is_conj
+    methods["resolve_conj"] = resolve_conj
+    methods["is_neg"] = is_conj
+    methods["resolve_neg"] = resolve_conj
+    methods["backward"] = _backward
+    methods["new_zeros"] = _new_factory("new_zeros", lambda self, size, dtype, device: _C.zeros(size, dtype=dtype,
+                                                                                                 device=device))
+    methods["new_ones"] = _new_factory("new_ones", lambda self, size, dtype, device: _C.ones(size, dtype=dtype,
+                                                                                              device=device))
+    methods["new_empty"] = _new_factory("new_empty", lambda self, size, dtype, device: empty(size, dtype=dtype,
+                                                                                              device=device))
+    methods["new_full"] = _new_full
+    methods["new_tensor"] = _new_tensor
+    methods["__format__"] = _format
+    methods["fill_"] = _fill
+    return methods

@@ -87,5 +87,9 @@ def _reduce_device(self: _C.device) -> tuple:
     return _C.device, (str(self),)
 
 
-_C.Tensor.__reduce_ex__ = _reduce_ex
+def tensor_methods() -> dict[str, object]:
+    """Tensor.__reduce_ex__ (tensors pickle as checkpoint records), for ember/_tensor_methods.py to attach."""
+    return {"__reduce_ex__": _reduce_ex}
+
+
 _C.device.__reduce__ = _reduce_device  # pickles as ember.device("cuda:0"), which ember.load allows

@@ -21,7 +21,7 @@ outputs' grad_fn (see _C._record_function).
 from __future__ import annotations
 
 from .. import _C
-from . import no_grad  # defined before ember.autograd imports this module
+from .grad_mode import no_grad
 
 
 class FunctionCtx:

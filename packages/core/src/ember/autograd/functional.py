@@ -17,7 +17,7 @@ ember.func.jacfwd.
 from __future__ import annotations
 
 from .. import _C
-from .. import autograd as _autograd
+from . import _engine, grad_mode
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
 
@@ -110,7 +110,7 @@ def _grad(outputs: tuple, inputs: tuple, grad_outputs: tuple | None = None, crea
     if not live:
         return (None,) * len(inputs)
     outs, seeds = zip(*live, strict=True)
-    return _autograd.grad(list(outs), list(inputs), list(seeds), retain_graph=retain_graph,
+    return _engine.grad(list(outs), list(inputs), list(seeds), retain_graph=retain_graph,
                           create_graph=create_graph, allow_unused=True)
 
 
@@ -164,13 +164,13 @@ _V_NONE_INPUT = ("The vector v can only be None if the input to the user-provide
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(*inputs), v^T J): the vector-Jacobian product at `inputs`, shaped like the inputs.
     v may be None when func returns a single one-element tensor."""
-    with _autograd.enable_grad():
+    with grad_mode.enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "vjp")
         inputs = _prepare(inputs, create_graph, need_graph=True)
         outputs_tuple, outputs = _tensors(func(*inputs), "outputs of the user-provided function", "vjp")
         _strict_requires_grad(outputs, "outputs", strict)
         v = _prepare_v(v, outputs, outputs_tuple, create_graph, "vjp", _V_NONE_OUTPUT)
-    with _autograd.set_grad_enabled(create_graph or _autograd.is_grad_enabled()):
+    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
         result = _grad(outputs, inputs, v, create_graph=create_graph)
         result = _zeros_for_missing(result, inputs, strict, create_graph, "back")
     return _unpack(_finish(outputs, create_graph), outputs_tuple), _unpack(_finish(result, create_graph), inputs_tuple)
@@ -180,7 +180,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(*inputs), J v): the Jacobian-vector product at `inputs`, shaped like the outputs.
     Computed by the double-backward trick (see the module docstring), so func must be twice
     differentiable in reverse mode. v may be None when the input is a single one-element tensor."""
-    with _autograd.enable_grad():
+    with grad_mode.enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "jvp")
         inputs = _prepare(inputs, create_graph, need_graph=True)
         v = _prepare_v(v, inputs, inputs_tuple, create_graph, "jvp", _V_NONE_INPUT)
@@ -190,7 +190,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         dummies = tuple(_C.zeros_like(o).requires_grad_() for o in outputs)
         grad_inputs = _grad(outputs, inputs, dummies, create_graph=True)
         _strict_requires_grad(grad_inputs, "grad_inputs", strict)
-    with _autograd.set_grad_enabled(create_graph or _autograd.is_grad_enabled()):
+    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
         result = _grad(grad_inputs, dummies, v, create_graph=create_graph)
         result = _zeros_for_missing(result, outputs, strict, create_graph, "back_trick")
     return _unpack(_finish(outputs, create_graph), outputs_tuple), _unpack(_finish(result, create_graph), outputs_tuple)
@@ -226,7 +226,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
             raise RuntimeError("ember.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
                                "supported together. Please either set `strict=False` or `vectorize=False`.")
         return _vectorized_jacobian(func, inputs, create_graph)
-    with _autograd.enable_grad():
+    with grad_mode.enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "jacobian")
         inputs = _prepare(inputs, create_graph, need_graph=True)
         outputs_tuple, outputs = _tensors(func(*inputs), "outputs of the user-provided function", "jacobian")
@@ -257,7 +257,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
 
 def _vectorized_jacobian(func, inputs, create_graph: bool):
     """Reverse mode, one batched backward per output: the seeds are the rows of an identity."""
-    with _autograd.enable_grad():
+    with grad_mode.enable_grad():
         inputs_tuple, inputs = _tensors(inputs, "inputs", "jacobian")
         inputs = _prepare(inputs, create_graph, need_graph=True)
         outputs_tuple, outputs = _tensors(func(*inputs), "outputs of the user-provided function", "jacobian")
@@ -268,7 +268,7 @@ def _vectorized_jacobian(func, inputs, create_graph: bool):
                 rows = (None,) * len(inputs)
             else:
                 seeds = _C.reshape(_C.eye(n, dtype=out.dtype), [n] + shape)
-                rows = _autograd.grad([out], list(inputs), [seeds], retain_graph=True, create_graph=create_graph,
+                rows = _engine.grad([out], list(inputs), [seeds], retain_graph=True, create_graph=create_graph,
                                       allow_unused=True, is_grads_batched=True)
             jac.append(tuple(_C.zeros(shape + list(x.shape), dtype=x.dtype) if r is None else
                              _C.reshape(r, shape + list(x.shape)) for r, x in zip(rows, inputs, strict=True)))
@@ -339,9 +339,9 @@ def _gradient_of_scalar(func, inputs, v, create_graph: bool, strict: bool, name:
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(*inputs), v^T H): the vector-Hessian product of a one-element function, shaped like
     the inputs (equal to hvp when the Hessian is symmetric)."""
-    with _autograd.enable_grad():
+    with grad_mode.enable_grad():
         inputs_tuple, inputs, v, outputs, jac = _gradient_of_scalar(func, inputs, v, create_graph, strict, "vhp")
-    with _autograd.set_grad_enabled(create_graph or _autograd.is_grad_enabled()):
+    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
         result = _grad(jac, inputs, v, create_graph=create_graph)
         result = _zeros_for_missing(result, inputs, strict, create_graph, "double_back")
     return _finish(outputs, create_graph)[0], _unpack(_finish(result, create_graph), inputs_tuple)
@@ -350,11 +350,11 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(*inputs), H v): the Hessian-vector product of a one-element function, shaped like the
     inputs, by the double-backward trick applied to v^T H (see the module docstring)."""
-    with _autograd.enable_grad():
+    with grad_mode.enable_grad():
         inputs_tuple, inputs, v, outputs, jac = _gradient_of_scalar(func, inputs, v, create_graph, strict, "hvp")
         dummies = tuple(_C.zeros_like(x).requires_grad_() for x in inputs)
         double_back = _grad(jac, inputs, dummies, create_graph=True)  # u^T H, linear in u
-    with _autograd.set_grad_enabled(create_graph or _autograd.is_grad_enabled()):
+    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
         result = _grad(double_back, dummies, v, create_graph=create_graph)
         result = _zeros_for_missing(result, inputs, strict, create_graph, "double_back_trick")
     return _finish(outputs, create_graph)[0], _unpack(_finish(result, create_graph), inputs_tuple)

@@ -1,4 +1,5 @@
-"""ember.inference_mode (torch.inference_mode): no_grad, plus tensors made inside are inference
+"""Grad modes: no_grad, enable_grad, set_grad_enabled and is_grad_enabled (the recording switch
+lives in C++), and ember.inference_mode (torch.inference_mode): no_grad, plus tensors made inside are inference
 tensors, which Ember never tracks. Outside inference mode they cannot be written in place, saved
 for backward or made to require grad (each raises PyTorch's error); clone() one to get a normal
 tensor. The mode and the flag live in C++ (ember::InferenceMode)."""
@@ -8,6 +9,65 @@ from __future__ import annotations
 import functools
 
 from .. import _C
+
+
+class _GradModeContext:
+    """A context manager that is also a decorator (as torch's grad-mode classes are)."""
+
+    mode: bool
+
+    def __enter__(self):
+        self._prev = _C._is_grad_enabled()
+        _C._set_grad_enabled(self.mode)
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev)
+        return False
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev = _C._is_grad_enabled()
+            _C._set_grad_enabled(mode)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _C._set_grad_enabled(prev)
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Ops inside record no graph (their results do not require grad)."""
+
+    mode = False
+
+
+class enable_grad(_GradModeContext):
+    mode = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """set_grad_enabled(False) switches recording off now, or for a `with` block, or (as a
+    decorator) while a function runs."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._prev = _C._is_grad_enabled()
+        _C._set_grad_enabled(self.mode)
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, fn):
+        _C._set_grad_enabled(self._prev)  # used as a decorator: only while fn runs
+        return super().__call__(fn)
+
+
+def is_grad_enabled() -> bool:
+    return _C._is_grad_enabled()
 
 
 class inference_mode:

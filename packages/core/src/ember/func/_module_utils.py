@@ -57,7 +57,7 @@ def replace_all_batch_norm_modules_(root):
 def linearize(func, *primals):
     """(func(*primals), jvp_fn) where jvp_fn(*tangents) is the Jacobian-vector product of func at
     primals (torch.func.linearize); each call of jvp_fn runs forward-mode AD at the fixed primals."""
-    from . import jvp
+    from ._transforms import jvp
 
     output = func(*primals)
 

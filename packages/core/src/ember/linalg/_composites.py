@@ -298,7 +298,7 @@ def matrix_exp(A):
 
 
 def _no_grad():
-    from ..autograd import no_grad
+    from ..autograd.grad_mode import no_grad
 
     return no_grad()
 

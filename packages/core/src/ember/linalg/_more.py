@@ -8,6 +8,7 @@ from collections import namedtuple
 
 from .. import _C
 from .._args import write_out
+from ._native import inv, lu_factor_ex, lu_solve, solve
 
 __all__ = ["inv_ex", "solve_ex", "tensorinv", "tensorsolve", "vander"]
 
@@ -32,8 +33,6 @@ def inv_ex(A, *, check_errors: bool = False, out=None):  # noqa: N803
     """(inverse, info) of A from its LU factorization: info > 0 marks a singular matrix (whose
     inverse holds inf / NaN) instead of raising, unless check_errors (torch.linalg.inv_ex)."""
     from .. import eye
-    from . import lu_factor_ex, lu_solve
-
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.inv: A must be batches of square matrices, but they are {A.shape[-2] if A.dim() > 1 else 1} "
                            f"by {A.shape[-1] if A.dim() else 1} matrices")
@@ -51,8 +50,6 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False, out=None): 
     """(X, info) with A X = B (X A = B with left=False) from A's LU factorization; info > 0 marks
     a singular A instead of raising, unless check_errors (torch.linalg.solve_ex). B is a vector
     (or a batch of them) when it has one dimension fewer than A and matches A's leading shape."""
-    from . import lu_factor_ex, lu_solve
-
     lu, pivots, info = lu_factor_ex(A)
     if check_errors:
         _raise_singular(info, "linalg.solve_ex")
@@ -68,8 +65,6 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False, out=None): 
 def tensorinv(A, ind: int = 2, *, out=None):  # noqa: N803
     """The inverse of A seen as a matrix of its first `ind` dims by the rest, reshaped to
     A.shape[ind:] + A.shape[:ind] (torch.linalg.tensorinv)."""
-    from . import inv
-
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     front, back = list(A.shape[:ind]), list(A.shape[ind:])
@@ -84,8 +79,6 @@ def tensorinv(A, ind: int = 2, *, out=None):  # noqa: N803
 def tensorsolve(A, B, dims=None, *, out=None):  # noqa: N803
     """X with tensordot(A, X, X.dim()) = B (torch.linalg.tensorsolve); `dims` of A are moved to
     the end first."""
-    from . import solve
-
     if dims is not None:
         dims = [d % A.dim() for d in dims]
         rest = [d for d in range(A.dim()) if d not in dims]

@@ -10,6 +10,9 @@ import warnings
 
 from .. import _C
 from .._autocast_policy import autocast_policy
+from ._activation import softmax
+from ._dropout import dropout
+from ._linear import linear
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -94,8 +97,6 @@ def _pad_last(mask):
 
 def _in_projection(query, key, value, in_proj_weight, in_proj_bias, use_separate_proj_weight, q_proj_weight,
                    k_proj_weight, v_proj_weight, embed_dim):
-    from .functional import linear
-
     biases = [None] * 3 if in_proj_bias is None else _C.split(in_proj_bias, embed_dim, 0)
     if not use_separate_proj_weight:
         if in_proj_weight is None:
@@ -124,8 +125,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     key_padding_mask [N, S] and attn_mask [L, S] or [N*H, L, S] are bool (True = may not
     attend) or additive float masks. bias_k/bias_v append one learned key/value, add_zero_attn
     one zero key/value. is_causal is a hint that attn_mask is the causal mask."""
-    from .functional import dropout, linear, softmax
-
     batched = query.dim() == 3
     if query.dim() not in (2, 3) or key.dim() != query.dim() or value.dim() != query.dim():
         raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D query, "

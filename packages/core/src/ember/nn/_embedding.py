@@ -1,14 +1,29 @@
-"""embedding and embedding_bag (torch.nn.functional): argument handling over the native ops
-ember.embedding and ember._embedding_bag (native/src/ops/embedding), which check every index and
+"""one_hot, embedding and embedding_bag (torch.nn.functional). embedding and embedding_bag are
+argument handling over the native ops ember.embedding and ember._embedding_bag (native/src/ops/embedding), which check every index and
 offset, reduce each bag in one pass and send gradients back to the table by sorted segment sums."""
 
 from __future__ import annotations
 
 from .. import _C
-from .. import autograd as _autograd
+from ..autograd._engine import _accumulates_into_grad
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 
-__all__ = ["embedding", "embedding_bag"]
+__all__ = ["embedding", "embedding_bag", "one_hot"]
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot rows: a new last dim of size num_classes (-1: max + 1)."""
+    if tensor.dtype != _C.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    if tensor.numel() and int(tensor.min().item()) < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if tensor.numel() and int(tensor.max().item()) >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = _C.arange(0, num_classes, 1, dtype=_C.int64)
+    return _C.eq(_C.unsqueeze(tensor, -1), classes).to(_C.int64)
 
 _MODES = {"sum": 0, "mean": 1, "max": 2}
 
@@ -31,7 +46,7 @@ def _padding_row(padding_idx, weight) -> int:
 def _renorm(weight, indices, max_norm, norm_type) -> None:
     """Rescales, in place and untracked, every looked-up row whose norm exceeds max_norm (as
     PyTorch's embedding_renorm_: to max_norm / (norm + 1e-7) of itself)."""
-    with _autograd.no_grad():
+    with no_grad():
         _C.embedding_renorm_(weight, indices, float(max_norm), float(norm_type))
 
 
@@ -44,7 +59,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     padding_row = _padding_row(padding_idx, weight)
     if max_norm is not None:
         _renorm(weight, input, max_norm, norm_type)
-    if not (sparse and weight.requires_grad and _autograd.is_grad_enabled()):
+    if not (sparse and weight.requires_grad and is_grad_enabled()):
         return _C.embedding(weight, input, padding_row, scale_grad_by_freq, False)
     out = _C.embedding(weight.detach(), input, padding_row, scale_grad_by_freq, False)
     rows = _C.reshape(input, [-1]).long()
@@ -101,7 +116,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     padding_row = _padding_row(padding_idx, weight)
     if max_norm is not None:
         _renorm(weight, input, max_norm, norm_type)
-    sparse_grad = sparse and weight.requires_grad and _autograd.is_grad_enabled()
+    sparse_grad = sparse and weight.requires_grad and is_grad_enabled()
     out, _ = _C._embedding_bag(weight.detach() if sparse_grad else weight, input, offsets, scale_grad_by_freq,
                                _MODES[mode], False, per_sample_weights, include_last_offset, padding_row)
     if not sparse_grad:
@@ -149,7 +164,7 @@ class _SparseRowGrad(Function):
             values = _C.reshape(grad, [-1, weight.shape[1]]).index_select(0, ctx.sources)
             if ctx.scale is not None:
                 values = values * ctx.scale.unsqueeze(1)
-            if weight.is_leaf and _autograd._accumulates_into_grad(weight):
+            if weight.is_leaf and _accumulates_into_grad(weight):
                 sparse._accumulate_grad(weight, sparse.SparseTensor._coo(
                     ctx.rows.unsqueeze(0), values.detach(), tuple(weight.shape)))
                 weight_grad = None

@@ -1,12 +1,26 @@
 """nn.functional names PyTorch has beside the main families (torch.nn.functional): the in-place
 activations (relu_, elu_, ...), the *_with_indices pooling forms, multilabel_margin_loss and
-triplet_margin_with_distance_loss. All are composed from the functions in functional.py."""
+triplet_margin_with_distance_loss. All are composed from the other families' functions."""
 
 from __future__ import annotations
 
 from .. import _C
 from .._autocast_policy import autocast_policy
-from .._composites_py import _graph_source, _write_inplace
+from .._inplace import _graph_source, _write_inplace
+from ._activation import celu, elu, hardtanh, leaky_relu, relu, rrelu, selu
+from ._activation import threshold as _threshold  # threshold_'s argument has the name
+from ._conv import conv_tbc
+from ._distance import pairwise_distance
+from ._loss import _reduce, _reduction
+from ._pooling import (
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+)
+from ._resampling import channel_shuffle
 
 __all__ = ["relu_", "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "threshold_", "rrelu_",
            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
@@ -19,92 +33,78 @@ GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
 GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
 
 
-def conv_tbc(input, weight, bias, pad=0):
-    """1-D convolution over (time, batch, channels) inputs (torch.nn.functional.conv_tbc)."""
-    from .._surface_legacy import conv_tbc as aten_conv_tbc
-
-    return aten_conv_tbc(input, weight, bias, pad)
-
-
 def native_channel_shuffle(input, groups):
     """channel_shuffle under ATen's other name (torch.nn.functional.native_channel_shuffle)."""
-    return _F().channel_shuffle(input, groups)
-
-
-def _F():  # noqa: N802 - functional.py imports this module at its end
-    from . import functional
-
-    return functional
+    return channel_shuffle(input, groups)
 
 
 # The activation computed out of place and written into input (autograd records the copy; the
 # graph reads a clone of input, so nothing it saved is overwritten).
 def relu_(input):
-    return _write_inplace(input, _F().relu(_graph_source(input)), "relu_")
+    return _write_inplace(input, relu(_graph_source(input)), "relu_")
 
 
 def elu_(input, alpha=1.0):
-    return _write_inplace(input, _F().elu(_graph_source(input), alpha), "elu_")
+    return _write_inplace(input, elu(_graph_source(input), alpha), "elu_")
 
 
 def celu_(input, alpha=1.0):
-    return _write_inplace(input, _F().celu(_graph_source(input), alpha), "celu_")
+    return _write_inplace(input, celu(_graph_source(input), alpha), "celu_")
 
 
 def selu_(input):
-    return _write_inplace(input, _F().selu(_graph_source(input)), "selu_")
+    return _write_inplace(input, selu(_graph_source(input)), "selu_")
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    return _write_inplace(input, _F().hardtanh(_graph_source(input), min_val, max_val), "hardtanh_")
+    return _write_inplace(input, hardtanh(_graph_source(input), min_val, max_val), "hardtanh_")
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return _write_inplace(input, _F().leaky_relu(_graph_source(input), negative_slope), "leaky_relu_")
+    return _write_inplace(input, leaky_relu(_graph_source(input), negative_slope), "leaky_relu_")
 
 
 def threshold_(input, threshold, value):
-    return _write_inplace(input, _F().threshold(_graph_source(input), threshold, value), "threshold_")
+    return _write_inplace(input, _threshold(_graph_source(input), threshold, value), "threshold_")
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    return _write_inplace(input, _F().rrelu(_graph_source(input), lower, upper, training), "rrelu_")
+    return _write_inplace(input, rrelu(_graph_source(input), lower, upper, training), "rrelu_")
 
 
 # The *_with_indices forms return (output, indices) whatever return_indices says, as PyTorch's.
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
-    return _F().max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
-    return _F().max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=False):
-    return _F().max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
-    return _F().adaptive_max_pool1d(input, output_size, return_indices=True)
+    return adaptive_max_pool1d(input, output_size, return_indices=True)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
-    return _F().adaptive_max_pool2d(input, output_size, return_indices=True)
+    return adaptive_max_pool2d(input, output_size, return_indices=True)
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
-    return _F().adaptive_max_pool3d(input, output_size, return_indices=True)
+    return adaptive_max_pool3d(input, output_size, return_indices=True)
 
 
 @autocast_policy("fp32")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])), divided by
     the class count. Each row of target lists class indices, ended by the first -1."""
-    F = _F()
-    how = F._reduction(size_average, reduce, reduction)
+    how = _reduction(size_average, reduce, reduction)
     if input.dim() > 2 or (input.dim() == 2 and input.shape[1] == 0) or (input.dim() == 1 and input.shape[0] == 0):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{list(input.shape)}")
@@ -127,29 +127,28 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = _C.div(_C.sum(_C.mul(margins, counted.to(x.dtype)), [1, 2], False), classes)
     if input.dim() < 2:
         loss = loss.reshape([])
-    return F._reduce(loss, how)
+    return _reduce(loss, how)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
                                       reduction="mean"):
     """max(d(a, p) - d(a, n) + margin, 0) with a distance function of the caller's choosing
     (pairwise_distance by default); swap uses min(d(a, n), d(p, n)) as the negative distance."""
-    F = _F()
     if margin <= 0:
         raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
                          "instead")
-    how = F._reduction(None, None, reduction)
+    how = _reduction(None, None, reduction)
     dims = (anchor.dim(), positive.dim(), negative.dim())
     if len(set(dims)) != 1:
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and negative {dims[2]}D "
                            "inputs")
-    distance = distance_function if distance_function is not None else F.pairwise_distance
+    distance = distance_function if distance_function is not None else pairwise_distance
     d_pos = distance(anchor, positive)
     d_neg = distance(anchor, negative)
     if swap:
         d_neg = _C.minimum(d_neg, distance(positive, negative))
-    return F._reduce(_C.clamp(_C.add(_C.sub(d_pos, d_neg), margin), min=0), how)
+    return _reduce(_C.clamp(_C.add(_C.sub(d_pos, d_neg), margin), min=0), how)
 
 
 # ---- fractional max pooling ---------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""layer_norm, group_norm, instance_norm, rms_norm, local_response_norm and normalize
+"""batch_norm, layer_norm, group_norm, instance_norm, rms_norm, local_response_norm and normalize
 (torch.nn.functional). layer_norm, rms_norm and group_norm call the fused native ops (one pass
 each way); the others compose registered reductions. Variances are biased (correction=0), as
 PyTorch's."""
@@ -6,10 +6,31 @@ PyTorch's."""
 from __future__ import annotations
 
 from .. import _C
-from .. import autograd as _autograd
 from .._info import finfo
+from ..autograd.grad_mode import no_grad
 
-__all__ = ["layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm", "normalize"]
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm", "normalize"]
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5):
+    """Normalizes each channel (dim 1) over the batch and the remaining dims. In training the
+    batch statistics are used and the running ones (when given) move towards them by `momentum`
+    (the running variance takes the unbiased batch variance, as PyTorch); otherwise the running
+    statistics are used."""
+    if input.dim() < 2:
+        raise ValueError(f"Expected 2D or more input (got {input.dim()}D input)")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and tuple(t.shape) != (channels,):
+            raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+    if training and input.numel() // max(channels, 1) <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    # one fused kernel each way; in training it also moves the running statistics (unbiased variance)
+    return _C.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 
 def _trailing_shape(input, normalized_shape, name: str) -> list[int]:
@@ -89,7 +110,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         mean = _C.mean(input, dims, True)
         var = _C.var(input, dims, correction=0, keepdim=True)
         if running_mean is not None or running_var is not None:
-            with _autograd.no_grad():
+            with no_grad():
                 if running_mean is not None:
                     batch_mean = _C.mean(_C.reshape(mean, [input.shape[0], channels]), [0], False)
                     running_mean.mul_(1 - momentum).add_(batch_mean.to(running_mean.dtype) * momentum)

@@ -1,4 +1,4 @@
-"""Adaptive average/max pooling, power-average (Lp) pooling and max unpooling
+"""Max and average pooling, adaptive average/max pooling, power-average (Lp) pooling and max unpooling
 (torch.nn.functional). Adaptive pooling (the native adaptive_avg_pool / adaptive_max_pool ops)
 splits a dim of size L into `out` windows [floor(i L / out), ceil((i + 1) L / out)), which may
 overlap and differ in length by one.
@@ -10,18 +10,62 @@ import math
 
 from .. import _C
 from .._autocast_policy import autocast_policy
-from .functional import (
-    _batched,
-    _ntuple,
-    avg_pool1d,
-    avg_pool2d,
-    avg_pool3d,
-    relu,
-)
+from ._activation import relu
+from ._functional_utils import _batched, _ntuple
 
-__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "adaptive_max_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
            "max_unpool2d", "max_unpool3d"]
+
+
+def _pool_args(kernel_size, stride, padding, dilation, n):
+    kernel = _ntuple(kernel_size, n, "kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else _ntuple(stride, n, "stride")
+    return kernel, stride, _ntuple(padding, n, "padding"), _ntuple(dilation, n, "dilation")
+
+
+def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, n):
+    _batched(input, n, f"max_pool{n}d")  # the rank check, with PyTorch's message
+    kernel, stride, padding, dilation = _pool_args(kernel_size, stride, padding, dilation, n)
+    out, indices = _C.max_pool_with_indices(input, list(kernel), list(stride), list(padding), list(dilation),
+                                            ceil_mode)
+    return (out, indices) if return_indices else out
+
+
+def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, n):
+    _batched(input, n, f"avg_pool{n}d")
+    kernel, stride, padding, _ = _pool_args(kernel_size, stride, padding, 1, n)
+    return _C.avg_pool(input, list(kernel), list(stride), list(padding), ceil_mode, count_include_pad,
+                       divisor_override)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2)
+
+
+@autocast_policy("fp32")
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 3)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
+
+
+@autocast_policy("fp32")
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
 
 
 def _adaptive_sizes(x, output_size, n: int, name: str) -> list[int]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _C
 from .._autocast_policy import autocast_policy
-from .functional import _ntuple
+from ._functional_utils import _ntuple
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
            "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from .. import _C
-from .. import autograd as _autograd
+from ..autograd.grad_mode import no_grad
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
@@ -55,12 +55,12 @@ def _fan(tensor, mode: str) -> int:
 
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
-    with _autograd.no_grad():
+    with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
-    with _autograd.no_grad():
+    with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
@@ -70,7 +70,7 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
-    with _autograd.no_grad():
+    with no_grad():
         tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
         tensor.erfinv_()
         tensor.mul_(std * math.sqrt(2.0))
@@ -79,7 +79,7 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
 
 
 def constant_(tensor, val: float):
-    with _autograd.no_grad():
+    with no_grad():
         return tensor.fill_(val)
 
 
@@ -88,7 +88,7 @@ def ones_(tensor):
 
 
 def zeros_(tensor):
-    with _autograd.no_grad():
+    with no_grad():
         return tensor.zero_()
 
 
@@ -96,7 +96,7 @@ def eye_(tensor):
     """The identity in a 2-D tensor (ones on the main diagonal of a non-square one too)."""
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    with _autograd.no_grad():
+    with no_grad():
         tensor.zero_()
         tensor.diagonal().fill_(1)
     return tensor
@@ -112,7 +112,7 @@ def dirac_(tensor, groups: int = 1):
     per_group = out_channels // groups
     kept = min(per_group, tensor.shape[1])
     centre = tuple(k // 2 for k in tensor.shape[2:])
-    with _autograd.no_grad():
+    with no_grad():
         tensor.zero_()
         for g in range(groups):
             for d in range(kept):
@@ -161,7 +161,7 @@ def orthogonal_(tensor, gain: float = 1.0, generator=None):
     q = _orthonormal_columns(tall)
     if rows < cols:
         q = q.t()
-    with _autograd.no_grad():
+    with no_grad():
         return tensor.copy_((q * gain).reshape(list(tensor.shape)))
 
 
@@ -186,7 +186,7 @@ def sparse_(tensor, sparsity: float, std: float = 0.01, generator=None):
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     zeros = int(math.ceil(sparsity * rows))
-    with _autograd.no_grad():
+    with no_grad():
         tensor.normal_(0.0, std, generator=generator)
         for col in range(cols):
             picked = _C.randperm(rows, generator=generator)[:zeros]

@@ -84,6 +84,6 @@ class Buffer(_C.Tensor):
 
 
 def _no_grad():
-    from ..autograd import no_grad
+    from ..autograd.grad_mode import no_grad
 
     return no_grad()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from .. import _C
-from .. import autograd as _autograd
+from ..autograd.grad_mode import enable_grad, no_grad
 from .optimizer import Optimizer, _check
 
 __all__ = ["LBFGS"]
@@ -168,12 +168,12 @@ class LBFGS(Optimizer):
         compute the loss, call backward() and return the loss; returns the first loss."""
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
-        with _autograd.no_grad():
+        with no_grad():
             return self._run(closure)
 
     def _run(self, closure):
         def evaluate():
-            with _autograd.enable_grad():
+            with enable_grad():
                 return closure()
 
         group = self.param_groups[0]

@@ -22,8 +22,8 @@ from copy import deepcopy
 from itertools import chain
 
 from .. import _C
-from .. import autograd as _autograd
 from .._hooks import RemovableHandle, add_hook
+from ..autograd.grad_mode import enable_grad, no_grad
 from ..sparse import SparseTensor
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
@@ -195,9 +195,9 @@ class Optimizer:
         each parameter that has a gradient; returns the closure's loss."""
         loss = None
         if closure is not None:
-            with _autograd.enable_grad():
+            with enable_grad():
                 loss = closure()
-        with _autograd.no_grad():
+        with no_grad():
             for group in self.param_groups:
                 if self._multi_tensor(group):
                     params = [p for p in group["params"] if p.grad is not None]

@@ -9,7 +9,7 @@ import math
 from copy import deepcopy
 
 from .. import _C
-from .. import autograd as _autograd
+from ..autograd.grad_mode import no_grad
 from ..nn import Module
 from .lr_scheduler import LRScheduler, _format_param, _warn_get_lr_outside_step
 
@@ -32,7 +32,7 @@ def get_ema_multi_avg_fn(decay: float = 0.999):
     _check_decay(decay)
 
     def ema_update(ema_param_list, current_param_list, _num_averaged) -> None:
-        with _autograd.no_grad():
+        with no_grad():
             for p_ema, p_model in zip(ema_param_list, current_param_list, strict=True):
                 if _floating(p_ema):
                     p_ema.copy_(_C.lerp(p_ema, p_model, 1 - decay))
@@ -48,7 +48,7 @@ def get_swa_multi_avg_fn():
 
     def swa_update(averaged_param_list, current_param_list, num_averaged) -> None:
         n = float(num_averaged.item()) if isinstance(num_averaged, _C.Tensor) else float(num_averaged)
-        with _autograd.no_grad():
+        with no_grad():
             for p_avg, p_model in zip(averaged_param_list, current_param_list, strict=True):
                 if _floating(p_avg):
                     p_avg.copy_(_C.lerp(p_avg, p_model, 1 / (n + 1)))
@@ -63,7 +63,7 @@ def get_ema_avg_fn(decay: float = 0.999):
     _check_decay(decay)
 
     def ema_update(ema_param, current_param, num_averaged):
-        with _autograd.no_grad():
+        with no_grad():
             return decay * ema_param + (1 - decay) * current_param
 
     return ema_update
@@ -73,7 +73,7 @@ def get_swa_avg_fn():
     """An averaging function of one tensor returning averaged + (current - averaged) / (num_averaged + 1)."""
 
     def swa_update(averaged_param, current_param, num_averaged):
-        with _autograd.no_grad():
+        with no_grad():
             return averaged_param + (current_param - averaged_param) / (num_averaged + 1)
 
     return swa_update
@@ -113,7 +113,7 @@ class AveragedModel(Module):
         averaged = [p.detach() for p, _ in pairs]
         current = [q.detach() for _, q in pairs]
         count = int(self.n_averaged.item())
-        with _autograd.no_grad():
+        with no_grad():
             if count == 0:
                 for a, c in zip(averaged, current, strict=True):
                     a.copy_(c)
@@ -153,7 +153,7 @@ def update_bn(loader, model: Module, device=None) -> None:
     model.train()
     for module in momenta:
         module.momentum = None
-    with _autograd.no_grad():
+    with no_grad():
         for batch in loader:
             if isinstance(batch, (list, tuple)):
                 batch = batch[0]

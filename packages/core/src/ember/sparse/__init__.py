@@ -15,81 +15,23 @@ import ember
 from .. import _C
 from ._tensor import (
     SparseTensor,
+    _check_mm_operands,
+    _check_sparse,
     _dense_add_,
     _dense_to_sparse,
-    _dtype_word,
     _group_sorted,
     _sparse_mask,
     layout,
+    mm,
     sparse_coo,
     sparse_coo_tensor,
     sparse_csr,
     sparse_csr_tensor,
     strided,
+    sum,
 )
 
 __all__ = ["SparseTensor", "addmm", "hspmm", "log_softmax", "mm", "smm", "softmax", "spmm", "sspaddmm", "sum"]
-
-
-def _check_sparse(x, fn: str) -> SparseTensor:
-    if not isinstance(x, SparseTensor):
-        raise TypeError(f"{fn}: expected a sparse tensor, but got {type(x).__name__}")
-    return x
-
-
-def mm(mat1, mat2):
-    """sparse @ dense -> dense, sparse @ sparse -> sparse (coalesced COO); 2-D COO or CSR, no
-    dense dimensions. Gradients reach a dense mat2 and the sparse operands' values."""
-    mat1 = _check_sparse(mat1, "sparse.mm")
-    if isinstance(mat2, SparseTensor):
-        return _sparse_sparse_mm(mat1, mat2)
-    _check_mm_operands(mat1, mat2)
-    coo = mat1._coo_form()
-    rows, cols = coo._idx[0], coo._idx[1]
-    # each stored entry (r, c, v) adds v * mat2[c] to output row r
-    contrib = coo._vals.unsqueeze(1) * mat2.index_select(0, cols)
-    out = _C.zeros([mat1.shape[0], mat2.shape[1]], dtype=mat2.dtype)
-    return out.index_add(0, rows, contrib)
-
-
-def _sparse_sparse_mm(mat1: SparseTensor, mat2: SparseTensor) -> SparseTensor:
-    """Each stored a[r, k] meets every stored b[k, c] (b's row k, found through its crow_indices);
-    the products are summed per (r, c) by coalescing."""
-    for m in (mat1, mat2):
-        if m.dim() != 2 or m.dense_dim() != 0:
-            raise RuntimeError(f"sparse.mm: expected 2-D sparse matrices with no dense dimensions, but got size "
-                               f"{list(m.shape)} with dense_dim {m.dense_dim()}")
-    if mat1.shape[1] != mat2.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
-                           f"{mat2.shape[0]}x{mat2.shape[1]})")
-    if mat1.dtype != mat2.dtype:
-        raise RuntimeError(f"expected scalar type {_dtype_word(mat1.dtype)} but found {_dtype_word(mat2.dtype)}")
-    a = mat1._coo_form()
-    b = mat2.to_sparse_csr()
-    crow = b._crow.long()
-    rows_a, k = a._idx[0], a._idx[1]
-    counts = crow.index_select(0, k + 1) - crow.index_select(0, k)  # b entries each a entry meets
-    entry = ember.repeat_interleave(_C.arange(0, a._nnz(), 1, dtype=_C.int64), counts)
-    first = ember.cumsum(counts, 0) - counts  # where each a entry's run of products starts
-    within = _C.arange(0, entry.shape[0], 1, dtype=_C.int64) - first.index_select(0, entry)
-    b_entry = crow.index_select(0, k.index_select(0, entry)) + within
-    indices = ember.stack([rows_a.index_select(0, entry), b._col.long().index_select(0, b_entry)])
-    values = a._vals.index_select(0, entry) * b._vals.index_select(0, b_entry)
-    return SparseTensor._coo(indices, values, (mat1.shape[0], mat2.shape[1])).coalesce()
-
-
-def _check_mm_operands(mat1: SparseTensor, mat2) -> None:
-    if isinstance(mat2, SparseTensor):
-        raise NotImplementedError("hspmm/smm: mat2 must be dense")
-    if mat1.dim() != 2 or mat1.dense_dim() != 0:
-        raise RuntimeError(f"sparse.mm: expected a 2-D sparse matrix with no dense dimensions, but got size "
-                           f"{list(mat1.shape)} with dense_dim {mat1.dense_dim()}")
-    if mat2.dim() != 2:
-        raise RuntimeError(f"addmm: matrices expected, got {mat2.dim()}D tensor")
-    if mat2.shape[0] != mat1.shape[1]:
-        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1.shape[1]}, got {mat2.shape[0]}")
-    if mat1.dtype != mat2.dtype:
-        raise RuntimeError(f"expected scalar type {_dtype_word(mat1.dtype)} but found {_dtype_word(mat2.dtype)}")
 
 
 def hspmm(mat1, mat2):
@@ -141,36 +83,6 @@ def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
     return mat * beta + product * alpha if beta != 0 else product * alpha + _C.zeros_like(mat)
 
 
-def sum(input, dim=None, dtype=None):  # noqa: A001 - PyTorch's name
-    """Sum over all (dim=None: a dense 0-dim tensor) or some dimensions. Summing every sparse
-    dimension gives a dense tensor; otherwise the result stays sparse (coalesced)."""
-    x = _check_sparse(input, "sparse.sum")
-    if dtype is not None:
-        x = x.to(dtype)
-    coo = x._coo_form()
-    if dim is None:
-        return coo._vals.sum()
-    dims = [dim] if isinstance(dim, int) else list(dim)
-    n = x.dim()
-    norm = []
-    for d in dims:
-        if not -n <= d < n:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-        norm.append(d % n)
-    if len(set(norm)) != len(norm):
-        raise RuntimeError("sparse.sum: a dimension appears more than once in dim")
-    sd = coo.sparse_dim()
-    sparse_dims = sorted(d for d in norm if d < sd)
-    dense_dims = [d - sd + 1 for d in norm if d >= sd]
-    values = coo._vals.sum(dense_dims) if dense_dims else coo._vals
-    kept = [d for d in range(sd) if d not in sparse_dims]
-    size = [x.shape[d] for d in kept] + [s for i, s in enumerate(x.shape[sd:]) if i + 1 not in dense_dims]
-    if not kept:
-        return values.sum(0)
-    indices = coo._idx.index_select(0, ember.tensor(kept, dtype=_C.int64))
-    return SparseTensor._coo(indices, values, size).coalesce()
-
-
 def _softmax(input, dim, dtype, log: builtins.bool):
     x = _check_sparse(input, "sparse.softmax")
     if dtype is not None:
@@ -211,20 +123,6 @@ def softmax(input, dim, *, dtype=None):
 
 def log_softmax(input, dim, *, dtype=None):
     return _softmax(input, dim, dtype, True)
-
-
-# ---- the dense Tensor's layout methods ----------------------------------------------------------------
-
-_C.Tensor.layout = property(lambda self: strided)
-_C.Tensor.is_sparse = property(lambda self: False)
-_C.Tensor.is_sparse_csr = property(lambda self: False)
-_C.Tensor.sparse_dim = lambda self: 0
-_C.Tensor.dense_dim = lambda self: self.dim()
-_C.Tensor.to_dense = lambda self, dtype=None, *, masked_grad=True: self if dtype is None else self.to(dtype)
-_C.Tensor.to_sparse = _dense_to_sparse
-_C.Tensor.to_sparse_coo = lambda self: _dense_to_sparse(self)
-_C.Tensor.to_sparse_csr = lambda self, dense_dim=None: _dense_to_sparse(self, layout=sparse_csr, dense_dim=dense_dim)
-_C.Tensor.sparse_mask = _sparse_mask
 
 
 # ---- ember.mm / matmul / addmm (and the Tensor methods) take a sparse operand, as torch's do ------------
@@ -285,19 +183,12 @@ def _sparse_aware(dense_fn, sparse_fn):
 sparse_aware_mm = _sparse_aware(_C.mm, _sparse_mm)
 sparse_aware_matmul = _sparse_aware(_C.matmul, _sparse_matmul)
 sparse_aware_addmm = _sparse_aware(_C.addmm, _sparse_addmm)
-_C.Tensor.mm = _sparse_aware(_C.Tensor.mm, _sparse_mm)
-_C.Tensor.matmul = _sparse_aware(_C.Tensor.matmul, _sparse_matmul)
-_C.Tensor.addmm = _sparse_aware(_C.Tensor.addmm, _sparse_addmm)
 
 
 def _not_sparse(name: str):
     def method(self):
         raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got Strided")
     return method
-
-
-for _name in ("is_coalesced", "coalesce", "_indices", "_values", "indices"):
-    setattr(_C.Tensor, _name, _not_sparse(_name))
 
 
 # Note [sparse .grad]: the engine accumulates dense gradients only. A sparse gradient for a dense
@@ -333,7 +224,29 @@ def _set_grad(self, value) -> None:
     _ENGINE_GRAD.__set__(self, value)
 
 
-_C.Tensor.grad = property(_get_grad, _set_grad, doc=_ENGINE_GRAD.__doc__)
+def tensor_methods() -> dict[str, object]:
+    """The dense Tensor's side of sparse support, for ember/_tensor_methods.py to attach: its layout
+    methods, mm / matmul / addmm taking a sparse operand, the sparse-only methods (which raise) and
+    .grad holding a sparse gradient (Note [sparse .grad])."""
+    methods: dict[str, object] = {
+        "layout": property(lambda self: strided),
+        "is_sparse": property(lambda self: False),
+        "is_sparse_csr": property(lambda self: False),
+        "sparse_dim": lambda self: 0,
+        "dense_dim": lambda self: self.dim(),
+        "to_dense": lambda self, dtype=None, *, masked_grad=True: self if dtype is None else self.to(dtype),
+        "to_sparse": _dense_to_sparse,
+        "to_sparse_coo": lambda self: _dense_to_sparse(self),
+        "to_sparse_csr": lambda self, dense_dim=None: _dense_to_sparse(self, layout=sparse_csr, dense_dim=dense_dim),
+        "sparse_mask": _sparse_mask,
+        "mm": _sparse_aware(_C.Tensor.mm, _sparse_mm),
+        "matmul": _sparse_aware(_C.Tensor.matmul, _sparse_matmul),
+        "addmm": _sparse_aware(_C.Tensor.addmm, _sparse_addmm),
+    }
+    for name in ("is_coalesced", "coalesce", "_indices", "_values", "indices"):
+        methods[name] = _not_sparse(name)
+    methods["grad"] = property(_get_grad, _set_grad, doc=_ENGINE_GRAD.__doc__)
+    return methods
 
 
 def _accumulate_grad(param, grad: SparseTensor) -> None:

@@ -455,20 +455,17 @@ class SparseTensor:
         return self.neg()
 
     def __matmul__(self, other):
-        from . import mm
         if isinstance(other, _C.Tensor) and other.dim() == 1:
             return mm(self, other.unsqueeze(1)).squeeze(1)
         return mm(self, other)
 
     def mm(self, mat2):
-        from . import mm
         return mm(self, mat2)
 
     def matmul(self, other):
         return self @ other
 
     def __rmatmul__(self, other):  # dense @ sparse = (sparse^T @ dense^T)^T
-        from . import mm
         if not isinstance(other, _C.Tensor):
             return NotImplemented
         return mm(self._coo_form().t(), other.t()).t()
@@ -481,10 +478,9 @@ class SparseTensor:
         return SparseTensor._coo(coo._idx.flip(0), coo._vals, self._size[::-1])
 
     def sum(self, dim=None, keepdim: builtins.bool = False, dtype=None):
-        from . import sum as sparse_sum
         if keepdim:
             raise NotImplementedError("sum(keepdim=True) of a sparse tensor is not supported in Ember")
-        return sparse_sum(self, dim, dtype=dtype)
+        return sum(self, dim, dtype=dtype)
 
     def __repr__(self) -> str:
         extra = ", requires_grad=True" if self.requires_grad and self.grad_fn is None else ""
@@ -703,3 +699,97 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
         raise RuntimeError(f"crow_indices and col_indices must be int32 or int64, but got {_dtype_word(crow.dtype)}")
     size = _check_csr(crow, col, values, size)
     return SparseTensor._csr(crow, col, _prepare_values(values, dtype, requires_grad), size)
+
+
+# ---- the products and sums SparseTensor's operators use (ember.sparse re-exports them) -------------
+
+
+def _check_sparse(x, fn: str) -> SparseTensor:
+    if not isinstance(x, SparseTensor):
+        raise TypeError(f"{fn}: expected a sparse tensor, but got {type(x).__name__}")
+    return x
+
+
+def mm(mat1, mat2):
+    """sparse @ dense -> dense, sparse @ sparse -> sparse (coalesced COO); 2-D COO or CSR, no
+    dense dimensions. Gradients reach a dense mat2 and the sparse operands' values."""
+    mat1 = _check_sparse(mat1, "sparse.mm")
+    if isinstance(mat2, SparseTensor):
+        return _sparse_sparse_mm(mat1, mat2)
+    _check_mm_operands(mat1, mat2)
+    coo = mat1._coo_form()
+    rows, cols = coo._idx[0], coo._idx[1]
+    # each stored entry (r, c, v) adds v * mat2[c] to output row r
+    contrib = coo._vals.unsqueeze(1) * mat2.index_select(0, cols)
+    out = _C.zeros([mat1.shape[0], mat2.shape[1]], dtype=mat2.dtype)
+    return out.index_add(0, rows, contrib)
+
+
+def _sparse_sparse_mm(mat1: SparseTensor, mat2: SparseTensor) -> SparseTensor:
+    """Each stored a[r, k] meets every stored b[k, c] (b's row k, found through its crow_indices);
+    the products are summed per (r, c) by coalescing."""
+    for m in (mat1, mat2):
+        if m.dim() != 2 or m.dense_dim() != 0:
+            raise RuntimeError(f"sparse.mm: expected 2-D sparse matrices with no dense dimensions, but got size "
+                               f"{list(m.shape)} with dense_dim {m.dense_dim()}")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
+                           f"{mat2.shape[0]}x{mat2.shape[1]})")
+    if mat1.dtype != mat2.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_word(mat1.dtype)} but found {_dtype_word(mat2.dtype)}")
+    a = mat1._coo_form()
+    b = mat2.to_sparse_csr()
+    crow = b._crow.long()
+    rows_a, k = a._idx[0], a._idx[1]
+    counts = crow.index_select(0, k + 1) - crow.index_select(0, k)  # b entries each a entry meets
+    entry = ember.repeat_interleave(_C.arange(0, a._nnz(), 1, dtype=_C.int64), counts)
+    first = ember.cumsum(counts, 0) - counts  # where each a entry's run of products starts
+    within = _C.arange(0, entry.shape[0], 1, dtype=_C.int64) - first.index_select(0, entry)
+    b_entry = crow.index_select(0, k.index_select(0, entry)) + within
+    indices = ember.stack([rows_a.index_select(0, entry), b._col.long().index_select(0, b_entry)])
+    values = a._vals.index_select(0, entry) * b._vals.index_select(0, b_entry)
+    return SparseTensor._coo(indices, values, (mat1.shape[0], mat2.shape[1])).coalesce()
+
+
+def _check_mm_operands(mat1: SparseTensor, mat2) -> None:
+    if isinstance(mat2, SparseTensor):
+        raise NotImplementedError("hspmm/smm: mat2 must be dense")
+    if mat1.dim() != 2 or mat1.dense_dim() != 0:
+        raise RuntimeError(f"sparse.mm: expected a 2-D sparse matrix with no dense dimensions, but got size "
+                           f"{list(mat1.shape)} with dense_dim {mat1.dense_dim()}")
+    if mat2.dim() != 2:
+        raise RuntimeError(f"addmm: matrices expected, got {mat2.dim()}D tensor")
+    if mat2.shape[0] != mat1.shape[1]:
+        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1.shape[1]}, got {mat2.shape[0]}")
+    if mat1.dtype != mat2.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype_word(mat1.dtype)} but found {_dtype_word(mat2.dtype)}")
+
+
+def sum(input, dim=None, dtype=None):  # noqa: A001 - PyTorch's name
+    """Sum over all (dim=None: a dense 0-dim tensor) or some dimensions. Summing every sparse
+    dimension gives a dense tensor; otherwise the result stays sparse (coalesced)."""
+    x = _check_sparse(input, "sparse.sum")
+    if dtype is not None:
+        x = x.to(dtype)
+    coo = x._coo_form()
+    if dim is None:
+        return coo._vals.sum()
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    n = x.dim()
+    norm = []
+    for d in dims:
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+        norm.append(d % n)
+    if len(set(norm)) != len(norm):
+        raise RuntimeError("sparse.sum: a dimension appears more than once in dim")
+    sd = coo.sparse_dim()
+    sparse_dims = sorted(d for d in norm if d < sd)
+    dense_dims = [d - sd + 1 for d in norm if d >= sd]
+    values = coo._vals.sum(dense_dims) if dense_dims else coo._vals
+    kept = [d for d in range(sd) if d not in sparse_dims]
+    size = [x.shape[d] for d in kept] + [s for i, s in enumerate(x.shape[sd:]) if i + 1 not in dense_dims]
+    if not kept:
+        return values.sum(0)
+    indices = coo._idx.index_select(0, ember.tensor(kept, dtype=_C.int64))
+    return SparseTensor._coo(indices, values, size).coalesce()

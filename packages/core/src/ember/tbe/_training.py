@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 import ember
-from ember import autograd as _autograd
 from ember import nn
 from ember import sparse as _sparse
 from ember.autograd import Function
+from ember.autograd._engine import _accumulates_into_grad
 
 from ._enums import (
     BoundsCheckMode,
@@ -75,7 +75,7 @@ class _Lookup(Function):
         grad_weights = None
         if m.optimizer == EmbOptimType.NONE:
             grad_weights = m._row_gradient(grad, indices, offsets, psw, ctx.batch_sizes)
-            if _autograd._accumulates_into_grad(m.weights_host):
+            if _accumulates_into_grad(m.weights_host):
                 _sparse._accumulate_grad(m.weights_host, grad_weights)
                 grad_weights = None
             else:  # autograd.grad(): PyTorch's engine would densify a sparse gradient here too

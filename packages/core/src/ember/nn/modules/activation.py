@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ... import _C
-from ... import autograd as _autograd
+from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
@@ -246,7 +246,7 @@ class PReLU(Module):
         self.weight = Parameter(_C.full([num_parameters], init, **kwargs))
 
     def reset_parameters(self) -> None:
-        with _autograd.no_grad():
+        with no_grad():
             self.weight.fill_(self.init)
 
     def forward(self, input):

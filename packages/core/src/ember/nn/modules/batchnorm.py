@@ -4,7 +4,7 @@ statistics (momentum=None: a cumulative average) when track_running_stats."""
 from __future__ import annotations
 
 from ... import _C
-from ... import autograd as _autograd
+from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
@@ -44,7 +44,7 @@ class _BatchNorm(Module):
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
-            with _autograd.no_grad():
+            with no_grad():
                 self.running_mean.zero_()
                 self.running_var.fill_(1)
                 self.num_batches_tracked.zero_()
@@ -52,7 +52,7 @@ class _BatchNorm(Module):
     def reset_parameters(self) -> None:
         self.reset_running_stats()
         if self.affine:
-            with _autograd.no_grad():
+            with no_grad():
                 self.weight.fill_(1)
                 self.bias.zero_()
 
@@ -65,7 +65,7 @@ class _BatchNorm(Module):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            with _autograd.no_grad():
+            with no_grad():
                 self.num_batches_tracked.add_(1)
             if self.momentum is None:  # a cumulative moving average
                 factor = 1.0 / float(self.num_batches_tracked.item())

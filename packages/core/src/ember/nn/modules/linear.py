@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ... import _C
-from ... import autograd as _autograd
+from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -117,7 +117,7 @@ class LazyLinear(Linear):
         if input.dim() == 0:
             raise RuntimeError("LazyLinear: the input must have at least one dimension (its last is in_features)")
         self.in_features = input.shape[-1]
-        with _autograd.no_grad():
+        with no_grad():
             self.weight = Parameter(_C.zeros([self.out_features, self.in_features], **self._lazy_factory))
             if self.bias is not None:
                 self.bias = Parameter(_C.zeros([self.out_features], **self._lazy_factory))

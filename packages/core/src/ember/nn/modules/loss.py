@@ -4,6 +4,7 @@ nn.functional with the options it was built with; class weights are buffers, as 
 from __future__ import annotations
 
 from .. import functional as F
+from .._loss import _reduction
 from .module import Module
 
 __all__ = ["NLLLoss2d", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "HuberLoss",
@@ -17,7 +18,7 @@ class _Loss(Module):
         super().__init__()
         # As PyTorch: the legacy flags are mapped now, `reduction` itself is checked when called.
         legacy = size_average is not None or reduce is not None
-        self.reduction = F._reduction(size_average, reduce, reduction) if legacy else reduction
+        self.reduction = _reduction(size_average, reduce, reduction) if legacy else reduction
 
 
 class _WeightedLoss(_Loss):

@@ -10,9 +10,9 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ... import _C
-from ... import autograd as _autograd
 from ..._hooks import add_hook
 from ..._tensor import _to_arguments
+from ...autograd.grad_mode import no_grad
 from ..parameter import Buffer, Parameter
 
 __all__ = ["Module"]
@@ -317,7 +317,7 @@ class Module:
                 else:
                     self._buffers[name] = value
             else:
-                with _autograd.no_grad():
+                with no_grad():
                     current.copy_(value)
         extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
         has_extra = type(self).set_extra_state is not Module.set_extra_state
@@ -420,7 +420,7 @@ class Module:
             if set_to_none:
                 p.grad = None
             else:
-                with _autograd.no_grad():
+                with no_grad():
                     p.grad.zero_()
 
     def apply(self, fn):
@@ -438,7 +438,7 @@ class Module:
             # As PyTorch: the Parameter object stays and takes the converted data, so a parameter
             # shared by two modules (tied embedding and output weights) stays one parameter, and
             # an optimizer built before .to() / .double() still holds the model's parameters.
-            with _autograd.no_grad():
+            with no_grad():
                 new = convert(p)
                 if new is not p:
                     p.data = new

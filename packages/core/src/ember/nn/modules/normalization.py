@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ... import _C
-from ... import autograd as _autograd
+from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from ..parameter import Parameter
 from .batchnorm import _BatchNorm
@@ -41,7 +41,7 @@ class LayerNorm(Module):
             self.register_parameter("bias", None)
 
     def reset_parameters(self) -> None:
-        with _autograd.no_grad():
+        with no_grad():
             if self.weight is not None:
                 self.weight.fill_(1)
             if self.bias is not None:
@@ -69,7 +69,7 @@ class RMSNorm(Module):
 
     def reset_parameters(self) -> None:
         if self.weight is not None:
-            with _autograd.no_grad():
+            with no_grad():
                 self.weight.fill_(1)
 
     def forward(self, input):
@@ -98,7 +98,7 @@ class GroupNorm(Module):
 
     def reset_parameters(self) -> None:
         if self.affine:
-            with _autograd.no_grad():
+            with no_grad():
                 self.weight.fill_(1)
                 self.bias.zero_()
 

@@ -4,7 +4,7 @@ The table starts N(0, 1) with the padding row zeroed, as PyTorch's."""
 from __future__ import annotations
 
 from ... import _C
-from ... import autograd as _autograd
+from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -56,7 +56,7 @@ class Embedding(Module):
 
     def _fill_padding_idx_with_zero(self) -> None:
         if self.padding_idx is not None:
-            with _autograd.no_grad():
+            with no_grad():
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
@@ -111,7 +111,7 @@ class EmbeddingBag(Module):
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            with _autograd.no_grad():
+            with no_grad():
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input, offsets=None, per_sample_weights=None):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ... import _C
-from ... import autograd as _autograd
+from ...autograd.grad_mode import no_grad
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
@@ -22,7 +22,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     norm_type = float(norm_type)
     if not tensors:
         return _C.zeros([])
-    with _autograd.no_grad():
+    with no_grad():
         # The p-norm of the per-tensor p-norms is the p-norm of everything together (inf and -inf too).
         norms = [t.detach().norm(norm_type) for t in tensors]
         total = _C.stack([n.to(norms[0].dtype) for n in norms]).norm(norm_type)
@@ -39,7 +39,7 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
     grads = _grads(parameters)
     if not grads:
         return
-    with _autograd.no_grad():
+    with no_grad():
         coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(coef.to(g.dtype))
@@ -58,6 +58,6 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element into [-clip_value, clip_value]."""
     clip_value = float(clip_value)
-    with _autograd.no_grad():
+    with no_grad():
         for g in _grads(parameters):
             g.clamp_(-clip_value, clip_value)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ... import _C
-from ... import autograd as _autograd
+from ...autograd.grad_mode import no_grad
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
@@ -24,7 +24,7 @@ def vector_to_parameters(vec, parameters) -> None:
         raise ValueError(f"expected a 1-D vector of {needed} elements for the parameters, but got shape "
                          f"{list(vec.shape)}")
     offset = 0
-    with _autograd.no_grad():
+    with no_grad():
         for p in parameters:
             n = p.numel()
             p.copy_(vec[offset:offset + n].reshape(list(p.shape)))

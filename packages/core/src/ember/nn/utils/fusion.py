@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 
 from ... import _C
-from ... import autograd as _autograd
+from ...autograd.grad_mode import no_grad
 from ..parameter import Parameter
 
 __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
@@ -21,7 +21,7 @@ def _scale(bn_rm, bn_rv, bn_eps, bn_w):
 def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose=False):
     """The fused (weight, bias) Parameters. The per-channel scale multiplies the output-channel
     dim of the weight: dim 0, or dim 1 for transposed convolutions."""
-    with _autograd.no_grad():
+    with no_grad():
         dtype = conv_w.dtype
         scale = _scale(bn_rm, bn_rv, bn_eps, bn_w)
         if conv_b is None:

@@ -4,7 +4,7 @@ spectral_norm written as parametrizations (see parametrize.py)."""
 from __future__ import annotations
 
 from ... import _C
-from ... import autograd as _autograd
+from ...autograd.grad_mode import no_grad
 from ..modules.module import Module
 from . import parametrize
 
@@ -91,7 +91,7 @@ class _SpectralNorm(Module):
         return weight.reshape([weight.shape[0], -1])
 
     def _power_iterations(self, matrix, steps: int) -> None:
-        with _autograd.no_grad():
+        with no_grad():
             for _ in range(steps):
                 self._u.copy_(self._normalized(_C.mv(matrix, self._v)))
                 self._v.copy_(self._normalized(_C.mv(matrix.mH, self._u)))

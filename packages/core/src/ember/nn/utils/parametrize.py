@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 
 from ... import _C
-from ... import autograd as _autograd
+from ...autograd.grad_mode import no_grad
 from ..modules.container import ModuleDict, ModuleList
 from ..modules.module import Module
 from ..parameter import Parameter
@@ -51,7 +51,7 @@ class ParametrizationList(ModuleList):
         super().__init__(modules)
         self.unsafe = unsafe
         first = modules[0]
-        with _autograd.no_grad():
+        with no_grad():
             stored = first.right_inverse(original) if hasattr(first, "right_inverse") else original
         self.is_tensor = isinstance(stored, _C.Tensor)
         if self.is_tensor:
@@ -102,7 +102,7 @@ class ParametrizationList(ModuleList):
     def right_inverse(self, value) -> None:
         """Assigning to the attribute: each parametrization's right_inverse, last to first, gives
         the new stored tensor(s), which are updated in place."""
-        with _autograd.no_grad():
+        with no_grad():
             for p in reversed(list(self)[1:]):
                 if not hasattr(p, "right_inverse"):
                     raise RuntimeError(f"parametrization {type(p).__name__} does not implement right_inverse.")
@@ -201,11 +201,11 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
         raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
     plist = module.parametrizations[tensor_name]
     if leave_parametrized:
-        with _autograd.no_grad():
+        with no_grad():
             value = getattr(module, tensor_name)
         if plist.is_tensor and value.dtype == plist.original.dtype and tuple(value.shape) == tuple(
                 plist.original.shape):
-            with _autograd.no_grad():
+            with no_grad():
                 plist.original.copy_(value)
             value = plist.original
         elif plist.is_tensor and isinstance(plist.original, Parameter):
@@ -241,7 +241,7 @@ def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
             for p in source:
                 register_parametrization(to_module, name, p)
         target = to_module.parametrizations[name]
-        with _autograd.no_grad():
+        with no_grad():
             for a, b in zip(target._originals(), source._originals(), strict=True):
                 a.copy_(b)
     return to_module
