@@ -129,9 +129,16 @@ bool run_decode(const uint8_t* data, size_t size, ReadMode mode, bool read_orien
     const size_t got = jpeg_read_scanlines(&cinfo, rows, static_cast<JDIMENSION>(kRowsPerCall));
     for (size_t r = 0; r < got; ++r) {
       const uint8_t* src = rows[r];
-      for (int c = 0; c < channels; ++c) {
-        uint8_t* dst = out.bytes.data.get() + c * plane + (y0 + r) * width;
-        for (int x = 0; x < width; ++x) dst[x] = src[static_cast<size_t>(x) * channels + c];
+      uint8_t* dst = out.bytes.data.get() + (y0 + r) * width;
+      if (channels == 3) {  // all three planes in one pass: the compiler deinterleaves with shuffles
+        uint8_t *red = dst, *green = dst + plane, *blue = dst + 2 * plane;
+        for (int x = 0; x < width; ++x) {
+          red[x] = src[3 * x];
+          green[x] = src[3 * x + 1];
+          blue[x] = src[3 * x + 2];
+        }
+      } else {
+        std::memcpy(dst, src, static_cast<size_t>(width));
       }
     }
   }
@@ -203,10 +210,17 @@ bool run_encode(const uint8_t* planes, int channels, int height, int width, int 
     const size_t y0 = cinfo.next_scanline;
     const size_t count = std::min<size_t>(kRowsPerCall, cinfo.image_height - y0);
     for (size_t r = 0; r < count; ++r) {
-      for (int c = 0; c < channels; ++c) {
-        const uint8_t* src = planes + c * plane + (y0 + r) * width;
-        uint8_t* dst = rows[r] + c;
-        for (int x = 0; x < width; ++x) dst[static_cast<size_t>(x) * channels] = src[x];
+      const uint8_t* src = planes + (y0 + r) * width;
+      uint8_t* dst = rows[r];
+      if (channels == 3) {  // all three planes in one pass: the compiler interleaves with shuffles
+        const uint8_t *red = src, *green = src + plane, *blue = src + 2 * plane;
+        for (int x = 0; x < width; ++x) {
+          dst[3 * x] = red[x];
+          dst[3 * x + 1] = green[x];
+          dst[3 * x + 2] = blue[x];
+        }
+      } else {
+        std::memcpy(dst, src, static_cast<size_t>(width));
       }
     }
     jpeg_write_scanlines(&cinfo, rows, static_cast<JDIMENSION>(count));
