@@ -1,4 +1,5 @@
-// The definitions of formulas_linalg.h's derivative helpers (declared there).
+// The bodies of formulas_linalg.h's derivative helpers: here, not in the header, so that the generated
+// autograd_ops.cpp, which includes it, does not compile them again.
 #include "autograd/formulas_linalg.h"
 
 #include <algorithm>
