@@ -522,9 +522,26 @@ std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grads) {
 
 namespace autograd {
 
-std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
-                                 bool keep_graph, bool create_graph, const std::vector<Tensor>& inputs,
-                                 bool accumulate) {
+namespace {
+
+// One backward call's graph and gradients, shared by the steps of run_backward below.
+struct GraphTask {
+  bool create_graph = false;
+  // Where the gradients asked for are captured: (node, input number) -> positions in `inputs`.
+  std::map<std::pair<Node*, uint32_t>, std::vector<size_t>> captures;
+  std::unordered_map<Node*, int> deps;                     // edges into each node not yet run
+  std::unordered_map<Node*, std::shared_ptr<Node>> alive;  // every reachable node, kept alive
+  std::vector<Node*> order;                                // reachable nodes, parents first
+  std::unordered_set<Node*> needed;                        // the nodes whose apply must run
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;  // gradients gathered per node input
+  // Sums the engine made itself (fresh tensors no one else holds): later gradients for the same
+  // slot are added into them in place when no graph is recorded, so a tensor sliced many times
+  // pays one full-size buffer, not one per slice (issue 18).
+  std::unordered_set<const TensorImpl*> owned_sums;
+};
+
+// The edges backward starts from; a root that needs no gradient is the caller's mistake.
+std::vector<Edge> root_edges_of(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots) {
   EMBER_CHECK(roots.size() == grad_roots.size(), Error, "[backward] got ", roots.size(), " tensors and ",
               grad_roots.size(), " gradients");
   std::vector<Edge> root_edges;
@@ -533,157 +550,200 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
                 " of tensors does not require grad and does not have a grad_fn");
     root_edges.push_back(gradient_edge(roots[i]));
   }
-  // Where the gradients asked for are captured: (node, input number) -> positions in `inputs`.
-  std::map<std::pair<Node*, uint32_t>, std::vector<size_t>> captures;
-  std::vector<Edge> input_edges;
+  return root_edges;
+}
+
+// autograd.grad's `inputs`: the edge slots whose incoming gradient is captured and returned.
+void note_captures(GraphTask& task, const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     EMBER_CHECK(requires_grad(inputs[i]), Error,
                 "[grad] One of the differentiated Tensors does not require grad");
-    input_edges.push_back(gradient_edge(inputs[i]));
-    captures[{input_edges.back().fn.get(), input_edges.back().input_nr}].push_back(i);
+    const Edge e = gradient_edge(inputs[i]);
+    task.captures[{e.fn.get(), e.input_nr}].push_back(i);
   }
-  // Count incoming edges and find a topological order (iteratively: graphs can be long chains).
-  std::unordered_map<Node*, int> deps;
-  std::unordered_map<Node*, std::shared_ptr<Node>> alive;
-  std::vector<Node*> order;
+}
+
+// Counts each node's incoming edges, so a node runs once all its gradients are in (iteratively:
+// graphs can be long chains).
+void count_dependencies(GraphTask& task, const std::vector<Edge>& root_edges) {
   std::vector<Node*> stack;
   for (const Edge& e : root_edges) {
-    if (alive.emplace(e.fn.get(), e.fn).second) stack.push_back(e.fn.get());
+    if (task.alive.emplace(e.fn.get(), e.fn).second) stack.push_back(e.fn.get());
   }
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
-    order.push_back(n);
+    task.order.push_back(n);
     for (const Edge& e : n->next_edges) {
       if (!e.fn) continue;
-      ++deps[e.fn.get()];
-      if (alive.emplace(e.fn.get(), e.fn).second) stack.push_back(e.fn.get());
+      ++task.deps[e.fn.get()];
+      if (task.alive.emplace(e.fn.get(), e.fn).second) stack.push_back(e.fn.get());
     }
   }
-  // With `inputs`, only nodes from which a captured edge is reachable need to run.
-  std::unordered_set<Node*> needed;
-  if (inputs.empty()) {
-    needed.insert(order.begin(), order.end());
-  } else {
-    std::unordered_map<Node*, int> remaining = deps;
-    std::vector<Node*> topo, ready;
-    for (const Edge& e : root_edges) {
-      if (remaining[e.fn.get()] == 0 && std::find(ready.begin(), ready.end(), e.fn.get()) == ready.end())
-        ready.push_back(e.fn.get());
-    }
-    while (!ready.empty()) {
-      Node* n = ready.back();
-      ready.pop_back();
-      topo.push_back(n);
-      for (const Edge& e : n->next_edges) {
-        if (e.fn && --remaining[e.fn.get()] == 0) ready.push_back(e.fn.get());
-      }
-    }
-    for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
-      Node* n = *it;
-      bool need = false;
-      for (uint32_t k = 0; k < n->output_meta.size() && !need; ++k) need = captures.count({n, k}) > 0;
-      for (const Edge& e : n->next_edges) need = need || (e.fn && needed.count(e.fn.get()));
-      if (need) needed.insert(n);
-    }
-  }
+}
 
-  std::unordered_map<Node*, std::vector<Tensor>> buffers;
-  // Sums the engine made itself (fresh tensors no one else holds): later gradients for the same
-  // slot are added into them in place when no graph is recorded, so a tensor sliced many times
-  // pays one full-size buffer, not one per slice (issue 18).
-  std::unordered_set<const TensorImpl*> owned_sums;
-  auto add_to_buffer = [&](Node* n, uint32_t nr, const Tensor& g) {
-    std::vector<Tensor>& buf = buffers[n];
-    if (buf.size() < n->output_meta.size()) buf.resize(n->output_meta.size());
-    Tensor& slot = buf.at(nr);
-    if (!slot.defined()) {
-      slot = g;
-    } else if (!create_graph && owned_sums.count(slot.impl()) && g.sizes() == slot.sizes() &&
-               g.dtype() == slot.dtype() && g.device() == slot.device() && !vmap::is_batched(slot) &&
-               !vmap::is_batched(g) &&
-               !forward_ad::enabled()) {  // the plain add: no batching rule, no tangent
-      ember::add(slot, g, Scalar(int64_t(1)), slot);
-    } else {
-      slot = autograd::add(slot, g, Scalar(int64_t(1)), std::nullopt);
-      if (!create_graph) owned_sums.insert(slot.impl());
+// With `inputs`, only nodes from which a captured edge is reachable need to run (autograd.grad
+// must not accumulate into leaves nor compute gradients no one asked for).
+void find_needed(GraphTask& task, const std::vector<Edge>& root_edges, bool all) {
+  if (all) {
+    task.needed.insert(task.order.begin(), task.order.end());
+    return;
+  }
+  std::unordered_map<Node*, int> remaining = task.deps;
+  std::vector<Node*> topo, ready;
+  for (const Edge& e : root_edges) {
+    if (remaining[e.fn.get()] == 0 && std::find(ready.begin(), ready.end(), e.fn.get()) == ready.end())
+      ready.push_back(e.fn.get());
+  }
+  while (!ready.empty()) {
+    Node* n = ready.back();
+    ready.pop_back();
+    topo.push_back(n);
+    for (const Edge& e : n->next_edges) {
+      if (e.fn && --remaining[e.fn.get()] == 0) ready.push_back(e.fn.get());
     }
-  };
+  }
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {  // children before parents
+    Node* n = *it;
+    bool need = false;
+    for (uint32_t k = 0; k < n->output_meta.size() && !need; ++k) need = task.captures.count({n, k}) > 0;
+    for (const Edge& e : n->next_edges) need = need || (e.fn && task.needed.count(e.fn.get()));
+    if (need) task.needed.insert(n);
+  }
+}
+
+// Adds gradient `g` into node n's input `nr` (several paths may reach one input).
+void add_to_buffer(GraphTask& task, Node* n, uint32_t nr, const Tensor& g) {
+  std::vector<Tensor>& buf = task.buffers[n];
+  if (buf.size() < n->output_meta.size()) buf.resize(n->output_meta.size());
+  Tensor& slot = buf.at(nr);
+  if (!slot.defined()) {
+    slot = g;
+  } else if (!task.create_graph && task.owned_sums.count(slot.impl()) && g.sizes() == slot.sizes() &&
+             g.dtype() == slot.dtype() && g.device() == slot.device() && !vmap::is_batched(slot) &&
+             !vmap::is_batched(g) && !forward_ad::enabled()) {  // the plain add: no batching rule, no tangent
+    ember::add(slot, g, Scalar(int64_t(1)), slot);
+  } else {
+    slot = autograd::add(slot, g, Scalar(int64_t(1)), std::nullopt);
+    if (!task.create_graph) task.owned_sums.insert(slot.impl());
+  }
+}
+
+// The given gradients of the roots, checked against and cast to each root (recorded when
+// create_graph, so that they are differentiable too).
+void seed_roots(GraphTask& task, const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
+                const std::vector<Edge>& root_edges) {
+  GradModeGuard mode(task.create_graph);
+  for (size_t i = 0; i < roots.size(); ++i) {
+    Tensor g = grad_roots[i];
+    EMBER_CHECK(g.sizes() == roots[i].sizes(), Error, "[backward] Mismatch in shape: grad_output[", i,
+                "] has a shape of ", dims_text(g.sizes()), " and output[", i, "] has a shape of ",
+                dims_text(roots[i].sizes()), ".");
+    if (g.dtype() != roots[i].dtype()) g = autograd::to_dtype(g, roots[i].dtype(), false);
+    add_to_buffer(task, root_edges[i].fn.get(), root_edges[i].input_nr, g);
+  }
+}
+
+// Takes node n's gathered gradients out of its buffer (zeros for missing ones when the node
+// asks) and copies those autograd.grad asked for into `captured`.
+std::vector<Tensor> take_gradients(GraphTask& task, Node* n, std::vector<Tensor>& captured) {
+  std::vector<Tensor> grads = std::move(task.buffers[n]);
+  task.buffers.erase(n);
+  for (const Tensor& g : grads) {  // handed on now: no longer the engine's own to add into
+    if (g.defined()) task.owned_sums.erase(g.impl());
+  }
+  grads.resize(n->output_meta.size());
+  for (size_t k = 0; k < grads.size(); ++k) {
+    if (!grads[k].defined() && n->materialize_grads) grads[k] = zeros_for(n->output_meta[k]);
+    auto c = task.captures.find({n, static_cast<uint32_t>(k)});
+    if (c != task.captures.end()) {
+      for (size_t pos : c->second) captured[pos] = grads[k];
+    }
+  }
+  return grads;
+}
+
+// Tensor hooks (register_hook, retain_grad) see a tensor's gradient whether or not its node runs.
+void run_tensor_hooks(Node* n, std::vector<Tensor>& grads) {
+  for (const Node::Hook& hook : std::vector<Node::Hook>(n->pre_hooks)) {  // a hook may remove hooks
+    if (hook.nr < grads.size() && grads[hook.nr].defined()) {
+      Tensor replaced = hook.fn(grads[hook.nr]);
+      if (replaced.defined()) grads[hook.nr] = replaced;
+    }
+  }
+  for (auto& [nr, hook] : n->retain_hooks) {
+    if (nr < grads.size() && grads[nr].defined()) hook(grads[nr]);
+  }
+}
+
+// Runs node n (with its node hooks) and hands each output gradient, conformed to the input it
+// is for, to the next node's buffer; under anomaly mode an error names the forward call.
+void apply_node(GraphTask& task, Node* n, std::vector<Tensor>&& grads, bool is_sink) {
+  try {
+    GradModeGuard mode(task.create_graph);
+    for (const auto& [id, hook] : decltype(n->node_pre_hooks)(n->node_pre_hooks)) {
+      if (auto replaced = hook(grads)) grads = std::move(*replaced);
+    }
+    std::vector<Tensor> given;
+    if (!n->post_hooks.empty()) given = grads;
+    std::vector<Tensor> outs = n->apply(std::move(grads));
+    if (anomaly_enabled.load() && AnomalyMode::check_nan()) check_for_nan(*n, outs);
+    for (const auto& [id, hook] : decltype(n->post_hooks)(n->post_hooks)) {
+      if (auto replaced = hook(outs, given)) outs = std::move(*replaced);
+    }
+    EMBER_CHECK(is_sink || outs.size() == n->next_edges.size(), Error, "[backward] ", n->name(), " returned ",
+                outs.size(), " gradients, expected ", n->next_edges.size());
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const Edge& e = n->next_edges[i];
+      if (!e.fn) continue;
+      if (outs[i].defined()) add_to_buffer(task, e.fn.get(), e.input_nr, conform(*n, i, outs[i]));
+    }
+  } catch (const Error& e) {
+    if (!anomaly_enabled.load() || n->creation_trace.empty()) throw;
+    rethrow_with(e, "\n\nError detected in " + n->name() +
+                        ". Traceback of forward call that caused the error:\n" + n->creation_trace);
+  }
+}
+
+// Runs the nodes in reverse creation order (latest first: a node runs after every node that
+// feeds it), each once all its incoming gradients are in.
+void execute(GraphTask& task, bool keep_graph, bool accumulate, std::vector<Tensor>& captured) {
   auto later_first = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
   std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> queue(later_first);
-  std::vector<Tensor> captured(inputs.size());
-  {
-    GradModeGuard mode(create_graph);
-    for (size_t i = 0; i < roots.size(); ++i) {
-      Tensor g = grad_roots[i];
-      EMBER_CHECK(g.sizes() == roots[i].sizes(), Error, "[backward] Mismatch in shape: grad_output[", i,
-                  "] has a shape of ", dims_text(g.sizes()), " and output[", i, "] has a shape of ",
-                  dims_text(roots[i].sizes()), ".");
-      if (g.dtype() != roots[i].dtype()) g = autograd::to_dtype(g, roots[i].dtype(), false);
-      add_to_buffer(root_edges[i].fn.get(), root_edges[i].input_nr, g);
-    }
-  }
-  for (const auto& [n, _] : buffers) {
-    if (deps[n] == 0) queue.push(n);
+  for (const auto& [n, _] : task.buffers) {
+    if (task.deps[n] == 0) queue.push(n);
   }
   while (!queue.empty()) {
     Node* n = queue.top();
     queue.pop();
-    std::vector<Tensor> grads = std::move(buffers[n]);
-    buffers.erase(n);
-    for (const Tensor& g : grads) {  // handed on now: no longer the engine's own to add into
-      if (g.defined()) owned_sums.erase(g.impl());
-    }
-    grads.resize(n->output_meta.size());
-    for (size_t k = 0; k < grads.size(); ++k) {
-      if (!grads[k].defined() && n->materialize_grads) grads[k] = zeros_for(n->output_meta[k]);
-      auto c = captures.find({n, static_cast<uint32_t>(k)});
-      if (c != captures.end()) {
-        for (size_t pos : c->second) captured[pos] = grads[k];
-      }
-    }
-    for (const Node::Hook& hook : std::vector<Node::Hook>(n->pre_hooks)) {  // a hook may remove hooks
-      if (hook.nr < grads.size() && grads[hook.nr].defined()) {
-        Tensor replaced = hook.fn(grads[hook.nr]);
-        if (replaced.defined()) grads[hook.nr] = replaced;
-      }
-    }
-    for (auto& [nr, hook] : n->retain_hooks) {
-      if (nr < grads.size() && grads[nr].defined()) hook(grads[nr]);
-    }
+    std::vector<Tensor> grads = take_gradients(task, n, captured);
+    run_tensor_hooks(n, grads);
     const bool is_sink = dynamic_cast<AccumulateGrad*>(n) != nullptr;
-    if (!needed.count(n) || (is_sink && !accumulate)) continue;
-    std::vector<Tensor> outs;
-    try {
-      GradModeGuard mode(create_graph);
-      for (const auto& [id, hook] : decltype(n->node_pre_hooks)(n->node_pre_hooks)) {
-        if (auto replaced = hook(grads)) grads = std::move(*replaced);
-      }
-      std::vector<Tensor> given;
-      if (!n->post_hooks.empty()) given = grads;
-      outs = n->apply(std::move(grads));
-      if (anomaly_enabled.load() && AnomalyMode::check_nan()) check_for_nan(*n, outs);
-      for (const auto& [id, hook] : decltype(n->post_hooks)(n->post_hooks)) {
-        if (auto replaced = hook(outs, given)) outs = std::move(*replaced);
-      }
-      EMBER_CHECK(is_sink || outs.size() == n->next_edges.size(), Error, "[backward] ", n->name(),
-                  " returned ", outs.size(), " gradients, expected ", n->next_edges.size());
-      for (size_t i = 0; i < outs.size(); ++i) {
-        const Edge& e = n->next_edges[i];
-        if (!e.fn) continue;
-        if (outs[i].defined()) add_to_buffer(e.fn.get(), e.input_nr, conform(*n, i, outs[i]));
-      }
-    } catch (const Error& e) {
-      if (!anomaly_enabled.load() || n->creation_trace.empty()) throw;
-      rethrow_with(e, "\n\nError detected in " + n->name() +
-                          ". Traceback of forward call that caused the error:\n" + n->creation_trace);
-    }
+    if (!task.needed.count(n) || (is_sink && !accumulate)) continue;
+    apply_node(task, n, std::move(grads), is_sink);
     for (const Edge& e : n->next_edges) {
-      if (e.fn && --deps[e.fn.get()] == 0 && needed.count(e.fn.get()) && buffers.count(e.fn.get()))
+      if (e.fn && --task.deps[e.fn.get()] == 0 && task.needed.count(e.fn.get()) &&
+          task.buffers.count(e.fn.get()))
         queue.push(e.fn.get());
     }
     if (!keep_graph) n->release_variables();
   }
+}
+
+}  // namespace
+
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
+                                 bool keep_graph, bool create_graph, const std::vector<Tensor>& inputs,
+                                 bool accumulate) {
+  const std::vector<Edge> root_edges = root_edges_of(roots, grad_roots);
+  GraphTask task;
+  task.create_graph = create_graph;
+  note_captures(task, inputs);
+  count_dependencies(task, root_edges);
+  find_needed(task, root_edges, inputs.empty());
+  std::vector<Tensor> captured(inputs.size());
+  seed_roots(task, roots, grad_roots, root_edges);
+  execute(task, keep_graph, accumulate, captured);
   return captured;
 }
 
