@@ -38,7 +38,7 @@ def load_declarations():
 
 pytestmark = pytest.mark.skipif(not DECLARATIONS.exists(), reason="needs the source tree's declarations.py")
 
-ROWS = ember._C._pointwise_kernels() if hasattr(ember._C, "_pointwise_kernels") else []
+ROWS = ember._C._pointwise_kernels()
 
 
 def expected_rows():
