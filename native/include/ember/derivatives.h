@@ -47,8 +47,7 @@ class EMBER_API FormulaContext {
   std::vector<Tensor> results_, grads_, tangents_;
 };
 
-using DerivativeFormula = std::function<Tensor(const FormulaContext&)>;
-using DerivativeFormulas = std::vector<std::pair<std::string, DerivativeFormula>>;
+// DerivativeFormula(s) are declared in ember/op_registry.h, which Library::derivatives takes.
 
 // The Autograd-key kernel of `op` for these formulas (Library::derivatives registers it).
 // ValueError when a name is not a Tensor argument or "result", or "result" is missing.

@@ -115,4 +115,20 @@ inline const char* IValue::kind_name_of<std::shared_ptr<Generator>>() {
 
 using Stack = std::vector<IValue>;
 
+// Calls fn on every Tensor of a stack, including those in Tensor[] and Tensor?[] entries.
+template <typename Fn>
+void for_each_tensor(const Stack& args, Fn fn) {
+  for (const IValue& v : args) {
+    if (v.is<Tensor>()) fn(v.get<Tensor>(""));
+    if (v.is<std::vector<Tensor>>()) {
+      for (const Tensor& t : v.get<std::vector<Tensor>>("")) fn(t);
+    }
+    if (v.is<std::vector<std::optional<Tensor>>>()) {
+      for (const std::optional<Tensor>& t : v.get<std::vector<std::optional<Tensor>>>("")) {
+        if (t) fn(*t);
+      }
+    }
+  }
+}
+
 }  // namespace ember

@@ -17,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "ember/derivatives.h"
 #include "ember/error.h"
 #include "ember/export.h"
 #include "ember/op_registry.h"
@@ -181,7 +180,8 @@ class EMBER_API Library {
   }
   Library& impl_boxed(const std::string& name, DispatchKey key, BoxedKernel kernel);
 
-  // Declares the op's derivatives (ember/derivatives.h): registers its Autograd kernel.
+  // Declares the op's derivatives (ember/derivatives.h, included by ember/ember.h): registers
+  // its Autograd kernel.
   Library& derivatives(const std::string& name, DerivativeFormulas formulas);
 
   const std::string& ns() const { return ns_; }

@@ -13,11 +13,13 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ember/export.h"
 #include "ember/ivalue.h"
 #include "ember/schema.h"
+#include "ember/tensor.h"
 
 namespace ember {
 
@@ -29,6 +31,30 @@ EMBER_API DispatchKey backend_key(DeviceType type);  // NotImplementedError for 
 // A boxed kernel receives the op's arguments on the stack (in schema order) and leaves the
 // op's results there.
 using BoxedKernel = std::function<void(Stack&)>;
+
+class Operator;
+class FormulaContext;  // ember/derivatives.h
+// An extension op's derivatives (Library::derivatives; ember/derivatives.h explains them).
+using DerivativeFormula = std::function<Tensor(const FormulaContext&)>;
+using DerivativeFormulas = std::vector<std::pair<std::string, DerivativeFormula>>;
+
+// Note [autograd hooks]: the dispatcher sits below autograd (core < dispatch < ops < autograd)
+// and never calls it by name. The autograd layer fills these hooks when libember loads
+// (src/autograd/dispatch_hooks.cpp), as PyTorch registers its Autograd-key fallback; until
+// then (or in a build without autograd) no tensor takes part and no fallback runs.
+struct AutogradHooks {
+  // Whether `t` carries a forward-mode tangent (a call on it is differentiable, as one on a
+  // tensor that requires grad is).
+  bool (*has_tangent)(const Tensor& t) = nullptr;
+  // The Autograd-key fallback, for an op without an Autograd kernel (an extension's without
+  // declared derivatives): runs the op's `backend` kernel on `args`, then makes its outputs
+  // raise when backward reaches them (and raises at once for a tangent).
+  Stack (*fallback)(const Operator& op, DispatchKey backend, Stack args) = nullptr;
+  // The Autograd kernel computing `formulas` for `op` (Library::derivatives).
+  BoxedKernel (*derivative_kernel)(const Operator& op, DerivativeFormulas formulas) = nullptr;
+};
+EMBER_API void set_autograd_hooks(const AutogradHooks& hooks);
+EMBER_API const AutogradHooks& autograd_hooks();
 
 class EMBER_API Operator {
  public:

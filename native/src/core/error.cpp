@@ -2,8 +2,6 @@
 // libember so that an exception thrown in an extension is caught as the same type here.
 #include "ember/error.h"
 
-#include "ember/library.h"
-
 namespace ember {
 namespace {
 [[maybe_unused]] void anchor() {

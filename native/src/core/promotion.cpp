@@ -1,10 +1,10 @@
 #include "ember/promotion.h"
 
 #include <atomic>
+#include <complex>
 #include <optional>
 
 #include "ember/error.h"
-#include "ember/ops.h"
 
 namespace ember {
 namespace {
@@ -117,7 +117,15 @@ bool can_cast(DType from, DType to) {
 }
 
 Tensor wrapped_number(const Scalar& value) {
-  Tensor t = full({}, value, value.natural_dtype(), Device());
+  // Written directly (not through the op `full`): the core sits below the ops.
+  const DType d = value.natural_dtype();
+  Tensor t = empty({}, d, Device());
+  switch (d) {
+    case DType::Bool: *t.data<bool>() = value.to_bool(); break;
+    case DType::Int64: *t.data<int64_t>() = value.to_int(); break;
+    case DType::Complex128: *t.data<std::complex<double>>() = value.to_complex(); break;
+    default: *t.data<double>() = value.to_double(); break;
+  }
   t.impl()->is_wrapped_number = true;
   return t;
 }

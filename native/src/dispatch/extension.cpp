@@ -106,7 +106,10 @@ Library& Library::impl_boxed(const std::string& name, DispatchKey key, BoxedKern
 
 Library& Library::derivatives(const std::string& name, DerivativeFormulas formulas) {
   const Operator& op = OpRegistry::global().get(qualify(name));
-  return impl_boxed(name, DispatchKey::Autograd, derivative_kernel(op, std::move(formulas)));
+  const auto make_kernel = autograd_hooks().derivative_kernel;  // Note [autograd hooks]
+  EMBER_CHECK(make_kernel != nullptr, NotImplementedError, "[", op.qualified_name(),
+              "] derivatives need the autograd layer, which is not loaded");
+  return impl_boxed(name, DispatchKey::Autograd, make_kernel(op, std::move(formulas)));
 }
 
 void check_core_compatible(const std::string& built_for, const std::string& what) {

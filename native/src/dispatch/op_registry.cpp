@@ -5,7 +5,6 @@
 #include <set>
 
 #include "ember/autocast.h"
-#include "ember/autograd.h"
 #include "ember/error.h"
 #include "ember/library.h"
 #include "ember/profiler.h"
@@ -28,6 +27,20 @@ DispatchKey backend_key(DeviceType type) {
     case DeviceType::MPS: break;
   }
   throw NotImplementedError(std::string("[dispatch] not implemented for ") + device_type_name(type));
+}
+
+namespace {
+AutogradHooks& hooks_slot() {
+  static AutogradHooks hooks;
+  return hooks;
+}
+}  // namespace
+
+void set_autograd_hooks(const AutogradHooks& hooks) {
+  hooks_slot() = hooks;
+}
+const AutogradHooks& autograd_hooks() {
+  return hooks_slot();
 }
 
 Operator::Operator(Schema schema, std::string defined_in)
@@ -81,33 +94,19 @@ void check_stack(const std::string& op, const std::vector<ArgType>& types,
   }
 }
 
-template <typename Fn>
-void for_each_tensor(const Stack& args, Fn fn) {
-  for (const IValue& v : args) {
-    if (v.is<Tensor>()) fn(v.get<Tensor>(""));
-    if (v.is<std::vector<Tensor>>()) {
-      for (const Tensor& t : v.get<std::vector<Tensor>>("")) fn(t);
-    }
-    if (v.is<std::vector<std::optional<Tensor>>>()) {
-      for (const std::optional<Tensor>& t : v.get<std::vector<std::optional<Tensor>>>("")) {
-        if (t) fn(*t);
-      }
-    }
-  }
-}
-
 }  // namespace
 
 DispatchKey Operator::select_key(const Stack& args) const {
   std::optional<Device> device;
   bool requires_grad = false;
+  const auto has_tangent = autograd_hooks().has_tangent;
   for_each_tensor(args, [&](const Tensor& t) {
     if (!t.defined()) return;
     if (!device) device = t.device();
     EMBER_CHECK(*device == t.device(), Error, "[", qualified_name(),
                 "] expected all tensors to be on the same device, but got ", device->str(), " and ",
                 t.device().str());
-    requires_grad = requires_grad || t.impl()->requires_grad || forward_ad::any_tangent({&t});
+    requires_grad = requires_grad || t.impl()->requires_grad || (has_tangent != nullptr && has_tangent(t));
   });
   if (!device) {  // factory ops: the device argument decides
     for (const IValue& v : args) {
@@ -144,27 +143,10 @@ Stack Operator::call(Stack args) const {
   std::optional<profiler::RecordScope> record_scope;
   if (profiler::active() && schema_.ns != "aten") record_scope.emplace(qualified_name(), false);
   const DispatchKey key = select_key(args);
-  if (key == DispatchKey::Autograd || has_kernel(DispatchKey::Autograd))
+  const auto fallback = autograd_hooks().fallback;
+  if (key == DispatchKey::Autograd || has_kernel(DispatchKey::Autograd) || fallback == nullptr)
     return call_key(key, std::move(args));
-  // An op without declared derivatives (an extension's) must not look differentiable: its
-  // floating outputs raise when backward reaches them, and a tangent raises now.
-  std::vector<Tensor> inputs;
-  bool needed = false;
-  for_each_tensor(args, [&](const Tensor& t) {
-    if (!t.defined()) return;
-    inputs.push_back(t);
-    needed = needed || autograd::any_requires_grad({&t});
-    if (forward_ad::any_tangent({&t})) forward_ad::not_implemented(qualified_name().c_str());
-  });
-  Stack out = call_key(key, std::move(args));
-  if (!needed) return out;
-  for (IValue& v : out) {
-    if (!v.is<Tensor>()) continue;
-    Tensor r = v.get<Tensor>("result");
-    autograd::set_history({&r}, autograd::not_implemented(qualified_name().c_str()), inputs);
-    v = IValue(r);
-  }
-  return out;
+  return fallback(*this, key, std::move(args));  // Note [autograd hooks]
 }
 
 Stack Operator::call_key(DispatchKey key, Stack args) const {

@@ -151,6 +151,15 @@ def linear_case() -> Case:
     return Case("Linear 4096x1024->1024 fwd+bwd", setup, flops=3 * 2 * 4096 * 1024 * 1024)
 
 
+def linear_batch1_case() -> Case:
+    """One sample through MobileNetV3-Large's classifier layer: a matrix-vector product."""
+    x, w, bias = _arr(1, 960), _arr(1280, 960) * 0.03, _arr(1280)
+
+    def setup(lib):
+        return _bind(lib.nn.functional.linear, _t(lib, x), _t(lib, w), _t(lib, bias))
+    return Case("Linear 1x960->1280 (batch 1)", setup, flops=2 * 960 * 1280)
+
+
 def unary_case(name: str, fn_name: str, **kwargs) -> Case:
     a = _arr(16 * 1024 * 1024)
 
@@ -345,7 +354,7 @@ def small_cases() -> list[Case]:
 def all_cases() -> list[Case]:
     gelu_tanh = {"approximate": "tanh"}
     return [
-        matmul_case(256), matmul_case(1024), matmul_case(2048), bmm_case(), linear_case(),
+        matmul_case(256), matmul_case(1024), matmul_case(2048), bmm_case(), linear_case(), linear_batch1_case(),
         unary_case("exp", "exp"), unary_case("gelu(erf)", "gelu"), unary_case("gelu(tanh)", "gelu", **gelu_tanh),
         unary_case("sigmoid", "sigmoid"), unary_case("tanh", "tanh"),
         rowwise_case("softmax", lambda lib, x: lib.softmax(x, -1)),

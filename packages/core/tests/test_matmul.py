@@ -300,3 +300,44 @@ def test_tensordot_kron_inner_multi_dot():
         ember.linalg.multi_dot([xs[0]])
     with pytest.raises(RuntimeError, match=r"contracted dimensions need to match"):
         ember.tensordot(xs[0], xs[0], 1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n", [(1, 37, 23), (23, 37, 1), (1, 37, 1), (1, 200, 300), (300, 200, 1)])
+def test_matrix_vector_shapes_take_gemv_correctly(dtype, m, k, n):
+    """One output row or column runs as a BLAS gemv (Note [gemv products]): every operand layout
+    BLAS can read, and addmm's beta (0 ignores NaN in the input)."""
+    rng = np.random.default_rng(m * 1000 + n)
+    a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == np.float32 else {"rtol": 1e-11, "atol": 1e-11}
+    layouts = {
+        "contiguous": (ember.tensor(a), ember.tensor(b)),
+        "b transposed": (ember.tensor(a), ember.tensor(np.ascontiguousarray(b.T)).t()),
+        "a transposed": (ember.tensor(np.ascontiguousarray(a.T)).t(), ember.tensor(b)),
+        "both transposed": (ember.tensor(np.ascontiguousarray(a.T)).t(), ember.tensor(np.ascontiguousarray(b.T)).t()),
+        "strided": (ember.tensor(np.repeat(a, 2, axis=1))[:, ::2], ember.tensor(np.repeat(b, 3, axis=0))[::3]),
+    }
+    for name, (x, y) in layouts.items():
+        np.testing.assert_allclose((x @ y).numpy(), ref, **tol, err_msg=name)
+    x, y = layouts["contiguous"]
+    nan_input = ember.full((m, n), float("nan"), dtype=x.dtype)
+    np.testing.assert_allclose(ember.addmm(nan_input, x, y, beta=0).numpy(), ref, **tol)
+    np.testing.assert_allclose(ember.addmm(ember.ones(m, n, dtype=x.dtype), x, y, beta=0.5, alpha=2.0).numpy(),
+                               0.5 + 2.0 * ref, **tol)
+    linear = ember.nn.functional.linear(x, y.t().contiguous())  # a Linear at batch 1 (or one output)
+    np.testing.assert_allclose(linear.numpy(), ref, **tol)
+
+
+def test_gemv_products_give_the_same_bits_for_any_thread_count():
+    ember.manual_seed(1)
+    x, w, a, v = ember.randn(1, 4096), ember.randn(3000, 4096), ember.randn(3000, 4096), ember.randn(4096, 1)
+    threads = ember.get_num_threads()
+    try:
+        results = []
+        for n in (1, 2, 3):
+            ember.set_num_threads(n)
+            results.append(((x @ w.t()).numpy().tobytes(), (a @ v).numpy().tobytes()))
+    finally:
+        ember.set_num_threads(threads)
+    assert results[0] == results[1] == results[2]

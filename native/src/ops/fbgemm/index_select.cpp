@@ -1,4 +1,5 @@
-// FBGEMM's row gathers (ember.ops.fbgemm.index_select_dim0, group_index_select_dim0): the forward
+// FBGEMM's row gathers (ember.ops.fbgemm.index_select_dim0; group_index_select_dim0 is its composite
+// in src/autograd/fbgemm_composites.cpp): the forward
 // copies whole rows (one memcpy per index, prefetched, over parallel_for), which beats the generic
 // strided index_select on a large table; the backward sums the gradient rows of equal indices
 // after sorting them (Note [sorted segment sums]), so no two threads add into one row.
@@ -78,37 +79,6 @@ Tensor index_select_dim0_backward(const Tensor& grad_output, const Tensor& indic
   if (out.numel() == 0 || idx.numel() == 0) return out;
   scatter_add_rows_stub.get(grad_output.device().type)(grad_output.contiguous(), idx, out);
   return out;
-}
-
-std::vector<Tensor> group_index_select_dim0(const std::vector<Tensor>& input_group,
-                                            const std::vector<Tensor>& indices_group) {
-  EMBER_CHECK(input_group.size() == indices_group.size(), ValueError,
-              "[group_index_select_dim0] expected as many index tensors as inputs (", input_group.size(),
-              "), but got ", indices_group.size());
-  // each group through autograd (Note [jagged composites] in jagged.cpp)
-  std::vector<Tensor> out;
-  out.reserve(input_group.size());
-  for (size_t g = 0; g < input_group.size(); ++g)
-    out.push_back(autograd::index_select_dim0(input_group[g], indices_group[g], 0, 0, false));
-  return out;
-}
-
-Tensor permute102_baddbmm_permute102(const Tensor& bias, const Tensor& A, const Tensor& B) {
-  const char* op = "permute102_baddbmm_permute102";
-  EMBER_CHECK(A.dim() == 3 && B.dim() == 3 && bias.dim() == 2, ValueError, "[", op,
-              "] expected A (m, B, k), B (B, k, n) and bias (B, n), but got shapes ", dims::str(A.sizes()),
-              ", ", dims::str(B.sizes()), " and ", dims::str(bias.sizes()));
-  EMBER_CHECK(A.size(1) == B.size(0) && A.size(2) == B.size(1) && bias.size(0) == B.size(0) &&
-                  bias.size(1) == B.size(2),
-              ValueError, "[", op, "] expected A (m, B, k), B (B, k, n) and bias (B, n), but got shapes ",
-              dims::str(A.sizes()), ", ", dims::str(B.sizes()), " and ", dims::str(bias.sizes()));
-  EMBER_CHECK(A.dtype() == B.dtype() && bias.dtype() == B.dtype(), TypeError, "[", op,
-              "] expected A, B and bias of one dtype, but got ", dtype_name(A.dtype()), ", ",
-              dtype_name(B.dtype()), " and ", dtype_name(bias.dtype()));
-  // baddbmm over the batch dim B, composed through autograd (Note [jagged composites])
-  const Tensor r = autograd::baddbmm(autograd::unsqueeze(bias, 1), autograd::permute(A, {1, 0, 2}), B,
-                                     Scalar(int64_t(1)), Scalar(int64_t(1)), std::nullopt);
-  return autograd::permute(r, {1, 0, 2});
 }
 
 }  // namespace ember

@@ -7,12 +7,8 @@
 // 0, non-decreasing, and its last entry at most the length of what it indexes (the next level, or
 // the values). So no input can make a kernel address memory outside its tensors.
 //
-// Note [jagged composites]: the ops that return (values, offsets), as FBGEMM's do, cannot carry a
-// derivative formula themselves (a tuple with a Tensor[]). Their bodies call the ember::autograd::
-// version of a single-output op that does (dense_to_jagged_forward, jagged_softmax_forward, ...),
-// so gradients flow through them; their own wrappers pass through (NONDIFFERENTIABLE in
-// declarations.py). This is the one place an op body reaches up into autograd, as FBGEMM's
-// composite ops (CompositeImplicitAutograd) do.
+// The ops that return (values, offsets) are composites of these, in
+// src/autograd/fbgemm_composites.cpp (Note [composite ops] there).
 //
 // Values past max_L in jagged_dense_bmm and jagged_softmax, which FBGEMM leaves uninitialized, are
 // zeros here; the jagged-output elementwise ops treat dense positions past the dense tensor's
@@ -24,6 +20,7 @@
 #include "ember/error.h"
 #include "ember/fbgemm_ops.h"
 #include "ops/dims.h"
+#include "ops/fbgemm/jagged_checks.h"
 #include "ops/fbgemm/jagged_kernels.h"
 
 namespace ember {
@@ -261,12 +258,6 @@ Tensor dense_to_jagged_forward(const Tensor& dense, const std::vector<Tensor>& o
   return to_jagged("dense_to_jagged", dense, offsets, total_L);
 }
 
-std::tuple<Tensor, std::vector<Tensor>> dense_to_jagged(const Tensor& dense,
-                                                        const std::vector<Tensor>& x_offsets,
-                                                        std::optional<int64_t> total_L) {
-  return {autograd::dense_to_jagged_forward(dense, x_offsets, total_L), x_offsets};
-}
-
 Tensor jagged_1d_to_dense(const Tensor& values, const Tensor& offsets, int64_t max_sequence_length,
                           int64_t padding_value) {
   EMBER_CHECK(values.dim() == 1, ValueError, "[jagged_1d_to_dense] expected 1-D values, but got ",
@@ -293,43 +284,17 @@ Tensor jagged_dense_elementwise_add(const Tensor& x_values, const std::vector<Te
   return add(dense, y);
 }
 
-namespace {
-// y's values at x's jagged positions, through autograd (Note [jagged composites]).
-Tensor dense_at_jagged(const char* op, const char* name, const Tensor& x_values,
-                       const std::vector<Tensor>& x_offsets, const Tensor& y) {
+// The checks of a jagged-output elementwise op's operands (jagged_checks.h).
+void check_jagged_values(const char* op, const Tensor& x_values) {
+  check_values(op, "x_values", x_values);
+}
+
+void check_jagged_dense_operand(const char* op, const char* name, const Tensor& x_values,
+                                const std::vector<Tensor>& x_offsets, const Tensor& y) {
   check_dense_operand(op, name, x_values, x_offsets.size(), y);
   const Levels levels = check_offsets(op, x_offsets, x_values.size(0));
   EMBER_CHECK(y.size(0) == static_cast<int64_t>(levels[0].size()) - 1, ValueError, "[", op, "] expected ",
               name, "'s batch size to match the offsets (", levels[0].size() - 1, "), but got ", y.size(0));
-  return autograd::dense_to_jagged_forward(y, x_offsets, x_values.size(0));
-}
-}  // namespace
-
-std::tuple<Tensor, std::vector<Tensor>> jagged_dense_elementwise_add_jagged_output(
-    const Tensor& x_values, const std::vector<Tensor>& x_offsets, const Tensor& y) {
-  const char* op = "jagged_dense_elementwise_add_jagged_output";
-  check_values(op, "x_values", x_values);
-  const Tensor yj = dense_at_jagged(op, "y", x_values, x_offsets, y);
-  return {autograd::add(x_values, yj, Scalar(int64_t(1)), std::nullopt), x_offsets};
-}
-
-std::tuple<Tensor, std::vector<Tensor>> jagged_dense_dense_elementwise_add_jagged_output(
-    const Tensor& x_values, const std::vector<Tensor>& x_offsets, const Tensor& y_0, const Tensor& y_1) {
-  const char* op = "jagged_dense_dense_elementwise_add_jagged_output";
-  check_values(op, "x_values", x_values);
-  const Tensor y0 = dense_at_jagged(op, "y_0", x_values, x_offsets, y_0);
-  const Tensor y1 = dense_at_jagged(op, "y_1", x_values, x_offsets, y_1);
-  const Scalar one(int64_t(1));
-  return {autograd::add(autograd::add(x_values, y0, one, std::nullopt), y1, one, std::nullopt), x_offsets};
-}
-
-std::tuple<Tensor, std::vector<Tensor>> jagged_dense_elementwise_mul(const Tensor& x_values,
-                                                                     const std::vector<Tensor>& x_offsets,
-                                                                     const Tensor& y) {
-  const char* op = "jagged_dense_elementwise_mul";
-  check_values(op, "x_values", x_values);
-  const Tensor yj = dense_at_jagged(op, "y", x_values, x_offsets, y);
-  return {autograd::mul(x_values, yj, std::nullopt), x_offsets};
 }
 
 // ---- products and softmax over one offsets level ----------------------------------------------
@@ -354,11 +319,6 @@ Tensor jagged_dense_bmm_forward(const Tensor& x_values, const Tensor& x_offsets,
   jagged_dense_bmm_stub.get(x_values.device().type)(x_values.contiguous(), levels[0].data(), B,
                                                     y.contiguous(), max_L, out);
   return out;
-}
-
-std::tuple<Tensor, Tensor> jagged_dense_bmm(const Tensor& x_values, const Tensor& x_offsets, const Tensor& y,
-                                            int64_t max_L) {
-  return {autograd::jagged_dense_bmm_forward(x_values, x_offsets, y, max_L), x_offsets};
 }
 
 Tensor jagged_jagged_bmm_forward(const Tensor& x_values, const Tensor& y_values, const Tensor& x_offsets,
@@ -451,10 +411,6 @@ Tensor jagged_softmax_forward(const Tensor& values, const Tensor& x_offsets, int
   jagged_softmax_stub.get(values.device().type)(values.contiguous(), levels[0].data(),
                                                 static_cast<int64_t>(levels[0].size()) - 1, max_L, out);
   return out;
-}
-
-std::tuple<Tensor, Tensor> jagged_softmax(const Tensor& values, const Tensor& x_offsets, int64_t max_L) {
-  return {autograd::jagged_softmax_forward(values, x_offsets, max_L), x_offsets};
 }
 
 Tensor jagged_softmax_backward(const Tensor& grad_output, const Tensor& output, const Tensor& x_offsets,
