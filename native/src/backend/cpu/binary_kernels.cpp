@@ -266,6 +266,9 @@ void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
             if (op == BinaryOp::Ge) predicate<T>(out, a, b, [](A x, A y) { return x >= y; });
           });
   }
+  // Each listed op returns from its case above. One declared in declarations.py without its
+  // kernel line here lands below (and -Wswitch warns when this file is compiled).
+  throw NotImplementedError(std::string("[") + pointwise_facts(op).name + "] has no CPU kernel");
 }
 
 void where_kernel(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
