@@ -11,7 +11,24 @@ Test hints (`test=`):
   ref      NumPy reference, evaluated in float64: an expression over `np` (a, b are the inputs)
   dtypes   "float" | "numeric" | "integral" | "bool_int" | "all": the dtypes sampled
   domain   (lo, hi) for unary samples
-  complex  also sampled with complex inputs
+  complex  also sampled with complex inputs; for an op with a pointwise kernel (`kernel=`), also
+           whether its entry point and kernel accept complex tensors (the one place that says so)
+
+Pointwise kernels (`kernel=`): an op computed by a unary or binary pointwise kernel of its own
+names how its entry point (src/ops/pointwise/pointwise.cpp) computes. gen_ops.py turns these
+declarations into the X-macro lists EMBER_FORALL_UNARY_OPS / EMBER_FORALL_BINARY_OPS
+(ember/pointwise_ops.h), which give the UnaryOp / BinaryOp enums (CamelCase of the name), the
+names errors use, the complex support the entry points and CPU kernels check, and the entry
+points themselves. Forms:
+  "float"       computed in floating point: integer and bool inputs become the default dtype
+  "same"        computed in the inputs' (promoted) dtype
+  "float_only"  binary: floating inputs only (NotImplementedError for integers)
+  "integral"    integer and bool inputs only
+  "predicate"   unary: a bool result (isnan, logical_not)
+  "compare"     binary: a bool result (eq, logical_and)
+`hand_written=True`: the entry point is written by hand (extra arguments or checks); its facts
+still come from the list. `variants`: extra kernel entries of the op (enum names; real inputs
+only, named as the op in errors), such as div's rounding modes.
 
 Autocast (`autocast=`): what `ember.autocast("cpu")` does to the op's floating inputs, as
 PyTorch's CPU lists: "lower_precision_fp" runs it in the autocast dtype (bfloat16 or float16),
@@ -31,20 +48,28 @@ class Op:
     test: dict = field(default_factory=dict)
     # autocast policy (Note [autocast] in ember/autocast.h): "lower_precision_fp", "fp32", "promote"
     autocast: str | None = None
+    # pointwise kernel form (see the module docstring); None: no pointwise kernel of its own
+    kernel: str | None = None
+    hand_written: bool = False
+    variants: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         return self.schema.split("(", 1)[0].split("::")[-1]
 
 
-def unary(name: str, ref: str, domain=(-3.0, 3.0), dtypes="float", complex=False, inplace=True) -> Op:
+def unary(name: str, ref: str, domain=(-3.0, 3.0), dtypes="float", complex=False, inplace=True,
+          kernel: str | None = None, hand_written=False) -> Op:
     return Op(f"{name}(Tensor self, *, Tensor? out=None) -> Tensor", inplace=inplace,
-              test={"family": "unary", "ref": ref, "domain": domain, "dtypes": dtypes, "complex": complex})
+              test={"family": "unary", "ref": ref, "domain": domain, "dtypes": dtypes, "complex": complex},
+              kernel=kernel, hand_written=hand_written)
 
 
-def binary(name: str, ref: str, dtypes="numeric", complex=False, inplace=True, family="binary") -> Op:
+def binary(name: str, ref: str, dtypes="numeric", complex=False, inplace=True, family="binary",
+           kernel: str | None = None, hand_written=False) -> Op:
     return Op(f"{name}(Tensor self, Tensor other, *, Tensor? out=None) -> Tensor", inplace=inplace,
-              test={"family": family, "ref": ref, "dtypes": dtypes, "complex": complex})
+              test={"family": family, "ref": ref, "dtypes": dtypes, "complex": complex},
+              kernel=kernel, hand_written=hand_written)
 
 
 def reduction(name: str, ref: str, dtypes="numeric", extra: str = "", dim: str = "int[1]? dim=None",
@@ -174,91 +199,96 @@ OPS: list[Op] = [
        test={"family": "none"}),
     # ---- pointwise binary (src/ops/pointwise, kernels in backend/cpu/binary_kernels.cpp) -----------
     Op("add(Tensor self, Tensor other, *, Scalar alpha=1, Tensor? out=None) -> Tensor", inplace=True,
-       test={"family": "binary", "ref": "a + b", "dtypes": "numeric", "complex": True}),
+       test={"family": "binary", "ref": "a + b", "dtypes": "numeric", "complex": True},
+       kernel="same", hand_written=True),
     Op("sub(Tensor self, Tensor other, *, Scalar alpha=1, Tensor? out=None) -> Tensor", inplace=True,
-       test={"family": "binary", "ref": "a - b", "dtypes": "numeric", "complex": True}),
-    binary("mul", "a * b", complex=True),
+       test={"family": "binary", "ref": "a - b", "dtypes": "numeric", "complex": True},
+       kernel="same", hand_written=True),
+    binary("mul", "a * b", complex=True, kernel="same"),
     Op("div(Tensor self, Tensor other, *, str? rounding_mode=None, Tensor? out=None) -> Tensor", inplace=True,
-       test={"family": "binary", "ref": "a / b", "dtypes": "float", "complex": True, "nonzero_rhs": True}),
+       test={"family": "binary", "ref": "a / b", "dtypes": "float", "complex": True, "nonzero_rhs": True},
+       kernel="float", hand_written=True, variants=("DivTrunc", "DivFloor")),  # rounding_mode, floor_divide
     binary("true_divide", "a / b", dtypes="float"),
     binary("floor_divide", "np.floor_divide(a, b)", dtypes="float"),
-    binary("remainder", "np.remainder(a, b)", dtypes="float"),
-    binary("fmod", "np.fmod(a, b)", dtypes="float"),
-    binary("pow", "np.power(a, b)", dtypes="float", complex=False),
-    binary("atan2", "np.arctan2(a, b)", dtypes="float"),
-    binary("hypot", "np.hypot(a, b)", dtypes="float"),
-    binary("maximum", "np.maximum(a, b)"),
-    binary("minimum", "np.minimum(a, b)"),
-    binary("fmax", "np.fmax(a, b)", dtypes="float"),
-    binary("fmin", "np.fmin(a, b)", dtypes="float"),
-    binary("bitwise_and", "np.bitwise_and(a, b)", dtypes="bool_int"),
-    binary("bitwise_or", "np.bitwise_or(a, b)", dtypes="bool_int"),
-    binary("bitwise_xor", "np.bitwise_xor(a, b)", dtypes="bool_int"),
-    binary("logical_and", "np.logical_and(a, b)", dtypes="all", family="compare"),
-    binary("logical_or", "np.logical_or(a, b)", dtypes="all", family="compare"),
-    binary("logical_xor", "np.logical_xor(a, b)", dtypes="all", family="compare"),
-    binary("eq", "a == b", dtypes="all", family="compare", complex=True),
-    binary("ne", "a != b", dtypes="all", family="compare", complex=True),
-    binary("lt", "a < b", family="compare"),
-    binary("le", "a <= b", family="compare"),
-    binary("gt", "a > b", family="compare"),
-    binary("ge", "a >= b", family="compare"),
+    binary("remainder", "np.remainder(a, b)", dtypes="float", kernel="same"),
+    binary("fmod", "np.fmod(a, b)", dtypes="float", kernel="same"),
+    binary("pow", "np.power(a, b)", dtypes="float", complex=False, kernel="same", hand_written=True),
+    binary("atan2", "np.arctan2(a, b)", dtypes="float", kernel="float"),
+    binary("hypot", "np.hypot(a, b)", dtypes="float", kernel="float_only"),
+    binary("maximum", "np.maximum(a, b)", kernel="same"),
+    binary("minimum", "np.minimum(a, b)", kernel="same"),
+    binary("fmax", "np.fmax(a, b)", dtypes="float", kernel="same"),
+    binary("fmin", "np.fmin(a, b)", dtypes="float", kernel="same"),
+    binary("bitwise_and", "np.bitwise_and(a, b)", dtypes="bool_int", kernel="integral"),
+    binary("bitwise_or", "np.bitwise_or(a, b)", dtypes="bool_int", kernel="integral"),
+    binary("bitwise_xor", "np.bitwise_xor(a, b)", dtypes="bool_int", kernel="integral"),
+    binary("logical_and", "np.logical_and(a, b)", dtypes="all", family="compare", complex=True, kernel="compare"),
+    binary("logical_or", "np.logical_or(a, b)", dtypes="all", family="compare", complex=True, kernel="compare"),
+    binary("logical_xor", "np.logical_xor(a, b)", dtypes="all", family="compare", complex=True, kernel="compare"),
+    binary("eq", "a == b", dtypes="all", family="compare", complex=True, kernel="compare"),
+    binary("ne", "a != b", dtypes="all", family="compare", complex=True, kernel="compare"),
+    binary("lt", "a < b", family="compare", kernel="compare"),
+    binary("le", "a <= b", family="compare", kernel="compare"),
+    binary("gt", "a > b", family="compare", kernel="compare"),
+    binary("ge", "a >= b", family="compare", kernel="compare"),
     # ---- pointwise unary (kernels in backend/cpu/unary_kernels.cpp) --------------------------------
-    unary("neg", "-a", dtypes="numeric", complex=True),
-    unary("abs", "np.abs(a)", dtypes="numeric", complex=True),
-    unary("sign", "np.sign(a)", dtypes="numeric"),
-    unary("exp", "np.exp(a)", complex=True),
-    unary("exp2", "np.exp2(a)"),
-    unary("expm1", "np.expm1(a)"),
-    unary("log", "np.log(a)", domain=(0.01, 10.0), complex=True),
-    unary("log2", "np.log2(a)", domain=(0.01, 10.0)),
-    unary("log10", "np.log10(a)", domain=(0.01, 10.0)),
-    unary("log1p", "np.log1p(a)", domain=(-0.9, 10.0)),
-    unary("sqrt", "np.sqrt(a)", domain=(0.0, 10.0), complex=True),
-    unary("rsqrt", "1 / np.sqrt(a)", domain=(0.01, 10.0)),
-    unary("reciprocal", "1 / a", domain=(0.1, 10.0), complex=True),
-    unary("sin", "np.sin(a)", complex=True),
-    unary("cos", "np.cos(a)", complex=True),
-    unary("tan", "np.tan(a)", domain=(-1.4, 1.4), complex=True),
-    unary("asin", "np.arcsin(a)", domain=(-0.99, 0.99)),
-    unary("acos", "np.arccos(a)", domain=(-0.99, 0.99)),
-    unary("atan", "np.arctan(a)"),
-    unary("sinh", "np.sinh(a)", complex=True),
-    unary("cosh", "np.cosh(a)", complex=True),
-    unary("tanh", "np.tanh(a)", complex=True),
-    unary("asinh", "np.arcsinh(a)"),
-    unary("acosh", "np.arccosh(a)", domain=(1.01, 10.0)),
-    unary("atanh", "np.arctanh(a)", domain=(-0.99, 0.99)),
-    unary("sigmoid", "1 / (1 + np.exp(-a))"),
-    unary("erf", "np.vectorize(math.erf, otypes=[float])(a)"),
-    unary("erfc", "np.vectorize(math.erfc, otypes=[float])(a)"),
+    unary("neg", "-a", dtypes="numeric", complex=True, kernel="same", hand_written=True),
+    unary("abs", "np.abs(a)", dtypes="numeric", complex=True, kernel="same", hand_written=True),
+    unary("sign", "np.sign(a)", dtypes="numeric", kernel="same"),
+    unary("exp", "np.exp(a)", complex=True, kernel="float"),
+    unary("exp2", "np.exp2(a)", kernel="float"),
+    unary("expm1", "np.expm1(a)", kernel="float"),
+    unary("log", "np.log(a)", domain=(0.01, 10.0), complex=True, kernel="float"),
+    unary("log2", "np.log2(a)", domain=(0.01, 10.0), kernel="float"),
+    unary("log10", "np.log10(a)", domain=(0.01, 10.0), kernel="float"),
+    unary("log1p", "np.log1p(a)", domain=(-0.9, 10.0), kernel="float"),
+    unary("sqrt", "np.sqrt(a)", domain=(0.0, 10.0), complex=True, kernel="float"),
+    unary("rsqrt", "1 / np.sqrt(a)", domain=(0.01, 10.0), kernel="float"),
+    unary("reciprocal", "1 / a", domain=(0.1, 10.0), complex=True, kernel="float"),
+    unary("sin", "np.sin(a)", complex=True, kernel="float"),
+    unary("cos", "np.cos(a)", complex=True, kernel="float"),
+    unary("tan", "np.tan(a)", domain=(-1.4, 1.4), complex=True, kernel="float"),
+    unary("asin", "np.arcsin(a)", domain=(-0.99, 0.99), kernel="float"),
+    unary("acos", "np.arccos(a)", domain=(-0.99, 0.99), kernel="float"),
+    unary("atan", "np.arctan(a)", kernel="float"),
+    unary("sinh", "np.sinh(a)", complex=True, kernel="float"),
+    unary("cosh", "np.cosh(a)", complex=True, kernel="float"),
+    unary("tanh", "np.tanh(a)", complex=True, kernel="float"),
+    unary("asinh", "np.arcsinh(a)", kernel="float"),
+    unary("acosh", "np.arccosh(a)", domain=(1.01, 10.0), kernel="float"),
+    unary("atanh", "np.arctanh(a)", domain=(-0.99, 0.99), kernel="float"),
+    unary("sigmoid", "1 / (1 + np.exp(-a))", kernel="float"),
+    unary("erf", "np.vectorize(math.erf, otypes=[float])(a)", kernel="float"),
+    unary("erfc", "np.vectorize(math.erfc, otypes=[float])(a)", kernel="float"),
     unary("lgamma", "np.vectorize(lambda v: v if math.isnan(v) else math.inf if math.isinf(v) or "
-          "(v <= 0 and v == math.floor(v)) else math.lgamma(v), otypes=[float])(a)", domain=(0.1, 10.0)),
+          "(v <= 0 and v == math.floor(v)) else math.lgamma(v), otypes=[float])(a)", domain=(0.1, 10.0),
+          kernel="float"),
     # erfinv_ref / digamma_ref: float64 references written independently in test_opdb.py
-    unary("erfinv", "erfinv_ref(a)", domain=(-0.999, 0.999)),
-    unary("digamma", "digamma_ref(a)", domain=(-4.0, 8.0)),
+    unary("erfinv", "erfinv_ref(a)", domain=(-0.999, 0.999), kernel="float"),
+    unary("digamma", "digamma_ref(a)", domain=(-4.0, 8.0), kernel="float"),
     # modified Bessel functions of the first kind (ember.special); tested by hand against a
     # float64 series in tests/test_special_bessel.py
     Op("i0(Tensor self, *, Tensor? out=None) -> Tensor", inplace=True, test={"family": "none"}),
     Op("special_i0e(Tensor self, *, Tensor? out=None) -> Tensor", method=False, test={"family": "none"}),
     Op("special_i1(Tensor self, *, Tensor? out=None) -> Tensor", method=False, test={"family": "none"}),
     Op("special_i1e(Tensor self, *, Tensor? out=None) -> Tensor", method=False, test={"family": "none"}),
-    unary("floor", "np.floor(a)", dtypes="numeric"),
-    unary("ceil", "np.ceil(a)", dtypes="numeric"),
-    unary("trunc", "np.trunc(a)", dtypes="numeric"),
+    unary("floor", "np.floor(a)", dtypes="numeric", kernel="same"),
+    unary("ceil", "np.ceil(a)", dtypes="numeric", kernel="same"),
+    unary("trunc", "np.trunc(a)", dtypes="numeric", kernel="same"),
     Op("round(Tensor self, *, int decimals=0, Tensor? out=None) -> Tensor", inplace=True,
-       test={"family": "unary", "ref": "np.round(a)", "dtypes": "numeric"}),
-    unary("frac", "a - np.trunc(a)"),
-    unary("relu", "np.maximum(a, 0)", dtypes="numeric"),
-    unary("bitwise_not", "np.invert(a)", dtypes="bool_int"),
-    Op("logical_not(Tensor self, *, Tensor? out=None) -> Tensor", inplace=True,
-       test={"family": "unary", "ref": "np.logical_not(a)", "dtypes": "all", "domain": (-2.0, 2.0)}),
-    Op("isnan(Tensor self) -> Tensor", test={"family": "unary", "ref": "np.isnan(a)", "dtypes": "float",
-                                             "domain": (-3.0, 3.0)}),
-    Op("isinf(Tensor self) -> Tensor", test={"family": "unary", "ref": "np.isinf(a)", "dtypes": "float",
-                                             "domain": (-3.0, 3.0)}),
-    Op("isfinite(Tensor self) -> Tensor", test={"family": "unary", "ref": "np.isfinite(a)", "dtypes": "float",
-                                                "domain": (-3.0, 3.0)}),
+       test={"family": "unary", "ref": "np.round(a)", "dtypes": "numeric"}, kernel="same", hand_written=True),
+    unary("frac", "a - np.trunc(a)", kernel="float"),
+    unary("relu", "np.maximum(a, 0)", dtypes="numeric", kernel="same"),
+    unary("bitwise_not", "np.invert(a)", dtypes="bool_int", kernel="integral"),
+    Op("logical_not(Tensor self, *, Tensor? out=None) -> Tensor", inplace=True, kernel="predicate",
+       test={"family": "unary", "ref": "np.logical_not(a)", "dtypes": "all", "domain": (-2.0, 2.0),
+             "complex": True}),
+    Op("isnan(Tensor self) -> Tensor", kernel="predicate", hand_written=True,  # no out=
+       test={"family": "unary", "ref": "np.isnan(a)", "dtypes": "float", "domain": (-3.0, 3.0), "complex": True}),
+    Op("isinf(Tensor self) -> Tensor", kernel="predicate", hand_written=True,  # no out=
+       test={"family": "unary", "ref": "np.isinf(a)", "dtypes": "float", "domain": (-3.0, 3.0), "complex": True}),
+    Op("isfinite(Tensor self) -> Tensor", kernel="predicate", hand_written=True,  # no out=
+       test={"family": "unary", "ref": "np.isfinite(a)", "dtypes": "float", "domain": (-3.0, 3.0), "complex": True}),
     Op("clamp(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor? out=None) -> Tensor", inplace=True,
        test={"family": "none"}),
     Op("where(Tensor condition, Tensor self, Tensor other) -> Tensor", method=False, test={"family": "none"}),

@@ -5,99 +5,42 @@
 
 #include "ember/dispatch_stub.h"
 #include "ember/generator.h"
+#include "ember/pointwise_ops.h"
 #include "ember/scalar.h"
 #include "ember/tensor.h"
 
 namespace ember {
 
-// Unary ops whose output has the input's (compute) dtype, with the op names errors use.
-#define EMBER_FORALL_UNARY_OPS(_) \
-  _(Neg, "neg")                   \
-  _(Abs, "abs")                   \
-  _(Sign, "sign")                 \
-  _(Exp, "exp")                   \
-  _(Exp2, "exp2")                 \
-  _(Expm1, "expm1")               \
-  _(Log, "log")                   \
-  _(Log2, "log2")                 \
-  _(Log10, "log10")               \
-  _(Log1p, "log1p")               \
-  _(Sqrt, "sqrt")                 \
-  _(Rsqrt, "rsqrt")               \
-  _(Reciprocal, "reciprocal")     \
-  _(Sin, "sin")                   \
-  _(Cos, "cos")                   \
-  _(Tan, "tan")                   \
-  _(Asin, "asin")                 \
-  _(Acos, "acos")                 \
-  _(Atan, "atan")                 \
-  _(Sinh, "sinh")                 \
-  _(Cosh, "cosh")                 \
-  _(Tanh, "tanh")                 \
-  _(Asinh, "asinh")               \
-  _(Acosh, "acosh")               \
-  _(Atanh, "atanh")               \
-  _(Sigmoid, "sigmoid")           \
-  _(Erf, "erf")                   \
-  _(Erfc, "erfc")                 \
-  _(Erfinv, "erfinv")             \
-  _(Lgamma, "lgamma")             \
-  _(Digamma, "digamma")           \
-  _(Floor, "floor")               \
-  _(Ceil, "ceil")                 \
-  _(Trunc, "trunc")               \
-  _(Round, "round")               \
-  _(Frac, "frac")                 \
-  _(Relu, "relu")                 \
-  _(BitwiseNot, "bitwise_not")    \
-  _(LogicalNot, "logical_not")    \
-  _(IsNan, "isnan")               \
-  _(IsInf, "isinf")               \
-  _(IsFinite, "isfinite")
-enum class UnaryOp {
-#define EMBER_UNARY_ENUM(op, name) op,
-  EMBER_FORALL_UNARY_OPS(EMBER_UNARY_ENUM)
-#undef EMBER_UNARY_ENUM
+// The pointwise ops with kernels of their own, declared in native/ops/declarations.py
+// (kernel=) and generated into ember/pointwise_ops.h as the X-macro lists
+// EMBER_FORALL_UNARY_OPS / EMBER_FORALL_BINARY_OPS, _(Enum, name, Form, complex_ok, Entry).
+// How an op's entry point computes (the forms of declarations.py's docstring):
+enum class PointwiseForm { Float, Same, FloatOnly, Integral, Predicate, Compare };
+struct PointwiseFacts {
+  const char* name;  // the op's name, as errors give it
+  PointwiseForm form;
+  bool complex_ok;  // whether the entry point and kernel take complex inputs (complex=)
 };
-inline const char* unary_op_name(UnaryOp op) {
-#define EMBER_UNARY_NAME(op, name) name,
-  static constexpr const char* kNames[] = {EMBER_FORALL_UNARY_OPS(EMBER_UNARY_NAME)};
-#undef EMBER_UNARY_NAME
-  return kNames[static_cast<int>(op)];
+
+#define EMBER_POINTWISE_ENUM(op, name, form, complex_ok, entry) op,
+enum class UnaryOp { EMBER_FORALL_UNARY_OPS(EMBER_POINTWISE_ENUM) };
+enum class BinaryOp { EMBER_FORALL_BINARY_OPS(EMBER_POINTWISE_ENUM) };
+#undef EMBER_POINTWISE_ENUM
+#define EMBER_POINTWISE_FACTS(op, name, form, complex_ok, entry) {#name, PointwiseForm::form, complex_ok},
+inline constexpr PointwiseFacts kUnaryFacts[] = {EMBER_FORALL_UNARY_OPS(EMBER_POINTWISE_FACTS)};
+inline constexpr PointwiseFacts kBinaryFacts[] = {EMBER_FORALL_BINARY_OPS(EMBER_POINTWISE_FACTS)};
+#undef EMBER_POINTWISE_FACTS
+constexpr const PointwiseFacts& pointwise_facts(UnaryOp op) {
+  return kUnaryFacts[static_cast<int>(op)];
 }
+constexpr const PointwiseFacts& pointwise_facts(BinaryOp op) {
+  return kBinaryFacts[static_cast<int>(op)];
+}
+
 // out (of `out`'s dtype, bool for predicates) = op(in), in already of the compute dtype.
 using UnaryFn = void (*)(UnaryOp, const Tensor& out, const Tensor& in);
 extern DispatchStub<UnaryFn> unary_stub;
 
-enum class BinaryOp {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  DivTrunc,
-  DivFloor,
-  Remainder,
-  Fmod,
-  Pow,
-  Atan2,
-  Hypot,
-  Maximum,
-  Minimum,
-  Fmax,
-  Fmin,
-  BitwiseAnd,
-  BitwiseOr,
-  BitwiseXor,
-  LogicalAnd,
-  LogicalOr,
-  LogicalXor,
-  Eq,
-  Ne,
-  Lt,
-  Le,
-  Gt,
-  Ge
-};
 // out = op(a, b) with a, b of one compute dtype (broadcast to out's shape by strides); alpha
 // scales b for Add/Sub. Comparisons and logical ops write bool.
 using BinaryFn = void (*)(BinaryOp, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha);

@@ -18,7 +18,8 @@ HEADER_LAYER = {
     "scalar": "core", "scalar_types": "core", "tensor": "core", "version": "core", "writable": "core",
     "autocast": "dispatch", "ivalue": "dispatch", "library": "dispatch", "op_registry": "dispatch",
     "schema": "dispatch",
-    "linalg": "ops", "ops": "ops", "fbgemm_ops": "ops",  # ops.h and fbgemm_ops.h are generated
+    "linalg": "ops", "ops": "ops", "fbgemm_ops": "ops",  # ops.h, fbgemm_ops.h, pointwise_ops.h are generated
+    "pointwise_ops": "ops",
     "autograd": "autograd", "derivatives": "autograd", "vmap": "vmap",
     "ember": None,  # the umbrella header, for extensions only
 }

@@ -130,4 +130,11 @@ constexpr unsigned kReal = kInts | kFloats | kReduced;
 constexpr unsigned kAllFloat = kFloats | kReduced;
 constexpr unsigned kAll = kBool | kInts | kFloats | kReduced | kComplex;
 
+// `groups` plus the complex dtypes when one of the pointwise `ops` takes them (its declaration's
+// complex=, pointwise_facts in src/ops/kernels.h): a kernel accepts what its entry point passes.
+template <typename... Ops>
+constexpr unsigned with_complex(unsigned groups, Ops... ops) {
+  return (pointwise_facts(ops).complex_ok || ...) ? (groups | kComplex) : groups;
+}
+
 }  // namespace ember::EMBER_CPU_NS

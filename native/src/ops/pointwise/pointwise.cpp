@@ -122,69 +122,54 @@ using namespace pointwise;
 
 namespace {
 
-enum class Kind { Any, Float, Integral, NoBool, NoComplex };
+// Note [pointwise facts]: a pointwise op with a kernel of its own is declared with `kernel=` in
+// native/ops/declarations.py; gen_ops.py lists it in ember/pointwise_ops.h, which gives its
+// UnaryOp / BinaryOp entry, its name, its form and whether it takes complex inputs
+// (pointwise_facts, src/ops/kernels.h). unary() and binary() check and compute by those facts,
+// and the entry points of the ops not declared hand_written=True are defined from the lists at
+// the end of this file.
 
-// Unary ops computed in floating point: integers and bool become the default dtype.
-Tensor unary_float(UnaryOp op, const Tensor& self, const std::optional<Tensor>& out, bool allow_complex) {
-  const char* name = unary_op_name(op);
-  EMBER_CHECK(allow_complex || !is_complex(self.dtype()), NotImplementedError, "[", name,
-              "] not implemented for complex dtype ", dtype_name(self.dtype()));
-  const DType compute =
-      is_floating_point(self.dtype()) || is_complex(self.dtype()) ? self.dtype() : get_default_dtype();
-  Tensor result = make_output(name, out, self.sizes(), compute, self.device(), {&self});
-  unary_stub.get(self.device().type)(op, result, cast_to(self, compute));
-  return finish(result, out);
-}
-
-// Unary ops that keep the input dtype (checked against `kind`).
-Tensor unary_same(UnaryOp op, const Tensor& self, const std::optional<Tensor>& out, Kind kind) {
-  const char* name = unary_op_name(op);
-  const DType d = self.dtype();
-  EMBER_CHECK(!(kind == Kind::Integral && !is_integral(d, true)), Error, "[", name,
-              "] expected integral or bool tensors, but got ", dtype_name(d));
-  EMBER_CHECK(
-      !(kind == Kind::NoBool && d == DType::Bool), Error, "[", name,
-      "] is not supported on bool tensors (Negation, the `-` operator, on a bool tensor is not supported)");
-  EMBER_CHECK(!(kind == Kind::NoComplex && is_complex(d)), NotImplementedError, "[", name,
+void check_complex(const PointwiseFacts& f, DType d) {
+  EMBER_CHECK(f.complex_ok || !is_complex(d), NotImplementedError, "[", f.name,
               "] not implemented for complex dtype ", dtype_name(d));
-  Tensor result = make_output(name, out, self.sizes(), d, self.device(), {&self});
-  unary_stub.get(self.device().type)(op, result, self);
-  return finish(result, out);
 }
 
-// Predicates: bool output of the input's shape.
-Tensor unary_predicate(UnaryOp op, const Tensor& self, const std::optional<Tensor>& out) {
-  Tensor result = make_output(unary_op_name(op), out, self.sizes(), DType::Bool, self.device(), {&self});
-  unary_stub.get(self.device().type)(op, result, self);
-  return finish(result, out);
-}
-
-const char* kBinaryNames[] = {
-    "add",  "sub",         "mul",        "div",         "div",         "div",        "remainder",
-    "fmod", "pow",         "atan2",      "hypot",       "maximum",     "minimum",    "fmax",
-    "fmin", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor",
-    "eq",   "ne",          "lt",         "le",          "gt",          "ge"};
-
-bool is_bool_out(BinaryOp op) {
-  return op >= BinaryOp::LogicalAnd;
+Tensor unary(UnaryOp op, const Tensor& self, const std::optional<Tensor>& out) {
+  const PointwiseFacts& f = pointwise_facts(op);
+  const DType d = self.dtype();
+  DType compute = d, result = d;
+  if (f.form == PointwiseForm::Integral) {
+    EMBER_CHECK(is_integral(d, true), Error, "[", f.name, "] expected integral or bool tensors, but got ",
+                dtype_name(d));
+  }
+  check_complex(f, d);
+  if (f.form == PointwiseForm::Float && !is_floating_point(d) && !is_complex(d)) {
+    compute = result = get_default_dtype();  // integers and bool compute in floating point
+  }
+  if (f.form == PointwiseForm::Predicate) result = DType::Bool;
+  Tensor output = make_output(f.name, out, self.sizes(), result, self.device(), {&self});
+  unary_stub.get(self.device().type)(op, output, cast_to(self, compute));
+  return finish(output, out);
 }
 
 Tensor binary(BinaryOp op, const Tensor& self, const Tensor& other, const std::optional<Tensor>& out,
-              Kind kind, bool float_result = false, const Scalar& alpha = Scalar(int64_t(1))) {
-  const char* name = kBinaryNames[static_cast<int>(op)];
+              const Scalar& alpha = Scalar(int64_t(1))) {
+  const PointwiseFacts& f = pointwise_facts(op);
+  const char* name = f.name;
   EMBER_CHECK(self.device() == other.device() || other.impl()->is_wrapped_number || other.dim() == 0, Error,
               "[", name, "] expected all tensors to be on the same device, but found at least two devices, ",
               self.device().str(), " and ", other.device().str());
   DType compute = result_type({self, other});
-  if (float_result && !is_floating_point(compute) && !is_complex(compute)) compute = get_default_dtype();
-  EMBER_CHECK(!(kind == Kind::Integral && !is_integral(compute, true)), Error, "[", name,
+  if (f.form == PointwiseForm::Float && !is_floating_point(compute) && !is_complex(compute)) {
+    compute = get_default_dtype();
+  }
+  EMBER_CHECK(!(f.form == PointwiseForm::Integral && !is_integral(compute, true)), Error, "[", name,
               "] expected integral or bool tensors, but got ", dtype_name(compute));
-  EMBER_CHECK(!(kind == Kind::NoComplex && is_complex(compute)), NotImplementedError, "[", name,
-              "] not implemented for complex dtype ", dtype_name(compute));
-  EMBER_CHECK(!(kind == Kind::Float && !is_floating_point(compute)), NotImplementedError, "[", name,
-              "] not implemented for dtype ", dtype_name(compute));
+  EMBER_CHECK(!(f.form == PointwiseForm::FloatOnly && !is_floating_point(compute)), NotImplementedError, "[",
+              name, "] not implemented for dtype ", dtype_name(compute));
+  check_complex(f, compute);
   const IntList shape = broadcast_shapes(name, self.sizes(), other.sizes());
-  const DType result_dtype = is_bool_out(op) ? DType::Bool : compute;
+  const DType result_dtype = f.form == PointwiseForm::Compare ? DType::Bool : compute;
   Tensor result = make_output(name, out, shape, result_dtype, self.device(), {&self, &other});
   binary_stub.get(self.device().type)(op, result, expand_to(cast_to(self, compute), shape, name),
                                       expand_to(cast_to(other, compute), shape, name), alpha);
@@ -193,14 +178,14 @@ Tensor binary(BinaryOp op, const Tensor& self, const Tensor& other, const std::o
 
 }  // namespace
 
-// ---- binary -------------------------------------------------------------------------------
+// ---- the entry points of the ops declared hand_written=True (the others: the end of this file)
 
 Tensor add(const Tensor& self, const Tensor& other, const Scalar& alpha, const std::optional<Tensor>& out) {
   const DType t = result_type({self, other});
   EMBER_CHECK(!(is_integral(t, true) && (alpha.is_floating_point() || alpha.is_complex())), Error,
               "[add] For integral input tensors, argument alpha must not be a floating point number.");
   check_scalar_fits(alpha, t, "add");  // Note [scalar range]
-  return binary(BinaryOp::Add, self, other, out, Kind::Any, false, alpha);
+  return binary(BinaryOp::Add, self, other, out, alpha);
 }
 Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha, const std::optional<Tensor>& out) {
   EMBER_CHECK(!(self.dtype() == DType::Bool && other.dtype() == DType::Bool), Error,
@@ -210,31 +195,21 @@ Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha, const s
   EMBER_CHECK(!(is_integral(t, true) && (alpha.is_floating_point() || alpha.is_complex())), Error,
               "[sub] For integral input tensors, argument alpha must not be a floating point number.");
   check_scalar_fits(alpha, t, "sub");  // Note [scalar range]
-  return binary(BinaryOp::Sub, self, other, out, Kind::Any, false, alpha);
-}
-Tensor mul(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  return binary(BinaryOp::Mul, self, other, out, Kind::Any);
+  return binary(BinaryOp::Sub, self, other, out, alpha);
 }
 Tensor div(const Tensor& self, const Tensor& other, const std::optional<std::string>& rounding_mode,
            const std::optional<Tensor>& out) {
-  if (!rounding_mode) return binary(BinaryOp::Div, self, other, out, Kind::Any, true);
+  if (!rounding_mode) return binary(BinaryOp::Div, self, other, out);
   EMBER_CHECK(*rounding_mode == "trunc" || *rounding_mode == "floor", ValueError,
               "[div] expected rounding_mode to be one of None, 'trunc', or 'floor', but got '",
               *rounding_mode, "'");
-  return binary(*rounding_mode == "trunc" ? BinaryOp::DivTrunc : BinaryOp::DivFloor, self, other, out,
-                Kind::NoComplex);
+  return binary(*rounding_mode == "trunc" ? BinaryOp::DivTrunc : BinaryOp::DivFloor, self, other, out);
 }
 Tensor true_divide(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
   return div(self, other, std::nullopt, out);
 }
 Tensor floor_divide(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  return binary(BinaryOp::DivFloor, self, other, out, Kind::NoComplex);
-}
-Tensor remainder(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  return binary(BinaryOp::Remainder, self, other, out, Kind::NoComplex);
-}
-Tensor fmod(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  return binary(BinaryOp::Fmod, self, other, out, Kind::NoComplex);
+  return binary(BinaryOp::DivFloor, self, other, out);
 }
 Tensor pow(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
   // As PyTorch, only a Python number as exponent is checked; an integer tensor of exponents
@@ -244,80 +219,8 @@ Tensor pow(const Tensor& self, const Tensor& other, const std::optional<Tensor>&
     EMBER_CHECK(other.dtype() == DType::Bool || other.data<int64_t>()[0] >= 0, Error,
                 "[pow] Integers to negative integer powers are not allowed.");
   }
-  return binary(BinaryOp::Pow, self, other, out, Kind::NoComplex);
+  return binary(BinaryOp::Pow, self, other, out);
 }
-Tensor atan2(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  return binary(BinaryOp::Atan2, self, other, out, Kind::NoComplex, true);
-}
-Tensor hypot(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  return binary(BinaryOp::Hypot, self, other, out, Kind::Float);
-}
-Tensor maximum(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  return binary(BinaryOp::Maximum, self, other, out, Kind::NoComplex);
-}
-Tensor minimum(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  return binary(BinaryOp::Minimum, self, other, out, Kind::NoComplex);
-}
-Tensor fmax(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  return binary(BinaryOp::Fmax, self, other, out, Kind::NoComplex);
-}
-Tensor fmin(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
-  return binary(BinaryOp::Fmin, self, other, out, Kind::NoComplex);
-}
-#define EMBER_BINARY_OP(fn, op, kind)                                                    \
-  Tensor fn(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) { \
-    return binary(BinaryOp::op, self, other, out, Kind::kind);                           \
-  }
-EMBER_BINARY_OP(bitwise_and, BitwiseAnd, Integral)
-EMBER_BINARY_OP(bitwise_or, BitwiseOr, Integral)
-EMBER_BINARY_OP(bitwise_xor, BitwiseXor, Integral)
-EMBER_BINARY_OP(logical_and, LogicalAnd, Any)
-EMBER_BINARY_OP(logical_or, LogicalOr, Any)
-EMBER_BINARY_OP(logical_xor, LogicalXor, Any)
-EMBER_BINARY_OP(eq, Eq, Any)
-EMBER_BINARY_OP(ne, Ne, Any)
-EMBER_BINARY_OP(lt, Lt, NoComplex)
-EMBER_BINARY_OP(le, Le, NoComplex)
-EMBER_BINARY_OP(gt, Gt, NoComplex)
-EMBER_BINARY_OP(ge, Ge, NoComplex)
-#undef EMBER_BINARY_OP
-
-// ---- unary --------------------------------------------------------------------------------
-
-#define EMBER_UNARY_FLOAT(fn, op, complex_ok)                       \
-  Tensor fn(const Tensor& self, const std::optional<Tensor>& out) { \
-    return unary_float(UnaryOp::op, self, out, complex_ok);         \
-  }
-EMBER_UNARY_FLOAT(exp, Exp, true)
-EMBER_UNARY_FLOAT(exp2, Exp2, false)
-EMBER_UNARY_FLOAT(expm1, Expm1, false)
-EMBER_UNARY_FLOAT(log, Log, true)
-EMBER_UNARY_FLOAT(log2, Log2, false)
-EMBER_UNARY_FLOAT(log10, Log10, false)
-EMBER_UNARY_FLOAT(log1p, Log1p, false)
-EMBER_UNARY_FLOAT(sqrt, Sqrt, true)
-EMBER_UNARY_FLOAT(rsqrt, Rsqrt, false)
-EMBER_UNARY_FLOAT(reciprocal, Reciprocal, true)
-EMBER_UNARY_FLOAT(sin, Sin, true)
-EMBER_UNARY_FLOAT(cos, Cos, true)
-EMBER_UNARY_FLOAT(tan, Tan, true)
-EMBER_UNARY_FLOAT(asin, Asin, false)
-EMBER_UNARY_FLOAT(acos, Acos, false)
-EMBER_UNARY_FLOAT(atan, Atan, false)
-EMBER_UNARY_FLOAT(sinh, Sinh, true)
-EMBER_UNARY_FLOAT(cosh, Cosh, true)
-EMBER_UNARY_FLOAT(tanh, Tanh, true)
-EMBER_UNARY_FLOAT(asinh, Asinh, false)
-EMBER_UNARY_FLOAT(acosh, Acosh, false)
-EMBER_UNARY_FLOAT(atanh, Atanh, false)
-EMBER_UNARY_FLOAT(sigmoid, Sigmoid, false)
-EMBER_UNARY_FLOAT(erf, Erf, false)
-EMBER_UNARY_FLOAT(erfc, Erfc, false)
-EMBER_UNARY_FLOAT(lgamma, Lgamma, false)
-EMBER_UNARY_FLOAT(erfinv, Erfinv, false)
-EMBER_UNARY_FLOAT(digamma, Digamma, false)
-EMBER_UNARY_FLOAT(frac, Frac, false)
-#undef EMBER_UNARY_FLOAT
 
 namespace {
 
@@ -389,53 +292,43 @@ Tensor special_i1e(const Tensor& self, const std::optional<Tensor>& out) {
   return bessel_i("special_i1e", 1, true, self, out);
 }
 
-#define EMBER_UNARY_SAME(fn, op, kind)                              \
-  Tensor fn(const Tensor& self, const std::optional<Tensor>& out) { \
-    return unary_same(UnaryOp::op, self, out, Kind::kind);          \
-  }
-EMBER_UNARY_SAME(neg, Neg, NoBool)
-EMBER_UNARY_SAME(sign, Sign, NoComplex)
-EMBER_UNARY_SAME(floor, Floor, NoComplex)
-EMBER_UNARY_SAME(ceil, Ceil, NoComplex)
-EMBER_UNARY_SAME(trunc, Trunc, NoComplex)
-EMBER_UNARY_SAME(relu, Relu, NoComplex)
-EMBER_UNARY_SAME(bitwise_not, BitwiseNot, Integral)
-#undef EMBER_UNARY_SAME
+Tensor neg(const Tensor& self, const std::optional<Tensor>& out) {
+  EMBER_CHECK(self.dtype() != DType::Bool, Error,
+              "[neg] is not supported on bool tensors (Negation, the `-` operator, on a bool tensor is not "
+              "supported)");
+  return unary(UnaryOp::Neg, self, out);
+}
 
 // round(decimals=d): round-half-even of x * 10^d, divided back (PyTorch's definition, computed in
 // x's dtype; for d < 0 the scale divides first).
 Tensor round(const Tensor& self, int64_t decimals, const std::optional<Tensor>& out) {
-  if (decimals == 0) return unary_same(UnaryOp::Round, self, out, Kind::NoComplex);
+  if (decimals == 0) return unary(UnaryOp::Round, self, out);
   EMBER_CHECK(is_floating_point(self.dtype()), NotImplementedError,
               "[round] round with decimals is not implemented for ", dtype_name(self.dtype()));
   const Tensor scale = wrapped_number(Scalar(std::pow(10.0, static_cast<double>(std::abs(decimals)))));
   if (decimals > 0) {
-    const Tensor whole =
-        unary_same(UnaryOp::Round, mul(self, scale, std::nullopt), std::nullopt, Kind::NoComplex);
+    const Tensor whole = unary(UnaryOp::Round, mul(self, scale, std::nullopt), std::nullopt);
     return div(whole, scale, std::nullopt, out);
   }
-  const Tensor whole =
-      unary_same(UnaryOp::Round, div(self, scale, std::nullopt, std::nullopt), std::nullopt, Kind::NoComplex);
+  const Tensor whole = unary(UnaryOp::Round, div(self, scale, std::nullopt, std::nullopt), std::nullopt);
   return mul(whole, scale, out);
 }
 
 Tensor abs(const Tensor& self, const std::optional<Tensor>& out) {
+  check_complex(pointwise_facts(UnaryOp::Abs), self.dtype());
   const DType d = to_real_dtype(self.dtype());  // |complex| is real
   Tensor result = make_output("abs", out, self.sizes(), d, self.device(), {&self});
   unary_stub.get(self.device().type)(UnaryOp::Abs, result, self);
   return finish(result, out);
 }
-Tensor logical_not(const Tensor& self, const std::optional<Tensor>& out) {
-  return unary_predicate(UnaryOp::LogicalNot, self, out);
-}
 Tensor isnan(const Tensor& self) {
-  return unary_predicate(UnaryOp::IsNan, self, std::nullopt);
+  return unary(UnaryOp::Isnan, self, std::nullopt);
 }
 Tensor isinf(const Tensor& self) {
-  return unary_predicate(UnaryOp::IsInf, self, std::nullopt);
+  return unary(UnaryOp::Isinf, self, std::nullopt);
 }
 Tensor isfinite(const Tensor& self) {
-  return unary_predicate(UnaryOp::IsFinite, self, std::nullopt);
+  return unary(UnaryOp::Isfinite, self, std::nullopt);
 }
 
 Tensor clamp(const Tensor& self, const std::optional<Scalar>& min, const std::optional<Scalar>& max,
@@ -466,5 +359,28 @@ Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
                                      expand_to(cast_to(other, d), shape, "where"));
   return result;
 }
+
+// ---- the entry points of the other pointwise ops, from the generated lists (Note [pointwise facts])
+#define EMBER_UNARY_ENTRY_HandWritten(op, fn)
+#define EMBER_UNARY_ENTRY_Generated(op, fn)                         \
+  Tensor fn(const Tensor& self, const std::optional<Tensor>& out) { \
+    return unary(UnaryOp::op, self, out);                           \
+  }
+#define EMBER_UNARY_ENTRY(op, fn, form, complex_ok, entry) EMBER_UNARY_ENTRY_##entry(op, fn)
+EMBER_FORALL_UNARY_OPS(EMBER_UNARY_ENTRY)
+#undef EMBER_UNARY_ENTRY
+#undef EMBER_UNARY_ENTRY_Generated
+#undef EMBER_UNARY_ENTRY_HandWritten
+
+#define EMBER_BINARY_ENTRY_HandWritten(op, fn)
+#define EMBER_BINARY_ENTRY_Generated(op, fn)                                             \
+  Tensor fn(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) { \
+    return binary(BinaryOp::op, self, other, out);                                       \
+  }
+#define EMBER_BINARY_ENTRY(op, fn, form, complex_ok, entry) EMBER_BINARY_ENTRY_##entry(op, fn)
+EMBER_FORALL_BINARY_OPS(EMBER_BINARY_ENTRY)
+#undef EMBER_BINARY_ENTRY
+#undef EMBER_BINARY_ENTRY_Generated
+#undef EMBER_BINARY_ENTRY_HandWritten
 
 }  // namespace ember

@@ -86,11 +86,9 @@ from .nn.functional import cdist, cosine_similarity, pairwise_distance, pdist  #
 
 def _export_generated_ops() -> list[str]:
     """Every aten op declared in native/ops/declarations.py becomes ember.<name> (as torch.<name>);
-    the fbgemm:: ones stay under ember.ops.fbgemm, as in PyTorch with fbgemm_gpu."""
-    import json
-
-    with open(_os.path.join(_os.path.dirname(__file__), "opdb.json")) as f:
-        names = [record["name"] for record in json.load(f) if record.get("namespace", "aten") == "aten"]
+    the fbgemm:: ones stay under ember.ops.fbgemm, as in PyTorch with fbgemm_gpu. The generated
+    bindings list the names (opdb.json is the op-database tests' data, not the package's)."""
+    names = list(_C._generated_op_names())
     for name in names:
         globals()[name] = getattr(_C, name)
     return names
