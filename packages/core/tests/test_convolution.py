@@ -108,6 +108,10 @@ DEPTHWISE = [  # one input and one output channel per group (Note [depthwise con
     ((12, 21), (3, 3), (1, 1), (1, 1), (1, 1), 19, 19, 19),
     ((15, 30), (5, 5), (2, 2), (2, 2), (1, 2), 17, 17, 17),  # stride, dilation and padding together
     ((60, 70), (3, 3), (1, 1), (1, 1), (1, 1), 9, 9, 9),  # tall enough for several input tiles
+    # wider rows: stride 2 with dilation, 37 positions (4 x 8 + 5), and 1-d
+    ((20, 50), (3, 3), (2, 2), (1, 1), (2, 2), 3, 3, 3),
+    ((5, 39), (3, 3), (1, 1), (0, 0), (1, 1), 2, 2, 2),
+    ((100,), (5,), (2,), (2,), (1,), 3, 3, 3),
 ]
 
 

@@ -487,6 +487,19 @@ def test_fast_path_diagnostics():
     assert layer.why_not_fast_path.startswith("src_mask was given")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_packed_attention_with_one_key_reads_only_that_key(dtype):
+    """Several queries against one key: the scores are a matrix-vector product (BLAS gemv, Note
+    [gemv products]) whose vector is the key's row of the packed key matrix. The rows after it
+    hold NaN here, so a read down the key's column instead of along its row shows as NaN."""
+    keys = np.full((4, 8), np.nan, dtype=dtype)
+    keys[0] = RNG.normal(size=8)
+    q = _t(RNG.normal(size=(3, 8)).astype(dtype))
+    kv = _t(keys)[:1]  # one row of a larger buffer
+    out = ember._C._packed_attention(q, kv, kv, _t(np.array([0, 3])), _t(np.array([0, 1])), 2, 0.5)
+    np.testing.assert_array_equal(_np(out), np.broadcast_to(keys[:1], (3, 8)))  # softmax of one score is 1
+
+
 def test_fused_kernels_check_their_arguments():
     q = _t(RNG.normal(size=(5, 4)).astype(np.float32))
     offsets = _t(np.array([0, 2, 5]))

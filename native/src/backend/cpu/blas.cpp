@@ -190,8 +190,9 @@ bool try_gemv(Gemv gemv, Operand a_op, Operand b_op, int64_t m, int64_t n, int64
   if (row_of_a) {  // x = A's one row: contiguous, or down the stored k x 1 transpose
     gemv(kRowMajor, kNoTrans, int(n), int(k), alpha, b, int(b_op.ld), a, int(a_op.trans ? a_op.ld : 1), beta,
          c, 1);
-  } else {  // x = op(B)'s one column: down the stored k x 1
-    gemv(kRowMajor, kNoTrans, int(m), int(k), alpha, a, int(a_op.ld), b, int(b_op.ld), beta, c, int(inc_y));
+  } else {  // x = op(B)'s one column: along the stored 1 x k transpose, or down the stored k x 1
+    gemv(kRowMajor, kNoTrans, int(m), int(k), alpha, a, int(a_op.ld), b, int(b_op.trans ? 1 : b_op.ld), beta,
+         c, int(inc_y));
   }
   return true;
 }

@@ -221,8 +221,8 @@ void depthwise_block(const Geometry& g, const T* x, const T* w, T* y, int64_t nc
       if (ih < 0 || ih >= IH) continue;
       const int64_t tw0 = std::max<int64_t>(0, g.p[2]), tw1 = std::min<int64_t>(tile_w, IW + g.p[2]);
       for (int64_t c = 0; c < nc; ++c) {
-        const T* src = x + c * g.in_spatial + ih * IW - g.p[2];
-        for (int64_t tw = tw0; tw < tw1; ++tw) trow[tw * lanes + c] = src[tw];
+        const T* src = x + c * g.in_spatial + ih * IW;  // padded column tw is src[tw - p]
+        for (int64_t tw = tw0; tw < tw1; ++tw) trow[tw * lanes + c] = src[tw - g.p[2]];
       }
     }
     for (int64_t oh = oh0; oh < oh1; ++oh) {
