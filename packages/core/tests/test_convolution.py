@@ -75,6 +75,11 @@ CASES = [  # (spatial, kernel, stride, padding, dilation, groups, C, O)
     ((8, 9), (1, 1), (2, 2), (0, 0), (1, 1), 3, 6, 3),
     ((6, 6), (3, 3), (1, 1), (1, 1), (1, 1), 4, 4, 4),  # depthwise
     ((5, 6, 4), (2, 3, 2), (1, 2, 1), (1, 1, 0), (1, 1, 2), 1, 2, 3),
+    # horizontal strides whose taps overlap: the columns come from split phases (Note [column phases])
+    ((16, 18), (7, 7), (2, 2), (3, 3), (1, 1), 1, 3, 4),
+    ((9, 20), (5, 5), (1, 3), (2, 1), (1, 2), 2, 4, 6),
+    ((30,), (7,), (2,), (3,), (1,), 1, 2, 3),
+    ((4, 6, 14), (2, 3, 5), (1, 1, 2), (0, 1, 2), (1, 1, 1), 1, 2, 3),
 ]
 
 
@@ -193,6 +198,23 @@ def test_conv1d_and_conv3d_gradients():
     assert gradcheck(lambda a, b: F.conv1d(a, b, stride=2, padding=1), (x1, w1), check_forward_ad=True)
     x3, w3 = _t(RNG.standard_normal((1, 2, 3, 4, 3)), True), _t(RNG.standard_normal((2, 1, 2, 2, 2)), True)
     assert gradcheck(lambda a, b: F.conv3d(a, b, padding=1, groups=2), (x3, w3), check_forward_ad=True)
+
+
+def test_strided_stem_over_several_column_blocks_and_its_weight_gradient():
+    # A 7x7 stride-2 stem on 256x256: 147 column rows, so each image's 16384 output positions span
+    # several column blocks, all cut from one split of the image into column phases.
+    x, w = RNG.standard_normal((2, 3, 256, 256)), RNG.standard_normal((5, 3, 7, 7))
+    gy = RNG.standard_normal((2, 5, 128, 128))
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(x, [(0, 0), (0, 0), (3, 3), (3, 3)]), (7, 7),
+                                                       axis=(2, 3))[:, :, ::2, ::2]
+    want_y = np.einsum("ncijhw,ochw->noij", windows, w)
+    want_gw = np.einsum("noij,ncijhw->ochw", gy, windows)
+    for dtype, tol in ((np.float64, 1e-10), (np.float32, 2e-3)):
+        xe, we = _t(x.astype(dtype), True), _t(w.astype(dtype), True)
+        y = F.conv2d(xe, we, stride=2, padding=3)
+        np.testing.assert_allclose(y.detach().numpy(), want_y, rtol=tol, atol=tol)
+        y.backward(_t(gy.astype(dtype)))
+        np.testing.assert_allclose(we.grad.numpy(), want_gw, rtol=tol, atol=tol * 10)
 
 
 def test_conv_layers_train():
