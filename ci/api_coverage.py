@@ -52,7 +52,6 @@ REASONS = [
      "graph capture, compilers and custom-op registration beyond ember.ops"),
     (r"distributed|rpc|futures|monitor|multiprocessing|syncbatchnorm|^batch_norm_(backward|elemt|gather|stats|update)",
      "distributed: issue 20"),
-    (r"^channels_last(_3d)?$", "an NHWC memory layout Ember's kernels do not carry through (memory_format)"),
     (r"^(use_global_deps|use_rtld_global_with_libtorch|compiled_with_cxx11_abi|has_lapack|has_openmp|"
      r"has_spectral|has_mkl|get_file_path|classproperty|thread_safe_generator)$",
      "libtorch's build and loader details, not API"),

@@ -106,6 +106,9 @@ OPS: list[Op] = [
     Op("detach(Tensor self) -> Tensor", test={"family": "none"}),
     Op("clone(Tensor self) -> Tensor", test={"family": "none"}),
     Op("contiguous(Tensor self) -> Tensor", test={"family": "none"}),
+    # ember.contiguous_format / channels_last / channels_last_3d as 0 / 1 / 2 (Note [memory formats])
+    Op("to_memory_format(Tensor self, int memory_format, bool copy=False) -> Tensor", method=False,
+       test={"family": "none"}),
     Op("to_dtype(Tensor self, ScalarType dtype, bool copy=False) -> Tensor", method=False, test={"family": "none"}),
     Op("copy_(Tensor self, Tensor src) -> Tensor", test={"family": "none"}),
     # ---- creation (src/ops/creation) -------------------------------------------------------
@@ -796,6 +799,7 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "slice": {"result": _LINEAR, "self": "slice_backward(grad, self_sizes, dim, start, step)"},
     "narrow": {"result": _LINEAR, "self": "slice_backward(grad, self_sizes, dim, start, 1)"},
     "to_dtype": {"result": _LINEAR, "self": "grad"}, "clone": {"result": _LINEAR, "self": "grad"}, "contiguous": {"result": _LINEAR, "self": "grad"},
+    "to_memory_format": {"result": _LINEAR, "self": "grad"},
     "copy_": {"result": "src_t", "self": "zeros_of(grad)", "src": "grad"},
     "fill_": {"result": "zeros_of(self_t)", "self": "zeros_of(grad)"}, "zero_": {"result": "zeros_of(self_t)", "self": "zeros_of(grad)"},
     # indexing

@@ -22,6 +22,11 @@ namespace ember {
 
 using IntList = std::vector<int64_t>;
 
+// How a dense tensor's elements are ordered in memory (torch.memory_format): row-major, or with
+// the channels varying fastest (NHWC / NDHWC) as vision models on CPU prefer. The values are the
+// codes the Python layer passes (ember.contiguous_format / channels_last / channels_last_3d).
+enum class MemoryFormat : int64_t { Contiguous = 0, ChannelsLast = 1, ChannelsLast3d = 2 };
+
 class EMBER_API Storage {
  public:
   Storage(size_t nbytes, Device device);  // allocates from the device's allocator
@@ -96,6 +101,7 @@ class EMBER_API Tensor {
   int64_t element_size() const { return itemsize(dtype()); }
   int64_t nbytes() const { return numel() * element_size(); }
   bool is_contiguous() const;
+  bool is_contiguous(MemoryFormat format) const;
   void* data_ptr() const;  // address of element 0 (storage data + offset)
   template <typename T>
   T* data() const {
@@ -113,6 +119,8 @@ class EMBER_API Tensor {
 
   Tensor contiguous() const;  // self if already contiguous, else a contiguous copy
   Tensor clone() const;       // always a fresh contiguous copy
+  // self if already contiguous in `format`, else a copy laid out in it (Note [memory formats])
+  Tensor contiguous(MemoryFormat format) const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;
@@ -123,6 +131,12 @@ EMBER_API int64_t checked_numel(const IntList& sizes, const char* op);
 EMBER_API IntList contiguous_strides(const IntList& sizes);
 
 EMBER_API Tensor empty(const IntList& sizes, DType dtype = DType::Float32, Device device = {});
+EMBER_API Tensor empty(const IntList& sizes, DType dtype, Device device, MemoryFormat format);
+// Channels-last strides of a 4-d (N, C, H, W) or 5-d (N, C, D, H, W) shape: C varies fastest.
+EMBER_API IntList channels_last_strides(const IntList& sizes);
+// The layout an op's result should take after its input (PyTorch's suggest_memory_format): a
+// 4-d/5-d tensor that is channels-last contiguous and not row-major contiguous suggests channels last.
+EMBER_API MemoryFormat suggest_memory_format(const Tensor& t);
 // A view of `base`'s storage; ValueError/IndexError if the view would reach outside it.
 EMBER_API Tensor as_strided(const Tensor& base, const IntList& sizes, const IntList& strides,
                             int64_t storage_offset);

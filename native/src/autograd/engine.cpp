@@ -72,9 +72,17 @@ class AccumulateGrad final : public Node {
     } else {
       // Note [stolen gradient]: a contiguous gradient that nothing else holds (this node, its
       // storage unshared) becomes .grad itself, as PyTorch steals it; anything else is copied.
+      // Either way .grad is laid out as the leaf is (a channels-last weight, a channels-last grad).
+      const MemoryFormat layout =
+          g.dim() == leaf_.dim() ? suggest_memory_format(leaf_) : MemoryFormat::Contiguous;
       const bool alone = g.impl_ptr().use_count() == 1 && g.storage() && g.storage().use_count() == 1 &&
-                         g.is_contiguous() && g.storage_offset() == 0 && g.sizes() == leaf_.sizes();
-      m.grad = alone ? g : g.clone();
+                         g.is_contiguous(layout) && g.storage_offset() == 0 && g.sizes() == leaf_.sizes();
+      if (alone) {
+        m.grad = g;
+      } else {
+        m.grad = empty(g.sizes(), g.dtype(), g.device(), layout);
+        copy_same_shape(m.grad, g);
+      }
     }
     for (const auto& hook : std::vector<std::function<void()>>(m.post_accumulate_hooks)) hook();
     return {};

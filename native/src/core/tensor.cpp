@@ -137,6 +137,55 @@ Tensor Tensor::contiguous() const {
   return clone();
 }
 
+// Note [memory formats]: a 4-d tensor is channels-last contiguous when its strides are those of
+// an (N, H, W, C) row-major array (5-d: (N, D, H, W, C)), size-1 dims taking any stride, as
+// PyTorch checks it. Ops that read through strides accept any layout; the convolution, pooling
+// and batch-norm ops return their result in the layout their input suggests
+// (suggest_memory_format), so a channels-last model stays channels last from layer to layer.
+bool Tensor::is_contiguous(MemoryFormat format) const {
+  if (format == MemoryFormat::Contiguous) return is_contiguous();
+  const TensorImpl& t = checked(impl_);
+  const size_t rank = format == MemoryFormat::ChannelsLast ? 4 : 5;
+  if (t.sizes.size() != rank) return false;
+  int64_t expected = 1;
+  for (const size_t d : rank == 4 ? std::vector<size_t>{1, 3, 2, 0} : std::vector<size_t>{1, 4, 3, 2, 0}) {
+    if (t.sizes[d] == 0) return true;
+    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.sizes[d];
+  }
+  return true;
+}
+
+Tensor Tensor::contiguous(MemoryFormat format) const {
+  if (is_contiguous(format)) return *this;
+  Tensor out = empty(sizes(), dtype(), device(), format);
+  copy_same_shape(out, *this);
+  return out;
+}
+
+IntList channels_last_strides(const IntList& sizes) {
+  EMBER_CHECK(sizes.size() == 4 || sizes.size() == 5, ValueError,
+              "[channels_last] expected a 4-d or 5-d shape, but got ", sizes.size(), " dims");
+  IntList strides(sizes.size());
+  int64_t s = 1;
+  strides[1] = s;
+  s *= std::max<int64_t>(sizes[1], 1);
+  for (size_t d = sizes.size() - 1; d >= 2; --d) {
+    strides[d] = s;
+    s *= std::max<int64_t>(sizes[d], 1);
+  }
+  strides[0] = s;
+  return strides;
+}
+
+MemoryFormat suggest_memory_format(const Tensor& t) {
+  if (t.dim() == 4 && t.is_contiguous(MemoryFormat::ChannelsLast) && !t.is_contiguous())
+    return MemoryFormat::ChannelsLast;
+  if (t.dim() == 5 && t.is_contiguous(MemoryFormat::ChannelsLast3d) && !t.is_contiguous())
+    return MemoryFormat::ChannelsLast3d;
+  return MemoryFormat::Contiguous;
+}
+
 Tensor Tensor::clone() const {
   Tensor out = empty(sizes(), dtype(), device());
   copy_same_shape(out, *this);
@@ -178,6 +227,16 @@ Tensor empty(const IntList& sizes, DType dtype, Device device) {
   impl->dtype = dtype;
   impl->version_counter = new_version_counter();
   return Tensor(std::move(impl));
+}
+
+Tensor empty(const IntList& sizes, DType dtype, Device device, MemoryFormat format) {
+  Tensor t = empty(sizes, dtype, device);
+  if (format == MemoryFormat::Contiguous) return t;
+  const size_t rank = format == MemoryFormat::ChannelsLast ? 4 : 5;
+  EMBER_CHECK(sizes.size() == rank, Error, "required rank ", rank, " tensor to use ",
+              rank == 4 ? "channels_last" : "channels_last_3d", " format");
+  t.impl()->strides = channels_last_strides(sizes);
+  return t;
 }
 
 Tensor empty_like(const Tensor& other) {

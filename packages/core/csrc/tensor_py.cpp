@@ -95,7 +95,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
           "stride",
           [](const Tensor& t, std::optional<int64_t> dim) -> py::object {
             if (dim) return py::int_(t.stride(*dim));
-            return py::cast(t.strides());
+            return py::tuple(py::cast(t.strides()));  // a tuple, as torch's
           },
           py::arg("dim") = py::none())
       .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
@@ -108,7 +108,14 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       .def("element_size", &Tensor::element_size)
       .def_property_readonly("itemsize", &Tensor::element_size)
       .def_property_readonly("nbytes", &Tensor::nbytes)
-      .def("is_contiguous", &Tensor::is_contiguous)
+      .def("is_contiguous", [](const Tensor& t) { return t.is_contiguous(); })
+      // 0 row-major, 1 channels last, 2 channels last 3d (ember/_memory_format.py)
+      .def("_is_contiguous_in",
+           [](const Tensor& t, int64_t format) {
+             EMBER_CHECK(format >= 0 && format <= 2, ValueError,
+                         "[is_contiguous] expected a memory format code in [0, 2], but got ", format);
+             return t.is_contiguous(static_cast<MemoryFormat>(format));
+           })
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
       .def_property_readonly("_version",
                              [](const Tensor& t) {

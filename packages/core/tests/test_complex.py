@@ -18,7 +18,7 @@ def test_view_as_real_and_back_share_memory():
     assert back.dtype == ember.complex64 and back.data_ptr() == z.data_ptr()
     now = z.numpy().copy()  # after the write above
     t = ember.view_as_real(z.t())  # strides double, offset doubles
-    assert t.stride() == [2, 4, 1]
+    assert t.stride() == (2, 4, 1)
     np.testing.assert_array_equal(t.numpy(), np.stack([now.T.real, now.T.imag], -1))
     np.testing.assert_array_equal(ember.view_as_real(z[1:]).numpy(), np.stack([now[1:].real, now[1:].imag], -1))
 

@@ -108,7 +108,7 @@ def test_tril_triu_repeat_tile_roll():
 
 def test_broadcast_tensors_meshgrid_atleast():
     x, y = ember.broadcast_tensors(ember.zeros(3, 1), ember.zeros(4))
-    assert x.shape == y.shape == (3, 4) and x.stride() == [1, 0]
+    assert x.shape == y.shape == (3, 4) and x.stride() == (1, 0)
     gx, gy = ember.meshgrid(ember.tensor([1, 2, 3]), ember.tensor([4, 5]), indexing="xy")
     nx, ny = np.meshgrid([1, 2, 3], [4, 5], indexing="xy")
     np.testing.assert_array_equal(gx.numpy(), nx)

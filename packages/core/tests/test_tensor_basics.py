@@ -70,9 +70,9 @@ def test_from_numpy_shares_memory_both_ways():
     t.numpy()[0, 0] = 99.0
     assert a[0, 0] == 99.0
     assert t.data_ptr() == a.ctypes.data
-    assert t.stride() == [4, 1] and t.shape == (3, 4)
+    assert t.stride() == (4, 1) and t.shape == (3, 4)
     view = ember.from_numpy(a[:, 1::2])
-    assert view.stride() == [4, 2] and not view.is_contiguous()
+    assert view.stride() == (4, 2) and not view.is_contiguous()
     np.testing.assert_array_equal(view.numpy(), a[:, 1::2])
     del a
     assert t.numpy()[0, 0] == 99.0  # the tensor keeps the array alive

@@ -32,7 +32,8 @@ ActivationOp gelu_kind(const std::string& approximate) {
 Tensor forward(const char* name, ActivationOp op, const Tensor& self, double beta = 1.0,
                double threshold = 20.0) {
   const Tensor x = floating(name, self);
-  Tensor out = empty(x.sizes(), x.dtype(), x.device());
+  // the kernel writes through strides: a channels-last input gets a channels-last result
+  Tensor out = empty(x.sizes(), x.dtype(), x.device(), suggest_memory_format(x));
   activation_stub.get(x.device().type)(op, out, x, beta, threshold);
   return out;
 }
@@ -45,7 +46,8 @@ Tensor backward(const char* name, ActivationOp op, const Tensor& grad_output, co
               " and ", x.device().str());
   const IntList shape = pointwise::broadcast_shapes(name, grad_output.sizes(), x.sizes());
   const Tensor g = grad_output.dtype() == x.dtype() ? grad_output : to_dtype(grad_output, x.dtype(), false);
-  Tensor grad_input = empty(shape, x.dtype(), x.device());
+  Tensor grad_input = empty(shape, x.dtype(), x.device(),
+                            shape == x.sizes() ? suggest_memory_format(x) : MemoryFormat::Contiguous);
   activation_backward_stub.get(x.device().type)(op, grad_input, g, x, beta, threshold);
   return grad_input;
 }

@@ -156,6 +156,13 @@ void add_bias(Tensor& out, const Tensor& bias) {
   out = add(out, reshape(to_dtype(bias, out.dtype(), false), view_shape), Scalar(int64_t(1)), std::nullopt);
 }
 
+// The layout of a convolution's result and input gradient: channels last when the input or the
+// weight is (Note [memory formats]), as PyTorch's CPU convolution decides.
+MemoryFormat conv_format(const Tensor& input, const Tensor& weight) {
+  const MemoryFormat f = suggest_memory_format(input);
+  return f != MemoryFormat::Contiguous ? f : suggest_memory_format(weight);
+}
+
 }  // namespace
 
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
@@ -189,7 +196,8 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
       if (bias && bias->defined()) add_bias(out, *bias);
     }
   }
-  return out.dtype() == input.dtype() ? out : to_dtype(out, input.dtype(), false);
+  return (out.dtype() == input.dtype() ? out : to_dtype(out, input.dtype(), false))
+      .contiguous(conv_format(input, weight));
 }
 
 std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_output, const Tensor& input,
@@ -235,10 +243,12 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_outpu
     for (int64_t d = 2; d < g.dim(); ++d) reduce.push_back(d);
     gb = sum(g, reduce, false, std::nullopt);
   }
-  auto back = [&](const Tensor& t, DType d) {
-    return !t.defined() || t.dtype() == d ? t : to_dtype(t, d, false);
+  auto back = [&](const Tensor& t, DType d, MemoryFormat f) {
+    return !t.defined() ? t : (t.dtype() == d ? t : to_dtype(t, d, false)).contiguous(f);
   };
-  return {back(gi, input.dtype()), back(gw, weight.dtype()), back(gb, grad_output.dtype())};
+  return {back(gi, input.dtype(), conv_format(input, weight)),
+          back(gw, weight.dtype(), suggest_memory_format(weight)),
+          back(gb, grad_output.dtype(), MemoryFormat::Contiguous)};
 }
 
 }  // namespace ember

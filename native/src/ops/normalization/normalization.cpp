@@ -263,7 +263,7 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& input, const 
   const ChannelNormArgs args{&out, &mean, &rstd, &x,    ptr(w), ptr(b), nullptr, nullptr,
                              N,    C,     HxW,   group, true,   0.0,    eps};
   if (mean.numel() > 0) channel_norm_stub.get(x.device().type)(args);
-  return {out, mean, rstd};
+  return {out.contiguous(suggest_memory_format(input)), mean, rstd};
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_group_norm_backward(const Tensor& grad_out, const Tensor& input,
@@ -292,7 +292,8 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_backward(const Tensor& grad
     zero_(gw);
     zero_(gb);
   }
-  return {input_grad ? gi : Tensor(), weight_grad && w ? gw : Tensor(), bias_grad ? gb : Tensor()};
+  return {input_grad ? gi.contiguous(suggest_memory_format(input)) : Tensor(),
+          weight_grad && w ? gw : Tensor(), bias_grad ? gb : Tensor()};
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const std::optional<Tensor>& weight,
@@ -356,6 +357,8 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   // The running statistics change in place without a version bump: autograd never differentiates
   // through them, and the backward node saves them (for evaluation mode) before this update.
   if (C > 0) channel_norm_stub.get(x.device().type)(args);
+  out =
+      out.contiguous(suggest_memory_format(input));  // a channels-last input stays so (Note [memory formats])
   if (!training) return {out, empty({0}, sd, x.device()), empty({0}, sd, x.device())};
   return {out, mean, rstd};
 }
@@ -394,7 +397,8 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
   Tensor gw = empty({C}, x.dtype(), x.device()), gb = empty({C}, x.dtype(), x.device());
   const ChannelNormBackwardArgs args{ptr(gi), &gw, &gb, &g, &x, &mean, &rstd, ptr(w), N, C, S, 0, train};
   if (C > 0) channel_norm_backward_stub.get(x.device().type)(args);
-  return {gi.value_or(Tensor()), weight_grad && w ? gw : Tensor(), bias_grad ? gb : Tensor()};
+  return {gi ? gi->contiguous(suggest_memory_format(input)) : Tensor(), weight_grad && w ? gw : Tensor(),
+          bias_grad ? gb : Tensor()};
 }
 
 }  // namespace ember

@@ -353,7 +353,7 @@ Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
   const DType d = result_type({self, other});
   const IntList shape =
       broadcast_shapes("where", broadcast_shapes("where", condition.sizes(), self.sizes()), other.sizes());
-  Tensor result = empty(shape, d, self.device());
+  Tensor result = empty_like_layout(shape, d, self.device(), {&condition, &self, &other});
   where_stub.get(self.device().type)(result, expand_to(condition, shape, "where"),
                                      expand_to(cast_to(self, d), shape, "where"),
                                      expand_to(cast_to(other, d), shape, "where"));

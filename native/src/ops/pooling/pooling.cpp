@@ -208,6 +208,12 @@ Tensor pooled_input(const char* op, const Tensor& self, bool integers_ok) {
   return self.contiguous();
 }
 
+// A result in the layout `self` suggests: pooling keeps a channels-last input channels last
+// (Note [memory formats]); the kernels themselves work on row-major planes.
+Tensor in_layout_of(const Tensor& result, const Tensor& self) {
+  return result.contiguous(suggest_memory_format(self));
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor> max_pool_with_indices(const Tensor& self, const IntList& kernel_size,
@@ -223,7 +229,7 @@ std::tuple<Tensor, Tensor> max_pool_with_indices(const Tensor& self, const IntLi
   Tensor out = empty(w.out_shape(x), x.dtype(), x.device());
   Tensor indices = empty(w.out_shape(x), DType::Int64, x.device());
   if (out.numel() > 0) max_pool_stub.get(x.device().type)(w.args(x, out, &indices, 0.0));
-  return {out, indices};
+  return {in_layout_of(out, self), in_layout_of(indices, self)};
 }
 
 std::tuple<Tensor, Tensor> adaptive_max_pool(const Tensor& self, const IntList& output_size) {
@@ -235,7 +241,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool(const Tensor& self, const IntList& 
   Tensor out = empty(w.out_shape(x), x.dtype(), x.device());
   Tensor indices = empty(w.out_shape(x), DType::Int64, x.device());
   if (out.numel() > 0) max_pool_stub.get(x.device().type)(w.args(x, out, &indices, 0.0));
-  return {out, indices};
+  return {in_layout_of(out, self), in_layout_of(indices, self)};
 }
 
 Tensor max_pool_with_indices_backward(const Tensor& grad_output, const Tensor& self, const Tensor& indices,
@@ -266,7 +272,7 @@ Tensor max_pool_with_indices_backward(const Tensor& grad_output, const Tensor& s
       (grad_output.dtype() == x.dtype() ? grad_output : to_dtype(grad_output, x.dtype(), false)).contiguous();
   Tensor grad_input = empty(x.sizes(), x.dtype(), x.device());
   if (grad_input.numel() > 0) pool_backward_stub.get(x.device().type)(w.args(grad_input, g, &idx, 0.0));
-  return grad_input;
+  return in_layout_of(grad_input, self);
 }
 
 Tensor avg_pool(const Tensor& self, const IntList& kernel_size, const IntList& stride, const IntList& padding,
@@ -283,7 +289,7 @@ Tensor avg_pool(const Tensor& self, const IntList& kernel_size, const IntList& s
   if (out.numel() > 0)
     avg_pool_stub.get(x.device().type)(
         w.args(x, out, nullptr, divisor_override ? double(*divisor_override) : 0.0));
-  return out;
+  return in_layout_of(out, self);
 }
 
 Tensor avg_pool_backward(const Tensor& grad_output, const Tensor& self, const IntList& kernel_size,
@@ -302,7 +308,7 @@ Tensor avg_pool_backward(const Tensor& grad_output, const Tensor& self, const In
   if (grad_input.numel() > 0)
     pool_backward_stub.get(x.device().type)(
         w.args(grad_input, gr, nullptr, divisor_override ? double(*divisor_override) : 0.0));
-  return grad_input;
+  return in_layout_of(grad_input, self);
 }
 
 Tensor adaptive_avg_pool(const Tensor& self, const IntList& output_size) {
@@ -313,7 +319,7 @@ Tensor adaptive_avg_pool(const Tensor& self, const IntList& output_size) {
   const Windows w = adaptive_windows(op, x, output_size);
   Tensor out = empty(w.out_shape(x), x.dtype(), x.device());
   if (out.numel() > 0) avg_pool_stub.get(x.device().type)(w.args(x, out, nullptr, 0.0));
-  return out;
+  return in_layout_of(out, self);
 }
 
 Tensor adaptive_avg_pool_backward(const Tensor& grad_output, const Tensor& self, const IntList& output_size) {
@@ -326,7 +332,7 @@ Tensor adaptive_avg_pool_backward(const Tensor& grad_output, const Tensor& self,
       (grad_output.dtype() == x.dtype() ? grad_output : to_dtype(grad_output, x.dtype(), false)).contiguous();
   Tensor grad_input = empty(x.sizes(), x.dtype(), x.device());
   if (grad_input.numel() > 0) pool_backward_stub.get(x.device().type)(w.args(grad_input, gr, nullptr, 0.0));
-  return grad_input;
+  return in_layout_of(grad_input, self);
 }
 
 }  // namespace ember

@@ -415,5 +415,14 @@ Tensor clone(const Tensor& self) {
 Tensor contiguous(const Tensor& self) {
   return self.contiguous();
 }
+Tensor to_memory_format(const Tensor& self, int64_t memory_format, bool copy) {
+  EMBER_CHECK(memory_format >= 0 && memory_format <= 2, ValueError,
+              "[to_memory_format] expected a memory format code in [0, 2], but got ", memory_format);
+  const auto format = static_cast<MemoryFormat>(memory_format);
+  if (!copy || !self.is_contiguous(format)) return self.contiguous(format);
+  Tensor out = empty(self.sizes(), self.dtype(), self.device(), format);
+  copy_same_shape(out, self);
+  return out;
+}
 
 }  // namespace ember

@@ -18,8 +18,21 @@ import math
 from . import _C
 from ._composites_py import _return_type, _tensor_arg, _wrap_dim
 from ._inplace import _dtype_name, _graph_source, _write_inplace
+from ._memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous,  # noqa: F401 - Tensor.contiguous, attached from METHODS by name
+    contiguous_format,
+    is_contiguous,
+    laid_out,
+    legacy_contiguous_format,
+    memory_format,
+    preserve_format,
+    resolve,
+)
+from ._memory_format import check as _check_format  # noqa: F401 - _surface_legacy's resize_ uses it
 
-# ---- constants and memory formats ----------------------------------------------------------------
+# ---- constants -------------------------------------------------------------------------------
 
 pi = math.pi
 e = math.e
@@ -27,67 +40,26 @@ inf = math.inf
 nan = math.nan
 newaxis = None
 
-
-class memory_format:  # noqa: N801 - PyTorch's name
-    """A requested memory layout (torch.memory_format), accepted where PyTorch takes one.
-    contiguous_format gives row-major strides. preserve_format keeps the input's strides in
-    PyTorch when the input is dense; Ember's clone and *_like factories always give row-major
-    strides, so there it gives the same values in a row-major layout. channels_last is absent:
-    Ember's kernels do not carry an NHWC layout through."""
-
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return "ember." + self._name
-
-    def __reduce__(self) -> str:  # pickles as the module-level singleton
-        return self._name
-
-
-memory_format.__module__ = "ember"
-contiguous_format = memory_format("contiguous_format")
-preserve_format = memory_format("preserve_format")
-legacy_contiguous_format = memory_format("legacy_contiguous_format")  # contiguous_format's older twin
-
-
-def _check_format(fmt: object, who: str) -> memory_format:
-    if not isinstance(fmt, memory_format):
-        raise TypeError(f"{who}(): argument 'memory_format' must be ember.memory_format, not {type(fmt).__name__}")
-    return fmt
-
-
-_contiguous = _C.Tensor.contiguous
 _clone = _C.Tensor.clone
 
 
-def contiguous(self: _C.Tensor, memory_format: memory_format = contiguous_format) -> _C.Tensor:
-    """self if it is row-major contiguous, else a row-major copy (torch.Tensor.contiguous)."""
-    _check_format(memory_format, "contiguous")
-    return _contiguous(self)
-
-
 def clone(input: _C.Tensor, *, memory_format: memory_format = preserve_format) -> _C.Tensor:  # noqa: A002
-    """A copy of input (torch.clone); its strides are row-major with either memory format."""
+    """A copy of input (torch.clone), laid out in memory_format (preserve_format: the layout input
+    suggests, see ember._memory_format)."""
     _tensor_arg(input, "clone")
-    if _check_format(memory_format, "clone") is not preserve_format and not input.is_contiguous():
-        return _contiguous(input)  # a copy already
-    return _clone(input)
+    fmt = resolve(input, memory_format, "clone")
+    return _clone(input) if fmt._code == 0 else _C.to_memory_format(input, fmt._code, True)
 
 
 def with_memory_format(factory):
-    """A *_like factory that also takes memory_format= (see memory_format: the result is row-major)
+    """A *_like factory that also takes memory_format= (preserve_format: the layout input suggests)
     and device= (the input's own, the CPU)."""
     def like(input: _C.Tensor, *args: object, memory_format: memory_format = preserve_format,  # noqa: A002
              requires_grad: builtins.bool = False, device: object = None, **kwargs: object) -> _C.Tensor:
         # device=: the result is on input's device (the CPU), which is all Ember has
         if device is not None and _C.device(device).type != _tensor_arg(input, factory.__name__).device.type:
             raise RuntimeError(f"{factory.__name__}(): Ember creates tensors on the CPU only, but got device={device}")
-        out = factory(input, *args, **kwargs)
-        if _check_format(memory_format, factory.__name__) is not preserve_format and not out.is_contiguous():
-            out = _contiguous(out)
+        out = laid_out(factory(input, *args, **kwargs), resolve(input, memory_format, factory.__name__))
         return out.requires_grad_() if requires_grad else out
     like.__name__ = factory.__name__
     like.__doc__ = factory.__doc__
@@ -847,7 +819,8 @@ def namespace() -> dict[str, object]:
     """{name: object} for the top-level names this module adds to ember."""
     names: dict[str, object] = {"pi": pi, "e": e, "inf": inf, "nan": nan, "newaxis": newaxis,
                                 "memory_format": memory_format, "contiguous_format": contiguous_format,
-                                "preserve_format": preserve_format,
+                                "preserve_format": preserve_format, "channels_last": channels_last,
+                                "channels_last_3d": channels_last_3d,
                                 "legacy_contiguous_format": legacy_contiguous_format}
     names.update({name: globals()[name] for name in _FUNCTIONS})
     names.update(_F_FORMS)
@@ -879,7 +852,7 @@ METHODS = ["logit_", "nan_to_num_", "conj_physical_", "heaviside_", "lerp_", "sg
 
 
 def tensor_methods() -> dict[str, object]:
-    """The METHODS that Tensor lacks (contiguous and clone replace the native ones), for
+    """The METHODS that Tensor lacks (contiguous, clone and is_contiguous replace the native ones), for
     ember/_tensor_methods.py to attach."""
     from . import _products
 
@@ -887,10 +860,11 @@ def tensor_methods() -> dict[str, object]:
     methods["hardshrink"] = _F_FORMS["hardshrink"]
     methods["inner"] = _products.inner
     methods["kron"] = _products.kron
-    # Replace contiguous/clone: they gain memory_format=.
+    # Replace contiguous/clone/is_contiguous: they gain memory_format=.
     methods["clone"] = lambda self, *, memory_format=preserve_format: clone(self, memory_format=memory_format)
+    methods["is_contiguous"] = is_contiguous
     methods = {name: fn for name, fn in methods.items()
-               if name in ("contiguous", "clone") or not hasattr(_C.Tensor, name)}
+               if name in ("contiguous", "clone", "is_contiguous") or not hasattr(_C.Tensor, name)}
     methods["lu"] = lambda self, pivot=True, get_infos=False: lu(self, pivot, get_infos)
     methods["lu_solve"] = lambda self, LU_data, LU_pivots: lu_solve(self, LU_data, LU_pivots)  # noqa: N803
     return methods

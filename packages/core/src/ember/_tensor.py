@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import _C
+from . import _C, _memory_format
 from ._inplace import _graph_source, _write_inplace, in_place_form
 
 _NUMPY_TO_EMBER = {
@@ -112,12 +112,17 @@ def as_tensor(data: object, dtype: _C.dtype | None = None, device: object = None
     return tensor(data, dtype=dtype)
 
 
-def empty(*size: int | Sequence[int], dtype: _C.dtype | None = None, device: object = None) -> _C.Tensor:
+def empty(*size: int | Sequence[int], dtype: _C.dtype | None = None, device: object = None,
+          memory_format: object = _memory_format.contiguous_format) -> _C.Tensor:
     """Uninitialized tensor of the given size (``ember.empty(2, 3)`` or ``ember.empty((2, 3))``)."""
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
         size = tuple(size[0])
-    return _C._empty(list(size), dtype if dtype is not None else _C.get_default_dtype(),
-                     _C.device(device) if device is not None else _C.device("cpu"))
+    fmt = _memory_format.check(memory_format, "empty")
+    if fmt is _memory_format.preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by empty()")
+    out = _C._empty(list(size), dtype if dtype is not None else _C.get_default_dtype(),
+                    _C.device(device) if device is not None else _C.device("cpu"))
+    return _memory_format.laid_out(out, fmt)
 
 
 def _as_numpy_for_print(t: _C.Tensor) -> np.ndarray:
@@ -399,12 +404,18 @@ def _to_arguments(args: tuple, dtype, device) -> tuple:
 
 
 def _to(self: _C.Tensor, *args: object, dtype: _C.dtype | None = None, device: object = None,
-        copy: builtins.bool = False, non_blocking: builtins.bool = False) -> _C.Tensor:
-    """Tensor.to(dtype), .to(device), .to(device, dtype), .to(other): a copy only when needed."""
+        copy: builtins.bool = False, non_blocking: builtins.bool = False,
+        memory_format: object = _memory_format.preserve_format) -> _C.Tensor:
+    """Tensor.to(dtype), .to(device), .to(device, dtype), .to(other), .to(memory_format=): a copy
+    only when needed; a copy keeps the layout self suggests unless memory_format names another."""
     dtype, device = _to_arguments(args, dtype, device)
     if device is not None and _C.device(device) != self.device:
         raise NotImplementedError(f"[to] not implemented for copies to {_C.device(device)}")
-    return _C.to_dtype(self, dtype if dtype is not None else self.dtype, copy)
+    fmt = _memory_format.resolve(self, memory_format, "to")
+    target = dtype if dtype is not None else self.dtype
+    if target == self.dtype and not copy:  # self, relaid only when a memory format is named
+        return self if memory_format is _memory_format.preserve_format else _memory_format.contiguous(self, fmt)
+    return _memory_format.laid_out(_C.to_dtype(self, target, copy), fmt)
 
 
 def _cuda(self: _C.Tensor, device: object = None, non_blocking: builtins.bool = False,

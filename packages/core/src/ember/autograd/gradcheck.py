@@ -32,6 +32,15 @@ def _as_numpy(t, like=None):
     return np.array(t.to(_C.complex128 if t.dtype.is_complex else _C.float64).numpy()).reshape(-1)
 
 
+def _unravel(k: int, shape: tuple) -> tuple:
+    """The index of row-major element k of a tensor of this shape."""
+    at = []
+    for size in reversed(shape):
+        k, i = divmod(k, size)
+        at.append(i)
+    return tuple(reversed(at))
+
+
 def _numerical_columns(fn, inputs: Sequence, tensor, k: int, eps: float) -> list:
     """d outputs / d tensor.flat[k] along each real direction of that element, by central
     differences on copies (inputs stay untouched): one list of output vectors per direction."""
@@ -40,9 +49,9 @@ def _numerical_columns(fn, inputs: Sequence, tensor, k: int, eps: float) -> list
         for x in inputs:
             if isinstance(x, _C.Tensor):
                 y = x.detach().clone()
-                if x is tensor:
-                    flat = y.reshape(-1)
-                    flat[k] = flat[k].item() + delta
+                if x is tensor:  # by index, not through reshape(-1): that copies a channels-last clone
+                    at = _unravel(k, tuple(y.shape))
+                    y[at] = y[at].item() + delta
                 # as differentiable as the original: fn may itself differentiate (gradgradcheck)
                 args.append(y.requires_grad_() if x.requires_grad else y)
             else:

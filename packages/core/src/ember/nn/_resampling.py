@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .. import _C
+from .. import _C, _memory_format
 from .._autocast_policy import autocast_policy
 from ._functional_utils import _ntuple
 
@@ -157,7 +157,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             x = _resample_dim(x, dim, _antialiased_matrix(size_in, size_out, align, scale, mode == "bicubic"))
         else:
             x = _resample_dim(x, dim, _linear_matrix(size_in, size_out, align, scale, mode == "bicubic"))
-    return x
+    return _memory_format.laid_out(x, _memory_format.suggest(input))  # a channels-last input stays so
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

@@ -8,7 +8,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 
-from .. import _C
+from .. import _C, _memory_format
 
 __all__ = ["assert_close", "make_tensor", "assert_allclose"]
 
@@ -216,13 +216,8 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad: 
         view = wide[..., ::2]
         view.copy_(out)
         out = view
-    if memory_format is not None:
-        from .._surface import contiguous_format, preserve_format
-
-        if memory_format not in (contiguous_format, preserve_format):
-            raise NotImplementedError(f"make_tensor: memory_format={memory_format} is not supported in Ember")
-        if memory_format is contiguous_format:
-            out = out.contiguous()
+    if memory_format is not None and memory_format is not _memory_format.preserve_format:
+        out = _memory_format.contiguous(out, memory_format)
     if requires_grad:
         out.requires_grad_()
     return out

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from ... import _C
 from ..._hooks import add_hook
+from ... import _memory_format
 from ..._tensor import _to_arguments
 from ...autograd.grad_mode import no_grad
 from ..parameter import Buffer, Parameter
@@ -452,17 +453,22 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """to(dtype), to(device), to(device, dtype), to(tensor): floating parameters and buffers
-        take the dtype (integer ones keep theirs)."""
+        """to(dtype), to(device), to(device, dtype), to(tensor), to(memory_format=): floating
+        parameters and buffers take the dtype (integer ones keep theirs); 4-d and 5-d ones take
+        the memory format (ember.channels_last for a vision model on CPU)."""
         dtype, device = _to_arguments(args, kwargs.get("dtype"), kwargs.get("device"))
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype="
                             f"{dtype}")
+        fmt = kwargs.get("memory_format")
+        if fmt is not None:
+            _memory_format.check(fmt, "to")
 
         def convert(t):
             target = dtype if dtype is not None and (t.dtype.is_floating_point or t.dtype.is_complex) else None
-            return t.to(device if device is not None else t.device, target) if target else \
+            out = t.to(device if device is not None else t.device, target) if target else \
                 (t.to(device) if device is not None else t)
+            return out.contiguous(memory_format=fmt) if fmt is not None and t.dim() in (4, 5) else out
         return self._apply(convert)
 
     def float(self):
