@@ -9,9 +9,8 @@ import itertools
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
-from ... import _C
+from ... import _C, _memory_format
 from ..._hooks import add_hook
-from ... import _memory_format
 from ..._tensor import _to_arguments
 from ...autograd.grad_mode import no_grad
 from ..parameter import Buffer, Parameter
