@@ -142,6 +142,8 @@ struct ConvArgs {
   int64_t batch, in_channels, out_channels, groups;
   int64_t input_size[3], output_size[3], kernel[3], stride[3], padding[3], dilation[3];
   bool accumulate;  // forward: add to output (which holds the broadcast bias)
+  // forward only: input, weight and output are channels last (Note [channels-last convolution])
+  bool channels_last = false;
 };
 using ConvFn = void (*)(const ConvArgs&);
 extern DispatchStub<ConvFn> conv_forward_stub;

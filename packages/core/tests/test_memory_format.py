@@ -142,11 +142,34 @@ def test_convolution_keeps_channels_last_and_equals_row_major():
     assert gradcheck(lambda x, w: F.conv2d(x, w, padding=1), (xs, ws))
 
 
+CHANNELS_LAST_CONVS = [  # (input shape, weight shape, stride, padding, dilation): Note [channels-last convolution]
+    ((2, 5, 7, 6), (4, 5, 1, 1), 1, 0, 1),  # 1x1: the input is the rows
+    ((2, 5, 7, 6), (4, 5, 1, 1), 2, 0, 1),  # strided 1x1
+    ((1, 3, 11, 9), (6, 3, 3, 3), 1, 1, 1),  # adjacent taps, edges padded
+    ((2, 4, 10, 13), (3, 4, 5, 3), (3, 2), (2, 0), (1, 2)),  # dilated columns: tap by tap
+    ((1, 64, 40, 40), (8, 64, 3, 3), 1, 1, 1),  # 576-long rows: several position blocks
+]
+
+
+@pytest.mark.parametrize("case", CHANNELS_LAST_CONVS, ids=lambda c: f"k{c[1][2:]}-s{c[2]}-d{c[4]}")
+def test_channels_last_convolution_equals_row_major(case):
+    shape, wshape, stride, padding, dilation = case
+    a, w, b = RNG.standard_normal(shape), RNG.standard_normal(wshape), RNG.standard_normal(wshape[0])
+    want = F.conv2d(_t(a), _t(w), _t(b), stride, padding, dilation)
+    for dtype, tol in ((np.float64, 1e-11), (np.float32, 1e-4)):
+        for bias in (_t(b.astype(dtype)), None):
+            got = F.conv2d(cl(a.astype(dtype)), cl(w.astype(dtype)), bias, stride, padding, dilation)
+            assert got.is_contiguous(memory_format=ember.channels_last)
+            expect = want.numpy() - (0 if bias is not None else b.reshape(1, -1, 1, 1))
+            np.testing.assert_allclose(got.numpy(), expect, rtol=tol, atol=tol)
+
+
 def test_conv3d_keeps_channels_last_3d():
     a, w = RNG.standard_normal((2, 3, 4, 5, 6)), RNG.standard_normal((2, 3, 2, 2, 2))
-    y = F.conv3d(cl(a), _t(w))
-    assert y.is_contiguous(memory_format=ember.channels_last_3d) and not y.is_contiguous()
-    np.testing.assert_allclose(y.numpy(), F.conv3d(_t(a), _t(w)).numpy(), rtol=1e-12, atol=1e-12)
+    for kwargs in ({}, {"padding": 1, "stride": (1, 2, 1)}):
+        y = F.conv3d(cl(a), _t(w), **kwargs)
+        assert y.is_contiguous(memory_format=ember.channels_last_3d) and not y.is_contiguous()
+        np.testing.assert_allclose(y.numpy(), F.conv3d(_t(a), _t(w), **kwargs).numpy(), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("pool", [

@@ -314,10 +314,93 @@ void depthwise_forward(const Geometry& g, const ConvArgs& a, const T* X, const T
   });
 }
 
+// Note [channels-last convolution]: with input, weight and output channels last (NHWC, one
+// group), a convolution is Y[positions, O] = rows[positions, K*C] @ W[O, K*C]^T, where a row holds
+// one output position's window tap by tap, C channels each: one contiguous copy per tap (per kernel
+// row where the taps are adjacent and inside the image), and the weight's channels-last layout
+// (O, kd, kh, kw, C) is W as it is. A 1x1 unit-stride unpadded convolution reads the input itself
+// as the rows. No layout conversion on the way in or out, as for a channels-last vision model.
+
+// rows [n, K*C] of one channels-last image x [in0, in1, in2, C] for output positions [l0, l0 + n).
+template <typename T>
+void im2row(const Geometry& g, const T* x, int64_t l0, int64_t n, T* rows) {
+  const int64_t C = g.C;
+  int64_t ow = l0 % g.out[2], rest = l0 / g.out[2];
+  int64_t oh = rest % g.out[1], od = rest / g.out[1];
+  for (int64_t j = 0; j < n; ++j) {
+    T* row = rows + j * g.K * C;
+    const int64_t iw0 = ow * g.s[2] - g.p[2];
+    const bool whole_rows = g.d[2] == 1 && iw0 >= 0 && iw0 + g.k[2] <= g.in[2];
+    for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+      const int64_t id = od * g.s[0] - g.p[0] + kd * g.d[0];
+      for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+        const int64_t ih = oh * g.s[1] - g.p[1] + kh * g.d[1];
+        const int64_t taps = g.k[2] * C;
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+          std::fill(row, row + taps, T(0));
+        } else if (whole_rows) {  // the kernel row's taps are adjacent pixels: one copy
+          std::memcpy(row, x + ((id * g.in[1] + ih) * g.in[2] + iw0) * C, taps * sizeof(T));
+        } else {
+          for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+            const int64_t iw = iw0 + kw * g.d[2];
+            T* dst = row + kw * C;
+            if (iw < 0 || iw >= g.in[2]) {
+              std::fill(dst, dst + C, T(0));
+            } else {
+              std::memcpy(dst, x + ((id * g.in[1] + ih) * g.in[2] + iw) * C, C * sizeof(T));
+            }
+          }
+        }
+        row += taps;
+      }
+    }
+    if (++ow == g.out[2]) {
+      ow = 0;
+      if (++oh == g.out[1]) {
+        oh = 0;
+        ++od;
+      }
+    }
+  }
+}
+
+template <typename T>
+void conv_forward_channels_last(const ConvArgs& a, const Geometry& g) {
+  const T* X = a.input->data<T>();
+  const T* W = a.weight->data<T>();
+  T* Y = a.output->data<T>();
+  const int64_t N = a.batch, C = g.C, O = g.O, KC = g.K * g.C;
+  const T beta = a.accumulate ? T(1) : T(0);
+  if (g.pointwise) {  // rows = x: one product per image
+    blas::for_each_problem(N, 2 * g.L * O * C, [&](int64_t lo, int64_t hi) {
+      for (int64_t n = lo; n < hi; ++n)
+        blas::gemm<T>({false, C}, {true, C}, g.L, O, C, T(1), X + n * g.L * C, W, beta, Y + n * g.L * O, O);
+    });
+    return;
+  }
+  const int64_t lb =
+      std::min(g.L, std::max<int64_t>(kMinColumnBlock, kColumnBlockBytes / (KC * int64_t(sizeof(T)))));
+  const int64_t blocks = (g.L + lb - 1) / lb;
+  blas::for_each_problem(N * blocks, 2 * lb * O * KC, [&](int64_t lo, int64_t hi) {
+    std::vector<T> rows;
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t n = t / blocks, l0 = (t % blocks) * lb, len = std::min(lb, g.L - l0);
+      rows.resize(static_cast<size_t>(len * KC));
+      im2row(g, X + n * g.in_spatial * C, l0, len, rows.data());
+      blas::gemm<T>({false, KC}, {true, KC}, len, O, KC, T(1), rows.data(), W, beta, Y + (n * g.L + l0) * O,
+                    O);
+    }
+  });
+}
+
 // y[n] = W conv x[n] (+ beta y: the bias, already broadcast into y, when add_to_output).
 template <typename T>
 void conv_forward_typed(const ConvArgs& a) {
   const Geometry g(a);
+  if (a.channels_last) {  // Note [channels-last convolution]
+    conv_forward_channels_last<T>(a, g);
+    return;
+  }
   const T* X = a.input->data<T>();
   const T* W = a.weight->data<T>();
   T* Y = a.output->data<T>();

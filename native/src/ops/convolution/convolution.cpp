@@ -139,8 +139,8 @@ ConvArgs regular(const Tensor& input, const Tensor& weight, const Tensor& output
   return a;
 }
 
-Tensor as_compute(const Tensor& t, DType d) {
-  return (t.dtype() == d ? t : to_dtype(t, d, false)).contiguous();
+Tensor as_compute(const Tensor& t, DType d, MemoryFormat layout = MemoryFormat::Contiguous) {
+  return (t.dtype() == d ? t : to_dtype(t, d, false)).contiguous(layout);
 }
 
 IntList shape_of(int64_t batch, int64_t channels, const IntList& spatial) {
@@ -169,12 +169,17 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
                    const IntList& stride, const IntList& padding, const IntList& dilation, bool transposed,
                    const IntList& output_padding, int64_t groups) {
   const Plan p = plan(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups);
-  const Tensor x = as_compute(input, p.compute), w = as_compute(weight, p.compute);
+  const MemoryFormat format = conv_format(input, weight);
+  // one group, channels last: computed in that layout (Note [channels-last convolution])
+  const bool nhwc = format != MemoryFormat::Contiguous && !transposed && groups == 1;
+  const MemoryFormat layout = nhwc ? format : MemoryFormat::Contiguous;
+  const Tensor x = as_compute(input, p.compute, layout), w = as_compute(weight, p.compute, layout);
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
-  Tensor out = empty(shape_of(x.size(0), out_channels, p.out), p.compute, x.device());
+  Tensor out = empty(shape_of(x.size(0), out_channels, p.out), p.compute, x.device(), layout);
   if (out.numel() > 0) {
     if (!transposed) {
       ConvArgs a = regular(x, w, out, p, groups);
+      a.channels_last = nhwc;
       const bool with_bias = bias && bias->defined();
       if (with_bias) {  // the GEMM adds onto the broadcast bias
         IntList view_shape(out.dim(), 1);
@@ -196,8 +201,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
       if (bias && bias->defined()) add_bias(out, *bias);
     }
   }
-  return (out.dtype() == input.dtype() ? out : to_dtype(out, input.dtype(), false))
-      .contiguous(conv_format(input, weight));
+  return (out.dtype() == input.dtype() ? out : to_dtype(out, input.dtype(), false)).contiguous(format);
 }
 
 std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_output, const Tensor& input,
