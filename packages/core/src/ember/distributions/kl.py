@@ -19,6 +19,7 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -32,6 +33,7 @@ from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
@@ -365,3 +367,123 @@ def _kl_normal_gumbel(p, q):
 def _kl_beta_uniform(p, q):
     result = -p.entropy() + (q.high - q.low).log()
     return _where((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound), math.inf, result)
+
+
+# ContinuousBernoulli and Pareto (the pairs PyTorch registers). A Pareto's support is unbounded
+# above and a ContinuousBernoulli's is [0, 1], so KL to or from either of them is infinite against
+# a distribution whose support does not cover it.
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + ember.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - ember.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return _where(p.support.lower_bound < q.support.lower_bound, math.inf, result)
+
+
+def _cross_entropy_continuous_bernoulli(p, q):
+    """-E_p[log q] for a ContinuousBernoulli q: log q(x) is linear in x."""
+    return -p.mean * q.logits - ember.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() + _cross_entropy_continuous_bernoulli(p, q)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = -p.entropy() + _cross_entropy_continuous_bernoulli(p, q)
+    # infinite when the uniform's support leaves [0, 1] (PyTorch 2.13 compares with >= and <=, which
+    # also makes Uniform(0, 1) infinite)
+    return _where((p.high > q.support.upper_bound) | (p.low < q.support.lower_bound), math.inf, result)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - ember.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + ember.log(q.scale)
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))  # E[(x - loc)^2] / 2σ²
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # infinite unless the uniform covers [0, 1] (PyTorch 2.13 uses >= / <=: infinite for Uniform(0, 1) too)
+    return _where((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound), math.inf, result)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+    return _where(p.alpha <= 1, math.inf, t1 - t2 + t3 - 1)  # the Pareto's mean is infinite there
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common_term = p.scale.log() + p.alpha.reciprocal()  # E_p[log x]
+    t1 = p.alpha.log() - common_term
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common_term
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return _where(p.alpha <= 1, math.inf, t1 + t2 + t3 + t4 - 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    return _where(p.alpha <= 2, math.inf, t1 - t2 + (t3 + t4) / var_normal - 1)  # infinite variance
+
+
+def _x_log_x(tensor):
+    return tensor * tensor.log()
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * width).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width  # E_p[log x]
+    return _where(p.low < q.support.lower_bound, math.inf, t2 * (q.alpha + 1) - t1)
+
+
+@register_kl(Beta, Pareto)
+@register_kl(ContinuousBernoulli, Pareto)
+@register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Exponential, Pareto)
+@register_kl(Gamma, ContinuousBernoulli)
+@register_kl(Gamma, Pareto)
+@register_kl(Gumbel, ContinuousBernoulli)
+@register_kl(Gumbel, Pareto)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Laplace, Pareto)
+@register_kl(Normal, ContinuousBernoulli)
+@register_kl(Normal, Pareto)
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, ContinuousBernoulli)
+@register_kl(Pareto, Uniform)
+def _kl_unbounded_support(p, q):
+    """p puts mass where q has none."""
+    return _infinite_like(p.mean)
