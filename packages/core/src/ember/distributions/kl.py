@@ -30,6 +30,11 @@ from .gumbel import Gumbel
 from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import (
+    LowRankMultivariateNormal,
+    _batch_lowrank_logdet,
+    _batch_lowrank_mahalanobis,
+)
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
@@ -37,7 +42,7 @@ from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
-from .utils import _sum_rightmost, euler_constant
+from .utils import _diag_embed, _sum_rightmost, euler_constant
 
 __all__ = ["register_kl", "kl_divergence"]
 
@@ -487,3 +492,75 @@ def _kl_uniform_pareto(p, q):
 def _kl_unbounded_support(p, q):
     """p puts mass where q has none."""
     return _infinite_like(p.mean)
+
+
+# Low-rank multivariate normals: KL(p || q) = 1/2 [log det Σq - log det Σp + tr(Σq^-1 Σp)
+#                                                  + (μq - μp)^T Σq^-1 (μq - μp) - n],
+# with the low-rank side's determinant, inverse and trace through its m x m capacitance matrix.
+
+def _solve_lower(lower, rhs):
+    """lower^-1 rhs for lower-triangular `lower`, over broadcast batch dimensions."""
+    batch = ember.broadcast_shapes(tuple(lower.shape[:-2]), tuple(rhs.shape[:-2]))
+    return ember.linalg.solve_triangular(lower.expand(batch + tuple(lower.shape[-2:])),
+                                         rhs.expand(batch + tuple(rhs.shape[-2:])), upper=False)
+
+
+def _squared_norm(x):
+    return x.pow(2).sum((-2, -1))
+
+
+def _trace_lowrank_inverse_times(q, factors):
+    """tr(Σq^-1 F F^T) summed over the factors F (each (..., n, k)), for a low-rank q. By Woodbury
+    Σq^-1 = Dq^-1 - A^T A with A = Cq^-1 Wq^T Dq^-1, so the trace is |Dq^-1/2 F|^2 - |A F|^2."""
+    wq, dq = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
+    a = _solve_lower(q._capacitance_tril, wq.transpose(-2, -1) / dq.unsqueeze(-2))
+    total = 0
+    for f in factors:
+        total = total + _squared_norm(f * dq.rsqrt().unsqueeze(-1)) - _squared_norm(ember.matmul(a, f))
+    return total
+
+
+def _lowrank_logdet(d):
+    return _batch_lowrank_logdet(d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag, d._capacitance_tril)
+
+
+def _lowrank_factors(p):
+    """Factors F with Σp = Σ F F^T: the low-rank W and the diagonal's square root."""
+    return (p._unbroadcasted_cov_factor, _diag_embed(p._unbroadcasted_cov_diag.sqrt()))
+
+
+def _check_same_event_shape(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
+                         "cannot be computed")
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+    _check_same_event_shape(p, q)
+    term1 = _lowrank_logdet(q) - _lowrank_logdet(p)
+    term2 = _trace_lowrank_inverse_times(q, _lowrank_factors(p))
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril)
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
+    _check_same_event_shape(p, q)
+    lp = p._unbroadcasted_scale_tril
+    term1 = _lowrank_logdet(q) - 2 * lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    term2 = _trace_lowrank_inverse_times(q, (lp,))
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril)
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+    _check_same_event_shape(p, q)
+    lq = q._unbroadcasted_scale_tril
+    term1 = 2 * lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - _lowrank_logdet(p)
+    term2 = sum(_squared_norm(_solve_lower(lq, f)) for f in _lowrank_factors(p))  # tr(Lq^-T Lq^-1 F F^T)
+    term3 = _batch_mahalanobis(lq, q.loc - p.loc)
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
