@@ -541,3 +541,304 @@ def test_module_paths_match_torch():
             ContinuousBernoulli, VonMises) == (D.Pareto, D.Weibull, D.InverseGamma, D.Kumaraswamy,
                                                D.GeneralizedPareto, D.FisherSnedecor, D.NegativeBinomial,
                                                D.ContinuousBernoulli, D.VonMises)
+
+
+# ---------------------------------------------------------------------------------------------
+# Relaxed (Concrete) distributions, LogisticNormal, MixtureSameFamily, LowRankMultivariateNormal.
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _logit_relaxed_logpdf(y, temperature, logits):
+    """Y = (L + logits) / T with L standard logistic: T times the logistic density at T y - logits."""
+    u = temperature * y - logits
+    return math.log(temperature) - u - 2 * np.log1p(np.exp(-u))
+
+
+def _concrete_logpdf(x, temperature, probs):
+    """Maddison et al. (2017), eq. 1: (k-1)! T^(k-1) Π π_i x_i^(-T-1) / (Σ π_i x_i^(-T))^k."""
+    k = x.shape[-1]
+    return (math.lgamma(k) + (k - 1) * math.log(temperature) + np.sum(np.log(probs) - (temperature + 1) * np.log(x), -1)
+            - k * np.log(np.sum(probs * x ** -temperature, -1)))
+
+
+def test_relaxed_bernoulli():
+    temperature, probs = 0.7, np.array([0.3, 0.8])
+    logits = np.log(probs / (1 - probs))
+    y = np.array([0.4, -1.3])
+    base = D.relaxed_bernoulli.LogitRelaxedBernoulli(t(temperature), probs=t(*probs))
+    close(base.log_prob(t(*y)), _logit_relaxed_logpdf(y, temperature, logits))
+    d = D.RelaxedBernoulli(t(temperature), logits=t(*logits))
+    z = np.array([0.2, 0.6])
+    # change of variables through the sigmoid: p(z) = p_Y(logit z) / (z (1 - z))
+    close(d.log_prob(t(*z)), _logit_relaxed_logpdf(np.log(z / (1 - z)), temperature, logits) - np.log(z * (1 - z)))
+    close(d.probs, probs)
+    close(d.temperature, temperature)
+    assert d.has_rsample and not base.has_rsample  # as PyTorch's classes declare
+    assert d.batch_shape == (2,) and d.event_shape == ()
+    # P(Z > 1/2) = P(L > -logits) = probs, whatever the temperature
+    ember.manual_seed(11)
+    x = np.asarray(d.sample((N,)).tolist())
+    assert np.all((x >= 0) & (x <= 1))
+    np.testing.assert_array_less(np.abs((x > 0.5).mean(0) - probs), 5 * np.sqrt(probs * (1 - probs) / N))
+
+
+def test_relaxed_one_hot_categorical():
+    temperature, probs = 0.7, np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]])
+    x = np.array([[0.1, 0.6, 0.3], [0.25, 0.25, 0.5]])
+    d = D.RelaxedOneHotCategorical(t(temperature), probs=t(*probs.ravel()).reshape(2, 3))
+    assert d.batch_shape == (2,) and d.event_shape == (3,)
+    close(d.log_prob(t(*x.ravel()).reshape(2, 3)), _concrete_logpdf(x, temperature, probs))
+    base = D.relaxed_categorical.ExpRelaxedCategorical(t(temperature), logits=t(*np.log(probs).ravel()).reshape(2, 3))
+    # the log-space density: the Concrete density times the Jacobian Π x_i of x = exp(y)
+    close(base.log_prob(t(*np.log(x).ravel()).reshape(2, 3)), _concrete_logpdf(x, temperature, probs) + np.log(x).sum(-1))
+    # Gumbel-max: the largest coordinate is i with probability π_i
+    ember.manual_seed(12)
+    s = np.asarray(d.sample((N,)).tolist())
+    np.testing.assert_allclose(s.sum(-1), 1, atol=1e-12)
+    freq = np.stack([(s.argmax(-1) == i).mean(0) for i in range(3)], -1)
+    np.testing.assert_array_less(np.abs(freq - probs), 5 * np.sqrt(probs * (1 - probs) / N))
+
+
+def _stick_breaking_inverse(x):
+    """y with StickBreakingTransform(y) = x, and log|det dx/dy| (x: (..., n+1) on the simplex)."""
+    n = x.shape[-1] - 1
+    remaining = 1 - np.concatenate([np.zeros(x.shape[:-1] + (1,)), np.cumsum(x[..., :-1], -1)], -1)[..., :n]
+    z = x[..., :n] / remaining
+    y = np.log(z / (1 - z)) + np.log(n - np.arange(n))  # the transform offsets by log(n - i) so y = 0 is the centre
+    return y, np.sum(np.log(z * (1 - z)) + np.log(remaining), -1)
+
+
+def test_logistic_normal():
+    loc, scale = np.array([0.2, -0.5]), np.array([0.7, 1.3])
+    d = D.LogisticNormal(t(*loc), t(*scale))
+    assert d.batch_shape == () and d.event_shape == (3,)
+    x = np.array([[0.1, 0.6, 0.3], [0.5, 0.2, 0.3]])
+    y, log_det = _stick_breaking_inverse(x)
+    normal = np.sum(-((y - loc) ** 2) / (2 * scale ** 2) - np.log(scale) - 0.5 * math.log(2 * math.pi), -1)
+    close(d.log_prob(t(*x.ravel()).reshape(2, 3)), normal - log_det)
+    close(d.loc, loc)
+    close(d.scale, scale)
+    # a scalar loc and scale: a 2-simplex
+    assert D.LogisticNormal(0.0, 1.0).event_shape == (2,)
+    # samples map back to Normal(loc, scale)
+    ember.manual_seed(13)
+    s = np.asarray(d.sample((N,)).tolist())
+    np.testing.assert_allclose(s.sum(-1), 1, atol=1e-12)
+    y, _ = _stick_breaking_inverse(s)
+    np.testing.assert_array_less(np.abs(y.mean(0) - loc), 5 * scale / math.sqrt(N))
+    np.testing.assert_array_less(np.abs(y.var(0) - scale ** 2), 5 * scale ** 2 * math.sqrt(2 / N))
+    with pytest.raises(NotImplementedError):
+        d.mean  # noqa: B018 - PyTorch has no closed form either
+
+
+def _normal_cdf(x, loc, scale):
+    return 0.5 * (1 + np.vectorize(math.erf)((x - loc) / (scale * math.sqrt(2))))
+
+
+def test_mixture_same_family_scalar_components():
+    w, mu, sd = np.array([0.2, 0.3, 0.5]), np.array([-1.0, 0.0, 2.0]), np.array([0.5, 1.0, 2.0])
+    d = D.MixtureSameFamily(D.Categorical(probs=t(*w)), D.Normal(t(*mu), t(*sd)))
+    assert d.batch_shape == () and d.event_shape == () and not d.has_rsample
+    x = np.array([0.3, 1.5, -4.0])
+    dens = np.sum(w * np.exp(-((x[:, None] - mu) ** 2) / (2 * sd ** 2)) / (sd * math.sqrt(2 * math.pi)), -1)
+    close(d.log_prob(t(*x)), np.log(dens))
+    close(d.cdf(t(*x)), np.sum(w * _normal_cdf(x[:, None], mu, sd), -1))
+    mean = np.sum(w * mu)
+    close(d.mean, mean)
+    close(d.variance, np.sum(w * (sd ** 2 + mu ** 2)) - mean ** 2)
+    assert repr(d).startswith("MixtureSameFamily(\n  Categorical(")
+    ember.manual_seed(14)
+    s = np.asarray(d.sample((N,)).tolist())
+    var = np.sum(w * (sd ** 2 + mu ** 2)) - mean ** 2
+    assert abs(s.mean() - mean) < 5 * math.sqrt(var / N)
+    m4 = ((s - s.mean()) ** 4).mean()
+    assert abs(s.var() - var) < 5 * math.sqrt((m4 - var ** 2) / N)
+
+
+def test_mixture_same_family_vector_components_and_batches():
+    # batch of 2 mixtures of 3 two-dimensional diagonal normals
+    w = np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]])
+    mu = np.arange(12, dtype=np.float64).reshape(2, 3, 2) / 4 - 1
+    sd = 0.5 + np.arange(12, dtype=np.float64).reshape(2, 3, 2) / 10
+    comp = D.Independent(D.Normal(t(*mu.ravel()).reshape(2, 3, 2), t(*sd.ravel()).reshape(2, 3, 2)), 1)
+    d = D.MixtureSameFamily(D.Categorical(probs=t(*w.ravel()).reshape(2, 3)), comp)
+    assert d.batch_shape == (2,) and d.event_shape == (2,)
+    x = np.array([[0.3, -0.2], [1.0, 2.0]])
+    comp_logpdf = np.sum(-((x[:, None, :] - mu) ** 2) / (2 * sd ** 2) - np.log(sd) - 0.5 * math.log(2 * math.pi), -1)
+    close(d.log_prob(t(*x.ravel()).reshape(2, 2)), np.log(np.sum(w * np.exp(comp_logpdf), -1)))
+    mean = np.sum(w[..., None] * mu, 1)
+    close(d.mean, mean)
+    close(d.variance, np.sum(w[..., None] * (sd ** 2 + mu ** 2), 1) - mean ** 2)
+    assert tuple(d.sample((5,)).shape) == (5, 2, 2)
+    e = d.expand((4, 2))
+    assert e.batch_shape == (4, 2) and tuple(e.sample((3,)).shape) == (3, 4, 2, 2)
+    close(e.log_prob(t(*x.ravel()).reshape(2, 2)),
+          np.broadcast_to(np.asarray(d.log_prob(t(*x.ravel()).reshape(2, 2)).tolist()), (4, 2)))
+    # the support checks the value against the component support
+    assert isinstance(d.support, D.constraints.MixtureSameFamilyConstraint)
+    with pytest.raises(ValueError, match="Expected value argument"):
+        D.MixtureSameFamily(D.Categorical(probs=t(0.5, 0.5)), D.Gamma(t(1.0, 2.0), t(1.0, 1.0))).log_prob(t(-1.0))
+
+
+def test_mixture_same_family_errors():
+    with pytest.raises(ValueError, match="The Mixture distribution needs to be an  instance of "):
+        D.MixtureSameFamily(D.Normal(0.0, 1.0), D.Normal(t(0.0, 1.0), t(1.0, 1.0)))
+    with pytest.raises(ValueError, match="The Component distribution needs to be an instance of "):
+        D.MixtureSameFamily(D.Categorical(probs=t(0.5, 0.5)), t(0.0, 1.0))
+    with pytest.raises(ValueError, match=r"`mixture_distribution component` \(2\) does not equal "
+                                         r"`component_distribution.batch_shape\[-1\]` \(3\)"):
+        D.MixtureSameFamily(D.Categorical(probs=t(0.5, 0.5)), D.Normal(t(0.0, 1.0, 2.0), t(1.0, 1.0, 1.0)))
+    with pytest.raises(ValueError, match=r"`mixture_distribution.batch_shape` \(\(3,\)\) is not compatible"):
+        D.MixtureSameFamily(D.Categorical(probs=ember.ones(3, 2, dtype=ember.float64)),
+                            D.Normal(ember.zeros(4, 2, dtype=ember.float64), ember.ones(4, 2, dtype=ember.float64)))
+
+
+LR_W = np.array([[0.5, -0.2], [0.3, 1.0], [-0.7, 0.1]])
+LR_D = np.array([0.4, 1.2, 0.9])
+LR_MU = np.array([0.1, -0.3, 0.5])
+
+
+def _mvn_logpdf(x, mu, cov):
+    diff = x - mu
+    return -0.5 * (len(mu) * math.log(2 * math.pi) + np.linalg.slogdet(cov)[1] + diff @ np.linalg.solve(cov, diff))
+
+
+def _lowrank(mu=LR_MU, w=LR_W, d=LR_D, **kw):
+    return D.LowRankMultivariateNormal(t(*mu), t(*w.ravel()).reshape(w.shape), t(*d), **kw)
+
+
+def test_lowrank_multivariate_normal():
+    d = _lowrank()
+    cov = LR_W @ LR_W.T + np.diag(LR_D)
+    assert d.batch_shape == () and d.event_shape == (3,)
+    x = np.array([0.3, -0.1, 0.7])
+    close(d.log_prob(t(*x)), _mvn_logpdf(x, LR_MU, cov))
+    close(d.entropy(), 0.5 * (3 * (1 + math.log(2 * math.pi)) + np.linalg.slogdet(cov)[1]))
+    close(d.mean, LR_MU)
+    close(d.mode, LR_MU)
+    close(d.variance, np.diag(cov))
+    close(d.covariance_matrix, cov)
+    close(d.precision_matrix, np.linalg.inv(cov))
+    lower = np.asarray(d.scale_tril.tolist())
+    np.testing.assert_allclose(np.triu(lower, 1), 0)
+    close(d.scale_tril, np.linalg.cholesky(cov))
+    # samples: mean and covariance within standard errors
+    ember.manual_seed(15)
+    s = np.asarray(d.sample((N,)).tolist())
+    np.testing.assert_array_less(np.abs(s.mean(0) - LR_MU), 5 * np.sqrt(np.diag(cov) / N))
+    sample_cov = np.cov(s.T)
+    se = np.sqrt((cov ** 2 + np.outer(np.diag(cov), np.diag(cov))) / N)  # Gaussian: Var(s_ij) = (σ_ij² + σ_ii σ_jj)/N
+    np.testing.assert_array_less(np.abs(sample_cov - cov), 5 * se)
+
+
+def test_lowrank_batches_and_expand():
+    mu = np.stack([LR_MU, -LR_MU])  # (2, 3), broadcast against one cov_factor
+    d = D.LowRankMultivariateNormal(t(*mu.ravel()).reshape(2, 3), t(*LR_W.ravel()).reshape(3, 2), t(*LR_D))
+    assert d.batch_shape == (2,) and d.event_shape == (3,)
+    cov = LR_W @ LR_W.T + np.diag(LR_D)
+    x = np.array([0.3, -0.1, 0.7])
+    close(d.log_prob(t(*x)), [_mvn_logpdf(x, m, cov) for m in mu])
+    assert tuple(d.covariance_matrix.shape) == (2, 3, 3) and tuple(d.cov_factor.shape) == (2, 3, 2)
+    e = d.expand((4, 2))
+    assert e.batch_shape == (4, 2) and tuple(e.rsample((5,)).shape) == (5, 4, 2, 3)
+    close(e.log_prob(t(*x)), np.broadcast_to([_mvn_logpdf(x, m, cov) for m in mu], (4, 2)))
+    assert tuple(e.entropy().shape) == (4, 2)
+
+
+def test_lowrank_errors():
+    with pytest.raises(ValueError, match="loc must be at least one-dimensional."):
+        D.LowRankMultivariateNormal(t(0.0).reshape(()), t(1.0).reshape(1, 1), t(1.0))
+    with pytest.raises(ValueError, match="cov_factor must be at least two-dimensional, with optional leading batch"):
+        D.LowRankMultivariateNormal(t(0.0, 1.0), t(1.0, 2.0), t(1.0, 1.0))
+    with pytest.raises(ValueError, match="cov_factor must be a batch of matrices with shape 2 x m"):
+        D.LowRankMultivariateNormal(t(0.0, 1.0), t(1.0, 2.0, 3.0).reshape(3, 1), t(1.0, 1.0))
+    with pytest.raises(ValueError, match=r"cov_diag must be a batch of vectors with shape \(2,\)"):
+        D.LowRankMultivariateNormal(t(0.0, 1.0), t(1.0, 2.0).reshape(2, 1), t(1.0, 1.0, 1.0))
+    with pytest.raises(ValueError, match=r"Incompatible batch shapes: loc \(3, 2\), cov_factor \(4, 2, 1\)"):
+        D.LowRankMultivariateNormal(ember.zeros(3, 2, dtype=ember.float64), ember.ones(4, 2, 1, dtype=ember.float64),
+                                    ember.ones(2, dtype=ember.float64))
+    with pytest.raises(ValueError, match=r"Expected value argument \(Tensor of shape \(2,\)\) to be within the support"):
+        D.LowRankMultivariateNormal(t(0.0, 1.0), t(1.0, 2.0).reshape(2, 1), t(1.0, 1.0)).log_prob(t(0.0, math.nan))
+
+
+def _kl_gauss(mu_p, cov_p, mu_q, cov_q):
+    n = len(mu_p)
+    diff = mu_q - mu_p
+    return 0.5 * (np.linalg.slogdet(cov_q)[1] - np.linalg.slogdet(cov_p)[1] + np.trace(np.linalg.solve(cov_q, cov_p))
+                  + diff @ np.linalg.solve(cov_q, diff) - n)
+
+
+def test_lowrank_kl():
+    w2, d2, mu2 = np.array([[0.1, 0.4], [-0.3, 0.2], [0.6, 0.0]]), np.array([0.8, 0.5, 1.1]), np.array([-0.2, 0.4, 0.0])
+    lower = np.array([[1.0, 0, 0], [0.3, 0.8, 0], [-0.2, 0.4, 1.3]])
+    p, q = _lowrank(), _lowrank(mu2, w2, d2)
+    mvn = D.MultivariateNormal(t(*mu2), scale_tril=t(*lower.ravel()).reshape(3, 3))
+    cov_p, cov_q, cov_m = LR_W @ LR_W.T + np.diag(LR_D), w2 @ w2.T + np.diag(d2), lower @ lower.T
+    close(D.kl_divergence(p, q), _kl_gauss(LR_MU, cov_p, mu2, cov_q))
+    close(D.kl_divergence(mvn, p), _kl_gauss(mu2, cov_m, LR_MU, cov_p))
+    close(D.kl_divergence(p, mvn), _kl_gauss(LR_MU, cov_p, mu2, cov_m))
+    close(D.kl_divergence(p, p), 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match="with different event shapes cannot be computed"):
+        D.kl_divergence(p, D.LowRankMultivariateNormal(t(0.0, 1.0), t(1.0, 2.0).reshape(2, 1), t(1.0, 1.0)))
+
+
+def test_more_rsample_gradcheck():
+    cases = [
+        (lambda temp, p: D.RelaxedBernoulli(temp, probs=p), (t(0.7), t(0.3, 0.8))),
+        (lambda temp, lg: D.RelaxedOneHotCategorical(temp, logits=lg), (t(0.7), t(0.2, -0.3, 0.5))),
+        (D.LogisticNormal, (t(0.2, -0.5), t(0.7, 1.3))),
+        (D.LowRankMultivariateNormal, (t(*LR_MU), t(*LR_W.ravel()).reshape(3, 2), t(*LR_D))),
+    ]
+    for make, params in cases:
+        params = [p.clone().requires_grad_() for p in params]
+        assert make(*params).has_rsample
+
+        def draw(*ps, make=make):
+            ember.manual_seed(4)
+            return make(*ps).rsample((3,))
+
+        assert gradcheck(draw, params)
+    # log_prob of the low-rank normal in its three parameters
+    params = [t(*LR_MU).requires_grad_(), t(*LR_W.ravel()).reshape(3, 2).requires_grad_(), t(*LR_D).requires_grad_()]
+    assert gradcheck(lambda *ps: D.LowRankMultivariateNormal(*ps).log_prob(t(0.3, -0.1, 0.7)), params)
+
+
+def test_more_module_paths_match_torch():
+    from ember.distributions.logistic_normal import LogisticNormal
+    from ember.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
+    from ember.distributions.mixture_same_family import MixtureSameFamily
+    from ember.distributions.relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
+    from ember.distributions.relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
+    assert (LogisticNormal, LowRankMultivariateNormal, MixtureSameFamily, RelaxedBernoulli, RelaxedOneHotCategorical) == (
+        D.LogisticNormal, D.LowRankMultivariateNormal, D.MixtureSameFamily, D.RelaxedBernoulli, D.RelaxedOneHotCategorical)
+    assert issubclass(LogitRelaxedBernoulli, D.Distribution) and issubclass(ExpRelaxedCategorical, D.Distribution)
+
+
+def test_relaxed_and_logistic_normal_shapes_and_validation():
+    temp = t(0.5).reshape(())
+    d = D.RelaxedBernoulli(temp, probs=ember.full((3, 1), 0.3, dtype=ember.float64))
+    e = d.expand((3, 4))
+    assert e.batch_shape == (3, 4) and tuple(e.rsample((2,)).shape) == (2, 3, 4)
+    x = e.sample()
+    close(e.log_prob(x), np.asarray(D.RelaxedBernoulli(temp, probs=ember.full((3, 4), 0.3, dtype=ember.float64))
+                                    .log_prob(x).tolist()))
+    c = D.RelaxedOneHotCategorical(temp, logits=ember.zeros(2, 1, 3, dtype=ember.float64)).expand((2, 5))
+    assert c.batch_shape == (2, 5) and c.event_shape == (3,) and tuple(c.sample((4,)).shape) == (4, 2, 5, 3)
+    ln = D.LogisticNormal(ember.zeros(4, 2, dtype=ember.float64), ember.ones(2, dtype=ember.float64))
+    assert ln.batch_shape == (4,) and ln.event_shape == (3,)
+    assert ln.expand((6, 4)).batch_shape == (6, 4) and tuple(ln.expand((6, 4)).sample().shape) == (6, 4, 3)
+    assert D.RelaxedBernoulli(temp, probs=t(0.3)).sample().dtype == ember.float64
+    with pytest.raises(ValueError, match=r"Expected parameter probs \(Tensor of shape \(1,\)\) of distribution "
+                                         r"LogitRelaxedBernoulli\("):
+        D.RelaxedBernoulli(temp, probs=t(1.5))
+    with pytest.raises(ValueError, match="Either `probs` or `logits` must be specified, but not both."):
+        D.RelaxedBernoulli(temp)
+    with pytest.raises(ValueError, match=r"Expected parameter scale \(Tensor of shape \(1,\)\) of distribution Normal\("):
+        D.LogisticNormal(t(0.0), t(-1.0))
+    with pytest.raises(ValueError, match=r"Expected value argument \(Tensor of shape \(1,\)\) to be within the support "
+                                         r"\(Interval\(lower_bound=0.0, upper_bound=1.0\)\) of the distribution RelaxedBernoulli"):
+        D.RelaxedBernoulli(temp, probs=t(0.5)).log_prob(t(1.5))
+    with pytest.raises(ValueError, match=r"to be within the support \(Simplex\(\)\) of the distribution LogisticNormal"):
+        D.LogisticNormal(t(0.0), t(1.0)).log_prob(t(0.5, 0.6))
