@@ -39,6 +39,7 @@ from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -58,11 +59,12 @@ from .transforms import *  # noqa: F403 - PyTorch exports the transforms here to
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = [
     "ContinuousBernoulli", "FisherSnedecor", "GeneralizedPareto", "InverseGamma", "Kumaraswamy", "NegativeBinomial",
     "Pareto", "VonMises", "Weibull", "LogisticNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
-    "RelaxedBernoulli", "RelaxedOneHotCategorical",
+    "RelaxedBernoulli", "RelaxedOneHotCategorical", "LKJCholesky", "Wishart",
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "constraints", "Dirichlet", "Distribution",
     "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
     "Laplace", "LogNormal", "Multinomial", "MultivariateNormal", "Normal", "OneHotCategorical",
