@@ -842,3 +842,182 @@ def test_relaxed_and_logistic_normal_shapes_and_validation():
         D.RelaxedBernoulli(temp, probs=t(0.5)).log_prob(t(1.5))
     with pytest.raises(ValueError, match=r"to be within the support \(Simplex\(\)\) of the distribution LogisticNormal"):
         D.LogisticNormal(t(0.0), t(1.0)).log_prob(t(0.5, 0.6))
+
+
+# ---------------------------------------------------------------------------------------------
+# Wishart and LKJCholesky.
+
+WS_COV = np.array([[2.0, 0.3, -0.4], [0.3, 1.5, 0.2], [-0.4, 0.2, 1.0]])
+WS_X = np.array([[3.0, 0.5, 0.1], [0.5, 2.0, -0.3], [0.1, -0.3, 1.5]])
+
+
+def _log_mvgamma(a, p):
+    """log Γ_p(a) = p(p-1)/4 log π + Σ_{j<p} log Γ(a - j/2)."""
+    return p * (p - 1) / 4 * math.log(math.pi) + sum(math.lgamma(a - j / 2) for j in range(p))
+
+
+def _wishart_logpdf(x, nu, cov):
+    p = cov.shape[-1]
+    return ((nu - p - 1) / 2 * np.linalg.slogdet(x)[1] - np.trace(np.linalg.solve(cov, x)) / 2
+            - nu * p / 2 * math.log(2) - nu / 2 * np.linalg.slogdet(cov)[1] - _log_mvgamma(nu / 2, p))
+
+
+def _m(a):
+    return t(*np.asarray(a).ravel()).reshape(np.asarray(a).shape)
+
+
+@pytest.mark.parametrize("param", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_wishart_density_moments_entropy(param):
+    given = {"covariance_matrix": WS_COV, "precision_matrix": np.linalg.inv(WS_COV),
+             "scale_tril": np.linalg.cholesky(WS_COV)}[param]
+    nus = np.array([4.5, 6.0])
+    d = D.Wishart(t(*nus), **{param: _m(given)})
+    assert d.batch_shape == (2,) and d.event_shape == (3, 3)
+    close(d.log_prob(_m(WS_X)), [_wishart_logpdf(WS_X, nu, WS_COV) for nu in nus], rtol=1e-9)
+    close(d.mean, [nu * WS_COV for nu in nus], rtol=1e-9)
+    close(d.variance, [nu * (WS_COV ** 2 + np.outer(np.diag(WS_COV), np.diag(WS_COV))) for nu in nus], rtol=1e-9)
+    close(d.mode, [(nu - 4) * WS_COV for nu in nus], rtol=1e-9)
+    close(d.covariance_matrix, np.broadcast_to(WS_COV, (2, 3, 3)), rtol=1e-9)
+    close(d.precision_matrix, np.broadcast_to(np.linalg.inv(WS_COV), (2, 3, 3)), rtol=1e-9)
+    close(d.scale_tril, np.broadcast_to(np.linalg.cholesky(WS_COV), (2, 3, 3)), rtol=1e-9)
+    # H = (p+1)/2 log det Σ + p(p+1)/2 log 2 + log Γ_p(ν/2) - (ν-p-1)/2 ψ_p(ν/2) + ν p / 2
+    p = 3
+    entropy = [(p + 1) / 2 * np.linalg.slogdet(WS_COV)[1] + p * (p + 1) / 2 * math.log(2) + _log_mvgamma(nu / 2, p)
+               - (nu - p - 1) / 2 * float(np.sum(digamma(nu / 2 - np.arange(p) / 2))) + nu * p / 2 for nu in nus]
+    close(d.entropy(), entropy, rtol=1e-9)
+
+
+def test_wishart_sampling():
+    nus = np.array([4.5, 8.0])
+    d = D.Wishart(t(*nus), covariance_matrix=_m(WS_COV))
+    ember.manual_seed(16)
+    s = np.asarray(d.sample((N,)).tolist())
+    assert s.shape == (N, 2, 3, 3)
+    assert np.all(np.linalg.eigvalsh(s) > 0)
+    np.testing.assert_allclose(s, np.swapaxes(s, -1, -2))
+    mean, var = np.asarray(d.mean.tolist()), np.asarray(d.variance.tolist())
+    np.testing.assert_array_less(np.abs(s.mean(0) - mean), 5 * np.sqrt(var / N))
+    m4 = ((s - s.mean(0)) ** 4).mean(0)
+    np.testing.assert_array_less(np.abs(s.var(0) - var), 5 * np.sqrt((m4 - var ** 2) / N))
+    # expand, and a scalar df against a batch of matrices
+    e = d.expand((5, 2))
+    assert e.batch_shape == (5, 2) and tuple(e.sample((3,)).shape) == (3, 5, 2, 3, 3)
+    close(e.log_prob(_m(WS_X)), np.broadcast_to([_wishart_logpdf(WS_X, nu, WS_COV) for nu in nus], (5, 2)), rtol=1e-9)
+    b = D.Wishart(5.0, covariance_matrix=_m(np.stack([WS_COV, 2 * WS_COV])))
+    assert b.batch_shape == (2,) and tuple(b.df.shape) == ()
+    close(b.log_prob(_m(WS_X)), [_wishart_logpdf(WS_X, 5.0, WS_COV), _wishart_logpdf(WS_X, 5.0, 2 * WS_COV)], rtol=1e-9)
+
+
+def test_wishart_rsample_gradients():
+    lower = _m(np.linalg.cholesky(WS_COV)).requires_grad_()
+
+    def draw(scale_tril):
+        ember.manual_seed(6)
+        return D.Wishart(t(5.0), scale_tril=scale_tril.tril()).rsample((2,))  # the upper part is not a parameter
+
+    assert gradcheck(draw, (lower,))
+    # df enters through the Bartlett factor's Chi2 (implicit gradient): d E[X] / d df = Σ
+    n = 20000
+    df = t(5.0).requires_grad_()
+    ember.manual_seed(9)
+    x = D.Wishart(df.expand(n), covariance_matrix=_m(WS_COV)).rsample()
+    (g,) = ember.autograd.grad(x[:, 0, 0].mean(), [df])
+    assert g.item() == pytest.approx(WS_COV[0, 0], rel=0.06)
+    assert gradcheck(lambda s: D.Wishart(t(5.0), scale_tril=s.tril()).log_prob(_m(WS_X)), (lower,))
+
+
+def test_wishart_errors():
+    eye = ember.eye(3, dtype=ember.float64)
+    with pytest.raises(AssertionError, match="Exactly one of covariance_matrix or precision_matrix or scale_tril"):
+        D.Wishart(t(5.0))
+    with pytest.raises(AssertionError, match="Exactly one of covariance_matrix or precision_matrix or scale_tril"):
+        D.Wishart(t(5.0), covariance_matrix=eye, scale_tril=eye)
+    with pytest.raises(ValueError, match="scale_tril must be at least two-dimensional, with optional leading batch"):
+        D.Wishart(t(5.0), covariance_matrix=ember.ones(3, dtype=ember.float64))
+    with pytest.raises(ValueError, match=r"Value of df=1.0 expected to be greater than ndim - 1 = 2."):
+        D.Wishart(1.0, covariance_matrix=eye)
+    with pytest.warns(UserWarning, match="Low df values detected. Singular samples are highly likely"):
+        D.Wishart(2.5, covariance_matrix=eye)
+    with pytest.raises(ValueError, match=r"Expected parameter covariance_matrix \(Tensor of shape \(3, 3\)\) of "
+                                         r"distribution Wishart\(.* to satisfy the constraint PositiveDefinite\(\)"):
+        D.Wishart(5.0, covariance_matrix=_m(np.diag([1.0, -1.0, 1.0])), validate_args=True)
+    with pytest.raises(ValueError, match=r"Expected value argument \(Tensor of shape \(3, 3\)\) to be within the "
+                                         r"support \(PositiveDefinite\(\)\)"):
+        D.Wishart(5.0, covariance_matrix=eye).log_prob(_m(np.diag([1.0, -1.0, 1.0])))
+
+
+def _lkj_log_normalizer(dim, eta):
+    """Row i (1-based, i >= 2) of L is free in the unit (i-1)-ball with weight (1 - |row|^2)^(a_i),
+    a_i = (2(η-1) + dim - i) / 2, whose integral is π^((i-1)/2) Γ(a_i + 1) / Γ(a_i + 1 + (i-1)/2)."""
+    total = 0.0
+    for i in range(2, dim + 1):
+        a = (2 * (eta - 1) + dim - i) / 2
+        total += (i - 1) / 2 * math.log(math.pi) + math.lgamma(a + 1) - math.lgamma(a + 1 + (i - 1) / 2)
+    return total
+
+
+def _lkj_logpdf(lower, eta):
+    dim = lower.shape[-1]
+    diag = np.diagonal(lower, axis1=-2, axis2=-1)[..., 1:]
+    powers = 2 * (eta - 1) + dim - np.arange(2, dim + 1)
+    return np.sum(powers * np.log(diag), -1) - _lkj_log_normalizer(dim, eta)
+
+
+def test_lkj_cholesky_log_prob():
+    corr = np.array([[1.0, 0.3, -0.2, 0.1], [0.3, 1.0, 0.4, 0.0], [-0.2, 0.4, 1.0, 0.2], [0.1, 0.0, 0.2, 1.0]])
+    lower = np.linalg.cholesky(corr)
+    for dim in (2, 3, 4):
+        sub = np.linalg.cholesky(corr[:dim, :dim])
+        etas = np.array([0.5, 1.0, 2.5])
+        d = D.LKJCholesky(dim, t(*etas))
+        assert d.batch_shape == (3,) and d.event_shape == (dim, dim) and not d.has_rsample
+        close(d.log_prob(_m(sub)), [_lkj_logpdf(sub, eta) for eta in etas], rtol=1e-10)
+    # dim 2: L = [[1, 0], [r, sqrt(1 - r^2)]]; the density in r integrates to one
+    r = np.linspace(-1, 1, 200001)[1:-1]
+    mats = np.zeros((r.size, 2, 2))
+    mats[:, 0, 0], mats[:, 1, 0], mats[:, 1, 1] = 1, r, np.sqrt(1 - r ** 2)
+    dens = np.exp(np.asarray(D.LKJCholesky(2, t(2.5).reshape(())).log_prob(_m(mats)).tolist()))
+    assert abs(np.sum(np.diff(r) * (dens[1:] + dens[:-1]) / 2) - 1) < 1e-6
+    assert D.LKJCholesky(4, 1.5).batch_shape == ()
+    # a Python number concentration is a default-dtype (float32) tensor, as in PyTorch
+    assert D.LKJCholesky(4, 1.5).concentration.dtype == ember.float32
+    close(D.LKJCholesky(4, 1.5).log_prob(_m(lower)), _lkj_logpdf(lower, 1.5), rtol=1e-6)
+
+
+def test_lkj_cholesky_sampling():
+    dim, etas = 4, np.array([0.7, 3.0])
+    d = D.LKJCholesky(dim, t(*etas))
+    ember.manual_seed(17)
+    s = np.asarray(d.sample((N,)).tolist())
+    assert s.shape == (N, 2, dim, dim)
+    assert np.all(np.asarray(d.support.check(_m(s[:100])).tolist()))
+    corr = s @ np.swapaxes(s, -1, -2)
+    # LKJ(η) marginals: r_ij ~ 2 Beta(b, b) - 1 with b = η - 1 + dim/2: mean 0, variance 1 / (2 b + 1)
+    rows, cols = np.tril_indices(dim, -1)
+    r = corr[..., rows, cols]  # (N, 2, 6)
+    var = np.broadcast_to((1 / (2 * (etas - 1 + dim / 2) + 1))[:, None], r.shape[1:])
+    np.testing.assert_array_less(np.abs(r.mean(0)), 5 * np.sqrt(var / N))
+    m4 = (r ** 4).mean(0)
+    np.testing.assert_array_less(np.abs((r ** 2).mean(0) - var), 5 * np.sqrt((m4 - var ** 2) / N))
+    e = d.expand((3, 2))
+    assert e.batch_shape == (3, 2) and tuple(e.sample((5,)).shape) == (5, 3, 2, dim, dim)
+    close(e.log_prob(_m(s[0])), np.broadcast_to(np.asarray(d.log_prob(_m(s[0])).tolist()), (3, 2)))
+
+
+def test_lkj_cholesky_errors():
+    with pytest.raises(ValueError, match="Expected dim to be an integer greater than or equal to 2. Found dim=1."):
+        D.LKJCholesky(1)
+    # as in PyTorch, the onion sampler's Beta (a Dirichlet) is built first and reports a bad concentration
+    with pytest.raises(ValueError, match=r"Expected parameter concentration \(Tensor of shape \(1, 3, 2\)\) of "
+                                         r"distribution Dirichlet\("):
+        D.LKJCholesky(3, t(-1.0))
+    with pytest.raises(ValueError, match=r"to be within the support \(CorrCholesky\(\)\)"):
+        D.LKJCholesky(2, 1.0).log_prob(_m([[1.0, 0.0], [0.5, 0.5]]))
+    assert gradcheck(lambda eta: D.LKJCholesky(3, eta).log_prob(_m(np.linalg.cholesky(WS_COV / np.sqrt(
+        np.outer(np.diag(WS_COV), np.diag(WS_COV)))))), (t(0.5, 2.0).requires_grad_(),))
+
+
+def test_wishart_lkj_module_paths_match_torch():
+    from ember.distributions.lkj_cholesky import LKJCholesky
+    from ember.distributions.wishart import Wishart
+    assert (LKJCholesky, Wishart) == (D.LKJCholesky, D.Wishart)

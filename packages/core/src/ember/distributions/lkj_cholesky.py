@@ -29,11 +29,14 @@ class LKJCholesky(Distribution):
             raise ValueError(f"Expected dim to be an integer greater than or equal to 2. Found dim={dim}.")
         self.dim = dim
         (self.concentration,) = broadcast_all(concentration)
+        # Row i (i >= 1) of L has i free coordinates: its squared length is y_i ~ Beta(i/2, β_i), with
+        # β_1 = η + (d-2)/2 decreasing by 1/2 per row. (PyTorch 2.13 uses i - 1/2 as the first concentration,
+        # which for dim >= 3 gives samples that are not LKJ-distributed: too strongly correlated.)
         marginal_conc = self.concentration + 0.5 * (self.dim - 2)
-        offset = ember.arange(self.dim - 1, dtype=self.concentration.dtype, device=self.concentration.device)
-        offset = ember.cat([ember.zeros((1,), dtype=offset.dtype, device=offset.device), offset])
-        # row 0 has no off-diagonal part; its Beta draw is unused
-        self._beta = Beta(offset + 0.5, marginal_conc.unsqueeze(-1) - 0.5 * offset)
+        rows = ember.arange(self.dim, dtype=self.concentration.dtype, device=self.concentration.device)
+        beta_conc1 = rows.clamp(min=1) / 2
+        beta_conc0 = marginal_conc.unsqueeze(-1) - 0.5 * (rows - 1).clamp(min=0)
+        self._beta = Beta(beta_conc1, beta_conc0)  # row 0 has no off-diagonal part: its draw is unused
         super().__init__(tuple(self.concentration.shape), (dim, dim), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
