@@ -8,8 +8,10 @@ PyTorch 2.2's torch.distributions API (names, arguments, shapes, validation and 
     z = Normal(mu, sigma).rsample()                    # pathwise (reparameterized) gradient
 
 Reparameterized sampling (`rsample`, `has_rsample`): Normal, LogNormal, Uniform, Exponential,
-Laplace, Gumbel, Cauchy, HalfNormal, HalfCauchy, MultivariateNormal, and - through an implicit
-reparameterization gradient of the gamma sampler - Gamma, Chi2, Beta, Dirichlet and StudentT.
+Laplace, Gumbel, Cauchy, HalfNormal, HalfCauchy, MultivariateNormal, LowRankMultivariateNormal,
+Pareto, Weibull, Kumaraswamy, GeneralizedPareto, ContinuousBernoulli, RelaxedBernoulli,
+RelaxedOneHotCategorical, LogisticNormal, and - through an implicit reparameterization gradient of
+the gamma sampler - Gamma, Chi2, Beta, Dirichlet, StudentT, InverseGamma, FisherSnedecor and Wishart.
 Validation (`validate_args`, on by default as in PyTorch unless Python runs with -O) raises
 ValueError for parameters outside `arg_constraints` and for values outside `support`.
 """
