@@ -295,6 +295,13 @@ def test_vonmises_sample_circular_moments():
     assert d.sample().dtype == ember.float64
     assert D.VonMises(ember.tensor([0.0]), ember.tensor([1e-4])).sample((100,)).dtype == ember.float32
     assert not D.VonMises(t(0.0), t(1.0)).has_rsample
+    # κ beyond the rejection sampler's precision (drawn as N(loc, 1/κ)), and values that cannot be drawn
+    # with validation off: NaN rather than an endless loop
+    x = np.asarray(D.VonMises(t(1.0, 0.5, 0.0, math.nan), t(1e200, 1e14, math.nan, 1.0), validate_args=False)
+                   .sample((4000,)).tolist())
+    assert np.all(x[:, 0] == 1.0) and np.all(np.isnan(x[:, 2:]))
+    sd = 1e-7  # 1 / sqrt(κ)
+    assert abs(x[:, 1].mean() - 0.5) < 5 * sd / math.sqrt(4000) and abs(x[:, 1].std() / sd - 1) < 5 / math.sqrt(2 * 4000)
 
 
 # ---------------------------------------------------------------------------------------------

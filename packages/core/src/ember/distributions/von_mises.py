@@ -24,8 +24,15 @@ def _log_i1(x):
 
 def _rejection_sample(loc, concentration, proposal_r, shape):
     """Best & Fisher (1979): a wrapped-Cauchy envelope, accepted elementwise until every entry is drawn."""
-    x = ember.zeros(shape, dtype=loc.dtype, device=loc.device)
-    done = ember.zeros(shape, dtype=ember.bool, device=loc.device)
+    # For κ > 1e12 the envelope's r - 1 ~ 1/(2κ) is lost to rounding and no proposal would be accepted;
+    # there the von Mises is the normal N(0, 1/κ) to within O(1/κ). Entries that could never be drawn
+    # (NaN κ or loc, κ <= 0 or infinite; reachable with validate_args=False) are NaN instead of looping.
+    drawable = (ember.isfinite(concentration) & ember.isfinite(loc) & (concentration > 0)).expand(shape)
+    huge = drawable & (concentration > 1e12).expand(shape)
+    normal = ember.randn(shape, dtype=loc.dtype, device=loc.device) / concentration.sqrt()
+    x = ember.where(huge, normal, ember.zeros(shape, dtype=loc.dtype, device=loc.device))
+    x = ember.where(drawable, x, ember.full(shape, math.nan, dtype=loc.dtype, device=loc.device))
+    done = ~drawable | huge
     while not bool(done.all()):
         u1, u2, u3 = ember.rand((3,) + tuple(shape), dtype=loc.dtype, device=loc.device).unbind(0)
         z = ember.cos(math.pi * u1)
@@ -66,7 +73,7 @@ class VonMises(Distribution):
     @lazy_property
     def _proposal_r(self):
         kappa = self._concentration
-        tau = 1 + (1 + 4 * kappa.pow(2)).sqrt()
+        tau = 1 + ember.hypot(ember.ones_like(kappa), 2 * kappa)  # sqrt(1 + 4κ²) without overflow for huge κ
         rho = (tau - (2 * tau).sqrt()) / (2 * kappa)
         r = (1 + rho.pow(2)) / (2 * rho)
         return ember.where(kappa < 1e-5, 1 / kappa + kappa, r)  # the closed form cancels for tiny κ
