@@ -19,6 +19,7 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -29,13 +30,19 @@ from .gumbel import Gumbel
 from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import (
+    LowRankMultivariateNormal,
+    _batch_lowrank_logdet,
+    _batch_lowrank_mahalanobis,
+)
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
-from .utils import _sum_rightmost, euler_constant
+from .utils import _diag_embed, _sum_rightmost, euler_constant
 
 __all__ = ["register_kl", "kl_divergence"]
 
@@ -365,3 +372,195 @@ def _kl_normal_gumbel(p, q):
 def _kl_beta_uniform(p, q):
     result = -p.entropy() + (q.high - q.low).log()
     return _where((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound), math.inf, result)
+
+
+# ContinuousBernoulli and Pareto (the pairs PyTorch registers). A Pareto's support is unbounded
+# above and a ContinuousBernoulli's is [0, 1], so KL to or from either of them is infinite against
+# a distribution whose support does not cover it.
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + ember.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - ember.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return _where(p.support.lower_bound < q.support.lower_bound, math.inf, result)
+
+
+def _cross_entropy_continuous_bernoulli(p, q):
+    """-E_p[log q] for a ContinuousBernoulli q: log q(x) is linear in x."""
+    return -p.mean * q.logits - ember.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() + _cross_entropy_continuous_bernoulli(p, q)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = -p.entropy() + _cross_entropy_continuous_bernoulli(p, q)
+    # infinite when the uniform's support leaves [0, 1] (PyTorch 2.13 compares with >= and <=, which
+    # also makes Uniform(0, 1) infinite)
+    return _where((p.high > q.support.upper_bound) | (p.low < q.support.lower_bound), math.inf, result)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - ember.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + ember.log(q.scale)
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))  # E[(x - loc)^2] / 2σ²
+    return t1 + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # infinite unless the uniform covers [0, 1] (PyTorch 2.13 uses >= / <=: infinite for Uniform(0, 1) too)
+    return _where((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound), math.inf, result)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+    return _where(p.alpha <= 1, math.inf, t1 - t2 + t3 - 1)  # the Pareto's mean is infinite there
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common_term = p.scale.log() + p.alpha.reciprocal()  # E_p[log x]
+    t1 = p.alpha.log() - common_term
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common_term
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return _where(p.alpha <= 1, math.inf, t1 + t2 + t3 + t4 - 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    return _where(p.alpha <= 2, math.inf, t1 - t2 + (t3 + t4) / var_normal - 1)  # infinite variance
+
+
+def _x_log_x(tensor):
+    return tensor * tensor.log()
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * width).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width  # E_p[log x]
+    return _where(p.low < q.support.lower_bound, math.inf, t2 * (q.alpha + 1) - t1)
+
+
+@register_kl(Beta, Pareto)
+@register_kl(ContinuousBernoulli, Pareto)
+@register_kl(Exponential, ContinuousBernoulli)
+@register_kl(Exponential, Pareto)
+@register_kl(Gamma, ContinuousBernoulli)
+@register_kl(Gamma, Pareto)
+@register_kl(Gumbel, ContinuousBernoulli)
+@register_kl(Gumbel, Pareto)
+@register_kl(Laplace, ContinuousBernoulli)
+@register_kl(Laplace, Pareto)
+@register_kl(Normal, ContinuousBernoulli)
+@register_kl(Normal, Pareto)
+@register_kl(Pareto, Beta)
+@register_kl(Pareto, ContinuousBernoulli)
+@register_kl(Pareto, Uniform)
+def _kl_unbounded_support(p, q):
+    """p puts mass where q has none."""
+    return _infinite_like(p.mean)
+
+
+# Low-rank multivariate normals: KL(p || q) = 1/2 [log det Σq - log det Σp + tr(Σq^-1 Σp)
+#                                                  + (μq - μp)^T Σq^-1 (μq - μp) - n],
+# with the low-rank side's determinant, inverse and trace through its m x m capacitance matrix.
+
+def _solve_lower(lower, rhs):
+    """lower^-1 rhs for lower-triangular `lower`, over broadcast batch dimensions."""
+    batch = ember.broadcast_shapes(tuple(lower.shape[:-2]), tuple(rhs.shape[:-2]))
+    return ember.linalg.solve_triangular(lower.expand(batch + tuple(lower.shape[-2:])),
+                                         rhs.expand(batch + tuple(rhs.shape[-2:])), upper=False)
+
+
+def _squared_norm(x):
+    return x.pow(2).sum((-2, -1))
+
+
+def _trace_lowrank_inverse_times(q, factors):
+    """tr(Σq^-1 F F^T) summed over the factors F (each (..., n, k)), for a low-rank q. By Woodbury
+    Σq^-1 = Dq^-1 - A^T A with A = Cq^-1 Wq^T Dq^-1, so the trace is |Dq^-1/2 F|^2 - |A F|^2."""
+    wq, dq = q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag
+    a = _solve_lower(q._capacitance_tril, wq.transpose(-2, -1) / dq.unsqueeze(-2))
+    total = 0
+    for f in factors:
+        total = total + _squared_norm(f * dq.rsqrt().unsqueeze(-1)) - _squared_norm(ember.matmul(a, f))
+    return total
+
+
+def _lowrank_logdet(d):
+    return _batch_lowrank_logdet(d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag, d._capacitance_tril)
+
+
+def _lowrank_factors(p):
+    """Factors F with Σp = Σ F F^T: the low-rank W and the diagonal's square root."""
+    return (p._unbroadcasted_cov_factor, _diag_embed(p._unbroadcasted_cov_diag.sqrt()))
+
+
+def _check_same_event_shape(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
+                         "cannot be computed")
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+    _check_same_event_shape(p, q)
+    term1 = _lowrank_logdet(q) - _lowrank_logdet(p)
+    term2 = _trace_lowrank_inverse_times(q, _lowrank_factors(p))
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril)
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
+    _check_same_event_shape(p, q)
+    lp = p._unbroadcasted_scale_tril
+    term1 = _lowrank_logdet(q) - 2 * lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    term2 = _trace_lowrank_inverse_times(q, (lp,))
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril)
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+    _check_same_event_shape(p, q)
+    lq = q._unbroadcasted_scale_tril
+    term1 = 2 * lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - _lowrank_logdet(p)
+    term2 = sum(_squared_norm(_solve_lower(lq, f)) for f in _lowrank_factors(p))  # tr(Lq^-T Lq^-1 F F^T)
+    term3 = _batch_mahalanobis(lq, q.loc - p.loc)
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
