@@ -304,7 +304,13 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   const char* op = "native_batch_norm";
   EMBER_CHECK(input.dim() >= 2, ValueError, "[", op, "] Expected 2D or more input (got ", input.dim(),
               "D input)");
-  const Tensor x = floating(op, input).contiguous();
+  const MemoryFormat layout = suggest_memory_format(input);
+  // Evaluation is one per-channel affine map, y = x * scale + shift: a channels-last input is mapped
+  // in its own layout (two passes) instead of converted in and out (Note [memory formats]).
+  const Tensor xf = floating(op, input);
+  const bool mapped_in_layout = !training && layout != MemoryFormat::Contiguous &&
+                                (xf.dtype() == DType::Float32 || xf.dtype() == DType::Float64);
+  const Tensor x = mapped_in_layout ? xf : xf.contiguous();
   const int64_t N = x.size(0), C = x.size(1), S = C > 0 && N > 0 ? x.numel() / (N * C) : 0;
   for (const auto& [name, t] :
        {std::pair{"running_mean", &running_mean}, std::pair{"running_var", &running_var},
@@ -322,7 +328,6 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   }
   const auto w = param(weight, x.dtype()), b = param(bias, x.dtype());
   const DType sd = stats_dtype(x.dtype());
-  Tensor out = empty(x.sizes(), x.dtype(), x.device());
   Tensor mean, rstd;
   if (training) {
     mean = empty({C}, sd, x.device());
@@ -333,12 +338,23 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
         add(to_dtype(*running_var, sd, true), wrapped_number(Scalar(eps)), Scalar(int64_t(1)), std::nullopt),
         std::nullopt);
   }
+  if (mapped_in_layout) {
+    IntList view(x.dim(), 1);
+    view[1] = C;
+    const Tensor scale = w ? mul(rstd, to_dtype(*w, sd, false), std::nullopt) : rstd;
+    Tensor shift = neg(mul(mean, scale, std::nullopt), std::nullopt);
+    if (b) shift = add(shift, to_dtype(*b, sd, false), Scalar(int64_t(1)), std::nullopt);
+    Tensor y = mul(x, reshape(to_dtype(scale, x.dtype(), false), view), std::nullopt);
+    add(y, reshape(to_dtype(shift, x.dtype(), false), view), Scalar(int64_t(1)), y);
+    return {y.contiguous(layout), empty({0}, sd, x.device()), empty({0}, sd, x.device())};
+  }
   for (const auto* t : {&running_mean, &running_var}) {
     if (training && *t && (*t)->defined()) {
       EMBER_CHECK((*t)->is_contiguous(), ValueError, "[", op, "] expected contiguous running statistics");
       check_writable(**t);  // updated in place, without a version bump (below)
     }
   }
+  Tensor out = empty(x.sizes(), x.dtype(), x.device());
   const ChannelNormArgs args{&out,
                              &mean,
                              &rstd,
@@ -357,8 +373,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const 
   // The running statistics change in place without a version bump: autograd never differentiates
   // through them, and the backward node saves them (for evaluation mode) before this update.
   if (C > 0) channel_norm_stub.get(x.device().type)(args);
-  out =
-      out.contiguous(suggest_memory_format(input));  // a channels-last input stays so (Note [memory formats])
+  out = out.contiguous(layout);  // a channels-last input stays so (Note [memory formats])
   if (!training) return {out, empty({0}, sd, x.device()), empty({0}, sd, x.device())};
   return {out, mean, rstd};
 }
