@@ -8,7 +8,7 @@ given for the other's stand-in. When an argument requires grad, the result keeps
 from __future__ import annotations
 
 from .. import _C
-from ..autograd import grad as _autograd_grad
+from ..autograd._engine import grad as _autograd_grad
 from . import _conv
 
 __all__ = ["conv1d_input", "conv1d_weight", "conv2d_input", "conv2d_weight", "conv3d_input", "conv3d_weight"]
