@@ -392,6 +392,19 @@ from .sparse import (  # noqa: E402
 __all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
             "sparse_csr_tensor", "spmm", "sspaddmm", "strided"]
 
+# torch.Size, warn-always, the inter-op thread count, type aliases, the comparable version,
+# signal windows and the whole-sequence RNN functions (issue 18, item 1).
+from . import signal, torch_version, types  # noqa: E402
+from ._rnn_functional import gru, lstm, rnn_relu, rnn_tanh  # noqa: E402
+from ._runtime import (  # noqa: E402
+    get_num_interop_threads,
+    init_num_threads,
+    is_warn_always_enabled,
+    set_num_interop_threads,
+    set_warn_always,
+)
+from ._size import Size  # noqa: E402
+
 # torch.embedding with sparse=True gives a sparse gradient, which the native op cannot
 from .nn._embedding import _embedding_op as embedding  # noqa: E402, F401 - replaces the generated entry
 
@@ -399,6 +412,10 @@ from .nn._embedding import _embedding_op as embedding  # noqa: E402, F401 - repl
 from .sparse import sparse_aware_addmm as addmm  # noqa: E402, F401 - replaces the generated entry
 from .sparse import sparse_aware_matmul as matmul  # noqa: E402, F401 - replaces the generated entry
 from .sparse import sparse_aware_mm as mm  # noqa: E402, F401 - replaces the generated entry
+
+__version__ = torch_version.__version__  # noqa: F811 - the same text, comparable as a version
+__all__ += ["Size", "signal", "gru", "lstm", "rnn_relu", "rnn_tanh", "get_num_interop_threads", "init_num_threads",
+            "is_warn_always_enabled", "set_num_interop_threads", "set_warn_always", "torch_version", "types"]
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562

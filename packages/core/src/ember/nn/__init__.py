@@ -1,8 +1,28 @@
 """ember.nn (torch.nn): Module and its containers, layers, Parameter, functional, init and utils."""
 
-from . import attention, functional, init, modules, parallel, utils
+from . import attention, common_types, functional, grad, init, modules, parallel, utils
 from .modules import *  # noqa: F403 - every layer, as torch.nn exports them
-from .parameter import Buffer, Parameter, UninitializedParameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
-__all__ = ["attention", "functional", "init", "parallel", "utils", "Parameter", "Buffer", "UninitializedParameter",
-           *modules.__all__]
+__all__ = ["attention", "common_types", "functional", "grad", "init", "parallel", "utils", "Parameter", "Buffer",
+           "UninitializedBuffer", "UninitializedParameter", "factory_kwargs", *modules.__all__]
+
+_FACTORY_KEYS = {"device", "dtype", "memory_format"}
+
+
+def factory_kwargs(kwargs: dict | None) -> dict:
+    """The factory keywords (device, dtype, memory_format) of a module's ``**kwargs``, as one dict
+    to pass to ember.empty and the like (torch.nn.factory_kwargs). An unknown key raises
+    TypeError at once rather than at the factory call. ``factory_kwargs={...}`` inside kwargs
+    gives them explicitly, for a signature whose own ``dtype`` means something else."""
+    if kwargs is None:
+        return {}
+    unknown = kwargs.keys() - (_FACTORY_KEYS | {"factory_kwargs"})
+    if unknown:
+        raise TypeError(f"unexpected kwargs {unknown}")
+    merged = dict(kwargs.get("factory_kwargs", {}))
+    for key in _FACTORY_KEYS & kwargs.keys():
+        if key in merged:
+            raise TypeError(f"{key} specified twice, in **kwargs and in factory_kwargs")
+        merged[key] = kwargs[key]
+    return merged

@@ -27,6 +27,7 @@ from . import (
     _padding,
     _pooling,
     _resampling,
+    grad,  # noqa: F401 - F.grad is nn.grad, as in PyTorch
 )
 from ._activation import *  # noqa: F403
 from ._attention import *  # noqa: F403

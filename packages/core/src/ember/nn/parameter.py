@@ -66,8 +66,9 @@ class UninitializedParameter(Parameter):
 
 
 def is_lazy(param) -> bool:
-    """Whether param is still an UninitializedParameter (torch.nn.parameter.is_lazy)."""
-    return isinstance(param, UninitializedParameter)
+    """Whether param is still an UninitializedParameter or UninitializedBuffer
+    (torch.nn.parameter.is_lazy)."""
+    return isinstance(param, (UninitializedParameter, UninitializedBuffer))
 
 
 class Buffer(_C.Tensor):
@@ -87,3 +88,30 @@ def _no_grad():
     from ..autograd.grad_mode import no_grad
 
     return no_grad()
+
+
+class UninitializedBuffer(Buffer):
+    """A buffer whose shape is not known yet, as torch.nn.UninitializedBuffer: it holds no
+    elements until materialize() gives it a shape. Assigned to a Module it registers as a buffer
+    (persistent unless persistent=False). Materialized, it becomes an nn.Buffer (PyTorch's becomes
+    a plain Tensor; Ember cannot change a Python subclass into its native base class in place).
+    As UninitializedParameter, using it before then computes on an empty tensor."""
+
+    cls_to_become = Buffer
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True) -> None:
+        kwargs = {"dtype": dtype if dtype is not None else _C.get_default_dtype()}
+        if device is not None:
+            kwargs["device"] = device
+        super().__init__(_C.zeros([0], **kwargs).requires_grad_(requires_grad), persistent=persistent)
+        self._factory = kwargs
+
+    materialize = UninitializedParameter.materialize
+
+    def __repr__(self) -> str:
+        return "<UninitializedBuffer>"
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = UninitializedBuffer(self.requires_grad, persistent=self.persistent, **self._factory)
+        return memo[id(self)]

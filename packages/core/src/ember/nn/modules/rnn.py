@@ -294,87 +294,97 @@ class RNNBase(Module):
     def _run(self, data, steps: list[int], hx, batch: int):
         """Runs every layer and direction over time-major packed ``data`` (rows of step t are the
         first steps[t] sequences). Returns (output data, h_n, c_n or None)."""
-        lstm = self.mode == "LSTM"
-        directions = 2 if self.bidirectional else 1
-        h0s = list(hx[0].unbind(0)) if lstm else list(hx.unbind(0))
-        c0s = list(hx[1].unbind(0)) if lstm else [None] * len(h0s)
-        h_finals, c_finals = [], []
-        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
-        for layer in range(self.num_layers):
-            outputs = []
-            for direction in range(directions):
-                k = layer * directions + direction
-                weights = {n[:n.index("_l")]: getattr(self, n) for n in self._all_weights[k]}
-                out, h, c = self._direction(data, steps, h0s[k], c0s[k], weights, direction == 1, real_hidden)
-                outputs.append(out)
-                h_finals.append(h)
-                c_finals.append(c)
-            data = outputs[0] if directions == 1 else _C.cat(outputs, 1)
-            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                data = F.dropout(data, self.dropout, True)
-        h_n = _C.stack(h_finals, 0)
-        c_n = _C.stack(c_finals, 0) if lstm else None
-        return data, h_n, c_n
+        weights = [{n[:n.index("_l")]: getattr(self, n) for n in names} for names in self._all_weights]
+        return _run_layers(self.mode, data, steps, hx, weights, self.num_layers, 2 if self.bidirectional else 1,
+                           self.dropout, self.training)
 
-    def _direction(self, data, steps: list[int], h0, c0, w: dict, reverse: bool, out_size: int):
-        mode = self.mode
-        # Biases that sit outside the nonlinearity's inner products fold into the input projection.
-        w_ih, w_hh, b_ih, b_hh, w_hr = (w["weight_ih"], w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"),
-                                        w.get("weight_hr"))
-        xp = data.matmul(w_ih.t())
-        if b_ih is not None:
-            if mode == "GRU":
-                xp = xp + b_ih
-            else:
-                xp = xp + (b_ih + b_hh)
-                b_hh = None
-        w_hh_t = w_hh.t()
-        w_hr_t = w_hr.t() if w_hr is not None else None
-        lstm = mode == "LSTM"
 
-        def step(x, h, c):
-            if lstm:
-                return _lstm_step(x, h, c, w_hh_t, b_hh, w_hr_t)
-            if mode == "GRU":
-                return _gru_step(x, h, w_hh_t, b_hh), None
-            return _rnn_step(x, h, w_hh_t, b_hh, mode == "RNN_RELU"), None
+def _run_layers(mode: str, data, steps: list[int], hx, weights: list[dict], num_layers: int, directions: int,
+                dropout: float, train: bool):
+    """The stacked recurrence shared by the layers and by ember.lstm / gru / rnn_tanh / rnn_relu.
+    ``weights[layer * directions + direction]`` maps weight_ih, weight_hh and, where present,
+    bias_ih, bias_hh, weight_hr to tensors; ``hx`` is h_0 (or (h_0, c_0) for the LSTM), each
+    [num_layers * directions, batch, size]. Dropout (probability ``dropout``, when ``train``) is
+    applied to every layer's output but the last's."""
+    lstm = mode == "LSTM"
+    h0s = list(hx[0].unbind(0)) if lstm else list(hx.unbind(0))
+    c0s = list(hx[1].unbind(0)) if lstm else [None] * len(h0s)
+    h_finals, c_finals = [], []
+    real_hidden = h0s[0].shape[-1]
+    for layer in range(num_layers):
+        outputs = []
+        for direction in range(directions):
+            k = layer * directions + direction
+            out, h, c = _direction(mode, data, steps, h0s[k], c0s[k], weights[k], direction == 1, real_hidden)
+            outputs.append(out)
+            h_finals.append(h)
+            c_finals.append(c)
+        data = outputs[0] if directions == 1 else _C.cat(outputs, 1)
+        if dropout > 0 and train and layer < num_layers - 1:
+            data = F.dropout(data, dropout, True)
+    h_n = _C.stack(h_finals, 0)
+    c_n = _C.stack(c_finals, 0) if lstm else None
+    return data, h_n, c_n
 
-        if not steps:  # an empty sequence leaves the state as given
-            return _C.zeros([0, out_size], dtype=data.dtype, device=data.device), h0, c0
-        xs = xp.split(steps, 0)
-        outs = [None] * len(steps)
-        if not reverse:
-            # Sequences finish in order from the back of the batch; their final states are set aside.
-            done_h, done_c = [], []
-            h, c, active = h0, c0, h0.shape[0]
-            for t, size in enumerate(steps):
-                if size < active:
-                    done_h.append(h[size:active])
-                    h = h[:size]
-                    if lstm:
-                        done_c.append(c[size:active])
-                        c = c[:size]
-                    active = size
-                h, c = step(xs[t], h, c)
-                outs[t] = h
-            if done_h:
-                h = _C.cat([h, *reversed(done_h)], 0)
-                c = _C.cat([c, *reversed(done_c)], 0) if lstm else None
+
+def _direction(mode: str, data, steps: list[int], h0, c0, w: dict, reverse: bool, out_size: int):
+    # Biases that sit outside the nonlinearity's inner products fold into the input projection.
+    w_ih, w_hh, b_ih, b_hh, w_hr = (w["weight_ih"], w["weight_hh"], w.get("bias_ih"), w.get("bias_hh"),
+                                    w.get("weight_hr"))
+    xp = data.matmul(w_ih.t())
+    if b_ih is not None:
+        if mode == "GRU":
+            xp = xp + b_ih
         else:
-            # Backwards in time the batch only grows; sequences join with their initial state.
-            active = steps[-1]
-            h = h0 if active == h0.shape[0] else h0[:active]
-            c = (c0 if active == c0.shape[0] else c0[:active]) if lstm else None
-            for t in range(len(steps) - 1, -1, -1):
-                size = steps[t]
-                if size > active:
-                    h = _C.cat([h, h0[active:size]], 0)
-                    if lstm:
-                        c = _C.cat([c, c0[active:size]], 0)
-                    active = size
-                h, c = step(xs[t], h, c)
-                outs[t] = h
-        return _C.cat(outs, 0), h, c
+            xp = xp + (b_ih + b_hh)
+            b_hh = None
+    w_hh_t = w_hh.t()
+    w_hr_t = w_hr.t() if w_hr is not None else None
+    lstm = mode == "LSTM"
+
+    def step(x, h, c):
+        if lstm:
+            return _lstm_step(x, h, c, w_hh_t, b_hh, w_hr_t)
+        if mode == "GRU":
+            return _gru_step(x, h, w_hh_t, b_hh), None
+        return _rnn_step(x, h, w_hh_t, b_hh, mode == "RNN_RELU"), None
+
+    if not steps:  # an empty sequence leaves the state as given
+        return _C.zeros([0, out_size], dtype=data.dtype, device=data.device), h0, c0
+    xs = xp.split(steps, 0)
+    outs = [None] * len(steps)
+    if not reverse:
+        # Sequences finish in order from the back of the batch; their final states are set aside.
+        done_h, done_c = [], []
+        h, c, active = h0, c0, h0.shape[0]
+        for t, size in enumerate(steps):
+            if size < active:
+                done_h.append(h[size:active])
+                h = h[:size]
+                if lstm:
+                    done_c.append(c[size:active])
+                    c = c[:size]
+                active = size
+            h, c = step(xs[t], h, c)
+            outs[t] = h
+        if done_h:
+            h = _C.cat([h, *reversed(done_h)], 0)
+            c = _C.cat([c, *reversed(done_c)], 0) if lstm else None
+    else:
+        # Backwards in time the batch only grows; sequences join with their initial state.
+        active = steps[-1]
+        h = h0 if active == h0.shape[0] else h0[:active]
+        c = (c0 if active == c0.shape[0] else c0[:active]) if lstm else None
+        for t in range(len(steps) - 1, -1, -1):
+            size = steps[t]
+            if size > active:
+                h = _C.cat([h, h0[active:size]], 0)
+                if lstm:
+                    c = _C.cat([c, c0[active:size]], 0)
+                active = size
+            h, c = step(xs[t], h, c)
+            outs[t] = h
+    return _C.cat(outs, 0), h, c
 
 
 class RNN(RNNBase):
