@@ -183,10 +183,13 @@ def test_conv3d_keeps_channels_last_3d():
     lambda x: F.group_norm(x, 3),
     lambda x: F.hardswish(x) + F.silu(x),
     lambda x: F.leaky_relu(x) + F.elu(x) + ember.where(x > 0, x, 0.5),
+    lambda x: F.pad(x, (1, 2, 0, 1)) + 0,
+    lambda x: F.pad(x, (1, 1, 2, 0), mode="reflect"),
+    lambda x: ember.cat([x, x * 2], 1),
     lambda x: F.interpolate(x, scale_factor=2),
     lambda x: F.interpolate(x, size=(5, 9), mode="bilinear"),
 ], ids=["max_pool", "max_pool_indices", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool", "batch_norm_train",
-        "batch_norm_eval", "group_norm", "pointwise", "where", "interpolate_nearest", "interpolate_bilinear"])
+        "batch_norm_eval", "group_norm", "pointwise", "where", "pad", "pad_reflect", "cat", "interpolate_nearest", "interpolate_bilinear"])
 def test_layers_keep_channels_last(pool):
     a = RNG.standard_normal((2, 3, 7, 6))
     want = pool(_t(a))
@@ -200,6 +203,14 @@ def test_layers_keep_channels_last(pool):
         ref = _t(a, True)
         pool(ref).sum().backward()
         np.testing.assert_allclose(x.grad.numpy(), ref.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_cat_is_channels_last_only_when_every_part_is():
+    a = RNG.standard_normal((2, 3, 4, 5))
+    assert ember.cat([cl(a), cl(a)], 0).is_contiguous(memory_format=ember.channels_last)
+    mixed = ember.cat([cl(a), _t(a)], 1)
+    assert mixed.is_contiguous()
+    np.testing.assert_array_equal(mixed.numpy(), np.concatenate([a, a], 1))
 
 
 def test_model_to_channels_last_trains_like_the_row_major_model():

@@ -37,7 +37,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     }
     shape[d] += t.sizes()[d];
   }
-  Tensor out = empty(shape, result_type(parts), first.device());
+  // channels last when every part is (Note [memory formats]), as PyTorch's cat decides
+  MemoryFormat format = suggest_memory_format(parts[0]);
+  for (const Tensor& t : parts)
+    if (suggest_memory_format(t) != format) format = MemoryFormat::Contiguous;
+  Tensor out = empty(shape, result_type(parts), first.device(), format);
   int64_t offset = 0;
   for (const Tensor& t : parts) {
     copy_(narrow(out, d, offset, t.sizes()[d]), t);

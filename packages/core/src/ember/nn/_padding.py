@@ -7,7 +7,7 @@ row sums over every place it was copied to.
 
 from __future__ import annotations
 
-from .. import _C
+from .. import _C, _memory_format
 from .._autocast_policy import autocast_policy
 from .._tensor import tensor
 
@@ -68,15 +68,17 @@ def pad(input, pad, mode: str = "constant", value=None):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     n = len(pad) // 2
     pairs = [(input.dim() - 1 - i, (pad[2 * i], pad[2 * i + 1])) for i in range(n)]
-    if mode == "constant":
-        return _pad_constant(input, pairs, 0.0 if value is None else value)
+    if mode == "constant":  # a channels-last input stays so (Note [memory formats])
+        return _memory_format.laid_out(_pad_constant(input, pairs, 0.0 if value is None else value),
+                                       _memory_format.suggest(input))
     if value is not None and value != 0:
         raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument.")
     if not 1 <= n <= 3 or input.dim() not in (n + 1, n + 2):
         raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now "
                                   f"(got {input.dim()}-D input and {len(pad)} padding values in mode {mode})")
     # PyTorch's CPU autocast runs reflection and replication pads in float32, circular as is
-    return (_pad_indexed_float32 if mode in ("reflect", "replicate") else _pad_indexed)(input, pairs, mode)
+    out = (_pad_indexed_float32 if mode in ("reflect", "replicate") else _pad_indexed)(input, pairs, mode)
+    return _memory_format.laid_out(out, _memory_format.suggest(input))
 
 
 def _pad_indexed(input, pairs, mode):
