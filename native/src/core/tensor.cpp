@@ -147,8 +147,11 @@ bool Tensor::is_contiguous(MemoryFormat format) const {
   const TensorImpl& t = checked(impl_);
   const size_t rank = format == MemoryFormat::ChannelsLast ? 4 : 5;
   if (t.sizes.size() != rank) return false;
+  static constexpr size_t kOrder4[] = {1, 3, 2, 0}, kOrder5[] = {1, 4, 3, 2, 0};  // fastest dim first
+  const size_t* order = rank == 4 ? kOrder4 : kOrder5;
   int64_t expected = 1;
-  for (const size_t d : rank == 4 ? std::vector<size_t>{1, 3, 2, 0} : std::vector<size_t>{1, 4, 3, 2, 0}) {
+  for (size_t i = 0; i < rank; ++i) {
+    const size_t d = order[i];
     if (t.sizes[d] == 0) return true;
     if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
     expected *= t.sizes[d];
