@@ -110,6 +110,8 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       .def_property_readonly("nbytes", &Tensor::nbytes)
       .def("is_contiguous", [](const Tensor& t) { return t.is_contiguous(); })
       // 0 row-major, 1 channels last, 2 channels last 3d (ember/_memory_format.py)
+      .def("_suggest_memory_format",
+           [](const Tensor& t) { return static_cast<int64_t>(suggest_memory_format(t)); })
       .def("_is_contiguous_in",
            [](const Tensor& t, int64_t format) {
              EMBER_CHECK(format >= 0 && format <= 2, ValueError,

@@ -36,6 +36,7 @@ channels_last = memory_format("channels_last", 1)
 channels_last_3d = memory_format("channels_last_3d", 2)
 preserve_format = memory_format("preserve_format", -1)
 legacy_contiguous_format = memory_format("legacy_contiguous_format", 0)  # contiguous_format's older twin
+_BY_CODE = (contiguous_format, channels_last, channels_last_3d)
 
 _row_major = _C.Tensor.is_contiguous
 _contiguous = _C.Tensor.contiguous
@@ -48,12 +49,8 @@ def check(fmt: object, who: str) -> memory_format:
 
 
 def suggest(t: _C.Tensor) -> memory_format:
-    """The layout an op's result takes after t (PyTorch's suggest_memory_format)."""
-    if t.dim() == 4 and t._is_contiguous_in(1) and not _row_major(t):
-        return channels_last
-    if t.dim() == 5 and t._is_contiguous_in(2) and not _row_major(t):
-        return channels_last_3d
-    return contiguous_format
+    """The layout an op's result takes after t (PyTorch's suggest_memory_format; the native rule)."""
+    return _BY_CODE[t._suggest_memory_format()]
 
 
 def resolve(t: _C.Tensor, fmt: object, who: str) -> memory_format:
