@@ -35,6 +35,26 @@ EMBER_TEST(every_chunk_runs_once_and_is_done_on_return) {
   CHECK_EQ(unfinished, 0);
 }
 
+// Note [pool spinning]: jobs that find the workers asleep (issued after more than the spin
+// window) and jobs whose last chunk outlasts the caller's spin window (so the caller sleeps until
+// it is done) must behave as back-to-back ones do.
+EMBER_TEST(sleeping_workers_and_slow_chunks_finish_every_chunk) {
+  set_num_threads(2);
+  int bad = 0;
+  for (int job = 0; job < 40; ++job) {
+    if (job % 2 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::atomic<int> runs{0}, in_flight{0};
+    parallel_for(0, 4, 1, [&](int64_t b, int64_t) {
+      in_flight.fetch_add(1);
+      if (b == 3 && job % 4 < 2) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      runs.fetch_add(1);
+      in_flight.fetch_sub(1);
+    });
+    bad += runs.load() != 4 || in_flight.load() != 0;
+  }
+  CHECK_EQ(bad, 0);
+}
+
 EMBER_TEST(the_first_exception_is_rethrown_and_the_pool_stays_usable) {
   set_num_threads(3);
   CHECK_THROWS(std::runtime_error,

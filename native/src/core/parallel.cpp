@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -31,6 +32,12 @@ int default_threads() {
 // version kept one counter in the pool and reset it per job: a worker leaving job G could take a
 // stale index from the reset counter of job G+1, so one chunk ran twice, the completion count
 // reached n with a chunk still in flight, and the caller read a half-written output.
+//
+// Note [pool spinning]: waking a thread blocked on a condition variable takes tens of
+// microseconds (longer in a VM) -- as long as a whole 1M-element add. So a worker that finishes a
+// job watches for the next one for kSpin before it sleeps, and the caller waits for the last
+// chunks by watching the job's counters, as OpenMP runtimes do; ops issued back to back from
+// Python then reach workers that are still awake. Sleeping is only the fallback.
 class ThreadPool {
  public:
   explicit ThreadPool(int workers) {
@@ -40,6 +47,7 @@ class ThreadPool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stop_ = true;
+      generation_.fetch_add(1);
     }
     wake_.notify_all();
     for (auto& t : threads_) t.join();
@@ -49,56 +57,86 @@ class ThreadPool {
   // Runs task(0..n-1) on the pool and the calling thread; returns when all are done.
   void run(int64_t n, const std::function<void(int64_t)>& task) {
     Job job(task, n);
-    std::unique_lock<std::mutex> lock(mutex_);
-    job_ = &job;
-    ++generation_;
-    lock.unlock();
-    wake_.notify_all();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &job;
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();  // no system call when every worker is still spinning
     drain(job);
-    lock.lock();
-    finished_.wait(lock, [&] { return job.done == job.count && job.workers == 0; });
-    job_ = nullptr;
+    auto all_done = [&] { return job.done.load(std::memory_order_acquire) == job.count; };
+    spin_for(all_done);
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      finished_.wait(lock, all_done);  // a worker still busy: sleep until its last chunk is done
+      job_ = nullptr;                  // from here no worker can join the job
+    }
+    // the workers still registered found no index left and are leaving drain()
+    while (job.workers.load(std::memory_order_acquire) != 0) std::this_thread::yield();
     if (job.error) std::rethrow_exception(job.error);
   }
 
  private:
+  static constexpr auto kSpin = std::chrono::microseconds(200);
+
   struct Job {
     Job(const std::function<void(int64_t)>& t, int64_t n) : task(t), count(n) {}
     const std::function<void(int64_t)>& task;
     const int64_t count;
     std::atomic<int64_t> next{0};
-    int64_t done = 0;  // guarded by mutex_, as are the two below
-    int workers = 0;   // pool threads inside drain(*this)
-    std::exception_ptr error;
+    std::atomic<int64_t> done{0};
+    std::atomic<int> workers{0};  // pool threads inside drain(*this)
+    std::mutex error_mutex;
+    std::exception_ptr error;  // the first one, guarded by error_mutex
   };
+
+  // Busy-waits (with the CPU's pause hint) until ready() or for kSpin; says which.
+  template <typename Ready>
+  static bool spin_for(Ready ready) {
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    while (!ready()) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      for (int i = 0; i < 64; ++i) pause();
+    }
+    return true;
+  }
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
 
   void drain(Job& job) {
     for (int64_t i; (i = job.next.fetch_add(1)) < job.count;) {
-      std::exception_ptr error;
       try {
         job.task(i);
       } catch (...) {
-        error = std::current_exception();
+        std::lock_guard<std::mutex> lock(job.error_mutex);
+        if (!job.error) job.error = std::current_exception();
       }
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (error && !job.error) job.error = error;
-      if (++job.done == job.count) finished_.notify_all();
+      if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == job.count) {
+        { std::lock_guard<std::mutex> lock(mutex_); }  // a caller past its check is now waiting
+        finished_.notify_all();
+      }
     }
   }
   void work() {
     t_in_parallel = true;
     uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mutex_);
     while (true) {
-      wake_.wait(lock, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
+      spin_for([&] { return generation_.load(std::memory_order_acquire) != seen; });
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
+      if (job_ == nullptr) continue;  // that job is already over
       Job& job = *job_;
-      ++job.workers;
+      job.workers.fetch_add(1, std::memory_order_relaxed);
       lock.unlock();
       drain(job);
-      lock.lock();
-      if (--job.workers == 0 && job.done == job.count) finished_.notify_all();
+      job.workers.fetch_sub(1, std::memory_order_release);
     }
   }
 
@@ -106,8 +144,8 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable finished_;
-  Job* job_ = nullptr;  // the job now running, guarded by mutex_
-  uint64_t generation_ = 0;
+  Job* job_ = nullptr;                     // the job now running, guarded by mutex_
+  std::atomic<uint64_t> generation_{0};  // bumped (under mutex_) for each job and for stop
   bool stop_ = false;
 };
 

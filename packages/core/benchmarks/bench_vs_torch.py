@@ -67,13 +67,21 @@ def _time(fn, number: int) -> float:
     return (time.perf_counter() - start) / number
 
 
+SETTLE_SECONDS = 0.03
+
+
 def interleaved(ours, theirs, reps: int = 7, seconds: float = 0.04) -> tuple[float, float, float]:
     """(median ours, median theirs, median of per-repetition ratios), both warmed up first."""
     ours(), theirs()
     n_ours, n_theirs = _calls_for(ours, seconds), _calls_for(theirs, seconds)
     a, b, ratios = [], [], []
     for _ in range(reps):
-        ta, tb = _time(ours, n_ours), _time(theirs, n_theirs)
+        # Each library's idle workers spin for a while after its batch (OpenMP's for milliseconds):
+        # settle first, so neither batch runs beside the other library's spinning threads.
+        time.sleep(SETTLE_SECONDS)
+        ta = _time(ours, n_ours)
+        time.sleep(SETTLE_SECONDS)
+        tb = _time(theirs, n_theirs)
         a.append(ta), b.append(tb), ratios.append(ta / tb)
     return statistics.median(a), statistics.median(b), statistics.median(ratios)
 
