@@ -61,6 +61,8 @@ def resolve(t: _C.Tensor, fmt: object, who: str) -> memory_format:
 
 def is_contiguous(self: _C.Tensor, memory_format: memory_format = contiguous_format) -> bool:
     """Whether self is dense in the given layout (torch.Tensor.is_contiguous)."""
+    if memory_format is contiguous_format:  # the common call, kept cheap for the optimizers' checks
+        return _row_major(self)
     fmt = resolve(self, memory_format, "is_contiguous")
     return _row_major(self) if fmt._code == 0 else self._is_contiguous_in(fmt._code)
 

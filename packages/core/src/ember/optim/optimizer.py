@@ -216,12 +216,13 @@ class Optimizer:
         fused = bool(group.get("fused"))
         if not fused and (group.get("foreach") is False or group.get("differentiable")):
             return False
-        with_grads = [p for p in group["params"] if p.grad is not None]
-        dtype = with_grads[0].dtype if with_grads else None
-        sparse = any(isinstance(p.grad, SparseTensor) for p in with_grads)  # the per-parameter path takes them
-        ok = not sparse and all(p.is_floating_point() and p.dtype == dtype and p.grad.dtype == dtype
-                                and p.device.type == "cpu" and p.is_contiguous() and p.grad.is_contiguous()
-                                for p in with_grads)
+        # each .grad read once: it is a Python property (Note [sparse .grad])
+        with_grads = [(p, g) for p in group["params"] if (g := p.grad) is not None]
+        dtype = with_grads[0][0].dtype if with_grads else None
+        sparse = any(isinstance(g, SparseTensor) for _, g in with_grads)  # the per-parameter path takes them
+        ok = not sparse and all(p.is_floating_point() and p.dtype == dtype and g.dtype == dtype
+                                and p.device.type == "cpu" and p.is_contiguous() and g.is_contiguous()
+                                for p, g in with_grads)
         if fused and not ok:
             raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
                                "devices (cpu) with one dtype, contiguous, with dense gradients")
