@@ -117,7 +117,9 @@ class ThreadPool {
         if (!job.error) job.error = std::current_exception();
       }
       if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == job.count) {
-        { std::lock_guard<std::mutex> lock(mutex_); }  // a caller past its check is now waiting
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+        }  // a caller past its check is now waiting
         finished_.notify_all();
       }
     }
@@ -144,7 +146,7 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable finished_;
-  Job* job_ = nullptr;                     // the job now running, guarded by mutex_
+  Job* job_ = nullptr;                   // the job now running, guarded by mutex_
   std::atomic<uint64_t> generation_{0};  // bumped (under mutex_) for each job and for stop
   bool stop_ = false;
 };

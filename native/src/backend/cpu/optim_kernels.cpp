@@ -88,9 +88,7 @@ void with_flags(const F& f) {
 }
 template <typename F, typename... B>
 void with_flags(const F& f, bool first, B... rest) {
-  auto bound = [&](auto flag) {
-    with_flags([&](auto... others) { f(flag, others...); }, rest...);
-  };
+  auto bound = [&](auto flag) { with_flags([&](auto... others) { f(flag, others...); }, rest...); };
   if (first) {
     bound(std::true_type{});
   } else {
@@ -158,7 +156,8 @@ void adam_typed(const FusedAdamArgs& a) {
     const C step_size = C(-a.lr / bc1), bc2 = C(bc2_sqrt), decay = C(1 - a.lr * a.weight_decay);
     const C one_minus_b1 = C(1 - a.beta1), one_minus_b2 = C(1 - a.beta2);
     const auto p = one(*a.params, i), g = one(*a.grads, i), m = one(*a.exp_avgs, i),
-               v = one(*a.exp_avg_sqs, i), mx = a.amsgrad ? one(*a.max_exp_avg_sqs, i) : std::vector<Tensor>{};
+               v = one(*a.exp_avg_sqs, i),
+               mx = a.amsgrad ? one(*a.max_exp_avg_sqs, i) : std::vector<Tensor>{};
     with_flags(
         [&](auto amsgrad, auto maximize, auto with_decay, auto decoupled) {
           auto step = [=](auto& pp, const auto& g0, auto& mm, auto& vv, auto& mxx) {
@@ -183,10 +182,11 @@ void adam_typed(const FusedAdamArgs& a) {
           if constexpr (amsgrad) {
             for_each_element<T>(std::array{&p, &g, &m, &v, &mx}, step);
           } else {
-            for_each_element<T>(std::array{&p, &g, &m, &v}, [=](auto& pp, const auto& g0, auto& mm, auto& vv) {
-              auto unused = vv;
-              step(pp, g0, mm, vv, unused);
-            });
+            for_each_element<T>(std::array{&p, &g, &m, &v},
+                                [=](auto& pp, const auto& g0, auto& mm, auto& vv) {
+                                  auto unused = vv;
+                                  step(pp, g0, mm, vv, unused);
+                                });
           }
         },
         a.amsgrad, a.maximize, a.weight_decay != 0, a.decoupled_weight_decay);
@@ -241,7 +241,8 @@ void rmsprop_typed(const FusedRmspropArgs& a) {
         };
         // the state lists this configuration uses; the others are never read
         if constexpr (centered && use_buf) {
-          for_each_element<T>(std::array{a.params, a.grads, a.square_avgs, a.grad_avgs, a.momentum_buffers}, step);
+          for_each_element<T>(std::array{a.params, a.grads, a.square_avgs, a.grad_avgs, a.momentum_buffers},
+                              step);
         } else if constexpr (centered) {
           for_each_element<T>(std::array{a.params, a.grads, a.square_avgs, a.grad_avgs},
                               [=](auto& p, const auto& g0, auto& sq, auto& ga) {
