@@ -45,7 +45,12 @@ void Mt19937::twist() {
     return (y >> 1) ^ ((lower & 1u) ? 0x9908b0dfu : 0u);
   };
   auto& w = state_.words;
-  for (int k = 0; k < kMtWords; ++k) w[k] = w[(k + kShift) % kMtWords] ^ mix(w[k], w[(k + 1) % kMtWords]);
+  // w[k] = w[(k + 397) % 624] ^ mix(w[k], w[(k + 1) % 624]) for k in order, in three runs so that
+  // no index needs a modulo (the words past the wrap were already replaced, as in the one loop)
+  int k = 0;
+  for (; k < kMtWords - kShift; ++k) w[k] = w[k + kShift] ^ mix(w[k], w[k + 1]);
+  for (; k < kMtWords - 1; ++k) w[k] = w[k + kShift - kMtWords] ^ mix(w[k], w[k + 1]);
+  w[kMtWords - 1] = w[kShift - 1] ^ mix(w[kMtWords - 1], w[0]);
   state_.left = kMtWords;
   state_.next = 0;
 }

@@ -251,7 +251,7 @@ extern DispatchStub<ScanFn> scan_stub;
 
 // Random draws into contiguous `out` from `gen`: Uniform in [a, b), Normal(mean a, std b),
 // Integer in [a, b) (read as int64), Bernoulli(p) with p read elementwise from contiguous float64
-// `probs`, Exponential(rate a). A Philox generator gives each element its own counter (Note
+// `probs` (or, with `probs` undefined, p = a for every element), Exponential(rate a). A Philox generator gives each element its own counter (Note
 // [reproducible randomness]); an mt19937 one is drawn from serially, element after element, with
 // PyTorch's CPU transformations (Note [PyTorch-compatible streams] in src/ops/random/random.cpp):
 // NormalScalar is PyTorch's per-element Box-Muller (with the generator's cached second value),

@@ -367,6 +367,7 @@ def all_cases() -> list[Case]:
         unary_case("sigmoid", "sigmoid"), unary_case("tanh", "tanh"),
         rowwise_case("softmax", lambda lib, x: lib.softmax(x, -1)),
         rowwise_case("layer_norm", lambda lib, x: lib.nn.functional.layer_norm(x, (1024,))),
+        rowwise_case("dropout p=0.1", lambda lib, x: lib.nn.functional.dropout(x, 0.1, True)),
         conv_case("conv 3x3 64->64 56^2 b8", 8, 64, 64, 56, 3, 1, 1),
         conv_case("conv 1x1 64->256 56^2 b32", 32, 64, 256, 56, 1, 1, 0),
         conv_case("conv 7x7 s2 3->64 224^2 b8", 8, 3, 64, 224, 7, 2, 3),

@@ -77,7 +77,7 @@ void philox_kernel(RandomKind kind, const Tensor& out, PhiloxState state, const 
         } else if (kind == RandomKind::Uniform) {
           store(o + i, x + (y - x) * unit53(r.v[w], r.v[w + 1]));
         } else if (kind == RandomKind::Bernoulli || kind == RandomKind::BernoulliFloat) {
-          store(o + i, unit53(r.v[w], r.v[w + 1]) < p[i] ? 1.0 : 0.0);
+          store(o + i, unit53(r.v[w], r.v[w + 1]) < (p ? p[i] : x) ? 1.0 : 0.0);
         } else if (kind == RandomKind::Exponential) {
           store(o + i, -std::log1p(-unit53(r.v[w], r.v[w + 1])) / x);
         } else {  // Box-Muller: each block gives the pair of normals for elements 2k, 2k+1
@@ -291,6 +291,10 @@ void mt19937_kernel(RandomKind kind, const Tensor& out, Generator& g, const Scal
         for (int64_t i = 0; i < n; ++i) store(o + i, scalar_normal(g, x, y));
         break;
       case RandomKind::Bernoulli: {
+        if (!probs.defined()) {  // bernoulli_(p): one probability, passed as `a`
+          for (int64_t i = 0; i < n; ++i) store(o + i, unit53(g) < x ? 1.0 : 0.0);
+          break;
+        }
         const double* p = probs.data<double>();
         for (int64_t i = 0; i < n; ++i) store(o + i, unit53(g) < p[i] ? 1.0 : 0.0);
         break;

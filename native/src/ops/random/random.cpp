@@ -333,8 +333,8 @@ Tensor bernoulli(const Tensor& self, const std::shared_ptr<Generator>& generator
 Tensor bernoulli_(const Tensor& self, double p, const std::shared_ptr<Generator>& generator) {
   EMBER_CHECK(p >= 0.0 && p <= 1.0, Error,
               "[bernoulli_] bernoulli_ expects p to be in [0, 1], but got p=", p);
-  const Tensor probs = full(self.sizes(), Scalar(p), DType::Float64, self.device());
-  return draw_into("bernoulli_", RandomKind::Bernoulli, self, generator, 0.0, 0.0, probs);
+  // one probability for every element: passed as the scalar, with no probability tensor
+  return draw_into("bernoulli_", RandomKind::Bernoulli, self, generator, p, 0.0);
 }
 
 Tensor multinomial(const Tensor& self, int64_t num_samples, bool replacement,

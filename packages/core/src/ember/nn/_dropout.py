@@ -29,7 +29,7 @@ def _keep_mask(input, p: float, feature_dims: int | None):
             raise RuntimeError(f"dropout{feature_dims}d: Expected {feature_dims + 1}D or {feature_dims + 2}D input, "
                                f"but received a {input.dim()}D input")
         shape = list(input.shape[:2 if batched else 1]) + [1] * feature_dims
-    return _C.zeros(shape, dtype=input.dtype).bernoulli_(1.0 - p)
+    return _C._empty(shape, input.dtype, input.device).bernoulli_(1.0 - p)
 
 
 def _dropout(input, p, training, inplace, feature_dims):
