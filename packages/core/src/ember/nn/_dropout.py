@@ -38,8 +38,8 @@ def _dropout(input, p, training, inplace, feature_dims):
         return input
     if p == 1.0:
         return _written_back(input, inplace, _C.mul, 0.0)
-    # input * (mask / (1 - p)), rounded as PyTorch rounds it (the mask is scaled first)
-    return _written_back(input, inplace, lambda x: x * (_keep_mask(x, p, feature_dims) / (1.0 - p)))
+    # input * (mask / (1 - p)), rounded as PyTorch rounds it (the mask is scaled first, in place)
+    return _written_back(input, inplace, lambda x: x * _keep_mask(x, p, feature_dims).div_(1.0 - p))
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
