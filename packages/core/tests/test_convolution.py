@@ -217,6 +217,31 @@ def test_strided_stem_over_several_column_blocks_and_its_weight_gradient():
         np.testing.assert_allclose(we.grad.numpy(), want_gw, rtol=tol, atol=tol * 10)
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_whole_image_tasks_give_the_same_bits_at_any_thread_count(channels_last):
+    # Note [whole-image tasks]: with at least two images per thread a task computes all of an image's
+    # column blocks (one split into column phases), with fewer each block is its own task. Six
+    # images of a multi-block 7x7 stride-2 stem, at one and two threads: the same bits, and the
+    # float64 result.
+    x, w = RNG.standard_normal((6, 3, 160, 160)), RNG.standard_normal((4, 3, 7, 7))
+    windows = np.lib.stride_tricks.sliding_window_view(np.pad(x, [(0, 0), (0, 0), (3, 3), (3, 3)]), (7, 7),
+                                                       axis=(2, 3))[:, :, ::2, ::2]
+    want = np.einsum("ncijhw,ochw->noij", windows, w)
+    xe, we = _t(x.astype(np.float32)), _t(w.astype(np.float32))
+    if channels_last:
+        xe = xe.contiguous(memory_format=ember.channels_last)
+    before = ember.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            ember.set_num_threads(threads)
+            results.append(F.conv2d(xe, we, stride=2, padding=3).contiguous().numpy())
+    finally:
+        ember.set_num_threads(before)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_allclose(results[1], want, rtol=2e-3, atol=2e-3)
+
+
 def test_conv_layers_train():
     ember.manual_seed(0)
     net = ember.nn.Sequential(ember.nn.Conv2d(1, 4, 3, padding=1), ember.nn.ReLU(), ember.nn.Conv2d(4, 1, 3, padding=1))

@@ -254,7 +254,8 @@ void trsm(bool upper, bool unit, int64_t n, int64_t k, const T* t, int64_t ldt, 
   }
 }
 
-void for_each_problem(int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& fn) {
+void for_each_problem(int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& fn,
+                      int64_t min_grain) {
   if (count <= 0) return;
   if (count == 1 || get_num_threads() == 1 || in_parallel_region()) {
     fn(0, count);
@@ -263,7 +264,8 @@ void for_each_problem(int64_t count, int64_t work, const std::function<void(int6
   // Tiny problems go several to a task, so a task's cost outweighs scheduling it (a LAPACK call
   // itself costs about what a few thousand flops do).
   constexpr int64_t kTaskWork = 1 << 16, kCallWork = 2048;
-  const int64_t grain = std::max<int64_t>(1, kTaskWork / (std::max<int64_t>(work, 0) + kCallWork));
+  const int64_t grain =
+      std::max<int64_t>({1, min_grain, kTaskWork / (std::max<int64_t>(work, 0) + kCallWork)});
   SerialBlas serial;
   parallel_for(0, count, grain, fn);
 }

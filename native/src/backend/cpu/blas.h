@@ -48,8 +48,10 @@ class SerialBlas {
 
 // Runs fn(begin, end) over `count` independent problems of about `work` flops each: with several,
 // one per task and single-threaded BLAS (Note [BLAS threads]); a lone one in the caller, with
-// BLAS's own threads.
-void for_each_problem(int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& fn);
+// BLAS's own threads. A task takes at least `min_grain` problems in a row (problems that share
+// setup, such as one image's column blocks).
+void for_each_problem(int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& fn,
+                      int64_t min_grain = 1);
 
 // dst [cols, rows] = src [rows, cols]^T, both dense row-major: the conversion between row-major
 // and LAPACK's column-major storage of one matrix, either way.

@@ -314,6 +314,15 @@ void depthwise_forward(const Geometry& g, const ConvArgs& a, const T* X, const T
   });
 }
 
+// Note [whole-image tasks]: a task's column scratch and column phases are set up per task call.
+// Cut into single blocks, each of an image's blocks allocated its scratch and split the image's
+// phases again (4x the phase work of one thread for a 7x7 stride-2 stem at two threads). So with
+// at least two images (or image groups) per thread, a task takes an image's blocks together;
+// otherwise the blocks themselves are the tasks, to keep every thread busy.
+int64_t whole_images(int64_t images, int64_t blocks) {
+  return images >= 2 * static_cast<int64_t>(get_num_threads()) ? blocks : 1;
+}
+
 // Note [channels-last convolution]: with input, weight and output channels last (NHWC, one
 // group), a convolution is Y[positions, O] = rows[positions, K*C] @ W[O, K*C]^T, where a row holds
 // one output position's window tap by tap, C channels each: one contiguous copy per tap (per kernel
@@ -381,16 +390,19 @@ void conv_forward_channels_last(const ConvArgs& a, const Geometry& g) {
   const int64_t lb =
       std::min(g.L, std::max<int64_t>(kMinColumnBlock, kColumnBlockBytes / (KC * int64_t(sizeof(T)))));
   const int64_t blocks = (g.L + lb - 1) / lb;
-  blas::for_each_problem(N * blocks, 2 * lb * O * KC, [&](int64_t lo, int64_t hi) {
-    std::vector<T> rows;
-    for (int64_t t = lo; t < hi; ++t) {
-      const int64_t n = t / blocks, l0 = (t % blocks) * lb, len = std::min(lb, g.L - l0);
-      rows.resize(static_cast<size_t>(len * KC));
-      im2row(g, X + n * g.in_spatial * C, l0, len, rows.data());
-      blas::gemm<T>({false, KC}, {true, KC}, len, O, KC, T(1), rows.data(), W, beta, Y + (n * g.L + l0) * O,
-                    O);
-    }
-  });
+  blas::for_each_problem(
+      N * blocks, 2 * lb * O * KC,
+      [&](int64_t lo, int64_t hi) {
+        std::vector<T> rows;
+        for (int64_t t = lo; t < hi; ++t) {
+          const int64_t n = t / blocks, l0 = (t % blocks) * lb, len = std::min(lb, g.L - l0);
+          rows.resize(static_cast<size_t>(len * KC));
+          im2row(g, X + n * g.in_spatial * C, l0, len, rows.data());
+          blas::gemm<T>({false, KC}, {true, KC}, len, O, KC, T(1), rows.data(), W, beta,
+                        Y + (n * g.L + l0) * O, O);
+        }
+      },
+      whole_images(N, blocks));
 }
 
 // y[n] = W conv x[n] (+ beta y: the bias, already broadcast into y, when add_to_output).
@@ -428,11 +440,14 @@ void conv_forward_typed(const ConvArgs& a) {
                   g.L);
   };
   // Several blocks: one per task with single-threaded BLAS; a lone one uses BLAS's threads.
-  blas::for_each_problem(tasks, 2 * g.Og * g.Cg * g.K * lb, [&](int64_t lo, int64_t hi) {
-    std::vector<T> cols;
-    ColumnPhases<T> phases;
-    for (int64_t t = lo; t < hi; ++t) task(t, cols, phases);
-  });
+  blas::for_each_problem(
+      tasks, 2 * g.Og * g.Cg * g.K * lb,
+      [&](int64_t lo, int64_t hi) {
+        std::vector<T> cols;
+        ColumnPhases<T> phases;
+        for (int64_t t = lo; t < hi; ++t) task(t, cols, phases);
+      },
+      whole_images(N * g.groups, blocks));
 }
 
 // grad_x[n] = W^T grad_y[n], folded back (col2im) into the image.
