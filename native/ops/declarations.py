@@ -351,6 +351,12 @@ OPS: list[Op] = [
        method=False, test={"family": "none"}),
     Op("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
        method=False, test={"family": "none"}),
+    # ---- losses (src/ops/loss): cross_entropy is log_softmax then nll_loss_forward, as in PyTorch;
+    # reduction 0 none, 1 mean, 2 sum (Note [nll layouts])
+    Op("nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, int ignore_index)"
+       " -> (Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, "
+       "int ignore_index, Tensor total_weight) -> Tensor", method=False, test={"family": "none"}),
     Op("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps)"
        " -> (Tensor, Tensor, Tensor)", method=False, test={"family": "none"}),
     Op("native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, "
@@ -1015,6 +1021,13 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     "angle": {"self": "angle_backward(grad, self)", "result": _ELEMENTWISE},
     "sgn": {"self": "sgn_backward(grad, self, result)", "result": "sgn_jvp(self_t, self, result)"},
     # fused normalizations (helpers in native/src/autograd/formulas_norm.h; Note [grouped derivatives])
+    # both are linear in their differentiable argument: each one's gradient is the other
+    "nll_loss_forward": {
+        "self": "nll_loss_backward(grad, self, target, weight, reduction, ignore_index, result1)",
+        "result": "{std::get<0>(nll_loss_forward(self_t, target, weight, reduction, ignore_index)), Tensor()}"},
+    "nll_loss_backward": {
+        "grad_output": "std::get<0>(nll_loss_forward(grad, target, weight, reduction, ignore_index))",
+        "result": "nll_loss_backward(grad_output_t, self, target, weight, reduction, ignore_index, total_weight)"},
     "native_layer_norm": {
         "input, weight, bias": "layer_norm_grads(grads, input, normalized_shape, weight, bias, result1, result2, eps, "
                                "output_mask)",

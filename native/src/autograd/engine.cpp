@@ -724,15 +724,24 @@ void execute(GraphTask& task, bool keep_graph, bool accumulate, std::vector<Tens
   while (!queue.empty()) {
     Node* n = queue.top();
     queue.pop();
+    if (!task.buffers.count(n)) {
+      // Note [nodes without gradients]: every edge into n carried an undefined gradient (or none
+      // was produced): n has nothing to compute, but the nodes it feeds still count it among
+      // their dependencies. Releasing them here keeps a node fed by n and by live paths from
+      // waiting forever -- a double backward through an op with an output that receives no
+      // gradient (nll_loss_forward's total_weight) once lost its whole gradient that way.
+      for (const Edge& e : n->next_edges) {
+        if (e.fn && --task.deps[e.fn.get()] == 0 && task.needed.count(e.fn.get())) queue.push(e.fn.get());
+      }
+      continue;
+    }
     std::vector<Tensor> grads = take_gradients(task, n, captured);
     run_tensor_hooks(n, grads);
     const bool is_sink = dynamic_cast<AccumulateGrad*>(n) != nullptr;
     if (!task.needed.count(n) || (is_sink && !accumulate)) continue;
     apply_node(task, n, std::move(grads), is_sink);
     for (const Edge& e : n->next_edges) {
-      if (e.fn && --task.deps[e.fn.get()] == 0 && task.needed.count(e.fn.get()) &&
-          task.buffers.count(e.fn.get()))
-        queue.push(e.fn.get());
+      if (e.fn && --task.deps[e.fn.get()] == 0 && task.needed.count(e.fn.get())) queue.push(e.fn.get());
     }
     if (!keep_graph) n->release_variables();
   }

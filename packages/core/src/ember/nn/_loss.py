@@ -70,6 +70,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _reduce(_C.where(d <= delta, 0.5 * d * d, delta * (d - 0.5 * delta)), _reduction(None, None, reduction))
 
 
+_REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}  # nll_loss_forward's int argument
+
+
 @autocast_policy("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """-input[n, target[n], ...] (times weight[target]) for log-probabilities over dim 1 (or dim 0
@@ -87,23 +90,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                          f"({target.shape[0]}).")
     if input.dim() > 2 and tuple(target.shape[1:]) != tuple(input.shape[2:]):
         raise RuntimeError(f"size mismatch (got input: {list(input.shape)}, target: {list(target.shape)})")
-    classes = input.shape[1]
-    keep = _C.ne(target, ignore_index)
-    safe = _C.where(keep, target, _C.zeros_like(target))
-    if target.numel():
-        lo, hi = int(safe.min().item()), int(safe.max().item())
-        if lo < 0 or hi >= classes:
-            raise IndexError(f"Target {hi if hi >= classes else lo} is out of bounds.")
-    picked = _C.squeeze(_C.gather(input, 1, _C.unsqueeze(safe, 1)), [1])
-    w = _C.ones_like(picked) if weight is None else _C.reshape(_C.index_select(weight, 0, _C.reshape(safe, [-1])),
-                                                                list(safe.shape))
-    w = w * keep.to(w.dtype)
-    loss = -picked * w
-    if unbatched and reduction == "none":
-        return _C.squeeze(loss, [0])
-    if reduction == "mean":
-        return loss.sum() / w.sum()
-    return loss.sum() if reduction == "sum" else loss
+    loss, _ = _C.nll_loss_forward(input, target, weight, _REDUCTION_CODES[reduction], ignore_index)
+    return _C.squeeze(loss, [0]) if unbatched and reduction == "none" else loss
 
 
 @autocast_policy("fp32")
