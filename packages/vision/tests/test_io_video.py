@@ -637,3 +637,28 @@ def test_failures_do_not_leak(clips, tmp_path):
     fail_many(150)
     gc.collect()
     assert _rss_bytes() - before < 4 << 20
+
+
+def test_ffmpeg_logging_outside_embervision_still_prints(tmp_path, capfd):
+    # Note [FFmpeg log capture]: the process-wide callback keeps only the lines logged during an
+    # embervision operation on that thread (they go into its exceptions, silently); any other
+    # line, here one logged through libavutil directly as another library would, reaches FFmpeg's
+    # default callback and prints to stderr as usual.
+    import ctypes
+    import ctypes.util
+
+    from embervision import _video  # noqa: F401  (installs the callback)
+
+    name = ctypes.util.find_library("avutil")
+    if name is None:
+        pytest.skip("libavutil is not findable by name here")
+    avutil = ctypes.CDLL(name)
+    av_log_error = 16  # AV_LOG_ERROR
+    avutil.av_log(None, av_log_error, b"ember-log-probe %d\n", ctypes.c_int(42))
+    garbage = tmp_path / "garbage.mkv"
+    garbage.write_bytes(np.random.default_rng(1).integers(0, 256, 4000, dtype=np.uint8).tobytes())
+    with pytest.raises(RuntimeError, match="could not open"):
+        io.VideoReader(str(garbage))
+    err = capfd.readouterr().err
+    assert "ember-log-probe 42" in err
+    assert "garbage" not in err and "Invalid data" not in err  # the reader's own errors stay in its exception

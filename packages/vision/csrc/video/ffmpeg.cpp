@@ -1,5 +1,5 @@
 // FFmpeg error messages: av_strerror's text, plus the library's last logged error on this thread
-// (the decoders say what was wrong only through av_log).
+// (the decoders say what was wrong only through av_log; Note [FFmpeg log capture] in ffmpeg.h).
 
 #include "ffmpeg.h"
 
@@ -12,8 +12,13 @@ namespace embervision::video {
 namespace {
 
 thread_local std::string logged_error;
+thread_local int capturing = 0;  // live LogCaptures on this thread (Note [FFmpeg log capture])
 
 extern "C" void capture_log(void* avcl, int level, const char* fmt, va_list args) {
+  if (capturing == 0) {
+    av_log_default_callback(avcl, level, fmt, args);
+    return;
+  }
   if (level > AV_LOG_ERROR) return;
   char line[512];
   int prefix = 1;
@@ -32,6 +37,15 @@ void install_log_capture() {
 
 void clear_logged_error() {
   logged_error.clear();
+}
+
+LogCapture::LogCapture() {
+  logged_error.clear();
+  ++capturing;
+}
+
+LogCapture::~LogCapture() {
+  --capturing;
 }
 
 void fail(int code, const std::string& what) {

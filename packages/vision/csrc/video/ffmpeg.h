@@ -30,10 +30,22 @@ struct ArgumentError : std::invalid_argument {
 void check(int code, const std::string& what);
 [[noreturn]] void fail(int code, const std::string& what);
 
-// Routes FFmpeg's logging (process-wide) to a per-thread record of its last error-level line, which
-// the exceptions carry: nothing is printed to stderr.
+// Note [FFmpeg log capture]: FFmpeg's log callback is process-wide, and a decoder says what was
+// wrong only through it. embervision installs one callback at import: while a LogCapture lives
+// on a thread (one per reader/writer operation), that thread's error-level lines are kept
+// silently for the exception fail() raises; every other line (other threads, other libraries
+// in the process, such as emberaudio or PyAV, and FFmpeg's own worker threads) goes to FFmpeg's
+// default callback, so it prints as it would without embervision.
 void install_log_capture();
-void clear_logged_error();
+void clear_logged_error();  // forgets this thread's last captured line
+
+class LogCapture {
+ public:
+  LogCapture();  // clears this thread's captured line and starts capturing on this thread
+  ~LogCapture();
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+};
 
 struct FormatInputDeleter {
   void operator()(AVFormatContext* p) const { avformat_close_input(&p); }

@@ -57,7 +57,7 @@ const char* type_name(AVMediaType type) {
 
 Reader::Reader(const std::string& path, std::vector<uint8_t> data, bool from_memory, int threads)
     : threads_(threads), packet_(make_packet()), frame_(make_frame()) {
-  clear_logged_error();
+  const LogCapture capture;
   AVFormatContext* raw = avformat_alloc_context();
   if (raw == nullptr) fail(AVERROR(ENOMEM), "avformat_alloc_context");
   if (from_memory) {
@@ -124,7 +124,7 @@ std::vector<StreamInfo> Reader::streams() const {
 
 void Reader::select(int index) {
   std::lock_guard<std::mutex> lock(mutex_);
-  clear_logged_error();
+  const LogCapture capture;
   if (index < 0 || index >= static_cast<int>(format_->nb_streams)) {
     throw ArgumentError("stream index " + std::to_string(index) + " is out of range");
   }
@@ -176,7 +176,7 @@ void Reader::seek_locked(int64_t pts) {
 
 void Reader::seek(int64_t pts, bool precise) {
   std::lock_guard<std::mutex> lock(mutex_);
-  clear_logged_error();
+  const LogCapture capture;
   if (!decoder_) throw ArgumentError("no stream is selected");
   has_pending_ = false;
   skip_below_ = std::numeric_limits<int64_t>::min();
@@ -205,7 +205,7 @@ void Reader::seek(int64_t pts, bool precise) {
 
 bool Reader::next(DecodedFrame& out) {
   std::lock_guard<std::mutex> lock(mutex_);
-  clear_logged_error();
+  const LogCapture capture;
   if (!decoder_) throw ArgumentError("no stream is selected");
   for (;;) {
     if (!has_pending_ && !decode_locked()) return false;
@@ -333,7 +333,7 @@ void Reader::convert_audio(const AVFrame* frame, DecodedFrame& out) {
 
 std::vector<int64_t> Reader::packet_pts() {
   std::lock_guard<std::mutex> lock(mutex_);
-  clear_logged_error();
+  const LogCapture capture;
   if (!decoder_) throw ArgumentError("no stream is selected");
   seek_locked(kStart);
   std::vector<int64_t> pts;

@@ -125,7 +125,7 @@ void write_audio(AVFormatContext* format, Output& out, const AudioInput& audio, 
 }  // namespace
 
 void write_video(const std::string& path, const VideoInput& video, const AudioInput* audio) {
-  clear_logged_error();
+  const LogCapture capture;
   AVFormatContext* raw = nullptr;
   check(avformat_alloc_output_context2(&raw, nullptr, nullptr, path.c_str()),
         "could not choose a container format for '" + path + "'");
