@@ -1,0 +1,207 @@
+"""PyTorch names of issue 18 (session 34): Tensor.output_nr, set_flush_denormal, embedding_bag's
+four outputs, segment_reduce, lobpcg and ember.autograd.graph. Expected values are float64
+references or constants read off PyTorch 2.13 on the same inputs (written down here)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+from ember.autograd import gradcheck
+
+F64 = ember.float64
+
+
+# ---- Tensor.output_nr ---------------------------------------------------------------------------------
+
+
+def test_output_nr_of_multi_output_ops_and_leaves():
+    x = ember.ones(3, requires_grad=True)
+    a, b, c = x.unbind()
+    assert (a.output_nr, b.output_nr, c.output_nr) == (0, 1, 2)
+    assert x.output_nr == 0
+    assert (x * 2).output_nr == 0
+    assert ember.ones(2).output_nr == 0
+    _, second = ember.ones(4, requires_grad=True).split(2)
+    assert second.output_nr == 1
+    with ember.no_grad():  # reading it records nothing, even under no_grad
+        assert second.output_nr == 1
+
+
+# ---- set_flush_denormal -------------------------------------------------------------------------------
+
+
+def test_set_flush_denormal_is_honest():
+    assert ember.set_flush_denormal(True) is False
+    assert ember.set_flush_denormal(False) is False
+    tiny = ember.tensor([1e-310], dtype=F64)
+    assert tiny.item() != 0.0  # nothing was changed
+    for bad, name in ((1, "int"), ("a", "str"), (None, "NoneType")):
+        with pytest.raises(RuntimeError, match=f"flush_denormal expects a bool, but got {name}"):
+            ember.set_flush_denormal(bad)
+
+
+# ---- embedding_bag (torch.embedding_bag's 4-tuple) ---------------------------------------------------
+
+_W = (ember.arange(12.0, dtype=F64).reshape(6, 2) * ember.tensor([1.0, -1.0], dtype=F64))
+_IDX = [1, 2, 4, 5, 4, 3, 2, 0]
+_OFF = [0, 2, 2, 5]
+# (mode, include_last_offset, padding_idx) -> torch.embedding_bag's four outputs, PyTorch 2.13.
+_BAG_EXPECTED = {
+    (0, False, None): ([[6, -8], [0, 0], [26, -29], [10, -13]], [0, 0, 2, 2, 2, 3, 3, 3], [0] * 4, [0] * 4),
+    (0, False, 2): ([[2, -3], [0, 0], [26, -29], [6, -8]], [0, 0, 2, 2, 2, 3, 3, 3], [0] * 4, [0] * 4),
+    (0, True, None): ([[6, -8], [0, 0], [36, -42]], [0, 0, 2, 2, 2, 2, 2, 2], [0] * 3, [0] * 3),
+    (0, True, 2): ([[2, -3], [0, 0], [32, -37]], [0, 0, 2, 2, 2, 2, 2, 2], [0] * 3, [0] * 3),
+    (1, False, None): ([[3, -4], [0, 0], [26 / 3, -29 / 3], [10 / 3, -13 / 3]], [0, 0, 2, 2, 2, 3, 3, 3],
+                       [2, 0, 3, 3], [2, 0, 3, 3]),
+    (1, False, 2): ([[2, -3], [0, 0], [26 / 3, -29 / 3], [3, -4]], [0, 0, 2, 2, 2, 3, 3, 3], [1, 0, 3, 2],
+                    [1, 0, 3, 2]),
+    (1, True, None): ([[3, -4], [0, 0], [6, -7]], [0, 0, 2, 2, 2, 2, 2, 2], [2, 0, 6], [2, 0, 6]),
+    (1, True, 2): ([[2, -3], [0, 0], [6.4, -7.4]], [0, 0, 2, 2, 2, 2, 2, 2], [1, 0, 5], [1, 0, 5]),
+    (2, False, None): ([[4, -3], [0, 0], [10, -9], [6, -1]], [0, 0, 2, 2, 2, 3, 3, 3], [2, 0, 3, 3],
+                       [[2, 1], [0, 0], [5, 4], [3, 0]]),
+    (2, False, 2): ([[2, -3], [0, 0], [10, -9], [6, -1]], [0, 0, 2, 2, 2, 3, 3, 3], [1, 0, 3, 2],
+                    [[1, 1], [0, 0], [5, 4], [3, 0]]),
+    (2, True, None): ([[4, -3], [0, 0], [10, -1]], [0, 0, 2, 2, 2, 2, 2, 2], [2, 0, 6], [[2, 1], [0, 0], [5, 0]]),
+    (2, True, 2): ([[2, -3], [0, 0], [10, -1]], [0, 0, 2, 2, 2, 2, 2, 2], [1, 0, 5], [[1, 1], [0, 0], [5, 0]]),
+}
+
+
+@pytest.mark.parametrize("key", sorted(_BAG_EXPECTED, key=str))
+def test_embedding_bag_four_outputs_match_torch(key):
+    mode, last, pad = key
+    # with include_last_offset the CSR offsets of PyTorch's bags: its last bag runs to len(indices)
+    offsets = ember.tensor([0, 2, 2, 8] if last else _OFF)
+    out, offset2bag, bag_size, max_indices = ember.embedding_bag(_W, ember.tensor(_IDX), offsets, False, mode,
+                                                                 False, None, last, pad)
+    want = _BAG_EXPECTED[key]
+    np.testing.assert_allclose(out.numpy(), np.array(want[0], dtype=np.float64), rtol=1e-12)
+    assert offset2bag.tolist() == want[1]
+    assert bag_size.tolist() == want[2]
+    assert max_indices.tolist() == want[3]
+    assert offset2bag.dtype == bag_size.dtype == max_indices.dtype == ember.int64
+
+
+def test_embedding_bag_index_dtypes_fast_path_and_ties():
+    w = ember.randn(6, 2)
+    idx, off = ember.tensor(_IDX, dtype=ember.int32), ember.tensor(_OFF, dtype=ember.int32)
+    out, offset2bag, bag_size, max_indices = ember.embedding_bag(w, idx, off, False, 1, False, None, False, None)
+    assert (offset2bag.dtype, bag_size.dtype, max_indices.dtype) == (ember.int32,) * 3
+    # mode 0 on a contiguous float32 weight without padding: PyTorch returns no offset2bag
+    _, offset2bag, bag_size, _ = ember.embedding_bag(w, idx.long(), off, False, 0, False, None, False, None)
+    assert offset2bag.numel() == 0 and bag_size.tolist() == [0, 0, 0, 0]
+    _, offset2bag, _, _ = ember.embedding_bag(w, idx.long(), off, False, 0, False, None, False, 2)
+    assert offset2bag.numel() == 8
+    # ties in max: the first maximum's row (PyTorch 2.13: [[0, 2], [0, 0]])
+    w = ember.tensor([[1.0, 2], [1, 2], [0, 5], [1, 0]])
+    res = ember.embedding_bag(w, ember.tensor([2, 0, 1, 3, 0]), ember.tensor([0, 4]), False, 2, False, None, False,
+                              None)
+    assert res[0].tolist() == [[1.0, 5.0], [1.0, 2.0]]
+    assert res[1].tolist() == [0, 0, 0, 0, 1] and res[2].tolist() == [4, 1]
+    assert res[3].tolist() == [[0, 2], [0, 0]]
+
+
+def test_embedding_bag_errors_and_gradient():
+    w, idx, off = ember.randn(6, 2), ember.tensor(_IDX), ember.tensor(_OFF)
+    with pytest.raises(RuntimeError, match="per_sample_weights only supported with mode='sum'"):
+        ember.embedding_bag(w, idx, off, False, 1, False, ember.ones(8), False, None)
+    with pytest.raises(RuntimeError, match="`mode` must be sum, mean, or max."):
+        ember.embedding_bag(w, idx, off, False, 3, False, None, False, None)
+    with pytest.raises(RuntimeError, match="padding_idx must be within the number of embeddings, -6 through 5, "
+                                           "but got 6"):
+        ember.embedding_bag(w, idx, off, False, 0, False, None, False, 6)
+    with pytest.raises(RuntimeError, match="include_last_offset: number of offset should be at least 1"):
+        ember.embedding_bag(w, idx, ember.tensor([], dtype=ember.int64), False, 0, False, None, True, None)
+    # a negative padding_idx counts from the end: -1 is row 5
+    a = ember.embedding_bag(w, idx, off, False, 0, False, None, False, -1)[0]
+    b = ember.embedding_bag(w, idx, off, False, 0, False, None, False, 5)[0]
+    assert ember.equal(a, b)
+    wd = ember.randn(6, 2, dtype=F64, requires_grad=True)
+    psw = ember.rand(8, dtype=F64, requires_grad=True)
+    for mode in (0, 1, 2):
+        assert gradcheck(lambda t, mode=mode: ember.embedding_bag(t, idx, off, False, mode, False, None, False, None)[0], (wd,))
+    assert gradcheck(lambda t, p: ember.embedding_bag(t, idx, off, False, 0, False, p, False, None)[0], (wd, psw))
+
+
+# ---- segment_reduce ------------------------------------------------------------------------------------
+
+_DATA = [[1.0, 2], [3, -4], [5, 6], [0.5, -1], [7, 8]]
+# reduce -> (lengths [2, 0, 3], the same with initial=10), PyTorch 2.13
+_SEGMENT_EXPECTED = {
+    "sum": ([[4, -2], [0, 0], [12.5, 13]], [[14, 8], [10, 10], [22.5, 23]]),
+    "mean": ([[2, -1], [math.nan] * 2, [12.5 / 3, 13 / 3]], [[7, 4], [10, 10], [7.5, 23 / 3]]),
+    "max": ([[3, 2], [-math.inf] * 2, [7, 8]], [[10, 10]] * 3),
+    "min": ([[1, -4], [math.inf] * 2, [0.5, -1]], [[1, -4], [10, 10], [0.5, -1]]),
+    "prod": ([[3, -8], [1, 1], [17.5, -48]], [[30, -80], [10, 10], [175, -480]]),
+}
+
+
+@pytest.mark.parametrize("reduce", sorted(_SEGMENT_EXPECTED))
+def test_segment_reduce_values(reduce):
+    data = ember.tensor(_DATA, dtype=F64)
+    plain, initial = _SEGMENT_EXPECTED[reduce]
+    by_lengths = ember.segment_reduce(data, reduce, lengths=ember.tensor([2, 0, 3]))
+    by_offsets = ember.segment_reduce(data, reduce, offsets=ember.tensor([0, 2, 2, 5]))
+    with_initial = ember.segment_reduce(data, reduce, lengths=ember.tensor([2, 0, 3]), initial=10.0)
+    np.testing.assert_allclose(by_lengths.numpy(), np.array(plain), rtol=1e-12)
+    np.testing.assert_allclose(by_offsets.numpy(), np.array(plain), rtol=1e-12)
+    np.testing.assert_allclose(with_initial.numpy(), np.array(initial), rtol=1e-12)
+    assert by_lengths.dtype == F64
+    # against a float64 loop over the segments
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((9, 3))
+    lengths = [3, 0, 1, 5]
+    got = ember.segment_reduce(ember.tensor(x), reduce, lengths=ember.tensor(lengths), axis=-2).numpy()
+    fn = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}[reduce]
+    start = 0
+    for i, n in enumerate(lengths):
+        if n:
+            np.testing.assert_allclose(got[i], fn(x[start:start + n], axis=0), rtol=1e-12)
+        start += n
+
+
+def test_segment_reduce_gradients():
+    x = ember.tensor([1.0, 2, 2, 0, 3], dtype=F64, requires_grad=True)
+    lengths = ember.tensor([3, 0, 2])
+    # PyTorch 2.13: ties share the gradient of max; prod's gradient is the product of the others
+    expected = {"max": [0, 0.5, 0.5, 0, 1], "min": [1, 0, 0, 1, 0], "prod": [4, 2, 2, 3, 0],
+                "mean": [1 / 3] * 3 + [0.5] * 2}
+    for reduce, want in expected.items():
+        out = ember.segment_reduce(x, reduce, lengths=lengths)
+        (g,) = ember.autograd.grad(out[ember.tensor([0, 2])].sum(), x)
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)
+    data = ember.randn(6, 2, dtype=F64, requires_grad=True)
+    for reduce in ("sum", "mean", "max", "min", "prod"):
+        assert gradcheck(lambda d, reduce=reduce: ember.segment_reduce(d, reduce, lengths=ember.tensor([2, 1, 3])), (data,))
+        assert gradcheck(lambda d, reduce=reduce: ember.segment_reduce(d, reduce, offsets=ember.tensor([0, 4, 6]), initial=0.5),
+                         (data,))
+
+
+def test_segment_reduce_errors():
+    d = ember.tensor(_DATA, dtype=F64)
+    lengths = ember.tensor([2, 0, 3])
+    with pytest.raises(RuntimeError, match="reduce argument must be either sum, prod, mean, amax or amin, got foo"):
+        ember.segment_reduce(d, "foo", lengths=lengths)
+    with pytest.raises(RuntimeError, match=r"segment_reduce\(\): Either lengths or offsets must be defined."):
+        ember.segment_reduce(d, "sum")
+    with pytest.raises(RuntimeError, match=r"segment_reduce\(\): indices based reduction is not supported yet."):
+        ember.segment_reduce(d, "sum", indices=lengths)
+    with pytest.raises(RuntimeError, match=r"Expected all rows of lengths along axis to sum to "):
+        ember.segment_reduce(d, "sum", lengths=ember.tensor([2, 2]))
+    with pytest.raises(RuntimeError, match="lengths contains negative value!"):
+        ember.segment_reduce(d, "sum", lengths=ember.tensor([6, -1]))
+    with pytest.raises(RuntimeError, match="Expected axis to be the last dimension of lengths but got 1."):
+        ember.segment_reduce(d, "sum", lengths=lengths, axis=1)
+    with pytest.raises(RuntimeError, match="offsets must be non-decreasing"):
+        ember.segment_reduce(d, "sum", offsets=ember.tensor([0, 2, 9]))
+    with pytest.raises(NotImplementedError):
+        ember.segment_reduce(d.long(), "sum", lengths=lengths)
+    with pytest.raises(NotImplementedError):
+        ember.segment_reduce(d, "sum", lengths=lengths.double())
+    # unsafe=True: lengths may cover fewer rows than data has (PyTorch: [[4, -2], [5.5, 5]])
+    out = ember.segment_reduce(d, "sum", lengths=ember.tensor([2, 2]), unsafe=True)
+    assert out.tolist() == [[4.0, -2.0], [5.5, 5.0]]
+    # offsets that skip leading rows read from offsets[0] (PyTorch: [[3, -4], [0, 0], [12.5, 13]])
+    out = ember.segment_reduce(d, "sum", offsets=ember.tensor([1, 2, 2, 5]))
+    assert out.tolist() == [[3.0, -4.0], [0.0, 0.0], [12.5, 13.0]]
