@@ -205,3 +205,153 @@ def test_segment_reduce_errors():
     # offsets that skip leading rows read from offsets[0] (PyTorch: [[3, -4], [0, 0], [12.5, 13]])
     out = ember.segment_reduce(d, "sum", offsets=ember.tensor([1, 2, 2, 5]))
     assert out.tolist() == [[3.0, -4.0], [0.0, 0.0], [12.5, 13.0]]
+
+
+# ---- ember.autograd.graph ---------------------------------------------------------------------------------
+
+from ember.autograd import graph  # noqa: E402
+
+
+def test_graph_node_is_the_type_of_every_grad_fn():
+    a = ember.rand(2, requires_grad=True)
+    c = a * 2
+    assert isinstance(c.grad_fn, graph.Node)
+    assert issubclass(type(c.grad_fn), graph.Node)
+    edge = graph.get_gradient_edge(a)
+    assert isinstance(edge, graph.GradientEdge) and isinstance(edge.node, graph.Node)
+    assert edge.node.name() == "AccumulateGrad" and edge.output_nr == 0
+    assert edge.node is c.grad_fn.next_functions[0][0]
+    _, second = ember.ones(4, requires_grad=True).split(2)
+    assert graph.get_gradient_edge(second) == (second.grad_fn, 1)
+    with pytest.raises(RuntimeError, match="It is not possible to get the gradient edge for a Tensor that does not "
+                                           "require gradients"):
+        graph.get_gradient_edge(ember.ones(2))
+    assert not isinstance(object(), graph.Node)
+    with pytest.raises(TypeError):
+        graph.Node()  # abstract
+
+
+def test_increment_version():
+    x = ember.ones(3)
+    v = x._version
+    graph.increment_version(x)
+    assert x._version == v + 1 and x.tolist() == [1.0, 1.0, 1.0]
+    y, z = ember.zeros(()), ember.zeros(2, dtype=ember.int64)
+    graph.increment_version([y, z])
+    assert y._version == 1 and z._version == 1
+    # a backward that saved the tensor now refuses it, as after an in-place op
+    a = ember.rand(3, requires_grad=True)
+    b = a.exp()  # saves its output
+    graph.increment_version(b)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()
+    with ember.inference_mode():
+        t = ember.ones(2)
+    graph.increment_version(t)  # no version counter: left alone
+
+
+def test_multi_grad_hook_all_mode():
+    a = ember.rand(2, 3, requires_grad=True)
+    b = ember.rand(2, 3, requires_grad=True)
+    c, d = a * b, a * b
+    seen = []
+    handle = graph.register_multi_grad_hook((a, b, c, d), lambda grads: seen.append([g is not None for g in grads]))
+    c.sum().backward(retain_graph=True)
+    assert seen == [[True, True, True, False]]  # PyTorch 2.13's docstring example
+    (c.sum() + d.sum()).backward(retain_graph=True)
+    assert seen[-1] == [True, True, True, True]
+    ember.autograd.grad(c.sum(), (c,), retain_graph=True)
+    assert seen[-1] == [False, False, True, False]
+    # PyTorch gives [True, False, True, False] here: Ember's engine runs no hooks of a leaf whose
+    # gradient it captures for `inputs`, so the hook does not wait for a
+    c.sum().backward(inputs=(a,), retain_graph=True)
+    assert seen[-1] == [False, False, True, False]
+    grads = []
+    graph.register_multi_grad_hook((a, b), grads.append)
+    (a * 3 + b).sum().backward()
+    assert [g.tolist() for g in grads[0]] == [[[3.0] * 3] * 2, [[1.0] * 3] * 2]
+    count = len(seen)
+    handle.remove()
+    c.sum().backward(retain_graph=True)
+    assert len(seen) == count
+    with pytest.raises(ValueError, match=r"Expects mode to be one of \('all', 'any'\) but got x"):
+        graph.register_multi_grad_hook((a,), print, mode="x")
+    with pytest.raises(RuntimeError, match="cannot register a hook on a tensor that doesn't require gradient"):
+        graph.register_multi_grad_hook((a, ember.ones(2)), print)
+
+
+def test_multi_grad_hook_any_mode():
+    a = ember.rand(2, requires_grad=True)
+    b = ember.rand(2, requires_grad=True)
+    c, d = a * b, a * b
+    calls = []
+    graph.register_multi_grad_hook((a, b, c, ember.ones(2)), lambda g: calls.append(g.shape), mode="any")
+    (c.sum() + d.sum()).backward(retain_graph=True)
+    assert len(calls) == 1  # once per backward
+    c.sum().backward(retain_graph=True)
+    assert len(calls) == 2
+    d.sum().backward()  # reaches a and b only
+    assert len(calls) == 3
+
+
+class _Square(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * grad * x
+
+
+def test_saved_tensors_hooks_on_function_saves():
+    log = []
+
+    def pack(t):
+        log.append("pack")
+        return t.detach().numpy().copy()
+
+    def unpack(arr):
+        log.append("unpack")
+        return ember.from_numpy(arr)
+
+    x = ember.tensor([1.0, 2.0, 3.0], dtype=F64, requires_grad=True)
+    graph._WARNED = False  # the warning comes once per process
+    with pytest.warns(UserWarning, match="only tensors saved by ember.autograd.Function"), \
+            graph.saved_tensors_hooks(pack, unpack):
+        y = _Square.apply(x)
+    assert log == ["pack"]
+    y.sum().backward()
+    assert log == ["pack", "unpack"] and x.grad.tolist() == [2.0, 4.0, 6.0]
+    with graph.saved_tensors_hooks(lambda t: t, lambda p: "not a tensor"):
+        y = _Square.apply(x)
+    with pytest.raises(TypeError, match="unpack_hook expected to be a Tensor"):
+        y.sum().backward()
+    # the version check still holds under hooks
+    with graph.saved_tensors_hooks(lambda t: t, lambda p: p):
+        z = x.detach().clone().requires_grad_()
+        w = z * 1
+        y = _Square.apply(w)
+    with ember.no_grad():
+        w.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_save_on_cpu_and_disable():
+    x = ember.tensor([1.0, -2.0], dtype=F64, requires_grad=True)
+    with graph.save_on_cpu(pin_memory=True):
+        y = _Square.apply(x) + x.exp()
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.array([1.0, -2.0]) + np.exp([1.0, -2.0]), rtol=1e-12)
+    with graph.disable_saved_tensors_hooks("hooks are off here"):
+        with pytest.raises(RuntimeError, match="hooks are off here"):
+            with graph.save_on_cpu():
+                pass
+    with graph.save_on_cpu():  # enabled again after the block
+        pass
+    assert {"saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "register_multi_grad_hook", "Node",
+            "increment_version", "GradientEdge", "get_gradient_edge"} <= set(graph.__all__)
+    assert "graph" in ember.autograd.__all__
