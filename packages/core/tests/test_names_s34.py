@@ -355,3 +355,103 @@ def test_save_on_cpu_and_disable():
     assert {"saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "register_multi_grad_hook", "Node",
             "increment_version", "GradientEdge", "get_gradient_edge"} <= set(graph.__all__)
     assert "graph" in ember.autograd.__all__
+
+
+# ---- lobpcg -------------------------------------------------------------------------------------------------
+
+
+def _spd(m, seed, spread=1.5):
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.standard_normal((m, m)))[0]
+    return Q @ np.diag(np.linspace(1, 50, m) ** spread) @ Q.T, rng
+
+
+@pytest.mark.parametrize("method", ["ortho", "basic"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_lobpcg_eigenpairs_match_eigh(method, largest):
+    m = 40
+    A, rng = _spd(m, 0)
+    ref_vals, ref_vecs = np.linalg.eigh(A)
+    order = np.argsort(-ref_vals if largest else ref_vals)[:3]
+    X0 = ember.tensor(rng.standard_normal((m, 4)))
+    E, X = ember.lobpcg(ember.tensor(A), k=3, X=X0, largest=largest, method=method)
+    assert E.shape == (3,) and X.shape == (m, 3) and E.dtype == F64
+    np.testing.assert_allclose(E.numpy(), ref_vals[order], rtol=1e-10)
+    Xn = X.numpy()
+    np.testing.assert_allclose(Xn.T @ Xn, np.eye(3), atol=1e-10)
+    for i, j in enumerate(order):  # the same vectors up to sign
+        np.testing.assert_allclose(abs(Xn[:, i] @ ref_vecs[:, j]), 1.0, atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["ortho", "basic"])
+def test_lobpcg_generalized_problem_and_preconditioner(method):
+    m = 30
+    A, rng = _spd(m, 1)
+    G = rng.standard_normal((m, m))
+    B = G @ G.T / m + np.eye(m)
+    L_inv = np.linalg.inv(np.linalg.cholesky(B))
+    ref = np.linalg.eigvalsh(L_inv @ A @ L_inv.T)  # the pencil's eigenvalues, in float64
+    E, X = ember.lobpcg(ember.tensor(A), k=2, B=ember.tensor(B), X=ember.tensor(rng.standard_normal((m, 2))),
+                        method=method, largest=False)
+    np.testing.assert_allclose(E.numpy(), ref[:2], rtol=1e-10)
+    Xn = X.numpy()
+    np.testing.assert_allclose(Xn.T @ B @ Xn, np.eye(2), atol=1e-10)  # B-orthonormal
+    np.testing.assert_allclose(A @ Xn, B @ Xn * E.numpy(), atol=1e-5)
+    iK = ember.tensor(np.diag(1 / np.diag(A)))  # a Jacobi preconditioner
+    E, _ = ember.lobpcg(ember.tensor(A), k=2, iK=iK, X=ember.tensor(rng.standard_normal((m, 2))), method=method)
+    np.testing.assert_allclose(E.numpy(), np.linalg.eigvalsh(A)[::-1][:2], rtol=1e-10)
+
+
+def test_lobpcg_defaults_batches_and_dtypes():
+    A, _ = _spd(12, 2, spread=1.0)
+    ember.manual_seed(0)
+    E, X = ember.lobpcg(ember.tensor(A))  # k = 1, a random start, the largest
+    np.testing.assert_allclose(E.numpy(), [50.0], rtol=1e-10)
+    E, X = ember.lobpcg(ember.tensor(A), k=2, n=3)
+    assert E.shape == (2,) and X.shape == (12, 2)
+    E32, _ = ember.lobpcg(ember.tensor(A, dtype=ember.float32), k=1)
+    assert E32.dtype == ember.float32
+    np.testing.assert_allclose(E32.numpy(), [50.0], rtol=1e-4)
+    A2, _ = _spd(12, 3, spread=2.0)
+    batch = ember.tensor(np.stack([A, A2]))
+    E, X = ember.lobpcg(batch, k=2, largest=False)
+    assert E.shape == (2, 2) and X.shape == (2, 12, 2)
+    np.testing.assert_allclose(E.numpy(), [np.linalg.eigvalsh(A)[:2], np.linalg.eigvalsh(A2)[:2]], rtol=1e-9)
+
+
+def test_lobpcg_errors():
+    A = ember.tensor(_spd(12, 0)[0])
+    with pytest.raises(AssertionError, match="A must be square"):
+        ember.lobpcg(A[:, :5])
+    with pytest.raises(ValueError, match=r"LOBPCG algorithm is not applicable when the number of A rows \(=12\) is "
+                                         r"smaller than 3 x the number of requested eigenpairs \(=5\)"):
+        ember.lobpcg(A, k=5)
+    with pytest.raises(AssertionError, match="A and B must have same shape"):
+        ember.lobpcg(A, B=ember.eye(3, dtype=F64))
+    with pytest.raises(AssertionError, match=r"X shape mismatch: got \(11, 2\), expected \(12, 2\)"):
+        ember.lobpcg(A, X=ember.randn(11, 2, dtype=F64))
+    with pytest.raises(ValueError, match="method must be 'ortho' or 'basic'"):
+        ember.lobpcg(A, method="x")
+    Ag = A.clone().requires_grad_()
+    E, _ = ember.lobpcg(Ag, B=ember.eye(12, dtype=F64))  # forward works, as in PyTorch
+    with pytest.raises(ValueError, match=r"lobpcg.backward does not support backward with B != I yet."):
+        E.sum().backward()
+
+
+@pytest.mark.parametrize(("method", "largest"), [("ortho", True), ("basic", False)])
+def test_lobpcg_gradients(method, largest):
+    m = 9
+    A, rng = _spd(m, 4, spread=1.0)
+    X0 = ember.tensor(rng.standard_normal((m, 2)))
+    a = ember.tensor(A, requires_grad=True)
+
+    def f(t):
+        E, X = ember.lobpcg(t, X=X0, tol=1e-13, niter=500, method=method, largest=largest)
+        return E, X * X  # eigenvectors up to sign: a sign-free function of them
+
+    assert gradcheck(f, (a,))
+    # an eigenvalue's gradient is x x^T (A symmetrized, as PyTorch does)
+    E, X = ember.lobpcg(a, X=X0, method=method, largest=largest)
+    (g,) = ember.autograd.grad(E.sum(), a)
+    Xn = X.detach().numpy()
+    np.testing.assert_allclose(g.numpy(), Xn @ Xn.T, atol=1e-10)

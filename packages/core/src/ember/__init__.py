@@ -428,4 +428,4 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
 
 
 __all__ += ["distributed", "futures"]
-__all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal"]
+__all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]

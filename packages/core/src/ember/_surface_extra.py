@@ -1,5 +1,6 @@
 """More PyTorch names composed in Python from declared ops (issue 18, item 1): segment_reduce,
-embedding_bag's four outputs (torch.embedding_bag), set_flush_denormal and Tensor.output_nr.
+embedding_bag's four outputs (torch.embedding_bag), set_flush_denormal, Tensor.output_nr, and
+lobpcg (ember/_lobpcg.py).
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import builtins
 
 from . import _C
+from ._lobpcg import lobpcg  # noqa: F401 - listed in _FUNCTIONS
 from .autograd.grad_mode import enable_grad, no_grad
 
 # ---- segment_reduce --------------------------------------------------------------------------------
@@ -173,7 +175,7 @@ def _output_nr(self) -> builtins.int:
     return builtins.int(edges[0][1]) if edges else 0
 
 
-_FUNCTIONS = ["segment_reduce", "embedding_bag", "set_flush_denormal"]
+_FUNCTIONS = ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]
 
 
 def namespace() -> dict[str, object]:
