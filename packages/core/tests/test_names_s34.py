@@ -199,6 +199,11 @@ def test_segment_reduce_errors():
         ember.segment_reduce(d.long(), "sum", lengths=lengths)
     with pytest.raises(NotImplementedError):
         ember.segment_reduce(d, "sum", lengths=lengths.double())
+    # no segments at all, and empty segments only
+    assert ember.segment_reduce(ember.zeros(0, 2, dtype=F64), "sum", lengths=ember.tensor([], dtype=ember.int64)
+                                ).shape == (0, 2)
+    assert ember.segment_reduce(ember.zeros(0, 2, dtype=F64), "max", lengths=ember.tensor([0, 0])).tolist() == \
+        [[-math.inf, -math.inf]] * 2
     # unsafe=True: lengths may cover fewer rows than data has (PyTorch: [[4, -2], [5.5, 5]])
     out = ember.segment_reduce(d, "sum", lengths=ember.tensor([2, 2]), unsafe=True)
     assert out.tolist() == [[4.0, -2.0], [5.5, 5.0]]
@@ -338,6 +343,22 @@ def test_saved_tensors_hooks_on_function_saves():
         w.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_saved_tensors_hooks_are_per_thread():
+    import threading
+
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    with graph.save_on_cpu():
+        assert graph._current_hooks() is not None
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(graph._current_hooks()))
+        thread.start()
+        thread.join()
+        assert seen == [None]  # another thread sees no hooks
+        y = _Square.apply(x)
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 4.0]
 
 
 def test_save_on_cpu_and_disable():

@@ -7,6 +7,7 @@ re-exports these names.
 from __future__ import annotations
 
 import itertools
+import threading
 
 from .. import _C
 
@@ -111,23 +112,31 @@ def _grad_node(tensor):
         _C._set_grad_enabled(prev)
 
 
-_TASKS: list = []  # the backward()/grad() calls under way, innermost last
+class _Tasks(threading.local):
+    """The backward()/grad() calls under way on this thread (the engine runs hooks on the thread
+    that called backward), innermost last."""
+
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_TASKS = _Tasks()
 
 
 def _current_task() -> _Task:
-    if not _TASKS:
+    if not _TASKS.stack:
         raise AssertionError("expected this hook to be called inside a backward call")
-    return _TASKS[-1]
+    return _TASKS.stack[-1]
 
 
 def _run(outputs, grads, keep, create_graph, inputs, accumulate):
     """_C._run_backward, with the call listed in _TASKS while it runs."""
     task = _Task(tuple(outputs), tuple(inputs) if inputs else None)
-    _TASKS.append(task)
+    _TASKS.stack.append(task)
     try:
         return _C._run_backward(list(outputs), grads, keep, create_graph, list(inputs), accumulate)
     finally:
-        _TASKS.pop()
+        _TASKS.stack.pop()
         for fn in task._exit:
             fn()
 

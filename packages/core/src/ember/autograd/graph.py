@@ -174,8 +174,16 @@ class _MultiHandle:
 
 # ---- saved-tensor hooks -----------------------------------------------------------------------------
 
-_HOOKS: list = []  # the (pack, unpack) pairs in effect, innermost last
-_DISABLED: list = []  # error messages of disable_saved_tensors_hooks in effect, innermost last
+class _ThreadState(threading.local):
+    """Per thread, as in PyTorch: the (pack, unpack) pairs in effect and the error messages of
+    disable_saved_tensors_hooks in effect, innermost last."""
+
+    def __init__(self) -> None:
+        self.hooks: list = []
+        self.disabled: list = []
+
+
+_STATE = _ThreadState()
 _WARNED = False
 
 
@@ -192,18 +200,18 @@ class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
 
     def __enter__(self):
         global _WARNED
-        if _DISABLED:
-            raise RuntimeError(_DISABLED[-1])
+        if _STATE.disabled:
+            raise RuntimeError(_STATE.disabled[-1])
         if not _WARNED and not isinstance(self, save_on_cpu):
             _WARNED = True
             warnings.warn("ember.autograd.graph.saved_tensors_hooks: only tensors saved by ember.autograd.Function "
                           "(ctx.save_for_backward) pass through the hooks; the native ops' backward nodes keep their "
                           "saved tensors in C++ and do not call them.", UserWarning, stacklevel=2)
-        _HOOKS.append((self.pack_hook, self.unpack_hook))
+        _STATE.hooks.append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc) -> None:
-        _HOOKS.pop()
+        _STATE.hooks.pop()
 
 
 class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
@@ -227,13 +235,13 @@ class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
 @contextlib.contextmanager
 def disable_saved_tensors_hooks(error_message: str):
     """Within it, entering saved_tensors_hooks (or save_on_cpu) raises RuntimeError(error_message)."""
-    _DISABLED.append(error_message)
+    _STATE.disabled.append(error_message)
     try:
         yield
     finally:
-        _DISABLED.pop()
+        _STATE.disabled.pop()
 
 
 def _current_hooks():
     """The innermost (pack, unpack) pair in effect, for FunctionCtx.save_for_backward; or None."""
-    return _HOOKS[-1] if _HOOKS else None
+    return _STATE.hooks[-1] if _STATE.hooks else None
