@@ -476,3 +476,19 @@ def test_lobpcg_gradients(method, largest):
     (g,) = ember.autograd.grad(E.sum(), a)
     Xn = X.detach().numpy()
     np.testing.assert_allclose(g.numpy(), Xn @ Xn.T, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["ortho", "basic"])
+def test_lobpcg_larger_and_repeated_eigenvalues(method):
+    rng = np.random.default_rng(5)
+    m = 200
+    Q = np.linalg.qr(rng.standard_normal((m, m)))[0]
+    d = np.linspace(1, 100, m)
+    d[-3:], d[:3] = 100.0, 1.0  # a threefold eigenvalue at each end
+    A = ember.tensor(Q @ np.diag(d) @ Q.T)
+    ember.manual_seed(0)
+    E, X = ember.lobpcg(A, k=5, method=method)
+    np.testing.assert_allclose(E.numpy(), np.sort(d)[::-1][:5], rtol=1e-12)
+    E, X = ember.lobpcg(A, k=5, method=method, largest=False)
+    np.testing.assert_allclose(E.numpy(), np.sort(d)[:5], rtol=1e-11)
+    np.testing.assert_allclose(X.numpy().T @ X.numpy(), np.eye(5), atol=1e-10)

@@ -37,10 +37,10 @@ def _sym(M):
     return (M + M.mT) / 2
 
 
-def _b_orthonormalize(V, B, drop_tol: float, scale: float | None = None):
+def _b_orthonormalize(V, B, drop_tol: float):
     """An orthonormal basis (in the B inner product) of V's columns, V U diag(s^-1/2) from
-    eigh(V^T B V), dropping directions whose weight s falls below drop_tol times `scale` (the
-    largest s when not given)."""
+    eigh(V^T B V), dropping directions whose weight s falls below drop_tol times the largest
+    (eigh resolves the Gram matrix's eigenvalues to its rounding error, no finer)."""
     if V.shape[-1] == 0:
         return V
     gram = _sym(_C.matmul(V.mT, _mm(B, V)))
@@ -48,9 +48,28 @@ def _b_orthonormalize(V, B, drop_tol: float, scale: float | None = None):
     top = builtins.float(s[-1]) if s.numel() else 0.0
     if top <= 0:
         return V[:, :0]
-    keep = s > drop_tol * (top if scale is None else scale)
+    keep = s > drop_tol * top
     s, U = s[keep], U[:, keep]
     return _C.matmul(V, U) / s.sqrt()
+
+
+def _orthonormal_complement(V, bases, B, drop_tol: float):
+    """V's directions outside the B-orthonormal `bases`, B-orthonormalized: projected out and
+    orthonormalized twice (once loses accuracy when most of V lay in the bases); a direction that
+    kept less than drop_tol of V's largest column weight after projection is dropped."""
+    if V.shape[-1] == 0:
+        return V
+    scale = _weight(V, B)
+    for round_ in range(2):
+        for Q in bases:
+            V = _project_out(V, Q, B)
+        if round_ == 0:
+            keep = (V * _mm(B, V)).sum(0) > drop_tol * scale
+            V = V[:, keep]
+        V = _b_orthonormalize(V, B, drop_tol)
+        if V.shape[-1] == 0:
+            break
+    return V
 
 
 def _project_out(V, Q, B):
@@ -87,7 +106,7 @@ def _solve(A, B, X, iK, k: int, niter: int, tol: float, largest: builtins.bool, 
     """One matrix: the k wanted eigenpairs (E, X) from the starting block X (m x n)."""
     n = X.shape[-1]
     eps = 1.2e-07 if X.dtype == _C.float32 else 2.23e-16
-    drop = (1e3 * eps) ** 2  # a direction this much smaller than before its projection is roundoff
+    drop = 100 * eps  # relative weights below this are rounding error
     X = _b_orthonormalize(X, B, eps)
     if X.shape[-1] < n:
         raise ValueError("lobpcg: the columns of X must be linearly independent")
@@ -105,14 +124,8 @@ def _solve(A, B, X, iK, k: int, niter: int, tol: float, largest: builtins.bool, 
         W = _mm(iK, R)
         if method == "ortho":
             # X is B-orthonormal; W and P are made B-orthonormal against it and each other
-            w_scale = _weight(W, B)
-            for _ in range(2):
-                W = _project_out(W, X, B)
-            W = _b_orthonormalize(W, B, drop, w_scale)
-            p_scale = _weight(P, B)
-            for _ in range(2):
-                P = _project_out(_project_out(P, X, B), W, B)
-            P = _b_orthonormalize(P, B, drop, p_scale)
+            W = _orthonormal_complement(W, [X], B, drop)
+            P = _orthonormal_complement(P, [X, W], B, drop)
             S = _C.cat([X, W, P], 1)
             E, C = _rayleigh_ritz(S, A, B, n, largest, True)
         else:
