@@ -242,10 +242,11 @@ globals().update(_legacy.TYPED)
 globals().update({_name: getattr(_composites_py, _name) for _name in _composites_py.NAMES})
 # Constants, memory formats, in-place and ATen-signature functional forms, legacy linear algebra
 # (ember/_surface.py); the *_like factories take memory_format=.
-from . import _surface, _surface_legacy, _surface_more  # noqa: E402
+from . import _surface, _surface_extra, _surface_legacy, _surface_more  # noqa: E402
 
 globals().update(_surface.namespace())
 globals().update(_surface_more.namespace())
+globals().update(_surface_extra.namespace())  # segment_reduce, embedding_bag, set_flush_denormal
 globals().update(_surface_legacy.namespace())
 globals().update(_surface_legacy.install_modules())  # ember.version, ember.random
 for _name in ("empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"):
@@ -427,3 +428,4 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
 
 
 __all__ += ["distributed", "futures"]
+__all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]

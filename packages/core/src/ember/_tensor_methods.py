@@ -37,6 +37,7 @@ def install() -> None:
         _overloads,
         _spectral,
         _surface,
+        _surface_extra,
         _surface_legacy,
         _surface_more,
         serialization,
@@ -44,5 +45,5 @@ def install() -> None:
     )
 
     for family in (sparse, serialization, _spectral, _legacy, _overloads, _names, _composites_py, _surface,
-                   _surface_more, _surface_legacy):
+                   _surface_more, _surface_legacy, _surface_extra):
         _attach(family.tensor_methods())

@@ -6,6 +6,9 @@ re-exports these names.
 
 from __future__ import annotations
 
+import itertools
+import threading
+
 from .. import _C
 
 
@@ -43,6 +46,101 @@ def _accumulates_into_grad(t) -> bool:
     return wanted is None or any(t is w for w in wanted)
 
 
+class _Task:
+    """One backward()/grad() call under way, as autograd.graph's multi-grad hooks see it: its roots,
+    the gradient nodes of its `inputs` (None when every leaf is wanted), and which nodes it runs."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, roots: tuple, inputs: tuple | None) -> None:
+        self.id = next(self._ids)
+        self.roots = roots
+        self.inputs = inputs
+        self._runs: set | None = None
+        self._exit: list = []
+
+    def on_exit(self, fn) -> None:
+        self._exit.append(fn)
+
+    def will_run(self, node) -> bool:
+        """Whether this backward runs `node` (a grad_fn or a leaf's accumulator): it is reachable
+        from the roots and, when `inputs` were given, on the way to one of theirs."""
+        if self._runs is None:
+            self._runs = self._find_runs()
+        return node in self._runs
+
+    def _find_runs(self) -> set:
+        starts = [_grad_node(r) for r in self.roots if r.requires_grad]
+        seen, parents, stack = set(), {}, list(starts)
+        while stack:  # every node reachable from the roots, and who points at whom
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            for child, _ in node.next_functions:
+                if child is not None:
+                    parents.setdefault(child, []).append(node)
+                    stack.append(child)
+        if self.inputs is None:
+            return seen
+        # with `inputs`: the nodes on the way to one of theirs (walking back up from them)
+        stack = [n for n in (_grad_node(t) for t in self.inputs if t.requires_grad) if n in seen]
+        needed: set = set()
+        while stack:
+            node = stack.pop()
+            if node not in needed:
+                needed.add(node)
+                stack.extend(parents.get(node, ()))
+        # A leaf among `inputs` has its gradient captured, not accumulated, and Ember's engine runs no
+        # hooks of that leaf then (PyTorch runs them): its accumulator does not count as run.
+        return {n for n in needed if n.name() != "AccumulateGrad"}
+
+
+def _grad_node(tensor):
+    """A tensor's grad_fn, or for a leaf that requires grad its gradient accumulator (the node a
+    fresh alias of it records an edge to)."""
+    if tensor.grad_fn is not None:
+        return tensor.grad_fn
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
+                           "gradients")
+    prev = _C._is_grad_enabled()
+    _C._set_grad_enabled(True)
+    try:
+        return tensor.view_as(tensor).grad_fn.next_functions[0][0]
+    finally:
+        _C._set_grad_enabled(prev)
+
+
+class _Tasks(threading.local):
+    """The backward()/grad() calls under way on this thread (the engine runs hooks on the thread
+    that called backward), innermost last."""
+
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_TASKS = _Tasks()
+
+
+def _current_task() -> _Task:
+    if not _TASKS.stack:
+        raise AssertionError("expected this hook to be called inside a backward call")
+    return _TASKS.stack[-1]
+
+
+def _run(outputs, grads, keep, create_graph, inputs, accumulate):
+    """_C._run_backward, with the call listed in _TASKS while it runs."""
+    task = _Task(tuple(outputs), tuple(inputs) if inputs else None)
+    _TASKS.stack.append(task)
+    try:
+        return _C._run_backward(list(outputs), grads, keep, create_graph, list(inputs), accumulate)
+    finally:
+        _TASKS.stack.pop()
+        for fn in task._exit:
+            fn()
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
     """Accumulates d(tensors)/d(leaf) into each leaf's .grad (only `inputs`' when given)."""
     outputs = _as_tuple(tensors)
@@ -54,10 +152,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     _GRAD_SINKS.append(wanted or None)
     try:
         if not wanted:
-            _C._run_backward(list(outputs), grads, keep, create_graph, [], True)
+            _run(outputs, grads, keep, create_graph, [], True)
             return
         # backward(inputs=...): gradients reach only these tensors, accumulated into their .grad
-        received = _C._run_backward(list(outputs), grads, keep, create_graph, wanted, False)
+        received = _run(outputs, grads, keep, create_graph, wanted, False)
     finally:
         _GRAD_SINKS.pop()
     for tensor, g in zip(wanted, received, strict=True):
@@ -80,8 +178,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if materialize_grads and not allow_unused:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True")
     keep = create_graph if retain_graph is None else retain_graph
-    result = _C._run_backward(list(outs), _make_grads(outs, _as_tuple(grad_outputs)), keep, create_graph,
-                              list(ins), False)
+    result = _run(outs, _make_grads(outs, _as_tuple(grad_outputs)), keep, create_graph, ins, False)
     for i, g in enumerate(result):
         if g is None:
             if materialize_grads:

@@ -1,0 +1,247 @@
+"""ember.autograd.graph (torch.autograd.graph): the autograd graph's node type, gradient edges,
+multi-tensor gradient hooks, version bumps and saved-tensor hooks.
+
+    Node                           abstract base; every grad_fn (ember._C.Node) is an instance
+    GradientEdge, get_gradient_edge (node, output_nr) of a tensor's gradient
+    increment_version              marks a tensor as modified in place
+    register_multi_grad_hook       one hook over several tensors' gradients ("all" or "any")
+    saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks
+                                   pack/unpack hooks over saved tensors (see the limit below)
+
+Limit of the saved-tensor hooks: the backward nodes of Ember's native ops keep the tensors they
+save in C++ (SavedVariable, ember/autograd.h) and do not call Python hooks, so pack/unpack run
+only for tensors saved by ember.autograd.Function (ctx.save_for_backward). Entering
+saved_tensors_hooks warns about this once. save_on_cpu keeps its meaning on a CPU-only build
+(every saved tensor already lives in CPU memory). allow_mutation_on_saved_tensors is absent: it
+needs every native in-place op to consult the saved tensors, which Python cannot arrange.
+Node.metadata is absent too: a grad_fn's Python object does not live as long as its node.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import itertools
+import threading
+import warnings
+from typing import NamedTuple
+
+from .. import _C
+from . import _engine
+from .grad_mode import no_grad
+
+__all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version", "register_multi_grad_hook",
+           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
+
+
+class Node(abc.ABC):
+    """The type of a tensor's grad_fn: isinstance(t.grad_fn, Node) holds for every node of the
+    graph (native ops' nodes, autograd.Function's, AccumulateGrad)."""
+
+    @abc.abstractmethod
+    def name(self) -> str:
+        """The node's name, e.g. 'MulBackward0'."""
+
+    @property
+    @abc.abstractmethod
+    def next_functions(self) -> tuple:
+        """((node, input_nr), ...): where this node's gradients go."""
+
+    @abc.abstractmethod
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) after the node ran; returns a handle."""
+
+    @abc.abstractmethod
+    def register_prehook(self, fn):
+        """fn(grad_outputs) before the node runs; returns a handle."""
+
+    @classmethod
+    def __subclasshook__(cls, subclass):
+        if cls is Node and issubclass(subclass, _C.Node):
+            return True
+        return NotImplemented
+
+
+Node.register(_C.Node)
+
+
+class GradientEdge(NamedTuple):
+    """An edge of the graph: the gradient of output `output_nr` of `node`."""
+
+    node: Node
+    output_nr: int
+
+
+_grad_node = _engine._grad_node
+
+
+def get_gradient_edge(tensor) -> GradientEdge:
+    """The edge the gradient of `tensor` flows along: (grad_fn or accumulator, output_nr)."""
+    return GradientEdge(_grad_node(tensor), tensor.output_nr)
+
+
+def increment_version(tensor) -> None:
+    """Marks `tensor` (or each tensor of a list) as modified in place, as an in-place op does, so
+    a backward that saved it raises; for writes Ember cannot see (through data_ptr, say). Inference
+    tensors have no version counter and are left alone."""
+    tensors = (tensor,) if isinstance(tensor, _C.Tensor) else tuple(tensor)
+    for t in tensors:
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(f"increment_version(): expected a Tensor or a list of Tensors, got {type(t).__name__}")
+        if t.is_inference():
+            continue
+        with no_grad():  # an in-place fill through an all-false mask: bumps the counter, writes nothing
+            t.masked_fill_(_C.zeros([], dtype=_C.bool), 0)
+
+
+# ---- register_multi_grad_hook ---------------------------------------------------------------------
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """One hook over the gradients of several tensors (torch.autograd.graph.register_multi_grad_hook).
+
+    mode "all": fn(grads) runs once per backward, after the gradient of every tensor that this
+    backward reaches was computed; grads holds None for the tensors it does not reach (not in the
+    graph, or not needed for the `inputs` of .backward()/.grad()).
+    mode "any": fn(grad) runs once per backward, with the first of the tensors' gradients.
+    Returns a handle whose remove() takes the hook off."""
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    tensors = tuple(tensors)
+    lock = threading.Lock()
+    if mode == "all":
+        for t in tensors:
+            if not t.requires_grad:
+                raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        nodes = [_grad_node(t) for t in tensors]
+        state: dict = {}  # task id -> [calls so far, calls expected, buffer]
+
+        def get_inner_hook(idx: int):
+            def inner_hook(grad):
+                task = _engine._current_task()
+                with lock:
+                    entry = state.get(task.id)
+                    if entry is None:
+                        expected = sum(task.will_run(n) for n in nodes)
+                        entry = state[task.id] = [0, expected, [None] * len(tensors)]
+                    entry[2][idx] = grad
+                    entry[0] += 1
+                    done = entry[0] >= entry[1]
+                    if done:
+                        del state[task.id]
+                if done:
+                    fn(entry[2])
+
+            return inner_hook
+
+        handles = [t.register_hook(get_inner_hook(i)) for i, t in enumerate(tensors)]
+    else:
+        ran: set = set()
+
+        def any_hook(grad):
+            task = _engine._current_task()
+            with lock:
+                if task.id in ran:
+                    return
+                ran.add(task.id)
+                task.on_exit(lambda: ran.discard(task.id))
+            fn(grad)
+
+        handles = [t.register_hook(any_hook) for t in tensors if t.requires_grad]
+    return _MultiHandle(handles)
+
+
+class _MultiHandle:
+    """The handle of a multi-grad hook: remove() takes it off every tensor."""
+
+    _ids = itertools.count()
+
+    def __init__(self, handles) -> None:
+        self.handles = tuple(handles)
+        self.id = next(self._ids)
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+# ---- saved-tensor hooks -----------------------------------------------------------------------------
+
+class _ThreadState(threading.local):
+    """Per thread, as in PyTorch: the (pack, unpack) pairs in effect and the error messages of
+    disable_saved_tensors_hooks in effect, innermost last."""
+
+    def __init__(self) -> None:
+        self.hooks: list = []
+        self.disabled: list = []
+
+
+_STATE = _ThreadState()
+_WARNED = False
+
+
+class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
+    """Context manager: tensors saved for backward are passed through pack_hook(tensor) -> any
+    object when saved, and unpack_hook(that object) -> tensor when backward reads them.
+
+    In Ember these hooks see the tensors saved by ember.autograd.Function (ctx.save_for_backward)
+    only; the native ops' backward nodes keep theirs in C++ (see this module's docstring)."""
+
+    def __init__(self, pack_hook, unpack_hook) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        global _WARNED
+        if _STATE.disabled:
+            raise RuntimeError(_STATE.disabled[-1])
+        if not _WARNED and not isinstance(self, save_on_cpu):
+            _WARNED = True
+            warnings.warn("ember.autograd.graph.saved_tensors_hooks: only tensors saved by ember.autograd.Function "
+                          "(ctx.save_for_backward) pass through the hooks; the native ops' backward nodes keep their "
+                          "saved tensors in C++ and do not call them.", UserWarning, stacklevel=2)
+        _STATE.hooks.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _STATE.hooks.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
+    """Saved tensors are kept in CPU memory and moved back to their device for backward. On a
+    CPU-only build every saved tensor already is in CPU memory, so this changes nothing but the
+    copy made of Function-saved tensors on another device; pin_memory is accepted and unused."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack(tensor):
+            return tensor.device, tensor.to("cpu")
+
+        def unpack(packed):
+            device, tensor = packed
+            return tensor.to(device)
+
+        self.pin_memory = pin_memory
+        self.device_type = device_type
+        super().__init__(pack, unpack)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message: str):
+    """Within it, entering saved_tensors_hooks (or save_on_cpu) raises RuntimeError(error_message)."""
+    _STATE.disabled.append(error_message)
+    try:
+        yield
+    finally:
+        _STATE.disabled.pop()
+
+
+def _current_hooks():
+    """The innermost (pack, unpack) pair in effect, for FunctionCtx.save_for_backward; or None."""
+    return _STATE.hooks[-1] if _STATE.hooks else None
