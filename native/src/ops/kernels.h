@@ -251,13 +251,13 @@ extern DispatchStub<ScanFn> scan_stub;
 
 // Random draws into contiguous `out` from `gen`: Uniform in [a, b), Normal(mean a, std b),
 // Integer in [a, b) (read as int64), Bernoulli(p) with p read elementwise from contiguous float64
-// `probs` (or, with `probs` undefined, p = a for every element), Exponential(rate a). A Philox generator gives each element its own counter (Note
-// [reproducible randomness]); an mt19937 one is drawn from serially, element after element, with
-// PyTorch's CPU transformations (Note [PyTorch-compatible streams] in src/ops/random/random.cpp):
-// NormalScalar is PyTorch's per-element Box-Muller (with the generator's cached second value),
-// Normal its blocked 16-wide one (used on contiguous outputs of >= 16 elements); BernoulliFloat
-// compares a 24-bit float uniform with p (p given as float32, float16 or bfloat16), Bernoulli a
-// 53-bit double one (p given as float64, or a Python float).
+// `probs` (or, with `probs` undefined, p = a for every element), Exponential(rate a). A Philox generator
+// gives each element its own counter (Note [reproducible randomness]); an mt19937 one is drawn from serially,
+// element after element, with PyTorch's CPU transformations (Note [PyTorch-compatible streams] in
+// src/ops/random/random.cpp): NormalScalar is PyTorch's per-element Box-Muller (with the generator's cached
+// second value), Normal its blocked 16-wide one (used on contiguous outputs of >= 16 elements);
+// BernoulliFloat compares a 24-bit float uniform with p (p given as float32, float16 or bfloat16), Bernoulli
+// a 53-bit double one (p given as float64, or a Python float).
 enum class RandomKind { Uniform, Normal, NormalScalar, Integer, Bernoulli, BernoulliFloat, Exponential };
 using RandomFn = void (*)(RandomKind, const Tensor& out, Generator& gen, const Scalar& a, const Scalar& b,
                           const Tensor& probs);
