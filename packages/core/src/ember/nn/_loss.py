@@ -78,20 +78,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """-input[n, target[n], ...] (times weight[target]) for log-probabilities over dim 1 (or dim 0
     for one unbatched sample); 'mean' divides by the summed weights of the targets not ignored."""
     reduction = _reduction(size_average, reduce, reduction)
-    if input.dim() < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    unbatched = input.dim() == 1
-    if unbatched:
-        input, target = _C.unsqueeze(input, 0), _C.unsqueeze(target, 0)
-    if target.dtype != _C.int64:
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
-    if input.shape[0] != target.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0]}).")
-    if input.dim() > 2 and tuple(target.shape[1:]) != tuple(input.shape[2:]):
-        raise RuntimeError(f"size mismatch (got input: {list(input.shape)}, target: {list(target.shape)})")
+    # the native op checks the shapes, the target dtype and every class index (Note [nll layouts])
     loss, _ = _C.nll_loss_forward(input, target, weight, _REDUCTION_CODES[reduction], ignore_index)
-    return _C.squeeze(loss, [0]) if unbatched and reduction == "none" else loss
+    return loss
 
 
 @autocast_policy("fp32")
