@@ -297,6 +297,68 @@ def test_optimizer_none_needs_one_embedding_dim():
         make([(6, 4), (4, 5)], optimizer=EmbOptimType.NONE)
 
 
+def reference_step(optimizer, w, grads, state, step, lr, eps, wd, b1=0.9, b2=0.999):
+    """The fused optimizers' update formulas (as the step-by-step tests above), in float64, on the
+    tables `w` in place; `state` holds each table's zero-started states."""
+    for (t, r), g in grads.items():
+        if optimizer == EmbOptimType.EXACT_SGD:
+            w[t][r] -= lr * g
+        elif optimizer == EmbOptimType.EXACT_ADAGRAD:
+            state[0][t][r] += g * g
+            w[t][r] -= lr * g / (np.sqrt(state[0][t][r]) + eps)
+        elif optimizer == EmbOptimType.EXACT_ROWWISE_ADAGRAD:  # L2 weight decay
+            gd = g + wd * w[t][r]
+            state[0][t][r] += np.mean(gd * gd)
+            mult = lr / (math.sqrt(state[0][t][r]) + eps)
+            w[t][r] = (1 - mult * wd) * w[t][r] - mult * g
+        else:  # ADAM
+            state[0][t][r] = b1 * state[0][t][r] + (1 - b1) * g
+            state[1][t][r] = b2 * state[1][t][r] + (1 - b2) * g * g
+            mhat, vhat = state[0][t][r] / (1 - b1**step), state[1][t][r] / (1 - b2**step)
+            w[t][r] -= lr * (mhat / (np.sqrt(vhat) + eps) + wd * w[t][r])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("optimizer", [EmbOptimType.EXACT_SGD, EmbOptimType.EXACT_ADAGRAD,
+                                       EmbOptimType.EXACT_ROWWISE_ADAGRAD, EmbOptimType.ADAM])
+@pytest.mark.parametrize("tables", [[(3000, 8), (500, 4)], [(1_300_000, 2), (3000, 8)]],
+                         ids=["rows-bitmap", "rows-sorted"])
+def test_rows_seen_once_and_repeated_in_large_tables(tables, optimizer, weighted, threads):
+    """Note [rows seen once]: in large tables most rows of a batch occur once and are updated in bag
+    order; the repeated ones (planted within a bag and across features sharing table 0) are summed
+    first. Tables far larger than the batch find the repeated rows by sorting rather than bitmaps."""
+    fmap, B, lr, eps, wd = [0, 1, 0], 48, 0.05, 1e-3, 0.01
+    kw = {"weight_decay": wd, "weight_decay_mode": WeightDecayMode.L2} \
+        if optimizer == EmbOptimType.EXACT_ROWWISE_ADAGRAD else {"weight_decay": wd}
+    if optimizer == EmbOptimType.EXACT_SGD:
+        kw = {}
+    m = make(tables, seed=7, optimizer=optimizer, feature_table_map=fmap, pooling_mode=PoolingMode.MEAN,
+             learning_rate=lr, eps=eps, **kw)
+    w = tables_of(m)
+    shapes = {EmbOptimType.EXACT_ROWWISE_ADAGRAD: lambda t: np.zeros(t.shape[0])}.get(optimizer, np.zeros_like)
+    state = [[shapes(t) for t in w] for _ in range(2)]
+    rng = np.random.default_rng(8)
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        for step in (1, 2):
+            indices, offsets = batch(rng, [tables[t][0] for t in fmap], B, max_len=6)
+            indices[offsets[1]:offsets[1] + 2] = 11  # repeated within a bag (if it has two members)
+            indices[offsets[2 * B + 3]] = 11  # and by feature 2, which shares table 0
+            psw = rng.uniform(0.5, 2.0, len(indices)).astype(np.float32) if weighted else None
+            out = m(ember.tensor(indices), ember.tensor(offsets), None if psw is None else ember.tensor(psw))
+            grad = rng.standard_normal(tuple(out.shape))
+            out.backward(ember.tensor(grad.astype(np.float32)))
+            grads = reference_row_grads(w, fmap, indices, offsets, B, PoolingMode.MEAN, grad, psw)
+            assert sum(1 for (t, _) in grads if t == 0) < np.diff(offsets)[[*range(B), *range(2 * B, 3 * B)]].sum()
+            reference_step(optimizer, w, grads, state, step, lr, eps, wd)
+            for got, want in zip(tables_of(m), w, strict=True):
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    finally:
+        ember.set_num_threads(before)
+
+
 @pytest.mark.parametrize("pooling", [PoolingMode.SUM, PoolingMode.MEAN])
 def test_per_sample_weight_gradients(pooling):
     m = make([(6, 4), (4, 5)], optimizer=EmbOptimType.EXACT_SGD, learning_rate=0.0, pooling_mode=pooling)

@@ -107,78 +107,114 @@ void tbe_forward_kernel(const Tensor& out, const TbeBatch& batch) {
   });
 }
 
-// Each used position's bag scale (1/L for MEAN, times its per-sample weight) and where its output
-// gradient row starts; positions after the last offset are in no bag and never read.
-struct Positions {
-  std::vector<Member> members;  // (global row, position), sorted by row
-  std::vector<float> factor;
-  std::vector<int64_t> grad_at;
-  std::vector<int32_t> feature;
-};
-
-template <typename I>
-Positions positions(const TbeBatch& b) {
-  const I* idx = b.indices.data<I>();
-  const float* psw = b.per_sample_weights.defined() ? b.per_sample_weights.data<float>() : nullptr;
-  const int64_t nbags = static_cast<int64_t>(b.bag_feature.size()), n = b.bounds[nbags];
-  Positions p;
-  p.members.reserve(static_cast<size_t>(n));
-  p.factor.resize(static_cast<size_t>(n));
-  p.grad_at.resize(static_cast<size_t>(n));
-  p.feature.resize(static_cast<size_t>(n));
-  for (int64_t j = 0; j < nbags; ++j) {
-    const int32_t f = b.bag_feature[j];
-    const int64_t s = b.bounds[j], e = b.bounds[j + 1];
-    const float scale = b.pooling == 1 && e - s > 1 ? 1.0f / static_cast<float>(e - s) : 1.0f;
-    for (int64_t i = s; i < e; ++i) {
-      p.members.push_back({b.row_offset[f] + checked_row(idx, i, b.rows[f]), i});
-      p.factor[i] = scale * (psw ? psw[i] : 1.0f);
-      p.grad_at[i] = b.pooling == 2 ? i * b.dim[f] : b.bag_out[j];
-      p.feature[i] = f;
-    }
-  }
-  sort_by_row(p.members, b.total_rows);
-  return p;
+// A bag's pooling scale: 1/L for MEAN (a bag of one or none keeps 1), else 1.
+inline float bag_scale(const TbeBatch& b, int64_t j) {
+  const int64_t len = b.bounds[j + 1] - b.bounds[j];
+  return b.pooling == 1 && len > 1 ? 1.0f / static_cast<float>(len) : 1.0f;
 }
 
-// One row's update from its summed gradient g (Note [fused optimizer backward]); `row` is its
-// index among all tables' rows, `at` its first element in the flat buffer.
-template <typename T>
-void apply(const TbeOptimizerStep& s, T* w, const float* g, int64_t D, int64_t row, int64_t at,
-           T* grad_weights) {
+// Note [rows seen once]: in a large table almost every row a batch touches occurs once, and such
+// a row needs no summing: its gradient is its bag's output gradient row times the position's
+// factor. The backward updates those rows in bag order, straight from the bag's gradient row (in
+// L1 for the whole bag) with no gradient buffer in between: stores to a buffer queue behind the
+// row's own stores, which wait on memory, and stall the loop (measured 2x slower). Only the rows
+// seen more than once are summed first, by sorted segments (Note [sorted segment sums]). The two
+// passes own disjoint rows, so neither races, and each row's result is the one summing first gives.
+//
+// once[i] says position i's row occurs nowhere else in the batch. Found with two bitmaps over all
+// tables' rows (seen, seen twice) when they are small beside the batch, else by sorting every
+// position by row. Every index is checked here, before any row is updated.
+template <typename I>
+std::vector<uint8_t> rows_seen_once(const TbeBatch& b) {
+  const I* idx = b.indices.data<I>();
+  const int64_t nbags = static_cast<int64_t>(b.bag_feature.size()), n = b.bounds[nbags];
+  std::vector<uint8_t> once(static_cast<size_t>(n), 0);
+  auto for_each_position = [&](auto&& visit) {
+    for (int64_t j = 0; j < nbags; ++j) {
+      const int32_t f = b.bag_feature[j];
+      for (int64_t i = b.bounds[j]; i < b.bounds[j + 1]; ++i)
+        visit(i, b.row_offset[f] + checked_row(idx, i, b.rows[f]));
+    }
+  };
+  if (b.total_rows <= 64 * n + (int64_t(1) << 20)) {
+    const size_t words = static_cast<size_t>(b.total_rows / 64 + 1);
+    std::vector<uint64_t> seen(words, 0), twice(words, 0);
+    for_each_position([&](int64_t, int64_t r) {
+      const uint64_t bit = uint64_t(1) << (r & 63);
+      uint64_t& s = seen[static_cast<size_t>(r >> 6)];
+      if (s & bit) twice[static_cast<size_t>(r >> 6)] |= bit;
+      s |= bit;
+    });
+    for_each_position([&](int64_t i, int64_t r) {
+      once[static_cast<size_t>(i)] = !((twice[static_cast<size_t>(r >> 6)] >> (r & 63)) & 1);
+    });
+    return once;
+  }
+  std::vector<Member> all;
+  all.reserve(static_cast<size_t>(n));
+  for_each_position([&](int64_t i, int64_t r) { all.push_back({r, i}); });
+  sort_by_row(all, b.total_rows);
+  for (size_t m = 0; m < all.size(); ++m) {
+    const bool alone =
+        (m == 0 || all[m - 1].row != all[m].row) && (m + 1 == all.size() || all[m + 1].row != all[m].row);
+    if (alone) once[static_cast<size_t>(all[m].pos)] = 1;
+  }
+  return once;
+}
+
+// Row-wise Adagrad in two halves, so a bag's state updates (one scattered float each) can all be
+// in flight before its rows are written (Note [rows seen once]): the row's mean square joins its
+// state, giving the multiplier of its gradient; then the row is updated. L2 decay joins the
+// gradient in the mean square, and the update folds it in as a correction.
+template <typename T, typename G>
+inline float rowwise_adagrad_multiplier(const TbeOptimizerStep& s, const T* w, G&& grad, int64_t D,
+                                        int64_t row) {
+  const bool l2 = s.weight_decay_mode == 1;
+  const float wd = static_cast<float>(s.weight_decay);
+  float sq = 0.0f;
+  for (int64_t d = 0; d < D; ++d) {
+    const float gd = l2 ? grad(d) + wd * static_cast<float>(w[d]) : grad(d);
+    sq += gd * gd;
+  }
+  float& m = s.momentum1.data<float>()[row];
+  m += D > 0 ? sq / static_cast<float>(D) : 0.0f;
+  return static_cast<float>(s.learning_rate) / (std::sqrt(m) + static_cast<float>(s.eps));
+}
+template <typename T, typename G>
+inline void rowwise_adagrad_update(const TbeOptimizerStep& s, T* w, G&& grad, int64_t D, float multiplier) {
+  const float wd = static_cast<float>(s.weight_decay);
+  const float correction = s.weight_decay_mode == 1   ? 1.0f - multiplier * wd
+                           : s.weight_decay_mode == 2 ? 1.0f - static_cast<float>(s.learning_rate) * wd
+                                                      : 1.0f;
+  for (int64_t d = 0; d < D; ++d)
+    w[d] = static_cast<T>(correction * static_cast<float>(w[d]) - multiplier * grad(d));
+}
+
+// One row's update from its summed gradient, element d read as grad(d) (Note [fused optimizer
+// backward]); `row` is its index among all tables' rows, `at` its first element in the flat buffer.
+template <typename T, typename G>
+inline void apply(const TbeOptimizerStep& s, T* w, G&& grad, int64_t D, int64_t row, int64_t at,
+                  T* grad_weights) {
   const float lr = static_cast<float>(s.learning_rate), eps = static_cast<float>(s.eps);
   const float wd = static_cast<float>(s.weight_decay);
   switch (s.kind) {
     case TbeOptimizer::None:
-      for (int64_t d = 0; d < D; ++d) grad_weights[d] = static_cast<T>(g[d]);
+      for (int64_t d = 0; d < D; ++d) grad_weights[d] = static_cast<T>(grad(d));
       return;
     case TbeOptimizer::ExactSgd:
-      for (int64_t d = 0; d < D; ++d) w[d] = static_cast<T>(static_cast<float>(w[d]) - lr * g[d]);
+      for (int64_t d = 0; d < D; ++d) w[d] = static_cast<T>(static_cast<float>(w[d]) - lr * grad(d));
       return;
     case TbeOptimizer::ExactAdagrad: {
       float* m = s.momentum1.data<float>() + at;
       for (int64_t d = 0; d < D; ++d) {
-        m[d] += g[d] * g[d];
-        w[d] = static_cast<T>(static_cast<float>(w[d]) - lr * g[d] / (std::sqrt(m[d]) + eps));
+        const float g = grad(d);
+        m[d] += g * g;
+        w[d] = static_cast<T>(static_cast<float>(w[d]) - lr * g / (std::sqrt(m[d]) + eps));
       }
       return;
     }
-    case TbeOptimizer::ExactRowwiseAdagrad: {
-      // L2 decay joins the gradient in the row's mean square; the update folds it in as a correction
-      const bool l2 = s.weight_decay_mode == 1;
-      float sq = 0.0f;
-      for (int64_t d = 0; d < D; ++d) {
-        const float gd = l2 ? g[d] + wd * static_cast<float>(w[d]) : g[d];
-        sq += gd * gd;
-      }
-      float& m = s.momentum1.data<float>()[row];
-      m += D > 0 ? sq / static_cast<float>(D) : 0.0f;
-      const float multiplier = lr / (std::sqrt(m) + eps);
-      const float correction = l2 ? 1.0f - multiplier * wd : s.weight_decay_mode == 2 ? 1.0f - lr * wd : 1.0f;
-      for (int64_t d = 0; d < D; ++d)
-        w[d] = static_cast<T>(correction * static_cast<float>(w[d]) - multiplier * g[d]);
-      return;
-    }
+    case TbeOptimizer::ExactRowwiseAdagrad:
+      return rowwise_adagrad_update(s, w, grad, D, rowwise_adagrad_multiplier(s, w, grad, D, row));
     case TbeOptimizer::Adam: {
       float* m = s.momentum1.data<float>() + at;
       float* v = s.momentum2.data<float>() + at;
@@ -186,8 +222,9 @@ void apply(const TbeOptimizerStep& s, T* w, const float* g, int64_t D, int64_t r
       const float c1 = 1.0f - static_cast<float>(std::pow(s.beta1, static_cast<double>(s.iter)));
       const float c2 = 1.0f - static_cast<float>(std::pow(s.beta2, static_cast<double>(s.iter)));
       for (int64_t d = 0; d < D; ++d) {
-        m[d] = b1 * m[d] + (1.0f - b1) * g[d];
-        v[d] = b2 * v[d] + (1.0f - b2) * g[d] * g[d];
+        const float g = grad(d);
+        m[d] = b1 * m[d] + (1.0f - b1) * g;
+        v[d] = b2 * v[d] + (1.0f - b2) * g * g;
         const float wv = static_cast<float>(w[d]);
         w[d] = static_cast<T>(wv - lr * ((m[d] / c1) / (std::sqrt(v[d] / c2) + eps) + wd * wv));
       }
@@ -199,36 +236,23 @@ void apply(const TbeOptimizerStep& s, T* w, const float* g, int64_t D, int64_t r
 template <typename T, typename I>
 void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& step,
               const Tensor& grad_weights) {
-  const Positions p = positions<I>(b);
-  const std::vector<Member>& members = p.members;
-  std::vector<size_t> seg{0};  // segment j: members [seg[j], seg[j + 1]), one table row each
-  for (size_t j = 1; j < members.size(); ++j)
-    if (members[j].row != members[j - 1].row) seg.push_back(j);
-  seg.push_back(members.size());
-  const int64_t nseg = members.empty() ? 0 : static_cast<int64_t>(seg.size()) - 1;
-  const int64_t max_dim = *std::max_element(b.dim.begin(), b.dim.end());
-  // Few, long chunks (about four per thread): each chunk's first segments were prefetched by nobody.
-  const int64_t per_seg = static_cast<int64_t>(members.size()) / std::max<int64_t>(nseg, 1) + 1;
-  const int64_t grain = std::max({int64_t(1), 16384 / std::max<int64_t>(per_seg * max_dim, 1),
-                                  nseg / (4 * static_cast<int64_t>(get_num_threads()))});
+  const std::vector<uint8_t> once = rows_seen_once<I>(b);
+  const I* idx = b.indices.data<I>();
+  const float* psw = b.per_sample_weights.defined() ? b.per_sample_weights.data<float>() : nullptr;
   const float* g = grad.data<float>();
   T* w = b.weights.data<T>();
   T* gw = grad_weights.numel() > 0 ? grad_weights.data<T>() : nullptr;
-  // The rows updated are scattered over the tables: each segment asks for the row (and its
-  // state) kPrefetchAhead segments on, as the forward does, so the updates overlap their misses.
   float* m1 = step.momentum1.defined() ? step.momentum1.data<float>() : nullptr;
   float* m2 = step.momentum2.defined() ? step.momentum2.data<float>() : nullptr;
   const bool rowwise = step.kind == TbeOptimizer::ExactRowwiseAdagrad;
-  auto prefetch_segment = [&](int64_t j) {
-    const int32_t f = p.feature[members[seg[j]].pos];
-    const int64_t row = members[seg[j]].row, at = b.weights_offset[f] + (row - b.row_offset[f]) * b.dim[f];
-    const int64_t bytes = b.dim[f] * static_cast<int64_t>(sizeof(T));
-    for (int64_t o = 0; o < bytes; o += 64)
-      __builtin_prefetch(reinterpret_cast<const char*>(w + at) + o, 1, 3);
-    for (size_t m = seg[j]; m < seg[j + 1]; ++m) {  // the output gradient rows it sums
-      const char* gr = reinterpret_cast<const char*>(g + p.grad_at[members[m].pos]);
-      for (int64_t o = 0; o < b.dim[f] * 4; o += 64) __builtin_prefetch(gr + o, 0, 3);
-    }
+  const int64_t nbags = static_cast<int64_t>(b.bag_feature.size());
+  // The rows updated are scattered over the tables: each is asked for (with its state)
+  // kPrefetchAhead updates before its own, as the forward does, so the updates overlap their misses.
+  auto prefetch_update = [&](int32_t f, int64_t row) {
+    const int64_t at = b.weights_offset[f] + (row - b.row_offset[f]) * b.dim[f];
+    const char* dst = reinterpret_cast<const char*>(gw ? gw + at : w + at);
+    for (int64_t o = 0; o < b.dim[f] * static_cast<int64_t>(sizeof(T)); o += 64)
+      __builtin_prefetch(dst + o, 1, 3);
     if (m1 && rowwise) __builtin_prefetch(m1 + row, 1, 3);
     for (float* m : {rowwise ? nullptr : m1, m2}) {
       if (!m) continue;
@@ -236,20 +260,106 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
         __builtin_prefetch(reinterpret_cast<const char*>(m + at) + o, 1, 3);
     }
   };
-  parallel_for(0, nseg, grain, [&](int64_t j0, int64_t j1) {
-    std::vector<float> acc(static_cast<size_t>(max_dim));
-    for (int64_t j = j0; j < std::min(j1, j0 + kPrefetchAhead); ++j) prefetch_segment(j);
+  auto grad_row = [&](int64_t j, int64_t i) {
+    return g + (b.pooling == 2 ? i * b.dim[b.bag_feature[j]] : b.bag_out[j]);
+  };
+
+  // Rows seen once, bag by bag (Note [rows seen once]); bag jp holds position ip, kPrefetchAhead on.
+  parallel_for(0, nbags, bag_grain(b), [&](int64_t j0, int64_t j1) {
+    const int64_t stop = b.bounds[j1];
+    int64_t jp = j0, ip = b.bounds[j0];
+    auto prefetch_next = [&] {
+      if (ip >= stop) return;
+      while (b.bounds[jp + 1] <= ip) ++jp;
+      const int32_t f = b.bag_feature[jp];
+      if (once[static_cast<size_t>(ip)]) prefetch_update(f, b.row_offset[f] + static_cast<int64_t>(idx[ip]));
+      ++ip;
+    };
+    for (int64_t k = 0; k < kPrefetchAhead; ++k) prefetch_next();
+    float multiplier[kPrefetchAhead];
     for (int64_t j = j0; j < j1; ++j) {
-      if (j + kPrefetchAhead < j1) prefetch_segment(j + kPrefetchAhead);
-      const int32_t f = p.feature[members[seg[j]].pos];
+      const int32_t f = b.bag_feature[j];
+      const int64_t D = b.dim[f], base = b.weights_offset[f];
+      const float scale = bag_scale(b, j);
+      auto grad_of = [&](int64_t i) {
+        return [factor = psw ? scale * psw[i] : scale, gr = grad_row(j, i)](int64_t d) {
+          return factor * gr[d];
+        };
+      };
+      if (!rowwise) {
+        for (int64_t i = b.bounds[j]; i < b.bounds[j + 1]; ++i) {
+          prefetch_next();
+          if (!once[static_cast<size_t>(i)]) continue;
+          const int64_t k = static_cast<int64_t>(idx[i]), at = base + k * D;
+          apply(step, w + at, grad_of(i), D, b.row_offset[f] + k, at, gw ? gw + at : nullptr);
+        }
+        continue;
+      }
+      // Row-wise Adagrad: a bag in chunks of kPrefetchAhead positions, the states first, then the rows.
+      for (int64_t c0 = b.bounds[j], c1; c0 < b.bounds[j + 1]; c0 = c1) {
+        c1 = std::min(b.bounds[j + 1], c0 + kPrefetchAhead);
+        for (int64_t i = c0; i < c1; ++i) {
+          prefetch_next();
+          if (!once[static_cast<size_t>(i)]) continue;
+          const int64_t k = static_cast<int64_t>(idx[i]);
+          multiplier[i - c0] =
+              rowwise_adagrad_multiplier(step, w + base + k * D, grad_of(i), D, b.row_offset[f] + k);
+        }
+        for (int64_t i = c0; i < c1; ++i) {
+          if (once[static_cast<size_t>(i)])
+            rowwise_adagrad_update(step, w + base + static_cast<int64_t>(idx[i]) * D, grad_of(i), D,
+                                   multiplier[i - c0]);
+        }
+      }
+    }
+  });
+
+  // Rows seen more than once: their positions sorted by row, each row's gradient summed, then applied.
+  std::vector<Member> members;
+  for (int64_t j = 0; j < nbags; ++j) {
+    const int32_t f = b.bag_feature[j];
+    for (int64_t i = b.bounds[j]; i < b.bounds[j + 1]; ++i)
+      if (!once[static_cast<size_t>(i)])
+        members.push_back({b.row_offset[f] + static_cast<int64_t>(idx[i]), i});
+  }
+  if (members.empty()) return;
+  sort_by_row(members, b.total_rows);
+  std::vector<int64_t> bag_of(members.size());  // each member's bag: the last bag starting at or before it
+  for (size_t m = 0; m < members.size(); ++m)
+    bag_of[m] = std::upper_bound(b.bounds.begin(), b.bounds.end(), members[m].pos) - b.bounds.begin() - 1;
+  std::vector<size_t> seg{0};  // segment j: members [seg[j], seg[j + 1]), one table row each
+  for (size_t m = 1; m < members.size(); ++m)
+    if (members[m].row != members[m - 1].row) seg.push_back(m);
+  seg.push_back(members.size());
+  const int64_t nseg = static_cast<int64_t>(seg.size()) - 1;
+  const int64_t max_dim = *std::max_element(b.dim.begin(), b.dim.end());
+  // Few, long chunks (about four per thread): each chunk's first segments were prefetched by nobody.
+  const int64_t per_seg = static_cast<int64_t>(members.size()) / nseg + 1;
+  const int64_t grain = std::max({int64_t(1), 16384 / std::max<int64_t>(per_seg * max_dim, 1),
+                                  nseg / (4 * static_cast<int64_t>(get_num_threads()))});
+  auto prefetch_segment = [&](int64_t s) {
+    const int32_t f = b.bag_feature[bag_of[seg[s]]];
+    prefetch_update(f, members[seg[s]].row);
+    for (size_t m = seg[s]; m < seg[s + 1]; ++m) {  // the output gradient rows it sums
+      const char* gr = reinterpret_cast<const char*>(grad_row(bag_of[m], members[m].pos));
+      for (int64_t o = 0; o < b.dim[f] * 4; o += 64) __builtin_prefetch(gr + o, 0, 3);
+    }
+  };
+  parallel_for(0, nseg, grain, [&](int64_t s0, int64_t s1) {
+    std::vector<float> acc(static_cast<size_t>(max_dim));
+    for (int64_t s = s0; s < std::min(s1, s0 + kPrefetchAhead); ++s) prefetch_segment(s);
+    for (int64_t s = s0; s < s1; ++s) {
+      if (s + kPrefetchAhead < s1) prefetch_segment(s + kPrefetchAhead);
+      const int32_t f = b.bag_feature[bag_of[seg[s]]];
       const int64_t D = b.dim[f];
       std::fill(acc.begin(), acc.begin() + D, 0.0f);
-      for (size_t m = seg[j]; m < seg[j + 1]; ++m) {
-        const int64_t pos = members[m].pos;
-        axpy_row(acc.data(), g + p.grad_at[pos], p.factor[pos], D);
+      for (size_t m = seg[s]; m < seg[s + 1]; ++m) {
+        const int64_t j = bag_of[m], pos = members[m].pos;
+        axpy_row(acc.data(), grad_row(j, pos), psw ? bag_scale(b, j) * psw[pos] : bag_scale(b, j), D);
       }
-      const int64_t row = members[seg[j]].row, at = b.weights_offset[f] + (row - b.row_offset[f]) * D;
-      apply(step, w + at, acc.data(), D, row, at, gw ? gw + at : nullptr);
+      const int64_t row = members[seg[s]].row, at = b.weights_offset[f] + (row - b.row_offset[f]) * D;
+      apply(
+          step, w + at, [sum = acc.data()](int64_t d) { return sum[d]; }, D, row, at, gw ? gw + at : nullptr);
     }
   });
 }
