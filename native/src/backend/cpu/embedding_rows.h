@@ -46,12 +46,11 @@ inline int64_t checked_bag_row(const I* idx, int64_t i, int64_t rows) {
 // Asks for every cache line of the row at idx[i] (when it is a valid row; prefetching never faults
 // but a wild address would only pollute the cache).
 template <typename T, typename I>
-inline void prefetch_row(const T* table, int64_t stride, const I* idx, int64_t i, int64_t rows,
-                         int64_t bytes) {
+EMBER_ALWAYS_INLINE inline void prefetch_row(const T* table, int64_t stride, const I* idx, int64_t i,
+                                             int64_t rows, int64_t bytes) {
   const int64_t k = static_cast<int64_t>(idx[i]);
   if (static_cast<uint64_t>(k) >= static_cast<uint64_t>(rows)) return;
-  const char* p = reinterpret_cast<const char*>(table + k * stride);
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 0, 3);
+  prefetch_lines(table + k * stride, bytes);
 }
 
 template <typename A>

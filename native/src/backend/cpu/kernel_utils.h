@@ -3,6 +3,7 @@
 // capability (Note [CPU capabilities]); everything here lives in that build's namespace so the
 // AVX2 and baseline copies never merge.
 #include <cmath>
+#include <cstdint>
 #include <complex>
 #include <type_traits>
 
@@ -15,7 +16,20 @@
 #define EMBER_CPU_NS cpu_default
 #endif
 
+// Note [prefetch helpers]: GCC counts __builtin_prefetch as free of side effects, so a function
+// or lambda that does nothing but prefetch is inferred `const`, and a call to it that is not
+// inlined is deleted as dead code: the TBE backward's row prefetches were all gone that way, and
+// its updates waited on memory for every row. So every prefetch helper is always inlined into the
+// loop that needs it.
+#define EMBER_ALWAYS_INLINE __attribute__((always_inline))
+
 namespace ember::EMBER_CPU_NS {
+
+// Asks for every cache line of [p, p + bytes) (Note [prefetch helpers]).
+EMBER_ALWAYS_INLINE inline void prefetch_lines(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 0, 3);
+}
 
 template <typename T>
 struct is_complex : std::false_type {};

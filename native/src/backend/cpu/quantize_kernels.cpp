@@ -210,8 +210,8 @@ inline int64_t row_of(const Bag& g, const I* idx, int64_t i) {
   return -1;
 }
 
-inline void prefetch_row(const uint8_t* p, int64_t bytes) {
-  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+EMBER_ALWAYS_INLINE inline void prefetch_row(const uint8_t* p, int64_t bytes) {  // Note [prefetch helpers]
+  prefetch_lines(p, bytes);
   __builtin_prefetch(p + bytes - 1, 0, 3);
 }
 

@@ -248,17 +248,11 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
   const int64_t nbags = static_cast<int64_t>(b.bag_feature.size());
   // The rows updated are scattered over the tables: each is asked for (with its state)
   // kPrefetchAhead updates before its own, as the forward does, so the updates overlap their misses.
-  auto prefetch_update = [&](int32_t f, int64_t row) {
+  auto prefetch_update = [&](int32_t f, int64_t row) EMBER_ALWAYS_INLINE {
     const int64_t at = b.weights_offset[f] + (row - b.row_offset[f]) * b.dim[f];
-    const char* dst = reinterpret_cast<const char*>(gw ? gw + at : w + at);
-    for (int64_t o = 0; o < b.dim[f] * static_cast<int64_t>(sizeof(T)); o += 64)
-      __builtin_prefetch(dst + o, 1, 3);
-    if (m1 && rowwise) __builtin_prefetch(m1 + row, 1, 3);
-    for (float* m : {rowwise ? nullptr : m1, m2}) {
-      if (!m) continue;
-      for (int64_t o = 0; o < b.dim[f] * 4; o += 64)
-        __builtin_prefetch(reinterpret_cast<const char*>(m + at) + o, 1, 3);
-    }
+    prefetch_lines(gw ? gw + at : w + at, b.dim[f] * static_cast<int64_t>(sizeof(T)));
+    if (m1) prefetch_lines(rowwise ? m1 + row : m1 + at, rowwise ? 4 : b.dim[f] * 4);
+    if (m2) prefetch_lines(m2 + at, b.dim[f] * 4);
   };
   auto grad_row = [&](int64_t j, int64_t i) {
     return g + (b.pooling == 2 ? i * b.dim[b.bag_feature[j]] : b.bag_out[j]);
@@ -337,13 +331,11 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
   const int64_t per_seg = static_cast<int64_t>(members.size()) / nseg + 1;
   const int64_t grain = std::max({int64_t(1), 16384 / std::max<int64_t>(per_seg * max_dim, 1),
                                   nseg / (4 * static_cast<int64_t>(get_num_threads()))});
-  auto prefetch_segment = [&](int64_t s) {
+  auto prefetch_segment = [&](int64_t s) EMBER_ALWAYS_INLINE {
     const int32_t f = b.bag_feature[bag_of[seg[s]]];
     prefetch_update(f, members[seg[s]].row);
-    for (size_t m = seg[s]; m < seg[s + 1]; ++m) {  // the output gradient rows it sums
-      const char* gr = reinterpret_cast<const char*>(grad_row(bag_of[m], members[m].pos));
-      for (int64_t o = 0; o < b.dim[f] * 4; o += 64) __builtin_prefetch(gr + o, 0, 3);
-    }
+    for (size_t m = seg[s]; m < seg[s + 1]; ++m)  // the output gradient rows it sums
+      prefetch_lines(grad_row(bag_of[m], members[m].pos), b.dim[f] * 4);
   };
   parallel_for(0, nseg, grain, [&](int64_t s0, int64_t s1) {
     std::vector<float> acc(static_cast<size_t>(max_dim));
