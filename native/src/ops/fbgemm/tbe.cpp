@@ -28,9 +28,10 @@
 // becomes row 0 and its per-sample weight, if given, 0.
 //
 // Note [fused optimizer backward]: training never builds the tables' dense gradient. The backward
-// sorts the batch's (table row, position) pairs by row (Note [sorted segment sums]), sums each
-// row's gradient over its occurrences (so duplicates are summed first, the "exact" optimizers),
-// and runs the optimizer on that row at once, with its state. The optimizers are data: one row of
+// runs the optimizer on each row the batch touched, at once, with its state: a row seen once
+// straight from its bag's gradient, a repeated row after summing its gradient over its
+// occurrences (duplicates summed first, the "exact" optimizers; Note [rows seen once] in
+// backend/cpu/tbe_kernels.cpp). The optimizers are data: one row of
 // ember.tbe's OPTIMIZERS table each (its states and hyperparameters), and one case of
 // TbeOptimizer here (its update). Optimizer NONE instead returns the summed rows as the gradient
 // of the flat buffer, for an ember.optim optimizer to apply.
