@@ -3,8 +3,8 @@
 // capability (Note [CPU capabilities]); everything here lives in that build's namespace so the
 // AVX2 and baseline copies never merge.
 #include <cmath>
-#include <cstdint>
 #include <complex>
+#include <cstdint>
 #include <type_traits>
 
 #include "ember/error.h"
