@@ -14,10 +14,33 @@
 
 #include "ember/error.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace ember {
 namespace {
 
 thread_local bool t_in_parallel = false;
+
+// Note [denormal mode in the pool]: flush-to-zero and denormals-are-zero (ember.set_flush_denormal)
+// are per-thread CPU state, set on the calling thread. Every chunk of a parallel_for runs with the
+// caller's two bits, so a result does not depend on which thread computed which chunk.
+#if defined(__x86_64__) || defined(__i386__)
+constexpr unsigned kDenormalBits = 0x8040;  // MXCSR's FTZ (bit 15) and DAZ (bit 6)
+unsigned denormal_mode() {
+  return _mm_getcsr() & kDenormalBits;
+}
+void adopt_denormal_mode(unsigned mode) {
+  const unsigned csr = _mm_getcsr();
+  if ((csr & kDenormalBits) != mode) _mm_setcsr((csr & ~kDenormalBits) | mode);
+}
+#else
+unsigned denormal_mode() {
+  return 0;
+}
+void adopt_denormal_mode(unsigned) {}
+#endif
 
 int default_threads() {
   const unsigned hw = std::thread::hardware_concurrency();
@@ -213,7 +236,9 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain,
     Flag() { t_in_parallel = true; }
     ~Flag() { t_in_parallel = false; }
   } flag;
+  const unsigned mode = denormal_mode();
   pool.run(chunks, [&](int64_t c) {
+    adopt_denormal_mode(mode);  // Note [denormal mode in the pool]
     const int64_t b = begin + c * grain;
     fn(b, std::min(end, b + grain));
   });

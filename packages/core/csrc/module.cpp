@@ -3,6 +3,10 @@
 
 #include <cstring>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include "bindings.h"
 #include "ember/dispatch_stub.h"
 #include "ember/linalg.h"
@@ -212,6 +216,21 @@ PYBIND11_MODULE(_C, m) {
   m.def("get_num_threads", &get_num_threads);
   m.def("_wrap_number", &wrapped_number);
   m.def("_cpu_capability", [] { return cpu_capability_name(cpu_capability()); });
+  // torch.set_flush_denormal: the calling thread's flush-to-zero and denormals-are-zero bits (pool
+  // workers take them per job, Note [denormal mode in the pool]); False where the CPU has none.
+  m.def(
+      "_set_flush_denormal",
+      [](bool on) {
+#if defined(__x86_64__) || defined(__i386__)
+        constexpr unsigned kBits = 0x8040;  // MXCSR's FTZ (bit 15) and DAZ (bit 6)
+        _mm_setcsr(on ? (_mm_getcsr() | kBits) : (_mm_getcsr() & ~kBits));
+        return true;
+#else
+        (void)on;
+        return false;
+#endif
+      },
+      py::arg("mode"));
   m.def("_cpu_empty_cache", &cpu_empty_cache);
   m.def("_cpu_cached_bytes", &cpu_cached_bytes);
   m.def("_cpu_allocated_bytes", &cpu_allocated_bytes);

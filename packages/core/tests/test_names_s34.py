@@ -3,6 +3,7 @@ four outputs, segment_reduce, lobpcg and ember.autograd.graph. Expected values a
 references or constants read off PyTorch 2.13 on the same inputs (written down here)."""
 
 import math
+import platform
 
 import numpy as np
 import pytest
@@ -32,11 +33,28 @@ def test_output_nr_of_multi_output_ops_and_leaves():
 # ---- set_flush_denormal -------------------------------------------------------------------------------
 
 
-def test_set_flush_denormal_is_honest():
-    assert ember.set_flush_denormal(True) is False
-    assert ember.set_flush_denormal(False) is False
-    tiny = ember.tensor([1e-310], dtype=F64)
-    assert tiny.item() != 0.0  # nothing was changed
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64", "i686", "i386"),
+                    reason="FTZ/DAZ are x86's MXCSR bits; elsewhere set_flush_denormal returns False")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_set_flush_denormal_flushes_on_every_thread_of_an_op(threads):
+    tiny64 = ember.tensor([1e-310, 1.0], dtype=F64)
+    big32 = ember.full([1 << 20], 1e-40, dtype=ember.float32)  # made before the mode: no conversion flushes it
+    before = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        assert ember.set_flush_denormal(True) is True
+        flushed64, flushed32 = (tiny64 * 1.0).numpy(), (big32 * 1.0).numpy()  # 1M elements: several chunks
+        assert ember.set_flush_denormal(False) is True
+        kept64, kept32 = (tiny64 * 1.0).numpy(), (big32 * 1.0).numpy()
+    finally:
+        ember.set_flush_denormal(False)
+        ember.set_num_threads(before)
+    assert flushed64.tolist() == [0.0, 1.0] and kept64.tolist() == [1e-310, 1.0]
+    assert np.count_nonzero(flushed32) == 0  # chunks run on pool workers flush too
+    assert np.all(kept32 == np.float32(1e-40))
+
+
+def test_set_flush_denormal_wants_a_bool():
     for bad, name in ((1, "int"), ("a", "str"), (None, "NoneType")):
         with pytest.raises(RuntimeError, match=f"flush_denormal expects a bool, but got {name}"):
             ember.set_flush_denormal(bad)

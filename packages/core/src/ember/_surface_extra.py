@@ -153,13 +153,13 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq: builtins.bool = 
 
 
 def set_flush_denormal(mode) -> builtins.bool:
-    """torch.set_flush_denormal: would set the CPU's flush-to-zero and denormals-are-zero modes.
-    Ember cannot set those control bits from Python (they are per-thread MXCSR/FPCR state that
-    only native code reaches), so, like PyTorch on a CPU without them, it changes nothing and
-    returns False."""
+    """torch.set_flush_denormal: with True, the CPU flushes denormal float results to zero and reads
+    denormal inputs as zero (x86's FTZ and DAZ bits); False restores IEEE behaviour. The bits are
+    the calling thread's, as in PyTorch, and Ember's pool workers take them for every parallel op
+    that thread starts. Returns whether the CPU supports the mode (False off x86, changing nothing)."""
     if not isinstance(mode, builtins.bool):
         raise RuntimeError(f"flush_denormal expects a bool, but got {type(mode).__name__}")
-    return False
+    return _C._set_flush_denormal(mode)
 
 
 # ---- Tensor.output_nr ---------------------------------------------------------------------------------
