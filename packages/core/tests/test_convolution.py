@@ -217,6 +217,52 @@ def test_strided_stem_over_several_column_blocks_and_its_weight_gradient():
         np.testing.assert_allclose(we.grad.numpy(), want_gw, rtol=tol, atol=tol * 10)
 
 
+SHIFTED = [  # (spatial, kernel, padding, dilation, groups, C, O): unit stride, 32+ channels per group
+    ((40, 60), (3, 3), (1, 1), (1, 1), 1, 32, 5),  # several blocks of positions
+    ((36, 50), (3, 3), (2, 2), (2, 2), 2, 64, 6),  # dilation, two groups
+    ((30, 70), (3, 5), (0, 0), (1, 1), 1, 33, 4),  # no padding: the padded copy is the image
+    ((300,), (5,), (2,), (1,), 1, 32, 3),
+    ((4, 30, 30), (2, 3, 3), (0, 1, 1), (1, 1, 1), 1, 32, 3),
+]
+
+
+@pytest.mark.parametrize("case", SHIFTED, ids=lambda c: f"{len(c[0])}d-k{c[1]}-p{c[2]}-d{c[3]}-g{c[4]}")
+def test_shifted_taps_match_reference(case):
+    # Note [shifted taps]: one GEMM per tap out of a padded copy of the image, positions past each
+    # output row computed and dropped. Against float64 einsum over the windows, with bias, a
+    # channel-strided input, and the same bits at one and two threads.
+    spatial, k, p, d, g, C, out_ch = case
+    n = len(spatial)
+    x = RNG.standard_normal((3, C, *spatial))
+    w = RNG.standard_normal((out_ch, C // g, *k))
+    b = RNG.standard_normal(out_ch)
+    reach = tuple(d[i] * (k[i] - 1) + 1 for i in range(n))
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(q, q) for q in p])
+    windows = np.lib.stride_tricks.sliding_window_view(xp, reach, axis=tuple(range(2, 2 + n)))
+    windows = windows[(Ellipsis,) + tuple(slice(None, None, di) for di in d)]  # [N, C, *out, *k]
+    letters = "uvw"[:n], "hij"[:n]
+    want = np.concatenate([
+        np.einsum(f"nc{letters[0]}{letters[1]},oc{letters[1]}->no{letters[0]}",
+                  windows[:, gi * (C // g):(gi + 1) * (C // g)], w[gi * (out_ch // g):(gi + 1) * (out_ch // g)])
+        for gi in range(g)], axis=1) + b.reshape((1, out_ch) + (1,) * n)
+    f = getattr(F, f"conv{n}d")
+    np.testing.assert_allclose(f(_t(x), _t(w), _t(b), 1, p, d, g).numpy(), want, rtol=1e-11, atol=1e-11)
+    xs = _t(np.repeat(x, 2, axis=1))[:, ::2]
+    np.testing.assert_allclose(f(xs, _t(w), None, 1, p, d, g).numpy(), want - b.reshape((1, out_ch) + (1,) * n),
+                               rtol=1e-11, atol=1e-11)
+    before = ember.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            ember.set_num_threads(threads)
+            results.append(f(_t(x.astype(np.float32)), _t(w.astype(np.float32)), _t(b.astype(np.float32)), 1, p,
+                             d, g).numpy())
+    finally:
+        ember.set_num_threads(before)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_allclose(results[0], want, rtol=1e-3, atol=1e-3)
+
+
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_whole_image_tasks_give_the_same_bits_at_any_thread_count(channels_last):
     # Note [whole-image tasks]: with at least two images per thread a task computes all of an image's

@@ -6,6 +6,8 @@
 // whole: a block holds about kColumnBlockBytes. 1x1 kernels with unit stride and no padding read
 // the input itself as the columns. The products are OpenBLAS GEMMs (blas.h); the tasks
 // (image, group, block) run in parallel, each GEMM single-threaded (Note [BLAS threads]).
+// Unit-stride convolutions with many input channels build no columns at all: one GEMM per tap
+// reads a padded copy of the image (Note [shifted taps]).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -405,6 +407,112 @@ void conv_forward_channels_last(const ConvArgs& a, const Geometry& g) {
       whole_images(N, blocks));
 }
 
+// Note [shifted taps]: in a zero-padded copy of the image (extents P), the output position
+// (od, oh, ow) of a unit-stride convolution sits at e = (od * P1 + oh) * P2 + ow, and tap t reads
+// element e + at(t) for every e. So a tap's input for a block of positions is one contiguous run
+// per channel, and with enough input channels per group to make a good GEMM depth each tap is its
+// own GEMM straight out of the padded image, y[Og, e] += W_t [Og, Cg] @ x[Cg, at(t) + e]: no
+// column matrix is built (im2col's copies were a sixth of a 3x3 64-channel layer's time). The GEMMs
+// also compute the positions past each output row (P2 > out2), dropped when the block is copied
+// into y; where those would cost more than an eighth extra (small images), im2col is used.
+constexpr int64_t kDeepTapChannels = 32;
+// About 256 KB of output (and of each tap's input) per block: it stays in L2 across the taps.
+constexpr int64_t kShiftedBlockBytes = int64_t(1) << 18;
+
+struct ShiftedLayout {
+  int64_t P[3], plane, vol;  // the padded extents, P1 * P2 and a channel's size
+  int64_t E;                 // positions e in [0, E) cover the output
+  std::vector<int64_t> at;   // per tap, the element it reads for e = 0
+
+  explicit ShiftedLayout(const Geometry& g) {
+    for (int i = 0; i < 3; ++i) P[i] = g.in[i] + 2 * g.p[i];
+    plane = P[1] * P[2];
+    vol = P[0] * plane;
+    E = ((g.out[0] - 1) * P[1] + g.out[1] - 1) * P[2] + g.out[2];
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw)
+          at.push_back(kd * g.d[0] * plane + kh * g.d[1] * P[2] + kw * g.d[2]);
+  }
+};
+
+bool shifted_taps_pay(const Geometry& g) {
+  if (g.pointwise || g.Cg < kDeepTapChannels || g.s[0] != 1 || g.s[1] != 1 || g.s[2] != 1) return false;
+  const ShiftedLayout s(g);
+  return s.E * 8 <= g.L * 9;
+}
+
+// One thread's padded copy of the image channels it took last ([Cg, P0, P1, P2]). Only the
+// interior is written per image: the zero border stays from the first fill.
+template <typename T>
+struct PaddedImage {
+  const T* of = nullptr;
+  std::vector<T> data;
+
+  const T* of_image(const Geometry& g, const ShiftedLayout& s, const T* x) {
+    if (of == x) return data.data();
+    if (data.empty()) data.assign(static_cast<size_t>(g.Cg * s.vol), T(0));
+    for (int64_t c = 0; c < g.Cg; ++c)
+      for (int64_t i0 = 0; i0 < g.in[0]; ++i0)
+        for (int64_t i1 = 0; i1 < g.in[1]; ++i1)
+          std::memcpy(data.data() + c * s.vol + (i0 + g.p[0]) * s.plane + (i1 + g.p[1]) * s.P[2] + g.p[2],
+                      x + ((c * g.in[0] + i0) * g.in[1] + i1) * g.in[2], g.in[2] * sizeof(T));
+    of = x;
+    return data.data();
+  }
+};
+
+template <typename T>
+void conv_forward_shifted(const ConvArgs& a, const Geometry& g, const T* X, const T* W, T* Y) {
+  const ShiftedLayout s(g);
+  // the weights tap-major: wt[gi][t] is W_t of group gi as [Og, Cg]
+  std::vector<T> wt(static_cast<size_t>(g.groups * g.K * g.Og * g.Cg));
+  for (int64_t gi = 0; gi < g.groups; ++gi)
+    for (int64_t o = 0; o < g.Og; ++o)
+      for (int64_t c = 0; c < g.Cg; ++c)
+        for (int64_t t = 0; t < g.K; ++t)
+          wt[((gi * g.K + t) * g.Og + o) * g.Cg + c] = W[((gi * g.Og + o) * g.Cg + c) * g.K + t];
+  const int64_t per_position = std::max(g.Og, g.Cg) * static_cast<int64_t>(sizeof(T));
+  const int64_t lb = std::min(s.E, std::max<int64_t>(kMinColumnBlock, kShiftedBlockBytes / per_position));
+  const int64_t blocks = (s.E + lb - 1) / lb, N = a.batch;
+  blas::for_each_problem(
+      N * g.groups * blocks, 2 * g.Og * g.Cg * g.K * lb,
+      [&](int64_t lo, int64_t hi) {
+        PaddedImage<T> image;
+        std::vector<T> y_ext;
+        for (int64_t task = lo; task < hi; ++task) {
+          const int64_t b = task % blocks, gi = (task / blocks) % g.groups, n = task / (blocks * g.groups);
+          const int64_t l0 = b * lb, len = std::min(lb, s.E - l0);
+          const T* xs = image.of_image(g, s, X + (n * g.C + gi * g.Cg) * g.in_spatial) + l0;
+          y_ext.resize(static_cast<size_t>(g.Og * len));
+          for (int64_t t = 0; t < g.K; ++t)
+            blas::gemm<T>({false, g.Cg}, {false, s.vol}, g.Og, len, g.Cg, T(1),
+                          wt.data() + (gi * g.K + t) * g.Og * g.Cg, xs + s.at[t], t == 0 ? T(0) : T(1),
+                          y_ext.data(), len);
+          // into y: the block's positions that are outputs, row segment by row segment
+          T* y = Y + (n * g.O + gi * g.Og) * g.L;
+          for (int64_t e = l0; e < l0 + len;) {
+            const int64_t r = e / s.P[2], ow = e % s.P[2], run = std::min(s.P[2] - ow, l0 + len - e);
+            const int64_t oh = r % s.P[1], od = r / s.P[1], keep = std::min(run, g.out[2] - ow);
+            if (oh < g.out[1] && keep > 0) {
+              const int64_t at = (od * g.out[1] + oh) * g.out[2] + ow;
+              for (int64_t o = 0; o < g.Og; ++o) {
+                const T* src = y_ext.data() + o * len + (e - l0);
+                T* dst = y + o * g.L + at;
+                if (a.accumulate) {
+                  for (int64_t i = 0; i < keep; ++i) dst[i] += src[i];
+                } else {
+                  std::memcpy(dst, src, keep * sizeof(T));
+                }
+              }
+            }
+            e += run;
+          }
+        }
+      },
+      whole_images(N * g.groups, blocks));
+}
+
 // y[n] = W conv x[n] (+ beta y: the bias, already broadcast into y, when add_to_output).
 template <typename T>
 void conv_forward_typed(const ConvArgs& a) {
@@ -420,6 +528,10 @@ void conv_forward_typed(const ConvArgs& a) {
   const int64_t tasks = N * g.groups * blocks;
   if (g.Cg == 1 && g.Og == 1 && !g.pointwise) {  // Note [depthwise convolution]
     depthwise_forward(g, a, X, W, Y);
+    return;
+  }
+  if (shifted_taps_pay(g)) {  // Note [shifted taps]
+    conv_forward_shifted(a, g, X, W, Y);
     return;
   }
   const T beta = a.accumulate ? T(1) : T(0);
