@@ -7,6 +7,7 @@
 
 #include "bindings.h"
 #include "ember/writable.h"
+#include "op_binding_support.h"
 
 namespace ember::python {
 namespace {
@@ -79,6 +80,57 @@ py::tuple shape_of(const Tensor& t) {
   return py::cast(t.sizes());
 }
 
+// Note [C-level operators]: the binary operators (a + b, a < b, 2 ** a, ...) are bound here
+// rather than as Python functions: a Python-level __add__ (a frame, an isinstance check, then the
+// op's binding with its keyword arguments) cost about a fifth of an 8-element add. An operand that
+// is neither a tensor nor a Python number fails to convert, and py::is_operator then answers
+// NotImplemented, so Python tries the other operand's reflected method, as it did before.
+// Reflected forms of the non-commutative ops take only numbers (a tensor on the left has already
+// run its own method).
+void bind_operators(py::class_<Tensor>& cls) {
+#define EMBER_OPERATOR(dunder, op)                                                                         \
+  cls.def(                                                                                                 \
+      dunder, [](const Tensor& self, const TensorArg& other) { return autograd::op(self, other.tensor); }, \
+      py::is_operator(), py::call_guard<py::gil_scoped_release>());
+#define EMBER_REFLECTED_OPERATOR(dunder, op)                                                             \
+  cls.def(                                                                                               \
+      dunder,                                                                                            \
+      [](const Tensor& self, const Scalar& other) { return autograd::op(wrapped_number(other), self); }, \
+      py::is_operator(), py::call_guard<py::gil_scoped_release>());
+  EMBER_OPERATOR("__add__", add)
+  EMBER_OPERATOR("__radd__", add)
+  EMBER_OPERATOR("__sub__", sub)
+  EMBER_REFLECTED_OPERATOR("__rsub__", sub)
+  EMBER_OPERATOR("__mul__", mul)
+  EMBER_OPERATOR("__rmul__", mul)
+  EMBER_OPERATOR("__truediv__", div)
+  EMBER_REFLECTED_OPERATOR("__rtruediv__", div)
+  EMBER_OPERATOR("__floordiv__", floor_divide)
+  EMBER_REFLECTED_OPERATOR("__rfloordiv__", floor_divide)
+  EMBER_OPERATOR("__mod__", remainder)
+  EMBER_REFLECTED_OPERATOR("__rmod__", remainder)
+  EMBER_OPERATOR("__pow__", pow)
+  EMBER_REFLECTED_OPERATOR("__rpow__", pow)
+  EMBER_OPERATOR("__and__", bitwise_and)
+  EMBER_OPERATOR("__rand__", bitwise_and)
+  EMBER_OPERATOR("__or__", bitwise_or)
+  EMBER_OPERATOR("__ror__", bitwise_or)
+  EMBER_OPERATOR("__xor__", bitwise_xor)
+  EMBER_OPERATOR("__rxor__", bitwise_xor)
+  EMBER_OPERATOR("__lshift__", bitwise_left_shift)
+  EMBER_REFLECTED_OPERATOR("__rlshift__", bitwise_left_shift)
+  EMBER_OPERATOR("__rshift__", bitwise_right_shift)
+  EMBER_REFLECTED_OPERATOR("__rrshift__", bitwise_right_shift)
+  EMBER_OPERATOR("__eq__", eq)
+  EMBER_OPERATOR("__ne__", ne)
+  EMBER_OPERATOR("__lt__", lt)
+  EMBER_OPERATOR("__le__", le)
+  EMBER_OPERATOR("__gt__", gt)
+  EMBER_OPERATOR("__ge__", ge)
+#undef EMBER_OPERATOR
+#undef EMBER_REFLECTED_OPERATOR
+}
+
 }  // namespace
 
 py::class_<Tensor> bind_tensor(py::module_& m) {
@@ -126,6 +178,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
                                return t.version();
                              })
       .def("numpy", &to_numpy);
+  bind_operators(cls);
 
   m.def("from_numpy", &from_numpy, py::arg("ndarray"));
   // For ember.distributed's collectives, which write without a version bump (FSDP gathers into

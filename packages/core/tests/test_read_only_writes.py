@@ -305,7 +305,7 @@ def _optimizer_case(cls: type, variant: str):
             opt.step(lambda: (p * p).sum())
         else:
             opt.step()
-    return ((3,), np.float32, step)
+    return ((2, 3) if cls is optim.Muon else (3,), np.float32, step)  # Muon takes matrices only
 
 
 def _accepts(cls: type, variant: str) -> bool:

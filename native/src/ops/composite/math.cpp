@@ -188,9 +188,12 @@ namespace {
 
 // a << b and a >> b with PyTorch's rules: computed in int64 and wrapped to the result dtype; a
 // shift that is negative or not below the width gives 0 (<<) or the sign fill (>>).
+// As in PyTorch, the operands may be bool as long as the result type is an integer
+// (a bool tensor shifted by an int, an int tensor by True).
 Tensor shift(const char* op, const Tensor& self, const Tensor& other, bool left) {
-  check_integral(op, self, other, false);
   const DType t = result_type({self, other});
+  EMBER_CHECK(is_integral(t, false), NotImplementedError, "[", op, "] not implemented for ", dtype_name(t),
+              " (it takes integer tensors)");
   const int64_t width = itemsize(t) * 8;
   const Tensor a = to_dtype(self, DType::Int64, false);
   const Tensor b = to_dtype(other, DType::Int64, false);

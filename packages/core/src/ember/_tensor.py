@@ -243,21 +243,6 @@ def _array(self: _C.Tensor, dtype: object = None, copy: object = None) -> np.nda
 # ---- Python protocols: operators, indexing, conversions ---------------------------------------
 
 
-def _binary(name: str, reflected: bool = False):
-    fn = getattr(_C, name)
-    if reflected:
-        def op(self, other):
-            if not isinstance(other, (builtins.bool, builtins.int, builtins.float, complex)):
-                return NotImplemented
-            return fn(_C._wrap_number(other), self)
-    else:
-        def op(self, other):
-            if not isinstance(other, (_C.Tensor, builtins.bool, builtins.int, builtins.float, complex)):
-                return NotImplemented
-            return fn(self, other)
-    return op
-
-
 def _augmented(name: str):
     """x += y and friends: the generated in-place method (add_, ...), returning self."""
     method = getattr(_C.Tensor, name + "_")
@@ -525,21 +510,13 @@ def tensor_methods() -> dict[str, object]:
     methods["item"] = _item
     methods["__len__"] = _len
     methods["__array__"] = _array
+    # a + b and the other binary operators are C-level methods (Note [C-level operators]); their
+    # in-place forms are the generated add_, sub_, ... methods
     for _dunder, _op in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
                          ("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "pow"),
                          ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
                          ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")]:
-        methods[f"__{_dunder}__"] = _binary(_op)
         methods[f"__i{_dunder}__"] = _augmented(_op)
-    for _dunder, _op in [("radd", "add"), ("rmul", "mul"), ("rand", "bitwise_and"), ("ror", "bitwise_or"),
-                         ("rxor", "bitwise_xor")]:
-        methods[f"__{_dunder}__"] = _binary(_op)  # commutative: other op self == self op other
-    for _dunder, _op in [("rsub", "sub"), ("rtruediv", "div"), ("rfloordiv", "floor_divide"),
-                         ("rmod", "remainder"), ("rpow", "pow"), ("rlshift", "bitwise_left_shift"),
-                         ("rrshift", "bitwise_right_shift")]:
-        methods[f"__{_dunder}__"] = _binary(_op, reflected=True)
-    for _dunder, _op in [("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")]:
-        methods[f"__{_dunder}__"] = _binary(_op)
     methods["__matmul__"] = _matmul
     methods["__rmatmul__"] = lambda self, other: _C.matmul(other, self) if isinstance(other, _C.Tensor) else NotImplemented
     methods["__imatmul__"] = _imatmul
