@@ -1,5 +1,6 @@
 #include "ember/allocator.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -7,12 +8,14 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <list>
 #include <map>
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -154,6 +157,17 @@ class CpuAllocator final : public Allocator {
     allocated_peak_ = allocated_;
     reserved_peak_ = in_use_ + cached_bytes_;
   }
+  // Note [allocator across fork]: every allocation and free takes mutex_, so a fork while another
+  // thread held it (a DataLoader forking its workers while a thread runs an op) would leave the
+  // child's copy locked forever, and the child would hang on its first tensor. The fork handlers
+  // hold mutex_ across fork(): the forking thread takes it, so no other thread is inside, and
+  // parent and child each release their copy.
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
+  void hold_lock(double seconds) {  // for the test of the above
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  }
 
  private:
   using Fifo = std::list<std::pair<size_t, void*>>;
@@ -233,7 +247,12 @@ class CpuAllocator final : public Allocator {
 
 // Leaked: tensors may be freed during static destruction, after a static allocator would be gone.
 CpuAllocator& cpu_allocator() {
-  static auto* a = new CpuAllocator();
+  static auto* a = [] {
+    auto* made = new CpuAllocator();
+    pthread_atfork([] { cpu_allocator().lock_for_fork(); }, [] { cpu_allocator().unlock_after_fork(); },
+                   [] { cpu_allocator().unlock_after_fork(); });  // Note [allocator across fork]
+    return made;
+  }();
   return *a;
 }
 std::array<Allocator*, kNumDeviceTypes>& allocators() {
@@ -274,6 +293,11 @@ CpuMemoryStats cpu_memory_stats() {
 }
 void cpu_reset_peak_memory_stats() {
   cpu_allocator().reset_peaks();
+}
+// Holds the CPU allocator's lock for a while: lets a test fork while another thread holds it
+// (Note [allocator across fork]). Declared where it is bound, in the Python module.
+EMBER_API void cpu_allocator_hold_lock_for_test(double seconds) {
+  cpu_allocator().hold_lock(seconds);
 }
 
 }  // namespace ember

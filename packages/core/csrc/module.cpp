@@ -114,6 +114,11 @@ bool load_scalar(py::handle src, Scalar& out) {
 
 }  // namespace ember::python
 
+namespace ember {
+// native/src/core/allocator.cpp, for tests/test_cpu_allocator.py (Note [allocator across fork])
+EMBER_API void cpu_allocator_hold_lock_for_test(double seconds);
+}  // namespace ember
+
 using namespace ember;
 using namespace ember::python;
 
@@ -237,6 +242,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cpu_cache_limit", &cpu_cache_limit);
   m.def("_cpu_set_cache_limit", &cpu_set_cache_limit, py::arg("nbytes"));
   m.def("_cpu_reset_peak_memory_stats", &cpu_reset_peak_memory_stats);
+  m.def("_hold_cpu_allocator_lock", &cpu_allocator_hold_lock_for_test, py::arg("seconds"),
+        py::call_guard<py::gil_scoped_release>());
   m.def("_cpu_memory_stats", [] {
     const CpuMemoryStats s = cpu_memory_stats();
     py::dict d;

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -130,3 +133,25 @@ def test_a_failed_allocation_empties_the_cache_and_retries(limit):
 def test_cpu_namespace_basics():
     assert ember.cpu.is_available() and ember.cpu.device_count() == 1 and ember.cpu.current_device() == "cpu"
     ember.cpu.synchronize()
+
+
+@pytest.mark.skipif("ASAN_OPTIONS" in os.environ, reason="ASan's own allocator is not fork-safe beside threads")
+def test_fork_while_another_thread_holds_the_allocator_lock():
+    # Note [allocator across fork]: a thread holds the allocator's lock (with the GIL released)
+    # when the main thread forks. The fork waits for the lock, so the child gets an unlocked copy
+    # and can allocate; without the fork handlers the child hangs on its first tensor.
+    holder = threading.Thread(target=ember._C._hold_cpu_allocator_lock, args=(0.3,))
+    holder.start()
+    time.sleep(0.05)
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if ember.ones(1 << 16).sum().item() == 1 << 16 else 1)
+    holder.join()
+    deadline = time.monotonic() + 20
+    while (status := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on its first tensor")
+        time.sleep(0.005)
+    assert os.waitstatus_to_exitcode(status[1]) == 0
