@@ -261,6 +261,7 @@ def test_shifted_taps_match_reference(case):
         ember.set_num_threads(before)
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_allclose(results[0], want, rtol=1e-3, atol=1e-3)
+    assert f(_t(x[:0]), _t(w), _t(b), 1, p, d, g).shape == (0, out_ch, *want.shape[2:])  # an empty batch
 
 
 @pytest.mark.parametrize("channels_last", [False, True])

@@ -437,7 +437,8 @@ struct ShiftedLayout {
 };
 
 bool shifted_taps_pay(const Geometry& g) {
-  if (g.pointwise || g.Cg < kDeepTapChannels || g.s[0] != 1 || g.s[1] != 1 || g.s[2] != 1) return false;
+  if (g.L == 0 || g.pointwise || g.Cg < kDeepTapChannels || g.s[0] != 1 || g.s[1] != 1 || g.s[2] != 1)
+    return false;
   const ShiftedLayout s(g);
   return s.E * 8 <= g.L * 9;
 }
