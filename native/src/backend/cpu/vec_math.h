@@ -315,7 +315,9 @@ inline VD exp(VD x) {
   x = select(x > 710.0, splat(710.0), x);
   x = select(x < -746.0, splat(-746.0), x);
   VL k;
-  const VD kf = round_near(x * 1.4426950408889634, k);
+  // A NaN lane takes k = 0 (its NaN stays in r): rounding NaN gave garbage k, and k - k1 below
+  // then overflowed int64 (undefined behaviour; UBSan caught it on -NaN).
+  const VD kf = round_near(select(x == x, x, splat(0.0)) * 1.4426950408889634, k);
   const VD r = fmadd(kf, splat(-1.9082149292705877e-10), fmadd(kf, splat(-0.6931471803691238), x));
   constexpr double kTaylor[] = {1.0,       1.0,       0.5,        1.0 / 6,     1.0 / 24,
                                 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320, 1.0 / 362880};
