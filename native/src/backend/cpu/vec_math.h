@@ -160,17 +160,19 @@ inline V estrin(V x, const double (&c)[N]) {
   return t[0];
 }
 
-// Round to the nearest integer (ties to even) for |x| < 2^22, as float and as int bits.
+// Round to the nearest integer (ties to even) for |x| < 2^22, as float and as int bits. The bit
+// difference is taken unsigned: out of range (NaN, huge x) k is meaningless but defined, where a
+// signed difference overflowed (UBSan).
 inline VF round_near(VF x, VI& k) {
   const VF magic = splat(12582912.0f);  // 1.5 * 2^23
   const VF t = x + magic;
-  k = (VI)t - (VI)magic;
+  k = (VI)((Vec<uint32_t>)t - (Vec<uint32_t>)magic);
   return t - magic;
 }
 inline VD round_near(VD x, VL& k) {
   const VD magic = splat(6755399441055744.0);  // 1.5 * 2^52
   const VD t = x + magic;
-  k = (VL)t - (VL)magic;
+  k = (VL)((Vec<uint64_t>)t - (Vec<uint64_t>)magic);
   return t - magic;
 }
 
