@@ -422,17 +422,12 @@ constexpr int64_t kShiftedBlockBytes = int64_t(1) << 18;
 struct ShiftedLayout {
   int64_t P[3], plane, vol;  // the padded extents, P1 * P2 and a channel's size
   int64_t E;                 // positions e in [0, E) cover the output
-  std::vector<int64_t> at;   // per tap, the element it reads for e = 0
 
   explicit ShiftedLayout(const Geometry& g) {
     for (int i = 0; i < 3; ++i) P[i] = g.in[i] + 2 * g.p[i];
     plane = P[1] * P[2];
     vol = P[0] * plane;
     E = ((g.out[0] - 1) * P[1] + g.out[1] - 1) * P[2] + g.out[2];
-    for (int64_t kd = 0; kd < g.k[0]; ++kd)
-      for (int64_t kh = 0; kh < g.k[1]; ++kh)
-        for (int64_t kw = 0; kw < g.k[2]; ++kw)
-          at.push_back(kd * g.d[0] * plane + kh * g.d[1] * P[2] + kw * g.d[2]);
   }
 };
 
@@ -466,6 +461,11 @@ struct PaddedImage {
 template <typename T>
 void conv_forward_shifted(const ConvArgs& a, const Geometry& g, const T* X, const T* W, T* Y) {
   const ShiftedLayout s(g);
+  std::vector<int64_t> at;  // per tap, the element it reads for e = 0
+  for (int64_t kd = 0; kd < g.k[0]; ++kd)
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (int64_t kw = 0; kw < g.k[2]; ++kw)
+        at.push_back(kd * g.d[0] * s.plane + kh * g.d[1] * s.P[2] + kw * g.d[2]);
   // the weights tap-major: wt[gi][t] is W_t of group gi as [Og, Cg]
   std::vector<T> wt(static_cast<size_t>(g.groups * g.K * g.Og * g.Cg));
   for (int64_t gi = 0; gi < g.groups; ++gi)
@@ -488,7 +488,7 @@ void conv_forward_shifted(const ConvArgs& a, const Geometry& g, const T* X, cons
           y_ext.resize(static_cast<size_t>(g.Og * len));
           for (int64_t t = 0; t < g.K; ++t)
             blas::gemm<T>({false, g.Cg}, {false, s.vol}, g.Og, len, g.Cg, T(1),
-                          wt.data() + (gi * g.K + t) * g.Og * g.Cg, xs + s.at[t], t == 0 ? T(0) : T(1),
+                          wt.data() + (gi * g.K + t) * g.Og * g.Cg, xs + at[t], t == 0 ? T(0) : T(1),
                           y_ext.data(), len);
           // into y: the block's positions that are outputs, row segment by row segment
           T* y = Y + (n * g.O + gi * g.Og) * g.L;
