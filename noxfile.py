@@ -599,14 +599,15 @@ def _sanitized_python_env() -> dict[str, str]:
 def sanitize(session: nox.Session) -> None:
     """The core built with ASan + UBSan: its C++ unit tests, then its Python tests with the
     sanitizer runtime preloaded into the interpreter. Arguments after `--` go to pytest (e.g.
-    `nox -s sanitize -- -k bad_input`)."""
+    `nox -s sanitize -- -k bad_input`). pytest captures at the sys level only, so a sanitizer's
+    report, written to fd 2 just before it halts the process, reaches the log."""
     wheel, build_dir = _sanitized_core(session)
     session.run(str(BUILDER / "bin" / "ctest"), "--test-dir", str(build_dir), "--output-on-failure", external=True,
                 env={**SANITIZER_ENV, "ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1"})
     session.install(str(wheel), *TEST_REQUIREMENTS)
     session.chdir(session.create_tmp())
     session.run("python", "-m", "pytest", str(ROOT / RELEASE.core.path / "tests"), "-q", "-p", "no:cacheprovider",
-                "--import-mode=importlib", *session.posargs, env=_sanitized_python_env())
+                "--import-mode=importlib", "--capture=sys", *session.posargs, env=_sanitized_python_env())
 
 
 @nox.session

@@ -135,7 +135,7 @@ def test_cpu_namespace_basics():
     ember.cpu.synchronize()
 
 
-@pytest.mark.skipif("ASAN_OPTIONS" in os.environ, reason="ASan's own allocator is not fork-safe beside threads")
+@pytest.mark.forks_workers
 def test_fork_while_another_thread_holds_the_allocator_lock():
     # Note [allocator across fork]: a thread holds the allocator's lock (with the GIL released)
     # when the main thread forks. The fork waits for the lock, so the child gets an unlocked copy

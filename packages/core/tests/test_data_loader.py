@@ -258,6 +258,7 @@ def test_loader_argument_errors():
 
 # ---- the DataLoader with worker processes ------------------------------------------------------
 
+@pytest.mark.forks_workers
 def test_workers_yield_every_sample_once_in_the_single_process_order():
     ds = TensorDataset(ember.arange(23.), ember.arange(23))
     for epoch_seed in (0, 1):
@@ -268,6 +269,7 @@ def test_workers_yield_every_sample_once_in_the_single_process_order():
         assert sorted(sum(multi, [])) == list(range(23))
 
 
+@pytest.mark.forks_workers
 def test_persistent_workers_stop_when_the_loader_is_dropped():
     # The loader owns its persistent iterator: no reference cycle may keep the workers alive (and
     # polling beside the main process) until a garbage-collector pass.
@@ -290,6 +292,7 @@ def test_persistent_workers_stop_when_the_loader_is_dropped():
         gc.enable()
 
 
+@pytest.mark.forks_workers
 def test_persistent_workers_over_epochs_match_single_process():
     ds = TensorDataset(ember.arange(10))
     g0, g2 = _gen(7), _gen(7)
@@ -310,6 +313,7 @@ def test_persistent_workers_over_epochs_match_single_process():
     assert not any(w.is_alive() for w in workers)
 
 
+@pytest.mark.forks_workers
 def test_iterable_dataset_sharded_by_worker_info():
     batches = [b.tolist() for b in DataLoader(Stream(11), batch_size=2, num_workers=3)]
     # Round-robin over workers: worker 0 gives [0, 3], worker 1 gives [1, 4], ...
@@ -331,6 +335,7 @@ class SeedReport(Dataset):
                 float(ember.rand(())))
 
 
+@pytest.mark.forks_workers
 def test_workers_seed_every_random_source_from_the_base_seed():
     g = _gen(11)
     expected_base = int(ember.randint(0, 2**62, (), generator=_gen(11)))
@@ -350,6 +355,7 @@ def test_workers_seed_every_random_source_from_the_base_seed():
     assert first_of_worker[0][3] != first_of_worker[1][3]
 
 
+@pytest.mark.forks_workers
 def test_worker_init_fn_runs_in_each_worker():
     class WhoInitialised(Dataset):
         def __len__(self):
@@ -375,6 +381,7 @@ class Failing(Dataset):
         return i
 
 
+@pytest.mark.forks_workers
 def test_worker_exception_reaches_the_main_process():
     loader = DataLoader(Failing(), batch_size=2, num_workers=2)
     it = iter(loader)
@@ -385,6 +392,7 @@ def test_worker_exception_reaches_the_main_process():
         list(DataLoader(Failing(), batch_size=2))
 
 
+@pytest.mark.forks_workers
 def test_unpicklable_batch_is_an_error_not_a_hang():
     loader = DataLoader(Squares(2), batch_size=None, num_workers=1, collate_fn=lambda x: (lambda: x))
     with pytest.raises(Exception, match="Caught .* in DataLoader worker process 0"):
@@ -400,6 +408,7 @@ class Slow(Dataset):
         return i
 
 
+@pytest.mark.forks_workers
 def test_timeout_raises():
     with pytest.raises(RuntimeError, match="DataLoader timed out after 1 seconds"):
         list(DataLoader(Slow(), num_workers=1, timeout=1))
@@ -413,11 +422,13 @@ class Dies(Dataset):
         os._exit(3)
 
 
+@pytest.mark.forks_workers
 def test_dead_worker_is_reported():
     with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid \d+\) exited unexpectedly with exit code 3"):
         list(DataLoader(Dies(), num_workers=1))
 
 
+@pytest.mark.forks_workers
 def test_out_of_order_delivery_still_covers_the_epoch():
     got = sorted(int(x) for b in DataLoader(Squares(9), batch_size=2, num_workers=2, in_order=False) for x in b)
     assert got == sorted(i * i for i in range(9))
@@ -442,6 +453,7 @@ class ParallelWork(Dataset):
         return float((ember.ones(1 << 20) * 2).sum())
 
 
+@pytest.mark.forks_workers
 def test_forked_workers_can_run_threaded_ops():
     # The parent's thread pool exists before the fork; a child that asks for threads again must
     # build its own instead of waiting on the parent's (Note [thread pool after fork]).

@@ -77,6 +77,7 @@ def test_main_process_is_told_seed_and_worker_zero():
     assert {tuple(rest[1:]) for _, *rest in out} == {(0, 0, None)}
 
 
+@pytest.mark.forks_workers
 @pytest.mark.parametrize("num_workers", [1, 2, 3])
 def test_workers_are_told_the_same_seed_and_their_id(num_workers):
     loader = DataLoader(Pipeline(30), batch_size=None, shuffle=True, num_workers=num_workers,
@@ -88,6 +89,7 @@ def test_workers_are_told_the_same_seed_and_their_id(num_workers):
     assert [x for x, *_ in out] == [x for x, *_ in single]  # same order for any worker count
 
 
+@pytest.mark.forks_workers
 def test_batch_size_is_passed_and_batches_match_the_main_process():
     def xs(loader):
         return [b[0].tolist() for b in loader]
@@ -99,6 +101,7 @@ def test_batch_size_is_passed_and_batches_match_the_main_process():
     assert {int(s) for b in with_workers for s in b[4]} == {4}
 
 
+@pytest.mark.forks_workers
 def test_each_epoch_gets_a_new_seed_also_with_persistent_workers():
     for persistent in (False, True):
         loader = DataLoader(Pipeline(8), batch_size=None, shuffle=True, num_workers=2,
