@@ -197,6 +197,8 @@ OPS: list[Op] = [
        test={"family": "none"}),
     Op("bernoulli(Tensor self, *, Generator? generator=None) -> Tensor", test={"family": "none"}),
     Op("poisson(Tensor self, Generator? generator=None) -> Tensor", method=False, test={"family": "none"}),
+    Op("binomial(Tensor count, Tensor prob, Generator? generator=None) -> Tensor", method=False,
+       test={"family": "none"}),
     Op("bernoulli_(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor", test={"family": "none"}),
     Op("multinomial(Tensor self, int num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor",
        test={"family": "none"}),
@@ -589,6 +591,13 @@ OPS: list[Op] = [
     Op("linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor",
        method=False, test={"family": "none"},
        autocast="fp32"),
+    # LDL^T (LDL^H) with Bunch-Kaufman pivoting, LAPACK's sytrf / hetrf; no derivative, as in PyTorch
+    Op("linalg_ldl_factor_ex(Tensor A, *, bool hermitian=False, bool check_errors=False) -> (Tensor, Tensor, Tensor)",
+       method=False, test={"family": "none"}),
+    Op("linalg_ldl_factor(Tensor A, *, bool hermitian=False) -> (Tensor, Tensor)", method=False,
+       test={"family": "none"}),
+    Op("linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor", method=False,
+       test={"family": "none"}),
     Op("linalg_eig(Tensor A) -> (Tensor, Tensor)", method=False, test={"family": "none"},
        autocast="fp32"),
     Op("linalg_eigvals(Tensor A) -> Tensor", method=False, test={"family": "none"},
@@ -1278,5 +1287,5 @@ BATCHING = {
     # random numbers follow vmap's randomness argument
     **{name: "random_factory" for name in ("rand", "randn", "randint", "normal")},
     **{name: "random" for name in ("randperm", "uniform_", "normal_", "bernoulli", "bernoulli_", "multinomial",
-                                          "poisson")},
+                                          "poisson", "binomial")},
 }

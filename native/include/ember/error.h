@@ -36,6 +36,14 @@ class EMBER_API LinAlgError : public Error {  // -> ember.linalg.LinAlgError
   using Error::Error;
 };
 
+// An allocation the system cannot satisfy: ember.OutOfMemoryError, a RuntimeError, as
+// torch.OutOfMemoryError is (PyTorch's CPU allocator raises a plain RuntimeError; the subclass
+// lets `except torch.OutOfMemoryError` ports catch it too).
+class EMBER_API OutOfMemoryError : public Error {  // -> ember.OutOfMemoryError
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <typename... Args>
 std::string str_cat(const Args&... args) {

@@ -188,7 +188,7 @@ class CpuAllocator final : public Allocator {
       evict_until(0);
     }
     if (p == nullptr) p = attempt();
-    EMBER_CHECK(p != nullptr, Error, "[allocator] expected to allocate ", requested,
+    EMBER_CHECK(p != nullptr, OutOfMemoryError, "[allocator] expected to allocate ", requested,
                 " bytes on cpu, but the system is out of memory");
 #ifdef MADV_HUGEPAGE
     if (huge) madvise(p, round_up(size, kHugePage), MADV_HUGEPAGE);  // advice only: failure is harmless

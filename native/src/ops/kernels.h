@@ -416,6 +416,16 @@ extern DispatchStub<GeqrfFn> geqrf_stub;
 // q [B, m, n] (m >= n >= k); tau [B, k].
 using OrgqrFn = void (*)(const Tensor& q, const Tensor& tau);
 extern DispatchStub<OrgqrFn> orgqr_stub;
+// LDL factorization with Bunch-Kaufman pivoting of symmetric (or, with `hermitian` and complex
+// dtypes, Hermitian) a [B, n, n] from its lower triangle, in place (LAPACK's sytrf / hetrf): L
+// (unit diagonal implied) below the diagonal, D's 1x1 and 2x2 blocks on and beside it; pivots
+// int32 [B, n] in LAPACK's form; info [B] > 0 where D has an exact zero on its diagonal.
+using LdlFactorFn = void (*)(const Tensor& a, const Tensor& pivots, const Tensor& info, bool hermitian);
+extern DispatchStub<LdlFactorFn> ldl_factor_stub;
+// Solves A X = B from ldl_factor's ld [B, n, n] and pivots [B, n] (valid: the caller checks
+// them), b [B, n, k] overwritten by X (LAPACK's sytrs / hetrs).
+using LdlSolveFn = void (*)(const Tensor& ld, const Tensor& pivots, const Tensor& b, bool hermitian);
+extern DispatchStub<LdlSolveFn> ldl_solve_stub;
 // Eigen-decomposition of a general a [B, n, n] (LAPACK's geev): w [B, n] and, when defined,
 // v [B, n, n] (unit-norm columns, largest entry real), both of a's complex dtype.
 using EigFn = void (*)(const Tensor& a, const Tensor& w, const Tensor& v, const Tensor& info);

@@ -132,11 +132,17 @@ PYBIND11_MODULE(_C, m) {
   static PyObject* const linalg_error =
       PyErr_NewException("ember.linalg.LinAlgError", PyExc_RuntimeError, nullptr);
   m.attr("LinAlgError") = py::handle(linalg_error);
+  // ember.OutOfMemoryError subclasses RuntimeError (torch.OutOfMemoryError does too).
+  static PyObject* const out_of_memory_error =
+      PyErr_NewException("ember.OutOfMemoryError", PyExc_RuntimeError, nullptr);
+  m.attr("OutOfMemoryError") = py::handle(out_of_memory_error);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const LinAlgError& e) {
       PyErr_SetString(linalg_error, e.what());
+    } catch (const OutOfMemoryError& e) {
+      PyErr_SetString(out_of_memory_error, e.what());
     } catch (const IndexError& e) {
       PyErr_SetString(PyExc_IndexError, e.what());
     } catch (const ValueError& e) {

@@ -122,9 +122,11 @@ def test_a_failed_allocation_empties_the_cache_and_retries(limit):
     x = ember.empty(4 * MiB // 4)
     del x
     retries = ember.cpu.memory_stats()["num_alloc_retries"]
-    with pytest.raises(RuntimeError, match=r"\[allocator\] expected to allocate \d+ bytes on cpu, but the system "
-                                           r"is out of memory"):
+    with pytest.raises(ember.OutOfMemoryError, match=r"\[allocator\] expected to allocate \d+ bytes on cpu, but "
+                                                     r"the system is out of memory") as caught:
         ember.empty(1 << 58, dtype=ember.uint8)  # 256 PiB: more than any machine can map
+    # a RuntimeError, as torch.OutOfMemoryError is; torch.cuda's name is the same class
+    assert isinstance(caught.value, RuntimeError) and ember.cuda.OutOfMemoryError is ember.OutOfMemoryError
     s = ember.cpu.memory_stats()
     assert s["num_alloc_retries"] == retries + 1
     assert s["cached_bytes.all.current"] == 0  # released before the second try

@@ -69,6 +69,24 @@ EMBER_LAPACK_ORGQR(sorgqr, float)
 EMBER_LAPACK_ORGQR(dorgqr, double)
 EMBER_LAPACK_ORGQR(cungqr, cfloat)
 EMBER_LAPACK_ORGQR(zungqr, cdouble)
+#define EMBER_LAPACK_SYTRF(name, T)                                                              \
+  void scipy_##name##_(const char* uplo, const int* n, T* a, const int* lda, int* ipiv, T* work, \
+                       const int* lwork, int* info, Len);
+EMBER_LAPACK_SYTRF(ssytrf, float)
+EMBER_LAPACK_SYTRF(dsytrf, double)
+EMBER_LAPACK_SYTRF(csytrf, cfloat)
+EMBER_LAPACK_SYTRF(zsytrf, cdouble)
+EMBER_LAPACK_SYTRF(chetrf, cfloat)
+EMBER_LAPACK_SYTRF(zhetrf, cdouble)
+#define EMBER_LAPACK_SYTRS(name, T)                                                                 \
+  void scipy_##name##_(const char* uplo, const int* n, const int* nrhs, const T* a, const int* lda, \
+                       const int* ipiv, T* b, const int* ldb, int* info, Len);
+EMBER_LAPACK_SYTRS(ssytrs, float)
+EMBER_LAPACK_SYTRS(dsytrs, double)
+EMBER_LAPACK_SYTRS(csytrs, cfloat)
+EMBER_LAPACK_SYTRS(zsytrs, cdouble)
+EMBER_LAPACK_SYTRS(chetrs, cfloat)
+EMBER_LAPACK_SYTRS(zhetrs, cdouble)
 void scipy_ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w,
                    float* work, const int* lwork, int* iwork, const int* liwork, int* info, Len, Len);
 void scipy_dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
@@ -336,6 +354,51 @@ int orgqr(int64_t m, int64_t n, int64_t k, T* a, int64_t lda, const T* tau, T* w
 }
 
 template <typename T>
+int sytrf(char uplo, bool hermitian, int64_t n, T* a, int64_t lda, int32_t* ipiv, T* work, int64_t lwork) {
+  prepare_threads();
+  const int N = dim(n), LDA = dim(lda), LW = work_dim(lwork);
+  int info = 0;
+  if constexpr (is_complex_t<T>) {
+    if (hermitian) {
+      if constexpr (std::is_same_v<T, cfloat>) {
+        scipy_chetrf_(&uplo, &N, a, &LDA, ipiv, work, &LW, &info, 1);
+      } else {
+        scipy_zhetrf_(&uplo, &N, a, &LDA, ipiv, work, &LW, &info, 1);
+      }
+      return info;
+    }
+  }
+  EMBER_BY_TYPE(T, scipy_ssytrf_(&uplo, &N, a, &LDA, ipiv, work, &LW, &info, 1),
+                scipy_dsytrf_(&uplo, &N, a, &LDA, ipiv, work, &LW, &info, 1),
+                scipy_csytrf_(&uplo, &N, a, &LDA, ipiv, work, &LW, &info, 1),
+                scipy_zsytrf_(&uplo, &N, a, &LDA, ipiv, work, &LW, &info, 1))
+  return info;
+}
+
+template <typename T>
+int sytrs(char uplo, bool hermitian, int64_t n, int64_t nrhs, const T* a, int64_t lda, const int32_t* ipiv,
+          T* b, int64_t ldb) {
+  prepare_threads();
+  const int N = dim(n), NRHS = dim(nrhs), LDA = dim(lda), LDB = dim(ldb);
+  int info = 0;
+  if constexpr (is_complex_t<T>) {
+    if (hermitian) {
+      if constexpr (std::is_same_v<T, cfloat>) {
+        scipy_chetrs_(&uplo, &N, &NRHS, a, &LDA, ipiv, b, &LDB, &info, 1);
+      } else {
+        scipy_zhetrs_(&uplo, &N, &NRHS, a, &LDA, ipiv, b, &LDB, &info, 1);
+      }
+      return info;
+    }
+  }
+  EMBER_BY_TYPE(T, scipy_ssytrs_(&uplo, &N, &NRHS, a, &LDA, ipiv, b, &LDB, &info, 1),
+                scipy_dsytrs_(&uplo, &N, &NRHS, a, &LDA, ipiv, b, &LDB, &info, 1),
+                scipy_csytrs_(&uplo, &N, &NRHS, a, &LDA, ipiv, b, &LDB, &info, 1),
+                scipy_zsytrs_(&uplo, &N, &NRHS, a, &LDA, ipiv, b, &LDB, &info, 1))
+  return info;
+}
+
+template <typename T>
 int syevd(char jobz, char uplo, int64_t n, T* a, int64_t lda, Real<T>* w, T* work, int64_t lwork,
           Real<T>* rwork, int64_t lrwork, int32_t* iwork, int64_t liwork) {
   prepare_threads();
@@ -409,6 +472,8 @@ int geev(char jobvr, int64_t n, T* a, int64_t lda, std::complex<Real<T>>* w, T* 
   template int potrf<T>(char, int64_t, T*, int64_t);                                                       \
   template int geqrf<T>(int64_t, int64_t, T*, int64_t, T*, T*, int64_t);                                   \
   template int orgqr<T>(int64_t, int64_t, int64_t, T*, int64_t, const T*, T*, int64_t);                    \
+  template int sytrf<T>(char, bool, int64_t, T*, int64_t, int32_t*, T*, int64_t);                          \
+  template int sytrs<T>(char, bool, int64_t, int64_t, const T*, int64_t, const int32_t*, T*, int64_t);     \
   template int syevd<T>(char, char, int64_t, T*, int64_t, Real<T>*, T*, int64_t, Real<T>*, int64_t,        \
                         int32_t*, int64_t);                                                                \
   template int gesdd<T>(char, int64_t, int64_t, T*, int64_t, Real<T>*, T*, int64_t, T*, int64_t, T*,       \

@@ -89,6 +89,14 @@ int geqrf(int64_t m, int64_t n, T* a, int64_t lda, T* tau, T* work, int64_t lwor
 // orgqr, ungqr for complex T.
 template <typename T>
 int orgqr(int64_t m, int64_t n, int64_t k, T* a, int64_t lda, const T* tau, T* work, int64_t lwork);
+// Bunch-Kaufman LDL^T of a symmetric a (sytrf), or LDL^H of a Hermitian one (hetrf: complex T
+// with `hermitian`; real T ignores the flag), from its `uplo` triangle; ipiv in LAPACK's form.
+template <typename T>
+int sytrf(char uplo, bool hermitian, int64_t n, T* a, int64_t lda, int32_t* ipiv, T* work, int64_t lwork);
+// Solves A X = B in place of b from sytrf's (hetrf's) a and ipiv (sytrs / hetrs).
+template <typename T>
+int sytrs(char uplo, bool hermitian, int64_t n, int64_t nrhs, const T* a, int64_t lda, const int32_t* ipiv,
+          T* b, int64_t ldb);
 // syevd, heevd for complex T (real T ignores rwork).
 template <typename T>
 int syevd(char jobz, char uplo, int64_t n, T* a, int64_t lda, Real<T>* w, T* work, int64_t lwork,

@@ -2,7 +2,7 @@
 // (backend/cpu/blas.h), over a batch of contiguous row-major matrices (blas::for_each_problem
 // spreads them over threads): SVD by gesdd (gesvd where gesdd does not converge), Hermitian
 // eigen-decomposition by syevd / heevd, Householder QR by geqrf and orgqr / ungqr, general
-// eigen-decomposition by geev.
+// eigen-decomposition by geev, LDL factorization and solve by sytrf / hetrf and sytrs / hetrs.
 //
 // Note [row-major LAPACK]: a row-major matrix's storage is its transpose's in column-major. Each
 // routine runs on a column-major copy (blas::transpose: O(mn) beside the O(mn min(m, n))
@@ -290,6 +290,50 @@ void orgqr_typed(const Tensor& qt, const Tensor& tau) {
   });
 }
 
+// ---- LDL ----------------------------------------------------------------------------------------
+
+template <typename T>
+void ldl_factor_typed(const Tensor& a, const Tensor& pivots, const Tensor& info, bool hermitian) {
+  const int64_t batch = a.size(0), n = a.size(1);
+  blas::for_each_problem(batch, n * n * n, [&](int64_t begin, int64_t end) {
+    if (n == 0) return;
+    std::vector<T> col(static_cast<size_t>(n * n));
+    Workspace<T> ws;
+    T query{};
+    int32_t dummy = 0;
+    check_arguments("linalg.ldl_factor", "sytrf",
+                    blas::lapack::sytrf<T>('L', hermitian, n, col.data(), n, &dummy, &query, -1));
+    ws.size(query);
+    for (int64_t b = begin; b < end; ++b) {
+      T* x = a.data<T>() + b * n * n;
+      blas::transpose(n, n, x, col.data());
+      const int code = blas::lapack::sytrf('L', hermitian, n, col.data(), n, pivots.data<int32_t>() + b * n,
+                                           ws.work.data(), ws.lwork());
+      check_arguments("linalg.ldl_factor", "sytrf", code);
+      info.data<int32_t>()[b] = code;
+      blas::transpose(n, n, col.data(), x);
+    }
+  });
+}
+
+template <typename T>
+void ldl_solve_typed(const Tensor& ld, const Tensor& pivots, const Tensor& b, bool hermitian) {
+  const int64_t batch = b.size(0), n = b.size(1), k = b.size(2);
+  blas::for_each_problem(batch, n * n * k, [&](int64_t begin, int64_t end) {
+    if (n == 0 || k == 0) return;
+    std::vector<T> a_col(static_cast<size_t>(n * n)), b_col(static_cast<size_t>(n * k));
+    for (int64_t s = begin; s < end; ++s) {
+      T* x = b.data<T>() + s * n * k;
+      blas::transpose(n, n, ld.data<T>() + s * n * n, a_col.data());
+      blas::transpose(n, k, x, b_col.data());
+      check_arguments("linalg.ldl_solve", "sytrs",
+                      blas::lapack::sytrs('L', hermitian, n, k, a_col.data(), n,
+                                          pivots.data<int32_t>() + s * n, b_col.data(), n));
+      blas::transpose(k, n, b_col.data(), x);
+    }
+  });
+}
+
 // ---- general eigen-decomposition ----------------------------------------------------------------
 
 // geev on a column-major copy; its eigenvectors have unit norm and their largest entry real.
@@ -370,6 +414,18 @@ void orgqr_kernel(const Tensor& q, const Tensor& tau) {
                             [&](auto tag) { orgqr_typed<typename decltype(tag)::type>(q, tau); });
 }
 
+void ldl_factor_kernel(const Tensor& a, const Tensor& pivots, const Tensor& info, bool hermitian) {
+  visit<kFloats | kComplex>(a.dtype(), "linalg.ldl_factor", [&](auto tag) {
+    ldl_factor_typed<typename decltype(tag)::type>(a, pivots, info, hermitian);
+  });
+}
+
+void ldl_solve_kernel(const Tensor& ld, const Tensor& pivots, const Tensor& b, bool hermitian) {
+  visit<kFloats | kComplex>(ld.dtype(), "linalg.ldl_solve", [&](auto tag) {
+    ldl_solve_typed<typename decltype(tag)::type>(ld, pivots, b, hermitian);
+  });
+}
+
 void eig_kernel(const Tensor& a, const Tensor& w, const Tensor& v, const Tensor& info) {
   visit<kFloats | kComplex>(a.dtype(), "linalg.eig",
                             [&](auto tag) { eig_typed<typename decltype(tag)::type>(a, w, v, info); });
@@ -382,5 +438,7 @@ EMBER_REGISTER_CPU_KERNEL(eigh_stub, &eigh_kernel);
 EMBER_REGISTER_CPU_KERNEL(geqrf_stub, &geqrf_kernel);
 EMBER_REGISTER_CPU_KERNEL(orgqr_stub, &orgqr_kernel);
 EMBER_REGISTER_CPU_KERNEL(eig_stub, &eig_kernel);
+EMBER_REGISTER_CPU_KERNEL(ldl_factor_stub, &ldl_factor_kernel);
+EMBER_REGISTER_CPU_KERNEL(ldl_solve_stub, &ldl_solve_kernel);
 
 }  // namespace ember::EMBER_CPU_NS

@@ -1,9 +1,10 @@
 // ember.linalg decompositions: svd, svdvals, eigh, eigvalsh, qr, householder_product,
-// lu_factor(_ex), lu, lu_solve, eig and eigvals, on the kernels of
+// lu_factor(_ex), lu, lu_solve, ldl_factor(_ex), ldl_solve, eig and eigvals, on the kernels of
 // backend/cpu/decomposition_kernels.cpp and the LU / triangular-solve kernels of linalg.cpp.
 // Inputs are batches of matrices ([*, m, n]); outputs keep the batch dims.
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -24,6 +25,8 @@ DispatchStub<EighFn> eigh_stub("eigh");
 DispatchStub<GeqrfFn> geqrf_stub("geqrf");
 DispatchStub<OrgqrFn> orgqr_stub("orgqr");
 DispatchStub<EigFn> eig_stub("eig");
+DispatchStub<LdlFactorFn> ldl_factor_stub("ldl_factor");
+DispatchStub<LdlSolveFn> ldl_solve_stub("ldl_solve");
 
 namespace {
 
@@ -310,6 +313,82 @@ Tensor linalg_lu_solve(const Tensor& LU, const Tensor& pivots, const Tensor& B, 
       swap_rows(x, piv, true);
     }
   }
+  return reshape(x, with(batch, {n, B.size(-1)}));
+}
+
+// ---- LDL -----------------------------------------------------------------------------------------
+
+std::tuple<Tensor, Tensor, Tensor> linalg_ldl_factor_ex(const Tensor& A, bool hermitian, bool check_errors) {
+  const char* op = "linalg.ldl_factor_ex";
+  check_square(op, A);
+  const int64_t n = A.size(-1);
+  const IntList batch = batch_of(A, 2);
+  const Tensor ld = as_batch(tril(A, 0));  // only the lower triangle is read; the upper stays zero
+  const int64_t count = ld.size(0);
+  const Tensor pivots = empty({count, n}, DType::Int32, A.device());
+  const Tensor info = zeros({count}, DType::Int32, A.device());
+  if (ld.numel() > 0) ldl_factor_stub.get(A.device().type)(ld, pivots, info, hermitian);
+  if (check_errors) {
+    // (PyTorch 2.13 reports this case as an internal assert, "Unknown error code")
+    const auto [at, code] = first_failure(info);
+    EMBER_CHECK(
+        at < 0, LinAlgError, "[", op, "] ", batch_note(A, at), "D[", code, ",", code,
+        "] is exactly zero: the factorization is complete, but D is singular and solving with it would "
+        "divide by zero. To get the factors anyway, call linalg.ldl_factor_ex(A).");
+  }
+  return {reshape(ld, A.sizes()), reshape(pivots, with(batch, {n})), reshape(info, batch)};
+}
+
+std::tuple<Tensor, Tensor> linalg_ldl_factor(const Tensor& A, bool hermitian) {
+  const auto [ld, pivots, info] = linalg_ldl_factor_ex(A, hermitian, true);
+  return {ld, pivots};
+}
+
+Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B, bool hermitian) {
+  const char* op = "linalg.ldl_solve";
+  check_square(op, LD, "LD");
+  EMBER_CHECK(B.dim() >= 2, Error, "[", op, "] Expected B to have at least 2 dimensions, but it has ",
+              B.dim(), " dimensions instead");
+  const int64_t n = LD.size(-1);
+  EMBER_CHECK(pivots.dim() == LD.dim() - 1 && batch_of(pivots, 0) == batch_of(LD, 1), Error, "[", op,
+              "] Expected LD.shape[:-1] and pivots.shape to be the same, but got pivots with shape ",
+              dims::str(pivots.sizes()), " instead");
+  EMBER_CHECK(is_integral(pivots.dtype(), false), Error, "[", op, "] Expected pivots to be integers. Got ",
+              dtype_name(pivots.dtype()));
+  EMBER_CHECK(LD.dtype() == B.dtype(), Error, "[", op,
+              "] Expected LD and B to have the same dtype, but found LD of type ", dtype_name(LD.dtype()),
+              " and B of type ", dtype_name(B.dtype()), " instead");
+  EMBER_CHECK(B.size(-2) == n, Error, "[", op, "] Incompatible matrix sizes: each LD matrix is ", n, " by ",
+              n, " but each B matrix is ", B.size(-2), " by ", B.size(-1));
+  {
+    // LAPACK's sytrs swaps rows by the pivots without checking them: every pivot must name a row,
+    // and a negative one (a 2x2 block of D) must repeat at the next position, which must exist.
+    const Tensor p =
+        reshape(to_dtype(pivots, DType::Int64, false).contiguous(), {-1, std::max<int64_t>(n, 1)});
+    const int64_t rows = n == 0 ? 0 : p.size(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t* piv = p.data<int64_t>() + r * n;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t v = piv[i];
+        EMBER_CHECK(v != 0 && std::abs(v) <= n, IndexError, "[", op,
+                    "] pivots must name rows 1..n (negative for a 2x2 block), with n = ", n, ", but got ", v,
+                    ". Did you pass the pivots of linalg.ldl_factor?");
+        if (v > 0) continue;
+        EMBER_CHECK(i + 1 < n && piv[i + 1] == v, IndexError, "[", op,
+                    "] a negative pivot marks a 2x2 block and must repeat at the next position, but pivot ",
+                    i, " is ", v, " and the next is ",
+                    i + 1 < n ? std::to_string(piv[i + 1]) : std::string("absent"),
+                    ". Did you pass the pivots of linalg.ldl_factor?");
+        ++i;  // the block's second row
+      }
+    }
+  }
+  const IntList batch = pointwise::broadcast_shapes(op, batch_of(LD, 2), batch_of(B, 2));
+  const Tensor ld = as_batch(expand(LD, with(batch, {n, n})));
+  const Tensor piv =  // (LAPACK's int32: every pivot is checked to be at most n)
+      reshape(to_dtype(expand(pivots, with(batch, {n})), DType::Int32, false).contiguous(), {ld.size(0), n});
+  Tensor x = as_batch(expand(B, with(batch, {n, B.size(-1)})));
+  if (x.numel() > 0) ldl_solve_stub.get(LD.device().type)(ld, piv, x, hermitian);
   return reshape(x, with(batch, {n, B.size(-1)}));
 }
 

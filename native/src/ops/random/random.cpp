@@ -1,5 +1,5 @@
-// Random ops: rand, randn, randint, randperm, normal, bernoulli, multinomial and the in-place
-// uniform_/normal_/bernoulli_ (kernels: src/backend/cpu/random_kernels.cpp).
+// Random ops: rand, randn, randint, randperm, normal, bernoulli, multinomial, poisson, binomial and the
+// in-place uniform_/normal_/bernoulli_ (kernels: src/backend/cpu/random_kernels.cpp).
 //
 // Note [PyTorch-compatible streams]
 // With an mt19937 generator (the default), every op draws what PyTorch's CPU build draws after the
@@ -18,7 +18,8 @@
 // - bernoulli(p) compares a float32 uniform with float p and a float64 one with float64 p;
 //   bernoulli_(p: float) and dropout a float64 uniform with p;
 // - multinomial without replacement (or with one sample) takes argmax / topk of p / Exp(1) draws;
-//   with replacement a float64 uniform per sample searched in the row's normalised cumulative sum.
+//   with replacement a float64 uniform per sample searched in the row's normalised cumulative sum;
+// - poisson and binomial take float64 uniforms (53 bits of a 64-bit draw) as their samplers ask.
 // PyTorch's MKL builds on Intel CPUs instead draw bernoulli_(p: float) — and so dropout — from MKL's
 // own stream; that stream is not reproduced (docs/random-streams.md).
 // A Philox generator keeps Note [reproducible randomness] instead: values independent of threads.
@@ -31,6 +32,7 @@
 #include "ember/ops.h"
 #include "ember/promotion.h"
 #include "ops/kernels.h"
+#include "ops/pointwise/pointwise.h"
 
 namespace ember {
 
@@ -225,6 +227,73 @@ double unit_double(uint64_t bits) {  // the low 53 bits as a double in [0, 1)
   return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * 0x1.0p-53;
 }
 
+// One Binomial(n, p) draw from `uniform` (doubles in [0, 1)), by the steps of PyTorch's CPU
+// sampler, so an mt19937 stream gives its numbers: p <= 1/2 is sampled directly and a larger p as
+// n minus the draw for 1 - p; inversion by geometric jumps when n p < 10 (the trials up to the
+// next success are Geometric(p): jump straight to it), Hormann's BTRS (1993) otherwise. Unlike
+// PyTorch's sampler, a NaN or infinite count cannot loop forever: NaN gives NaN, and infinity
+// (with 0 < p) gives infinity.
+template <typename Uniform>
+double sample_binomial(double n, double p, Uniform&& uniform) {
+  if (std::isnan(n) || std::isnan(p)) return std::numeric_limits<double>::quiet_NaN();
+  if (n <= 0.0 || p <= 0.0) return 0.0;
+  if (p >= 1.0 || std::isinf(n)) return n;
+  const double q = p <= 0.5 ? p : 1.0 - p;  // the rarer outcome's probability
+  double k = 0.0;
+  if (n * q < 10.0) {
+    const double log_1mq = std::log1p(-q);
+    for (double trials = 0.0;; k += 1.0) {  // log(0) = -inf jumps past n
+      trials += std::ceil(std::log(uniform()) / log_1mq);
+      if (trials > n) break;
+    }
+  } else {
+    const auto log_factorial = [](double x) { return std::lgamma(x + 1.0); };
+    const double spq = std::sqrt(n * q * (1.0 - q));
+    const double b = 1.15 + 2.53 * spq, a = -0.0873 + 0.0248 * b + 0.01 * q, c = n * q + 0.5;
+    const double v_r = 0.92 - 4.2 / b, alpha = (2.83 + 5.1 / b) * spq;
+    const double log_r = std::log(q / (1.0 - q)), m = std::floor((n + 1.0) * q);
+    const double log_f_m = m * log_r - log_factorial(m) - log_factorial(n - m);
+    while (true) {
+      const double u = uniform() - 0.5, v = uniform();
+      const double us = 0.5 - std::fabs(u);
+      k = std::floor((2.0 * a / us + b) * u + c);
+      if (k < 0.0 || k > n) continue;
+      if (us >= 0.07 && v <= v_r) break;
+      // accept when v <= f(k) / f(m) times the hat's height, in logs
+      if (std::log(v * alpha / (a / (us * us) + b)) <=
+          k * log_r - log_factorial(k) - log_factorial(n - k) - log_f_m)
+        break;
+    }
+  }
+  return p <= 0.5 ? k : n - k;
+}
+
+// n float64 draws into out, element i = sample(i, uniform) for a sampler that takes as many
+// uniforms as its rejection loop needs. MT19937 draws serially in element order, as PyTorch's CPU
+// kernels take them; Philox gives element i its own stream, counter (offset + i, draw number), so
+// the values depend on the seed only (Note [reproducible randomness]), however many draws a
+// rejection takes.
+template <typename Sample>
+void draw_each(int64_t n, double* out, const std::shared_ptr<Generator>& generator, Sample&& sample) {
+  Generator& g = pick(generator);
+  if (is_mt(generator)) {
+    const auto lock = g.lock();
+    for (int64_t i = 0; i < n; ++i) out[i] = sample(i, [&] { return unit_double(g.random64()); });
+    return;
+  }
+  const PhiloxState state = g.reserve(static_cast<uint64_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t c = state.offset + static_cast<uint64_t>(i);
+    uint32_t j = 0;
+    out[i] = sample(i, [&] {
+      const Philox4 b =
+          philox4x32({{static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), j++, 0}},
+                     static_cast<uint32_t>(state.seed), static_cast<uint32_t>(state.seed >> 32));
+      return unit_double((static_cast<uint64_t>(b.v[0]) << 32) | b.v[1]);
+    });
+  }
+}
+
 }  // namespace
 
 Tensor poisson(const Tensor& self, const std::shared_ptr<Generator>& generator) {
@@ -238,27 +307,29 @@ Tensor poisson(const Tensor& self, const std::shared_ptr<Generator>& generator) 
     EMBER_CHECK(r[i] >= 0.0, Error,
                 "[poisson] invalid Poisson rate, expected rate to be non-negative, but got ", r[i]);
   Tensor samples = empty(rates.sizes(), DType::Float64, rates.device());
-  double* o = samples.data<double>();
-  Generator& g = pick(generator);
-  if (is_mt(generator)) {  // serial draws in element order, as PyTorch's CPU kernel takes them
-    const auto lock = g.lock();
-    for (int64_t i = 0; i < n; ++i) o[i] = sample_poisson(r[i], [&] { return unit_double(g.random64()); });
-  } else {
-    // Philox: element i reads its own stream, counter (offset + i, draw number), so the values depend
-    // on the seed only (Note [reproducible randomness]) however many draws a rejection takes.
-    const PhiloxState state = g.reserve(static_cast<uint64_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const uint64_t c = state.offset + static_cast<uint64_t>(i);
-      uint32_t j = 0;
-      o[i] = sample_poisson(r[i], [&] {
-        const Philox4 b =
-            philox4x32({{static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), j++, 0}},
-                       static_cast<uint32_t>(state.seed), static_cast<uint32_t>(state.seed >> 32));
-        return unit_double((static_cast<uint64_t>(b.v[0]) << 32) | b.v[1]);
-      });
-    }
-  }
+  draw_each(n, samples.data<double>(), generator,
+            [&](int64_t i, auto&& uniform) { return sample_poisson(r[i], uniform); });
   return to_dtype(samples, self.dtype(), false);
+}
+
+Tensor binomial(const Tensor& count, const Tensor& prob, const std::shared_ptr<Generator>& generator) {
+  const char* op = "binomial";
+  EMBER_CHECK(is_floating_point(count.dtype()), ValueError, "[", op,
+              "] binomial only supports floating-point dtypes for count, got: ", dtype_name(count.dtype()));
+  floating(op, prob.dtype());
+  EMBER_CHECK(count.dtype() == prob.dtype(), Error, "[", op,
+              "] expected count and prob to have the same dtype, but got count of ",
+              dtype_name(count.dtype()), " and prob of ", dtype_name(prob.dtype()));
+  EMBER_CHECK(count.device().type == DeviceType::CPU && prob.device().type == DeviceType::CPU,
+              NotImplementedError, "[", op, "] not implemented for ", prob.device().str());
+  const IntList shape = pointwise::broadcast_shapes(op, count.sizes(), prob.sizes());
+  const Tensor n = to_dtype(expand(count, shape), DType::Float64, false).contiguous();
+  const Tensor p = to_dtype(expand(prob, shape), DType::Float64, false).contiguous();
+  Tensor samples = empty(shape, DType::Float64, prob.device());
+  draw_each(samples.numel(), samples.data<double>(), generator, [&](int64_t i, auto&& uniform) {
+    return sample_binomial(n.data<double>()[i], p.data<double>()[i], uniform);
+  });
+  return to_dtype(samples, prob.dtype(), false);
 }
 
 Tensor randint(int64_t low, int64_t high, const IntList& size, const std::shared_ptr<Generator>& generator,

@@ -3,12 +3,12 @@
 The engine and the per-op backward nodes live in native/ (ember/autograd.h, generated from the
 op declarations); this package re-exports the Python entry points, one module each: backward and
 grad (_engine), grad modes (grad_mode), the graph's node type and hooks (graph), gradcheck and gradgradcheck (gradcheck), Function,
-forward_ad and functional. docs/dev/autograd.md explains how the engine works.
+forward_ad, functional and the older profiler API (profiler, over ember.profiler's recorder). docs/dev/autograd.md explains how the engine works.
 """
 
 from __future__ import annotations
 
-from . import forward_ad, functional, graph
+from . import forward_ad, functional, graph, profiler, profiler_legacy, profiler_util
 from ._engine import backward, grad
 from ._variable import Variable
 from .anomaly_mode import (
@@ -28,7 +28,7 @@ from .grad_mode import (
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ = ["Variable", "variable", "forward_ad", "functional", "graph", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
+__all__ = ["Variable", "variable", "forward_ad", "functional", "graph", "profiler", "profiler_legacy", "profiler_util", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
            "GradcheckError", "inference_mode", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
 

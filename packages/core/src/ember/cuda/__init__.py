@@ -16,7 +16,7 @@ import contextlib
 from .. import _C
 
 __all__ = [
-    "Event", "Stream", "current_device", "current_stream", "default_stream", "device", "device_count", "device_of",
+    "OutOfMemoryError", "Event", "Stream", "current_device", "current_stream", "default_stream", "device", "device_count", "device_of",
     "empty_cache", "get_arch_list", "get_device_capability", "get_device_name", "get_device_properties",
     "get_rng_state", "get_rng_state_all", "init", "initial_seed", "ipc_collect", "is_available", "is_bf16_supported",
     "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated", "max_memory_reserved",
@@ -28,6 +28,10 @@ _NOT_COMPILED = ("Ember not compiled with CUDA enabled: this build of ember has 
                  "(ember.cuda.is_available() is False)")
 _NO_RUNTIME = ("Ember's CUDA runtime hooks are missing from this build (ember._C has no _cuda_* functions), "
                "so CUDA devices cannot be queried")
+
+# torch.cuda.OutOfMemoryError is torch.OutOfMemoryError; `except` clauses naming either catch a
+# failed allocation
+OutOfMemoryError = _C.OutOfMemoryError
 
 _queued_seed: tuple | None = None  # ("manual_seed" | "manual_seed_all", seed), applied when CUDA initializes
 

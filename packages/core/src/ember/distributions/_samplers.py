@@ -1,5 +1,5 @@
 """Samplers and special functions the distributions need and the core has no native op for:
-standard gamma (with its implicit reparameterization gradient), Poisson, binomial, and the
+standard gamma (with its implicit reparameterization gradient) and the
 regularized lower incomplete gamma function. All compose existing ops; the rejection samplers run
 vectorized over the elements still pending, drawing from the default generator (so
 `ember.manual_seed` makes them reproducible). Internals run in float64.
@@ -26,10 +26,6 @@ _TINY64 = ember.finfo(_F64).tiny
 _EPS64 = ember.finfo(_F64).eps
 _WILSON_HILFERTY_ABOVE = 1e4
 _MAX_TERMS = 100_000
-
-
-def _rand(n: int):
-    return ember.rand(n, dtype=_F64)
 
 
 def _open_rand(n: int):
@@ -168,10 +164,6 @@ def standard_gamma(alpha) -> ember.Tensor:
     return _StandardGamma.apply(alpha)
 
 
-def _log_factorial(v):
-    return ember.lgamma(v + 1.0)
-
-
 class _GammaInc(Function):
     """The regularized lower incomplete gamma function P(a, x), differentiable in both arguments."""
 
@@ -208,100 +200,3 @@ def _reduce_to(g, like):
 def gammainc(a, x) -> ember.Tensor:
     """P(a, x) = γ(a, x) / Γ(a), as torch.special.gammainc (and differentiable in a as well)."""
     return _GammaInc.apply(a, x)
-
-
-def poisson(rate) -> ember.Tensor:
-    """Poisson(rate) counts in rate's dtype and shape (as torch.poisson): products of uniforms below
-    rate 10, Hörmann's transformed rejection (PTRS, 1993) from 10 on."""
-    lam = rate.detach().to(_F64).reshape(-1)
-    out = ember.zeros_like(lam)
-    small = ((lam > 0) & (lam < 10)).nonzero().reshape(-1)
-    limit = ember.exp(-lam[small])
-    prod = ember.ones_like(limit)
-    count = ember.zeros_like(limit)
-
-    def product_of_uniforms(pending):
-        prod[pending] = prod[pending] * _rand(pending.numel())
-        done = prod[pending] <= limit[pending]
-        count[pending[~done]] = count[pending[~done]] + 1
-        return done, count[pending]
-
-    out[small] = _rejection(small.numel(), product_of_uniforms)
-    large = (lam >= 10).nonzero().reshape(-1)
-    lam_l = lam[large]
-    slam, loglam = lam_l.sqrt(), ember.log(lam_l)
-    b = 0.931 + 2.53 * slam
-    a = -0.059 + 0.02483 * b
-    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
-    v_r = 0.9277 - 3.6224 / (b - 2)
-
-    def ptrs(pending):
-        u = _rand(pending.numel()) - 0.5
-        v = _rand(pending.numel())
-        us = 0.5 - u.abs()
-        ap, bp = a[pending], b[pending]
-        k = ember.floor((2 * ap / us + bp) * u + lam_l[pending] + 0.43)
-        quick = (us >= 0.07) & (v <= v_r[pending])
-        log_ratio = ember.log(v) + ember.log(inv_alpha[pending]) - ember.log(ap / (us * us) + bp)
-        log_pmf = -lam_l[pending] + k * loglam[pending] - _log_factorial(k)
-        ok = quick | ((k >= 0) & ~((us < 0.013) & (v > us)) & (log_ratio <= log_pmf))
-        return ok, k
-
-    out[large] = _rejection(large.numel(), ptrs)
-    return out.to(rate.dtype).reshape(tuple(rate.shape))
-
-
-def binomial(count, prob) -> ember.Tensor:
-    """Binomial(count, prob) draws in prob's dtype (as torch.binomial): inversion by geometric jumps
-    when count * min(p, 1-p) < 10, Hörmann's BTRS (1993) otherwise."""
-    n_all, p_all = ember.broadcast_tensors(count.detach().to(_F64), prob.detach().to(_F64))
-    shape = tuple(p_all.shape)
-    n_all, p_all = n_all.reshape(-1), p_all.reshape(-1)
-    flip = p_all > 0.5  # sample the rarer outcome, then count the other
-    q_all = ember.where(flip, 1.0 - p_all, p_all)
-    out = ember.zeros_like(p_all)
-    live = (n_all > 0) & (q_all > 0)
-    few = (live & (n_all * q_all < 10)).nonzero().reshape(-1)
-    n_f, log_q = n_all[few], ember.log1p(-q_all[few])
-    jumps = ember.zeros_like(n_f)
-    successes = ember.zeros_like(n_f)
-
-    def inversion(pending):
-        # The trials up to the next success are Geometric: jump straight to it.
-        jumps[pending] = jumps[pending] + ember.ceil(ember.log(_open_rand(pending.numel())) / log_q[pending])
-        done = jumps[pending] > n_f[pending]
-        successes[pending[~done]] = successes[pending[~done]] + 1
-        return done, successes[pending]
-
-    out[few] = _rejection(few.numel(), inversion)
-    many = (live & (n_all * q_all >= 10)).nonzero().reshape(-1)
-    n, p = n_all[many], q_all[many]
-    q = 1.0 - p
-    spq = (n * p * q).sqrt()
-    b = 1.15 + 2.53 * spq
-    a = -0.0873 + 0.0248 * b + 0.01 * p
-    c = n * p + 0.5
-    v_r = 0.92 - 4.2 / b
-    alpha = (2.83 + 5.1 / b) * spq
-    m = ember.floor((n + 1) * p)
-    log_r = ember.log(p) - ember.log(q)
-    log_f_m = -_log_factorial(m) - _log_factorial(n - m) + m * log_r
-
-    def btrs(pending):
-        u = _rand(pending.numel()) - 0.5
-        v = _rand(pending.numel())
-        us = 0.5 - u.abs()
-        ap, bp, np_ = a[pending], b[pending], n[pending]
-        k = ember.floor((2 * ap / us + bp) * u + c[pending])
-        valid = (k >= 0) & (k <= np_)
-        quick = (us >= 0.07) & (v <= v_r[pending])
-        log_v = ember.log(v * alpha[pending] / (ap / (us * us) + bp))
-        ks = k.clamp(min=0)  # only valid k are accepted; keep lgamma's argument in range anyway
-        ks = ember.minimum(ks, np_)
-        log_f_k = -_log_factorial(ks) - _log_factorial(np_ - ks) + ks * log_r[pending]
-        ok = valid & (quick | (log_v <= log_f_k - log_f_m[pending]))
-        return ok, k
-
-    out[many] = _rejection(many.numel(), btrs)
-    out = ember.where(flip, n_all - out, out)
-    return out.to(prob.dtype).reshape(shape)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ember
 
 from . import constraints
-from ._samplers import binomial
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
@@ -81,7 +80,7 @@ class Binomial(Distribution):
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         with ember.no_grad():
-            return binomial(self.total_count.expand(shape), self.probs.expand(shape))
+            return ember.binomial(self.total_count.expand(shape), self.probs.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

@@ -7,7 +7,6 @@ from numbers import Number
 import ember
 
 from . import constraints
-from ._samplers import poisson
 from .exp_family import ExponentialFamily
 from .utils import _xlogy, broadcast_all
 
@@ -48,7 +47,7 @@ class Poisson(ExponentialFamily):
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         with ember.no_grad():
-            return poisson(self.rate.expand(shape))
+            return ember.poisson(self.rate.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

@@ -27,8 +27,9 @@ from ._module_utils import (
     replace_all_batch_norm_modules_,
     stack_module_state,
 )
+from ._rearrange import rearrange
 from ._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
 from ._vmap import vmap
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian", "vmap", "functional_call",
+__all__ = ["rearrange", "grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian", "vmap", "functional_call",
            "stack_module_state", "replace_all_batch_norm_modules_", "linearize", "functionalize", "debug_unwrap"]

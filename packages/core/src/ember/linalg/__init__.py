@@ -36,6 +36,9 @@ from ._native import (
     eigvalsh,
     householder_product,
     inv,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
     lu,
     lu_factor,
     lu_factor_ex,
@@ -56,6 +59,6 @@ LinAlgError = _C.LinAlgError
 
 __all__ = ["LinAlgError", "multi_dot", "matmul", "vecdot", "solve", "inv", "det", "slogdet", "cholesky", "cholesky_ex",
            "solve_triangular", "svd", "svdvals", "eigh", "eigvalsh", "qr", "householder_product", "lu_factor",
-           "lu_factor_ex", "lu", "lu_solve", "eig", "eigvals"]
+           "lu_factor_ex", "lu", "lu_solve", "ldl_factor", "ldl_factor_ex", "ldl_solve", "eig", "eigvals"]
 __all__ += ["vector_norm", "matrix_norm", "norm", "cross", "diagonal", "matrix_power", "matrix_exp", "cond",
             "matrix_rank", "pinv", "lstsq", "inv_ex", "solve_ex", "tensorinv", "tensorsolve", "vander"]

@@ -10,7 +10,7 @@ from .. import _C
 from .._args import write_out
 from .._autocast_policy import autocast_policy
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "cholesky_ex", "solve_triangular", "svd", "svdvals", "eigh", "eigvalsh", "qr", "householder_product", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "eig", "eigvals", "matmul", "vecdot"]
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "cholesky_ex", "solve_triangular", "svd", "svdvals", "eigh", "eigvalsh", "qr", "householder_product", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "ldl_factor", "ldl_factor_ex", "ldl_solve", "eig", "eigvals", "matmul", "vecdot"]
 
 
 _SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
@@ -22,6 +22,8 @@ _QrResult = namedtuple("linalg_qr", ["Q", "R"])
 _LuFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
 _LuFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 _LuResult = namedtuple("linalg_lu", ["P", "L", "U"])
+_LdlFactorResult = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+_LdlFactorExResult = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 
 def solve(A, B, *, left=True, out=None):
@@ -108,6 +110,22 @@ def lu(A, *, pivot=True):
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """X with A X = B from lu_factor's output (X A = B when left=False; A^H when adjoint)."""
     return write_out(_C.linalg_lu_solve(LU, pivots, B, left=left, adjoint=adjoint), out)
+
+
+def ldl_factor(A, *, hermitian=False):
+    """(LD, pivots) with A = P L D L^T P^T (L^H with hermitian=True), from A's lower triangle:
+    L (unit diagonal) below LD's diagonal, the 1x1 and 2x2 blocks of D on and beside it; pivots in
+    LAPACK's 1-based form (a repeated negative pair marks a 2x2 block)."""
+    return _LdlFactorResult(*_C.linalg_ldl_factor(A, hermitian=hermitian))
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    return _LdlFactorExResult(*_C.linalg_ldl_factor_ex(A, hermitian=hermitian, check_errors=check_errors))
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
+    """X with A X = B from ldl_factor's output."""
+    return write_out(_C.linalg_ldl_solve(LD, pivots, B, hermitian=hermitian), out)
 
 
 def eig(A):

@@ -86,6 +86,10 @@ class FunctionEvent:
         return self.time_range[1] - self.time_range[0]
 
     @property
+    def cpu_time(self) -> float:
+        return self.cpu_time_total / self.count
+
+    @property
     def self_cpu_time_total(self) -> float:
         return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
 
@@ -113,13 +117,17 @@ class FunctionEventAvg:
         self.self_cpu_memory_usage = 0
         self.is_user_annotation = False
 
-    def add(self, event: FunctionEvent) -> None:
-        self.count += 1
+    def add(self, event: FunctionEvent | FunctionEventAvg) -> FunctionEventAvg:
+        """Adds one event, or another average with all its calls."""
+        self.count += event.count
         self.cpu_time_total += event.cpu_time_total
         self.self_cpu_time_total += event.self_cpu_time_total
         self.cpu_memory_usage += event.cpu_memory_usage
         self.self_cpu_memory_usage += event.self_cpu_memory_usage
         self.is_user_annotation = event.is_user_annotation
+        return self
+
+    __iadd__ = add
 
     @property
     def cpu_time(self) -> float:
@@ -164,6 +172,16 @@ class EventList(list):
     @property
     def self_cpu_time_total(self) -> float:
         return sum(e.self_cpu_time_total for e in self)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def total_average(self) -> FunctionEventAvg:
+        """All events added into one average, keyed "Total"."""
+        total = FunctionEventAvg("Total")
+        for e in self:
+            total.add(e)
+        return total
 
     def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0) -> EventList:
         groups: dict = {}
@@ -226,6 +244,23 @@ class EventList(list):
                           "pid": 0, "tid": e.thread, "ts": e.time_range[0], "dur": e.cpu_time_total, "args": args})
         with open(path, "w") as f:
             json.dump({"traceEvents": trace, "displayTimeUnit": "ms"}, f)
+
+
+_STACK_METRICS = ("self_cpu_time_total",)
+
+
+def _export_stacks(events, path: str, metric: str) -> None:
+    """One line per event with a recorded Python stack and a positive metric: the frames outermost
+    first, joined by ";", then the value in whole microseconds (the folded format flamegraph.pl and
+    speedscope read). Ember records CPU time only, so the device metrics are not offered."""
+    if metric not in _STACK_METRICS:
+        raise ValueError(f"metric should be one of: {list(_STACK_METRICS)}")
+    clean = str.maketrans(" ;\t\n", "____")  # the separators of the folded format
+    with open(path, "w") as f:
+        for e in events:
+            value = int(getattr(e, metric))
+            if e.stack and value > 0:
+                f.write(";".join(frame.translate(clean) for frame in reversed(e.stack)) + f" {value}\n")
 
 
 def _build_events(raw: list, stop_ns: int, profile_memory: bool, with_shapes: bool) -> EventList:
@@ -351,6 +386,11 @@ class profile:
 
     def export_chrome_trace(self, path: str) -> None:
         self._events.export_chrome_trace(path)
+
+    def export_stacks(self, path: str, metric: str = "self_cpu_time_total") -> None:
+        if not self.with_stack:
+            raise ValueError("export_stacks needs profile(with_stack=True)")
+        _export_stacks(self._events, path, metric)
 
 
 def tensorboard_trace_handler(dir_name: str, worker_name: str | None = None, use_gzip: bool = False):
