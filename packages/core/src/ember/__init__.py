@@ -430,10 +430,10 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
 __all__ += ["distributed", "futures"]
 __all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]
 
-# torch.functional (the module of PyTorch's Python-level ops, re-exported), torch.GradScaler and
-# the RuntimeError subclass a failed allocation raises
-from . import functional  # noqa: E402
+# torch.functional (the module of PyTorch's Python-level ops, re-exported), torch.masked's
+# reductions, torch.GradScaler and the RuntimeError subclass a failed allocation raises
+from . import functional, masked  # noqa: E402
 from ._C import OutOfMemoryError  # noqa: E402
 from .amp import GradScaler  # noqa: E402
 
-__all__ += ["functional", "GradScaler", "OutOfMemoryError"]
+__all__ += ["functional", "masked", "GradScaler", "OutOfMemoryError"]
