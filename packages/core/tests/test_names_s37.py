@@ -247,3 +247,18 @@ def test_ldl_errors():
     for call, kind, message in cases:
         with pytest.raises(kind, match=message):
             call()
+
+
+def test_binomial_and_ldl_under_vmap():
+    from ember.func import vmap
+
+    c, p = ember.full((3,), 10.), ember.tensor([[0.1, 0.5, 0.9], [0.2, 0.3, 0.4]])
+    with pytest.warns(UserWarning, match="no batching rule"):
+        out = vmap(lambda q: ember.binomial(c, q), randomness="different")(p)
+    assert out.shape == (2, 3) and float(out.max()) <= 10
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        vmap(lambda q: ember.binomial(c, q))(p)
+    A = ember.tensor(A5, dtype=ember.float64)
+    with pytest.warns(UserWarning, match="no batching rule"):
+        LD = vmap(lambda a: ember.linalg.ldl_factor(a)[0])(ember.stack([A, 2 * A]))
+    assert ember.equal(LD[0], ember.linalg.ldl_factor(A)[0])
