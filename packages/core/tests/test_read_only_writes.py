@@ -157,6 +157,8 @@ CASES = {
     "out:ember.linalg.householder_product": (
         (3, 3), np.float32, lambda o: ember.linalg.householder_product(SPD, ones(3) * 0.5, out=o)),
     "out:ember.linalg.inv": ((3, 3), np.float32, lambda o: ember.linalg.inv(SPD, out=o)),
+    "out:ember.linalg.ldl_solve": ((3, 1), np.float32, lambda o: ember.linalg.ldl_solve(
+        *ember.linalg.ldl_factor(SPD), ones(3, 1), out=o)),
     "out:ember.linalg.lu_solve": ((3, 1), np.float32, lambda o: ember.linalg.lu_solve(
         *ember.linalg.lu_factor(SPD), ones(3, 1), out=o)),
     "out:ember.linalg.matmul": ((3, 3), np.float32, lambda o: ember.linalg.matmul(ones(3, 3), ones(3, 3), out=o)),
