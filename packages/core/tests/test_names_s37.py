@@ -243,6 +243,8 @@ def test_ldl_errors():
          "pivot 0 is -2 and the next is 2"),
         (lambda: ember.linalg.ldl_solve(LD, ember.tensor([1, 2, 3, 4, 2 ** 40]), B), IndexError,
          "but got 1099511627776"),
+        (lambda: ember.linalg.ldl_solve(LD, ember.tensor([1, 2, 3, 4, -2 ** 63]), B), IndexError,
+         "but got -9223372036854775808"),
     ]
     for call, kind, message in cases:
         with pytest.raises(kind, match=message):

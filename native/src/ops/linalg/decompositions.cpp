@@ -4,7 +4,6 @@
 // Inputs are batches of matrices ([*, m, n]); outputs keep the batch dims.
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -370,7 +369,7 @@ Tensor linalg_ldl_solve(const Tensor& LD, const Tensor& pivots, const Tensor& B,
       const int64_t* piv = p.data<int64_t>() + r * n;
       for (int64_t i = 0; i < n; ++i) {
         const int64_t v = piv[i];
-        EMBER_CHECK(v != 0 && std::abs(v) <= n, IndexError, "[", op,
+        EMBER_CHECK(v != 0 && v >= -n && v <= n, IndexError, "[", op,
                     "] pivots must name rows 1..n (negative for a 2x2 block), with n = ", n, ", but got ", v,
                     ". Did you pass the pivots of linalg.ldl_factor?");
         if (v > 0) continue;
