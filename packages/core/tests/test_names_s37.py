@@ -264,3 +264,31 @@ def test_binomial_and_ldl_under_vmap():
     with pytest.warns(UserWarning, match="no batching rule"):
         LD = vmap(lambda a: ember.linalg.ldl_factor(a)[0])(ember.stack([A, 2 * A]))
     assert ember.equal(LD[0], ember.linalg.ldl_factor(A)[0])
+
+
+def test_multithreading_mode_is_per_thread_and_restored():
+    import threading
+
+    from ember.autograd import is_multithreading_enabled, set_multithreading_enabled
+
+    assert is_multithreading_enabled()
+    with set_multithreading_enabled(False):
+        assert not is_multithreading_enabled()
+        seen = []
+        other = threading.Thread(target=lambda: seen.append(is_multithreading_enabled()))
+        other.start(), other.join()
+        assert seen == [True]  # thread-local, as in PyTorch
+        x = ember.ones(3, requires_grad=True)
+        (x * 2).sum().backward()  # a backward runs on the calling thread either way
+        assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    assert is_multithreading_enabled()
+    set_multithreading_enabled(False)  # the function form sets it until changed
+    assert not is_multithreading_enabled()
+    set_multithreading_enabled(True)
+
+    @set_multithreading_enabled(False)
+    def inside():
+        return is_multithreading_enabled()
+
+    assert is_multithreading_enabled() and inside() is False and is_multithreading_enabled()
+    assert set_multithreading_enabled(True).clone().mode is True

@@ -23,13 +23,16 @@ from .grad_mode import (
     inference_mode,
     is_grad_enabled,
     is_inference_mode_enabled,
+    is_multithreading_enabled,
     no_grad,
     set_grad_enabled,
+    set_multithreading_enabled,
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .profiler import kineto_available
 
-__all__ = ["Variable", "variable", "forward_ad", "functional", "graph", "profiler", "profiler_legacy", "profiler_util", "kineto_available", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
+__all__ = ["Variable", "variable", "forward_ad", "functional", "graph", "profiler", "profiler_legacy", "profiler_util", "kineto_available",
+           "set_multithreading_enabled", "is_multithreading_enabled", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
            "GradcheckError", "inference_mode", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
 

@@ -7,6 +7,7 @@ tensor. The mode and the flag live in C++ (ember::InferenceMode)."""
 from __future__ import annotations
 
 import functools
+import threading
 
 from .. import _C
 
@@ -109,3 +110,45 @@ class inference_mode:
 
 def is_inference_mode_enabled() -> bool:
     return _C._is_inference_mode_enabled()
+
+
+# torch.autograd.set_multithreading_enabled: with accelerators, PyTorch runs a backward on
+# per-device worker threads unless this thread-local mode is off. Ember's engine has no device
+# threads and runs every backward on the calling thread (what PyTorch does on CPU either way), so
+# the mode changes nothing in how a backward runs; it is kept, per thread, for code that sets and
+# reads it.
+_multithreading = threading.local()
+
+
+def is_multithreading_enabled() -> bool:
+    """Whether this thread's multithreaded-backward mode is on (True by default)."""
+    return getattr(_multithreading, "mode", True)
+
+
+class set_multithreading_enabled:
+    """Sets this thread's multithreaded-backward mode now; as a context manager (or decorator) the
+    previous mode comes back on exit."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self.prev = is_multithreading_enabled()
+        _multithreading.mode = self.mode
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> bool:
+        _multithreading.mode = self.prev
+        return False
+
+    def __call__(self, fn):
+        _multithreading.mode = self.prev  # as a decorator it applies only while fn runs
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_multithreading_enabled(self.mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self) -> set_multithreading_enabled:
+        return set_multithreading_enabled(self.mode)
