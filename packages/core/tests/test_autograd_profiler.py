@@ -75,11 +75,13 @@ def test_unfinished_disabled_and_reentered_profiles():
 
 
 def test_device_options_on_a_cpu_only_build():
-    with pytest.warns(UserWarning, match="cuda is not available, disabling CUDA profiling"):
+    with pytest.warns(UserWarning, match="CUDA is not available, disabling CUDA profiling"):
         prof = profiler.profile(use_cuda=True)
     with prof:
         ember.ones(2).neg()
     assert "neg" in [e.name for e in prof.function_events]  # the CPU events are still recorded
+    with pytest.warns(UserWarning, match="mps is not available, disabling mps profiling"):
+        profiler.profile(use_device="mps")
     with pytest.raises(ValueError, match="use_cpu=False"):
         profiler.profile(use_cpu=False)
     assert profiler.kineto_available() is False and ember.autograd.kineto_available is profiler.kineto_available

@@ -46,8 +46,8 @@ class profile:
             raise ValueError("profile(use_cpu=False) records device events only, and Ember has no device to "
                              "record")
         if use_cuda or (use_device is not None and use_device != "cpu"):
-            warnings.warn(f"{'cuda' if use_cuda else use_device} is not available, disabling "
-                          f"{'CUDA' if use_cuda else use_device} profiling", stacklevel=2)
+            device = "CUDA" if use_cuda else use_device
+            warnings.warn(f"{device} is not available, disabling {device} profiling", stacklevel=2)
         self._recorder = _profiler.profile(record_shapes=record_shapes, profile_memory=profile_memory,
                                            with_stack=with_stack, with_flops=with_flops, with_modules=with_modules)
 
