@@ -17,6 +17,7 @@ import ember
 __all__ = ["sum", "prod", "amax", "amin", "argmax", "argmin", "mean", "median", "norm", "var", "std",
            "logsumexp", "logaddexp", "cumsum", "cumprod", "softmax", "log_softmax", "softmin", "normalize"]
 
+
 def _extreme(dtype, high: bool):
     """+inf / -inf, or the integer dtype's largest / smallest value."""
     if dtype.is_floating_point or dtype.is_complex:
