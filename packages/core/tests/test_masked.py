@@ -90,6 +90,8 @@ def test_values_read_off_pytorch():
     m = ember.tensor([[True, False, True], [False, True, False]])
     assert M.var(x, 1, mask=m).tolist()[0] == 2.0 and math.isnan(M.var(x, 1, mask=m).tolist()[1])
     assert M.var(x, 1, correction=0, mask=m).tolist() == [1.0, 0.0]
+    fractional = M.var(x, 1, correction=1.5, mask=m).tolist()  # row 0: 2 / (2 - 1.5); row 1: 1 - 1.5 < 0
+    assert fractional[0] == 4.0 and math.isnan(fractional[1])
     assert M.std(x, 1, unbiased=False, mask=m).tolist() == [1.0, 0.0]
     assert M.norm(x, -math.inf, 1, mask=m).tolist() == [1.0, 5.0]
     assert M.norm(x, 0, 1, mask=m).tolist() == [2.0, 1.0]

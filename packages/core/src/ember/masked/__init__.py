@@ -132,7 +132,10 @@ def var(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype
                         _dims(x, dim), keepdim=bool(keepdim))
     divisor = (count if keepdim else count.reshape(squares.shape)) - correction
     divisor = divisor.to(squares.dtype)
-    return ember.where(divisor > 0, squares / divisor.clamp(min=1), ember.full((), math.nan, dtype=squares.dtype))
+    positive = divisor > 0
+    # (a non-positive divisor is swapped for 1 before dividing, so no inf reaches the gradient)
+    safe = ember.where(positive, divisor, ember.ones((), dtype=divisor.dtype))
+    return ember.where(positive, squares / safe, ember.full((), math.nan, dtype=squares.dtype))
 
 
 def std(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None, mask=None):  # noqa: A002
