@@ -13,6 +13,9 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor);
 void bind_python_function(py::module_& m);
 void bind_dlpack(py::module_& m, py::class_<Tensor>& tensor);
 void bind_profiler(py::module_& m);
+void bind_size(py::module_& m);
+// A new reference to an ember.Size of these sizes (the type of Tensor.shape).
+PyObject* make_size(const IntList& sizes);
 // The Python object of a dtype / device (ember.float32, ember.device("cpu")).
 py::object dtype_object(DType d);
 DType dtype_from_object(py::handle obj, const char* what);

@@ -309,6 +309,7 @@ PYBIND11_MODULE(_C, m) {
   m.attr("default_generator") =
       std::shared_ptr<Generator>(&Generator::default_generator(), [](Generator*) {});
 
+  bind_size(m);
   py::class_<Tensor> tensor = bind_tensor(m);
   bind_ops(m);
   bind_dlpack(m, tensor);

@@ -76,8 +76,8 @@ py::array to_numpy(const Tensor& t) {
   return out;
 }
 
-py::tuple shape_of(const Tensor& t) {
-  return py::cast(t.sizes());
+py::object shape_of(const Tensor& t) {
+  return py::reinterpret_steal<py::object>(make_size(t.sizes()));
 }
 
 // Note [C-level operators]: the binary operators (a + b, a < b, 2 ** a, ...) are bound here

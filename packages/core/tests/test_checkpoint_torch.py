@@ -93,7 +93,7 @@ def test_ember_reads_what_pytorch_saves(tmp_path):
     d = ember.load(tmp_path / "torch.pt")
     assert d["v"].tolist() == [2.0, 3.0, 4.0] and d["v"].data_ptr() == d["w"].data_ptr() + 8
     assert type(d["p"]) is nn.Parameter and d["f8"].dtype == ember.float8_e5m2 and d["dt"] == ember.bfloat16
-    assert d["size"] == (2, 3) and d["dev"] == ember.device("cpu") and d["b"] == b"" and d["c"] == 1 + 2j
+    assert type(d["size"]) is ember.Size and d["size"] == (2, 3) and d["dev"] == ember.device("cpu") and d["b"] == b"" and d["c"] == 1 + 2j
     np.testing.assert_array_equal(d["np"], np.arange(3.0))
     fresh = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2), nn.MultiheadAttention(4, 2))
     fresh.load_state_dict(d["sd"])

@@ -48,6 +48,44 @@ def test_size_refuses_non_ints(bad, kind):
         ember.Size(bad)
 
 
+def test_tensor_shape_and_size_are_sizes():
+    x = ember.zeros(2, 3, 4)
+    for shape in (x.shape, x.size(), x[:, ::2].shape, x.T.size(), ember.zeros(()).shape, ember.zeros(0, 5).shape):
+        assert type(shape) is ember.Size
+    assert x.shape.numel() == 24 == x.size().numel() and ember.zeros(()).shape.numel() == 1
+    assert x.shape == (2, 3, 4) and x.shape[1:] == (3, 4) and type(x.shape[1:]) is ember.Size
+    assert ember.zeros(0, 5).shape.numel() == 0 and x.shape[-1] == 4 and type(x.size(0)) is int
+    assert type(ember.broadcast_shapes((2, 1), (3,))) is ember.Size and ember.broadcast_shapes() == ()
+    assert type(ember.broadcast_shapes()) is ember.Size
+
+
+def test_a_size_argument_is_a_shape_in_the_legacy_constructors():
+    # As torch.Tensor(torch.Size([2, 3])): a Size is a shape, a tuple or a list is data.
+    assert ember.Tensor(ember.Size([2, 3])).shape == (2, 3)
+    assert ember.LongTensor(ember.zeros(4, 1).shape).shape == (4, 1)
+    assert ember.Tensor((2, 3)).shape == (2,) and ember.Tensor([2, 3]).tolist() == [2.0, 3.0]
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        ember.Tensor(ember.Size([2, -1]))
+
+
+def test_size_subclass_and_copy():
+    class Shape(ember.Size):
+        pass
+
+    s = Shape([2, 3])
+    assert type(s) is Shape and s == (2, 3) and s.numel() == 6 and repr(s) == "ember.Size([2, 3])"
+    import copy
+    for c in (copy.copy(ember.Size([4])), copy.deepcopy(ember.Size([4]))):
+        assert type(c) is ember.Size and c == (4,)
+
+
+def test_saved_size_loads_as_a_size(tmp_path):
+    x = ember.zeros(2, 3)
+    ember.save({"shape": x.shape, "empty": ember.Size()}, tmp_path / "s.pt")
+    loaded = ember.load(tmp_path / "s.pt")  # weights_only: a Size is written as torch.Size
+    assert type(loaded["shape"]) is ember.Size and loaded["shape"] == (2, 3) and loaded["empty"] == ()
+
+
 def test_size_bad_operands():
     s = ember.Size([2, 3])
     with pytest.raises(TypeError, match=r"can only concatenate tuple \(not list\) to ember.Size"):

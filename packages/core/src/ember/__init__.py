@@ -127,7 +127,7 @@ concat = cat  # noqa: F821 - exported from the generated ops above
 clip = clamp  # noqa: F821 - PyTorch's alias
 
 
-def broadcast_shapes(*shapes: object) -> tuple[int, ...]:
+def broadcast_shapes(*shapes: object) -> _C.Size:
     """The shape the given shapes broadcast to (RuntimeError if they do not), as torch.broadcast_shapes."""
     import builtins
 
@@ -136,7 +136,7 @@ def broadcast_shapes(*shapes: object) -> tuple[int, ...]:
         dims = [shape] if isinstance(shape, builtins.int) else list(shape)
         # An empty placeholder of each shape, as stride-0 views: nothing is allocated per element.
         views.append(_C._empty([0 if d == 0 else 1 for d in dims], float32, device("cpu")).expand(dims))
-    return tuple(_C.broadcast_tensors(views)[0].shape) if views else ()
+    return _C.broadcast_tensors(views)[0].shape if views else _C.Size()
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
@@ -396,6 +396,7 @@ __all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "smm", "sparse_coo", "s
 # torch.Size, warn-always, the inter-op thread count, type aliases, the comparable version,
 # signal windows and the whole-sequence RNN functions (issue 18, item 1).
 from . import signal, torch_version, types  # noqa: E402
+from ._C import Size  # noqa: E402
 from ._rnn_functional import gru, lstm, rnn_relu, rnn_tanh  # noqa: E402
 from ._runtime import (  # noqa: E402
     get_num_interop_threads,
@@ -404,7 +405,6 @@ from ._runtime import (  # noqa: E402
     set_num_interop_threads,
     set_warn_always,
 )
-from ._size import Size  # noqa: E402
 
 # torch.embedding with sparse=True gives a sparse gradient, which the native op cannot
 from .nn._embedding import _embedding_op as embedding  # noqa: E402, F401 - replaces the generated entry

@@ -178,7 +178,8 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
         self._parameter = _parameter_class()
         self.storages: dict[Any, _Storage] = {}
         self.slots: list[_Int64Slot] = []
-        self._class_names = {_C.Tensor: ("torch", "Tensor"), self._parameter: ("torch.nn.parameter", "Parameter")}
+        self._class_names = {_C.Tensor: ("torch", "Tensor"), self._parameter: ("torch.nn.parameter", "Parameter"),
+                             _C.Size: ("torch", "Size")}
 
     def dump(self, obj: Any) -> None:
         if self.proto >= 2:
@@ -941,10 +942,10 @@ def _make_device(*args: Any) -> _C.device:
         raise _invalid(f"{spec[:40]!r} is not a device: {err}") from None
 
 
-def _make_size(*args: Any) -> tuple[int, ...]:
+def _make_size(*args: Any) -> _C.Size:
     if len(args) > 1 or args and (type(args[0]) not in (tuple, list) or not all(type(s) is int for s in args[0])):
         raise _invalid("Size() takes one tuple of integers")
-    return tuple(args[0]) if args else ()
+    return _C.Size(args[0] if args else ())
 
 
 def _dtype_by_name(*args: Any) -> _C.dtype:

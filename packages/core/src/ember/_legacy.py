@@ -3,8 +3,7 @@
 ember.Tensor(2, 3) and ember.FloatTensor(2, 3) make an uninitialized tensor of that shape;
 ember.Tensor([1, 2]) and ember.LongTensor([1, 2]) copy the data; isinstance(t, ember.FloatTensor)
 checks the dtype; t.type() names the class ("ember.FloatTensor") and t.type(dtype) converts.
-As in PyTorch, a tuple argument is data (torch.Size is the only sequence read as a shape, and
-Ember's shapes are plain tuples), so write ember.FloatTensor(*shape) for a shape.
+As in PyTorch, a tuple or list argument is data, and an ember.Size (a tensor's .shape) is a shape.
 """
 
 from __future__ import annotations
@@ -31,6 +30,8 @@ def _new(dtype: _C.dtype, args: tuple, kwargs: dict, who: str) -> _C.Tensor:
 
     if not args:
         return empty(0, dtype=dtype)
+    if len(args) == 1 and isinstance(args[0], _C.Size):  # a shape, not data
+        args = tuple(args[0])
     if all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in args):
         if any(a < 0 for a in args):
             raise RuntimeError(f"Trying to create tensor with negative dimension {min(args)}: {list(args)}")

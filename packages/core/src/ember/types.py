@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
 from . import Tensor
+from ._C import Size
 from ._C import device as _device_cls
 from ._C import dtype as _dtype_cls
-from ._size import Size
 
 if TYPE_CHECKING:
     from typing import TypeAlias
