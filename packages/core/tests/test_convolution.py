@@ -264,6 +264,64 @@ def test_shifted_taps_match_reference(case):
     assert f(_t(x[:0]), _t(w), _t(b), 1, p, d, g).shape == (0, out_ch, *want.shape[2:])  # an empty batch
 
 
+DIRECT = [  # (spatial, kernel, stride, padding, groups, C, O): few input channels per group, 8+ outputs
+    ((40, 90), (7, 7), (2, 2), (3, 3), 1, 3, 10),  # an RGB stem; 10 outputs: a partial register block
+    ((33, 70), (3, 3), (2, 2), (1, 1), 1, 3, 16),
+    ((24, 50), (3, 3), (1, 1), (1, 1), 2, 8, 18),  # two groups of 4 channels, unit stride
+    ((20, 75), (5, 3), (3, 2), (2, 0), 1, 2, 9),  # different strides, no horizontal padding
+    ((17, 110), (4, 4), (1, 3), (0, 2), 1, 1, 8),  # stride 3 with padding 2: phases start mid-way
+    ((150, 70), (7, 7), (2, 2), (3, 3), 1, 3, 8),  # 75 output rows: several bands, the last partial
+    ((1000,), (10,), (5,), (0,), 1, 1, 12),  # 1-d, as a waveform's first layer
+]
+
+
+@pytest.mark.parametrize("case", DIRECT, ids=lambda c: f"{len(c[0])}d-k{c[1]}-s{c[2]}-p{c[3]}-g{c[4]}")
+def test_few_channel_direct_convolution_matches_reference(case):
+    # Note [few-channel direct convolution]: a padded, phase-split copy of each band of rows and
+    # register blocks of output channels x output columns, including the partial last vector of
+    # each row. Against float64 einsum over the windows, with bias (added into the output), a
+    # channel-strided input, float32 at one and two threads (the same bits), and an empty batch.
+    spatial, k, st, p, g, C, out_ch = case
+    n = len(spatial)
+    x = RNG.standard_normal((3, C, *spatial))
+    w = RNG.standard_normal((out_ch, C // g, *k))
+    b = RNG.standard_normal(out_ch)
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(q, q) for q in p])
+    windows = np.lib.stride_tricks.sliding_window_view(xp, k, axis=tuple(range(2, 2 + n)))
+    windows = windows[(Ellipsis,) + tuple(slice(None, None, si) for si in st) + (slice(None),) * n]
+    letters = "uvw"[:n], "hij"[:n]
+    want = np.concatenate([
+        np.einsum(f"nc{letters[0]}{letters[1]},oc{letters[1]}->no{letters[0]}",
+                  windows[:, gi * (C // g):(gi + 1) * (C // g)], w[gi * (out_ch // g):(gi + 1) * (out_ch // g)])
+        for gi in range(g)], axis=1) + b.reshape((1, out_ch) + (1,) * n)
+    assert want.shape[-1] >= 33  # wide enough for the direct path at every vector width
+    f = getattr(F, f"conv{n}d")
+    np.testing.assert_allclose(f(_t(x), _t(w), _t(b), st, p, 1, g).numpy(), want, rtol=1e-11, atol=1e-11)
+    xs = _t(np.repeat(x, 2, axis=1))[:, ::2]
+    np.testing.assert_allclose(f(xs, _t(w), None, st, p, 1, g).numpy(), want - b.reshape((1, out_ch) + (1,) * n),
+                               rtol=1e-11, atol=1e-11)
+    before = ember.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2):
+            ember.set_num_threads(threads)
+            results.append(f(_t(x.astype(np.float32)), _t(w.astype(np.float32)), _t(b.astype(np.float32)), st, p,
+                             1, g).numpy())
+    finally:
+        ember.set_num_threads(before)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_allclose(results[0], want, rtol=1e-3, atol=1e-3)
+    assert f(_t(x[:0]), _t(w), _t(b), st, p, 1, g).shape == (0, out_ch, *want.shape[2:])
+
+
+def test_few_channel_direct_convolution_gradients():
+    # The forward of a direct-path convolution (3 channels, 8 outputs, 35 output columns) under
+    # gradcheck; the backward is the GEMM one.
+    x, w = _t(RNG.standard_normal((1, 3, 5, 70)), True), _t(RNG.standard_normal((8, 3, 3, 3)), True)
+    b = _t(RNG.standard_normal(8), True)
+    assert gradcheck(lambda a, c, d: F.conv2d(a, c, d, stride=2, padding=1), (x, w, b), check_forward_ad=True)
+
+
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_whole_image_tasks_give_the_same_bits_at_any_thread_count(channels_last):
     # Note [whole-image tasks]: with at least two images per thread a task computes all of an image's

@@ -515,6 +515,154 @@ void conv_forward_shifted(const ConvArgs& a, const Geometry& g, const T* X, cons
 }
 
 // y[n] = W conv x[n] (+ beta y: the bias, already broadcast into y, when add_to_output).
+// Note [few-channel direct convolution]: with few input channels per group (an RGB stem: 3
+// channels, a 7x7 stride-2 kernel) the GEMM's depth Cg*K is short while its column matrix is Cg*K
+// times the image: im2col, BLAS's packing of the columns and BLAS's zeroing of its output took a
+// third of a 7x7 stride-2 stem's time. Such 1-d and 2-d convolutions are computed directly. Each
+// image is copied once, zero-padded, with every padded row split into its column phases (Note
+// [column phases]): the input of kLanes consecutive output columns for one tap is then one
+// contiguous load, with no bounds test. A register block of kDirectOut output channels x NV vectors
+// of output columns sums over every (channel, tap): per tap, NV loads, kDirectOut broadcast weights
+// and kDirectOut * NV fused multiply-adds; the block is stored once.
+constexpr int64_t kDirectMaxChannels = 4;  // input channels per group
+constexpr int kDirectOut = 4;              // output channels per register block
+constexpr int kDirectVectors = 2;          // vectors of output columns per register block
+
+bool direct_pays(const Geometry& g) {
+  return g.k[0] == 1 && g.in[0] == 1 && g.out[0] == 1 && g.d[1] == 1 && g.d[2] == 1 &&
+         g.Cg <= kDirectMaxChannels && g.Og >= 2 * kDirectOut && g.K >= 9 && g.out[2] >= 2 * kLanes<float> &&
+         g.L > 0;
+}
+
+struct DirectLayout {
+  int64_t band;                 // output rows per task
+  int64_t rows, phases, width;  // per channel of a band's copy: padded rows x column phases x phase width
+  std::vector<int64_t> tap_at;  // per (channel, tap): its element for the band's output (0, 0)
+
+  DirectLayout(const Geometry& g, int64_t lanes) {
+    // at least 8 output rows (so the rows two bands share are few), about 64 KB of output
+    band = std::clamp<int64_t>((int64_t(1) << 14) / std::max<int64_t>(1, g.Og * g.out[2]), 8, 1 << 20);
+    band = std::min(band, g.out[1]);
+    rows = (band - 1) * g.s[1] + g.k[1];
+    phases = g.s[2];
+    const int64_t padded_w = g.in[2] + 2 * g.p[2];
+    // room for the last vector's lanes past the output row (they read zeros and are not stored)
+    const int64_t vectors = (g.out[2] + lanes - 1) / lanes;
+    width = std::max((padded_w + phases - 1) / phases, vectors * lanes + (g.k[2] - 1) / phases);
+    for (int64_t c = 0; c < g.Cg; ++c)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw)
+          tap_at.push_back(((c * rows + kh) * phases + kw % phases) * width + kw / phases);
+  }
+  int64_t channel() const { return rows * phases * width; }
+};
+
+// The padded, phase-split copy (Note [few-channel direct convolution]) of the input rows that
+// output rows [oh0, oh1) read, from image channels x [Cg, in1, in2].
+template <typename T>
+void fill_direct_band(const Geometry& g, const DirectLayout& d, const T* x, int64_t oh0, int64_t oh1,
+                      std::vector<T>& buf) {
+  buf.assign(static_cast<size_t>(g.Cg * d.channel()), T(0));
+  const int64_t st = d.phases, first = oh0 * g.s[1] - g.p[1], count = (oh1 - oh0 - 1) * g.s[1] + g.k[1];
+  for (int64_t c = 0; c < g.Cg; ++c)
+    for (int64_t r = 0; r < count; ++r) {
+      const int64_t ih = first + r;
+      if (ih < 0 || ih >= g.in[1]) continue;
+      const T* src = x + (c * g.in[1] + ih) * g.in[2];
+      T* row = buf.data() + (c * d.rows + r) * st * d.width;
+      for (int64_t ph = 0; ph < st; ++ph) {  // padded column pc goes to phase pc % st, place pc / st
+        int64_t iw = ((ph - g.p[2]) % st + st) % st;
+        for (T* dst = row + ph * d.width + (iw + g.p[2]) / st; iw < g.in[2]; iw += st) *dst++ = src[iw];
+      }
+    }
+}
+
+// *p in every lane as one broadcast load (splat's 0 + x costs two more instructions, and a
+// lane-by-lane fill compiles to shuffles).
+template <typename T>
+inline Vec<T> broadcast(const T* p) {
+  const T x = *p;
+  if constexpr (kLanes<T> == 2)
+    return Vec<T>{x, x};
+  else if constexpr (kLanes<T> == 4)
+    return Vec<T>{x, x, x, x};
+  else if constexpr (kLanes<T> == 8)
+    return Vec<T>{x, x, x, x, x, x, x, x};
+  else
+    return Vec<T>{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+}
+
+// Output rows [oh, oh + 1) of kDirectOut channels, NV vectors from column ow0 (only `keep`
+// columns are stored). `in` is the padded image at output row oh, `w` the block's weights
+// [Cg*K][kDirectOut].
+template <typename T, int NV>
+void direct_block(const DirectLayout& d, int64_t taps, const T* in, const T* w, int64_t ow0, int64_t keep,
+                  T* const* y, int64_t outs, bool accumulate) {
+  constexpr int64_t lanes = kLanes<T>;
+  Vec<T> acc[kDirectOut][NV];
+  for (int o = 0; o < kDirectOut; ++o)
+    for (int v = 0; v < NV; ++v) acc[o][v] = Vec<T>{};
+  const T* base = in + ow0;
+  for (int64_t t = 0; t < taps; ++t, w += kDirectOut) {
+    const T* at = base + d.tap_at[t];
+    Vec<T> wv[kDirectOut];
+    for (int o = 0; o < kDirectOut; ++o) wv[o] = broadcast(w + o);
+    for (int v = 0; v < NV; ++v) {
+      const Vec<T> xv = load(at + v * lanes);
+      for (int o = 0; o < kDirectOut; ++o) acc[o][v] += wv[o] * xv;
+    }
+  }
+  for (int64_t o = 0; o < outs; ++o) {
+    T* dst = y[o] + ow0;
+    if (keep == NV * lanes && !accumulate) {
+      for (int v = 0; v < NV; ++v) store(dst + v * lanes, acc[o][v]);
+      continue;
+    }
+    T part[NV * lanes];
+    for (int v = 0; v < NV; ++v) store(part + v * lanes, acc[o][v]);
+    for (int64_t i = 0; i < keep; ++i) dst[i] = accumulate ? dst[i] + part[i] : part[i];
+  }
+}
+
+template <typename T>
+void conv_forward_direct(const ConvArgs& a, const Geometry& g, const T* X, const T* W, T* Y) {
+  constexpr int64_t lanes = kLanes<T>;
+  const DirectLayout d(g, lanes);
+  const int64_t taps = g.Cg * g.K, out_blocks = (g.Og + kDirectOut - 1) / kDirectOut;
+  // the weights as [group][output block][channel, tap][kDirectOut], zero past the last channel
+  std::vector<T> wb(static_cast<size_t>(g.groups * out_blocks * taps * kDirectOut), T(0));
+  for (int64_t gi = 0; gi < g.groups; ++gi)
+    for (int64_t o = 0; o < g.Og; ++o)
+      for (int64_t t = 0; t < taps; ++t)
+        wb[((gi * out_blocks + o / kDirectOut) * taps + t) * kDirectOut + o % kDirectOut] =
+            W[(gi * g.Og + o) * taps + t];
+  const int64_t OH = g.out[1], OW = g.out[2], N = a.batch, bands = (OH + d.band - 1) / d.band;
+  // tasks: (image, group, band of output rows), each with its own copy of the rows it reads
+  parallel_for(0, N * g.groups * bands, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<T> band;
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t b = task % bands, gi = (task / bands) % g.groups, n = task / (bands * g.groups);
+      const int64_t oh0 = b * d.band, oh1 = std::min(OH, oh0 + d.band);
+      fill_direct_band(g, d, X + (n * g.C + gi * g.Cg) * g.in_spatial, oh0, oh1, band);
+      for (int64_t oh = oh0; oh < oh1; ++oh) {
+        const T* in = band.data() + (oh - oh0) * g.s[1] * d.phases * d.width;
+        for (int64_t ob = 0; ob < out_blocks; ++ob) {
+          const int64_t o0 = ob * kDirectOut, outs = std::min<int64_t>(kDirectOut, g.Og - o0);
+          T* y[kDirectOut];
+          for (int64_t o = 0; o < outs; ++o) y[o] = Y + (n * g.O + gi * g.Og + o0 + o) * g.L + oh * OW;
+          const T* w = wb.data() + (gi * out_blocks + ob) * taps * kDirectOut;
+          int64_t ow = 0;
+          for (; ow + kDirectVectors * lanes <= OW; ow += kDirectVectors * lanes)
+            direct_block<T, kDirectVectors>(d, taps, in, w, ow, kDirectVectors * lanes, y, outs,
+                                            a.accumulate);
+          for (; ow < OW; ow += lanes)
+            direct_block<T, 1>(d, taps, in, w, ow, std::min(lanes, OW - ow), y, outs, a.accumulate);
+        }
+      }
+    }
+  });
+}
+
 template <typename T>
 void conv_forward_typed(const ConvArgs& a) {
   const Geometry g(a);
@@ -533,6 +681,10 @@ void conv_forward_typed(const ConvArgs& a) {
   }
   if (shifted_taps_pay(g)) {  // Note [shifted taps]
     conv_forward_shifted(a, g, X, W, Y);
+    return;
+  }
+  if (direct_pays(g)) {  // Note [few-channel direct convolution]
+    conv_forward_direct(a, g, X, W, Y);
     return;
   }
   const T beta = a.accumulate ? T(1) : T(0);
