@@ -10,7 +10,7 @@ from .asgd import ASGD
 from .lbfgs import LBFGS
 from .muon import Muon
 from .nadam import NAdam
-from .optimizer import Optimizer
+from .optimizer import Optimizer, swap_in_optimizer_params_and_state
 from .radam import RAdam
 from .rmsprop import RMSprop
 from .rprop import Rprop
@@ -18,4 +18,5 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "Adamax", "NAdam", "RAdam",
-           "LBFGS", "ASGD", "Rprop", "SparseAdam", "Adafactor", "Muon", "lr_scheduler", "swa_utils"]
+           "LBFGS", "ASGD", "Rprop", "SparseAdam", "Adafactor", "Muon", "lr_scheduler", "swa_utils",
+           "swap_in_optimizer_params_and_state"]

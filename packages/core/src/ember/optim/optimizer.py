@@ -15,6 +15,7 @@ paths compute the same formulas in the same order."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from collections import OrderedDict, defaultdict
@@ -26,7 +27,8 @@ from .._hooks import RemovableHandle, add_hook
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..sparse import SparseTensor
 
-__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
+           "swap_in_optimizer_params_and_state"]
 
 
 class _RequiredParameter:
@@ -341,6 +343,44 @@ class Optimizer:
 
 Optimizer.step = _with_step_hooks(Optimizer.step)
 
+
+
+@contextlib.contextmanager
+def swap_in_optimizer_params_and_state(optimizer: Optimizer, swapin_parameters: dict, swapin_optim_state: dict):
+    """Within the context, `optimizer` works on the given parameters and state; on exit its own are
+    back, as torch.optim.swap_in_optimizer_params_and_state.
+
+    `swapin_parameters` holds one tensor per optimizer parameter, in param_groups order (as
+    model.named_parameters() gives them); `swapin_optim_state` is shaped like state_dict(): its
+    "state" keyed by the packed ids, its "param_groups" with the hyperparameters to use. The
+    optimizer sees each parameter's state dict as a shallow copy, so in-place edits of its tensors
+    reach the caller's state while new entries or reassignments do not."""
+    if not optimizer.state:
+        raise RuntimeError("swap_in_optimizer_params_and_state requires initialized optimizer state.")
+    saved_groups = swapin_optim_state["param_groups"]
+    if len(saved_groups) != len(optimizer.param_groups):
+        raise RuntimeError("swapin_optim_state has a different number of parameter groups than the live optimizer.")
+    params = list(swapin_parameters.values())
+    if len(params) != sum(len(g["params"]) for g in optimizer.param_groups) or any(
+            len(s["params"]) != len(g["params"]) for s, g in zip(saved_groups, optimizer.param_groups, strict=True)):
+        raise RuntimeError("swap_in_optimizer_params_and_state requires the explicit parameter state to match "
+                           "optimizer.param_groups ordering.")
+    groups, param_of_id, start = [], {}, 0
+    for saved in saved_groups:
+        group = {k: v for k, v in saved.items() if k != "params"}
+        group["params"] = params[start:start + len(saved["params"])]
+        param_of_id.update(zip(saved["params"], group["params"], strict=True))
+        start += len(saved["params"])
+        groups.append(group)
+    state: defaultdict = defaultdict(dict)
+    for key, value in swapin_optim_state["state"].items():
+        state[param_of_id.get(key, key)] = dict(value) if isinstance(value, dict) else value
+    live = optimizer.param_groups, optimizer.state
+    optimizer.param_groups, optimizer.state = groups, state
+    try:
+        yield
+    finally:
+        optimizer.param_groups, optimizer.state = live
 
 _LEGACY_TENSOR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
                         "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
