@@ -1,11 +1,13 @@
 """ember.nn (torch.nn): Module and its containers, layers, Parameter, functional, init and utils."""
 
 from . import attention, common_types, functional, grad, init, modules, parallel, utils
+from ._linear_cross_entropy import LinearCrossEntropyOptions
 from .modules import *  # noqa: F403 - every layer, as torch.nn exports them
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 
 __all__ = ["attention", "common_types", "functional", "grad", "init", "parallel", "utils", "Parameter", "Buffer",
-           "UninitializedBuffer", "UninitializedParameter", "factory_kwargs", *modules.__all__]
+           "UninitializedBuffer", "UninitializedParameter", "factory_kwargs", "LinearCrossEntropyOptions",
+           *modules.__all__]
 
 _FACTORY_KEYS = {"device", "dtype", "memory_format"}
 

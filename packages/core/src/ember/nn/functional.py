@@ -22,6 +22,7 @@ from . import (
     _embedding,
     _functional_more,
     _linear,
+    _linear_cross_entropy,
     _loss,
     _normalization,
     _padding,
@@ -38,6 +39,7 @@ from ._dropout import *  # noqa: F403
 from ._embedding import *  # noqa: F403
 from ._functional_more import *  # noqa: F403
 from ._linear import *  # noqa: F403
+from ._linear_cross_entropy import *  # noqa: F403
 from ._loss import *  # noqa: F403
 from ._normalization import *  # noqa: F403
 from ._padding import *  # noqa: F403
@@ -46,6 +48,7 @@ from ._resampling import *  # noqa: F403
 
 __all__ = [
     *_linear.__all__,
+    *_linear_cross_entropy.__all__,
     *_activation.__all__,
     *_dropout.__all__,
     *_conv.__all__,

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from .. import functional as F
 from .._loss import _reduction
+from .linear import Linear
 from .module import Module
 
 __all__ = ["NLLLoss2d", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "L1Loss", "MSELoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "HuberLoss",
            "SmoothL1Loss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MarginRankingLoss",
            "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss",
-           "TripletMarginLoss", "MultiMarginLoss", "CTCLoss"]
+           "TripletMarginLoss", "MultiMarginLoss", "CTCLoss", "LinearCrossEntropyLoss"]
 
 
 class _Loss(Module):
@@ -51,6 +52,34 @@ class CrossEntropyLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of the logits of a built-in Linear(in_features, num_classes * prod(out_features))
+    (F.linear_cross_entropy); its weight is stored flat and viewed as [C, *out_features, in]."""
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features: tuple = (), bias: bool = False,
+                 device=None, dtype=None, reduction: str = "mean", weight=None, ignore_index=None,
+                 label_smoothing: float = 0.0, options=None) -> None:
+        super().__init__(weight, None, None, reduction)
+        self.in_features, self.num_classes, self.out_features = in_features, num_classes, tuple(out_features)
+        self.ignore_index, self.label_smoothing, self.options = ignore_index, label_smoothing, options
+        width = num_classes
+        for d in self.out_features:
+            width *= d
+        self.linear = Linear(in_features, width, bias=bias, device=device, dtype=dtype)
+
+    def forward(self, input, target):
+        w = self.linear.weight.reshape(self.num_classes, *self.out_features, self.in_features)
+        b = None if self.linear.bias is None else self.linear.bias.reshape(self.num_classes, *self.out_features)
+        return F.linear_cross_entropy(input, w, target, linear_bias=b, weight=self.weight, reduction=self.reduction,
+                                      ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, num_classes={self.num_classes}, out_features={self.out_features}, "
+                f"bias={self.linear.bias is not None}, reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
 
 
 class NLLLoss(_WeightedLoss):
