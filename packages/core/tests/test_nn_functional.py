@@ -337,3 +337,10 @@ def test_pooling_gradients_and_errors():
     close(F.max_pool1d(t([[1.0, 5.0, 2.0, 7.0, 3.0]]), 2, dilation=2), [[2.0, 3.0]])  # windows (1, 2), (2, 3)
     with pytest.raises(RuntimeError, match=r"pad should be at most half of effective kernel size"):
         F.max_pool2d(x, 2, padding=2)
+
+
+def test_assert_int_or_pair():
+    F.assert_int_or_pair(3, "kernel_size", "{} must be int or 2-tuple")
+    F.assert_int_or_pair((2, 3), "kernel_size", "{} must be int or 2-tuple")
+    with pytest.raises(AssertionError, match="^stride must be int or 2-tuple$"):
+        F.assert_int_or_pair((1, 2, 3), "stride", "{} must be int or 2-tuple")

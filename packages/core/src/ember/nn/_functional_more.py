@@ -26,7 +26,7 @@ __all__ = ["relu_", "elu_", "celu_", "selu_", "hardtanh_", "leaky_relu_", "thres
            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
            "multilabel_margin_loss", "triplet_margin_with_distance_loss", "native_channel_shuffle", "conv_tbc",
-           "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES"]
+           "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES", "assert_int_or_pair"]
 
 # grid_sample's mode names and the integers ATen's grid_sampler takes for them.
 GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
@@ -248,3 +248,10 @@ def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=Non
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
     return _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+
+
+def assert_int_or_pair(arg, arg_name: str, message: str) -> None:
+    """PyTorch's argument check for fold/unfold sizes: AssertionError(message.format(arg_name))
+    unless `arg` is an int or has two items."""
+    if not (isinstance(arg, int) or len(arg) == 2):
+        raise AssertionError(message.format(arg_name))
