@@ -7,7 +7,8 @@
 // the input itself as the columns. The products are OpenBLAS GEMMs (blas.h); the tasks
 // (image, group, block) run in parallel, each GEMM single-threaded (Note [BLAS threads]).
 // Unit-stride convolutions with many input channels build no columns at all: one GEMM per tap
-// reads a padded copy of the image (Note [shifted taps]).
+// reads a padded copy of the image (Note [shifted taps]). Convolutions with few input channels
+// (RGB stems) skip BLAS (Note [few-channel direct convolution]).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -514,16 +515,16 @@ void conv_forward_shifted(const ConvArgs& a, const Geometry& g, const T* X, cons
       whole_images(N * g.groups, blocks));
 }
 
-// y[n] = W conv x[n] (+ beta y: the bias, already broadcast into y, when add_to_output).
 // Note [few-channel direct convolution]: with few input channels per group (an RGB stem: 3
 // channels, a 7x7 stride-2 kernel) the GEMM's depth Cg*K is short while its column matrix is Cg*K
 // times the image: im2col, BLAS's packing of the columns and BLAS's zeroing of its output took a
-// third of a 7x7 stride-2 stem's time. Such 1-d and 2-d convolutions are computed directly. Each
-// image is copied once, zero-padded, with every padded row split into its column phases (Note
-// [column phases]): the input of kLanes consecutive output columns for one tap is then one
-// contiguous load, with no bounds test. A register block of kDirectOut output channels x NV vectors
-// of output columns sums over every (channel, tap): per tap, NV loads, kDirectOut broadcast weights
-// and kDirectOut * NV fused multiply-adds; the block is stored once.
+// third of a 7x7 stride-2 stem's time. Such 1-d and 2-d convolutions are computed directly. A task
+// (one band of output rows of one image and group) copies the input rows the band reads, zero-
+// padded, with every padded row split into its column phases (Note [column phases]): the input of
+// kLanes consecutive output columns for one tap is then one contiguous load, with no bounds test.
+// A register block of kDirectOut output channels x NV vectors of output columns sums over every
+// (channel, tap): per tap, NV loads, kDirectOut broadcast weights and kDirectOut * NV fused
+// multiply-adds; the block is stored once.
 constexpr int64_t kDirectMaxChannels = 4;  // input channels per group
 constexpr int kDirectOut = 4;              // output channels per register block
 constexpr int kDirectVectors = 2;          // vectors of output columns per register block
@@ -663,6 +664,7 @@ void conv_forward_direct(const ConvArgs& a, const Geometry& g, const T* X, const
   });
 }
 
+// y[n] = W conv x[n] (+ beta y: the bias, already broadcast into y, when add_to_output).
 template <typename T>
 void conv_forward_typed(const ConvArgs& a) {
   const Geometry g(a);
