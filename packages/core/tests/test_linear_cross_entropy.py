@@ -126,6 +126,11 @@ def test_unbatched_empty_and_k_dimensional():
         assert math.isnan(empty.item())  # PyTorch's mean over no rows
         assert F.linear_cross_entropy(_t(np.zeros((0, 6))), _t(w), _t(np.zeros(0, np.int64)), reduction="none",
                                       options=options).shape == (0,)
+        # no row counts (all ignored): a nan loss with zero gradients, on either path
+        xe, we = _t(RNG.standard_normal((3, 6)), True), _t(w, True)
+        loss = F.linear_cross_entropy(xe, we, _t(np.full(3, -100)), options=options)
+        loss.backward()
+        assert math.isnan(loss.item()) and not xe.grad.abs().sum().item() and not we.grad.abs().sum().item()
     # weight [C, d, in] and bias [C, d]: logits [N, C, d] against targets [N, d]
     xs, wk, bk = RNG.standard_normal((4, 6)), RNG.standard_normal((5, 3, 6)), RNG.standard_normal((5, 3))
     tk = RNG.integers(0, 5, (4, 3))

@@ -188,11 +188,12 @@ class _ChunkedLinearCrossEntropy(Function):
                 gw.add_(_C.matmul(grad.t(), xs))
                 if gb is not None:
                     gb.add_(grad.sum(0))
-            if reduction == "mean":  # PyTorch's weighted mean: nan when every row is ignored
-                total = total / count
-                for g in (gx, gw, gb):
-                    if g is not None:
-                        g.div_(count)
+            if reduction == "mean":  # the weighted mean: nan when no row counts, with zero gradients
+                total = total / count  # (as the reference path's; PyTorch's chunked path gives nan ones)
+                if count.item() != 0:
+                    for g in (gx, gw, gb):
+                        if g is not None:
+                            g.div_(count)
         ctx.grads = (gx, gw, gb)
         return total.to(x.dtype)
 
