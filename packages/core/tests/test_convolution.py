@@ -226,42 +226,51 @@ SHIFTED = [  # (spatial, kernel, padding, dilation, groups, C, O): unit stride, 
 ]
 
 
-@pytest.mark.parametrize("case", SHIFTED, ids=lambda c: f"{len(c[0])}d-k{c[1]}-p{c[2]}-d{c[3]}-g{c[4]}")
-def test_shifted_taps_match_reference(case):
-    # Note [shifted taps]: one GEMM per tap out of a padded copy of the image, positions past each
-    # output row computed and dropped. Against float64 einsum over the windows, with bias, a
-    # channel-strided input, and the same bits at one and two threads.
-    spatial, k, p, d, g, C, out_ch = case
-    n = len(spatial)
-    x = RNG.standard_normal((3, C, *spatial))
-    w = RNG.standard_normal((out_ch, C // g, *k))
-    b = RNG.standard_normal(out_ch)
-    reach = tuple(d[i] * (k[i] - 1) + 1 for i in range(n))
-    xp = np.pad(x, [(0, 0), (0, 0)] + [(q, q) for q in p])
+def check_against_windowed_reference(x, w, b, stride, padding, dilation, groups):
+    """The convolution against float64 einsum over its windows: with bias, on a channel-strided
+    input, in float32 at one and two threads (the same bits), and on an empty batch. Returns the
+    reference."""
+    n, C, out_ch = x.ndim - 2, x.shape[1], w.shape[0]
+    k = w.shape[2:]
+    reach = tuple(dilation[i] * (k[i] - 1) + 1 for i in range(n))
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(q, q) for q in padding])
     windows = np.lib.stride_tricks.sliding_window_view(xp, reach, axis=tuple(range(2, 2 + n)))
-    windows = windows[(Ellipsis,) + tuple(slice(None, None, di) for di in d)]  # [N, C, *out, *k]
+    windows = windows[(slice(None), slice(None)) + tuple(slice(None, None, si) for si in stride)
+                      + tuple(slice(None, None, di) for di in dilation)]  # [N, C, *out, *k]
     letters = "uvw"[:n], "hij"[:n]
     want = np.concatenate([
         np.einsum(f"nc{letters[0]}{letters[1]},oc{letters[1]}->no{letters[0]}",
-                  windows[:, gi * (C // g):(gi + 1) * (C // g)], w[gi * (out_ch // g):(gi + 1) * (out_ch // g)])
-        for gi in range(g)], axis=1) + b.reshape((1, out_ch) + (1,) * n)
+                  windows[:, gi * (C // groups):(gi + 1) * (C // groups)],
+                  w[gi * (out_ch // groups):(gi + 1) * (out_ch // groups)])
+        for gi in range(groups)], axis=1) + b.reshape((1, out_ch) + (1,) * n)
     f = getattr(F, f"conv{n}d")
-    np.testing.assert_allclose(f(_t(x), _t(w), _t(b), 1, p, d, g).numpy(), want, rtol=1e-11, atol=1e-11)
+    args = (stride, padding, dilation, groups)
+    np.testing.assert_allclose(f(_t(x), _t(w), _t(b), *args).numpy(), want, rtol=1e-11, atol=1e-11)
     xs = _t(np.repeat(x, 2, axis=1))[:, ::2]
-    np.testing.assert_allclose(f(xs, _t(w), None, 1, p, d, g).numpy(), want - b.reshape((1, out_ch) + (1,) * n),
+    np.testing.assert_allclose(f(xs, _t(w), None, *args).numpy(), want - b.reshape((1, out_ch) + (1,) * n),
                                rtol=1e-11, atol=1e-11)
     before = ember.get_num_threads()
     try:
         results = []
         for threads in (1, 2):
             ember.set_num_threads(threads)
-            results.append(f(_t(x.astype(np.float32)), _t(w.astype(np.float32)), _t(b.astype(np.float32)), 1, p,
-                             d, g).numpy())
+            results.append(f(_t(x.astype(np.float32)), _t(w.astype(np.float32)), _t(b.astype(np.float32)),
+                             *args).numpy())
     finally:
         ember.set_num_threads(before)
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_allclose(results[0], want, rtol=1e-3, atol=1e-3)
-    assert f(_t(x[:0]), _t(w), _t(b), 1, p, d, g).shape == (0, out_ch, *want.shape[2:])  # an empty batch
+    assert f(_t(x[:0]), _t(w), _t(b), *args).shape == (0, out_ch, *want.shape[2:])  # an empty batch
+    return want
+
+
+@pytest.mark.parametrize("case", SHIFTED, ids=lambda c: f"{len(c[0])}d-k{c[1]}-p{c[2]}-d{c[3]}-g{c[4]}")
+def test_shifted_taps_match_reference(case):
+    # Note [shifted taps]: one GEMM per tap out of a padded copy of the image, positions past each
+    # output row computed and dropped.
+    spatial, k, p, d, g, C, out_ch = case
+    x, w = RNG.standard_normal((3, C, *spatial)), RNG.standard_normal((out_ch, C // g, *k))
+    check_against_windowed_reference(x, w, RNG.standard_normal(out_ch), (1,) * len(spatial), p, d, g)
 
 
 DIRECT = [  # (spatial, kernel, stride, padding, groups, C, O): few input channels per group, 8+ outputs
@@ -279,39 +288,11 @@ DIRECT = [  # (spatial, kernel, stride, padding, groups, C, O): few input channe
 def test_few_channel_direct_convolution_matches_reference(case):
     # Note [few-channel direct convolution]: a padded, phase-split copy of each band of rows and
     # register blocks of output channels x output columns, including the partial last vector of
-    # each row. Against float64 einsum over the windows, with bias (added into the output), a
-    # channel-strided input, float32 at one and two threads (the same bits), and an empty batch.
+    # each row; the bias is added into the output.
     spatial, k, st, p, g, C, out_ch = case
-    n = len(spatial)
-    x = RNG.standard_normal((3, C, *spatial))
-    w = RNG.standard_normal((out_ch, C // g, *k))
-    b = RNG.standard_normal(out_ch)
-    xp = np.pad(x, [(0, 0), (0, 0)] + [(q, q) for q in p])
-    windows = np.lib.stride_tricks.sliding_window_view(xp, k, axis=tuple(range(2, 2 + n)))
-    windows = windows[(Ellipsis,) + tuple(slice(None, None, si) for si in st) + (slice(None),) * n]
-    letters = "uvw"[:n], "hij"[:n]
-    want = np.concatenate([
-        np.einsum(f"nc{letters[0]}{letters[1]},oc{letters[1]}->no{letters[0]}",
-                  windows[:, gi * (C // g):(gi + 1) * (C // g)], w[gi * (out_ch // g):(gi + 1) * (out_ch // g)])
-        for gi in range(g)], axis=1) + b.reshape((1, out_ch) + (1,) * n)
+    x, w = RNG.standard_normal((3, C, *spatial)), RNG.standard_normal((out_ch, C // g, *k))
+    want = check_against_windowed_reference(x, w, RNG.standard_normal(out_ch), st, p, (1,) * len(spatial), g)
     assert want.shape[-1] >= 33  # wide enough for the direct path at every vector width
-    f = getattr(F, f"conv{n}d")
-    np.testing.assert_allclose(f(_t(x), _t(w), _t(b), st, p, 1, g).numpy(), want, rtol=1e-11, atol=1e-11)
-    xs = _t(np.repeat(x, 2, axis=1))[:, ::2]
-    np.testing.assert_allclose(f(xs, _t(w), None, st, p, 1, g).numpy(), want - b.reshape((1, out_ch) + (1,) * n),
-                               rtol=1e-11, atol=1e-11)
-    before = ember.get_num_threads()
-    try:
-        results = []
-        for threads in (1, 2):
-            ember.set_num_threads(threads)
-            results.append(f(_t(x.astype(np.float32)), _t(w.astype(np.float32)), _t(b.astype(np.float32)), st, p,
-                             1, g).numpy())
-    finally:
-        ember.set_num_threads(before)
-    np.testing.assert_array_equal(results[0], results[1])
-    np.testing.assert_allclose(results[0], want, rtol=1e-3, atol=1e-3)
-    assert f(_t(x[:0]), _t(w), _t(b), st, p, 1, g).shape == (0, out_ch, *want.shape[2:])
 
 
 def test_few_channel_direct_convolution_gradients():
