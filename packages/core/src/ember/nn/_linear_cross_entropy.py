@@ -12,12 +12,11 @@ from .. import _C
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ._linear import linear
-from ._loss import cross_entropy
+from ._loss import _reduction, cross_entropy
 
 __all__ = ["linear_cross_entropy"]
 
 _POLICIES = ("auto", "accurate", "balanced", "compact")
-_REDUCTIONS = ("none", "mean", "sum")
 
 
 @dataclasses.dataclass(slots=True, frozen=True)
@@ -94,8 +93,7 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     means -100. With ``options`` (LinearCrossEntropyOptions), class-index targets, no label
     smoothing and K = 0 are computed a chunk of rows at a time; other calls warn and take the
     reference path."""
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+    reduction = _reduction(None, None, reduction)
     if input.dim() not in (1, 2):
         raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.dim()}")
     if linear_weight.dim() < 2 or input.shape[-1] != linear_weight.shape[-1]:
@@ -142,10 +140,17 @@ def _chunked(input, linear_weight, linear_bias, target, weight, reduction, ignor
     return loss.reshape(()) if unbatched and reduction == "none" else loss
 
 
-def _chunk_terms(x, w, b, t, class_weight, ignore, acc):
-    """For rows x [n, in]: the per-row loss terms and the gradient of their sum with respect to the
-    logits ([n, C], each row scaled by its class weight, zero where ignored), in dtype acc."""
-    logits = linear(x.to(acc), w.to(acc), None if b is None else b.to(acc))
+def _in_acc(acc, *tensors):
+    """The tensors in dtype acc (None stays None): converted once per call, not per chunk."""
+    return tuple(None if t is None else t.to(acc) for t in tensors)
+
+
+def _chunk_terms(xs, w, b, t, class_weight, ignore):
+    """For rows xs [n, in] (all operands already in the computing dtype): the per-row loss terms and
+    the gradient of their sum with respect to the logits ([n, C], each row scaled by its class
+    weight, zero where ignored)."""
+    acc = xs.dtype
+    logits = linear(xs, w, b)
     classes = logits.shape[1]
     keep = _C.ne(t, ignore)
     bad = _C.logical_and(keep, _C.logical_or(_C.lt(t, 0), _C.ge(t, classes)))
@@ -154,7 +159,7 @@ def _chunk_terms(x, w, b, t, class_weight, ignore, acc):
     safe = _C.where(keep, t, _C.zeros_like(t))
     scale = keep.to(acc)
     if class_weight is not None:
-        scale = scale * _C.index_select(class_weight.to(acc), 0, safe)
+        scale = scale * _C.index_select(class_weight, 0, safe)
     lse = logits.logsumexp(1)
     picked = logits.gather(1, safe.reshape(-1, 1)).reshape(-1)
     grad = (logits - lse.reshape(-1, 1)).exp()  # the softmax, less one at the target
@@ -170,8 +175,9 @@ class _ChunkedLinearCrossEntropy(Function):
         ctx.used = False
         n = x.shape[0]
         with no_grad():
+            wa, ba, cwa = _in_acc(acc, w, b, class_weight)
             if reduction == "none":
-                parts = [_chunk_terms(x[r:r + rows], w, b, t[r:r + rows], class_weight, ignore, acc)[0]
+                parts = [_chunk_terms(x[r:r + rows].to(acc), wa, ba, t[r:r + rows], cwa, ignore)[0]
                          for r in range(0, n, rows)]
                 ctx.save_for_backward(x, w, b, t, class_weight)
                 loss = _C.cat(parts, 0) if parts else x.new_zeros(0, dtype=acc)
@@ -181,10 +187,10 @@ class _ChunkedLinearCrossEntropy(Function):
             gb = None if b is None else x.new_zeros(b.shape, dtype=acc)
             for r in range(0, n, rows):
                 xs = x[r:r + rows].to(acc)
-                terms, grad, scale = _chunk_terms(xs, w, b, t[r:r + rows], class_weight, ignore, acc)
+                terms, grad, scale = _chunk_terms(xs, wa, ba, t[r:r + rows], cwa, ignore)
                 total = total + terms.sum()
                 count = count + scale.sum()
-                gx[r:r + rows] = _C.matmul(grad, w.to(acc))
+                gx[r:r + rows] = _C.matmul(grad, wa)
                 gw.add_(_C.matmul(grad.t(), xs))
                 if gb is not None:
                     gb.add_(grad.sum(0))
@@ -223,11 +229,12 @@ class _ChunkedLinearCrossEntropy(Function):
         gx, gw = x.new_zeros(x.shape, dtype=acc), x.new_zeros(w.shape, dtype=acc)
         gb = None if b is None else x.new_zeros(b.shape, dtype=acc)
         go = grad_out.to(acc)
+        wa, ba, cwa = _in_acc(acc, w, b, class_weight)
         for r in range(0, x.shape[0], rows):
             xs = x[r:r + rows].to(acc)
-            _, grad, _ = _chunk_terms(xs, w, b, t[r:r + rows], class_weight, ctx.ignore, acc)
+            _, grad, _ = _chunk_terms(xs, wa, ba, t[r:r + rows], cwa, ctx.ignore)
             grad = grad * go[r:r + rows].reshape(-1, 1)
-            gx[r:r + rows] = _C.matmul(grad, w.to(acc))
+            gx[r:r + rows] = _C.matmul(grad, wa)
             gw.add_(_C.matmul(grad.t(), xs))
             if gb is not None:
                 gb.add_(grad.sum(0))

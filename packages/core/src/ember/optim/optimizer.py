@@ -344,7 +344,6 @@ class Optimizer:
 Optimizer.step = _with_step_hooks(Optimizer.step)
 
 
-
 @contextlib.contextmanager
 def swap_in_optimizer_params_and_state(optimizer: Optimizer, swapin_parameters: dict, swapin_optim_state: dict):
     """Within the context, `optimizer` works on the given parameters and state; on exit its own are
