@@ -47,6 +47,11 @@ struct EMBER_API AutogradMeta {
   // Forward mode: the tangent (shared with the copies of this tensor that backward nodes save, so
   // a formula using a saved output sees the tangent set after it was saved).
   std::shared_ptr<struct ForwardGrad> fw;
+  // Tensor.grad_dtype (leaves): the dtype the engine casts this leaf's gradients to. Own: the
+  // leaf's dtype (the default); Fixed: grad_dtype; Any (grad_dtype = None): no cast at all.
+  enum class GradDtype : uint8_t { Own, Fixed, Any };
+  GradDtype grad_dtype_policy = GradDtype::Own;
+  DType grad_dtype = DType::Float32;  // with Fixed
 };
 
 // A tangent, its dual level (stale once that level has exited) and the tensor's version when it
@@ -144,6 +149,14 @@ struct GradModeGuard {
   bool prev_;
 };
 
+// torch.autograd.enforce_grad_layout_policy (thread-local, on by default): off, a gradient that
+// nothing else holds becomes a leaf's .grad as it is laid out, instead of being copied into the
+// leaf's layout (Note [stolen gradient]).
+struct EMBER_API GradLayoutPolicy {
+  static bool is_enforced();
+  static void set_enforced(bool enforced);
+};
+
 // ember.autograd.set_detect_anomaly (process-wide, as PyTorch's): nodes record the stack of the
 // forward call that created them; backward raises when a node returns NaN (check_nan) and names
 // that stack in any error a node raises.
@@ -158,6 +171,8 @@ struct EMBER_API AnomalyMode {
 namespace autograd {
 
 EMBER_API bool requires_grad(const Tensor& t);
+// The dtype a leaf's gradients are cast to (its grad_dtype policy), or none for grad_dtype = None.
+EMBER_API std::optional<DType> leaf_grad_dtype(const Tensor& leaf);
 // The base whose memory `t` views (undefined when t is not a view).
 EMBER_API Tensor view_base(const Tensor& t);
 // A new tensor viewing the same memory and version counter, without autograd state.

@@ -18,6 +18,7 @@ namespace ember {
 namespace {
 std::atomic<uint64_t> next_sequence_nr{0};
 thread_local bool grad_enabled = true;
+thread_local bool grad_layout_enforced = true;
 
 std::string dims_text(const IntList& sizes) {
   std::string shape = "[";
@@ -47,6 +48,22 @@ InputMeta meta_of(const Tensor& t) {
   return {t.sizes(), t.dtype(), t.device(), vmap::levels_of(t)};
 }
 
+// Every element at its own address and no gap between them, in whatever order of dimensions.
+bool non_overlapping_and_dense(const Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dimensions that matter
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] == 0) return true;
+    if (t.sizes()[d] != 1) dims.emplace_back(t.strides()[d], t.sizes()[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
 // The sink of a leaf: adds each gradient that reaches it into leaf.grad.
 class AccumulateGrad final : public Node {
  public:
@@ -55,6 +72,7 @@ class AccumulateGrad final : public Node {
     output_meta.push_back(meta_of(leaf_));
   }
   std::string name() const override { return "AccumulateGrad"; }
+  const Tensor& leaf() const { return leaf_; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     Tensor g = std::move(grads.at(0));
     if (!g.defined()) return {};
@@ -73,10 +91,19 @@ class AccumulateGrad final : public Node {
       // Note [stolen gradient]: a contiguous gradient that nothing else holds (this node, its
       // storage unshared) becomes .grad itself, as PyTorch steals it; anything else is copied.
       // Either way .grad is laid out as the leaf is (a channels-last weight, a channels-last grad).
+      // With the layout policy off (enforce_grad_layout_policy(False)) any dense, non-overlapping
+      // gradient is stolen as it is laid out; an overlapping one (an expanded gradient) never is,
+      // since accumulating into it in place would be wrong.
       const MemoryFormat layout =
           g.dim() == leaf_.dim() ? suggest_memory_format(leaf_) : MemoryFormat::Contiguous;
-      const bool alone = g.impl_ptr().use_count() == 1 && g.storage() && g.storage().use_count() == 1 &&
-                         g.is_contiguous(layout) && g.storage_offset() == 0 && g.sizes() == leaf_.sizes();
+      const bool laid_out =
+          GradLayoutPolicy::is_enforced() ? g.is_contiguous(layout) : non_overlapping_and_dense(g);
+      // (A view's record of its base is the one other holder allowed: a base only that keeps alive.)
+      const AutogradMeta* gm = g.impl()->autograd_meta.get();
+      const bool lone_base = gm && gm->view_base.defined() && gm->view_base.impl_ptr().use_count() == 1;
+      const bool alone = g.impl_ptr().use_count() == 1 && g.storage() &&
+                         g.storage().use_count() == (lone_base ? 2 : 1) && laid_out && g.storage_offset() == 0 &&
+                         g.sizes() == leaf_.sizes();
       if (alone) {
         m.grad = g;
       } else {
@@ -286,12 +313,26 @@ void GradMode::set_enabled(bool enabled) {
   grad_enabled = enabled;
 }
 
+bool GradLayoutPolicy::is_enforced() {
+  return grad_layout_enforced;
+}
+void GradLayoutPolicy::set_enforced(bool enforced) {
+  grad_layout_enforced = enforced;
+}
+
 namespace autograd {
 
 bool requires_grad(const Tensor& t) {
   if (!t.defined()) return false;
   refresh_view(t);
   return t.impl()->requires_grad;
+}
+
+std::optional<DType> leaf_grad_dtype(const Tensor& leaf) {
+  const AutogradMeta* m = leaf.impl()->autograd_meta.get();
+  if (!m || m->grad_dtype_policy == AutogradMeta::GradDtype::Own) return leaf.dtype();
+  if (m->grad_dtype_policy == AutogradMeta::GradDtype::Fixed) return m->grad_dtype;
+  return std::nullopt;
 }
 
 Tensor view_base(const Tensor& t) {
@@ -469,8 +510,15 @@ Tensor conform(const Node& node, size_t i, Tensor g) {
     g = autograd::reshape(g, want.sizes);
   }
   g = vmap::sum_exited_levels(g, want.vmap_levels);
-  if (is_complex(g.dtype()) && !is_complex(want.dtype)) g = autograd::real(g);
-  if (g.dtype() != want.dtype) g = autograd::to_dtype(g, want.dtype, false);
+  // A leaf's gradient goes to its grad_dtype (Tensor.grad_dtype; none: no cast).
+  std::optional<DType> dtype = want.dtype;
+  if (i < node.next_edges.size()) {
+    if (const auto* acc = dynamic_cast<const AccumulateGrad*>(node.next_edges[i].fn.get()))
+      dtype = leaf_grad_dtype(acc->leaf());
+  }
+  if (!dtype) return g;
+  if (is_complex(g.dtype()) && !is_complex(*dtype)) g = autograd::real(g);
+  if (g.dtype() != *dtype) g = autograd::to_dtype(g, *dtype, false);
   return g;
 }
 

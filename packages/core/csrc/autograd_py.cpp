@@ -13,6 +13,12 @@ namespace ember::python {
 
 namespace {
 
+std::string shape_text(const IntList& sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
 // A Python callable kept by C++ (hooks): released with the GIL held.
 std::shared_ptr<py::object> share_python(py::function fn) {
   return std::shared_ptr<py::object>(new py::object(std::move(fn)), [](py::object* p) {
@@ -217,10 +223,43 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
           },
           [](const Tensor& t, std::optional<Tensor> g) {
             if (g) {
-              EMBER_CHECK(g->sizes() == t.sizes() && g->dtype() == t.dtype(), Error,
-                          "[grad] assigned grad has data of a different size or type than the tensor");
+              EMBER_CHECK(g->sizes() == t.sizes(), Error, "[grad] attempting to assign a gradient of size ",
+                          shape_text(g->sizes()), " to a tensor of size ", shape_text(t.sizes()),
+                          "; the gradient and the tensor must be the same size");
+              const std::optional<DType> want = autograd::leaf_grad_dtype(t);
+              EMBER_CHECK(!want || g->dtype() == *want, Error,
+                          "[grad] attempting to assign a gradient of dtype ", dtype_name(g->dtype()),
+                          " to a tensor with grad_dtype ", dtype_name(*want),
+                          " (the tensor's dtype unless grad_dtype was set; grad_dtype = None allows any)");
             }
             autograd::meta(t).grad = g.value_or(Tensor());
+          })
+      .def_property(
+          "grad_dtype",
+          [](const Tensor& t) -> py::object {
+            EMBER_CHECK(autograd::is_leaf(t), Error,
+                        "[grad_dtype] grad_dtype can only be accessed on leaf tensors");
+            const std::optional<DType> d = autograd::leaf_grad_dtype(t);
+            return d ? dtype_object(*d) : py::none();
+          },
+          [](const Tensor& t, const py::object& value) {
+            EMBER_CHECK(autograd::is_leaf(t), Error,
+                        "[grad_dtype] grad_dtype can only be set on leaf tensors");
+            EMBER_CHECK(value.is_none() || py::isinstance<DType>(value), TypeError,
+                        "[grad_dtype] grad_dtype must be an ember.dtype or None, but got ",
+                        py::str(py::type::of(value).attr("__name__")).cast<std::string>());
+            AutogradMeta& m = autograd::meta(t);
+            if (value.is_none()) {
+              m.grad_dtype_policy = AutogradMeta::GradDtype::Any;
+              return;
+            }
+            const DType d = value.cast<DType>();
+            EMBER_CHECK(!m.grad.defined() || m.grad.dtype() == d, Error,
+                        "[grad_dtype] cannot set grad_dtype to ", dtype_name(d),
+                        " because there is already a gradient of dtype ", dtype_name(m.grad.dtype()),
+                        "; clear it (.grad = None) first");
+            m.grad_dtype_policy = AutogradMeta::GradDtype::Fixed;
+            m.grad_dtype = d;
           })
       .def_property_readonly("grad_fn",
                              [](const Tensor& t) -> py::object {
@@ -335,6 +374,8 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
   });
   m.def("_is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled, py::arg("mode"));
+  m.def("_is_grad_layout_enforcement_enabled", &GradLayoutPolicy::is_enforced);
+  m.def("_set_grad_layout_enforcement_enabled", &GradLayoutPolicy::set_enforced, py::arg("enabled"));
   bind_autocast(m);
   m.def(
       "_run_backward",

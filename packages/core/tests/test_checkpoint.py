@@ -662,11 +662,12 @@ def test_overlapping_and_out_of_bounds_entries():
 
 
 def test_pytorch_only_features_are_named():
-    # sparse tensors load (tests/test_sparse.py); a malformed rebuild call is refused
+    # sparse tensors of every layout load (tests/test_checkpoint_sparse.py); a malformed rebuild call
+    # and a layout Ember lacks are refused
     sparse = _pkl(_call(_global("torch._utils", "_rebuild_sparse_tensor"), _v(1)))
     with pytest.raises(pickle.UnpicklingError, match=r"_rebuild_sparse_tensor takes a layout and a tuple of parts"):
         ember.load(_archive(sparse))
-    layout = _pkl(_call(_global("torch.serialization", "_get_layout"), _v("torch.sparse_bsr")))
+    layout = _pkl(_call(_global("torch.serialization", "_get_layout"), _v("torch._mkldnn")))
     with pytest.raises(pickle.UnpicklingError, match=r"_get_layout: Ember has the layouts"):
         ember.load(_archive(layout))
     hooks = _tensor_pkl().replace(_global("collections", "OrderedDict") + pickle.EMPTY_TUPLE + pickle.REDUCE,

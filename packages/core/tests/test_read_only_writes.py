@@ -265,6 +265,14 @@ CASES["inplace:dropout1d"] = ((2, 3, 4), np.float32, _with(F.dropout1d, 0.5, Tru
 CASES["inplace:dropout2d"] = ((2, 3, 4, 5), np.float32, _with(F.dropout2d, 0.5, True, inplace=True))
 CASES["inplace:dropout3d"] = ((2, 3, 4, 5, 6), np.float32, _with(F.dropout3d, 0.5, True, inplace=True))
 CASES["__setitem__"] = ((3,), np.float32, lambda t: t.__setitem__(slice(0, 2), 5.0))
+# the sparse parts' copies (int64 indices, float32 values) of a 2x3 matrix with two entries
+_SPARSE = ember.tensor([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
+for _name, _form, _shape, _dtype in (
+        ("crow_indices", "to_sparse_csr", (3,), np.int64), ("col_indices", "to_sparse_csr", (2,), np.int64),
+        ("ccol_indices", "to_sparse_csc", (4,), np.int64), ("row_indices", "to_sparse_csc", (2,), np.int64),
+        ("values", "to_sparse_csr", (2,), np.float32), ("indices", "to_sparse", (2, 2), np.int64)):
+    CASES[f"out:ember.{_name}_copy"] = (_shape, _dtype, lambda o, n=_name, f=_form: getattr(ember, f"{n}_copy")(
+        getattr(_SPARSE, f)(), out=o))
 # augmented assignment: op of `__i<op>__` -> (shape, dtype, call)
 AUGMENTED = {op: ((3,), np.float32, lambda t, op=op: getattr(t, f"__i{op}__")(ones(3)))
              for op in ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow"]}

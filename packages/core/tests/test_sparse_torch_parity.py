@@ -111,3 +111,99 @@ def test_checkpoints_cross_both_ways(tmp_path):
         np.testing.assert_array_equal(got["coo_indices"], [[2, 0, 2], [1, 3, 1]])  # saved uncoalesced
         np.testing.assert_array_equal(got["csr"], [[0.0, 1.5, 0.0], [2.5, 0.0, 3.5]])
         np.testing.assert_array_equal(got["crow"], [0, 1, 3])
+
+
+COMPRESSED_CHECKPOINT = """
+import pickletools, sys, zipfile
+import numpy as np
+T = __import__(sys.argv[1])
+write, read = sys.argv[2], sys.argv[3]
+KINDS = ("csr", "csc", "bsr", "bsc")
+
+
+def parts(t):
+    if t.layout is T.sparse_coo:
+        return [t._indices(), t._values()]
+    if t.layout in (T.sparse_csr, T.sparse_bsr):
+        return [t.crow_indices(), t.col_indices(), t.values()]
+    return [t.ccol_indices(), t.row_indices(), t.values()]
+
+
+if read != "-":  # the other library's files, with weights_only True (the default) and False
+    out = {}
+    for name in ("zip", "legacy"):
+        for wo in (True, False):
+            got = T.load(f"{read}.{name}.pt", weights_only=wo)
+            for key, t in got.items():
+                if key == "layouts":
+                    out[f"{name}{wo}/layouts"] = np.array([str(x).split(".")[-1] for x in t])
+                    continue
+                out[f"{name}{wo}/{key}/layout"] = np.array(str(t.layout).split(".")[-1])
+                out[f"{name}{wo}/{key}/requires_grad"] = np.array(t.requires_grad)
+                out[f"{name}{wo}/{key}/dense"] = t.to_dense().detach().numpy()
+                for i, p in enumerate(parts(t)):
+                    out[f"{name}{wo}/{key}/part{i}"] = p.detach().numpy()
+    np.savez(write + ".npz", **out)
+else:
+    a = np.zeros((4, 6))
+    a[0:2, 0:2] = [[1.0, 0.0], [2.0, 3.0]]
+    a[0:2, 4:6] = [[0.0, 4.5], [0.0, 0.0]]
+    a[2:4, 2:4] = [[-1.0, 6.0], [7.0, 0.0]]
+    objs = {"layouts": [T.sparse_coo, T.sparse_csr, T.sparse_csc, T.sparse_bsr, T.sparse_bsc]}
+    for dtype in ("float32", "float64"):
+        for empty in (False, True):
+            dense = T.tensor(np.zeros_like(a) if empty else a, dtype=getattr(T, dtype))
+            for kind in KINDS:
+                t = {"csr": lambda: dense.to_sparse_csr(), "csc": lambda: dense.to_sparse_csc(),
+                     "bsr": lambda: dense.to_sparse_bsr((2, 2)), "bsc": lambda: dense.to_sparse_bsc((2, 2))}[kind]()
+                c, p, v = parts(t)
+                for index in ("int32", "int64"):
+                    it = getattr(T, index)
+                    objs[f"{kind}_{dtype}_{index}_{'empty' if empty else 'nnz'}"] = T.sparse_compressed_tensor(
+                        c.to(it), p.to(it), v, t.shape, layout=t.layout)
+            objs[f"coo_{dtype}_{'empty' if empty else 'nnz'}"] = dense.to_sparse()
+    objs["csc_grad"] = T.sparse_csc_tensor(T.tensor([0, 1, 2]), T.tensor([1, 0]), T.tensor([1.0, 2.0]), (2, 2),
+                                           requires_grad=True)
+    T.save(objs, write + ".zip.pt")
+    T.save(objs, write + ".legacy.pt", _use_new_zipfile_serialization=False)
+    with zipfile.ZipFile(write + ".zip.pt") as zf:  # the pickle's vocabulary, in order
+        pkl = zf.read([n for n in zf.namelist() if n.endswith("/data.pkl")][0])
+    names = [str(arg) for op, arg, _ in pickletools.genops(pkl)
+             if op.name == "GLOBAL" or op.name == "BINUNICODE" and str(arg).startswith("torch.")]
+    with open(write + ".names", "w") as f:
+        f.write("\\n".join(names))
+"""
+
+
+def test_every_sparse_layout_crosses_both_ways(tmp_path):
+    """CSR, CSC, BSR, BSC (float32/float64 values, int32/int64 indices, zero nnz, a leaf that
+    requires grad) and COO, in both archive formats: PyTorch's files load in Ember and Ember's in
+    PyTorch, with weights_only True and False, and both pickles name the same globals in order."""
+    import sys
+
+    script = tmp_path / "compressed_checkpoint.py"
+    script.write_text(COMPRESSED_CHECKPOINT)
+    pythons = {"torch": TORCH_PYTHON, "ember": sys.executable}
+    for writer, reader in (("torch", "ember"), ("ember", "torch")):
+        for lib, args in ((writer, [str(tmp_path / writer), "-"]), (reader, [str(tmp_path / f"{reader}_read"),
+                                                                               str(tmp_path / writer)])):
+            done = subprocess.run([pythons[lib], str(script), lib, *args], capture_output=True, text=True,
+                                  timeout=300)
+            assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ember.names").read_text() == (tmp_path / "torch.names").read_text()
+    by_ember, by_torch = np.load(tmp_path / "ember_read.npz"), np.load(tmp_path / "torch_read.npz")
+    assert sorted(by_ember.files) == sorted(by_torch.files)
+    assert len([k for k in by_ember.files if k.endswith("/dense")]) == 4 * (2 * 2 * 2 * 4 + 2 * 2 + 1)
+    for key in by_ember.files:  # what Ember read from torch's files == what torch read from Ember's
+        ours, theirs = by_ember[key], by_torch[key]
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, key
+        np.testing.assert_array_equal(ours, theirs, err_msg=key)
+    assert list(by_ember["zipTrue/layouts"]) == ["sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc"]
+    assert by_ember["legacyFalse/csc_grad/requires_grad"] and not by_ember["zipTrue/bsr_float64_int32_nnz/requires_grad"]
+    assert by_ember["zipTrue/bsc_float32_int32_empty/part2"].shape == (0, 2, 2)
+    assert by_ember["zipTrue/csr_float32_int32_nnz/part0"].dtype == np.int32
+    expected = np.zeros((4, 6))
+    expected[0:2, 0:2] = [[1.0, 0.0], [2.0, 3.0]]
+    expected[0:2, 4:6] = [[0.0, 4.5], [0.0, 0.0]]
+    expected[2:4, 2:4] = [[-1.0, 6.0], [7.0, 0.0]]
+    np.testing.assert_array_equal(by_ember["zipTrue/bsc_float64_int64_nnz/dense"], expected)

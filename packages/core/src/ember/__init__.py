@@ -376,22 +376,39 @@ __all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "s
 # Sparse COO/CSR tensors (issue 18, item 5).
 from . import sparse  # noqa: E402
 from .sparse import (  # noqa: E402
+    ccol_indices_copy,
+    col_indices_copy,
+    crow_indices_copy,
     dsmm,
     hsmm,
     hspmm,
+    indices_copy,
     layout,
+    row_indices_copy,
     smm,
+    sparse_bsc,
+    sparse_bsc_tensor,
+    sparse_bsr,
+    sparse_bsr_tensor,
+    sparse_compressed_tensor,
     sparse_coo,
     sparse_coo_tensor,
+    sparse_csc,
+    sparse_csc_tensor,
     sparse_csr,
     sparse_csr_tensor,
     spmm,
     sspaddmm,
     strided,
+    values_copy,
 )
 
 __all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
             "sparse_csr_tensor", "spmm", "sspaddmm", "strided"]
+# the compressed layouts CSC, BSR and BSC, their parts' copies (issue 18, item 5)
+__all__ += ["sparse_csc", "sparse_bsr", "sparse_bsc", "sparse_csc_tensor", "sparse_bsr_tensor", "sparse_bsc_tensor",
+            "sparse_compressed_tensor", "ccol_indices_copy", "col_indices_copy", "crow_indices_copy",
+            "indices_copy", "row_indices_copy", "values_copy"]
 
 # torch.Size, warn-always, the inter-op thread count, type aliases, the comparable version,
 # signal windows and the whole-sequence RNN functions (issue 18, item 1).
@@ -437,3 +454,12 @@ from ._C import OutOfMemoryError  # noqa: E402
 from .amp import GradScaler  # noqa: E402
 
 __all__ += ["functional", "masked", "GradScaler", "OutOfMemoryError"]
+
+
+class FatalError(Exception):
+    """torch.FatalError, PyTorch's exception for an error its C++ core cannot recover from. Ember's
+    native errors arrive as Python's own types (RuntimeError, IndexError, ...), so Ember raises
+    none; the class is here so that ported `except torch.FatalError` clauses resolve."""
+
+
+__all__ += ["FatalError"]

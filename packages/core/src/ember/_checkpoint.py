@@ -13,6 +13,11 @@ it), so either library reads the other's files:
     archive/data/<key>           each storage's raw bytes, uncompressed, aligned to 64 bytes
     archive/version              "3"
 
+A sparse tensor is pickled as PyTorch pickles one: torch._utils._rebuild_sparse_tensor(layout,
+parts), the layout torch.serialization._get_layout("torch.sparse_csc") and the parts (indices,
+values, torch.Size, is_coalesced) for sparse_coo or (compressed indices, plain indices, values,
+torch.Size) for sparse_csr/csc/bsr/bsc; loading rebuilds it through the checking constructors.
+
 The pickle names PyTorch's vocabulary (torch._utils._rebuild_tensor_v2, torch.FloatStorage,
 torch.float32, torch.device, ...): names, not code. Ember's loader maps them to its own
 rebuild functions and never imports torch. Tensors that view one memory block share one
@@ -288,46 +293,59 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
 
 
 def _reduce_sparse(t: Any) -> tuple:
-    """A sparse tensor as PyTorch pickles one: _rebuild_sparse_tensor(layout, parts)."""
+    """A sparse tensor as PyTorch pickles one: _rebuild_sparse_tensor(layout, parts), the parts
+    (indices, values, torch.Size, is_coalesced) for sparse_coo and (compressed_indices,
+    plain_indices, values, torch.Size) for sparse_csr, sparse_csc, sparse_bsr and sparse_bsc
+    (crow/col indices for the row-compressed layouts, ccol/row indices for the others)."""
     values = t._vals.detach()
     if t.requires_grad and t.is_leaf:
         values.requires_grad_(True)  # what makes the loaded tensor a leaf that requires grad again
-    layout = t.layout
+    layout, size = t.layout, _C.Size(tuple(t.shape))
     if t.is_sparse:
-        return (_REBUILD_SPARSE, (layout, (t._indices(), values, tuple(t.shape), t.is_coalesced())))
-    return (_REBUILD_SPARSE, (layout, (t.crow_indices(), t.col_indices(), values, tuple(t.shape))))
+        return (_REBUILD_SPARSE, (layout, (t._indices(), values, size, t.is_coalesced())))
+    return (_REBUILD_SPARSE, (layout, (t._cidx, t._pidx, values, size)))
 
 
-def _rebuild_sparse(*args: Any) -> Any:
-    """torch._utils._rebuild_sparse_tensor: built through the public constructors, so every index
-    is checked before anything uses it (a file cannot make a sparse tensor that writes out of
-    bounds)."""
+def _sparse_request(args: tuple) -> tuple:
+    """The arguments of torch._utils._rebuild_sparse_tensor(layout, parts), checked for their
+    types: (layout, index tensors, values, size, is_coalesced or None). The indices themselves
+    are checked by _build_sparse, once the storages hold their bytes."""
     from . import sparse
 
     if len(args) != 2 or type(args[1]) is not tuple:
         raise _invalid("_rebuild_sparse_tensor takes a layout and a tuple of parts")
     layout, parts = args
+    compressed = any(layout is c for c in (sparse.sparse_csr, sparse.sparse_csc, sparse.sparse_bsr, sparse.sparse_bsc))
     coalesced = None
-    if layout is sparse.sparse_coo and len(parts) in (3, 4):
-        indices, values, size = parts[:3]
+    if layout is sparse.sparse_coo and len(parts) in (3, 4):  # (indices, values, size[, is_coalesced])
+        *indices, values, size = parts[:3]
         coalesced = parts[3] if len(parts) == 4 else None
-        tensors = (indices, values)
-    elif layout is sparse.sparse_csr and len(parts) == 4:
-        crow, col, values, size = parts
-        tensors = (crow, col, values)
+    elif compressed and len(parts) == 4:  # (compressed_indices, plain_indices, values, size)
+        *indices, values, size = parts
     else:
-        raise _invalid(f"_rebuild_sparse_tensor: Ember rebuilds sparse_coo (3 or 4 parts) and sparse_csr (4 parts), "
-                       f"but got {_wo._describe(layout)} with {len(parts)} parts")
-    if not all(isinstance(p, _C.Tensor) for p in tensors) or type(size) not in (tuple, list) or not all(
-            type(n) is int for n in size) or coalesced not in (None, True, False):
+        raise _invalid(f"_rebuild_sparse_tensor: Ember rebuilds sparse_coo (3 or 4 parts) and sparse_csr, sparse_csc, "
+                       f"sparse_bsr and sparse_bsc (4 parts), but got {_wo._describe(layout)} with {len(parts)} parts")
+    # the size is a torch.Size (a tuple subclass) in PyTorch's files, a plain tuple in older Ember files
+    if not all(isinstance(p, _C.Tensor) for p in (*indices, values)) or not isinstance(size, (tuple, list)) or not all(
+            type(n) is int for n in size) or not (coalesced is None or type(coalesced) is bool):
         raise _invalid("_rebuild_sparse_tensor: the parts must be tensors, a size of integers and a bool")
+    return layout, tuple(indices), values, tuple(size), coalesced
+
+
+def _build_sparse(request: tuple) -> Any:
+    """A sparse tensor built through the public constructors, so every index is checked before
+    anything uses it: a file cannot make a sparse tensor that reads or writes out of bounds
+    (PyTorch checks the invariants of the sparse tensors it loads too)."""
+    from . import sparse
+
+    layout, indices, values, size, coalesced = request
     grad = values.requires_grad
     values = values.detach()
     try:
         if layout is sparse.sparse_coo:
-            return sparse.sparse_coo_tensor(indices, values, size, requires_grad=grad, is_coalesced=coalesced)
-        return sparse.sparse_csr_tensor(crow, col, values, size, requires_grad=grad)
-    except (RuntimeError, NotImplementedError) as err:
+            return sparse.sparse_coo_tensor(indices[0], values, size, requires_grad=grad, is_coalesced=coalesced)
+        return sparse.sparse_compressed_tensor(*indices, values, size, layout=layout, requires_grad=grad)
+    except (RuntimeError, NotImplementedError, ValueError, TypeError, IndexError) as err:
         raise _invalid(f"the checkpoint holds an invalid sparse tensor: {err}") from None
 
 
@@ -335,9 +353,9 @@ def _get_layout(*args: Any) -> Any:
     """torch.serialization._get_layout: a layout from its name."""
     from . import sparse
 
-    layouts = {"torch.strided": sparse.strided, "torch.sparse_coo": sparse.sparse_coo,
-               "torch.sparse_csr": sparse.sparse_csr}
-    if len(args) != 1 or args[0] not in layouts:
+    layouts = {f"torch.{name}": getattr(sparse, name) for name in (
+        "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")}
+    if len(args) != 1 or type(args[0]) is not str or args[0] not in layouts:
         raise _invalid(f"_get_layout: Ember has the layouts {sorted(layouts)}, not {_wo._describe(args)}")
     return layouts[args[0]]
 
@@ -796,6 +814,10 @@ class _Loader:
                 t = sub
         return _set_state(t, state)
 
+    def rebuild_sparse(self, *args: Any) -> Any:
+        """torch._utils._rebuild_sparse_tensor(layout, parts): the storages already hold their bytes."""
+        return _build_sparse(_sparse_request(args))
+
     def parameter_constructor(self, data: Any = None, requires_grad: Any = True) -> Any:
         # NEWOBJ(Parameter, args), which older PyTorch versions wrote
         if data is not None and not isinstance(data, _C.Tensor) or type(requires_grad) is not bool:
@@ -820,6 +842,27 @@ class _LegacyLoader(_Loader):
         super().__init__(map_location, {}, swap)
         self.limit, self.allocated = limit, 0
         self.pending: dict[str, list[tuple[_C.Tensor, _Stored]]] = {}
+        self.sparse: list[tuple[Any, tuple]] = []
+
+    def rebuild_sparse(self, *args: Any) -> Any:
+        """Its storages are still empty: the sparse tensor is a placeholder over them, built (and
+        its indices checked) by check_sparse once fill has copied their bytes in, as PyTorch
+        validates the sparse tensors it loads once the load is done."""
+        from . import sparse
+
+        request = _sparse_request(args)
+        layout, indices, values, size, _ = request
+        if layout is sparse.sparse_coo:
+            placeholder = sparse.SparseTensor._coo(indices[0], values, size)
+        else:
+            placeholder = sparse.SparseTensor._compressed(layout, *indices, values, size)
+        self.sparse.append((placeholder, request))
+        return placeholder
+
+    def check_sparse(self) -> None:
+        """Build each placeholder's tensor from its filled parts, through the checking constructors."""
+        for placeholder, request in self.sparse:
+            vars(placeholder).update(vars(_build_sparse(request)))
 
     def persistent_load(self, pid: Any) -> Any:
         if type(pid) is tuple and len(pid) == 4 and _text(pid[0]) == "module" and isinstance(pid[1], type):
@@ -891,6 +934,7 @@ _REBUILDERS = {
     "torch._utils._rebuild_parameter": "rebuild_parameter",
     "torch._utils._rebuild_parameter_with_state": "rebuild_parameter_with_state",
     "torch._tensor._rebuild_from_type_v2": "rebuild_from_type_v2",
+    "torch._utils._rebuild_sparse_tensor": "rebuild_sparse",
 }
 
 
@@ -909,7 +953,6 @@ def _static_vocabulary() -> dict[str, Any]:
         table[f"torch.{cls}"] = table[f"torch.cuda.{cls}"] = _StorageType(cls, _DTYPES[name])
     for name, dtype in _DTYPES.items():
         table[f"torch.{name}"] = dtype
-    table["torch._utils._rebuild_sparse_tensor"] = _wo.Builtin("torch._utils._rebuild_sparse_tensor", _rebuild_sparse)
     table["torch.serialization._get_layout"] = _wo.Builtin("torch.serialization._get_layout", _get_layout)
     for name in _TORCH_ONLY_DTYPES:
         table[f"torch.{name}"] = _wo.Refused(f"the checkpoint holds dtype torch.{name}, which Ember does not have")
@@ -1133,6 +1176,10 @@ def _load_legacy(data: bytes, map_location: Any, weights_only: bool, encoding: s
         pos = stream.tell()
     keys, pos = _keys_after(data, pos, encoding)
     loader.fill(data, pos, keys)
+    if weights_only:
+        _run_weights_only(loader.check_sparse, loader)
+    else:
+        loader.check_sparse()
     return result
 
 

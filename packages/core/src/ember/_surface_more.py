@@ -1,6 +1,6 @@
 """Further PyTorch names composed in Python from declared ops (issue 18, item 1): the *_copy
 forms of the view ops (a view, then a row-major copy), the *_scatter ops (a copy of input with
-src written into one of its views), the in-place shape changes squeeze_ ... transpose_, and small
+src written into one of its views) and slice_inverse, the in-place shape changes squeeze_ ... transpose_, and small
 functions: column_stack, vander, trapezoid / trapz / cumulative_trapezoid, unravel_index, rsub,
 scalar_tensor, fill, split_with_sizes and the unsafe_* splits, nonzero_static, empty_permuted,
 range, lu_unpack, frobenius_norm / nuclear_norm / native_norm / norm_except_dim, native_dropout,
@@ -107,6 +107,35 @@ def as_strided_scatter(input: _C.Tensor, src: _C.Tensor, size: object, stride: o
     from . import as_strided
 
     return _scatter_into(input, src, lambda t: as_strided(t, size, stride, storage_offset))
+
+
+class _SliceInverse(Function):
+    """slice_inverse's gradients, PyTorch's: input (the slice) gets the gradient's slice, src the
+    rest of it."""
+
+    @staticmethod
+    def forward(ctx, input, src, dim, start, end, step):  # noqa: A002
+        ctx.where = (dim, start, end, step)
+        return input.as_strided(src.shape, src.stride(), src.storage_offset())
+
+    @staticmethod
+    def backward(ctx, grad):
+        dim, start, end, step = ctx.where
+        return (_slice(grad, dim, start, end, step),
+                slice_scatter(grad, _C.zeros_like(_slice(grad, dim, start, end, step)), dim, start, end, step),
+                None, None, None, None)
+
+
+def slice_inverse(input: _C.Tensor, src: _C.Tensor, dim: builtins.int = 0, start: builtins.int | None = None,  # noqa: A002
+                  end: builtins.int | None = None, step: builtins.int = 1) -> _C.Tensor:
+    """The inverse of a slice for functionalization: `input` (src's slice dim/start/end/step, or a
+    slice of memory laid out as src) viewed back with src's sizes, strides and offset, over input's
+    memory. as_strided checks that the view stays inside input's storage."""
+    if not isinstance(src, _C.Tensor):
+        raise TypeError(f"slice_inverse(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if not (input.requires_grad or src.requires_grad) or not _C._is_grad_enabled():
+        return input.as_strided(src.shape, src.stride(), src.storage_offset())
+    return _SliceInverse.apply(input, src, dim, start, end, step)
 
 
 # ---- in-place shape changes -----------------------------------------------------------------------
@@ -1060,7 +1089,7 @@ def const_data_ptr(self: _C.Tensor) -> builtins.int:
 # ---- exports ------------------------------------------------------------------------------------
 
 _FUNCTIONS = ["slice_copy", "split_copy", "split_with_sizes_copy", "unbind_copy", "select_scatter", "slice_scatter",
-              "diagonal_scatter", "as_strided_scatter", "column_stack", "vander", "trapezoid", "trapz",
+              "diagonal_scatter", "as_strided_scatter", "slice_inverse", "column_stack", "vander", "trapezoid", "trapz",
               "cumulative_trapezoid", "unravel_index", "rsub", "scalar_tensor", "fill", "split_with_sizes",
               "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes", "nonzero_static", "empty_permuted", "range",
               "lu_unpack", "frobenius_norm", "nuclear_norm", "native_norm", "norm_except_dim", "native_dropout",
@@ -1075,7 +1104,7 @@ def namespace() -> dict[str, object]:
     return names
 
 
-METHODS = ["select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter", "split_with_sizes",
+METHODS = ["select_scatter", "slice_scatter", "slice_inverse", "diagonal_scatter", "as_strided_scatter", "split_with_sizes",
            "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes", "nonzero_static", "is_neg", "resolve_neg",
            "squeeze_", "unsqueeze_", "t_", "transpose_", "as_strided_", "new", "apply_", "map_", "map2_",
            "dim_order", "const_data_ptr", "nextafter", "nextafter_", "polygamma_", "resize", "resize_as", "igamma", "igammac", "igamma_",

@@ -20,6 +20,7 @@ from .anomaly_mode import (
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (
     enable_grad,
+    enforce_grad_layout_policy,
     inference_mode,
     is_grad_enabled,
     is_inference_mode_enabled,
@@ -34,7 +35,7 @@ from .profiler import kineto_available
 __all__ = ["Variable", "variable", "forward_ad", "functional", "graph", "profiler", "profiler_legacy", "profiler_util", "kineto_available",
            "set_multithreading_enabled", "is_multithreading_enabled", "Function", "FunctionCtx", "once_differentiable", "gradgradcheck", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "gradcheck",
            "GradcheckError", "inference_mode", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
-           "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "enforce_grad_layout_policy"]
 
 
 def variable(*args, **kwargs):

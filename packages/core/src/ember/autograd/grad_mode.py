@@ -2,7 +2,8 @@
 lives in C++), and ember.inference_mode (torch.inference_mode): no_grad, plus tensors made inside are inference
 tensors, which Ember never tracks. Outside inference mode they cannot be written in place, saved
 for backward or made to require grad (each raises PyTorch's error); clone() one to get a normal
-tensor. The mode and the flag live in C++ (ember::InferenceMode)."""
+tensor. The mode and the flag live in C++ (ember::InferenceMode). Also the thread-local switches
+set_multithreading_enabled and enforce_grad_layout_policy."""
 
 from __future__ import annotations
 
@@ -152,3 +153,35 @@ class set_multithreading_enabled:
 
     def clone(self) -> set_multithreading_enabled:
         return set_multithreading_enabled(self.mode)
+
+
+class enforce_grad_layout_policy:
+    """torch.autograd.enforce_grad_layout_policy: whether a leaf's first gradient is made to follow
+    the leaf's layout (on, the default) or, off, is kept as .grad however it is laid out when
+    nothing else holds it, saving the copy (Note [stolen gradient] in the engine). A gradient that
+    must be copied is still copied into the leaf's layout. Set now (a function call), for a `with`
+    block, or as a decorator while a function runs; thread-local."""
+
+    def __init__(self, enable: bool = True) -> None:
+        self.mode = bool(enable)
+        self.prev = _C._is_grad_layout_enforcement_enabled()
+        _C._set_grad_layout_enforcement_enabled(self.mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> bool:
+        _C._set_grad_layout_enforcement_enabled(self.prev)
+        return False
+
+    def __call__(self, fn):
+        _C._set_grad_layout_enforcement_enabled(self.prev)  # as a decorator it applies only while fn runs
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with enforce_grad_layout_policy(self.mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self) -> enforce_grad_layout_policy:
+        return enforce_grad_layout_policy(self.mode)

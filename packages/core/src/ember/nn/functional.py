@@ -21,6 +21,7 @@ from . import (
     _dropout,
     _embedding,
     _functional_more,
+    _grouped_mm,
     _linear,
     _linear_cross_entropy,
     _loss,
@@ -38,6 +39,7 @@ from ._distance import *  # noqa: F403
 from ._dropout import *  # noqa: F403
 from ._embedding import *  # noqa: F403
 from ._functional_more import *  # noqa: F403
+from ._grouped_mm import *  # noqa: F403
 from ._linear import *  # noqa: F403
 from ._linear_cross_entropy import *  # noqa: F403
 from ._loss import *  # noqa: F403
@@ -61,5 +63,6 @@ __all__ = [
     *_padding.__all__,
     *_resampling.__all__,
     *_functional_more.__all__,
+    *_grouped_mm.__all__,
     "ctc_loss",
 ]

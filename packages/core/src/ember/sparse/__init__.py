@@ -1,4 +1,5 @@
-"""ember.sparse (torch.sparse): sparse COO/CSR tensors and the functions over them.
+"""ember.sparse (torch.sparse): sparse COO and compressed (CSR/CSC/BSR/BSC) tensors and the
+functions over them.
 
 The tensors themselves are ember.sparse.SparseTensor (see _tensor.py). Everything here is built
 from differentiable ember ops on the values, so gradients reach the values (and the dense
@@ -18,13 +19,21 @@ from ._tensor import (
     _check_mm_operands,
     _check_sparse,
     _dense_add_,
+    _dense_to_compressed,
     _dense_to_sparse,
     _group_sorted,
     _sparse_mask,
     layout,
     mm,
+    sparse_bsc,
+    sparse_bsc_tensor,
+    sparse_bsr,
+    sparse_bsr_tensor,
+    sparse_compressed_tensor,
     sparse_coo,
     sparse_coo_tensor,
+    sparse_csc,
+    sparse_csc_tensor,
     sparse_csr,
     sparse_csr_tensor,
     strided,
@@ -185,10 +194,38 @@ sparse_aware_matmul = _sparse_aware(_C.matmul, _sparse_matmul)
 sparse_aware_addmm = _sparse_aware(_C.addmm, _sparse_addmm)
 
 
-def _not_sparse(name: str):
+def _not_sparse(name: str, wanted: str = "sparse coordinate tensor"):
     def method(self):
-        raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got Strided")
+        raise RuntimeError(f"{name} expected {wanted} layout but got Strided")
     return method
+
+
+# torch.crow_indices_copy & co.: the part, copied (values_copy stays differentiable). A dense
+# argument raises the accessor's error; unlike PyTorch, COO's indices/values copies work too.
+def _part_copy(name: str):
+    def fn(input, *, out=None):  # noqa: A002 - PyTorch's argument name
+        if not isinstance(input, SparseTensor):
+            if isinstance(input, _C.Tensor):
+                return getattr(input, name)()  # the dense tensor's method raises PyTorch's error
+            raise TypeError(f"{name}_copy(): argument 'input' must be Tensor, not {type(input).__name__}")
+        result = getattr(input, name)().clone()
+        if out is None:
+            return result
+        with ember.no_grad():
+            out.resize_(list(result.shape)).copy_(result)
+        return out
+
+    fn.__name__ = fn.__qualname__ = f"{name}_copy"
+    fn.__doc__ = f"torch.{name}_copy: a copy of input.{name}()."
+    return fn
+
+
+crow_indices_copy = _part_copy("crow_indices")
+col_indices_copy = _part_copy("col_indices")
+ccol_indices_copy = _part_copy("ccol_indices")
+row_indices_copy = _part_copy("row_indices")
+values_copy = _part_copy("values")
+indices_copy = _part_copy("indices")
 
 
 # Note [sparse .grad]: the engine accumulates dense gradients only. A sparse gradient for a dense
@@ -237,7 +274,12 @@ def tensor_methods() -> dict[str, object]:
         "to_dense": lambda self, dtype=None, *, masked_grad=True: self if dtype is None else self.to(dtype),
         "to_sparse": _dense_to_sparse,
         "to_sparse_coo": lambda self: _dense_to_sparse(self),
-        "to_sparse_csr": lambda self, dense_dim=None: _dense_to_sparse(self, layout=sparse_csr, dense_dim=dense_dim),
+        "to_sparse_csr": lambda self, dense_dim=None: _dense_to_compressed(self, sparse_csr, None, dense_dim),
+        "to_sparse_csc": lambda self, dense_dim=None: _dense_to_compressed(self, sparse_csc, None, dense_dim),
+        "to_sparse_bsr": lambda self, blocksize, dense_dim=None: _dense_to_compressed(self, sparse_bsr, blocksize,
+                                                                                       dense_dim),
+        "to_sparse_bsc": lambda self, blocksize, dense_dim=None: _dense_to_compressed(self, sparse_bsc, blocksize,
+                                                                                       dense_dim),
         "sparse_mask": _sparse_mask,
         "mm": _sparse_aware(_C.Tensor.mm, _sparse_mm),
         "matmul": _sparse_aware(_C.Tensor.matmul, _sparse_matmul),
@@ -245,6 +287,11 @@ def tensor_methods() -> dict[str, object]:
     }
     for name in ("is_coalesced", "coalesce", "_indices", "_values", "indices"):
         methods[name] = _not_sparse(name)
+    for name in ("crow_indices", "col_indices"):
+        methods[name] = _not_sparse(name, "sparse row compressed tensor")
+    for name in ("ccol_indices", "row_indices"):
+        methods[name] = _not_sparse(name, "sparse column compressed tensor")
+    methods["values"] = _not_sparse("values", "sparse tensor")
     methods["grad"] = property(_get_grad, _set_grad, doc=_ENGINE_GRAD.__doc__)
     return methods
 
@@ -263,4 +310,6 @@ def _accumulate_grad(param, grad: SparseTensor) -> None:
             _dense_add_(existing, grad)
 
 
-__all__ += ["layout", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_csr_tensor", "strided"]
+__all__ += ["layout", "sparse_coo", "sparse_coo_tensor", "sparse_csr", "sparse_csr_tensor", "strided", "sparse_csc",
+            "sparse_bsr", "sparse_bsc", "sparse_csc_tensor", "sparse_bsr_tensor", "sparse_bsc_tensor",
+            "sparse_compressed_tensor"]  # the *_copy functions are torch's top level only (ember/__init__.py)

@@ -1,8 +1,10 @@
-"""Ember's sparse tensors (PyTorch's sparse_coo and sparse_csr layouts).
+"""Ember's sparse tensors (PyTorch's sparse_coo layout and the compressed sparse_csr, sparse_csc,
+sparse_bsr and sparse_bsc layouts).
 
 A SparseTensor is a Python object over ordinary strided ember tensors: a COO tensor keeps
-`indices` (int64, [sparse_dim, nnz]) and `values` ([nnz, *dense_shape]); a CSR tensor keeps
-crow_indices, col_indices and values of a 2-D matrix. Every kernel is a composition of ember ops
+`indices` (int64, [sparse_dim, nnz]) and `values` ([nnz, *dense_shape]); a compressed tensor is a
+2-D matrix that keeps compressed indices (crow_indices / ccol_indices), plain indices (col_indices /
+row_indices) and values ([nnz] for CSR/CSC, [nnz, *blocksize] for BSR/BSC). Every kernel is a composition of ember ops
 (index_add, index_select, argsort...), so autograd flows through `values` with no custom backward,
 and every index is validated when the tensor is built (and again by the ops themselves), so a bad
 index is an error, never a wild read or write.
@@ -19,7 +21,8 @@ from .. import _C
 
 
 class layout:
-    """A tensor layout: ember.strided, ember.sparse_coo or ember.sparse_csr (torch.layout)."""
+    """A tensor layout: ember.strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr or sparse_bsc
+    (torch.layout)."""
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -34,8 +37,20 @@ class layout:
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
 sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
 # how PyTorch's error messages spell each layout
-_LAYOUT_WORD = {strided: "Strided", sparse_coo: "Sparse", sparse_csr: "SparseCsr"}
+_LAYOUT_WORD = {strided: "Strided", sparse_coo: "Sparse", sparse_csr: "SparseCsr", sparse_csc: "SparseCsc",
+                sparse_bsr: "SparseBsr", sparse_bsc: "SparseBsc"}
+_COMPRESSED = (sparse_csr, sparse_csc, sparse_bsr, sparse_bsc)
+_ROW_MAJOR = (sparse_csr, sparse_bsr)  # compressed over rows (the others over columns)
+_BLOCKED = (sparse_bsr, sparse_bsc)
+# (compressed, plain) index names, the compressed dimension's name in shape errors, the transpose
+_PARTS = {sparse_csr: ("crow_indices", "col_indices"), sparse_bsr: ("crow_indices", "col_indices"),
+          sparse_csc: ("ccol_indices", "row_indices"), sparse_bsc: ("ccol_indices", "row_indices")}
+_MAJOR_WORD = {sparse_csr: "rows", sparse_csc: "columns", sparse_bsr: "row blocks", sparse_bsc: "column blocks"}
+_TRANSPOSED = {sparse_csr: sparse_csc, sparse_csc: sparse_csr, sparse_bsr: sparse_bsc, sparse_bsc: sparse_bsr}
 
 
 def _layout_error(fn: str, wanted: str, actual: layout) -> RuntimeError:
@@ -74,20 +89,21 @@ def _group_sorted(keys):
 
 
 class SparseTensor:
-    """A sparse COO or CSR tensor (what torch.sparse_coo_tensor / sparse_csr_tensor return).
+    """A sparse COO or compressed (CSR, CSC, BSR, BSC) tensor, what torch.sparse_coo_tensor and
+    torch.sparse_compressed_tensor return.
 
     Not a subclass of ember.Tensor: dense-only ops reject it with a TypeError instead of reading
     its buffers as if they were strided. Build one with ember.sparse_coo_tensor,
-    ember.sparse_csr_tensor or Tensor.to_sparse()."""
+    ember.sparse_compressed_tensor (and its per-layout forms) or Tensor.to_sparse()."""
 
-    def __init__(self, layout_: layout, size, values, indices=None, crow=None, col=None,
+    def __init__(self, layout_: layout, size, values, indices=None, compressed=None, plain=None,
                  coalesced: builtins.bool = False) -> None:
         self._layout = layout_
         self._size = tuple(int(s) for s in size)
         self._vals = values
         self._idx = indices
-        self._crow = crow
-        self._col = col
+        self._cidx = compressed  # crow_indices (CSR, BSR) or ccol_indices (CSC, BSC)
+        self._pidx = plain  # col_indices (CSR, BSR) or row_indices (CSC, BSC)
         self._coalesced = coalesced
 
     # ---- construction helpers (no validation: callers pass consistent parts) -------------------
@@ -97,13 +113,17 @@ class SparseTensor:
         return SparseTensor(sparse_coo, size, values, indices=indices, coalesced=coalesced)
 
     @staticmethod
+    def _compressed(layout_: layout, compressed, plain, values, size) -> SparseTensor:
+        return SparseTensor(layout_, size, values, compressed=compressed, plain=plain)
+
+    @staticmethod
     def _csr(crow, col, values, size) -> SparseTensor:
-        return SparseTensor(sparse_csr, size, values, crow=crow, col=col)
+        return SparseTensor._compressed(sparse_csr, crow, col, values, size)
 
     def _with_values(self, values) -> SparseTensor:
-        """This tensor's pattern with other values (of the same nnz)."""
-        if self._layout is sparse_csr:
-            return SparseTensor._csr(self._crow, self._col, values, self._size[:2] + tuple(values.shape[1:]))
+        """This tensor's pattern with other values (of the same nnz and, if blocked, blocksize)."""
+        if self._layout in _COMPRESSED:
+            return SparseTensor._compressed(self._layout, self._cidx, self._pidx, values, self._size)
         return SparseTensor._coo(self._idx, values, self._size[:self.sparse_dim()] + tuple(values.shape[1:]),
                                  self._coalesced)
 
@@ -162,10 +182,14 @@ class SparseTensor:
         return self._vals.is_complex()
 
     def sparse_dim(self) -> int:
-        return 2 if self._layout is sparse_csr else self._idx.shape[0]
+        return 2 if self._layout in _COMPRESSED else self._idx.shape[0]
 
     def dense_dim(self) -> int:
-        return self._vals.dim() - 1
+        # a BSR/BSC value is a [nnz, *blocksize] tensor: the block dimensions are not dense ones
+        return self._vals.dim() - (3 if self._layout in _BLOCKED else 1)
+
+    def _blocksize(self) -> tuple:
+        return tuple(self._vals.shape[1:3]) if self._layout in _BLOCKED else (1, 1)
 
     def _nnz(self) -> int:
         return self._vals.shape[0]
@@ -206,14 +230,24 @@ class SparseTensor:
         return self._vals
 
     def crow_indices(self):
-        if self._layout is not sparse_csr:
+        if self._layout not in _ROW_MAJOR:
             raise _layout_error("crow_indices", "sparse row compressed tensor", self._layout)
-        return self._crow
+        return self._cidx
 
     def col_indices(self):
-        if self._layout is not sparse_csr:
+        if self._layout not in _ROW_MAJOR:
             raise _layout_error("col_indices", "sparse row compressed tensor", self._layout)
-        return self._col
+        return self._pidx
+
+    def ccol_indices(self):
+        if self._layout not in (sparse_csc, sparse_bsc):
+            raise _layout_error("ccol_indices", "sparse column compressed tensor", self._layout)
+        return self._cidx
+
+    def row_indices(self):
+        if self._layout not in (sparse_csc, sparse_bsc):
+            raise _layout_error("row_indices", "sparse column compressed tensor", self._layout)
+        return self._pidx
 
     # ---- autograd ------------------------------------------------------------------------------
 
@@ -248,7 +282,7 @@ class SparseTensor:
         if g is None:
             return None
         out = self._with_values(g)
-        if self._layout is sparse_csr or self._coalesced:
+        if self._layout in _COMPRESSED or self._coalesced:
             return out
         out = out.coalesce()
         counts = self._with_values(_C.ones([self._nnz()], dtype=g.dtype)).coalesce()._vals
@@ -268,7 +302,7 @@ class SparseTensor:
         if self._layout is sparse_coo:
             out._idx = self._idx.clone()
         else:
-            out._crow, out._col = self._crow.clone(), self._col.clone()
+            out._cidx, out._pidx = self._cidx.clone(), self._pidx.clone()
         return out
 
     def to(self, *args, dtype=None, **kwargs) -> SparseTensor:
@@ -306,46 +340,109 @@ class SparseTensor:
         return SparseTensor._coo(indices, values, self._size, True)
 
     def _coo_form(self) -> SparseTensor:
-        """This tensor in the COO layout (CSR rows expanded from crow_indices)."""
+        """This tensor in the COO layout, coalesced: compressed indices expanded, and every entry of
+        a stored block kept (explicit zeros included), as PyTorch's conversion keeps them."""
         if self._layout is sparse_coo:
             return self
-        rows = ember.repeat_interleave(_C.arange(0, self._size[0], 1, dtype=_C.int64),
-                                       ember.diff(self._crow.long()))
-        return SparseTensor._coo(ember.stack([rows, self._col.long()]), self._vals, self._size, True)
+        coo = self._entries()
+        return coo if coo._coalesced else coo.coalesce()  # no duplicates (the invariants forbid them): only sorts
+
+    def _entries(self) -> SparseTensor:
+        """_coo_form without the sort, for kernels that do not care about order (to_dense, mm)."""
+        if self._layout is sparse_coo:
+            return self
+        row_major = self._layout in _ROW_MAJOR
+        nmajor = self._cidx.shape[0] - 1
+        major = ember.repeat_interleave(_C.arange(0, nmajor, 1, dtype=_C.int64), ember.diff(self._cidx.long()))
+        minor = self._pidx.long()
+        rows, cols = (major, minor) if row_major else (minor, major)
+        values = self._vals
+        if self._layout in _BLOCKED:
+            br, bc = self._blocksize()
+            within_r = _C.arange(0, br, 1, dtype=_C.int64).repeat_interleave(bc)  # block entries, row-major
+            within_c = _C.arange(0, bc, 1, dtype=_C.int64).repeat(br)
+            rows = (rows * br).unsqueeze(1) + within_r
+            cols = (cols * bc).unsqueeze(1) + within_c
+            rows, cols, values = rows.reshape([-1]), cols.reshape([-1]), values.reshape([-1])
+        elif row_major:  # CSR is already in row-major order
+            return SparseTensor._coo(ember.stack([rows, cols]), values, self._size, True)
+        return SparseTensor._coo(ember.stack([rows, cols]), values, self._size)
 
     def to_dense(self, dtype=None, *, masked_grad: builtins.bool = True):
         """The strided tensor; differentiable with respect to the values."""
-        coo = self._coo_form()
+        coo = self._entries()
         sd = coo.sparse_dim()
         sparse_sizes, dense_sizes = list(self._size[:sd]), list(self._size[sd:])
         out = _C.zeros([_numel(sparse_sizes), *dense_sizes], dtype=self.dtype)
         out = out.index_add(0, _linear(coo._idx, sparse_sizes), coo._vals).reshape(list(self._size))
         return out if dtype is None else out.to(dtype)
 
-    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None) -> SparseTensor:
-        if layout is sparse_csr:
-            return self.to_sparse_csr(dense_dim)
-        if layout not in (None, sparse_coo) or blocksize is not None:
-            raise NotImplementedError(f"to_sparse: Ember supports the sparse_coo and sparse_csr layouts, not {layout}")
+    def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+        source = _LAYOUT_WORD[self._layout]
+        fn = "sparse_coo_to_sparse" if self._layout is sparse_coo else "sparse_compressed_to_sparse"
+        if layout not in (None, *_LAYOUT_WORD):
+            raise NotImplementedError(f"to_sparse: Ember supports the strided, sparse_coo, sparse_csr, sparse_csc, "
+                                      f"sparse_bsr and sparse_bsc layouts, not {layout}")
+        target = sparse_coo if layout is None else layout
+        # PyTorch names the generic conversion in these errors, or to_sparse for one to the same layout
+        _check_blocksize_given("to_sparse" if target is self._layout else fn, source, target, blocksize)
+        if target is strided:
+            return self.to_dense()
+        if target in _COMPRESSED:
+            return self._to_compressed(target, blocksize, dense_dim, fn)
         coo = self._coo_form()
         if sparse_dim is not None and sparse_dim != coo.sparse_dim():
-            raise RuntimeError(f"to_sparse: conversion from {_LAYOUT_WORD[self._layout]} to Sparse with "
-                               f"sparse_dim argument !=self.sparse_dim() is not supported")
+            if self._layout is sparse_coo:
+                raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim argument "
+                                   "!=self.sparse_dim() is not supported")
+            raise RuntimeError(f"{fn}: conversion from {source} to Sparse with sparse_dim argument !=2 is not "
+                               f"supported")
         return coo
 
     def to_sparse_coo(self) -> SparseTensor:
         return self._coo_form()
 
     def to_sparse_csr(self, dense_dim=None) -> SparseTensor:
-        if self._layout is sparse_csr:
+        return self._to_compressed(sparse_csr, None, dense_dim)
+
+    def to_sparse_csc(self, dense_dim=None) -> SparseTensor:
+        return self._to_compressed(sparse_csc, None, dense_dim)
+
+    def to_sparse_bsr(self, blocksize, dense_dim=None) -> SparseTensor:
+        return self._to_compressed(sparse_bsr, blocksize, dense_dim)
+
+    def to_sparse_bsc(self, blocksize, dense_dim=None) -> SparseTensor:
+        return self._to_compressed(sparse_bsc, blocksize, dense_dim)
+
+    def _to_compressed(self, target: layout, blocksize, dense_dim, generic=None) -> SparseTensor:
+        """This tensor in a compressed layout, its stored pattern kept (a block is stored when any of
+        its entries is). Conversions PyTorch refuses (block <-> non-block, a changed blocksize) are
+        refused with its messages, which name `generic` when called through to_sparse(layout=)."""
+        name = target._name
+        source = self._layout
+        if source is sparse_coo:
+            fn = generic or f"coo_to_{name}"
+            if self.sparse_dim() != 2:
+                raise RuntimeError(f"{fn}: conversion from Sparse to {_LAYOUT_WORD[target]} for input tensors with "
+                                   f"sparse_dim()!=2 is not supported")
+        else:
+            fn = generic or f"sparse_compressed_to_{name}"
+            if source in _BLOCKED and target not in _BLOCKED:
+                raise RuntimeError(f"sparse_compressed_to_{name}: expected SparseCsr or SparseCsc layout but got "
+                                   f"{_LAYOUT_WORD[source]}")
+        if target in _BLOCKED:
+            if source in _BLOCKED and _blocksize_tuple(blocksize) != self._blocksize():
+                same = ("to_sparse" if generic else f"to_{name}") if source is target else fn
+                raise RuntimeError(f"{same}: conversion from {_LAYOUT_WORD[source]} to {_LAYOUT_WORD[target]} with "
+                                   f"blocksize changed from {list(self._blocksize())} to "
+                                   f"{list(_blocksize_tuple(blocksize))} is not supported")
+            blocksize = _check_blocksize(fn, blocksize, self._size)
+        if dense_dim or self.dense_dim():
+            raise NotImplementedError(f"{fn}: hybrid sparse compressed tensors (with dense dimensions) are not "
+                                      f"supported in Ember; got dense_dim={dense_dim or self.dense_dim()}")
+        if source is target:
             return self
-        if self.sparse_dim() != 2 or self.dense_dim() != 0 or dense_dim:
-            raise NotImplementedError("to_sparse_csr: Ember's CSR tensors are 2-D matrices with no dense "
-                                      f"dimensions; got sparse_dim={self.sparse_dim()}, dense_dim={self.dense_dim()}")
-        coo = self.coalesce()
-        counts = ember.bincount(coo._idx[0], minlength=self._size[0])
-        crow = ember.cat([_C.zeros([1], dtype=_C.int64), ember.cumsum(counts, 0)])
-        return SparseTensor._csr(crow, coo._idx[1], coo._vals, self._size)
+        return _compress(self._coo_form(), target, blocksize, self._cidx.dtype if self._cidx is not None else None)
 
     # ---- in-place updates (what optimizers need for sparse momentum buffers and zero_grad) -----
 
@@ -355,12 +452,12 @@ class SparseTensor:
             self._idx = _C.zeros([self.sparse_dim(), 0], dtype=_C.int64)
             self._coalesced = True
         else:
-            self._crow = _C.zeros_like(self._crow)
-            self._col = _C.zeros([0], dtype=self._col.dtype)
+            self._cidx = _C.zeros_like(self._cidx)
+            self._pidx = _C.zeros([0], dtype=self._pidx.dtype)
         return self
 
     def _assign(self, other: SparseTensor) -> SparseTensor:
-        self._vals, self._idx, self._crow, self._col = other._vals, other._idx, other._crow, other._col
+        self._vals, self._idx, self._cidx, self._pidx = other._vals, other._idx, other._cidx, other._pidx
         self._coalesced = other._coalesced
         return self
 
@@ -391,12 +488,12 @@ class SparseTensor:
             # the same pattern: PyTorch adds the values and keeps it (so repeated accumulation of
             # one batch's gradient does not grow)
             out = SparseTensor._coo(a._idx, a._vals.to(dtype) + vb.to(dtype), self._size, a._coalesced)
-            return out.to_sparse_csr() if self._layout is sparse_csr and other._layout is sparse_csr else out
+            return _same_layout_as(out, self, other)
         out = SparseTensor._coo(ember.cat([a._idx, b._idx], 1), ember.cat([a._vals.to(dtype), vb.to(dtype)]),
                                 self._size)
         if a._coalesced and b._coalesced:  # as PyTorch, coalesced + coalesced stays coalesced
             out = out.coalesce()
-        return out.to_sparse_csr() if self._layout is sparse_csr and other._layout is sparse_csr else out
+        return _same_layout_as(out, self, other)
 
     def sub(self, other, *, alpha=1) -> SparseTensor:
         if not isinstance(other, SparseTensor):
@@ -468,12 +565,16 @@ class SparseTensor:
     def __rmatmul__(self, other):  # dense @ sparse = (sparse^T @ dense^T)^T
         if not isinstance(other, _C.Tensor):
             return NotImplemented
-        return mm(self._coo_form().t(), other.t()).t()
+        return mm(self._entries().t(), other.t()).t()
 
     def t(self) -> SparseTensor:
         if self.dim() != 2 or self.dense_dim() != 0:
             raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, but self is "
                                f"{self.sparse_dim()} sparse and {self.dense_dim()} dense dimensions")
+        if self._layout in _COMPRESSED:  # as PyTorch: the same indices read the other way (CSR <-> CSC)
+            values = self._vals.transpose(1, 2) if self._layout in _BLOCKED else self._vals
+            return SparseTensor._compressed(_TRANSPOSED[self._layout], self._cidx, self._pidx, values,
+                                            self._size[::-1])
         coo = self._coo_form()
         return SparseTensor._coo(coo._idx.flip(0), coo._vals, self._size[::-1])
 
@@ -486,14 +587,19 @@ class SparseTensor:
         extra = ", requires_grad=True" if self.requires_grad and self.grad_fn is None else ""
         if self.grad_fn is not None:
             extra = f", grad_fn=<{self.grad_fn.name()}>"
-        if self._layout is sparse_csr:
-            named = [("crow_indices", self._crow), ("col_indices", self._col), ("values", self._vals.detach())]
+        if self._layout in _COMPRESSED:
+            cname, pname = _PARTS[self._layout]
+            named = [(cname, self._cidx), (pname, self._pidx), ("values", self._vals.detach())]
         else:
             named = [("indices", self._idx), ("values", self._vals.detach())]
         # as PyTorch: each part's continuation lines line up under its first line
-        parts = ",\n       ".join(f"{name}=" + repr(t).replace("\n", "\n" + " " * (8 + len(name)))
-                                    for name, t in named)
+        parts = ",\n       ".join(f"{name}=" + _indent(repr(t), 8 + len(name)) for name, t in named)
         return f"tensor({parts},\n       size={self._size}, nnz={self._nnz()}, layout={self._layout}{extra})"
+
+
+def _indent(text: str, width: int) -> str:
+    """Continuation lines indented by width; blank lines (between a block's slices) stay empty."""
+    return "\n".join(line if not i or not line else " " * width + line for i, line in enumerate(text.split("\n")))
 
 
 def _dense_plus_sparse(dense, sp: SparseTensor, alpha=1):
@@ -529,15 +635,22 @@ def _sparse_mask(dense, mask: SparseTensor) -> SparseTensor:
     picked = dense.reshape([_numel(mask._size[:sd]), *mask._size[sd:]]).index_select(
         0, _linear(coo._idx, mask._size[:sd]))
     out = SparseTensor._coo(coo._idx, picked, mask._size, coo._coalesced)
-    return out.to_sparse_csr() if mask._layout is sparse_csr else out
+    return _same_layout_as(out, mask, mask)
 
 
-def _dense_to_sparse(x, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None) -> SparseTensor:
+def _dense_to_sparse(x, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
     """Tensor.to_sparse: the nonzero entries (rows of the dense part that are not all zero)."""
-    if layout is sparse_csr:
-        return _dense_to_sparse(x).to_sparse_csr(dense_dim)
-    if layout not in (None, sparse_coo) or blocksize is not None:
-        raise NotImplementedError(f"to_sparse: Ember supports the sparse_coo and sparse_csr layouts, not {layout}")
+    if layout not in (None, *_LAYOUT_WORD):
+        raise NotImplementedError(f"to_sparse: Ember supports the strided, sparse_coo, sparse_csr, sparse_csc, "
+                                  f"sparse_bsr and sparse_bsc layouts, not {layout}")
+    target = sparse_coo if layout is None else layout
+    _check_blocksize_given("to_sparse" if target is strided else "dense_to_sparse", "Strided", target, blocksize)
+    if target is strided:
+        return x
+    if target in _COMPRESSED:
+        if sparse_dim is not None:
+            raise TypeError(f"to_sparse: sparse_dim is for the sparse_coo layout, not {layout}")
+        return _dense_to_compressed(x, target, blocksize, dense_dim, "dense_to_sparse")
     sd = x.dim() if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= x.dim():
         raise RuntimeError(f"dense_to_sparse: sparse_dim argument must be in [0,{x.dim()}] range, but {sd} is given")
@@ -553,6 +666,111 @@ def _dense_to_sparse(x, sparse_dim=None, *, layout=None, blocksize=None, dense_d
         indices[d] = rest % sizes[d]
         rest = ember.div(rest, sizes[d], rounding_mode="floor")
     return SparseTensor._coo(indices, flat.index_select(0, lin), sizes, True)
+
+
+# ---- compressed layouts: conversions -------------------------------------------------------------
+
+
+def _same_layout_as(out: SparseTensor, a: SparseTensor, b: SparseTensor) -> SparseTensor:
+    """out (COO) back in the layout of a and b when they share a compressed layout (and blocksize)."""
+    if a._layout in _COMPRESSED and a._layout is b._layout and a._blocksize() == b._blocksize():
+        blocksize = a._blocksize() if a._layout in _BLOCKED else None
+        return _compress(out, a._layout, blocksize, a._cidx.dtype)
+    return out
+
+
+def _check_blocksize_given(fn: str, source: str, target: layout, blocksize) -> None:
+    wanted = target in _BLOCKED
+    if wanted != (blocksize is not None):
+        which = "without" if wanted else "with"
+        raise RuntimeError(f"{fn}: conversion from {source} to {_LAYOUT_WORD[target]} {which} blocksize argument "
+                           f"given is not supported")
+
+
+def _blocksize_tuple(blocksize) -> tuple:
+    if blocksize is None:
+        return ()
+    if isinstance(blocksize, int):  # PyTorch reads an int as a square block
+        return (blocksize, blocksize)
+    return tuple(int(b) for b in blocksize)
+
+
+def _check_blocksize(fn: str, blocksize, size) -> tuple:
+    bs = _blocksize_tuple(blocksize)
+    if len(bs) != 2:
+        raise RuntimeError(f"{fn}: blocksize needs to be a tuple of size 2, but got {len(bs)}")
+    if bs[0] <= 0 or bs[1] <= 0:
+        raise RuntimeError(f"{fn}: blocksize needs to be positive, but got {list(bs)}")
+    if size[0] % bs[0] or size[1] % bs[1]:
+        raise RuntimeError(f"{fn}: tensor sparse size ({size[0]},{size[1]}) must be divisible by given blocksize "
+                           f"({bs[0]},{bs[1]})")
+    return bs
+
+
+def _compress(coo: SparseTensor, target: layout, blocksize, index_dtype) -> SparseTensor:
+    """A 2-D COO tensor with no dense dimensions in a compressed layout. Duplicates are summed; a
+    block is stored when any of its entries is (the others are zeros); differentiable in the values."""
+    coo = coo.coalesce()  # sorted row-major, duplicates summed
+    nrows, ncols = coo._size
+    row_major = target in _ROW_MAJOR
+    rows, cols, vals = coo._idx[0], coo._idx[1], coo._vals
+    br, bc = blocksize if target in _BLOCKED else (1, 1)
+    nmajor = nrows // br if row_major else ncols // bc
+    if target in _BLOCKED:
+        brow = ember.div(rows, br, rounding_mode="floor")
+        bcol = ember.div(cols, bc, rounding_mode="floor")
+        keys = ember.stack([brow, bcol] if row_major else [bcol, brow])
+        if coo._nnz():
+            perm, new_group, group = _group_sorted(keys)
+            blocks = keys.index_select(1, perm)[:, new_group]  # the distinct blocks, in storage order
+            within = (rows % br) * bc + cols % bc  # row-major position inside the block
+            slot = group * (br * bc) + within.index_select(0, perm)
+            values = _C.zeros([blocks.shape[1] * br * bc], dtype=vals.dtype).index_add(
+                0, slot, vals.index_select(0, perm)).reshape([blocks.shape[1], br, bc])
+        else:
+            blocks, values = keys, _C.zeros([0, br, bc], dtype=vals.dtype)
+        major, minor = blocks[0], blocks[1]
+    elif row_major:
+        major, minor, values = rows, cols, vals
+    else:  # column-major order: sort by (column, row)
+        perm, _, _ = _group_sorted(ember.stack([cols, rows]))
+        major, minor, values = cols.index_select(0, perm), rows.index_select(0, perm), vals.index_select(0, perm)
+    counts = ember.bincount(major, minlength=nmajor)
+    compressed = ember.cat([_C.zeros([1], dtype=_C.int64), ember.cumsum(counts, 0)])
+    if index_dtype is not None and index_dtype != _C.int64:  # PyTorch keeps a compressed source's int32
+        compressed, minor = compressed.to(index_dtype), minor.to(index_dtype)
+    return SparseTensor._compressed(target, compressed, minor, values, coo._size)
+
+
+def _dense_to_compressed(x, target: layout, blocksize, dense_dim, fn=None) -> SparseTensor:
+    """Tensor.to_sparse_csr / csc / bsr / bsc: the nonzero entries, or the blocks holding any."""
+    fn = fn or f"dense_to_{target._name}"
+    if x.dim() < 2:
+        raise RuntimeError(f"{fn}: expected a tensor with at least 2 dimensions, but got a {x.dim()}-D tensor")
+    if dense_dim is not None and dense_dim != 0:
+        if not 0 <= dense_dim <= x.dim() - 2:
+            raise RuntimeError(f"{fn}: dense_dim argument must be in [0,{x.dim() - 2}] range, but {dense_dim} is "
+                               f"given")
+        raise NotImplementedError(f"{fn}: hybrid sparse compressed tensors (with dense dimensions) are not "
+                                  f"supported in Ember; got dense_dim={dense_dim}")
+    if x.dim() > 2:
+        raise NotImplementedError(f"{fn}: batched sparse compressed tensors are not supported in Ember; got a "
+                                  f"{x.dim()}-D tensor ({x.dim() - 2} batch dimensions), convert each 2-D matrix")
+    if target not in _BLOCKED:
+        return _compress(_dense_to_sparse(x), target, None, None)
+    br, bc = _check_blocksize(fn, blocksize, tuple(x.shape))
+    nrows, ncols = x.shape
+    blocks = x.reshape([nrows // br, br, ncols // bc, bc]).permute([0, 2, 1, 3])  # [row block, col block, ...]
+    if target is sparse_bsc:
+        blocks = blocks.transpose(0, 1)
+    nmajor, nminor = blocks.shape[0], blocks.shape[1]
+    stored = (blocks.detach() != 0).reshape([nmajor, nminor, br * bc]).any(2)
+    where = ember.nonzero(stored)  # [nblocks, 2], in (major, minor) order
+    major, minor = where[:, 0].contiguous(), where[:, 1].contiguous()
+    values = blocks.reshape([nmajor * nminor, br, bc]).index_select(0, major * nminor + minor)
+    counts = ember.bincount(major, minlength=nmajor)
+    compressed = ember.cat([_C.zeros([1], dtype=_C.int64), ember.cumsum(counts, 0)])
+    return SparseTensor._compressed(target, compressed, minor, values, (nrows, ncols))
 
 
 # ---- validation ----------------------------------------------------------------------------------
@@ -597,48 +815,73 @@ def _check_coo(indices, values, size) -> tuple:
     return size
 
 
-def _check_csr(crow, col, values, size) -> tuple:
-    if crow.dim() != col.dim():
-        raise RuntimeError(f"crow_indices and col_indices dimensionalities must be equal but got {crow.dim()} "
-                           f"and {col.dim()}, respectively")
-    if crow.dtype != col.dtype:
-        raise RuntimeError(f"crow_indices and col_indices must have the same dtype, bot got "
-                           f"{_dtype_word(crow.dtype)} and {_dtype_word(col.dtype)}, respectively")
-    if crow.dim() != 1 or values.dim() != 1:
-        raise NotImplementedError("sparse_csr_tensor: Ember supports 2-D CSR matrices only (1-D crow_indices, "
-                                  "col_indices and values)")
+def _check_compressed(fn: str, target: layout, cidx, pidx, values, size) -> tuple:
+    """Validates the parts of a compressed tensor (always: PyTorch checks only with
+    check_invariants=True) and returns its size, inferred when None."""
+    cname, pname = _PARTS[target]
+    row_major, blocked = target in _ROW_MAJOR, target in _BLOCKED
+    if cidx.dim() != pidx.dim():
+        raise RuntimeError(f"{cname} and {pname} dimensionalities must be equal but got {cidx.dim()} and "
+                           f"{pidx.dim()}, respectively")
+    if cidx.dtype != pidx.dtype:
+        raise RuntimeError(f"{cname} and {pname} must have the same dtype, bot got {_dtype_word(cidx.dtype)} and "
+                           f"{_dtype_word(pidx.dtype)}, respectively")
+    if cidx.dtype not in (_C.int64, _C.int32):
+        raise RuntimeError(f"{cname} and {pname} dtype must be Int or Long, but got {_dtype_word(cidx.dtype)}")
+    if cidx.dim() < 1:
+        raise RuntimeError(f"{cname} must have dimensionality >= 1 but got 0")
+    block_dims = 2 if blocked else 0
+    if values.dim() < 1 + block_dims:
+        raise RuntimeError(f"values must have dimensionality > sum of batch and block dimensionalities (=0 + "
+                           f"{block_dims}) but got {values.dim()}")
+    if cidx.dim() > 1:
+        raise NotImplementedError(f"{fn}: batched sparse compressed tensors are not supported in Ember; {cname} "
+                                  f"must be 1-D, but got {cidx.dim()}-D")
+    if values.dim() > 1 + block_dims:
+        raise NotImplementedError(f"{fn}: hybrid sparse compressed tensors (with dense dimensions) are not supported "
+                                  f"in Ember; values must be {1 + block_dims}-D, but got {values.dim()}-D")
     nnz = values.shape[0]
-    if col.shape[0] != nnz:
-        raise RuntimeError(f"col_indices.shape[-1] must be equal to nnz (={nnz}) as defined by values.shape[0], "
-                           f"but got {col.shape[0]}")
-    if crow.shape[0] < 1:
-        raise RuntimeError("crow_indices must have at least one element")
-    if size is None:  # PyTorch: the rows crow_indices describes, one past the largest column
-        size = (crow.shape[0] - 1, int(col.max().item()) + 1 if nnz else 0)
+    if pidx.shape[0] != nnz:
+        raise RuntimeError(f"{pname}.shape[-1] must be equal to nnz (={nnz}) as defined by values.shape[0], but got "
+                           f"{pidx.shape[0]}")
+    br, bc = tuple(values.shape[1:3]) if blocked else (1, 1)
+    if br <= 0 or bc <= 0:  # a zero-size block would divide the size by zero
+        raise RuntimeError(f"{fn}: expected a positive blocksize, but values has blocks of shape [{br}, {bc}]")
+    if size is None:  # PyTorch: the compressed dimension from the indices, one past the largest plain index
+        nmajor = max(cidx.shape[0] - 1, 0)
+        nminor = int(pidx.max().item()) + 1 if nnz else 0
+        size = (nmajor * br, nminor * bc) if row_major else (nminor * br, nmajor * bc)
     size = tuple(int(s) for s in size)
-    if len(size) != 2 or any(s < 0 for s in size):
-        raise NotImplementedError(f"sparse_csr_tensor: Ember supports 2-D CSR matrices only, but got size "
-                                  f"{list(size)}")
-    nrows, ncols = size
-    if crow.shape[0] != nrows + 1:
-        raise RuntimeError(f"crow_indices.shape[-1] must be equal to the number of rows + 1 (={nrows + 1}), but "
-                           f"got {crow.shape[0]}")
-    if int(crow[0].item()) != 0:
-        raise RuntimeError("`crow_indices[..., 0] == 0` is not satisfied.")
-    if int(crow[-1].item()) != nnz:
-        raise RuntimeError("`crow_indices[..., -1] == nnz` is not satisfied.")
-    steps = ember.diff(crow)
-    if nrows and not builtins.bool(((steps >= 0) & (steps <= ncols)).all()):
-        raise RuntimeError("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is not satisfied.")
-    if nnz and not builtins.bool(((col >= 0) & (col < ncols)).all()):
-        raise RuntimeError("`0 <= col_indices < ncols` is not satisfied.")
-    if nnz > 1:  # within a row, columns strictly increase
-        rows = ember.repeat_interleave(_C.arange(0, nrows, 1, dtype=_C.int64), steps.long())
-        same_row = rows[1:] == rows[:-1]
-        if builtins.bool((same_row & (col[1:] <= col[:-1])).any()):
-            raise RuntimeError("`col_indices[..., crow_indices[..., i - 1]:crow_indices[..., i]] for all i = 1, "
-                               "..., nrows are sorted and distinct along the last dimension values` is not "
-                               "satisfied.")
+    if len(size) != 2:
+        raise RuntimeError(f"tensor dimensionality must be sum of batch, base, and dense dimensionalities (=0 + 2 + "
+                           f"0) but got {len(size)}")
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    for d, b in enumerate((br, bc)):
+        if size[d] % b:
+            raise RuntimeError(f"tensor shape[{d}] (={size[d]}) must be divisible with blocksize[{d}] (={b}) as "
+                               f"defined by values shape")
+    nmajor, nminor = (size[0] // br, size[1] // bc) if row_major else (size[1] // bc, size[0] // br)
+    minor_word, major_word = ("ncols", "nrows") if row_major else ("nrows", "ncols")
+    if cidx.shape[0] != nmajor + 1:
+        raise RuntimeError(f"{cname}.shape[-1] must be equal to the number of {_MAJOR_WORD[target]} + 1 "
+                           f"(={nmajor + 1}), but got {cidx.shape[0]}")
+    if int(cidx[0].item()) != 0:
+        raise RuntimeError(f"`{cname}[..., 0] == 0` is not satisfied.")
+    if int(cidx[-1].item()) != nnz:
+        raise RuntimeError(f"`{cname}[..., -1] == nnz` is not satisfied.")
+    steps = ember.diff(cidx)
+    if nmajor and not builtins.bool(((steps >= 0) & (steps <= nminor)).all()):
+        raise RuntimeError(f"`0 <= {cname}[..., 1:] - {cname}[..., :-1] <= {minor_word}` is not satisfied.")
+    if nnz and not builtins.bool(((pidx >= 0) & (pidx < nminor)).all()):
+        raise RuntimeError(f"`0 <= {pname} < {minor_word}` is not satisfied.")
+    if nnz > 1:  # within a compressed row (column), the plain indices strictly increase
+        major = ember.repeat_interleave(_C.arange(0, nmajor, 1, dtype=_C.int64), steps.long())
+        same = major[1:] == major[:-1]
+        if builtins.bool((same & (pidx[1:] <= pidx[:-1])).any()):
+            raise RuntimeError(f"`{pname}[..., {cname}[..., i - 1]:{cname}[..., i]] for all i = 1, ..., {major_word} "
+                               f"are sorted and distinct along the last dimension values` is not satisfied.")
     return size
 
 
@@ -686,19 +929,59 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     return SparseTensor._coo(indices, values, size, coalesced)
 
 
+def _build_compressed(fn: str, target: layout, compressed_indices, plain_indices, values, size, dtype, device,
+                      requires_grad) -> SparseTensor:
+    if device is not None and _C.device(device).type != "cpu":
+        raise NotImplementedError(f"{fn}: not implemented for {_C.device(device)}")
+    cidx = compressed_indices if isinstance(compressed_indices, _C.Tensor) else ember.tensor(compressed_indices)
+    pidx = plain_indices if isinstance(plain_indices, _C.Tensor) else ember.tensor(plain_indices)
+    if not isinstance(values, _C.Tensor):
+        values = ember.tensor(values, dtype=dtype)
+    size = _check_compressed(fn, target, cidx, pidx, values, size)
+    return SparseTensor._compressed(target, cidx, pidx, _prepare_values(values, dtype, requires_grad), size)
+
+
+def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=None, *, dtype=None, layout=None,
+                             device=None, pin_memory=False, requires_grad: builtins.bool = False,
+                             check_invariants=None) -> SparseTensor:
+    """A 2-D CSR, CSC, BSR or BSC matrix (`layout`): compressed row (column) i holds the plain
+    indices plain_indices[compressed_indices[i]:compressed_indices[i + 1]]. The invariants are
+    always checked, whatever check_invariants says (an unchecked index could read out of bounds)."""
+    if layout not in _COMPRESSED:
+        word = "none" if layout is None else _LAYOUT_WORD.get(layout, str(layout))
+        raise RuntimeError(f"sparse_compressed_tensor expected sparse compressed tensor layout but got {word}")
+    return _build_compressed("sparse_compressed_tensor", layout, compressed_indices, plain_indices, values, size,
+                             dtype, device, requires_grad)
+
+
 def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None,
                       pin_memory=False, requires_grad: builtins.bool = False, check_invariants=None) -> SparseTensor:
     """A 2-D CSR matrix: row r holds the columns col_indices[crow_indices[r]:crow_indices[r + 1]]."""
-    if device is not None and _C.device(device).type != "cpu":
-        raise NotImplementedError(f"sparse_csr_tensor: not implemented for {_C.device(device)}")
-    crow = crow_indices if isinstance(crow_indices, _C.Tensor) else ember.tensor(crow_indices)
-    col = col_indices if isinstance(col_indices, _C.Tensor) else ember.tensor(col_indices)
-    if not isinstance(values, _C.Tensor):
-        values = ember.tensor(values, dtype=dtype)
-    if crow.dtype not in (_C.int64, _C.int32) and col.dtype == crow.dtype:
-        raise RuntimeError(f"crow_indices and col_indices must be int32 or int64, but got {_dtype_word(crow.dtype)}")
-    size = _check_csr(crow, col, values, size)
-    return SparseTensor._csr(crow, col, _prepare_values(values, dtype, requires_grad), size)
+    return _build_compressed("sparse_csr_tensor", sparse_csr, crow_indices, col_indices, values, size, dtype,
+                             device, requires_grad)
+
+
+def sparse_csc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad: builtins.bool = False, check_invariants=None) -> SparseTensor:
+    """A 2-D CSC matrix: column c holds the rows row_indices[ccol_indices[c]:ccol_indices[c + 1]]."""
+    return _build_compressed("sparse_csc_tensor", sparse_csc, ccol_indices, row_indices, values, size, dtype,
+                             device, requires_grad)
+
+
+def sparse_bsr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad: builtins.bool = False, check_invariants=None) -> SparseTensor:
+    """A 2-D BSR matrix of [nnz, *blocksize] values: block row r holds the block columns
+    col_indices[crow_indices[r]:crow_indices[r + 1]]."""
+    return _build_compressed("sparse_bsr_tensor", sparse_bsr, crow_indices, col_indices, values, size, dtype,
+                             device, requires_grad)
+
+
+def sparse_bsc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, device=None,
+                      pin_memory=False, requires_grad: builtins.bool = False, check_invariants=None) -> SparseTensor:
+    """A 2-D BSC matrix of [nnz, *blocksize] values: block column c holds the block rows
+    row_indices[ccol_indices[c]:ccol_indices[c + 1]]."""
+    return _build_compressed("sparse_bsc_tensor", sparse_bsc, ccol_indices, row_indices, values, size, dtype,
+                             device, requires_grad)
 
 
 # ---- the products and sums SparseTensor's operators use (ember.sparse re-exports them) -------------
@@ -717,12 +1000,29 @@ def mm(mat1, mat2):
     if isinstance(mat2, SparseTensor):
         return _sparse_sparse_mm(mat1, mat2)
     _check_mm_operands(mat1, mat2)
-    coo = mat1._coo_form()
+    if mat1._layout in _BLOCKED:
+        return _blocked_mm(mat1, mat2)
+    coo = mat1._entries()
     rows, cols = coo._idx[0], coo._idx[1]
     # each stored entry (r, c, v) adds v * mat2[c] to output row r
     contrib = coo._vals.unsqueeze(1) * mat2.index_select(0, cols)
     out = _C.zeros([mat1.shape[0], mat2.shape[1]], dtype=mat2.dtype)
     return out.index_add(0, rows, contrib)
+
+
+def _blocked_mm(mat1: SparseTensor, mat2):
+    """BSR/BSC @ dense a block at a time: each stored block (r, c) adds block @ mat2's block row c
+    to the output's block row r (one batched matmul and one index_add of whole blocks)."""
+    br, bc = mat1._blocksize()
+    nrows, ncols = mat1.shape
+    n = mat2.shape[1]
+    major = ember.repeat_interleave(_C.arange(0, mat1._cidx.shape[0] - 1, 1, dtype=_C.int64),
+                                    ember.diff(mat1._cidx.long()))
+    minor = mat1._pidx.long()
+    brow, bcol = (major, minor) if mat1._layout is sparse_bsr else (minor, major)
+    rhs = mat2.reshape([ncols // bc, bc, n]).index_select(0, bcol)  # [nnz, bc, n]
+    out = _C.zeros([nrows // br, br, n], dtype=mat2.dtype)
+    return out.index_add(0, brow, ember.matmul(mat1._vals, rhs)).reshape([nrows, n])
 
 
 def _sparse_sparse_mm(mat1: SparseTensor, mat2: SparseTensor) -> SparseTensor:
@@ -738,15 +1038,15 @@ def _sparse_sparse_mm(mat1: SparseTensor, mat2: SparseTensor) -> SparseTensor:
     if mat1.dtype != mat2.dtype:
         raise RuntimeError(f"expected scalar type {_dtype_word(mat1.dtype)} but found {_dtype_word(mat2.dtype)}")
     a = mat1._coo_form()
-    b = mat2.to_sparse_csr()
-    crow = b._crow.long()
+    b = _compress(mat2._coo_form(), sparse_csr, None, _C.int64)  # any layout, blocked included
+    crow = b._cidx.long()
     rows_a, k = a._idx[0], a._idx[1]
     counts = crow.index_select(0, k + 1) - crow.index_select(0, k)  # b entries each a entry meets
     entry = ember.repeat_interleave(_C.arange(0, a._nnz(), 1, dtype=_C.int64), counts)
     first = ember.cumsum(counts, 0) - counts  # where each a entry's run of products starts
     within = _C.arange(0, entry.shape[0], 1, dtype=_C.int64) - first.index_select(0, entry)
     b_entry = crow.index_select(0, k.index_select(0, entry)) + within
-    indices = ember.stack([rows_a.index_select(0, entry), b._col.long().index_select(0, b_entry)])
+    indices = ember.stack([rows_a.index_select(0, entry), b._pidx.long().index_select(0, b_entry)])
     values = a._vals.index_select(0, entry) * b._vals.index_select(0, b_entry)
     return SparseTensor._coo(indices, values, (mat1.shape[0], mat2.shape[1])).coalesce()
 
