@@ -463,3 +463,11 @@ class FatalError(Exception):
 
 
 __all__ += ["FatalError"]
+
+# torch.sum(masked_tensor) & co.: the namespace functions PyTorch lets take a MaskedTensor
+from .masked import _tensor as _masked_tensor  # noqa: E402
+
+for _name in _masked_tensor.NAMESPACE_FUNCTIONS:
+    if _name in globals():
+        globals()[_name] = _masked_tensor.masked_aware(_name, globals()[_name])
+del _name
