@@ -115,6 +115,20 @@ class EMBER_API Node : public std::enable_shared_from_this<Node> {
 
 // A saved input or output of an op. Outputs are saved without their grad_fn (which would be a
 // cycle through this node) and get it back on unpack. Unpacking checks the version counter.
+// torch.autograd.graph.saved_tensors_hooks for every backward node (Note [saved-tensor hooks]):
+// while a pair is pushed on this thread, a tensor saved for backward is handed to `pack` and only
+// what pack returns is kept; `unpack` turns that back into the tensor when backward reads it.
+struct EMBER_API SavedTensorHooks {
+  using Packed = std::shared_ptr<void>;
+  std::function<Packed(const Tensor&)> pack;
+  std::function<Tensor(const Packed&)> unpack;
+
+  static void push(std::shared_ptr<const SavedTensorHooks> hooks);
+  static void pop();
+  // The innermost pair on this thread, or null (while a hook runs, the pairs pushed before it are hidden).
+  static std::shared_ptr<const SavedTensorHooks> current();
+};
+
 class EMBER_API SavedVariable {
  public:
   SavedVariable() = default;
@@ -132,6 +146,11 @@ class EMBER_API SavedVariable {
   uint32_t output_nr_ = 0;
   bool requires_grad_ = false;
   std::shared_ptr<ForwardGrad> fw_;  // a saved output's tangent slot
+  // With saved-tensor hooks: the pair, what pack returned, and (for a saved input that requires
+  // grad) the input's gradient edge, so the unpacked tensor joins the graph where the input did.
+  std::shared_ptr<const SavedTensorHooks> hooks_;
+  SavedTensorHooks::Packed packed_;
+  Edge input_edge_;
 };
 
 // Thread-local grad mode (no_grad / enable_grad / set_grad_enabled).

@@ -102,8 +102,8 @@ class AccumulateGrad final : public Node {
       const AutogradMeta* gm = g.impl()->autograd_meta.get();
       const bool lone_base = gm && gm->view_base.defined() && gm->view_base.impl_ptr().use_count() == 1;
       const bool alone = g.impl_ptr().use_count() == 1 && g.storage() &&
-                         g.storage().use_count() == (lone_base ? 2 : 1) && laid_out && g.storage_offset() == 0 &&
-                         g.sizes() == leaf_.sizes();
+                         g.storage().use_count() == (lone_base ? 2 : 1) && laid_out &&
+                         g.storage_offset() == 0 && g.sizes() == leaf_.sizes();
       if (alone) {
         m.grad = g;
       } else {
@@ -254,6 +254,31 @@ Node::~Node() {
 
 // ---- saved variables ----------------------------------------------------------------------
 
+// Note [saved-tensor hooks]: the pairs pushed by saved_tensors_hooks, per thread. A hook runs
+// with the pairs pushed before it hidden, so the ops it calls save their tensors plainly instead of
+// recursing; pairs the hook pushes itself apply (a checkpoint recomputing inside an unpack hook).
+namespace {
+thread_local std::vector<std::shared_ptr<const SavedTensorHooks>> saved_hooks;
+thread_local size_t saved_hooks_floor = 0;  // pairs below this index are hidden
+
+struct InSavedHook {
+  InSavedHook() : prev_(saved_hooks_floor) { saved_hooks_floor = saved_hooks.size(); }
+  ~InSavedHook() { saved_hooks_floor = prev_; }
+  size_t prev_;
+};
+}  // namespace
+
+void SavedTensorHooks::push(std::shared_ptr<const SavedTensorHooks> hooks) {
+  saved_hooks.push_back(std::move(hooks));
+}
+void SavedTensorHooks::pop() {
+  EMBER_CHECK(!saved_hooks.empty(), Error, "[saved_tensors_hooks] no hooks to pop");
+  saved_hooks.pop_back();
+}
+std::shared_ptr<const SavedTensorHooks> SavedTensorHooks::current() {
+  return saved_hooks.size() > saved_hooks_floor ? saved_hooks.back() : nullptr;
+}
+
 SavedVariable::SavedVariable(const Tensor& t, bool is_output)
     : is_output_(is_output), was_defined_(t.defined()) {
   if (!t.defined()) return;
@@ -271,6 +296,15 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output)
   } else {
     data_ = t;
   }
+  if (auto hooks = SavedTensorHooks::current()) {
+    // The hooks keep what they like instead (an output goes to pack without its history, which
+    // would otherwise lead back to this node); a saved input remembers where it joins the graph.
+    if (!is_output && requires_grad_) input_edge_ = autograd::gradient_edge(t);
+    InSavedHook inside;
+    packed_ = hooks->pack(data_);
+    hooks_ = std::move(hooks);
+    data_ = Tensor();
+  }
 }
 
 Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
@@ -281,6 +315,28 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
       "after they have already been freed). Saved intermediate values of the graph are freed when you call "
       ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph "
       "a second time or if you need to access saved tensors after calling backward.");
+  if (hooks_) {
+    Tensor data;
+    {
+      InSavedHook inside;
+      data = hooks_->unpack(packed_);
+    }
+    EMBER_CHECK(data.defined(), TypeError, "[saved_tensors_hooks] the unpack hook returned no tensor");
+    Tensor out = shallow_alias(data);  // the saved tensor's place in the graph, on the unpacked data
+    AutogradMeta& m = autograd::meta(out);
+    if (is_output_) {
+      m.fw = fw_;
+      if (!requires_grad_) return out;
+      m.grad_fn = owner;
+      m.output_nr = output_nr_;
+    } else {
+      if (!input_edge_.valid()) return out;
+      m.grad_fn = input_edge_.fn;
+      m.output_nr = input_edge_.input_nr;
+    }
+    out.impl()->requires_grad = true;
+    return out;
+  }
   EMBER_CHECK(
       data_.version() == saved_version_, Error,
       "[backward] one of the variables needed for gradient computation has been modified by an inplace "
@@ -301,6 +357,9 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
 void SavedVariable::reset() {
   data_ = Tensor();
   fw_ = nullptr;
+  packed_ = nullptr;
+  hooks_ = nullptr;
+  input_edge_ = Edge{};
   released_ = was_defined_;
 }
 

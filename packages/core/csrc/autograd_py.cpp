@@ -19,8 +19,8 @@ std::string shape_text(const IntList& sizes) {
   return text + "]";
 }
 
-// A Python callable kept by C++ (hooks): released with the GIL held.
-std::shared_ptr<py::object> share_python(py::function fn) {
+// A Python object kept by C++ (a hook, what a pack hook returned): released with the GIL held.
+std::shared_ptr<py::object> share_python(py::object fn) {
   return std::shared_ptr<py::object>(new py::object(std::move(fn)), [](py::object* p) {
     if (Py_IsInitialized()) {
       py::gil_scoped_acquire gil;
@@ -374,6 +374,31 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
   });
   m.def("_is_grad_enabled", &GradMode::is_enabled);
   m.def("_set_grad_enabled", &GradMode::set_enabled, py::arg("mode"));
+  // Note [saved-tensor hooks]: what pack returns is kept as a Python object, released with the
+  // GIL held; unpack must give a tensor back.
+  m.def(
+      "_push_saved_tensors_hooks",
+      [](py::function pack, py::function unpack) {
+        auto pack_fn = share_python(std::move(pack));
+        auto unpack_fn = share_python(std::move(unpack));
+        auto hooks = std::make_shared<SavedTensorHooks>();
+        hooks->pack = [pack_fn](const Tensor& t) -> SavedTensorHooks::Packed {
+          py::gil_scoped_acquire gil;
+          auto kept = share_python((*pack_fn)(t));
+          return std::static_pointer_cast<void>(kept);
+        };
+        hooks->unpack = [unpack_fn](const SavedTensorHooks::Packed& packed) -> Tensor {
+          py::gil_scoped_acquire gil;
+          py::object r = (*unpack_fn)(*static_cast<py::object*>(packed.get()));
+          EMBER_CHECK(py::isinstance<Tensor>(r), TypeError,
+                      "Output of saved tensor unpack_hook expected to be a Tensor but got result of type ",
+                      py::str(py::type::of(r).attr("__name__")).cast<std::string>());
+          return r.cast<Tensor>();
+        };
+        SavedTensorHooks::push(std::move(hooks));
+      },
+      py::arg("pack_hook"), py::arg("unpack_hook"));
+  m.def("_pop_saved_tensors_hooks", &SavedTensorHooks::pop);
   m.def("_is_grad_layout_enforcement_enabled", &GradLayoutPolicy::is_enforced);
   m.def("_set_grad_layout_enforcement_enabled", &GradLayoutPolicy::set_enforced, py::arg("enabled"));
   bind_autocast(m);

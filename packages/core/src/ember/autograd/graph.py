@@ -6,13 +6,14 @@ multi-tensor gradient hooks, version bumps and saved-tensor hooks.
     increment_version              marks a tensor as modified in place
     register_multi_grad_hook       one hook over several tensors' gradients ("all" or "any")
     saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks
-                                   pack/unpack hooks over saved tensors (see the limit below)
+                                   pack/unpack hooks over saved tensors
 
-Limit of the saved-tensor hooks: the backward nodes of Ember's native ops keep the tensors they
-save in C++ (SavedVariable, ember/autograd.h) and do not call Python hooks, so pack/unpack run
-only for tensors saved by ember.autograd.Function (ctx.save_for_backward). Entering
-saved_tensors_hooks warns about this once. save_on_cpu keeps its meaning on a CPU-only build
-(every saved tensor already lives in CPU memory). allow_mutation_on_saved_tensors is absent: it
+The saved-tensor hooks see every tensor saved for backward: the native ops' (their C++
+SavedVariable calls them, Note [saved-tensor hooks] in native/src/autograd/engine.cpp) and those
+of ember.autograd.Function (ctx.save_for_backward). A saved output reaches pack_hook without its
+history (which would lead back to the node saving it); the unpacked tensor gets its place in the
+graph back. save_on_cpu keeps its meaning on a CPU-only build (every saved tensor already lives in
+CPU memory). allow_mutation_on_saved_tensors is absent: it
 needs every native in-place op to consult the saved tensors, which Python cannot arrange.
 Node.metadata is absent too: a grad_fn's Python object does not live as long as its node.
 """
@@ -23,7 +24,6 @@ import abc
 import contextlib
 import itertools
 import threading
-import warnings
 from typing import NamedTuple
 
 from .. import _C
@@ -184,34 +184,27 @@ class _ThreadState(threading.local):
 
 
 _STATE = _ThreadState()
-_WARNED = False
 
 
 class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
     """Context manager: tensors saved for backward are passed through pack_hook(tensor) -> any
-    object when saved, and unpack_hook(that object) -> tensor when backward reads them.
-
-    In Ember these hooks see the tensors saved by ember.autograd.Function (ctx.save_for_backward)
-    only; the native ops' backward nodes keep theirs in C++ (see this module's docstring)."""
+    object when saved, and unpack_hook(that object) -> tensor when backward reads them. Per
+    thread; the innermost pair applies; a hook's own ops save their tensors plainly."""
 
     def __init__(self, pack_hook, unpack_hook) -> None:
         self.pack_hook = pack_hook
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
-        global _WARNED
         if _STATE.disabled:
             raise RuntimeError(_STATE.disabled[-1])
-        if not _WARNED and not isinstance(self, save_on_cpu):
-            _WARNED = True
-            warnings.warn("ember.autograd.graph.saved_tensors_hooks: only tensors saved by ember.autograd.Function "
-                          "(ctx.save_for_backward) pass through the hooks; the native ops' backward nodes keep their "
-                          "saved tensors in C++ and do not call them.", UserWarning, stacklevel=2)
+        _C._push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
         _STATE.hooks.append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc) -> None:
         _STATE.hooks.pop()
+        _C._pop_saved_tensors_hooks()
 
 
 class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name

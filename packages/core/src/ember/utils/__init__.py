@@ -1,5 +1,6 @@
-"""ember.utils (torch.utils): input pipelines (data) and timing (benchmark)."""
+"""ember.utils (torch.utils): input pipelines (data), timing (benchmark) and activation
+checkpointing (checkpoint)."""
 
-from . import benchmark, data
+from . import benchmark, checkpoint, data
 
-__all__ = ["benchmark", "data"]
+__all__ = ["benchmark", "checkpoint", "data"]
