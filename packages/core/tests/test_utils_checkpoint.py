@@ -292,3 +292,14 @@ def test_helpers():
         pass
     assert issubclass(cp.CheckpointError, RuntimeError)
     assert F.gelu is not None and ember.utils.checkpoint is cp
+
+
+def test_hooked_saves_still_catch_inplace_writes():
+    x = t64([1.0, 2.0], requires_grad=True)
+    w = x * 1
+    with graph.saved_tensors_hooks(lambda t: t.detach().clone(), lambda t: t):
+        y = (w * w).sum()  # mul saves w
+    with ember.no_grad():
+        w.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

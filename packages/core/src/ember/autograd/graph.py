@@ -12,9 +12,9 @@ The saved-tensor hooks see every tensor saved for backward: the native ops' (the
 SavedVariable calls them, Note [saved-tensor hooks] in native/src/autograd/engine.cpp) and those
 of ember.autograd.Function (ctx.save_for_backward). A saved output reaches pack_hook without its
 history (which would lead back to the node saving it); the unpacked tensor gets its place in the
-graph back. save_on_cpu keeps its meaning on a CPU-only build (every saved tensor already lives in
-CPU memory). allow_mutation_on_saved_tensors is absent: it
-needs every native in-place op to consult the saved tensors, which Python cannot arrange.
+graph back, and an in-place write to it after saving is still caught. save_on_cpu keeps its meaning
+on a CPU-only build (every saved tensor already lives in CPU memory). allow_mutation_on_saved_tensors
+is absent: it needs every native in-place op to consult the saved tensors.
 Node.metadata is absent too: a grad_fn's Python object does not live as long as its node.
 """
 
