@@ -467,7 +467,9 @@ __all__ += ["FatalError"]
 # torch.sum(masked_tensor) & co.: the namespace functions PyTorch lets take a MaskedTensor
 from .masked import _tensor as _masked_tensor  # noqa: E402
 
+_wrapped: dict = {}  # aliases (cat, concat, concatenate) stay one function
 for _name in _masked_tensor.NAMESPACE_FUNCTIONS:
     if _name in globals():
-        globals()[_name] = _masked_tensor.masked_aware(_name, globals()[_name])
-del _name
+        _plain = globals()[_name]
+        globals()[_name] = _wrapped.setdefault(id(_plain), _masked_tensor.masked_aware(_name, _plain))
+del _name, _plain, _wrapped

@@ -739,7 +739,10 @@ def _has_masked(args, kwargs) -> builtins.bool:
 # reductions, softmax, where, cat and stack. The unary and binary functions are left native, since
 # a wrapper would add a Python frame to every call of ember.exp or ember.add; their methods
 # (mt.exp(), mt + other) work.
-NAMESPACE_FUNCTIONS = (*REDUCE_NAMES, "softmax", "where", "cat", "concat", "concatenate", "stack")
+# (norm is left out: ember.functional re-exports ember.norm, and PyTorch's own torch.norm refuses a
+# MaskedTensor; mt.norm() works.)
+NAMESPACE_FUNCTIONS = (*(n for n in REDUCE_NAMES if n != "norm"), "softmax", "where", "cat", "concat", "concatenate",
+                       "stack")
 
 
 def masked_aware(name: str, plain):
