@@ -1,11 +1,14 @@
-"""Gradient clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_ / get_total_norm)."""
+"""Gradient clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_ / get_total_norm, and the
+deprecated clip_grad_norm)."""
 
 from __future__ import annotations
+
+import warnings
 
 from ... import _C
 from ...autograd.grad_mode import no_grad
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
 
 def _as_list(tensors) -> list:
@@ -53,6 +56,14 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
+
+
+def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach=None):
+    """Deprecated alias of clip_grad_norm_ (a FutureWarning says so)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
