@@ -26,6 +26,9 @@ NAMESPACES = [
     ("torch.nn.functional", "ember.nn.functional"), ("torch.autograd", "ember.autograd"),
     ("torch.utils.data", "ember.utils.data"), ("torch.optim", "ember.optim"), ("torch.func", "ember.func"),
     ("torch.linalg", "ember.linalg"), ("torch.fft", "ember.fft"), ("torch.distributions", "ember.distributions"),
+    ("torch.special", "ember.special"), ("torch.sparse", "ember.sparse"), ("torch.masked", "ember.masked"),
+    ("torch.nn.init", "ember.nn.init"), ("torch.nn.utils", "ember.nn.utils"),
+    ("torch.utils.checkpoint", "ember.utils.checkpoint"),
 ]
 
 # Why a name is absent, first match wins (patterns over the lower-cased name).
@@ -40,6 +43,8 @@ REASONS = [
      "sparse tensors: Ember has COO and 2-D CSR/CSC/BSR/BSC (ember.sparse), not in-place sparse resizing "
      "or the older sparse @ sparse helpers"),
     (r"^hash_tensor$", "a dtype Ember does not have (hash_tensor answers in uint64)"),
+    (r"selective|^checkpointpolicy$|^sac_|dispatchmode|tensormode$|^capture_logs$|^graphexecgroup$",
+     "per-op interception (__torch_dispatch__ modes, selective checkpointing): not in Ember"),
     (r"^quasirandom$", "quasirandom: SobolEngine needs Joe and Kuo's direction numbers (21,201 dimensions), a "
      "table Ember does not ship"),
     (r"^is_view_replay_enabled$", "view replay: Ember regenerates a view written through another alias by "
@@ -79,7 +84,8 @@ KIND_REASONS = {
     "docs": "a docstring fragment, not API",
     "overrides": "the __torch_function__ override protocol (torch.overrides)",
 }
-STDLIB_MODULES = ("typing", "collections", "builtins", "dataclasses", "enum", "abc", "functools", "numpy")
+STDLIB_MODULES = ("typing", "typing_extensions", "collections", "builtins", "dataclasses", "enum", "abc", "functools",
+                  "numpy", "weakref")
 
 
 def module_of(obj: object) -> str:
@@ -106,6 +112,8 @@ def kind(owner: object, name: str) -> str:
         return "leak"
     if isinstance(obj, dict) and name.endswith(("_notes", "_args")):
         return "docs"
+    if module.startswith("torch.utils._pytree"):
+        return "leak"  # tree_map & co., imported by PyTorch's source
     if module.startswith(("torch.jit", "torch._jit_internal", "torch._C._jit", "torch.classes")):
         return "script"
     if module == "torch.overrides":
