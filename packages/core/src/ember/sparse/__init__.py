@@ -14,6 +14,7 @@ import builtins
 import ember
 
 from .. import _C
+from ._more import LEGACY_TYPES, as_sparse_gradcheck, check_sparse_tensor_invariants, sampled_addmm, spdiags
 from ._tensor import (
     SparseTensor,
     _check_mm_operands,
@@ -40,7 +41,20 @@ from ._tensor import (
     sum,
 )
 
-__all__ = ["SparseTensor", "addmm", "hspmm", "log_softmax", "mm", "smm", "softmax", "spmm", "sspaddmm", "sum"]
+__all__ = ["SparseTensor", "addmm", "as_sparse_gradcheck", "check_sparse_tensor_invariants", "hspmm", "log_softmax",
+           "mm", "sampled_addmm", "smm", "softmax", "spdiags", "spmm", "sspaddmm", "sum"]
+
+# torch.sparse.FloatTensor & co., the legacy COO constructors (see _more.py)
+FloatTensor = LEGACY_TYPES["FloatTensor"]
+DoubleTensor = LEGACY_TYPES["DoubleTensor"]
+HalfTensor = LEGACY_TYPES["HalfTensor"]
+BFloat16Tensor = LEGACY_TYPES["BFloat16Tensor"]
+ByteTensor = LEGACY_TYPES["ByteTensor"]
+CharTensor = LEGACY_TYPES["CharTensor"]
+ShortTensor = LEGACY_TYPES["ShortTensor"]
+IntTensor = LEGACY_TYPES["IntTensor"]
+LongTensor = LEGACY_TYPES["LongTensor"]
+__all__ += list(LEGACY_TYPES)
 
 
 def hspmm(mat1, mat2):

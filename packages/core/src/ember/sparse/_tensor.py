@@ -886,7 +886,8 @@ def _check_compressed(fn: str, target: layout, cidx, pidx, values, size) -> tupl
 
 
 _DTYPE_WORDS = {_C.int64: "Long", _C.int32: "Int", _C.int16: "Short", _C.int8: "Char", _C.uint8: "Byte",
-                _C.float32: "Float", _C.float64: "Double", _C.float16: "Half", _C.bool: "Bool"}
+                _C.float32: "Float", _C.float64: "Double", _C.float16: "Half", _C.bfloat16: "BFloat16",
+                _C.complex64: "ComplexFloat", _C.complex128: "ComplexDouble", _C.bool: "Bool"}
 
 
 def _dtype_word(dtype) -> str:
