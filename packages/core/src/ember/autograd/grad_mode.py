@@ -126,62 +126,63 @@ def is_multithreading_enabled() -> bool:
     return getattr(_multithreading, "mode", True)
 
 
-class set_multithreading_enabled:
-    """Sets this thread's multithreaded-backward mode now; as a context manager (or decorator) the
-    previous mode comes back on exit."""
+class _ThreadSwitch:
+    """A thread-local on/off switch set now (a function call); as a context manager the previous
+    setting comes back on exit, and as a decorator it applies only while the function runs.
+    Subclasses give the switch's reader and writer."""
+
+    @staticmethod
+    def _get() -> bool:
+        raise NotImplementedError
+
+    @staticmethod
+    def _set(mode: bool) -> None:
+        raise NotImplementedError
 
     def __init__(self, mode: bool) -> None:
         self.mode = bool(mode)
-        self.prev = is_multithreading_enabled()
-        _multithreading.mode = self.mode
+        self.prev = self._get()
+        self._set(self.mode)
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc) -> bool:
-        _multithreading.mode = self.prev
+        self._set(self.prev)
         return False
 
     def __call__(self, fn):
-        _multithreading.mode = self.prev  # as a decorator it applies only while fn runs
+        self._set(self.prev)  # as a decorator it applies only while fn runs
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with set_multithreading_enabled(self.mode):
+            with type(self)(self.mode):
                 return fn(*args, **kwargs)
         return wrapper
 
-    def clone(self) -> set_multithreading_enabled:
-        return set_multithreading_enabled(self.mode)
+    def clone(self):
+        return type(self)(self.mode)
 
 
-class enforce_grad_layout_policy:
+def _set_multithreading(mode: bool) -> None:
+    _multithreading.mode = mode
+
+
+class set_multithreading_enabled(_ThreadSwitch):
+    """Sets this thread's multithreaded-backward mode (see above)."""
+
+    _get = staticmethod(is_multithreading_enabled)
+    _set = staticmethod(_set_multithreading)
+
+
+class enforce_grad_layout_policy(_ThreadSwitch):
     """torch.autograd.enforce_grad_layout_policy: whether a leaf's first gradient is made to follow
     the leaf's layout (on, the default) or, off, is kept as .grad however it is laid out when
     nothing else holds it, saving the copy (Note [stolen gradient] in the engine). A gradient that
-    must be copied is still copied into the leaf's layout. Set now (a function call), for a `with`
-    block, or as a decorator while a function runs; thread-local."""
+    must be copied is still copied into the leaf's layout. Thread-local."""
+
+    _get = staticmethod(_C._is_grad_layout_enforcement_enabled)
+    _set = staticmethod(_C._set_grad_layout_enforcement_enabled)
 
     def __init__(self, enable: bool = True) -> None:
-        self.mode = bool(enable)
-        self.prev = _C._is_grad_layout_enforcement_enabled()
-        _C._set_grad_layout_enforcement_enabled(self.mode)
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc) -> bool:
-        _C._set_grad_layout_enforcement_enabled(self.prev)
-        return False
-
-    def __call__(self, fn):
-        _C._set_grad_layout_enforcement_enabled(self.prev)  # as a decorator it applies only while fn runs
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with enforce_grad_layout_policy(self.mode):
-                return fn(*args, **kwargs)
-        return wrapper
-
-    def clone(self) -> enforce_grad_layout_policy:
-        return enforce_grad_layout_policy(self.mode)
+        super().__init__(enable)

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from ... import _C
 from ..._memory_format import contiguous_format
+from ._pre_hooks import pop_reparametrization
 from .convert_parameters import parameters_to_vector
 
 __all__ = [
@@ -221,8 +222,9 @@ def _unstructured_mask(t, default_mask, nparams_toprune: int, scores):
     return mask
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` entries (a count, or a fraction of the tensor) chosen at random."""
+class _Unstructured(BasePruningMethod):
+    """The unstructured methods: `amount` entries (a count, or a fraction of the tensor) of the
+    lowest scores are pruned."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -230,32 +232,32 @@ class RandomUnstructured(BasePruningMethod):
         _validate_pruning_amount_init(amount)
         self.amount = amount
 
+    def _scores(self, t):
+        raise NotImplementedError
+
     def compute_mask(self, t, default_mask):
         tensor_size = t.nelement()
         nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
         _validate_pruning_amount(nparams_toprune, tensor_size)
-        scores = _C.rand(list(t.shape), dtype=t.dtype, device=t.device) if nparams_toprune else None
-        return _unstructured_mask(t, default_mask, nparams_toprune, scores)
+        return _unstructured_mask(t, default_mask, nparams_toprune, self._scores(t) if nparams_toprune else None)
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes `amount` entries chosen at random."""
+
+    def _scores(self, t):
+        return _C.rand(list(t.shape), dtype=t.dtype, device=t.device)
 
     @classmethod
     def apply(cls, module, name, amount):  # type: ignore[override]
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the `amount` entries of smallest absolute value (of the importance scores)."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        return _unstructured_mask(t, default_mask, nparams_toprune, _C.abs(t))
+    def _scores(self, t):
+        return _C.abs(t)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):  # type: ignore[override]
@@ -415,11 +417,8 @@ def custom_from_mask(module, name, mask):
 
 def remove(module, name):
     """Make the pruning of module.<name> permanent and take its hook off."""
-    for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, BasePruningMethod) and hook._tensor_name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            return module
+    if pop_reparametrization(module, BasePruningMethod, name, lambda hook: hook._tensor_name):
+        return module
     raise ValueError(f"Parameter '{name}' of module {module} has to be pruned before pruning can be removed")
 
 

@@ -20,6 +20,7 @@ from .._normalization import normalize
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..modules.module import Module
 from ..parameter import Parameter, UninitializedParameter
+from ._pre_hooks import pop_reparametrization
 
 __all__ = ["SpectralNorm", "SpectralNormLoadStateDictPreHook", "SpectralNormStateDictHook", "spectral_norm",
            "remove_spectral_norm"]
@@ -185,12 +186,7 @@ def spectral_norm(module: T_module, name: str = "weight", n_power_iterations: in
 
 def remove_spectral_norm(module: T_module, name: str = "weight") -> T_module:
     """Fold the spectral normalization of module.<name> back into a plain parameter <name>."""
-    for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            break
-    else:
+    if not pop_reparametrization(module, SpectralNorm, name, lambda hook: hook.name):
         raise ValueError(f"spectral_norm of '{name}' not found in {module}")
     for k, hook in module._state_dict_hooks.items():
         if isinstance(hook, SpectralNormStateDictHook) and hook.fn.name == name:

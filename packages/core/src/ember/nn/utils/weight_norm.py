@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from ..modules.module import Module
 from ..parameter import Parameter, UninitializedParameter
+from ._pre_hooks import pop_reparametrization
 from .parametrizations import _norm_except_dim
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
@@ -86,9 +87,6 @@ def weight_norm(module: T_module, name: str = "weight", dim: int = 0) -> T_modul
 
 def remove_weight_norm(module: T_module, name: str = "weight") -> T_module:
     """Fold <name>_g and <name>_v back into the parameter <name>."""
-    for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            return module
+    if pop_reparametrization(module, WeightNorm, name, lambda hook: hook.name):
+        return module
     raise ValueError(f"weight_norm of '{name}' not found in {module}")
