@@ -449,7 +449,7 @@ __all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]
 
 # torch.functional (the module of PyTorch's Python-level ops, re-exported), torch.masked's
 # reductions, torch.GradScaler and the RuntimeError subclass a failed allocation raises
-from . import functional, masked  # noqa: E402
+from . import functional, masked, nested  # noqa: E402, F401 - nested: torch.nested's strided nested tensors
 from ._C import OutOfMemoryError  # noqa: E402
 from .amp import GradScaler  # noqa: E402
 

@@ -40,10 +40,11 @@ def install() -> None:
         _surface_extra,
         _surface_legacy,
         _surface_more,
+        nested,
         serialization,
         sparse,
     )
 
     for family in (sparse, serialization, _spectral, _legacy, _overloads, _names, _composites_py, _surface,
-                   _surface_more, _surface_legacy, _surface_extra):
+                   _surface_more, _surface_legacy, _surface_extra, nested):
         _attach(family.tensor_methods())
