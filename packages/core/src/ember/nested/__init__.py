@@ -11,7 +11,7 @@ from ._tensor import (
     as_nested_tensor,
     masked_select,
     narrow,
-    nested_aware,
+    nested_aware,  # noqa: F401 - Ember's own helper, outside __all__ (see below)
     nested_tensor,
     to_padded_tensor,
 )
