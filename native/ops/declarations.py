@@ -72,6 +72,29 @@ def binary(name: str, ref: str, dtypes="numeric", complex=False, inplace=True, f
               kernel=kernel, hand_written=hand_written)
 
 
+def special(name: str, ref: str, domain=(-3.0, 3.0)) -> Op:
+    """An ember.special function of one tensor (a float kernel in src/backend/cpu/special_math.cpp)."""
+    return Op(f"special_{name}(Tensor self, *, Tensor? out=None) -> Tensor", method=False, kernel="float",
+              test={"family": "unary", "ref": ref, "domain": domain, "dtypes": "float", "complex": False})
+
+
+def special_binary(name: str, ref: str, domain=(-3.0, 3.0), other_domain=None) -> Op:
+    """An ember.special function of two tensors; `other_domain`: where the second input is drawn."""
+    return Op(f"special_{name}(Tensor self, Tensor other, *, Tensor? out=None) -> Tensor", method=False,
+              kernel="float", test={"family": "binary", "ref": ref, "domain": domain, "dtypes": "float",
+                                    "complex": False, "other_domain": other_domain or domain})
+
+
+_POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
+_SPECIAL_NONDIFFERENTIABLE = ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+                              "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+                              "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0",
+                              "airy_ai", *_POLYNOMIALS)
+
+
 def reduction(name: str, ref: str, dtypes="numeric", extra: str = "", dim: str = "int[1]? dim=None",
               autocast: str | None = None) -> Op:
     return Op(f"{name}(Tensor self, {dim}, bool keepdim=False{extra}) -> Tensor",
@@ -277,6 +300,30 @@ OPS: list[Op] = [
     Op("special_i0e(Tensor self, *, Tensor? out=None) -> Tensor", method=False, test={"family": "none"}),
     Op("special_i1(Tensor self, *, Tensor? out=None) -> Tensor", method=False, test={"family": "none"}),
     Op("special_i1e(Tensor self, *, Tensor? out=None) -> Tensor", method=False, test={"family": "none"}),
+    # the rest of ember.special (scalar kernels in src/backend/cpu/special_math.cpp, Note [special
+    # functions]); the refs are float64 functions written independently in tests/special_refs.py
+    special("entr", "entr_ref(a)", domain=(-0.5, 4.0)),
+    special("erfcx", "erfcx_ref(a)", domain=(-4.0, 30.0)),
+    special("ndtr", "ndtr_ref(a)", domain=(-10.0, 6.0)),
+    special("ndtri", "ndtri_ref(a)", domain=(0.0, 1.0)),
+    special("log_ndtr", "log_ndtr_ref(a)", domain=(-30.0, 8.0)),
+    special_binary("xlog1py", "xlog1py_ref(a, b)", other_domain=(-0.9, 5.0)),
+    special_binary("zeta", "zeta_ref(a, b)", domain=(1.0, 8.0), other_domain=(-4.0, 6.0)),
+    special("bessel_j0", "bessel_j_ref(0, a)", domain=(-40.0, 40.0)),
+    special("bessel_j1", "bessel_j_ref(1, a)", domain=(-40.0, 40.0)),
+    special("bessel_y0", "bessel_y_ref(0, a)", domain=(0.0, 40.0)),
+    special("bessel_y1", "bessel_y_ref(1, a)", domain=(0.0, 40.0)),
+    special("modified_bessel_i0", "bessel_i_ref(0, a)", domain=(-40.0, 40.0)),
+    special("modified_bessel_i1", "bessel_i_ref(1, a)", domain=(-40.0, 40.0)),
+    special("modified_bessel_k0", "bessel_k_ref(0, a, False)", domain=(0.0, 12.0)),
+    special("modified_bessel_k1", "bessel_k_ref(1, a, False)", domain=(0.0, 12.0)),
+    special("scaled_modified_bessel_k0", "bessel_k_ref(0, a, True)", domain=(0.0, 12.0)),
+    special("scaled_modified_bessel_k1", "bessel_k_ref(1, a, True)", domain=(0.0, 12.0)),
+    special("spherical_bessel_j0", "spherical_j0_ref(a)", domain=(-20.0, 20.0)),
+    special("airy_ai", "airy_ai_ref(a)", domain=(-20.0, 8.0)),
+    *[special_binary(name, f"polynomial_ref({name!r}, a, b)",
+                     domain=(0.0, 1.0) if name.startswith("shifted") else (-1.2, 1.2), other_domain=(-2.0, 30.0))
+      for name in _POLYNOMIALS],
     unary("floor", "np.floor(a)", dtypes="numeric", kernel="same"),
     unary("ceil", "np.ceil(a)", dtypes="numeric", kernel="same"),
     unary("trunc", "np.trunc(a)", dtypes="numeric", kernel="same"),
@@ -902,6 +949,25 @@ DERIVATIVES: dict[str, dict[str, str]] = {
                                                           + _sub(f"i0(self, {_N})", _div("result", _SAFE_SELF)) + ")")},
     "special_i1e": {"result": _ELEMENTWISE, "self": _mul("grad", f"where(eq(self, num(0.0), {_N}), num(0.5), "
                                                            + _sub(f"special_i0e(self, {_N})", _mul("result", _add(f"sign(self, {_N})", _div("num(1.0)", _SAFE_SELF)))) + ")")},
+    # ember.special (PyTorch's formulas; zeta is differentiable in q (`other`) only, as there)
+    "special_entr": {"result": _ELEMENTWISE, "self": _mul("grad", _neg(_add("num(1.0)", f"log(self, {_N})")))},
+    "special_erfcx": {"result": _ELEMENTWISE,
+                      "self": _mul("grad", _sub(_mul("num(2.0)", _mul("self", "result")), "num(1.12837916709551257390)"))},
+    "special_ndtr": {"result": _ELEMENTWISE,
+                     "self": _mul("grad", _mul("num(0.39894228040143267794)", f"exp({_mul('num(-0.5)', _sq('self'))}, {_N})"))},
+    "special_ndtri": {"result": _ELEMENTWISE,
+                      "self": _mul("grad", _mul("num(2.50662827463100050242)", f"exp({_mul('num(0.5)', _sq('result'))}, {_N})"))},
+    "special_log_ndtr": {"result": _ELEMENTWISE,
+                         "self": _mul("grad", _mul("num(0.39894228040143267794)",
+                                                   f"exp(neg({_add('result', _mul('num(0.5)', _sq('self')))}, {_N}), {_N})"))},
+    "special_xlog1py": {"result": _ELEMENTWISE,
+                        "self": f"masked_fill(special_xlog1py(grad, other, {_N}), logical_and(eq(self, num(0.0), {_N}), "
+                                f"le(other, num(-1.0), {_N}), {_N}), Scalar(0.0))",
+                        "other": _div(_mul("grad", "self"), _add("other", "num(1.0)"))},
+    "special_zeta": {"result": _ELEMENTWISE,
+                     "self": "[]() -> Tensor { throw NotImplementedError(\"[special_zeta] the derivative for 'self' is "
+                             "not implemented\"); }()",
+                     "other": _mul("grad", _mul(_neg("self"), f"special_zeta({_add('self', 'num(1.0)')}, other, {_N})"))},
     "floor": {"result": _ELEMENTWISE, "self": "zeros_of(grad)"}, "ceil": {"result": _ELEMENTWISE, "self": "zeros_of(grad)"}, "trunc": {"result": _ELEMENTWISE, "self": "zeros_of(grad)"},
     "round": {"result": _ELEMENTWISE, "self": "zeros_of(grad)"}, "sign": {"result": _ELEMENTWISE, "self": "zeros_of(grad)"}, "frac": {"result": _ELEMENTWISE, "self": "grad"},
     "relu": {"result": _ELEMENTWISE, "self": f"mask_backward(grad, gt(result, num(0.0), {_N}))"},
@@ -1240,7 +1306,9 @@ NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplu
                      "jagged_dense_bmm", "jagged_softmax", "group_index_select_dim0",
                      "permute102_baddbmm_permute102",
                      # fused fbgemm backward kernels (first-order gradients only)
-                     "jagged_softmax_backward", "batched_dense_vec_jagged_2d_mul_backward"}
+                     "jagged_softmax_backward", "batched_dense_vec_jagged_2d_mul_backward",
+                     # ember.special functions PyTorch gives no derivative (their results never require grad)
+                     *(f"special_{name}" for name in _SPECIAL_NONDIFFERENTIABLE)}
 # (integer and bool results need no entry: signbit, gcd, lcm and the shifts have no floating output)
 
 # vmap batching rules (native/codegen/gen_batching.py says what each kind means). An op with

@@ -7,6 +7,7 @@ zero-size, 0-dim, and extreme values (inf, nan, -0.0, large, subnormal) for floa
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import pathlib
@@ -18,6 +19,10 @@ import pytest
 import ember
 
 RECORDS = json.loads((pathlib.Path(ember.__file__).parent / "opdb.json").read_text())
+# ember.special's float64 references (tests/special_refs.py, loaded by path: tests are no package)
+_SPEC = importlib.util.spec_from_file_location("special_refs", pathlib.Path(__file__).with_name("special_refs.py"))
+special_refs = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(special_refs)
 TESTED_FAMILIES = {"unary", "binary", "compare", "reduction"}
 
 DTYPE_GROUPS = {
@@ -132,7 +137,8 @@ def check(out: ember.Tensor, expected: np.ndarray, dtype: str, where: str) -> No
 def reference(rec, **arrays):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return eval(rec["ref"], {"np": np, "math": math, "erfinv_ref": erfinv_ref, "digamma_ref": digamma_ref}, arrays)  # the ref is declared data, not input
+        return eval(rec["ref"], {"np": np, "math": math, "erfinv_ref": erfinv_ref, "digamma_ref": digamma_ref,  # the ref is declared data, not input
+                                 **special_refs.REFS}, arrays)
 
 
 def cases():
@@ -192,8 +198,9 @@ def test_op_matches_reference(rec, dtype):
         if rec.get("nonzero_rhs") or rec["name"] in ("remainder", "fmod", "floor_divide"):
             other_values = np.where(np.abs(values) < 0.5, 1.5, values)[::-1].copy()
         else:
+            other_domain = tuple(rec.get("other_domain") or domain)
             other_values = complex_draw(rng, (4, 6)) if dtype.startswith("complex") else \
-                draw(rng, (4, 6), dtype, domain, small)
+                draw(rng, (4, 6), dtype, other_domain, small)
         other = make(other_values, dtype)
         pairs = [(n, x, y) for (n, x), (_, y) in zip(layouts(base), layouts(other), strict=True)]
         pairs += [("broadcast", base[:, :1], other[:1, :]), ("zero-size", base[:0], other[:0]),

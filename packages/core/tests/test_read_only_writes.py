@@ -85,6 +85,17 @@ CASES = {
     "out:ember.special_i0e": ((3,), np.float32, lambda o: ember.special.i0e(ones(3), out=o)),
     "out:ember.special_i1": ((3,), np.float32, lambda o: ember.special.i1(ones(3), out=o)),
     "out:ember.special_i1e": ((3,), np.float32, lambda o: ember.special.i1e(ones(3), out=o)),
+    # ember.special's Python functions of two arguments and its aliases with out=
+    **{f"out:ember.special.{name}": ((3,), np.float32, (lambda fn: lambda o: fn(ones(3) * 2, ones(3), out=o))(
+        getattr(ember.special, name))) for name in (
+        "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+        "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+        "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+        "legendre_polynomial_p", "xlog1py", "xlogy", "zeta", "gammainc", "gammaincc")},
+    "out:ember.special.logit": ((3,), np.float32, lambda o: ember.special.logit(ones(3) * 0.5, out=o)),
+    "out:ember.special.logsumexp": ((3,), np.float32, lambda o: ember.special.logsumexp(ones(3, 2), 1, out=o)),
+    "out:ember.special.multigammaln": ((3,), np.float32, lambda o: ember.special.multigammaln(ones(3) * 3, 2, out=o)),
+    "out:ember.special.polygamma": ((3,), np.float32, lambda o: ember.special.polygamma(1, ones(3), out=o)),
     "out:ember.signbit": ((3,), np.bool_, lambda o: ember.signbit(ones(3), out=o)),
     "out:ember.bitwise_left_shift": ((3,), np.int32,
                                      lambda o: ember.bitwise_left_shift(ones(3, dtype=ember.int32), 1, out=o)),

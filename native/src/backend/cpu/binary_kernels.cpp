@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/cpu/special_math.h"
 #include "loops.h"
 #include "ops/kernels.h"
 
@@ -204,6 +205,26 @@ void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
       EMBER_REAL_BINARY(Minimum, kReal | kBool, min_propagate_nan(x, y))
       EMBER_REAL_BINARY(Fmax, kReal | kBool, (x != x ? y : (y != y ? x : (x > y ? x : y))))
       EMBER_REAL_BINARY(Fmin, kReal | kBool, (x != x ? y : (y != y ? x : (x < y ? x : y))))
+      // ember.special: evaluated in double (special_math.cpp, Note [special functions])
+#define EMBER_SPECIAL_BINARY(OP, fn) \
+  EMBER_REAL_BINARY(                 \
+      OP, kAllFloat,                 \
+      static_cast<decltype(x)>(special_math::fn(static_cast<double>(x), static_cast<double>(y))))
+      EMBER_SPECIAL_BINARY(SpecialXlog1py, xlog1py)
+      EMBER_SPECIAL_BINARY(SpecialZeta, zeta)
+      EMBER_SPECIAL_BINARY(SpecialChebyshevPolynomialT, chebyshev_polynomial_t)
+      EMBER_SPECIAL_BINARY(SpecialChebyshevPolynomialU, chebyshev_polynomial_u)
+      EMBER_SPECIAL_BINARY(SpecialChebyshevPolynomialV, chebyshev_polynomial_v)
+      EMBER_SPECIAL_BINARY(SpecialChebyshevPolynomialW, chebyshev_polynomial_w)
+      EMBER_SPECIAL_BINARY(SpecialShiftedChebyshevPolynomialT, shifted_chebyshev_polynomial_t)
+      EMBER_SPECIAL_BINARY(SpecialShiftedChebyshevPolynomialU, shifted_chebyshev_polynomial_u)
+      EMBER_SPECIAL_BINARY(SpecialShiftedChebyshevPolynomialV, shifted_chebyshev_polynomial_v)
+      EMBER_SPECIAL_BINARY(SpecialShiftedChebyshevPolynomialW, shifted_chebyshev_polynomial_w)
+      EMBER_SPECIAL_BINARY(SpecialHermitePolynomialH, hermite_polynomial_h)
+      EMBER_SPECIAL_BINARY(SpecialHermitePolynomialHe, hermite_polynomial_he)
+      EMBER_SPECIAL_BINARY(SpecialLaguerrePolynomialL, laguerre_polynomial_l)
+      EMBER_SPECIAL_BINARY(SpecialLegendrePolynomialP, legendre_polynomial_p)
+#undef EMBER_SPECIAL_BINARY
 #undef EMBER_REAL_BINARY
     case BinaryOp::Pow:
       return visit<with_complex(kReal, BinaryOp::Pow)>(d, "pow", [&](auto tag) {

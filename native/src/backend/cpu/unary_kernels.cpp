@@ -3,6 +3,7 @@
 #include <complex>
 #include <limits>
 
+#include "backend/cpu/special_math.h"
 #include "backend/cpu/vec_loops.h"
 #include "backend/cpu/vec_math.h"
 #include "loops.h"
@@ -183,6 +184,27 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
       EMBER_FLOAT(Erfinv, static_cast<decltype(x)>(erfinv_double(x)))
       EMBER_FLOAT(Digamma, static_cast<decltype(x)>(digamma_double(x)))
       EMBER_FLOAT(Frac, x - std::trunc(x))
+      // ember.special: evaluated in double (special_math.cpp, Note [special functions])
+#define EMBER_SPECIAL(OP, fn) \
+  EMBER_FLOAT(OP, static_cast<decltype(x)>(special_math::fn(static_cast<double>(x))))
+      EMBER_SPECIAL(SpecialEntr, entr)
+      EMBER_SPECIAL(SpecialErfcx, erfcx)
+      EMBER_SPECIAL(SpecialNdtr, ndtr)
+      EMBER_SPECIAL(SpecialNdtri, ndtri)
+      EMBER_SPECIAL(SpecialLogNdtr, log_ndtr)
+      EMBER_SPECIAL(SpecialBesselJ0, bessel_j0)
+      EMBER_SPECIAL(SpecialBesselJ1, bessel_j1)
+      EMBER_SPECIAL(SpecialBesselY0, bessel_y0)
+      EMBER_SPECIAL(SpecialBesselY1, bessel_y1)
+      EMBER_SPECIAL(SpecialModifiedBesselI0, modified_bessel_i0)
+      EMBER_SPECIAL(SpecialModifiedBesselI1, modified_bessel_i1)
+      EMBER_SPECIAL(SpecialModifiedBesselK0, modified_bessel_k0)
+      EMBER_SPECIAL(SpecialModifiedBesselK1, modified_bessel_k1)
+      EMBER_SPECIAL(SpecialScaledModifiedBesselK0, scaled_modified_bessel_k0)
+      EMBER_SPECIAL(SpecialScaledModifiedBesselK1, scaled_modified_bessel_k1)
+      EMBER_SPECIAL(SpecialSphericalBesselJ0, spherical_bessel_j0)
+      EMBER_SPECIAL(SpecialAiryAi, airy_ai)
+#undef EMBER_SPECIAL
 #undef EMBER_FLOAT
 #undef EMBER_FLOAT_VEC
     case UnaryOp::Neg:
