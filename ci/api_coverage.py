@@ -113,7 +113,7 @@ def kind(owner: object, name: str) -> str:
         return "" if module.startswith("torch.") else "leak"  # "torch" itself, re-imported, is a leak too
     if name == "TYPE_CHECKING" or module.split(".")[0] in STDLIB_MODULES:
         return "leak"
-    if isinstance(obj, dict) and name.endswith(("_notes", "_args")):
+    if isinstance(obj, dict) and name.endswith(("_notes", "_args", "_common")):
         return "docs"
     if module.startswith("torch.utils._pytree"):
         return "leak"  # tree_map & co., imported by PyTorch's source
