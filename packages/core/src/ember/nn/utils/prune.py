@@ -271,6 +271,16 @@ def _channel_mask(t, dim: int, index):
     return mask
 
 
+def _structured_count(t, amount, dim: int) -> tuple[int, int]:
+    """The number of channels along dim, and how many of them `amount` prunes (both validated)."""
+    _validate_structured_pruning(t)
+    _validate_pruning_dim(t, dim)
+    tensor_size = t.shape[dim]
+    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(nparams_toprune, tensor_size)
+    return tensor_size, nparams_toprune
+
+
 class RandomStructured(BasePruningMethod):
     """Prunes `amount` whole channels along `dim`, chosen at random."""
 
@@ -282,11 +292,7 @@ class RandomStructured(BasePruningMethod):
         self.dim = dim
 
     def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        tensor_size = t.shape[self.dim]
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
+        tensor_size, nparams_toprune = _structured_count(t, self.amount, self.dim)
         if nparams_toprune == 0:
             return default_mask
         prob = _C.rand([tensor_size])
@@ -311,12 +317,8 @@ class LnStructured(BasePruningMethod):
         self.dim = dim
 
     def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        tensor_size = t.shape[self.dim]
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
+        tensor_size, nparams_toprune = _structured_count(t, self.amount, self.dim)
         nparams_tokeep = tensor_size - nparams_toprune
-        _validate_pruning_amount(nparams_toprune, tensor_size)
         norm = _compute_norm(t, self.n, self.dim)
         kept = _C.topk(norm, k=nparams_tokeep, largest=True)[1]
         if nparams_toprune == 0:
