@@ -77,8 +77,8 @@ void install(ErrorManager& err) {
 // path is chosen at run time (every x86-64 CPU since about 2011 has SSSE3), the plain loop stays
 // for the other CPUs and for the tail of a row. Both move the same bytes.
 
-void split_rgb_plain(const uint8_t* __restrict__ src, uint8_t* __restrict__ red,
-                     uint8_t* __restrict__ green, uint8_t* __restrict__ blue, size_t count) {
+void split_rgb_plain(const uint8_t* __restrict__ src, uint8_t* __restrict__ red, uint8_t* __restrict__ green,
+                     uint8_t* __restrict__ blue, size_t count) {
   for (size_t x = 0; x < count; ++x) {
     red[x] = src[3 * x];
     green[x] = src[3 * x + 1];
@@ -114,12 +114,12 @@ __attribute__((target("ssse3"))) void split_rgb_ssse3(const uint8_t* src, uint8_
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 3 * x));
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 3 * x + 16));
     const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 3 * x + 32));
-    const __m128i r = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, r0), _mm_shuffle_epi8(b, r1)),
-                                   _mm_shuffle_epi8(c, r2));
-    const __m128i g = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, g0), _mm_shuffle_epi8(b, g1)),
-                                   _mm_shuffle_epi8(c, g2));
-    const __m128i bl = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, b0), _mm_shuffle_epi8(b, b1)),
-                                    _mm_shuffle_epi8(c, b2));
+    const __m128i r =
+        _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, r0), _mm_shuffle_epi8(b, r1)), _mm_shuffle_epi8(c, r2));
+    const __m128i g =
+        _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, g0), _mm_shuffle_epi8(b, g1)), _mm_shuffle_epi8(c, g2));
+    const __m128i bl =
+        _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, b0), _mm_shuffle_epi8(b, b1)), _mm_shuffle_epi8(c, b2));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(red + x), r);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(green + x), g);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(blue + x), bl);
