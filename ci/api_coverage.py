@@ -38,6 +38,7 @@ REASONS = [
      "device-specific: Ember runs on CPU (ember.cuda answers truthfully)"),
     (r"quant|qint|quint|^q_|int_repr|per_channel|per_tensor|fake_|qparams|^ao$|^qat$|^intrinsic$",
      "quantization: not in Ember yet"),
+    (r"^spsolve$|semi_?structured", "device-specific: PyTorch runs these only on CUDA (cuDSS, cuSPARSELt)"),
     (r"sparse|csr|csc|bsr|bsc|coo|to_dense|smm|sspaddmm|hspmm|spmm|saddmm|^(indices|values)(_copy)?$|"
      r"(crow|ccol|col|row)_indices|coalesce|^dense_dim$|^layout$|^strided$",
      "sparse tensors: Ember has COO and 2-D CSR/CSC/BSR/BSC (ember.sparse), not in-place sparse resizing "
@@ -51,7 +52,6 @@ REASONS = [
      "as_strided only"),
     (r"^to_padded_tensor$", "nested tensors: a method of ember.nested's NestedTensor, not of a dense tensor"),
     (r"^jagged$", "nested tensors: Ember has the strided layout (ember.nested), not the jagged one"),
-    (r"^spsolve$|semi_structured", "device-specific: PyTorch runs these only on CUDA (cuDSS, cuSPARSELt)"),
     (r"^dimordims$", "a module or helper PyTorch's own source imports, not API (os, sys, math, typing, ...)"),
     (r"^index$", "first-class dimensions (functorch.dim): not in Ember"),
     (r"^(eig|symeig|lstsq|solve|matrix_rank|reinforce|volatile)$",
