@@ -183,6 +183,13 @@ DD log_half(double x) {
   return dd(std::log(0.5 * x));
 }
 
+// Adds the k-th term t_k of an asymptotic series split in two, as the Hankel and Airy expansions
+// are: even = sum (-1)^j t_2j, odd = sum (-1)^j t_2j+1.
+inline void add_to_pair(int k, double term, double& even, double& odd) {
+  const double signed_term = ((k / 2) % 2 == 0) ? term : -term;
+  (k % 2 == 0 ? even : odd) += signed_term;
+}
+
 // The Hankel expansions P, Q of J_n, Y_n (n = 0, 1) at x >= 25.
 void hankel_pq(int n, double x, double& p, double& q) {
   const double mu = 4.0 * n * n;
@@ -197,14 +204,7 @@ void hankel_pq(int n, double x, double& p, double& q) {
     const double mag = std::fabs(term);
     if (mag > last) break;  // past the smallest term of the asymptotic series
     last = mag;
-    // P = sum (-1)^j a_2j / x^2j, Q = sum (-1)^j a_2j+1 / x^2j+1
-    const int j = k / 2;
-    const double signed_term = (j % 2 == 0) ? term : -term;
-    if (k % 2 == 0) {
-      p += signed_term;
-    } else {
-      q += signed_term;
-    }
+    add_to_pair(k, term, p, q);  // P = sum (-1)^j a_2j / x^2j, Q = sum (-1)^j a_2j+1 / x^2j+1
     if (mag < 1e-18) break;
   }
 }
@@ -345,13 +345,7 @@ double airy_negative(double x) {
     const double term = u * power;
     if (term > last) break;
     last = term;
-    const int j = k / 2;
-    const double signed_term = (j % 2 == 0) ? term : -term;
-    if (k % 2 == 0) {
-      even += signed_term;
-    } else {
-      odd += signed_term;
-    }
+    add_to_pair(k, term, even, odd);
     if (term < 1e-18) break;
   }
   // sin and cos of zeta.hi + zeta.lo
