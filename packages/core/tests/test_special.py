@@ -11,6 +11,7 @@ import importlib.util
 import inspect
 import math
 import pathlib
+import zlib
 
 import numpy as np
 import pytest
@@ -156,7 +157,7 @@ def test_zeta_and_xlog1py_accuracy():
 
 @pytest.mark.parametrize("name", POLYNOMIALS)
 def test_polynomial_values(name):
-    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))  # str hash() changes per process
     lo, hi = (0.0, 1.0) if name.startswith("shifted") else (-1.0, 1.0)
     x = np.concatenate([rng.uniform(lo, hi, 200), rng.uniform(-6, 6, 100), [lo, hi, 0.5, -0.0]])
     n = np.concatenate([rng.integers(0, 80, 300), [5, 7, 9, 11]]).astype(np.float64)
@@ -166,8 +167,11 @@ def test_polynomial_values(name):
     # (Laguerre's terms alternate in sign: at -|x| they all add, so that is their sum's size)
     size = np.abs(R.polynomial_ref(name, -np.abs(x) if "laguerre" in name else np.abs(x) + 1, n))
     size = np.where(np.isfinite(size), size, np.abs(expected))
-    err = np.abs(got - expected) / np.maximum(np.abs(expected), size * 1e-3)
-    assert err.max() <= 1e-12, (name, x[err.argmax()], n[err.argmax()], err.max())
+    # a three-term recurrence of degree n loses about n roundings of that size (near a zero of the
+    # polynomial, e.g. Laguerre's smallest at ~1.44/n, that is all of the value's accuracy)
+    bound = 1e-12 * np.abs(expected) + 4 * (n + 1) * np.finfo(np.float64).eps * size
+    excess = np.abs(got - expected) / bound
+    assert excess.max() <= 1, (name, x[excess.argmax()], n[excess.argmax()], excess.max())
 
 
 @pytest.mark.parametrize("name", POLYNOMIALS)
