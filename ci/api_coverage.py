@@ -51,7 +51,6 @@ REASONS = [
     (r"^is_view_replay_enabled$", "view replay: Ember regenerates a view written through another alias by "
      "as_strided only"),
     (r"^to_padded_tensor$", "nested tensors: a method of ember.nested's NestedTensor, not of a dense tensor"),
-    (r"^jagged$", "nested tensors: Ember has the strided layout (ember.nested), not the jagged one"),
     (r"^dimordims$", "a module or helper PyTorch's own source imports, not API (os, sys, math, typing, ...)"),
     (r"^index$", "first-class dimensions (functorch.dim): not in Ember"),
     (r"^(eig|symeig|lstsq|solve|matrix_rank|reinforce|volatile)$",
@@ -59,7 +58,7 @@ REASONS = [
     (r"^(fork|wait|parse_ir|parse_schema|parse_type_comment|merge_type_from_type_comment|unify_type_list|"
      r"import_ir_module.*)$", "TorchScript and C++ binding internals (torch.jit)"),
     (r"torch_function|^is_tensor_like$", "the __torch_function__ override protocol (torch.overrides)"),
-    (r"nested|^jagged$", "nested tensors: PyTorch's nested-tensor internals (Ember has ember.nested's strided ones)"),
+    (r"nested", "nested tensors: PyTorch's nested-tensor internals (Ember has ember.nested's strided and jagged ones)"),
     (r"mkldnn|onednn|fbgemm|miopen|nnpack|mkl|xnnpack|cpp_|_cpu$", "a backend library's private kernels"),
     (r"storage|untyped|share_memory|is_shared|from_file", "storage objects: Ember tensors own memory directly"),
     (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|overrides|^cond$|"

@@ -402,6 +402,7 @@ from .sparse import (  # noqa: E402
     strided,
     values_copy,
 )
+from .sparse._tensor import jagged  # noqa: E402 - the layout of ember.nested's jagged nested tensors
 
 __all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
             "sparse_csr_tensor", "spmm", "sspaddmm", "strided"]
@@ -453,7 +454,7 @@ from . import functional, masked, nested  # noqa: E402, F401 - nested: torch.nes
 from ._C import OutOfMemoryError  # noqa: E402
 from .amp import GradScaler  # noqa: E402
 
-__all__ += ["functional", "masked", "GradScaler", "OutOfMemoryError"]
+__all__ += ["functional", "masked", "GradScaler", "OutOfMemoryError", "jagged"]
 
 
 class FatalError(Exception):

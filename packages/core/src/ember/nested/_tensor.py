@@ -16,6 +16,9 @@ any other ember.Tensor method. Differences from PyTorch, each on purpose:
 * components of different dtypes raise (PyTorch silently converts them to the first one's dtype,
   truncating floats to ints); pass dtype= to convert them;
 * masked_select returns a strided nested tensor (PyTorch's is jagged-layout), same components.
+
+The jagged layout (layout=ember.jagged) is in _jagged.py; what both layouts share is here: the
+_Nested base class, the component checks, padding and the nn.functional entries.
 """
 
 from __future__ import annotations
@@ -56,14 +59,28 @@ def _wrap(components, leaf: builtins.bool = False) -> NestedTensor:
     return out
 
 
-def _check_layout(layout) -> None:
+def _mixed_layouts(name: str) -> RuntimeError:
+    return RuntimeError(f"{name}: expected nested tensors of one layout, but got a strided and a jagged one")
+
+
+def _wants_jagged(layout) -> builtins.bool:
+    """True for layout=ember.jagged; None or ember.strided mean the strided layout; others raise."""
+    if layout is ember.jagged:
+        return True
     if layout is not None and layout is not ember.strided:
         raise RuntimeError(f"Specified layout is unsupported for nested tensors: {layout}")
+    return False
+
+
+def _jagged_module():
+    # imported here, not at the top: _jagged builds on this module
+    from . import _jagged
+    return _jagged
 
 
 def _check_components(ts) -> None:
     for i, t in enumerate(ts):
-        if isinstance(t, NestedTensor):
+        if isinstance(t, _Nested):
             raise RuntimeError("We do not accept nested tensors as input to nested tensors")
         if t.layout is not ember.strided:
             raise RuntimeError("We do not accept non-strided layouts as input to nested tensors")
@@ -84,21 +101,28 @@ def _is_sparse(t) -> builtins.bool:
     return not isinstance(t, ember.Tensor) and hasattr(t, "layout") and t.layout is not ember.strided
 
 
-def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    """torch.nested.nested_tensor: a new leaf nested tensor from a list of tensors (copied) or of
-    nested lists of scalars. pin_memory is accepted and has no effect (CPU memory is not pinned)."""
-    _check_layout(layout)
+def _copied_components(tensor_list, dtype, device) -> list:
+    """nested_tensor's components (both layouts): copies of the tensors, or tensors from nested
+    lists of scalars, checked and converted to dtype / device."""
     if not isinstance(tensor_list, list):
         raise TypeError("Only lists (List[Tensor] and List[List...[Scalar]]) are accepted in nested_tensor")
     ts = []
     for item in tensor_list:
-        if isinstance(item, NestedTensor):
+        if isinstance(item, _Nested):
             raise RuntimeError("We do not accept nested tensors as input to nested tensors")
         if _is_sparse(item):
             raise RuntimeError("We do not accept non-strided layouts as input to nested tensors")
         ts.append(item.detach().clone() if isinstance(item, ember.Tensor) else ember.tensor(item))
     _check_components(ts)
-    ts = [t.to(dtype=dtype, device=device) if (dtype is not None or device is not None) else t for t in ts]
+    return [t.to(dtype=dtype, device=device) if (dtype is not None or device is not None) else t for t in ts]
+
+
+def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """torch.nested.nested_tensor: a new leaf nested tensor from a list of tensors (copied) or of
+    nested lists of scalars. pin_memory is accepted and has no effect (CPU memory is not pinned)."""
+    if _wants_jagged(layout):
+        return _jagged_module().nested_tensor(tensor_list, dtype=dtype, device=device, requires_grad=requires_grad)
+    ts = _copied_components(tensor_list, dtype, device)
     if requires_grad:
         ts = [t.requires_grad_() for t in ts]
     out = _wrap(ts, leaf=True)
@@ -107,21 +131,22 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
     return out
 
 
-def as_nested_tensor(ts, dtype=None, device=None, layout=None):
-    """torch.nested.as_nested_tensor: a nested tensor over a list/tuple of tensors (or the slices of a
-    tensor along dim 0) that keeps their autograd history: gradients flow back to them."""
-    _check_layout(layout)
-    if isinstance(ts, NestedTensor):
-        raise RuntimeError("as_nested_tensor(): Converting between nested tensor layouts is not supported")
+def _layouts_differ() -> RuntimeError:
+    return RuntimeError("as_nested_tensor(): Converting between nested tensor layouts is not supported (as in "
+                        "PyTorch): pass list(nt.unbind()), which keeps the autograd history")
+
+
+def _viewed_components(ts, dtype, device) -> list:
+    """as_nested_tensor's components (both layouts): the tensors of a list / tuple, or the slices of
+    a tensor along dim 0, checked and converted to dtype / device, autograd history kept."""
     if isinstance(ts, ember.Tensor):
         ts = list(ts.unbind(0))
-    elif isinstance(ts, (list, tuple)) and all(isinstance(t, (ember.Tensor, NestedTensor)) or _is_sparse(t)
-                                              for t in ts):
+    elif isinstance(ts, (list, tuple)) and all(isinstance(t, (ember.Tensor, _Nested)) or _is_sparse(t) for t in ts):
         ts = list(ts)
     else:
         raise TypeError("as_nested_tensor(): Expected first argument to be a tensor or a list / tuple of tensors ")
     for t in ts:
-        if isinstance(t, NestedTensor):
+        if isinstance(t, _Nested):
             raise RuntimeError("We do not accept nested tensors as input to nested tensors")
         if _is_sparse(t):
             raise RuntimeError("We do not accept non-strided layouts as input to nested tensors")
@@ -129,7 +154,17 @@ def as_nested_tensor(ts, dtype=None, device=None, layout=None):
         _check_components(ts)
     else:
         _check_components([t.to(dtype) for t in ts])
-    ts = [t.to(dtype=dtype, device=device) if (dtype is not None or device is not None) else t for t in ts]
+    return [t.to(dtype=dtype, device=device) if (dtype is not None or device is not None) else t for t in ts]
+
+
+def as_nested_tensor(ts, dtype=None, device=None, layout=None):
+    """torch.nested.as_nested_tensor: a nested tensor over a list/tuple of tensors (or the slices of a
+    tensor along dim 0) that keeps their autograd history: gradients flow back to them."""
+    if _wants_jagged(layout):
+        return _jagged_module().as_nested_tensor(ts, dtype=dtype, device=device)
+    if isinstance(ts, _Nested):
+        raise _layouts_differ()
+    ts = _viewed_components(ts, dtype, device)
     out = _wrap(ts, leaf=not any(t.requires_grad for t in ts))
     if not ts and dtype is not None:
         out._dtype = dtype
@@ -139,8 +174,10 @@ def as_nested_tensor(ts, dtype=None, device=None, layout=None):
 def to_padded_tensor(input, padding, output_size=None):
     """torch.nested.to_padded_tensor: one dense tensor [n, max sizes...], the gaps filled with padding
     (output_size, if given, may only grow each dim). Differentiable back to the components."""
-    if not isinstance(input, NestedTensor):
+    if not isinstance(input, _Nested):
         raise RuntimeError("to_padded_tensor: expected a nested tensor")
+    if input.layout is ember.jagged:
+        return input.to_padded_tensor(padding, output_size)
     comps = input._components
     if not comps:
         return ember.empty(0, dtype=input.dtype, device=input.device)
@@ -156,6 +193,11 @@ def to_padded_tensor(input, padding, output_size=None):
             raise RuntimeError("Value in output_size is less than NestedTensor padded size. Truncation is not "
                                "supported.")
         full = output_size
+    return _pad_stack(comps, full, padding)
+
+
+def _pad_stack(comps, full, padding):
+    """The components padded with `padding` to full[1:] and stacked, then padded rows up to full[0]."""
     rows = []
     for c in comps:
         pad = []
@@ -176,9 +218,10 @@ def _dim(d: int, ndim: int) -> int:
 
 
 def narrow(tensor, dim, start, length, layout=None):
-    """torch.nested.narrow for the strided layout: only dim 0 (the components start..start+length-1);
-    a dense tensor is first split into components along dim 0."""
-    _check_layout(layout)
+    """torch.nested.narrow. Strided layout: only dim 0 (the components start..start+length-1), a
+    dense tensor first split into components along dim 0. Jagged layout: see _jagged.narrow."""
+    if _wants_jagged(layout):
+        return _jagged_module().narrow(tensor, dim, start, length)
     if not isinstance(start, numbers.Integral) or not isinstance(length, numbers.Integral):
         raise RuntimeError("start and length must be integers for the strided layout NT impl")
     nt = tensor if isinstance(tensor, NestedTensor) else as_nested_tensor(tensor)
@@ -200,18 +243,150 @@ def _is_scalar(x) -> builtins.bool:
     return isinstance(x, (numbers.Number, builtins.bool)) or (isinstance(x, ember.Tensor) and x.dim() == 0)
 
 
-class NestedTensor:
-    """A strided-layout nested tensor (see the module docstring). Build one with nested_tensor or
-    as_nested_tensor; it is never an ember.Tensor, so the native ops do not take it."""
+class _Nested:
+    """What both layouts' nested tensors share. A subclass keeps its data in ember tensors and
+    defines _map (a function applied to them elementwise, giving a nested tensor of the same
+    structure), _binary, unbind, dim and layout; the rest here is written over those."""
 
     is_nested = True
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("build a nested tensor with ember.nested.nested_tensor, as_nested_tensor or "
+                        "nested_tensor_from_jagged")
+
+    def _parts(self) -> list:
+        """The ember tensors that hold the data (autograd flows through them)."""
+        raise NotImplementedError
+
+    # ---- metadata -----------------------------------------------------------------------------
+    def ndimension(self) -> int:
+        return self.dim()
+
+    @property
+    def ndim(self) -> int:
+        return self.dim()
+
+    @property
+    def requires_grad(self) -> builtins.bool:
+        return any(t.requires_grad for t in self._parts())
+
+    @property
+    def grad_fn(self):
+        """The autograd node of the first part that has one (PyTorch's is one node for all)."""
+        return next((t.grad_fn for t in self._parts() if t.grad_fn is not None), None)
+
+    def __bool__(self):
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+
+    def __getitem__(self, index):
+        if isinstance(index, numbers.Integral) and not isinstance(index, builtins.bool):
+            comps = self.unbind()
+            return comps[_dim(index, len(comps))] if comps else [][index]
+        raise _not_implemented(f"indexing with {type(index).__name__}", torch_lacks=False)
+
+    # ---- conversions and autograd -------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        return self._map(lambda t: t.to(*args, **kwargs))
+
+    def double(self):
+        return self.to(ember.float64)
+
+    def float(self):
+        return self.to(ember.float32)
+
+    def clone(self):
+        return self._map(lambda t: t.clone())
+
+    def requires_grad_(self, requires_grad=True):
+        for t in self._parts():
+            t.requires_grad_(requires_grad)
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        if gradient is None:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        mine = self.unbind()
+        grads = gradient.unbind() if isinstance(gradient, _Nested) else None
+        if grads is None or len(grads) != len(mine) or any(
+                tuple(c.shape) != tuple(g.shape) for c, g in zip(mine, grads, strict=True)):
+            raise RuntimeError("backward(): gradient must be a nested tensor of the same structure as self")
+        pairs = [(c, g) for c, g in zip(mine, grads, strict=True) if c.requires_grad]
+        ember.autograd.backward([c for c, _ in pairs], [g for _, g in pairs], retain_graph=retain_graph,
+                                create_graph=create_graph, inputs=inputs)
+
+    def to_padded_tensor(self, padding, output_size=None):
+        return to_padded_tensor(self, padding, output_size)
+
+    # ---- elementwise --------------------------------------------------------------------------
+    def add(self, other, *, alpha=1):
+        return self._binary(other, "add", lambda a, b: ember.add(a, b, alpha=alpha))
+
+    def sub(self, other, *, alpha=1):
+        return self._binary(other, "sub", lambda a, b: ember.sub(a, b, alpha=alpha))
+
+    def mul(self, other):
+        return self._binary(other, "mul", lambda a, b: a * b)
+
+    def div(self, other):
+        return self._binary(other, "div", lambda a, b: a / b)
+
+    __add__ = __radd__ = add
+    __sub__ = sub
+    __mul__ = __rmul__ = mul
+    __truediv__ = div
+    multiply = mul
+    divide = true_divide = div
+    subtract = sub
+
+    def __neg__(self):
+        return self.neg()
+
+    def __abs__(self):
+        return self.abs()
+
+    def _inplace(self, result):
+        pairs = list(zip(self.unbind(), result.unbind(), strict=True))
+        for c, r in pairs:
+            if c.dtype != r.dtype:
+                raise RuntimeError(f"result type {r.dtype} can't be cast to the desired output type {c.dtype}")
+        for c, r in pairs:
+            c.copy_(r)
+        return self
+
+    def add_(self, other, *, alpha=1):
+        return self._inplace(self.add(other, alpha=alpha))
+
+    def sub_(self, other, *, alpha=1):
+        return self._inplace(self.sub(other, alpha=alpha))
+
+    def mul_(self, other):
+        return self._inplace(self.mul(other))
+
+    def div_(self, other):
+        return self._inplace(self.div(other))
+
+    def relu_(self):
+        return self._inplace(self.relu())
+
+    def __getattr__(self, name):
+        # Any other ember.Tensor method: not implemented for nested tensors (named in the error).
+        if not name.startswith("_") and hasattr(ember.Tensor, name):
+            def unsupported(*args, **kwargs):
+                raise _not_implemented(name, torch_lacks=False)
+            return unsupported
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+
+
+class NestedTensor(_Nested):
+    """A strided-layout nested tensor (see the module docstring). Build one with nested_tensor or
+    as_nested_tensor; it is never an ember.Tensor, so the native ops do not take it."""
 
     @property
     def layout(self):
         return ember.strided
 
-    def __init__(self, *args, **kwargs):
-        raise TypeError("build a NestedTensor with ember.nested.nested_tensor or ember.nested.as_nested_tensor")
+    def _parts(self) -> list:
+        return self._components
 
     # ---- metadata -----------------------------------------------------------------------------
     @property
@@ -227,15 +402,6 @@ class NestedTensor:
         return self._leaf
 
     @property
-    def requires_grad(self) -> builtins.bool:
-        return any(c.requires_grad for c in self._components)
-
-    @property
-    def grad_fn(self):
-        """The autograd node of the first component that has one (PyTorch's is one node for all)."""
-        return next((c.grad_fn for c in self._components if c.grad_fn is not None), None)
-
-    @property
     def grad(self):
         if not self._leaf or all(c.grad is None for c in self._components):
             return None
@@ -247,12 +413,6 @@ class NestedTensor:
                            "component's shape from .unbind()")
 
     def dim(self) -> int:
-        return self._ndim
-
-    ndimension = dim
-
-    @property
-    def ndim(self) -> int:
         return self._ndim
 
     def size(self, dim=None):
@@ -278,14 +438,6 @@ class NestedTensor:
     def __iter__(self):
         raise RuntimeError("iterating a nested tensor is not supported (as in PyTorch): use .unbind()")
 
-    def __bool__(self):
-        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-
-    def __getitem__(self, index):
-        if isinstance(index, numbers.Integral) and not isinstance(index, builtins.bool):
-            return self.unbind()[_dim(index, len(self._components))] if self._components else [][index]
-        raise _not_implemented(f"indexing with {type(index).__name__}", torch_lacks=False)
-
     def unbind(self, dim=0):
         if _dim(dim, self._ndim) != 0:
             raise RuntimeError(f"NestedTensor can only be unbound along dimension 0 got dimension {dim} instead.")
@@ -307,45 +459,15 @@ class NestedTensor:
 
     __str__ = __repr__
 
-    # ---- conversions and autograd -------------------------------------------------------------
+    # ---- conversions ----------------------------------------------------------------------------
     def _map(self, fn) -> NestedTensor:
         return _wrap([fn(c) for c in self._components])
-
-    def to(self, *args, **kwargs):
-        return self._map(lambda c: c.to(*args, **kwargs))
-
-    def double(self):
-        return self.to(ember.float64)
-
-    def float(self):
-        return self.to(ember.float32)
 
     def detach(self):
         return _wrap([c.detach() for c in self._components], leaf=True)
 
-    def clone(self):
-        return self._map(lambda c: c.clone())
-
     def contiguous(self, memory_format=None):
         return self
-
-    def requires_grad_(self, requires_grad=True):
-        for c in self._components:
-            c.requires_grad_(requires_grad)
-        return self
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        if gradient is None:
-            raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        grads = gradient._components if isinstance(gradient, NestedTensor) else None
-        if grads is None or len(grads) != len(self._components):
-            raise RuntimeError("backward(): gradient must be a nested tensor of the same structure as self")
-        pairs = [(c, g) for c, g in zip(self._components, grads, strict=True) if c.requires_grad]
-        ember.autograd.backward([c for c, _ in pairs], [g for _, g in pairs], retain_graph=retain_graph,
-                                create_graph=create_graph, inputs=inputs)
-
-    def to_padded_tensor(self, padding, output_size=None):
-        return to_padded_tensor(self, padding, output_size)
 
     def narrow(self, dim, start, length):
         if _dim(dim, self._ndim) != 0:
@@ -365,29 +487,11 @@ class NestedTensor:
             return _wrap([fn(a, b) for a, b in zip(self._components, other._components, strict=True)])
         if _is_scalar(other):
             return self._map(lambda c: fn(c, other))
+        if isinstance(other, _Nested):
+            raise _mixed_layouts(name)
         if isinstance(other, ember.Tensor):
             raise RuntimeError("Expected both self and other to be nested, but got a nested self and non-nested other")
         return NotImplemented
-
-    def add(self, other, *, alpha=1):
-        return self._binary(other, "add", lambda a, b: ember.add(a, b, alpha=alpha))
-
-    def sub(self, other, *, alpha=1):
-        return self._binary(other, "sub", lambda a, b: ember.sub(a, b, alpha=alpha))
-
-    def mul(self, other):
-        return self._binary(other, "mul", lambda a, b: a * b)
-
-    def div(self, other):
-        return self._binary(other, "div", lambda a, b: a / b)
-
-    __add__ = __radd__ = add
-    __sub__ = sub
-    __mul__ = __rmul__ = mul
-    __truediv__ = div
-    multiply = mul
-    divide = true_divide = div
-    subtract = sub
 
     def __rsub__(self, other):
         raise _not_implemented("rsub")
@@ -397,35 +501,6 @@ class NestedTensor:
 
     def __pow__(self, other):
         raise _not_implemented("pow")
-
-    def __neg__(self):
-        return self.neg()
-
-    def __abs__(self):
-        return self.abs()
-
-    def _inplace(self, result):
-        for c, r in zip(self._components, result._components, strict=True):
-            if c.dtype != r.dtype:
-                raise RuntimeError(f"result type {r.dtype} can't be cast to the desired output type {c.dtype}")
-        for c, r in zip(self._components, result._components, strict=True):
-            c.copy_(r)
-        return self
-
-    def add_(self, other, *, alpha=1):
-        return self._inplace(self.add(other, alpha=alpha))
-
-    def sub_(self, other, *, alpha=1):
-        return self._inplace(self.sub(other, alpha=alpha))
-
-    def mul_(self, other):
-        return self._inplace(self.mul(other))
-
-    def div_(self, other):
-        return self._inplace(self.div(other))
-
-    def relu_(self):
-        return self._inplace(self.relu())
 
     # ---- products -----------------------------------------------------------------------------
     def _check_pair(self, other, name):
@@ -496,14 +571,6 @@ class NestedTensor:
             raise _not_implemented("sum of a nested tensor of 0-dim components")
         return self._map(lambda c: c.sum(-1, keepdim=True))
 
-    def __getattr__(self, name):
-        # Any other ember.Tensor method: not implemented for nested tensors (named in the error).
-        if not name.startswith("_") and hasattr(ember.Tensor, name):
-            def unsupported(*args, **kwargs):
-                raise _not_implemented(name, torch_lacks=False)
-            return unsupported
-        raise AttributeError(f"'NestedTensor' object has no attribute {name!r}")
-
 
 def _unary(name):
     def method(self):
@@ -513,7 +580,9 @@ def _unary(name):
 
 
 for _name in UNARY_NAMES:
-    setattr(NestedTensor, _name, _unary(_name))
+    setattr(_Nested, _name, _unary(_name))
+
+
 def _unsupported(name):
     def method(self, *args, **kwargs):
         raise _not_implemented(name)
@@ -528,8 +597,10 @@ del _name
 
 
 # ---- nn.functional forms (torch.nn.functional's entries that take a nested tensor) -------------------
+# (each takes either layout: the elementwise ones through _map; linear and layer_norm hand a jagged
+# input to its own method, since their checks differ by layout)
 def _need_nested(fn_name, x):
-    if not isinstance(x, NestedTensor):
+    if not isinstance(x, _Nested):
         raise TypeError(f"ember.nested.functional.{fn_name}: expected a NestedTensor input")
 
 
@@ -553,13 +624,25 @@ def tanh(input):
     return input.tanh()
 
 
+def sigmoid(input):
+    _need_nested("sigmoid", input)
+    return input.sigmoid()
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     _need_nested("softmax", input)
     return input.softmax(dim, dtype=dtype)
 
 
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    _need_nested("log_softmax", input)
+    return input.log_softmax(dim, dtype=dtype)
+
+
 def linear(input, weight, bias=None):
     _need_nested("linear", input)
+    if input.layout is ember.jagged:
+        return input._linear(weight, bias)
     if input.dim() != 3 or weight.dim() != 2:
         raise RuntimeError(f"Linear requires nested_tensor.dim == 3 and dense_matrix.dim == 2. Nested tensor dim: "
                            f"{input.dim()}. Dense tensor dim: {weight.dim()}")
@@ -573,6 +656,8 @@ def linear(input, weight, bias=None):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     _need_nested("layer_norm", input)
+    if input.layout is ember.jagged:
+        return input._layer_norm(normalized_shape, weight, bias, eps)
     if weight is None or bias is None:
         raise ValueError("NestedTensor layer_norm requires weight and bias")
     shape = [normalized_shape] if isinstance(normalized_shape, numbers.Integral) else list(normalized_shape)
@@ -600,8 +685,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     return input._inplace(out) if inplace else out
 
 
-FUNCTIONAL = {"gelu": gelu, "silu": silu, "relu": relu, "tanh": tanh, "softmax": softmax, "linear": linear,
-              "layer_norm": layer_norm, "dropout": dropout}
+FUNCTIONAL = {"gelu": gelu, "silu": silu, "relu": relu, "tanh": tanh, "sigmoid": sigmoid, "softmax": softmax,
+              "log_softmax": log_softmax, "linear": linear, "layer_norm": layer_norm, "dropout": dropout}
 
 # The ember-namespace functions that take a NestedTensor: name -> what they do with one.
 def _method_call(name):
@@ -629,7 +714,7 @@ def nested_aware(name: str, plain, table=None):
     impl = (NAMESPACE_FUNCTIONS if table is None else table)[name]
 
     def wrapper(*args, **kwargs):
-        if args and isinstance(args[0], NestedTensor):
+        if args and isinstance(args[0], _Nested):
             return impl(*args, **kwargs)
         return plain(*args, **kwargs)
 

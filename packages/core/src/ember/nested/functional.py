@@ -1,6 +1,9 @@
-"""The torch.nn.functional entries PyTorch 2.13 runs on a strided nested tensor, taking one
-(ember.nn.functional's own functions take only ember.Tensor: Ember has no __torch_function__)."""
+"""The torch.nn.functional entries PyTorch 2.13 runs on a nested tensor, taking one of either
+layout (ember.nn.functional's own functions take only ember.Tensor: Ember has no __torch_function__).
+scaled_dot_product_attention takes jagged-layout ones."""
 
-from ._tensor import dropout, gelu, layer_norm, linear, relu, silu, softmax, tanh
+from ._jagged import scaled_dot_product_attention
+from ._tensor import dropout, gelu, layer_norm, linear, log_softmax, relu, sigmoid, silu, softmax, tanh
 
-__all__ = ["dropout", "gelu", "layer_norm", "linear", "relu", "silu", "softmax", "tanh"]
+__all__ = ["dropout", "gelu", "layer_norm", "linear", "log_softmax", "relu", "scaled_dot_product_attention", "sigmoid",
+           "silu", "softmax", "tanh"]

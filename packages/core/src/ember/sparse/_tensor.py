@@ -21,8 +21,8 @@ from .. import _C
 
 
 class layout:
-    """A tensor layout: ember.strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr or sparse_bsc
-    (torch.layout)."""
+    """A tensor layout: ember.strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc or
+    jagged (torch.layout)."""
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -40,6 +40,7 @@ sparse_csr = layout("sparse_csr")
 sparse_csc = layout("sparse_csc")
 sparse_bsr = layout("sparse_bsr")
 sparse_bsc = layout("sparse_bsc")
+jagged = layout("jagged")  # nested tensors' packed layout (ember.nested); no sparse tensor has it
 # how PyTorch's error messages spell each layout
 _LAYOUT_WORD = {strided: "Strided", sparse_coo: "Sparse", sparse_csr: "SparseCsr", sparse_csc: "SparseCsc",
                 sparse_bsr: "SparseBsr", sparse_bsc: "SparseBsc"}
