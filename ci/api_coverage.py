@@ -60,7 +60,8 @@ REASONS = [
     (r"torch_function|^is_tensor_like$", "the __torch_function__ override protocol (torch.overrides)"),
     (r"nested", "nested tensors: PyTorch's nested-tensor internals (Ember has ember.nested's strided and jagged ones)"),
     (r"mkldnn|onednn|fbgemm|miopen|nnpack|mkl|xnnpack|cpp_|_cpu$", "a backend library's private kernels"),
-    (r"storage|untyped|share_memory|is_shared|from_file", "storage objects: Ember tensors own memory directly"),
+    (r"^(share_memory_|is_shared)$", "shared memory between processes: Ember's storage objects are private to "
+     "one process, and never resized (no share_memory_, is_shared or storage resize_)"),
     (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|overrides|^cond$|"
      r"^while_loop$|^classes$|^package$",
      "graph capture, compilers and custom-op registration beyond ember.ops"),

@@ -215,6 +215,23 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
   });
   m.def("_as_strided",
         static_cast<Tensor (*)(const Tensor&, const IntList&, const IntList&, int64_t)>(&as_strided));
+  // The bytes of t's storage read as `dtype` with the given geometry (in elements of dtype), no
+  // history, sharing the memory and the version counter: Tensor.view(dtype), the storage objects
+  // and set_(storage, ...) in ember/_storage.py. as_strided checks that the view fits the storage.
+  m.def(
+      "_reinterpret",
+      [](const Tensor& t, py::handle dtype_obj, const IntList& sizes, const IntList& strides,
+         int64_t offset) {
+        auto impl = std::make_shared<TensorImpl>();
+        impl->storage = t.storage();
+        impl->sizes = {0};
+        impl->strides = {1};
+        impl->dtype = dtype_from_object(dtype_obj, "view");
+        impl->version_counter = t.impl()->version_counter;
+        return as_strided(Tensor(std::move(impl)), sizes, strides, offset);
+      },
+      py::arg("tensor"), py::arg("dtype"), py::arg("sizes"), py::arg("strides"), py::arg("storage_offset"));
+  m.def("_storage_nbytes", [](const Tensor& t) { return t.storage()->nbytes(); });
   return cls;
 }
 

@@ -1574,8 +1574,8 @@ def test_resize_and_set():
     assert s.set_().shape == (0,)
     with pytest.raises(RuntimeError, match="Could not set tensor of type"):
         ember.ones(2).set_(t64([1.0]))
-    with pytest.raises(NotImplementedError, match="Ember has no storage objects"):
-        ember.ones(2).set_(ember.ones(2), 0, (2,), (1,))
+    part = t64([0.0]).set_(src, 1, (2,), (2,))  # explicit geometry over src's storage
+    assert part.tolist() == [1.0, 3.0] and part.storage_offset() == 1
 
 
 def test_module_load_meta_typename():

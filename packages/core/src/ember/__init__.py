@@ -251,6 +251,11 @@ globals().update(_surface_legacy.namespace())
 globals().update(_surface_legacy.install_modules())  # ember.version, ember.random
 for _name in ("empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"):
     globals()[_name] = _surface.with_memory_format(globals()[_name])
+# Storage objects: UntypedStorage, TypedStorage, the legacy FloatStorage & co. (ember/storage.py).
+from . import storage  # noqa: E402
+from .storage import TypedStorage, UntypedStorage, from_file, is_storage  # noqa: E402
+
+globals().update(storage._LEGACY_CLASSES)
 _tensor_methods.install()  # every other Python-defined Tensor method, now that their families are imported
 
 __version__: str = _C.__version__
@@ -442,10 +447,13 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
     if name in ("distributed", "futures"):
         import importlib
         return importlib.import_module(f"ember.{name}")
+    if name == "Storage":  # torch.Storage follows the default dtype (FloatStorage, DoubleStorage, ...)
+        return storage.default_storage_class()
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 
 __all__ += ["distributed", "futures"]
+__all__ += ["storage", "Storage", "TypedStorage", "UntypedStorage", "from_file", "is_storage", *storage._LEGACY_CLASSES]
 __all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]
 
 # torch.functional (the module of PyTorch's Python-level ops, re-exported), torch.masked's

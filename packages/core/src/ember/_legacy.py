@@ -1,7 +1,8 @@
 """PyTorch's legacy tensor constructors and typed tensor classes, which old scripts still use.
 
 ember.Tensor(2, 3) and ember.FloatTensor(2, 3) make an uninitialized tensor of that shape;
-ember.Tensor([1, 2]) and ember.LongTensor([1, 2]) copy the data; isinstance(t, ember.FloatTensor)
+ember.Tensor([1, 2]) and ember.LongTensor([1, 2]) copy the data; ember.FloatTensor(storage) views
+a storage object (an UntypedStorage, or a TypedStorage of its dtype); isinstance(t, ember.FloatTensor)
 checks the dtype; t.type() names the class ("ember.FloatTensor") and t.type(dtype) converts.
 As in PyTorch, a tuple or list argument is data, and an ember.Size (a tensor's .shape) is a shape.
 """
@@ -38,6 +39,10 @@ def _new(dtype: _C.dtype, args: tuple, kwargs: dict, who: str) -> _C.Tensor:
         return empty(*args, dtype=dtype)
     if len(args) == 1:
         (data,) = args
+        from . import storage
+
+        if storage.is_storage(data):  # a tensor over all of the storage, sharing its memory
+            return storage.tensor_over(data, dtype)
         if isinstance(data, _C.Tensor):
             if data.dtype != dtype:
                 raise TypeError(f"{who}: expected {dtype} (got {data.dtype})")

@@ -53,19 +53,29 @@ def resize_as_(self: _C.Tensor, the_template: _C.Tensor, *, memory_format: objec
                    memory_format=memory_format)
 
 
-def set_(self: _C.Tensor, source: object = None, *args: object, **kwargs: object) -> _C.Tensor:
-    """self becomes a view of source's memory (its shape and strides), or an empty tensor with no
-    source (torch.Tensor.set_). Storage objects and explicit offsets are not supported: Ember
-    tensors have no separate storage objects."""
-    from . import empty
+def set_(self: _C.Tensor, source: object = None, storage_offset: object = None, size: object = None,
+         stride: object = None) -> _C.Tensor:
+    """self becomes a view (torch.Tensor.set_): of source, a tensor (its shape and strides) or a
+    storage object (all of it, 1-d); with storage_offset and size (and stride, contiguous when
+    omitted), of that part of the tensor's or storage's memory; with no source, an empty tensor.
+    A view past the storage's end raises: Ember does not grow storages as PyTorch does."""
+    from . import empty, storage
 
-    if args or kwargs or (source is not None and not isinstance(source, _C.Tensor)):
-        raise NotImplementedError("set_(): Ember has no storage objects; only set_() and set_(tensor) are supported")
+    geometry = (storage_offset, size, stride) != (None, None, None)
+    if source is None and geometry:
+        raise TypeError("set_(): storage_offset, size and stride need a source (a tensor or a storage)")
+    if source is not None and not isinstance(source, _C.Tensor) and not storage.is_storage(source):
+        raise TypeError(f"set_(): expected source to be a Tensor or a storage, but got {type(source).__name__}")
     if self.requires_grad:
         raise RuntimeError("set_ is not allowed on a Tensor created from .data or .detach() that requires grad")
-    if source is not None and source.dtype != self.dtype:
+    if isinstance(source, _C.Tensor) and source.dtype != self.dtype:
         raise RuntimeError(f"Could not set tensor of type {source.dtype} to a tensor of type {self.dtype}")
-    self.data = source if source is not None else empty([0], dtype=self.dtype, device=self.device)
+    if source is None:
+        self.data = empty([0], dtype=self.dtype, device=self.device)
+    elif isinstance(source, _C.Tensor) and not geometry:
+        self.data = source
+    else:
+        self.data = storage.tensor_over(source, self.dtype, storage_offset, size, stride)
     return self
 
 
@@ -407,8 +417,12 @@ METHODS = ["resize_", "resize_as_", "set_", "is_set_to", "module_load", "geqrf",
 
 
 def tensor_methods() -> dict[str, object]:
-    """The METHODS that Tensor lacks, and is_meta, for ember/_tensor_methods.py to attach."""
+    """The METHODS that Tensor lacks, is_meta, and the storage accessors (untyped_storage,
+    storage, storage_type: ember/storage.py), for ember/_tensor_methods.py to attach."""
+    from . import storage
+
     methods = {name: globals()[name] for name in METHODS if not hasattr(_C.Tensor, name)}
+    methods.update(storage.tensor_methods())
     if not hasattr(_C.Tensor, "is_meta"):
         methods["is_meta"] = property(is_meta)  # an attribute in PyTorch, as is_cuda
     return methods

@@ -426,6 +426,22 @@ def _varargs_method(name: str):
     return method
 
 
+def _view(self, *args, **kwargs):
+    """Tensor.view(*shape) or view(size=shape); view(dtype) reads the same memory as another dtype
+    (ember/storage.py)."""
+    if not args and len(kwargs) == 1 and next(iter(kwargs)) in ("dtype", "size"):
+        args = (kwargs.popitem()[1],)
+    if len(args) == 1 and not kwargs and isinstance(args[0], _C.dtype):
+        from .storage import view_dtype
+
+        return view_dtype(self, args[0])
+    if kwargs or not args or builtins.any(isinstance(a, _C.dtype) for a in args):
+        got = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+        raise TypeError(f"view() received an invalid combination of arguments - got ({got}), but expected one of: "
+                        f"(ember.dtype dtype), (tuple of ints size)")
+    return _C.view(self, _sizes(args))
+
+
 # Ember has no lazy conjugate / negative bits: conj() of a complex tensor materializes the
 # conjugate (and is self for real tensors), so these report "no bit" and resolving is a no-op.
 def is_conj(input: _C.Tensor) -> builtins.bool:  # noqa: A002 - PyTorch's argument name
@@ -553,8 +569,9 @@ def tensor_methods() -> dict[str, object]:
     methods["reshape_as"] = lambda self, other: _C.reshape(self, list(other.shape))
     methods["is_floating_point"] = lambda self: self.dtype.is_floating_point
     methods["is_complex"] = lambda self: self.dtype.is_complex
-    for _name in ("view", "reshape", "permute", "expand", "repeat", "tile", "flip"):
+    for _name in ("reshape", "permute", "expand", "repeat", "tile", "flip"):
         methods[_name] = _varargs_method(_name)
+    methods["view"] = _view
     for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy", "index_fill", "masked_fill",
                   "masked_scatter"):
         methods[_name + "_"] = in_place_form(_name)  # ops declared without inplace=True

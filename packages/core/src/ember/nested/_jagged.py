@@ -38,6 +38,7 @@ import weakref
 import ember
 
 from ..nn import functional as _F
+from . import _tensor as _tensor_module
 from ._tensor import (
     _copied_components,
     _dim,
@@ -662,3 +663,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     outs = [attend(q, k, v) for q, k, v in zip(query.unbind(), key.unbind(), value.unbind(), strict=True)]
     return _packed(outs, 2)
+
+
+_tensor_module._JAGGED.update(nested_tensor=nested_tensor, as_nested_tensor=as_nested_tensor, narrow=narrow)

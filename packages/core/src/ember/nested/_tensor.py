@@ -72,10 +72,9 @@ def _wants_jagged(layout) -> builtins.bool:
     return False
 
 
-def _jagged_module():
-    # imported here, not at the top: _jagged builds on this module
-    from . import _jagged
-    return _jagged
+# The jagged layout's constructors (nested_tensor, as_nested_tensor, narrow), registered by _jagged
+# when ember.nested imports it: _jagged builds on this module, so this one does not import it.
+_JAGGED: dict = {}
 
 
 def _check_components(ts) -> None:
@@ -121,7 +120,7 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
     """torch.nested.nested_tensor: a new leaf nested tensor from a list of tensors (copied) or of
     nested lists of scalars. pin_memory is accepted and has no effect (CPU memory is not pinned)."""
     if _wants_jagged(layout):
-        return _jagged_module().nested_tensor(tensor_list, dtype=dtype, device=device, requires_grad=requires_grad)
+        return _JAGGED["nested_tensor"](tensor_list, dtype=dtype, device=device, requires_grad=requires_grad)
     ts = _copied_components(tensor_list, dtype, device)
     if requires_grad:
         ts = [t.requires_grad_() for t in ts]
@@ -161,7 +160,7 @@ def as_nested_tensor(ts, dtype=None, device=None, layout=None):
     """torch.nested.as_nested_tensor: a nested tensor over a list/tuple of tensors (or the slices of a
     tensor along dim 0) that keeps their autograd history: gradients flow back to them."""
     if _wants_jagged(layout):
-        return _jagged_module().as_nested_tensor(ts, dtype=dtype, device=device)
+        return _JAGGED["as_nested_tensor"](ts, dtype=dtype, device=device)
     if isinstance(ts, _Nested):
         raise _layouts_differ()
     ts = _viewed_components(ts, dtype, device)
@@ -221,7 +220,7 @@ def narrow(tensor, dim, start, length, layout=None):
     """torch.nested.narrow. Strided layout: only dim 0 (the components start..start+length-1), a
     dense tensor first split into components along dim 0. Jagged layout: see _jagged.narrow."""
     if _wants_jagged(layout):
-        return _jagged_module().narrow(tensor, dim, start, length)
+        return _JAGGED["narrow"](tensor, dim, start, length)
     if not isinstance(start, numbers.Integral) or not isinstance(length, numbers.Integral):
         raise RuntimeError("start and length must be integers for the strided layout NT impl")
     nt = tensor if isinstance(tensor, NestedTensor) else as_nested_tensor(tensor)
