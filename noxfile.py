@@ -50,7 +50,7 @@ BUILD_REQUIREMENTS = [
     "setuptools>=77",
     "wheel",
     "build>=1.2",
-    "scipy-openblas32>=0.3.28",  # BLAS/LAPACK that libember links (Note [BLAS provider])
+    "scipy-openblas32>=0.3.31",  # BLAS/LAPACK that libember links (Note [BLAS provider]); 0.3.31: gemm_batch_strided
     # The core's own runtime dependency: native domain packages build against the installed core,
     # and `build --sdist` checks that their requirement on it is met.
     "numpy>=1.24",

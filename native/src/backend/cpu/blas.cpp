@@ -34,6 +34,13 @@ void scipy_cblas_ctrsm(int order, int side, int uplo, int ta, int diag, int m, i
                        const void* a, int lda, void* b, int ldb);
 void scipy_cblas_ztrsm(int order, int side, int uplo, int ta, int diag, int m, int n, const void* alpha,
                        const void* a, int lda, void* b, int ldb);
+// the batch interface (OpenBLAS 0.3.31 and later): one (m, n, k) for every matrix
+void scipy_cblas_sgemm_batch_strided(int order, int ta, int tb, int m, int n, int k, float alpha,
+                                     const float* a, int lda, int stridea, const float* b, int ldb,
+                                     int strideb, float beta, float* c, int ldc, int stridec, int batch);
+void scipy_cblas_dgemm_batch_strided(int order, int ta, int tb, int m, int n, int k, double alpha,
+                                     const double* a, int lda, int stridea, const double* b, int ldb,
+                                     int strideb, double beta, double* c, int ldc, int stridec, int batch);
 void scipy_openblas_set_num_threads(int n);
 char* scipy_openblas_get_config(void);
 char* scipy_openblas_get_corename(void);
@@ -254,6 +261,24 @@ void gemm<std::complex<double>>(Operand a_op, Operand b_op, int64_t m, int64_t n
 }
 
 template <typename T>
+void gemm_batch(Operand a_op, Operand b_op, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                int64_t stride_a, const T* b, int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c,
+                int64_t batch) {
+  prepare_threads();
+  const int ta = trans_flag(a_op), tb = trans_flag(b_op), M = dim(m), N = dim(n), K = dim(k),
+            LDA = dim(a_op.ld), LDB = dim(b_op.ld), LDC = dim(ldc), SA = dim(stride_a), SB = dim(stride_b),
+            SC = dim(stride_c), BATCH = dim(batch);
+  if constexpr (std::is_same_v<T, float>) {
+    scipy_cblas_sgemm_batch_strided(kRowMajor, ta, tb, M, N, K, alpha, a, LDA, SA, b, LDB, SB, beta, c, LDC,
+                                    SC, BATCH);
+  } else {
+    static_assert(std::is_same_v<T, double>, "gemm_batch: float or double");
+    scipy_cblas_dgemm_batch_strided(kRowMajor, ta, tb, M, N, K, alpha, a, LDA, SA, b, LDB, SB, beta, c, LDC,
+                                    SC, BATCH);
+  }
+}
+
+template <typename T>
 void trsm(bool upper, bool unit, int64_t n, int64_t k, const T* t, int64_t ldt, T* b, int64_t ldb) {
   constexpr int kLeft = 141, kUpper = 121, kLower = 122, kNonUnit = 131, kUnit = 132;
   prepare_threads();
@@ -288,6 +313,12 @@ void for_each_problem(int64_t count, int64_t work, const std::function<void(int6
   parallel_for(0, count, grain, fn);
 }
 
+#define EMBER_GEMM_BATCH(T)                                                                                \
+  template void gemm_batch<T>(Operand, Operand, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, \
+                              int64_t, T, T*, int64_t, int64_t, int64_t);
+EMBER_GEMM_BATCH(float)
+EMBER_GEMM_BATCH(double)
+#undef EMBER_GEMM_BATCH
 template void trsm<float>(bool, bool, int64_t, int64_t, const float*, int64_t, float*, int64_t);
 template void trsm<double>(bool, bool, int64_t, int64_t, const double*, int64_t, double*, int64_t);
 template void trsm<cfloat>(bool, bool, int64_t, int64_t, const cfloat*, int64_t, cfloat*, int64_t);

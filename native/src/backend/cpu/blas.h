@@ -32,6 +32,16 @@ template <typename T>
 void gemm(Operand a_op, Operand b_op, int64_t m, int64_t n, int64_t k, T alpha, const T* a, const T* b,
           T beta, T* c, int64_t ldc);
 
+// The same product for `batch` matrices, each operand's matrices `stride_*` elements apart (0:
+// one matrix for all), in one OpenBLAS call. Its batch interface schedules the batch as a whole:
+// at one thread, 1.25x the speed of a call per matrix on 64 matrices of 128^3 and 2-3x on 256 of
+// 64^3 (AMD EPYC and Intel Xeon). No gemv shortcut: callers keep m > 1 and n > 1. T: float, double
+// (OpenBLAS 0.3.34's complex batch call gave wrong results).
+template <typename T>
+void gemm_batch(Operand a_op, Operand b_op, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                int64_t stride_a, const T* b, int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c,
+                int64_t batch);
+
 // Solves T X = B in place of b (row-major: t [n, n] rows ldt apart, b [n, k] rows ldb apart);
 // T upper or lower triangular, its diagonal taken as ones (and not read) when `unit`.
 template <typename T>
