@@ -36,8 +36,9 @@ REASONS = [
     (r"cuda|cudnn|mps|xpu|hip|mtia|nccl|xla|hpu|ipu|privateuse|vulkan|metal|pin_memory|is_pinned|maia|"
      r"^(stream|event|record_stream|get_device_module|accelerator_?error|dataparallel)$",
      "device-specific: Ember runs on CPU (ember.cuda answers truthfully)"),
-    (r"quant|qint|quint|^q_|int_repr|per_channel|per_tensor|fake_|qparams|^ao$|^qat$|^intrinsic$",
-     "quantization: not in Ember yet"),
+    (r"quant|qint|quint|^q_|int_repr|qparams|^qscheme$|^qat$|^intrinsic$",
+     "quantized tensors: Ember has no quantized dtypes (quint8, qint8, ...); fake quantization "
+     "(ember.fake_quantize_*) and QAT's float half (ember.ao.quantization, ember.ao.nn.qat) are in"),
     (r"^spsolve$|semi_?structured", "device-specific: PyTorch runs these only on CUDA (cuDSS, cuSPARSELt)"),
     (r"sparse|csr|csc|bsr|bsc|coo|to_dense|smm|sspaddmm|hspmm|spmm|saddmm|^(indices|values)(_copy)?$|"
      r"(crow|ccol|col|row)_indices|coalesce|^dense_dim$|^layout$|^strided$",

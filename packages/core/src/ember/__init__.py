@@ -443,8 +443,8 @@ __all__ += ["Size", "signal", "gru", "lstm", "rnn_relu", "rnn_tanh", "get_num_in
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562
-    # ember.distributed and ember.futures load on first use: most programs never need them.
-    if name in ("distributed", "futures"):
+    # ember.distributed, ember.futures and ember.ao load on first use: most programs never need them.
+    if name in ("distributed", "futures", "ao"):
         import importlib
         return importlib.import_module(f"ember.{name}")
     if name == "Storage":  # torch.Storage follows the default dtype (FloatStorage, DoubleStorage, ...)
@@ -452,7 +452,7 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 
-__all__ += ["distributed", "futures"]
+__all__ += ["distributed", "futures", "ao"]
 __all__ += ["storage", "Storage", "TypedStorage", "UntypedStorage", "from_file", "is_storage", *storage._LEGACY_CLASSES]
 __all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]
 
@@ -472,6 +472,12 @@ class FatalError(Exception):
 
 
 __all__ += ["FatalError"]
+
+# torch.fake_quantize_* and the qscheme constants (ember/_fake_quant.py); ember.ao loads on first use
+from . import _fake_quant  # noqa: E402
+
+globals().update({_name: getattr(_fake_quant, _name) for _name in _fake_quant.NAMES})
+__all__ += [_name for _name in _fake_quant.NAMES if not _name.startswith("_")]
 
 # torch.sum(masked_tensor) & co.: the namespace functions PyTorch lets take a MaskedTensor
 from .masked import _tensor as _masked_tensor  # noqa: E402

@@ -1,0 +1,222 @@
+"""Observers (torch.ao.quantization.observer): modules that pass their input through unchanged while
+recording its min/max, and derive the scale and zero_point a fake quantizer uses.
+
+Ember has no quantized dtypes. Where PyTorch takes dtype=torch.quint8 / torch.qint8, Ember takes
+ember.uint8 / ember.int8 (PyTorch's observers accept torch.uint8 / torch.int8 alike) or the strings
+"quint8" / "qint8"; the dtype only picks the default range ([0, 255] or [-128, 127], halved by
+reduce_range) and the symmetric zero point. Give quant_min and quant_max to choose the range.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+from ... import _C
+from ..._fake_quant import per_channel_affine, per_channel_symmetric, per_tensor_affine, per_tensor_symmetric
+from ..._tensor import tensor
+from ...nn.modules.module import Module
+
+_SIGNED = {"qint8": True, "quint8": False}  # the dtypes' stand-ins; ember.int8 / ember.uint8 too
+
+
+def _is_signed(dtype: object) -> bool:
+    if dtype in (_C.int8, _C.uint8):
+        return dtype == _C.int8
+    if dtype in _SIGNED:
+        return _SIGNED[dtype]
+    raise AssertionError(f"Default Observer only works for qint8 and quint8 data type (in Ember: ember.int8, "
+                         f"ember.uint8, 'qint8' or 'quint8'), but got {dtype!r}")
+
+
+def dtype_range(dtype: object) -> tuple:
+    """(min, max) of the integer type the dtype stands for."""
+    return (-128, 127) if _is_signed(dtype) else (0, 255)
+
+
+def _is_symmetric(qscheme) -> bool:
+    return qscheme in (per_tensor_symmetric, per_channel_symmetric)
+
+
+class _PartialWrapper(functools.partial):
+    """What with_args returns: a constructor with some arguments bound, itself able to bind more."""
+
+    def with_args(self, **kwargs):
+        return _PartialWrapper(self.func, *self.args, **{**self.keywords, **kwargs})
+
+
+def _with_args(cls, **kwargs) -> _PartialWrapper:
+    """Cls.with_args(**kwargs): the constructor with those arguments bound (torch's with_args)."""
+    return _PartialWrapper(cls, **kwargs)
+
+
+class ObserverBase(Module):
+    """The observers' base: dtype, qscheme and the quantization range (torch's UniformQuantizationObserverBase)."""
+
+    with_args = classmethod(_with_args)
+
+    def __init__(self, dtype=_C.uint8, qscheme=per_tensor_affine, reduce_range: bool = False, quant_min=None,
+                 quant_max=None, factory_kwargs=None, eps: float = 1.1920928955078125e-07, is_dynamic: bool = False):
+        super().__init__()
+        if qscheme not in (per_tensor_affine, per_tensor_symmetric, per_channel_affine, per_channel_symmetric):
+            raise AssertionError("Default Observer only works for per_tensor_affine, per_tensor_symmetric, "
+                                 "per_channel_affine and per_channel_symmetric quantization scheme")
+        self.dtype, self.qscheme, self.reduce_range, self.is_dynamic = dtype, qscheme, reduce_range, is_dynamic
+        self._signed = _is_signed(dtype)
+        self.factory_kwargs = dict(factory_kwargs or {})
+        if reduce_range:
+            warnings.warn("Please use quant_min and quant_max to specify the range for observers. reduce_range will "
+                          "be deprecated in a future release.", stacklevel=2)
+        self.register_buffer("eps", tensor([eps], **self.factory_kwargs))
+        self.has_customized_qrange = quant_min is not None and quant_max is not None
+        if self.has_customized_qrange:
+            if not quant_min <= 0 <= quant_max:
+                raise AssertionError("Used-specified quantization range must include 0.")
+            if not quant_min < quant_max:
+                raise AssertionError("qmin must be strictly less than qmax for user-specified quantization range.")
+            if not 0 < quant_max - quant_min + 1 <= 256:
+                raise AssertionError("quantization range should be positive and not exceed the maximum bit range "
+                                     "(=256).")
+            low, high = quant_min, quant_max
+        else:
+            low, high = dtype_range(dtype)
+        self.quant_min, self.quant_max = (low // 2, high // 2) if reduce_range else (low, high)
+
+    def _calculate_qparams(self, min_val, max_val) -> tuple:
+        """(scale, zero_point) for observed min/max: 0-d statistics give one-element tensors.
+        affine:    scale = (max(max, 0) - min(min, 0)) / (qmax - qmin), at least eps,
+                   zero_point = clamp(qmin - round(min(min, 0) / scale)), int32
+        symmetric: scale = max(-min(min, 0), max(max, 0)) / ((qmax - qmin) / 2), at least eps,
+                   zero_point = 0 signed, else (qmin + qmax) // 2 for a custom range or 128, int64"""
+        if not _min_max_valid(min_val, max_val):
+            return tensor([1.0]), tensor([0])
+        min_neg = _C.minimum(min_val, _C.zeros_like(min_val))
+        max_pos = _C.maximum(max_val, _C.zeros_like(max_val))
+        if _is_symmetric(self.qscheme):
+            max_pos = _C.maximum(-min_neg, max_pos)
+            scale = _C.maximum(max_pos / (float(self.quant_max - self.quant_min) / 2), self.eps)
+            middle = 0 if self._signed else (self.quant_min + self.quant_max) // 2 if self.has_customized_qrange else 128
+            zero_point = _C.full(tuple(min_val.shape), middle, dtype=_C.int64)
+        else:
+            scale = _C.maximum((max_pos - min_neg) / float(self.quant_max - self.quant_min), self.eps)
+            zero_point = self.quant_min - (min_neg / scale).round().to(_C.int32)
+            zero_point = zero_point.clamp(self.quant_min, self.quant_max)
+        return scale.reshape(-1), zero_point.reshape(-1)
+
+    def calculate_qparams(self) -> tuple:
+        return self._calculate_qparams(self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+    def reset_min_max_vals(self) -> None:
+        self.min_val.copy_(tensor(float("inf")))
+        self.max_val.copy_(tensor(float("-inf")))
+
+
+def _min_max_valid(min_val, max_val) -> bool:
+    """False, with PyTorch's warning, before anything was observed; min <= max asserted."""
+    if min_val.numel() == 0 or max_val.numel() == 0 or (
+            min_val.dim() == 0 and float(min_val) == float("inf") and float(max_val) == float("-inf")):
+        warnings.warn("must run observer before calling calculate_qparams. Returning default values.", stacklevel=3)
+        return False
+    if not bool((min_val <= max_val).all()):
+        raise AssertionError(f"min {min_val} should be less than max {max_val}")
+    return True
+
+
+class MinMaxObserver(ObserverBase):
+    """Running min and max over every batch seen (torch.ao.quantization.MinMaxObserver)."""
+
+    def __init__(self, dtype=_C.uint8, qscheme=per_tensor_affine, reduce_range: bool = False, quant_min=None,
+                 quant_max=None, factory_kwargs=None, eps: float = 1.1920928955078125e-07, is_dynamic: bool = False):
+        super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs, eps, is_dynamic)
+        if qscheme not in (per_tensor_affine, per_tensor_symmetric):
+            raise AssertionError(f"{type(self).__name__} takes a per-tensor qscheme, but got {qscheme!r}")
+        if qscheme == per_tensor_symmetric and reduce_range and not self._signed:
+            raise NotImplementedError("Cannot reduce range for symmetric quantization for quint8")
+        self.register_buffer("min_val", tensor(float("inf"), **self.factory_kwargs))
+        self.register_buffer("max_val", tensor(float("-inf"), **self.factory_kwargs))
+
+    def _update(self, lo, hi) -> None:
+        self.min_val.copy_(_C.minimum(lo, self.min_val))
+        self.max_val.copy_(_C.maximum(hi, self.max_val))
+
+    def forward(self, x_orig):
+        if x_orig.numel():
+            x = x_orig.detach().to(self.min_val.dtype)
+            self._update(x.amin(), x.amax())
+        return x_orig
+
+
+class MovingAverageMinMaxObserver(MinMaxObserver):
+    """min/max as moving averages: the first batch's, then v <- v + averaging_constant * (batch's - v)."""
+
+    def __init__(self, averaging_constant: float = 0.01, dtype=_C.uint8, qscheme=per_tensor_affine,
+                 reduce_range: bool = False, quant_min=None, quant_max=None, eps: float = 1.1920928955078125e-07,
+                 is_dynamic: bool = False, **kwargs):
+        self.averaging_constant = averaging_constant
+        super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range, quant_min=quant_min,
+                         quant_max=quant_max, eps=eps, is_dynamic=is_dynamic, **kwargs)
+
+    def _update(self, lo, hi) -> None:
+        first = float(self.min_val) == float("inf") and float(self.max_val) == float("-inf")
+        for buffer, current in ((self.min_val, lo), (self.max_val, hi)):
+            buffer.copy_(current if first else buffer + self.averaging_constant * (current - buffer))
+
+
+class PerChannelMinMaxObserver(ObserverBase):
+    """min/max per slice along ch_axis (torch.ao.quantization.PerChannelMinMaxObserver); the buffers
+    start empty and take the channel count from the first batch."""
+
+    def __init__(self, ch_axis: int = 0, dtype=_C.uint8, qscheme=per_channel_affine, reduce_range: bool = False,
+                 quant_min=None, quant_max=None, factory_kwargs=None, eps: float = 1.1920928955078125e-07,
+                 is_dynamic: bool = False):
+        super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs, eps, is_dynamic)
+        if qscheme not in (per_channel_affine, per_channel_symmetric):
+            raise AssertionError(f"{type(self).__name__} takes a per-channel qscheme, but got {qscheme!r}")
+        self.ch_axis = ch_axis
+        self.register_buffer("min_val", tensor([], **self.factory_kwargs))
+        self.register_buffer("max_val", tensor([], **self.factory_kwargs))
+
+    def _combine(self, old, current, pick):
+        return pick(old, current)
+
+    def forward(self, x_orig):
+        if not x_orig.numel():
+            return x_orig
+        rows = x_orig.detach().movedim(self.ch_axis, 0).to(self.min_val.dtype)
+        rows = rows.reshape(rows.shape[0], -1)
+        lo, hi = rows.amin(1), rows.amax(1)
+        if self.min_val.numel():
+            lo = self._combine(self.min_val, lo, _C.minimum)
+            hi = self._combine(self.max_val, hi, _C.maximum)
+        for buffer, value in ((self.min_val, lo), (self.max_val, hi)):
+            buffer.resize_(value.shape)
+            buffer.copy_(value)
+        return x_orig
+
+    def reset_min_max_vals(self) -> None:
+        self.min_val.resize_(0)
+        self.max_val.resize_(0)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # the buffers' length is the channel count of whatever was observed: take the saved one's
+        for name in ("min_val", "max_val"):
+            if prefix + name in state_dict:
+                getattr(self, name).resize_(state_dict[prefix + name].shape)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+
+class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
+    """Per-channel min/max as moving averages (the first batch's, then v <- v + c * (batch's - v))."""
+
+    def __init__(self, averaging_constant: float = 0.01, ch_axis: int = 0, dtype=_C.uint8,
+                 qscheme=per_channel_affine, reduce_range: bool = False, quant_min=None, quant_max=None,
+                 eps: float = 1.1920928955078125e-07, is_dynamic: bool = False, **kwargs):
+        super().__init__(ch_axis=ch_axis, dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
+                         quant_min=quant_min, quant_max=quant_max, eps=eps, is_dynamic=is_dynamic, **kwargs)
+        self.averaging_constant = averaging_constant
+
+    def _combine(self, old, current, pick):
+        return old + self.averaging_constant * (current - old)
