@@ -19,6 +19,7 @@ from .observer import (
     _is_symmetric,
     _with_args,
     dtype_range,
+    resize_to_saved,
 )
 
 
@@ -98,10 +99,7 @@ class FakeQuantize(FakeQuantizeBase):
                 f"qscheme={self.qscheme}, ch_axis={self.ch_axis}, scale={self.scale}, zero_point={self.zero_point}")
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # scale and zero_point hold one entry per channel once observed: take the saved length
-        for name in ("scale", "zero_point"):
-            if prefix + name in state_dict:
-                getattr(self, name).resize_(state_dict[prefix + name].shape)
+        resize_to_saved(self, state_dict, prefix, ("scale", "zero_point"))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 

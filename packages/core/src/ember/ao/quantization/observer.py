@@ -38,6 +38,14 @@ def _is_symmetric(qscheme) -> bool:
     return qscheme in (per_tensor_symmetric, per_channel_symmetric)
 
 
+
+def resize_to_saved(module, state_dict, prefix: str, names: tuple) -> None:
+    """Give per-channel buffers the saved length before loading them: their length is the channel
+    count of whatever was observed, which a fresh module does not know yet."""
+    for name in names:
+        if prefix + name in state_dict:
+            getattr(module, name).resize_(state_dict[prefix + name].shape)
+
 class _PartialWrapper(functools.partial):
     """What with_args returns: a constructor with some arguments bound, itself able to bind more."""
 
@@ -201,10 +209,7 @@ class PerChannelMinMaxObserver(ObserverBase):
         self.max_val.resize_(0)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # the buffers' length is the channel count of whatever was observed: take the saved one's
-        for name in ("min_val", "max_val"):
-            if prefix + name in state_dict:
-                getattr(self, name).resize_(state_dict[prefix + name].shape)
+        resize_to_saved(self, state_dict, prefix, ("min_val", "max_val"))
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
