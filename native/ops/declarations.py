@@ -577,6 +577,27 @@ OPS: list[Op] = [
     Op("linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor",
        method=False, test={"family": "none"},
        autocast="fp32"),
+    # ---- fake quantization (src/ops/quantization/fake_quantize.cpp; Note [fake quant arithmetic]).
+    # The *_cachemask ops also return where the value was inside the range (their derivative's
+    # mask); fake_quantize_per_*_affine compose them (src/autograd/fake_quantize_composites.cpp).
+    *[Op(s, method=False, test={"family": "none"}) for s in (
+        "fake_quantize_per_tensor_affine_cachemask(Tensor self, float scale, int zero_point, int quant_min, "
+        "int quant_max) -> (Tensor, Tensor)",
+        "fake_quantize_per_channel_affine_cachemask(Tensor self, Tensor scale, Tensor zero_point, int axis, "
+        "int quant_min, int quant_max) -> (Tensor, Tensor)",
+        "fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) "
+        "-> Tensor",
+        "fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, "
+        "int quant_max) -> Tensor",
+        # LSQ: gradients to scale and zero_point too
+        "_fake_quantize_learnable_per_tensor_affine(Tensor self, Tensor scale, Tensor zero_point, int quant_min, "
+        "int quant_max, float grad_factor=1.0) -> Tensor",
+        "_fake_quantize_learnable_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, "
+        "int quant_min, int quant_max, float grad_factor=1.0) -> Tensor",
+        # their elementwise local derivatives (to self, scale, zero_point), which the formulas reduce
+        "_fake_quantize_learnable_local_grads(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, "
+        "int quant_max, bool per_channel) -> (Tensor, Tensor, Tensor)",
+    )],
     # ---- fused transformer inference (src/ops/transformer/fused.cpp; no derivative: eval only) --------
     Op("_packed_attention(Tensor query, Tensor key, Tensor value, Tensor query_offsets, Tensor key_offsets, "
        "int num_heads, float scale) -> Tensor", method=False, test={"family": "none"}),
@@ -1284,6 +1305,15 @@ DERIVATIVES: dict[str, dict[str, str]] = {
     # softmax's Jacobian is symmetric: its JVP is its VJP applied to the tangent
     "jagged_softmax_forward": {"values": "jagged_softmax_backward(grad, result, x_offsets, max_L)",
                                "result": "jagged_softmax_backward(values_t, result, x_offsets, max_L)"},
+    # fake quantization: the straight-through estimator (mask) and LSQ (helpers in formulas.h)
+    **{name: {"self": "mask_backward(grad, result1)", "result": "mask_backward(self_t, result1)"}
+       for name in ("fake_quantize_per_tensor_affine_cachemask", "fake_quantize_per_channel_affine_cachemask")},
+    **{f"_fake_quantize_learnable_per_{kind}_affine": {
+        **{arg: f"fake_quant_learnable_vjp(grad, self, scale, zero_point, {axis}, quant_min, quant_max, grad_factor, "
+                f"{per_channel}, {i})" for i, arg in enumerate(("self", "scale", "zero_point"))},
+        "result": f"fake_quant_learnable_jvp(self_t, scale_t, zero_point_t, self, scale, zero_point, {axis}, quant_min, "
+                  f"quant_max, grad_factor, {per_channel})"}
+       for kind, axis, per_channel in (("tensor", "0", "false"), ("channel", "axis", "true"))},
     "index_select_dim0": {"input": "index_select_dim0_backward(grad, indices, input_sizes[0])", "result": _LINEAR},
     "index_select_dim0_backward": {"grad_output": "index_select_dim0(grad, indices, 0, 0, false)",
                                    "result": _LINEAR},
@@ -1298,6 +1328,10 @@ NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplu
                      "_fused_rms_norm_backward", "native_group_norm_backward", "native_batch_norm_backward",
                      "convolution_backward", "_fused_sgd_", "_fused_adam_", "_fused_adagrad_", "_fused_rmsprop_",
                      "detach", "zeros_like", "ones_like", "full_like", "empty_like", "uniform_", "normal_",
+                     # fake quantization: the composites call the *_cachemask autograd ops; the local
+                     # derivatives are the formulas' data
+                     "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
+                     "_fake_quantize_learnable_local_grads",
                      "bernoulli", "bernoulli_", "multinomial", "poisson", "histc", "bincount",
                      # fbgemm composites: their bodies call the ember::autograd:: ops below, which record
                      # the graph, so their own wrappers pass through (Note [jagged composites])
@@ -1352,6 +1386,12 @@ BATCHING = {
     "argmax": {"dim": "dim?"}, "argmin": {"dim": "dim?"},
     # Fourier transforms: the batch is one more untransformed dim
     **{name: {"dim": "dims"} for name in ("fft_c2c", "fft_r2c", "fft_c2r")},
+    # fake quantization with unbatched qparams: elementwise, the channel axis past the batch
+    **{name: {} for name in ("fake_quantize_per_tensor_affine_cachemask", "fake_quantize_per_tensor_affine",
+                             "_fake_quantize_learnable_per_tensor_affine")},
+    **{name: {"axis": "dim"} for name in ("fake_quantize_per_channel_affine_cachemask",
+                                           "fake_quantize_per_channel_affine",
+                                           "_fake_quantize_learnable_per_channel_affine")},
     # random numbers follow vmap's randomness argument
     **{name: "random_factory" for name in ("rand", "randn", "randint", "normal")},
     **{name: "random" for name in ("randperm", "uniform_", "normal_", "bernoulli", "bernoulli_", "multinomial",

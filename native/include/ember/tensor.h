@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "ember/allocator.h"
@@ -41,12 +42,19 @@ class EMBER_API Storage {
   // Memory that must not be written (a read-only NumPy array): Note [read-only storage].
   bool read_only() const { return read_only_; }
   void set_read_only(bool v) { read_only_ = v; }
+  // Memory other processes map too (Tensor.share_memory_, ember.multiprocessing).
+  bool shared() const { return shared_; }
+  void set_shared(bool v) { shared_ = v; }
+  // Exchanges the buffers (and their flags) of two storages of one size and device, so every
+  // tensor over either follows: share_memory_ moves a storage into shared memory in place.
+  void swap_memory(Storage& other);
 
  private:
   DataPtr data_;
   size_t nbytes_;
   Device device_;
   bool read_only_ = false;
+  bool shared_ = false;
 };
 
 // Shared by a tensor and all its views; bumped by every in-place write (autograd checks it).

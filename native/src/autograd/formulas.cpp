@@ -367,4 +367,51 @@ std::vector<Tensor> cat_backward(const Tensor& grad, const std::vector<IntList>&
   return out;
 }
 
+namespace {
+// A qparam's values (or tangents) shaped to broadcast against self: along the axis per channel.
+Tensor along_channels(const Tensor& q, const Tensor& self, int64_t axis, bool per_channel) {
+  if (!per_channel) return autograd::reshape(q, IntList{});
+  IntList shape(self.dim(), 1);
+  shape[axis] = q.numel();
+  return autograd::reshape(q, shape);
+}
+}  // namespace
+
+Tensor fake_quant_learnable_vjp(const Tensor& grad, const Tensor& self, const Tensor& scale,
+                                const Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max,
+                                double grad_factor, bool per_channel, int which) {
+  const auto local = autograd::_fake_quantize_learnable_local_grads(self, scale, zero_point, axis, quant_min,
+                                                                    quant_max, per_channel);
+  const Tensor d = which == 0 ? std::get<0>(local) : which == 1 ? std::get<1>(local) : std::get<2>(local);
+  const Tensor g = times(autograd::to_dtype(grad, d.dtype(), false), d);
+  if (which == 0) return g;
+  IntList reduce;
+  for (int64_t i = 0; i < self.dim(); ++i) {
+    if (!per_channel || i != axis) reduce.push_back(i);
+  }
+  // (a 1-d per-channel input has nothing to sum; an empty dim list would sum everything)
+  const Tensor summed = per_channel && reduce.empty() ? g : autograd::sum(g, reduce, false, std::nullopt);
+  return autograd::reshape(autograd::scale(summed, Scalar(grad_factor)),
+                           which == 1 ? scale.sizes() : zero_point.sizes());
+}
+
+Tensor fake_quant_learnable_jvp(const Tensor& self_t, const Tensor& scale_t, const Tensor& zero_point_t,
+                                const Tensor& self, const Tensor& scale, const Tensor& zero_point,
+                                int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor,
+                                bool per_channel) {
+  const auto local = autograd::_fake_quantize_learnable_local_grads(self, scale, zero_point, axis, quant_min,
+                                                                    quant_max, per_channel);
+  Tensor t;
+  if (self_t.defined()) t = times(self_t, std::get<0>(local));
+  if (scale_t.defined())
+    t = add_tangents(
+        t, autograd::scale(times(along_channels(scale_t, self, axis, per_channel), std::get<1>(local)),
+                           Scalar(grad_factor)));
+  if (zero_point_t.defined())
+    t = add_tangents(
+        t, autograd::scale(times(along_channels(zero_point_t, self, axis, per_channel), std::get<2>(local)),
+                           Scalar(grad_factor)));
+  return t.defined() ? autograd::to_dtype(t, self.dtype(), false) : t;
+}
+
 }  // namespace ember::autograd

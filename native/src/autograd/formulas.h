@@ -127,4 +127,15 @@ Tensor norm_backward(const Tensor& grad, const Tensor& self, const Tensor& resul
 // cat: each input's slice of the gradient (the legacy 1-d empty inputs cat skips get zeros).
 std::vector<Tensor> cat_backward(const Tensor& grad, const std::vector<IntList>& sizes, int64_t dim);
 
+// The learnable fake-quantization ops' LSQ derivatives (Note [fake quant arithmetic]): the
+// gradient to self (which = 0), scale (1) or zero_point (2), each qparam's summed over the
+// elements it quantized (per tensor: all of them; per channel: all but the axis); and the tangent.
+Tensor fake_quant_learnable_vjp(const Tensor& grad, const Tensor& self, const Tensor& scale,
+                                const Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max,
+                                double grad_factor, bool per_channel, int which);
+Tensor fake_quant_learnable_jvp(const Tensor& self_t, const Tensor& scale_t, const Tensor& zero_point_t,
+                                const Tensor& self, const Tensor& scale, const Tensor& zero_point,
+                                int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor,
+                                bool per_channel);
+
 }  // namespace ember::autograd

@@ -13,6 +13,15 @@ Storage::Storage(size_t nbytes, Device device)
 Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> release)
     : data_(data, std::move(release)), nbytes_(nbytes), device_(device) {}
 
+void Storage::swap_memory(Storage& other) {
+  EMBER_CHECK(nbytes_ == other.nbytes_ && device_ == other.device_, ValueError,
+              "[swap_memory] expected two storages of one size and device, but got ", nbytes_, " and ",
+              other.nbytes_, " bytes");
+  std::swap(data_, other.data_);
+  std::swap(read_only_, other.read_only_);
+  std::swap(shared_, other.shared_);
+}
+
 namespace {
 const TensorImpl& checked(const std::shared_ptr<TensorImpl>& impl) {
   EMBER_CHECK(impl != nullptr, Error, "[Tensor] expected a defined tensor, but got an undefined one");

@@ -232,6 +232,15 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       },
       py::arg("tensor"), py::arg("dtype"), py::arg("sizes"), py::arg("strides"), py::arg("storage_offset"));
   m.def("_storage_nbytes", [](const Tensor& t) { return t.storage()->nbytes(); });
+  // Shared memory (ember/_shared_memory.py): `source`'s storage must already hold t's bytes; the two
+  // storages then exchange buffers, so t and all its views use source's memory from now on.
+  m.def("_storage_swap_memory", [](const Tensor& t, const Tensor& source) {
+    EMBER_CHECK(t.storage() != source.storage(), ValueError,
+                "[_storage_swap_memory] expected two different storages");
+    t.storage()->swap_memory(*source.storage());
+  });
+  m.def("_storage_is_shared", [](const Tensor& t) { return t.storage()->shared(); });
+  m.def("_storage_set_shared", [](const Tensor& t, bool shared) { t.storage()->set_shared(shared); });
   return cls;
 }
 
