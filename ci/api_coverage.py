@@ -61,12 +61,10 @@ REASONS = [
     (r"torch_function|^is_tensor_like$", "the __torch_function__ override protocol (torch.overrides)"),
     (r"nested", "nested tensors: PyTorch's nested-tensor internals (Ember has ember.nested's strided and jagged ones)"),
     (r"mkldnn|onednn|fbgemm|miopen|nnpack|mkl|xnnpack|cpp_|_cpu$", "a backend library's private kernels"),
-    (r"^(share_memory_|is_shared)$", "shared memory between processes: Ember's storage objects are private to "
-     "one process, and never resized (no share_memory_, is_shared or storage resize_)"),
     (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|overrides|^cond$|"
      r"^while_loop$|^classes$|^package$",
      "graph capture, compilers and custom-op registration beyond ember.ops"),
-    (r"distributed|rpc|futures|monitor|multiprocessing|syncbatchnorm|^batch_norm_(backward|elemt|gather|stats|update)",
+    (r"distributed|rpc|futures|monitor|syncbatchnorm|^batch_norm_(backward|elemt|gather|stats|update)",
      "distributed: issue 20"),
     (r"^(use_global_deps|use_rtld_global_with_libtorch|compiled_with_cxx11_abi|has_lapack|has_openmp|"
      r"has_spectral|has_mkl|get_file_path|classproperty|thread_safe_generator)$",

@@ -43,6 +43,8 @@ FUNCTION_MODULES = [ember, ember.linalg, ember.fft, ember.special, F]
 NOT_WRITES = {
     "detach_": "detaches from the graph; the data is untouched",
     "requires_grad_": "sets a flag",
+    "share_memory_": "moves the storage into shared memory, values unchanged (read-only memory is refused "
+                     "with its own message: test_shared_memory.py)",
     # in-place view ops: they change the tensor's shape, strides or storage, never an element
     **{name: "changes the view; the data is untouched" for name in (
         "as_strided_", "resize_", "resize_as_", "set_", "squeeze_", "swapaxes_", "swapdims_", "t_", "transpose_",

@@ -35,9 +35,10 @@ template <typename T>
 inline void store(T* p, const Vec<T>& v) {
   std::memcpy(p, &v, sizeof(v));
 }
+// x in every lane. (x - 0 rather than 0 + x: +0 + -0 is +0, which would lose a -0.0 argument.)
 template <typename T>
 inline Vec<T> splat(T x) {
-  return Vec<T>{} + x;
+  return x - Vec<T>{};
 }
 
 }  // namespace ember::EMBER_CPU_NS

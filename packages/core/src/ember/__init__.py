@@ -479,6 +479,10 @@ from . import _fake_quant  # noqa: E402
 globals().update({_name: getattr(_fake_quant, _name) for _name in _fake_quant.NAMES})
 __all__ += [_name for _name in _fake_quant.NAMES if not _name.startswith("_")]
 
+# ember.multiprocessing, imported here as torch imports torch.multiprocessing: it registers the
+# reducers that send tensors to other processes through shared memory (ember/_shared_memory.py)
+from . import multiprocessing  # noqa: E402, F401
+
 # torch.sum(masked_tensor) & co.: the namespace functions PyTorch lets take a MaskedTensor
 from .masked import _tensor as _masked_tensor  # noqa: E402
 

@@ -9,7 +9,8 @@ ember.FloatStorage & co. are its legacy classes (constructors and isinstance che
 
 Differences from PyTorch, on purpose:
 - storages never grow: set_() with a view past the storage's end raises instead of resizing it,
-  and there is no resize_ / share_memory_ / is_shared (no inter-process shared memory);
+  and there is no resize_ (a storage moved into shared memory by share_memory_ keeps its size;
+  ember/_shared_memory.py says how, and where it differs from PyTorch);
 - a value that does not fit a byte (storage[0] = 300, UntypedStorage([-1])) raises rather than
   wrapping around;
 - from_file of a missing file raises even when asked for 0 bytes;
@@ -28,7 +29,7 @@ import weakref
 
 import numpy as np
 
-from . import _C
+from . import _C, _shared_memory
 
 # (conversion method, dtype), shared by UntypedStorage and TypedStorage.
 _CONVERSIONS = [("byte", _C.uint8), ("char", _C.int8), ("short", _C.int16), ("int", _C.int32),
@@ -458,6 +459,15 @@ class UntypedStorage(_StorageCommon):
             raise RuntimeError(f"byteswap(): the storage's {self.nbytes()} bytes are not whole {dtype} elements")
         self._bytes.copy_(_C.from_numpy(_swap_byte_order(self._bytes.cpu().numpy(), dtype)))
 
+    def share_memory_(self) -> UntypedStorage:
+        """Move this storage into memory other processes can map, in place: every tensor over it
+        follows. A no-op when it is there already and for CUDA storages, as in PyTorch."""
+        _share(self._bytes)
+        return self
+
+    def is_shared(self) -> builtins.bool:
+        return _shared_memory.is_shared(self._bytes)
+
     def __reduce__(self) -> tuple:
         return (_rebuild_untyped, (bytes(self._bytes.cpu().numpy()),))
 
@@ -490,6 +500,16 @@ def _register(storage: UntypedStorage) -> UntypedStorage:
     if storage._bytes.numel():
         _LIVE.setdefault(_key(storage._bytes), storage)
     return storage
+
+
+def _share(tensor: _C.Tensor, strategy: str | None = None) -> None:
+    """Move tensor's storage into shared memory; its live UntypedStorage follows it to the new key."""
+    raw = _bytes_of(tensor)
+    old = _key(raw)
+    if _shared_memory.share(raw, strategy):
+        live = _LIVE.pop(old, None)
+        if live is not None:
+            _LIVE[_key(raw)] = live
 
 
 def _rebuild_untyped(data: bytes) -> UntypedStorage:
@@ -619,6 +639,15 @@ class TypedStorage(_StorageCommon):
     @_deprecated
     def type(self, dtype: object = None, non_blocking: builtins.bool = False) -> object:
         return _StorageCommon.type(self, dtype, non_blocking)
+
+    @_deprecated
+    def share_memory_(self) -> TypedStorage:
+        self._untyped_storage.share_memory_()
+        return self
+
+    @_deprecated
+    def is_shared(self) -> builtins.bool:
+        return self._untyped_storage.is_shared()
 
     @_deprecated
     def pickle_storage_type(self) -> str:
@@ -777,6 +806,19 @@ def untyped_storage(self: _C.Tensor) -> UntypedStorage:
     return live if live is not None else UntypedStorage._wrap(raw)
 
 
+def share_memory_(self: _C.Tensor) -> _C.Tensor:
+    """Move the tensor's whole storage into memory other processes can map, in place, so every
+    view of it follows (torch.Tensor.share_memory_). A no-op when it is there already and for
+    CUDA tensors."""
+    _share(self)
+    return self
+
+
+def is_shared(self: _C.Tensor) -> builtins.bool:
+    """Whether the tensor's storage is in shared memory (always True for CUDA, as in PyTorch)."""
+    return _shared_memory.is_shared(self)
+
+
 def storage(self: _C.Tensor) -> TypedStorage:
     """The storage under this tensor as a TypedStorage of its dtype (deprecated in PyTorch)."""
     _warn_typed_storage_removal(stacklevel=2)
@@ -823,7 +865,8 @@ def view_dtype(self: _C.Tensor, dtype: _C.dtype) -> _C.Tensor:
 
 
 def tensor_methods() -> dict[str, object]:
-    return {"untyped_storage": untyped_storage, "storage": storage, "storage_type": storage_type}
+    return {"untyped_storage": untyped_storage, "storage": storage, "storage_type": storage_type,
+            "share_memory_": share_memory_, "is_shared": is_shared}
 
 
 __all__ = ["TypedStorage", "UntypedStorage"]

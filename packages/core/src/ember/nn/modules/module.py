@@ -485,6 +485,11 @@ class Module:
     def cpu(self):
         return self
 
+    def share_memory(self):
+        """Move every parameter, its .grad, and every buffer into shared memory in place
+        (Tensor.share_memory_), so processes given this module update the same tensors (Hogwild)."""
+        return self._apply(lambda t: t.share_memory_())
+
     # ---- calls and hooks -----------------------------------------------------------------------
 
     def forward(self, *args, **kwargs):

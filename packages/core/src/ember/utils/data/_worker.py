@@ -14,12 +14,12 @@ import queue
 import random
 import traceback
 from dataclasses import dataclass
-from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
 import ember
 
+from ...multiprocessing.reductions import dumps_by_copy
 from ._fetch import Exhausted, Fetcher
 
 _current: WorkerInfo | None = None  # set in a worker process only
@@ -104,8 +104,11 @@ def worker_loop(dataset, fetcher_args: dict, task_queue, result_queue, worker_id
             fetcher.restart()
         try:
             # Pickled here rather than by the queue's feeder thread, so that a batch which cannot
-            # be pickled becomes an error the main process sees instead of a silent hang.
-            result_queue.put((task_epoch, seq, "batch", bytes(ForkingPickler.dumps(fetcher(task)))))
+            # be pickled becomes an error the main process sees instead of a silent hang. Tensors
+            # are copied in, not shared: the main process may load the payload after this worker
+            # has exited, or drop it unread (an abandoned epoch), and a shared block's descriptor
+            # would then be gone, or held until the worker exits.
+            result_queue.put((task_epoch, seq, "batch", dumps_by_copy(fetcher(task))))
         except Exhausted:
             result_queue.put((task_epoch, seq, "exhausted", None))
         except Exception as exc:
