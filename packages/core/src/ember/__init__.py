@@ -452,6 +452,10 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:  # the names loaded on first use are listed too, as dir(torch) lists them
+    return sorted(set(globals()) | {"distributed", "futures", "ao", "Storage"})
+
+
 __all__ += ["distributed", "futures", "ao"]
 __all__ += ["storage", "Storage", "TypedStorage", "UntypedStorage", "from_file", "is_storage", *storage._LEGACY_CLASSES]
 __all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]
