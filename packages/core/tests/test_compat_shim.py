@@ -72,6 +72,60 @@ def test_a_pytorch_script_runs_unchanged(tmp_path):
     assert words[5] in ("0", "1") and words[7] == "True"
 
 
+SPAWN_SCRIPT = '''
+import torch
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+
+def train(rank, model, steps):  # Hogwild: each child updates the shared parameters in place
+    torch.manual_seed(rank)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        x = torch.randn(16, 4)
+        loss = ((model(x) - x.sum(1, keepdim=True)) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    model = nn.Linear(4, 1)
+    with torch.no_grad():
+        model.weight.zero_()
+    model.share_memory()
+    mp.spawn(train, args=(model, 40), nprocs=2)
+    print(model.weight.detach().flatten().tolist())
+'''
+
+
+def test_spawned_children_map_torch_too(tmp_path):
+    """torch.multiprocessing.spawn under the runner: the children (new interpreters that import the
+    script again) resolve torch to ember, and update the parent's shared parameters."""
+    script = tmp_path / "hogwild.py"
+    script.write_text(textwrap.dedent(SPAWN_SCRIPT))
+    done = subprocess.run([sys.executable, "-m", "ember.compat.run", str(script)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    weights = [float(w) for w in done.stdout.strip().strip("[]").split(",")]
+    assert all(0.5 < w < 1.5 for w in weights)  # trained from 0 towards 1 by the children
+
+
+def test_shim_restores_the_spawn_command_line():
+    import multiprocessing.spawn
+
+    original = multiprocessing.spawn.get_command_line
+    torch_shim.install()
+    try:
+        program = multiprocessing.spawn.get_command_line(tracker_fd=3, pipe_handle=4)
+        program = program[program.index("-c") + 1]
+        assert program.startswith("from ember.compat import torch_shim; torch_shim.install(); ")
+        assert "spawn_main(tracker_fd=3, pipe_handle=4)" in program
+    finally:
+        torch_shim.uninstall()
+    assert multiprocessing.spawn.get_command_line is original
+
+
 def test_run_without_a_script_prints_its_usage():
     done = subprocess.run([sys.executable, "-m", "ember.compat.run"], capture_output=True, text=True)
     assert done.returncode == 2 and "python -m ember.compat.run script.py" in done.stdout

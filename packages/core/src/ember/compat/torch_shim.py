@@ -5,6 +5,10 @@ under the torch name, so ``import torch.nn as nn`` gives ``ember.nn`` and
 with ModuleNotFoundError naming the Ember module that is missing. Only imports are mapped: names
 inside modules are Ember's (see docs/compatibility-api.md for what exists).
 
+A child process started with the "spawn" method (torch.multiprocessing.spawn, a spawn-context
+Process or DataLoader worker) is a new interpreter that imports the script again; while the shim
+is installed, such children install it before anything else, so their ``import torch`` maps too.
+
     from ember.compat import torch_shim
     torch_shim.install()      # afterwards: import torch  ->  ember
     torch_shim.uninstall()    # removes the finder and the torch entries it made
@@ -15,6 +19,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import multiprocessing.spawn
 import sys
 
 _TORCH = "torch"
@@ -48,6 +53,18 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
 
 _FINDER = _TorchFinder()
 
+# multiprocessing's command line for a spawned child, kept to restore; ours runs `_PRELUDE` first
+_SPAWN_COMMAND_LINE = multiprocessing.spawn.get_command_line
+_PRELUDE = "from ember.compat import torch_shim; torch_shim.install(); "
+
+
+def _spawn_command_line(**kwds) -> list[str]:
+    command = _SPAWN_COMMAND_LINE(**kwds)
+    if "-c" in command:  # (a frozen executable has no -c program: left as it is)
+        at = command.index("-c") + 1
+        command[at] = _PRELUDE + command[at]
+    return command
+
 
 def install() -> None:
     """Map ``torch`` imports to ``ember`` from now on (a torch already imported is replaced)."""
@@ -55,12 +72,14 @@ def install() -> None:
         del sys.modules[name]
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+    multiprocessing.spawn.get_command_line = _spawn_command_line
 
 
 def uninstall() -> None:
     """Remove the finder and every ``torch`` entry it put in ``sys.modules``."""
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
+    multiprocessing.spawn.get_command_line = _SPAWN_COMMAND_LINE
     for name in [n for n in sys.modules if n == _TORCH or n.startswith(_TORCH + ".")]:
         module = sys.modules[name]
         if getattr(module, "__name__", "").startswith("ember"):
