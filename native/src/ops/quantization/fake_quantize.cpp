@@ -102,6 +102,16 @@ void fake_quant_loop(const T* x, O* out, bool* mask, int64_t n, Channels ch, con
   });
 }
 
+// x (contiguous, in the compute dtype T) fake-quantized into a new tensor of dtype `out_dtype` (O).
+template <typename T, typename Acc, typename O>
+Tensor fake_quant_into(const Tensor& x, DType out_dtype, bool* mask, Channels ch, const QParams<T>& p,
+                       bool zero_point_before_rounding, int64_t quant_min, int64_t quant_max) {
+  Tensor out = empty(x.sizes(), out_dtype, x.device());
+  fake_quant_loop<T, Acc, O>(x.data<T>(), out.data<O>(), mask, x.numel(), ch, p, zero_point_before_rounding,
+                             quant_min, quant_max);
+  return out;
+}
+
 // (output, mask) of x fake-quantized along `axis` (none: per tensor), the zero point added before
 // rounding when `zero_point_before_rounding`.
 std::tuple<Tensor, Tensor> fake_quantize(const char* op, const Tensor& self, const Tensor& scale,
@@ -111,40 +121,32 @@ std::tuple<Tensor, Tensor> fake_quantize(const char* op, const Tensor& self, con
   const DType compute = compute_dtype(op, self);
   const Tensor x = to_dtype(self, compute, false).contiguous();
   const Channels ch = channels_along(x, axis);
-  const int64_t n = x.numel();
   Tensor mask = want_mask ? empty(self.sizes(), DType::Bool, self.device()) : Tensor();
   bool* m = want_mask ? mask.data<bool>() : nullptr;
+  const bool zp_first = zero_point_before_rounding;
   Tensor out;
   if (compute == DType::Float64) {
     const auto p = qparams_of<double>(scale, zero_point);
-    out = empty(self.sizes(), DType::Float64, self.device());
-    if (axis)
-      fake_quant_loop<double, double, double>(x.data<double>(), out.data<double>(), m, n, ch, p,
-                                              zero_point_before_rounding, quant_min, quant_max);
-    else
-      fake_quant_loop<double, float, double>(x.data<double>(), out.data<double>(), m, n, ch, p,
-                                             zero_point_before_rounding, quant_min, quant_max);
-    return {out, mask};
-  }
-  const auto p = qparams_of<float>(scale, zero_point);
-  if (axis && self.dtype() != DType::Float32) {  // float64 results, rounded once to float16/bfloat16
-    out = empty(self.sizes(), DType::Float64, self.device());
-    fake_quant_loop<float, double, double>(x.data<float>(), out.data<double>(), m, n, ch, p,
-                                           zero_point_before_rounding, quant_min, quant_max);
+    out = axis ? fake_quant_into<double, double, double>(x, DType::Float64, m, ch, p, zp_first, quant_min,
+                                                         quant_max)
+               : fake_quant_into<double, float, double>(x, DType::Float64, m, ch, p, zp_first, quant_min,
+                                                        quant_max);
   } else {
-    out = empty(self.sizes(), DType::Float32, self.device());
-    if (axis)
-      fake_quant_loop<float, double, float>(x.data<float>(), out.data<float>(), m, n, ch, p,
-                                            zero_point_before_rounding, quant_min, quant_max);
-    else
-      fake_quant_loop<float, float, float>(x.data<float>(), out.data<float>(), m, n, ch, p,
-                                           zero_point_before_rounding, quant_min, quant_max);
+    const auto p = qparams_of<float>(scale, zero_point);
+    if (!axis)
+      out = fake_quant_into<float, float, float>(x, DType::Float32, m, ch, p, zp_first, quant_min, quant_max);
+    else if (self.dtype() == DType::Float32)
+      out =
+          fake_quant_into<float, double, float>(x, DType::Float32, m, ch, p, zp_first, quant_min, quant_max);
+    else  // float64 results, rounded once to float16/bfloat16
+      out =
+          fake_quant_into<float, double, double>(x, DType::Float64, m, ch, p, zp_first, quant_min, quant_max);
   }
   return {to_dtype(out, self.dtype(), false), mask};
 }
 
-// PyTorch's per-channel checks, in its order; the axis as a non-negative index. `integer_zero_point`:
-// the zero points must lie in [quant_min, quant_max] (a floating one is not checked, as in PyTorch).
+// PyTorch's per-channel checks, in its order; the axis as a non-negative index. Integer zero points
+// must lie in [quant_min, quant_max] (floating ones are not checked, as in PyTorch).
 int64_t check_per_channel(const char* op, const Tensor& self, const Tensor& scale, const Tensor& zero_point,
                           int64_t axis, int64_t quant_min, int64_t quant_max) {
   EMBER_CHECK(self.dim() > 0, IndexError, "[", op, "] Dimension specified as ", axis,
