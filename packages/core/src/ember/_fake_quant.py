@@ -5,8 +5,8 @@ forward pass; Ember has no quantized dtypes (quint8, qint8, ...), so only this h
 The ops are native (native/ops/declarations.py; the arithmetic and the LSQ gradients in Note [fake
 quant arithmetic], native/src/ops/quantization/fake_quantize.cpp). This module adds what PyTorch's
 Python layer accepts on top: one-element tensors for the per-tensor op's scale and zero_point (its
-`tensor_qparams` overload), PyTorch's TypeErrors for non-integer arguments, the qscheme constants
-and the fused observer op.
+`tensor_qparams` overload) and PyTorch's TypeErrors for non-integer arguments, the qscheme
+constants and the fused observer op. (fake_quantize_per_channel_affine is the native op itself.)
 
 Differences from PyTorch, deliberate: a scale that is not positive raises (PyTorch returns
 meaningless values), and a tensor zero_point outside [quant_min, quant_max] raises in the per-tensor
@@ -78,15 +78,6 @@ def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min: int, qu
     _check_int("quant_max", quant_max)
     scale, zero_point = _number(scale, "scale", builtins.float), _number(zero_point, "zero_point", builtins.int)
     return _C.fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_max)
-
-
-def fake_quantize_per_channel_affine(input, scale, zero_point, axis: int, quant_min: int, quant_max: int):
-    """Fake-quantizes slice i along `axis` with scale[i] and zero_point[i], as
-    torch.fake_quantize_per_channel_affine. An integer zero_point must lie in [quant_min, quant_max];
-    a floating one is added before rounding (the learnable op's path), unchecked as in PyTorch."""
-    for name, value in (("axis", axis), ("quant_min", quant_min), ("quant_max", quant_max)):
-        _check_int(name, value)
-    return _C.fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, quant_max)
 
 
 # ---- fused observer + fake quant --------------------------------------------------------------
@@ -161,10 +152,8 @@ def fused_moving_avg_obs_fake_quant(self, observer_on, fake_quant_on, running_mi
     if builtins.int(fake_quant_on.reshape(-1)[0].item()) != 1:
         return self.clone()
     if per_row_fake_quant:
-        return fake_quantize_per_channel_affine(self, scale, zero_point, 0, quant_min, quant_max)
+        return _C.fake_quantize_per_channel_affine(self, scale, zero_point, 0, quant_min, quant_max)
     return fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max)
 
 
-NAMES = ["fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine", "fused_moving_avg_obs_fake_quant",
-         "qscheme",
-         "per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric"]
+NAMES = ["fake_quantize_per_tensor_affine", "fused_moving_avg_obs_fake_quant", "qscheme", "per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric"]

@@ -4,8 +4,8 @@ range, and fake quantization with the qparams it derives, each switchable on and
 from __future__ import annotations
 
 from ... import _C
+from ..._C import fake_quantize_per_channel_affine
 from ..._fake_quant import (
-    fake_quantize_per_channel_affine,
     fake_quantize_per_tensor_affine,
     fused_moving_avg_obs_fake_quant,
     per_channel_affine,
