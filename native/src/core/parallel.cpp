@@ -42,9 +42,14 @@ unsigned denormal_mode() {
 void adopt_denormal_mode(unsigned) {}
 #endif
 
+// Read once: glibc answers hardware_concurrency() by opening /sys/devices/system/cpu/online, about
+// 5 us, and every op asks (parallel_for -> get_num_threads) unless set_num_threads was called.
 int default_threads() {
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  static const int threads = [] {
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw == 0 ? 1 : static_cast<int>(hw);
+  }();
+  return threads;
 }
 
 // A fixed pool; a job is "run task(i) for i in [0, n)", taken from the job's own counter.
