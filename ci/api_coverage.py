@@ -31,7 +31,7 @@ NAMESPACES = [
     ("torch.linalg", "ember.linalg"), ("torch.fft", "ember.fft"), ("torch.distributions", "ember.distributions"),
     ("torch.special", "ember.special"), ("torch.sparse", "ember.sparse"), ("torch.masked", "ember.masked"),
     ("torch.nn.init", "ember.nn.init"), ("torch.nn.utils", "ember.nn.utils"),
-    ("torch.utils.checkpoint", "ember.utils.checkpoint"),
+    ("torch.utils.checkpoint", "ember.utils.checkpoint"), ("torch.overrides", "ember.overrides"),
 ]
 
 # Why a name is absent, first match wins (patterns over the lower-cased name).
@@ -48,7 +48,8 @@ REASONS = [
      "sparse tensors: Ember has COO and 2-D CSR/CSC/BSR/BSC (ember.sparse), not in-place sparse resizing "
      "or the older sparse @ sparse helpers"),
     (r"^hash_tensor$", "a dtype Ember does not have (hash_tensor answers in uint64)"),
-    (r"selective|^checkpointpolicy$|^sac_|dispatchmode|tensormode$|^capture_logs$|^graphexecgroup$",
+    (r"selective|^checkpointpolicy$|^sac_|dispatchmode|tensormode$|^capture_logs$|^graphexecgroup$|"
+     r"^enable_reentrant_dispatch$|^redispatch_function$",
      "per-op interception (__torch_dispatch__ modes, selective checkpointing): not in Ember"),
     (r"^quasirandom$", "quasirandom: SobolEngine needs Joe and Kuo's direction numbers (21,201 dimensions), a "
      "table Ember does not ship"),
@@ -61,10 +62,11 @@ REASONS = [
      "removed from PyTorch: there it raises or answers a constant, pointing to torch.linalg / torch.no_grad"),
     (r"^(fork|wait|parse_ir|parse_schema|parse_type_comment|merge_type_from_type_comment|unify_type_list|"
      r"import_ir_module.*)$", "TorchScript and C++ binding internals (torch.jit)"),
-    (r"torch_function|^is_tensor_like$", "the __torch_function__ override protocol (torch.overrides)"),
+    (r"^get_default_nowrap_functions$", "__torch_function__ on property getters: Ember's Tensor properties do not "
+     "dispatch under their own name (they reach the native ops they call)"),
     (r"nested", "nested tensors: PyTorch's nested-tensor internals (Ember has ember.nested's strided and jagged ones)"),
     (r"mkldnn|onednn|fbgemm|miopen|nnpack|mkl|xnnpack|cpp_|_cpu$", "a backend library's private kernels"),
-    (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|overrides|^cond$|"
+    (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|^cond$|"
      r"^while_loop$|^classes$|^package$",
      "graph capture, compilers and custom-op registration beyond ember.ops"),
     (r"distributed|rpc|futures|monitor|syncbatchnorm|^batch_norm_(backward|elemt|gather|stats|update)",
@@ -93,7 +95,6 @@ KIND_REASONS = {
     "script": "TorchScript and C++ binding internals (torch.jit)",
     "leak": "a module or helper PyTorch's own source imports, not API (os, sys, math, typing, ...)",
     "docs": "a docstring fragment, not API",
-    "overrides": "the __torch_function__ override protocol (torch.overrides)",
 }
 STDLIB_MODULES = ("typing", "typing_extensions", "collections", "builtins", "dataclasses", "enum", "abc", "functools",
                   "numpy", "weakref")
@@ -110,7 +111,7 @@ def module_of(obj: object) -> str:
 def kind(owner: object, name: str) -> str:
     """What a PyTorch name is, where that decides why Ember lacks it: "binding" (a pybind11 class,
     or a torch._C builtin that is not an ATen op), "script" (TorchScript's Python side), "leak"
-    (a module or typing helper imported by PyTorch's source), "docs", "overrides", else ""."""
+    (a module or typing helper imported by PyTorch's source), "docs", else ""."""
     import types
 
     import torch
@@ -127,8 +128,6 @@ def kind(owner: object, name: str) -> str:
         return "leak"  # tree_map & co., imported by PyTorch's source
     if module.startswith(("torch.jit", "torch._jit_internal", "torch._C._jit", "torch.classes")):
         return "script"
-    if module == "torch.overrides":
-        return "overrides"
     if obj is torch.Tensor and owner is not torch:
         return "leak"  # torch.Tensor re-imported into a submodule
     # pybind11 classes (TorchScript's types, Graph, FileCheck, ...) and torch._C's own classes.

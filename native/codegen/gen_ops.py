@@ -155,7 +155,11 @@ def cpp_return(rets: list[str]) -> str:
 # Binding parameter types that differ from the C++ ones: Tensor arguments after the first also
 # take Python numbers (wrapped 0-dim tensors), the way PyTorch accepts x + 2; int[] also takes a
 # lone int, as PyTorch's IntArrayRef does.
-BINDING_PARAM = {"int[]": "IntListArg", "int[]?": "std::optional<IntListArg>"}
+# Tensor arguments load through TensorIn (tensors only) so that a Tensor subclass overriding
+# __torch_function__ reaches its override (Note [__torch_function__] in op_binding_support.h).
+BINDING_PARAM = {"int[]": "IntListArg", "int[]?": "std::optional<IntListArg>", "Tensor": "const TensorIn&",
+                 "Tensor?": "const std::optional<TensorIn>&", "Tensor[]": "const std::vector<TensorItemIn>&",
+                 "Tensor?[]": "const std::vector<std::optional<TensorItemIn>>&"}
 
 
 def binding_param(arg: dict, first: bool) -> str:
@@ -175,12 +179,12 @@ def binding_value(arg: dict, first: bool) -> str:
 def returns_self(params: str, call: str) -> str:
     """A binding of an in-place method: runs `call` without the GIL and returns self's own Python
     object (so x.add_(1) is x, as in PyTorch)."""
-    return (f"[]({params}) {{ const Tensor self = self_obj.cast<Tensor>(); "
-            f"{{ py::gil_scoped_release no_gil; {call}; }} return self_obj; }}")
+    return (f"[]({params}) {{ const Tensor& self = self_obj.tensor; "
+            f"{{ py::gil_scoped_release no_gil; {call}; }} return self_obj.obj; }}")
 
 
 def method_def(name: str, lam: str, py_args: list[str]) -> str:
-    return f'  tensor.def("{name}", ' + ", ".join([lam, *py_args]) + ");"
+    return f'  def_overridable(tensor, "{name}", ' + ", ".join([lam, *py_args]) + ");"
 
 
 UNARY_FORMS = {"float": "Float", "same": "Same", "integral": "Integral", "predicate": "Predicate"}
@@ -301,14 +305,14 @@ def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None
                            + (f" = {default}" if default else ""))
         guard = "py::call_guard<py::gil_scoped_release>()"
         lam = f"[]({lam_params}) {{ return ember::autograd::{name}({call}); }}"
-        bindings.append(f'  m.def("{name}", {lam}, {", ".join(py_args + [guard])});')
+        bindings.append(f'  def_overridable(m, "{name}", {lam}, {", ".join(py_args + [guard])});')
         if op.method and args and args[0]["type"] == "Tensor":
             method_args = [py_args[j] for j in range(len(py_args)) if not py_args[j].startswith('py::arg("input")')]
             if name.endswith("_"):  # mutates self: returns the very Python object, as x.fill_(0) is x
-                rest_params = ", ".join(["py::object self_obj"] + [binding_param(a, False) for a in args[1:]])
+                rest_params = ", ".join(["SelfObject self_obj"] + [binding_param(a, False) for a in args[1:]])
                 bindings.append(method_def(name, returns_self(rest_params, f"ember::autograd::{name}({call})"), method_args))
             else:
-                bindings.append(f'  tensor.def("{name}", {lam}, {", ".join(method_args + [guard])});')
+                bindings.append(method_def(name, lam, method_args + [guard]))
         if op.inplace:
             assert any(a["name"] == "out" for a in args), f"{name}: in-place needs an out= argument"
             rest = [a for a in args[1:] if a["name"] != "out"]
@@ -318,7 +322,7 @@ def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None
             ip_args = [p for p in py_args[1:] if 'py::arg("out")' not in p]
             if ip_args and ip_args[-1] == "py::kw_only()":
                 ip_args.pop()
-            lam_params_ip = lam_params_ip.replace("Tensor self", "py::object self_obj", 1)
+            lam_params_ip = lam_params_ip.replace("Tensor self", "SelfObject self_obj", 1)
             bindings.append(method_def(name + "_", returns_self(lam_params_ip, f"ember::autograd::{name}({call_ip})"), ip_args))
         sig = []
         for i, a in enumerate(args):

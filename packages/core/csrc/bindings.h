@@ -14,6 +14,7 @@ void bind_python_function(py::module_& m);
 void bind_dlpack(py::module_& m, py::class_<Tensor>& tensor);
 void bind_profiler(py::module_& m);
 void bind_size(py::module_& m);
+void bind_torch_function(py::module_& m, py::class_<Tensor>& tensor);
 // A new reference to an ember.Size of these sizes (the type of Tensor.shape).
 PyObject* make_size(const IntList& sizes);
 // The Python object of a dtype / device (ember.float32, ember.device("cpu")).

@@ -91,6 +91,17 @@ DType dtype_from_object(py::handle obj, const char* what) {
                   std::string(py::str(py::type::of(obj).attr("__name__"))));
 }
 
+bool load_tensor_or_number(py::handle src, Tensor& out) {
+  if (py::isinstance<Tensor>(src)) {
+    out = src.cast<Tensor>();
+    return true;
+  }
+  Scalar s;
+  if (!load_scalar(src, s)) return false;
+  out = wrapped_number(s);
+  return true;
+}
+
 bool load_scalar(py::handle src, Scalar& out) {
   PyObject* o = src.ptr();
   if (PyBool_Check(o)) {
@@ -311,15 +322,19 @@ PYBIND11_MODULE(_C, m) {
 
   bind_size(m);
   py::class_<Tensor> tensor = bind_tensor(m);
+  bind_torch_function(m, tensor);
   bind_ops(m);
   bind_dlpack(m, tensor);
   bind_autograd(m, tensor);
   bind_python_function(m);
   bind_profiler(m);
   bind_generated_ops(m, tensor);
-  m.def("result_type", [](const std::vector<TensorArg>& operands) {
-    std::vector<Tensor> ts;
-    for (const auto& a : operands) ts.push_back(a.tensor);
+  m.def("result_type", [](const std::vector<py::object>& operands) {
+    std::vector<Tensor> ts(operands.size());
+    for (size_t i = 0; i < operands.size(); ++i)
+      EMBER_CHECK(load_tensor_or_number(operands[i], ts[i]), TypeError,
+                  "[result_type] expected tensors or Python numbers, but got ",
+                  std::string(py::str(py::type::of(operands[i]).attr("__name__"))));
     return dtype_object(result_type(ts));
   });
 }

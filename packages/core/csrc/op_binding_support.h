@@ -28,8 +28,109 @@ inline std::optional<IntList> unwrap(const std::optional<IntListArg>& a) {
 }
 
 bool load_scalar(py::handle src, Scalar& out);
+// A tensor, or a Python number as a wrapped 0-dim tensor; false for anything else.
+bool load_tensor_or_number(py::handle src, Tensor& out);
 
 void bind_generated_ops(py::module_& m, py::class_<Tensor>& tensor);
+
+// Note [__torch_function__]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// The generated op bindings and the Tensor operators take part in PyTorch's override protocol
+// (ember/overrides.py). Their Tensor arguments load through TensorIn / TensorArg / SelfObject,
+// which decline a tensor whose type overrides __torch_function__ (any Tensor subclass not marked
+// with _disabled_torch_function_impl), and every tensor while a TorchFunctionMode is active. Each
+// such binding has a second overload, (*args, **kwargs), registered by def_overridable: it is
+// reached when the first declines or fails to convert, and hands the call to Python's
+// handle_torch_function when an argument (or a mode) asks for it; otherwise it calls the binding
+// on its own (`plain`, the same function without the fallback), which converts as before. A
+// plain ember.Tensor costs one type comparison per argument.
+struct TorchFunctionState {
+  int disabled = 0;   // 0: enabled; 1: subclasses disabled (modes still run); 2: all disabled
+  int64_t modes = 0;  // depth of this thread's TorchFunctionMode stack
+};
+extern thread_local TorchFunctionState torch_function_state;
+extern PyTypeObject* tensor_type;  // ember._C.Tensor
+bool type_overrides_torch_function(PyTypeObject* type);
+
+inline bool torch_function_mode_active() {
+  return torch_function_state.modes > 0 && torch_function_state.disabled != 2;
+}
+// Whether a call with this tensor argument goes to Python's __torch_function__ dispatch.
+inline bool defers_to_torch_function(PyObject* tensor) {
+  const TorchFunctionState& s = torch_function_state;
+  if (s.disabled == 2) return false;
+  if (s.modes > 0) return true;
+  if (Py_TYPE(tensor) == tensor_type || s.disabled == 1) return false;
+  return type_overrides_torch_function(Py_TYPE(tensor));
+}
+
+// A Tensor argument of an overridable binding (tensors only): the argument's own Tensor, which
+// the call's Python object keeps alive (no reference-count traffic per argument).
+struct TensorIn {
+  const Tensor* tensor = nullptr;
+};
+// An item of a Tensor[] argument, copied: a sequence may create its items as it is read.
+struct TensorItemIn {
+  Tensor tensor;
+};
+// The self of an in-place method, which returns its own Python object (x.add_(1) is x).
+struct SelfObject {
+  py::object obj;
+  Tensor tensor;
+};
+inline const Tensor& unwrap(const Tensor& t) {  // an in-place method's self, already unwrapped
+  return t;
+}
+inline const Tensor& unwrap(const TensorIn& a) {
+  return *a.tensor;
+}
+inline std::optional<Tensor> unwrap(const std::optional<TensorIn>& a) {
+  return a ? std::optional<Tensor>(*a->tensor) : std::nullopt;
+}
+inline std::vector<Tensor> unwrap(const std::vector<TensorItemIn>& a) {
+  std::vector<Tensor> out;
+  out.reserve(a.size());
+  for (const TensorItemIn& t : a) out.push_back(t.tensor);
+  return out;
+}
+inline std::vector<std::optional<Tensor>> unwrap(const std::vector<std::optional<TensorItemIn>>& a) {
+  std::vector<std::optional<Tensor>> out;
+  out.reserve(a.size());
+  for (const auto& t : a) out.push_back(t ? std::optional<Tensor>(t->tensor) : std::nullopt);
+  return out;
+}
+
+// The (*args, **kwargs) overload of an overridable binding `name` of `scope`.
+py::object torch_function_fallback(py::handle scope, const char* name, const py::object& plain, py::args args,
+                                   const py::kwargs& kwargs);
+
+void note_overridable(py::handle scope, const char* name);  // for ember.overrides' function lists
+
+// scope.def(name, f, extra...) taking part in __torch_function__ (Note [__torch_function__]).
+template <typename F, typename... Extra>
+void def_overridable(py::module_& scope, const char* name, F&& f, const Extra&... extra) {
+  py::object plain = py::cpp_function(f, py::name(name), py::scope(scope), extra...);
+  scope.def(name, std::forward<F>(f), extra...);
+  note_overridable(scope, name);
+  scope.def(name, [plain, owner = py::handle(scope), name](py::args args, const py::kwargs& kwargs) {
+    return torch_function_fallback(owner, name, plain, std::move(args), kwargs);
+  });
+}
+// A Tensor method; __torch_function__ is handed Tensor.<public> (an operator's named method).
+template <typename F, typename... Extra>
+void def_overridable_as(py::class_<Tensor>& scope, const char* name, const char* public_name, F&& f,
+                        const Extra&... extra) {
+  py::object plain = py::cpp_function(f, py::name(name), py::is_method(scope), extra...);
+  scope.def(name, std::forward<F>(f), extra...);
+  note_overridable(scope, name);
+  scope.def(name, [plain, owner = py::handle(scope), public_name](py::args args, const py::kwargs& kwargs) {
+    return torch_function_fallback(owner, public_name, plain, std::move(args), kwargs);
+  });
+}
+template <typename F, typename... Extra>
+void def_overridable(py::class_<Tensor>& scope, const char* name, F&& f, const Extra&... extra) {
+  def_overridable_as(scope, name, name, std::forward<F>(f), extra...);
+}
 
 }  // namespace ember::python
 
@@ -53,8 +154,9 @@ struct type_caster<ember::Scalar> {
 template <>
 struct type_caster<ember::python::TensorArg> {
   PYBIND11_TYPE_CASTER(ember::python::TensorArg, const_name("Tensor | Number"));
-  bool load(handle src, bool convert) {
+  bool load(handle src, bool) {
     if (isinstance<ember::Tensor>(src)) {
+      if (ember::python::defers_to_torch_function(src.ptr())) return false;
       value.tensor = src.cast<ember::Tensor>();
       return true;
     }
@@ -72,7 +174,8 @@ template <>
 struct type_caster<ember::python::IntListArg> {
   PYBIND11_TYPE_CASTER(ember::python::IntListArg, const_name("int | Sequence[int]"));
   bool load(handle src, bool convert) {
-    if (PyBool_Check(src.ptr())) return false;
+    // sizes decline too while a mode is active, so that factories (zeros(2, 3)) reach it
+    if (PyBool_Check(src.ptr()) || ember::python::torch_function_mode_active()) return false;
     if (PyLong_Check(src.ptr())) {
       value.values = {src.cast<int64_t>()};
       return true;
@@ -87,6 +190,49 @@ struct type_caster<ember::python::IntListArg> {
   }
   static handle cast(const ember::python::IntListArg& a, return_value_policy p, handle parent) {
     return list_caster<std::vector<int64_t>, int64_t>::cast(a.values, p, parent);
+  }
+};
+
+template <>
+struct type_caster<ember::python::TensorIn> {
+  PYBIND11_TYPE_CASTER(ember::python::TensorIn, const_name("Tensor"));
+  bool load(handle src, bool) {
+    if (!base_.load(src, false) || ember::python::defers_to_torch_function(src.ptr())) return false;
+    value.tensor = &static_cast<ember::Tensor&>(base_);
+    return true;
+  }
+  static handle cast(const ember::python::TensorIn& a, return_value_policy p, handle parent) {
+    return type_caster_base<ember::Tensor>::cast(*a.tensor, p, parent);
+  }
+
+ private:
+  type_caster_base<ember::Tensor> base_;
+};
+
+template <>
+struct type_caster<ember::python::TensorItemIn> {
+  PYBIND11_TYPE_CASTER(ember::python::TensorItemIn, const_name("Tensor"));
+  bool load(handle src, bool) {
+    if (!isinstance<ember::Tensor>(src) || ember::python::defers_to_torch_function(src.ptr())) return false;
+    value.tensor = src.cast<ember::Tensor>();
+    return true;
+  }
+  static handle cast(const ember::python::TensorItemIn& a, return_value_policy p, handle parent) {
+    return type_caster_base<ember::Tensor>::cast(a.tensor, p, parent);
+  }
+};
+
+template <>
+struct type_caster<ember::python::SelfObject> {
+  PYBIND11_TYPE_CASTER(ember::python::SelfObject, const_name("Tensor"));
+  bool load(handle src, bool) {
+    if (!isinstance<ember::Tensor>(src) || ember::python::defers_to_torch_function(src.ptr())) return false;
+    value.obj = reinterpret_borrow<object>(src);
+    value.tensor = src.cast<ember::Tensor>();
+    return true;
+  }
+  static handle cast(const ember::python::SelfObject& a, return_value_policy, handle) {
+    return a.obj.inc_ref();
   }
 };
 

@@ -86,47 +86,52 @@ py::object shape_of(const Tensor& t) {
 // is neither a tensor nor a Python number fails to convert, and py::is_operator then answers
 // NotImplemented, so Python tries the other operand's reflected method, as it did before.
 // Reflected forms of the non-commutative ops take only numbers (a tensor on the left has already
-// run its own method).
+// run its own method). Like the generated ops they honour __torch_function__ (def_overridable).
 void bind_operators(py::class_<Tensor>& cls) {
-#define EMBER_OPERATOR(dunder, op)                                                                         \
-  cls.def(                                                                                                 \
-      dunder, [](const Tensor& self, const TensorArg& other) { return autograd::op(self, other.tensor); }, \
+// `public`: the function __torch_function__ is handed, PyTorch's choice per operator (x * y hands
+// Tensor.mul, 1 - x hands Tensor.__rsub__).
+#define EMBER_OPERATOR(dunder, op, public)                                                                   \
+  def_overridable_as(                                                                                        \
+      cls, dunder, public,                                                                                   \
+      [](const TensorIn& self, const TensorArg& other) { return autograd::op(unwrap(self), other.tensor); }, \
       py::is_operator(), py::call_guard<py::gil_scoped_release>());
-#define EMBER_REFLECTED_OPERATOR(dunder, op)                                                             \
-  cls.def(                                                                                               \
-      dunder,                                                                                            \
-      [](const Tensor& self, const Scalar& other) { return autograd::op(wrapped_number(other), self); }, \
+#define EMBER_REFLECTED_OPERATOR(dunder, op, public)              \
+  def_overridable_as(                                             \
+      cls, dunder, public,                                        \
+      [](const TensorIn& self, const Scalar& other) {             \
+        return autograd::op(wrapped_number(other), unwrap(self)); \
+      },                                                          \
       py::is_operator(), py::call_guard<py::gil_scoped_release>());
-  EMBER_OPERATOR("__add__", add)
-  EMBER_OPERATOR("__radd__", add)
-  EMBER_OPERATOR("__sub__", sub)
-  EMBER_REFLECTED_OPERATOR("__rsub__", sub)
-  EMBER_OPERATOR("__mul__", mul)
-  EMBER_OPERATOR("__rmul__", mul)
-  EMBER_OPERATOR("__truediv__", div)
-  EMBER_REFLECTED_OPERATOR("__rtruediv__", div)
-  EMBER_OPERATOR("__floordiv__", floor_divide)
-  EMBER_REFLECTED_OPERATOR("__rfloordiv__", floor_divide)
-  EMBER_OPERATOR("__mod__", remainder)
-  EMBER_REFLECTED_OPERATOR("__rmod__", remainder)
-  EMBER_OPERATOR("__pow__", pow)
-  EMBER_REFLECTED_OPERATOR("__rpow__", pow)
-  EMBER_OPERATOR("__and__", bitwise_and)
-  EMBER_OPERATOR("__rand__", bitwise_and)
-  EMBER_OPERATOR("__or__", bitwise_or)
-  EMBER_OPERATOR("__ror__", bitwise_or)
-  EMBER_OPERATOR("__xor__", bitwise_xor)
-  EMBER_OPERATOR("__rxor__", bitwise_xor)
-  EMBER_OPERATOR("__lshift__", bitwise_left_shift)
-  EMBER_REFLECTED_OPERATOR("__rlshift__", bitwise_left_shift)
-  EMBER_OPERATOR("__rshift__", bitwise_right_shift)
-  EMBER_REFLECTED_OPERATOR("__rrshift__", bitwise_right_shift)
-  EMBER_OPERATOR("__eq__", eq)
-  EMBER_OPERATOR("__ne__", ne)
-  EMBER_OPERATOR("__lt__", lt)
-  EMBER_OPERATOR("__le__", le)
-  EMBER_OPERATOR("__gt__", gt)
-  EMBER_OPERATOR("__ge__", ge)
+  EMBER_OPERATOR("__add__", add, "add")
+  EMBER_OPERATOR("__radd__", add, "add")
+  EMBER_OPERATOR("__sub__", sub, "sub")
+  EMBER_REFLECTED_OPERATOR("__rsub__", sub, "__rsub__")
+  EMBER_OPERATOR("__mul__", mul, "mul")
+  EMBER_OPERATOR("__rmul__", mul, "mul")
+  EMBER_OPERATOR("__truediv__", div, "div")
+  EMBER_REFLECTED_OPERATOR("__rtruediv__", div, "__rtruediv__")
+  EMBER_OPERATOR("__floordiv__", floor_divide, "__floordiv__")
+  EMBER_REFLECTED_OPERATOR("__rfloordiv__", floor_divide, "__rfloordiv__")
+  EMBER_OPERATOR("__mod__", remainder, "remainder")
+  EMBER_REFLECTED_OPERATOR("__rmod__", remainder, "__rmod__")
+  EMBER_OPERATOR("__pow__", pow, "pow")
+  EMBER_REFLECTED_OPERATOR("__rpow__", pow, "__rpow__")
+  EMBER_OPERATOR("__and__", bitwise_and, "__and__")
+  EMBER_OPERATOR("__rand__", bitwise_and, "bitwise_and")
+  EMBER_OPERATOR("__or__", bitwise_or, "__or__")
+  EMBER_OPERATOR("__ror__", bitwise_or, "bitwise_or")
+  EMBER_OPERATOR("__xor__", bitwise_xor, "__xor__")
+  EMBER_OPERATOR("__rxor__", bitwise_xor, "bitwise_xor")
+  EMBER_OPERATOR("__lshift__", bitwise_left_shift, "__lshift__")
+  EMBER_REFLECTED_OPERATOR("__rlshift__", bitwise_left_shift, "__rlshift__")
+  EMBER_OPERATOR("__rshift__", bitwise_right_shift, "__rshift__")
+  EMBER_REFLECTED_OPERATOR("__rrshift__", bitwise_right_shift, "__rrshift__")
+  EMBER_OPERATOR("__eq__", eq, "__eq__")
+  EMBER_OPERATOR("__ne__", ne, "ne")
+  EMBER_OPERATOR("__lt__", lt, "lt")
+  EMBER_OPERATOR("__le__", le, "le")
+  EMBER_OPERATOR("__gt__", gt, "gt")
+  EMBER_OPERATOR("__ge__", ge, "ge")
 #undef EMBER_OPERATOR
 #undef EMBER_REFLECTED_OPERATOR
 }

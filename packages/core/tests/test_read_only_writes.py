@@ -301,7 +301,8 @@ def _public_functions_with(parameter: str, modules) -> dict[str, types.FunctionT
     for module in modules:
         for name in dir(module):
             f = getattr(module, name)
-            if name.startswith("_") or not isinstance(f, types.FunctionType) or name == "write_out":
+            # a Python-level function is wrapped for __torch_function__ (ember.overrides)
+            if name.startswith("_") or not isinstance(inspect.unwrap(f), types.FunctionType) or name == "write_out":
                 continue
             try:
                 if parameter in inspect.signature(f).parameters:

@@ -26,6 +26,7 @@ from . import (  # noqa: E402, F401 - func: ember.func, as torch.func
     linalg,
     nn,
     optim,
+    overrides,
     profiler,
     serialization,
     utils,
@@ -496,3 +497,9 @@ for _name in _masked_tensor.NAMESPACE_FUNCTIONS:
         _plain = globals()[_name]
         globals()[_name] = _wrapped.setdefault(id(_plain), _masked_tensor.masked_aware(_name, _plain))
 del _name, _plain, _wrapped
+
+from .overrides import DisableTorchFunction, DisableTorchFunctionSubclass  # noqa: E402, F401 - torch's names for them
+
+# Last: the Python-level functions of ember, nn.functional, linalg, fft and special honour
+# __torch_function__ as the native ops do (ember/overrides.py)
+overrides._wrap_namespaces()

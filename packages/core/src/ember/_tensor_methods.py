@@ -13,7 +13,7 @@ indexing and conversions work from the start, and install() once every family is
 
 from __future__ import annotations
 
-from . import _C, _tensor
+from . import _C, _tensor, overrides
 
 
 def _attach(methods: dict[str, object]) -> None:
@@ -22,7 +22,10 @@ def _attach(methods: dict[str, object]) -> None:
 
 
 def install_protocols() -> None:
-    """Operators, indexing, conversions, to(), backward(), the new_* factories (ember/_tensor.py)."""
+    """Operators, indexing, conversions, to(), backward(), the new_* factories (ember/_tensor.py),
+    and the __torch_function__ protocol's default handler and metaclass (ember/overrides.py)."""
+    _C.Tensor.__class__ = overrides.TensorType
+    _attach(overrides.tensor_methods())
     _attach(_tensor.tensor_methods())
     _C.Tensor.__module__ = "ember"
 

@@ -2,8 +2,8 @@
 
 A MaskedTensor is a strided `data` tensor and a bool `mask` of the same shape; the elements where
 the mask is False are "masked out": they take no part in reductions, print as `--`, and get no
-gradient. Ember has no __torch_function__ protocol, so this is a plain Python class (not an
-ember.Tensor subclass) that carries exactly the operators PyTorch's prototype supports:
+gradient. It predates Ember's __torch_function__ protocol (ember.overrides) and is a plain Python
+class (not an ember.Tensor subclass) that carries exactly the operators PyTorch's prototype supports:
 
 * unary ops (exp, log, sin, abs, clamp, pow with a scalar exponent, ...) and their in-place forms:
   the op runs on the data, the mask is kept;

@@ -1,8 +1,8 @@
 """NestedTensor: PyTorch's strided-layout nested tensors (torch.nested, layout=torch.strided) for Ember.
 
 A nested tensor is a list of strided component tensors of one dtype, one device and one number of
-dims, whose sizes may differ ("ragged" dims). Ember has no __torch_function__ protocol, so this is
-a plain Python class (as MaskedTensor is) that holds the list of ember tensors and runs every op per
+dims, whose sizes may differ ("ragged" dims). It predates Ember's __torch_function__ protocol
+(ember.overrides) and is a plain Python class (as MaskedTensor is, not an ember.Tensor subclass) that holds the list of ember tensors and runs every op per
 component with ember ops: autograd differentiates the components, so gradients reach the tensors
 given to as_nested_tensor, and a nested_tensor(..., requires_grad=True) leaf gets a nested `.grad`.
 

@@ -1,5 +1,5 @@
 """The torch.nn.functional entries PyTorch 2.13 runs on a nested tensor, taking one of either
-layout (ember.nn.functional's own functions take only ember.Tensor: Ember has no __torch_function__).
+layout (ember.nn.functional's own functions take only ember.Tensor: NestedTensor does not define __torch_function__).
 scaled_dot_product_attention takes jagged-layout ones."""
 
 from ._jagged import scaled_dot_product_attention

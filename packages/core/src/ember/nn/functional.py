@@ -66,3 +66,11 @@ __all__ = [
     *_grouped_mm.__all__,
     "ctc_loss",
 ]
+
+# torch.nn.functional re-exports these helpers of the __torch_function__ protocol
+from ..overrides import (  # noqa: E402, F401
+    handle_torch_function,
+    has_torch_function,
+    has_torch_function_unary,
+    has_torch_function_variadic,
+)

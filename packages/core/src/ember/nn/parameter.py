@@ -2,7 +2,7 @@
 
 It is a subclass of ember.Tensor sharing the given tensor's memory (and version counter) without
 its history, and requiring grad by default, as torch.nn.Parameter. Ops on a Parameter return
-plain Tensors.
+plain Tensors (its __torch_function__ is _disabled_torch_function_impl).
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ from .. import _C
 
 
 class Parameter(_C.Tensor):
+    # ops on a Parameter return plain Tensors (as torch.nn.Parameter, Note [__torch_function__])
+    __torch_function__ = _C._disabled_torch_function_impl
+
     def __init__(self, data=None, requires_grad: bool = True) -> None:
         super().__init__(data if data is not None else _C.zeros([0]))
         if requires_grad:
@@ -31,8 +34,9 @@ class Parameter(_C.Tensor):
 class UninitializedParameter(Parameter):
     """A parameter whose shape is not known yet (a lazy module's weight before its first input),
     as torch.nn.UninitializedParameter: it holds no elements until materialize() gives it a shape,
-    after which it is a plain Parameter. Ember has no op interception, so using it before then
-    computes on an empty tensor (shape [0]) instead of raising as PyTorch does."""
+    after which it is a plain Parameter. Like Parameter it opts out of __torch_function__, so using
+    it before then computes on an empty tensor (shape [0]) instead of raising as PyTorch's override
+    does."""
 
     cls_to_become = Parameter
 
@@ -75,6 +79,8 @@ class Buffer(_C.Tensor):
     """A tensor that a Module registers as a buffer when assigned as an attribute, persistent
     (saved in state_dict) unless persistent=False, as torch.nn.Buffer. It shares data's memory
     and keeps data's requires_grad."""
+
+    __torch_function__ = _C._disabled_torch_function_impl
 
     def __init__(self, data=None, *, persistent: bool = True) -> None:
         source = data if data is not None else _C.zeros([0])

@@ -72,6 +72,9 @@ def _to_tensor(data: Any, dtype=None, device=None, requires_grad: bool | None = 
 class TVTensor(ember.Tensor):
     """Base class of Image, Video, Mask and BoundingBoxes (Note [TVTensor return type])."""
 
+    # the method wrappers below decide the return type; the ops themselves see plain tensors
+    __torch_function__ = ember._C._disabled_torch_function_impl
+
     @classmethod
     def _make(cls, tensor: ember.Tensor, requires_grad: bool | None = None) -> TVTensor:
         # Shares tensor's memory and version counter (a new autograd leaf, see the Note).
