@@ -304,7 +304,10 @@ def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None
             py_args.append(f'py::arg("{pyname}")' + (".none(true)" if a["type"].endswith("?") else "")
                            + (f" = {default}" if default else ""))
         guard = "py::call_guard<py::gil_scoped_release>()"
-        lam = f"[]({lam_params}) {{ return ember::autograd::{name}({call}); }}"
+        result = f"ember::autograd::{name}({call})"
+        if rets == ["Tensor[]"]:  # a tuple, as PyTorch's bindings return
+            result = f"TensorTuple{{{result}}}"
+        lam = f"[]({lam_params}) {{ return {result}; }}"
         bindings.append(f'  def_overridable(m, "{name}", {lam}, {", ".join(py_args + [guard])});')
         if op.method and args and args[0]["type"] == "Tensor":
             method_args = [py_args[j] for j in range(len(py_args)) if not py_args[j].startswith('py::arg("input")')]
@@ -331,6 +334,8 @@ def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None
             pyname = "input" if i == 0 and a["name"] == "self" else a["name"]
             sig.append(f"{pyname}: {PY_TYPE[a['type']]}" + (" = ..." if a["default"] is not None else ""))
         py_ret = PY_RETURN[rets[0]] if len(rets) == 1 else "tuple[" + ", ".join(PY_RETURN[r] for r in rets) + "]"
+        if rets == ["Tensor[]"]:
+            py_ret = "tuple[Tensor, ...]"
         stubs.append(f"def {name}({', '.join(sig)}) -> {py_ret}: ...")
         records.append({"name": name, "namespace": ns, "schema": op.schema, "method": op.method, "inplace": op.inplace,
                         "derivatives": sorted(set(derivatives.get(name, {})) - {"result"}),

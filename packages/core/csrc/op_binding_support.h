@@ -73,6 +73,11 @@ struct TensorIn {
 struct TensorItemIn {
   Tensor tensor;
 };
+// The Tensor[] result of a function or method binding: a tuple, as PyTorch's bindings return one
+// (torch.split(x, 1) and x.unbind() are tuples; ember.ops.aten.split stays a list, as torch.ops').
+struct TensorTuple {
+  std::vector<Tensor> tensors;
+};
 // The self of an in-place method, which returns its own Python object (x.add_(1) is x).
 struct SelfObject {
   py::object obj;
@@ -219,6 +224,18 @@ struct type_caster<ember::python::TensorItemIn> {
   }
   static handle cast(const ember::python::TensorItemIn& a, return_value_policy p, handle parent) {
     return type_caster_base<ember::Tensor>::cast(a.tensor, p, parent);
+  }
+};
+
+template <>
+struct type_caster<ember::python::TensorTuple> {
+  PYBIND11_TYPE_CASTER(ember::python::TensorTuple, const_name("tuple[Tensor, ...]"));
+  bool load(handle, bool) { return false; }  // a result type only
+  static handle cast(const ember::python::TensorTuple& a, return_value_policy p, handle parent) {
+    tuple out(a.tensors.size());
+    for (size_t i = 0; i < a.tensors.size(); ++i)
+      out[i] = reinterpret_steal<object>(type_caster_base<ember::Tensor>::cast(a.tensors[i], p, parent));
+    return out.release();
   }
 };
 

@@ -290,6 +290,11 @@ def test_python_functions_dispatch_with_handle_and_wrap_torch_function():
         return t * factor
 
     assert scaled(Duck())[1] is scaled
+
+    def named(t, public_api=1, relevant_args=2):  # keyword names of handle_torch_function's own parameters
+        return overrides.handle_torch_function(named, (t,), t, public_api=public_api, relevant_args=relevant_args)
+
+    assert named(Duck())[1] is named
     assert type(scaled(base().as_subclass(Sub))) is Sub
 
     @overrides.wrap_torch_function(lambda a, b: (a, b))

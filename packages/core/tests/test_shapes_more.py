@@ -78,3 +78,14 @@ def test_bincount_and_histc():
     assert ember.histc(ember.tensor([1.0, 2.0, 1.0]), bins=4).tolist() == [2.0, 0.0, 0.0, 1.0]
     with pytest.raises(RuntimeError, match=r"bins must be > 0"):
         ember.histc(ember.zeros(2), bins=0)
+
+
+def test_tensor_list_results_are_tuples_as_pytorchs_bindings():
+    # torch.split(x, 1) and x.unbind() are tuples; the boxed op (torch.ops.aten.split) returns a list
+    x = ember.arange(6.0).reshape(3, 2)
+    for parts in (ember.split(x, 1), x.split([1, 2]), ember.chunk(x, 3), x.chunk(2, 1), ember.unbind(x),
+                  x.unbind(1), ember.tensor_split(x, 2)):
+        assert type(parts) is tuple
+    a, b, c = x.unbind()
+    np.testing.assert_array_equal(b.numpy(), [2.0, 3.0])
+    assert type(ember.ops.aten.split(x, [1], 0)) is list

@@ -210,9 +210,10 @@ def _get_overloaded_args(relevant_args: Iterable[Any], get_type_fn: Callable[[An
     return overloaded
 
 
-def handle_torch_function(public_api: Callable, relevant_args: Iterable[Any], *args: Any, **kwargs: Any) -> Any:
+def handle_torch_function(public_api: Callable, relevant_args: Iterable[Any], /, *args: Any, **kwargs: Any) -> Any:
     """Runs ``public_api(*args, **kwargs)`` through the active mode and the ``__torch_function__``
-    of ``relevant_args``; raises TypeError when every one answers ``NotImplemented``."""
+    of ``relevant_args``; raises TypeError when every one answers ``NotImplemented``. Its own two
+    parameters are positional-only, so an op's keyword arguments may take any name."""
     overloaded = _get_overloaded_args(relevant_args)
     types = tuple(builtins.map(type, overloaded))
     if _is_torch_function_mode_enabled():
