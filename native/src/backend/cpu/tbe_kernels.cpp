@@ -166,16 +166,39 @@ std::vector<uint8_t> rows_seen_once(const TbeBatch& b) {
 // in flight before its rows are written (Note [rows seen once]): the row's mean square joins its
 // state, giving the multiplier of its gradient; then the row is updated. L2 decay joins the
 // gradient in the mean square, and the update folds it in as a correction.
+//
+// Note [row sum of squares]: the mean square is summed in kSquareParts interleaved partial sums
+// (element d into part d % kSquareParts), added up in order at the end. One running sum is a
+// chain of dependent adds, about 4 cycles per element, that the compiler may not reorder; the
+// parts are independent lanes it keeps in vector registers (the row-wise Adagrad training step on
+// 8 x 1M x 128, batch 2048, went from 48 to 38 ms). Their number is fixed, not the vector width,
+// so every ISA gives one result.
+constexpr int kSquareParts = 16;
+
+template <bool kL2, typename T, typename G>
+inline float row_sum_of_squares(const T* w, G&& grad, int64_t D, float wd) {
+  float part[kSquareParts] = {};
+  auto add = [&](int64_t d, int u) EMBER_ALWAYS_INLINE {
+    const float gd = kL2 ? grad(d) + wd * static_cast<float>(w[d]) : grad(d);
+    part[u] += gd * gd;
+  };
+  int64_t d = 0;
+  for (; d + kSquareParts <= D; d += kSquareParts) {
+#pragma GCC unroll 16
+    for (int u = 0; u < kSquareParts; ++u) add(d + u, u);
+  }
+  for (int u = 0; d + u < D; ++u) add(d + u, u);
+  float sq = 0.0f;
+  for (int u = 0; u < kSquareParts; ++u) sq += part[u];
+  return sq;
+}
+
 template <typename T, typename G>
 inline float rowwise_adagrad_multiplier(const TbeOptimizerStep& s, const T* w, G&& grad, int64_t D,
                                         int64_t row) {
-  const bool l2 = s.weight_decay_mode == 1;
   const float wd = static_cast<float>(s.weight_decay);
-  float sq = 0.0f;
-  for (int64_t d = 0; d < D; ++d) {
-    const float gd = l2 ? grad(d) + wd * static_cast<float>(w[d]) : grad(d);
-    sq += gd * gd;
-  }
+  const float sq = s.weight_decay_mode == 1 ? row_sum_of_squares<true>(w, grad, D, wd)
+                                            : row_sum_of_squares<false>(w, grad, D, wd);
   float& m = s.momentum1.data<float>()[row];
   m += D > 0 ? sq / static_cast<float>(D) : 0.0f;
   return static_cast<float>(s.learning_rate) / (std::sqrt(m) + static_cast<float>(s.eps));
