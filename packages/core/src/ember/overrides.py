@@ -12,9 +12,10 @@ keeps its type through ops unless it opts out with
 Ops bound natively (every op of ``native/ops/declarations.py``, as function and as Tensor method,
 and the Tensor operators) dispatch in their binding (Note [__torch_function__] in
 ``csrc/op_binding_support.h``); Python-level functions of ``ember``, ``ember.nn.functional``,
-``ember.linalg``, ``ember.fft`` and ``ember.special`` through ``_overridable`` wrappers. A mode sees an op
-whose arguments include a tensor or a size; ops whose arguments are all plain numbers (``eye(3)``,
-``arange(5)``) run without it.
+``ember.linalg``, ``ember.fft`` and ``ember.special`` through ``_overridable`` wrappers. Two
+differences from PyTorch for modes: a native op whose arguments hold no tensor and no size
+(``ember.tril_indices(3, 3)``) runs without the mode, and ``ember.tensor`` / ``as_tensor`` show the
+mode the ops they run rather than themselves.
 """
 
 from __future__ import annotations
