@@ -55,13 +55,25 @@ bool type_overrides_torch_function(PyTypeObject* type);
 inline bool torch_function_mode_active() {
   return torch_function_state.modes > 0 && torch_function_state.disabled != 2;
 }
-// Whether a call with this tensor argument goes to Python's __torch_function__ dispatch.
-inline bool defers_to_torch_function(PyObject* tensor) {
+// Whether this thread's switches send a call to __torch_function__: never when all is disabled,
+// always under a mode, else when `an_argument_asks()` (and subclasses are not disabled).
+template <typename AnArgumentAsks>
+inline bool call_dispatches(AnArgumentAsks&& an_argument_asks) {
   const TorchFunctionState& s = torch_function_state;
   if (s.disabled == 2) return false;
   if (s.modes > 0) return true;
-  if (Py_TYPE(tensor) == tensor_type || s.disabled == 1) return false;
-  return type_overrides_torch_function(Py_TYPE(tensor));
+  return s.disabled == 0 && an_argument_asks();
+}
+// Whether a call with this tensor argument goes to Python's __torch_function__ dispatch.
+inline bool defers_to_torch_function(PyObject* tensor) {
+  return call_dispatches(
+      [&] { return Py_TYPE(tensor) != tensor_type && type_overrides_torch_function(Py_TYPE(tensor)); });
+}
+// A tensor argument that does not defer (TensorItemIn, SelfObject).
+inline bool load_tensor_in(py::handle src, Tensor& out) {
+  if (!py::isinstance<Tensor>(src) || defers_to_torch_function(src.ptr())) return false;
+  out = src.cast<Tensor>();
+  return true;
 }
 
 // A Tensor argument of an overridable binding (tensors only): the argument's own Tensor, which
@@ -217,11 +229,7 @@ struct type_caster<ember::python::TensorIn> {
 template <>
 struct type_caster<ember::python::TensorItemIn> {
   PYBIND11_TYPE_CASTER(ember::python::TensorItemIn, const_name("Tensor"));
-  bool load(handle src, bool) {
-    if (!isinstance<ember::Tensor>(src) || ember::python::defers_to_torch_function(src.ptr())) return false;
-    value.tensor = src.cast<ember::Tensor>();
-    return true;
-  }
+  bool load(handle src, bool) { return ember::python::load_tensor_in(src, value.tensor); }
   static handle cast(const ember::python::TensorItemIn& a, return_value_policy p, handle parent) {
     return type_caster_base<ember::Tensor>::cast(a.tensor, p, parent);
   }
@@ -243,9 +251,8 @@ template <>
 struct type_caster<ember::python::SelfObject> {
   PYBIND11_TYPE_CASTER(ember::python::SelfObject, const_name("Tensor"));
   bool load(handle src, bool) {
-    if (!isinstance<ember::Tensor>(src) || ember::python::defers_to_torch_function(src.ptr())) return false;
+    if (!ember::python::load_tensor_in(src, value.tensor)) return false;
     value.obj = reinterpret_borrow<object>(src);
-    value.tensor = src.cast<ember::Tensor>();
     return true;
   }
   static handle cast(const ember::python::SelfObject& a, return_value_policy, handle) {

@@ -16,24 +16,27 @@ PyObject* torch_function_name = nullptr;  // interned "__torch_function__"
 PyObject* disabled_impl = nullptr;        // ember._C._disabled_torch_function_impl
 PyObject* python_handler = nullptr;       // ember.overrides._dispatch_binding
 
+}  // namespace
+
 // The type defines or inherits a __torch_function__ that is not _disabled_torch_function_impl.
-bool type_has_override(PyTypeObject* type) {
+bool type_overrides_torch_function(PyTypeObject* type) {
   PyObject* found = _PyType_Lookup(type, torch_function_name);  // borrowed; the type's method cache
   return found != nullptr && found != disabled_impl;
 }
+
+namespace {
 
 // Whether `obj` (an argument, or an element of a list or tuple argument) asks for dispatch.
 bool asks_for_torch_function(PyObject* obj, bool top_level) {
   PyTypeObject* type = Py_TYPE(obj);
   if (type == tensor_type) return false;
   if (top_level && (PyList_Check(obj) || PyTuple_Check(obj))) {
-    PyObject* seq = obj;
-    const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(obj);
     for (Py_ssize_t i = 0; i < n; ++i)
-      if (asks_for_torch_function(PySequence_Fast_GET_ITEM(seq, i), false)) return true;
+      if (asks_for_torch_function(PySequence_Fast_GET_ITEM(obj, i), false)) return true;
     return false;
   }
-  return type_has_override(type);
+  return type_overrides_torch_function(type);
 }
 
 // The RAII form of DisableTorchFunctionSubclass, for _disabled_torch_function_impl.
@@ -45,25 +48,19 @@ struct SubclassesDisabled {
 
 // Whether a call with these arguments (a tuple, and a dict or None) goes to __torch_function__.
 bool call_asks_for_torch_function(py::handle args, py::handle kwargs) {
-  const TorchFunctionState& s = torch_function_state;
-  if (s.disabled == 2) return false;
-  if (s.modes > 0) return true;
-  if (s.disabled == 1) return false;
-  for (py::handle a : args)
-    if (asks_for_torch_function(a.ptr(), true)) return true;
-  if (!kwargs.is_none())
-    for (auto item : py::reinterpret_borrow<py::dict>(kwargs))
-      if (asks_for_torch_function(item.second.ptr(), true)) return true;
-  return false;
+  return call_dispatches([&] {
+    for (py::handle a : args)
+      if (asks_for_torch_function(a.ptr(), true)) return true;
+    if (!kwargs.is_none())
+      for (auto item : py::reinterpret_borrow<py::dict>(kwargs))
+        if (asks_for_torch_function(item.second.ptr(), true)) return true;
+    return false;
+  });
 }
 
 std::vector<std::pair<py::handle, const char*>> overridable_bindings;
 
 }  // namespace
-
-bool type_overrides_torch_function(PyTypeObject* type) {
-  return type_has_override(type);
-}
 
 void note_overridable(py::handle scope, const char* name) {
   overridable_bindings.emplace_back(scope, name);
@@ -73,7 +70,7 @@ py::object torch_function_fallback(py::handle scope, const char* name, const py:
                                    const py::kwargs& kwargs) {
   // No override: the binding itself, converting arguments (or raising its usual TypeError).
   if (python_handler == nullptr || !call_asks_for_torch_function(args, kwargs)) return plain(*args, **kwargs);
-  return py::reinterpret_borrow<py::object>(python_handler)(scope.attr(name), plain, args, kwargs);
+  return py::reinterpret_borrow<py::object>(python_handler)(scope.attr(name), args, kwargs);
 }
 
 namespace {
@@ -95,13 +92,11 @@ PyObject* overridable_call(PyObject* self, PyObject* const* args, size_t nargsf,
   auto* f = reinterpret_cast<OverridableFunction*>(self);
   const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   const Py_ssize_t nkw = kwnames == nullptr ? 0 : PyTuple_GET_SIZE(kwnames);
-  const TorchFunctionState& s = torch_function_state;
-  bool dispatch = false;
-  if (s.disabled != 2 && python_handler != nullptr) {
-    dispatch = s.modes > 0;
-    for (Py_ssize_t i = 0; !dispatch && s.disabled == 0 && i < nargs + nkw; ++i)
-      dispatch = asks_for_torch_function(args[i], true);
-  }
+  const bool dispatch = python_handler != nullptr && call_dispatches([&] {
+                          for (Py_ssize_t i = 0; i < nargs + nkw; ++i)
+                            if (asks_for_torch_function(args[i], true)) return true;
+                          return false;
+                        });
   if (!dispatch) return PyObject_Vectorcall(f->func, args, nargsf, kwnames);
   PyObject* positional = PyTuple_New(nargs);
   PyObject* keywords = PyDict_New();
@@ -118,8 +113,7 @@ PyObject* overridable_call(PyObject* self, PyObject* const* args, size_t nargsf,
       return nullptr;
     }
   }
-  PyObject* result =
-      PyObject_CallFunctionObjArgs(python_handler, self, f->func, positional, keywords, nullptr);
+  PyObject* result = PyObject_CallFunctionObjArgs(python_handler, self, positional, keywords, nullptr);
   Py_DECREF(positional);
   Py_DECREF(keywords);
   return result;

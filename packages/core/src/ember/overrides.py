@@ -153,9 +153,6 @@ class TorchFunctionMode:
     which it is off the stack (calling ``func`` again runs the op). Modes nest; the innermost runs
     first. Subclass it and override ``__torch_function__`` (``torch.overrides.TorchFunctionMode``)."""
 
-    def __init__(self) -> None:
-        pass
-
     def __torch_function__(self, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
         raise NotImplementedError
 
@@ -263,7 +260,7 @@ def _relevant_args(args: tuple, kwargs: dict) -> list:
     return found
 
 
-def _dispatch_binding(public_api: Callable, plain: Callable, args: tuple, kwargs: dict) -> Any:
+def _dispatch_binding(public_api: Callable, args: tuple, kwargs: dict) -> Any:
     # Called by a native binding's fallback overload, or an _OverridableFunction, when an argument or
     # a mode asked for dispatch.
     return handle_torch_function(public_api, _relevant_args(args, kwargs), *args, **kwargs)
@@ -410,6 +407,7 @@ def tensor_methods() -> dict[str, object]:
     """ember.Tensor.__torch_function__ (attached by ember/_tensor_methods.py)."""
     return {"__torch_function__": classmethod(_tensor_torch_function)}
 
+
 _PybindType = type(_C.Tensor)
 _InstanceMethod = type(vars(_C.Tensor)["dim"])
 
@@ -432,6 +430,7 @@ class TensorType(_PybindType):
             value = _C._instancemethod(value)
         _PybindType.__setattr__(cls, name, value)
 
+
 # torch._C's names for these
 _C.DisableTorchFunctionSubclass = DisableTorchFunctionSubclass
 _C.DisableTorchFunction = DisableTorchFunction
@@ -445,7 +444,6 @@ _C._pop_torch_function_stack = _pop_mode
 
 
 # ---- Python-level public functions -------------------------------------------------------------
-#
 
 # Names that configure or inspect rather than compute: they never dispatch (PyTorch ignores them too).
 _NEVER_DISPATCH_PREFIXES = ("set_", "get_", "use_", "are_", "is_autocast", "is_grad", "is_inference", "is_anomaly")
@@ -475,7 +473,7 @@ def _wrap_namespaces() -> None:
     # every ember module that re-exports one (ember.functional, ember.utils.dlpack, ...) gets the same
     # wrapper, so `ember.to_dlpack is ember.utils.dlpack.to_dlpack` still holds
     for module_name, module in list(sys.modules.items()):
-        if not module_name.startswith("ember") or module is None or module_name == __name__:
+        if not (module_name == "ember" or module_name.startswith("ember.")) or module is None or module_name == __name__:
             continue
         for name, value in list(vars(module).items()):
             found = wrapped.get(id(value))
