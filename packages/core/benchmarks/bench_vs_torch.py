@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import resource
 import statistics
@@ -454,6 +455,9 @@ def main(argv=None) -> int:
     threads = [int(t) for t in args.threads.split(",")]
     print(f"CPU: {cpu_model()}; ember {ember.__version__} ({ember._C._cpu_capability()}, "
           f"{ember._C._blas_config()}); torch {torch.__version__}")
+    if "OPENBLAS_CORETYPE" in os.environ:  # some machines set it to pin OpenBLAS to older kernels
+        print(f"note: OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set, so OpenBLAS runs that core's "
+              "kernels rather than the ones it detects; unset it (and OPENBLAS_L2_SIZE) to measure what users get")
     bandwidth = copy_bandwidth()
     peaks = {t: fma_peak(t) for t in threads}
     print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s; FMA peak " +

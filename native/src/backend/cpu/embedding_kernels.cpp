@@ -59,6 +59,9 @@ void bag_forward(const Tensor& out, const Tensor& max_indices, const Tensor& tab
   const int64_t grain = std::max({int64_t(1), 65536 / std::max<int64_t>(per_bag * width, 1),
                                   nbags / (4 * static_cast<int64_t>(get_num_threads()))});
   const int64_t last = bound[nbags];  // prefetch no further than the bags read
+  // every member is checked once here, so the sum/mean bags read without a test per member
+  const int64_t bad = first_bad_index(idx, bound[0], last, rows);
+  if (bad >= 0) bag_out_of_range(bad, static_cast<int64_t>(idx[bad]), rows);
   parallel_for(0, nbags, grain, [&](int64_t b0, int64_t b1) {
     std::vector<A> buffer(std::is_same_v<A, T> ? 0 : static_cast<size_t>(width));
     for (int64_t b = b0; b < b1; ++b) {
@@ -72,9 +75,9 @@ void bag_forward(const Tensor& out, const Tensor& max_indices, const Tensor& tab
           }
           const T scale = mean && count > 1 ? T(1) / static_cast<T>(count) : T(1);
           if (psw) {
-            sum_bag<T, I, true>(w, stride, rows, width, idx, psw, s, e, last, pad, scale, orow);
+            sum_bag<T, I, true, false>(w, stride, rows, width, idx, psw, s, e, last, pad, scale, orow);
           } else {
-            sum_bag<T, I, false>(w, stride, rows, width, idx, psw, s, e, last, pad, scale, orow);
+            sum_bag<T, I, false, false>(w, stride, rows, width, idx, psw, s, e, last, pad, scale, orow);
           }
           continue;
         }

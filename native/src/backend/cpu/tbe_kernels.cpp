@@ -77,9 +77,9 @@ void forward(const Tensor& out, const TbeBatch& b) {
       O* orow = o + b.bag_out[j];
       if constexpr (std::is_same_v<T, float> && std::is_same_v<O, float>) {
         if (psw) {
-          sum_bag<float, I, true>(table, D, rows, D, idx, psw, s, e, last, -1, scale, orow);
+          sum_bag<float, I, true, true>(table, D, rows, D, idx, psw, s, e, last, -1, scale, orow);
         } else {
-          sum_bag<float, I, false>(table, D, rows, D, idx, psw, s, e, last, -1, scale, orow);
+          sum_bag<float, I, false, true>(table, D, rows, D, idx, psw, s, e, last, -1, scale, orow);
         }
       } else {
         std::fill(acc.begin(), acc.begin() + D, 0.0f);
