@@ -16,6 +16,8 @@ namespace ember {
 
 EMBER_API DType promote_types(DType a, DType b);  // TypeError for float8 mixes (as PyTorch)
 EMBER_API DType result_type(const std::vector<Tensor>& operands);
+// The same for two operands, without building a vector (the binary ops' per-call cost).
+EMBER_API DType result_type(const Tensor& a, const Tensor& b);
 EMBER_API bool can_cast(DType from, DType to);  // same-kind rule used for in-place/out=
 EMBER_API DType get_default_dtype();
 EMBER_API void set_default_dtype(DType d);  // TypeError unless float32/float64/float16/bfloat16

@@ -91,12 +91,13 @@ void fold(std::optional<DType>& acc, DType d) {
 }
 }  // namespace
 
-DType result_type(const std::vector<Tensor>& operands) {
-  std::optional<DType> dims;
-  std::optional<DType> zero_dim;
-  std::optional<DType> wrapped;
-  for (const Tensor& t : operands) {
-    if (!t.defined()) continue;
+namespace {
+// PyTorch's three groups of operands, each folded separately (Note [type promotion]).
+struct OperandCategories {
+  std::optional<DType> dims, zero_dim, wrapped;
+
+  void add(const Tensor& t) {
+    if (!t.defined()) return;
     if (t.impl()->is_wrapped_number) {
       DType d = t.dtype();
       // A Python float is "the default dtype", a Python complex its complex counterpart.
@@ -109,7 +110,23 @@ DType result_type(const std::vector<Tensor>& operands) {
       fold(dims, t.dtype());
     }
   }
-  return combine_categories(dims, std::optional<DType>(combine_categories(zero_dim, wrapped)));
+  DType result() const {
+    return combine_categories(dims, std::optional<DType>(combine_categories(zero_dim, wrapped)));
+  }
+};
+}  // namespace
+
+DType result_type(const std::vector<Tensor>& operands) {
+  OperandCategories c;
+  for (const Tensor& t : operands) c.add(t);
+  return c.result();
+}
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  OperandCategories c;
+  c.add(a);
+  c.add(b);
+  return c.result();
 }
 
 bool can_cast(DType from, DType to) {

@@ -8,6 +8,7 @@
 // operands share one dense layout becomes one flat loop. The outer range is split by parallel_for into chunks
 // that depend only on numel (Note [deterministic parallelism]); each chunk calls the 1-d inner loop
 // inner(ptrs, byte_strides, n), which has fast paths for contiguous and scalar operands.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <utility>
@@ -21,18 +22,40 @@ namespace ember::EMBER_CPU_NS {
 
 constexpr int64_t kGrain = 32768;
 
+// Per-dim values of a StridedLoop, held inline up to kInlineDims dims and on the heap beyond:
+// the six small std::vectors a loop used before (sizes, strides, order, index) were a tenth of an
+// 8-element add's instructions, in malloc and free.
+constexpr size_t kInlineDims = 8;
+template <typename T>
+class DimArray {
+ public:
+  explicit DimArray(size_t capacity) : heap_(capacity > kInlineDims ? capacity : 0) {}
+  DimArray(const DimArray&) = delete;
+  DimArray& operator=(const DimArray&) = delete;
+  T* data() { return heap_.empty() ? inline_.data() : heap_.data(); }
+  const T* data() const { return heap_.empty() ? inline_.data() : heap_.data(); }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+
+ private:
+  std::array<T, kInlineDims> inline_{};
+  std::vector<T> heap_;
+};
+
 template <int N>
 class StridedLoop {
  public:
   // operands[0] is the output; all must have been broadcast-checked by the caller.
-  explicit StridedLoop(const std::array<Tensor, N>& operands) {
+  explicit StridedLoop(const std::array<Tensor, N>& operands)
+      : sizes_(capacity(operands[0])), strides_(capacity(operands[0])) {
     const Tensor& out = operands[0];
     const int64_t ndim = out.dim();
     numel_ = out.numel();
     for (int k = 0; k < N; ++k) base_[k] = static_cast<char*>(operands[k].data_ptr());
     // Per-dim sizes and byte strides, broadcasting inputs to out's shape.
-    std::vector<int64_t> dim_sizes;
-    std::vector<std::array<int64_t, N>> dim_strides;
+    DimArray<int64_t> dim_sizes(capacity(out));
+    DimArray<std::array<int64_t, N>> dim_strides(capacity(out));
+    size_t dims = 0;
     for (int64_t d = 0; d < ndim; ++d) {
       const int64_t size = out.sizes()[d];
       if (size == 1) continue;  // size-1 dims never move a pointer
@@ -43,31 +66,34 @@ class StridedLoop {
         const int64_t td = d - offset;
         st[k] = (td < 0 || t.sizes()[td] == 1) ? 0 : t.strides()[td] * t.element_size();
       }
-      dim_sizes.push_back(size);
-      dim_strides.push_back(st);
+      dim_sizes[dims] = size;
+      dim_strides[dims] = st;
+      ++dims;
     }
     // Memory order, innermost last: a stable insertion sort (equal or broadcast strides keep
     // the logical order, so contiguous operands are left as they are).
-    std::vector<size_t> order(dim_sizes.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    for (size_t i = 1; i < order.size(); ++i) {
+    DimArray<size_t> order(capacity(out));
+    for (size_t i = 0; i < dims; ++i) order[i] = i;
+    for (size_t i = 1; i < dims; ++i) {
       for (size_t j = i; j > 0 && outer_of(dim_strides[order[j]], dim_strides[order[j - 1]]); --j)
         std::swap(order[j], order[j - 1]);
     }
-    for (size_t i : order) {
-      const int64_t size = dim_sizes[i];
-      const std::array<int64_t, N>& st = dim_strides[i];
-      if (!sizes_.empty() && coalescable(strides_.back(), size, st)) {
-        sizes_.back() *= size;
-        strides_.back() = st;
+    for (size_t o = 0; o < dims; ++o) {
+      const int64_t size = dim_sizes[order[o]];
+      const std::array<int64_t, N>& st = dim_strides[order[o]];
+      if (nd_ > 0 && coalescable(strides_[nd_ - 1], size, st)) {
+        sizes_[nd_ - 1] *= size;
+        strides_[nd_ - 1] = st;
       } else {
-        sizes_.push_back(size);
-        strides_.push_back(st);
+        sizes_[nd_] = size;
+        strides_[nd_] = st;
+        ++nd_;
       }
     }
-    if (sizes_.empty()) {
-      sizes_.push_back(1);
-      strides_.push_back({});
+    if (nd_ == 0) {
+      sizes_[0] = 1;
+      strides_[0] = {};
+      nd_ = 1;
     }
   }
 
@@ -79,6 +105,8 @@ class StridedLoop {
   }
 
  private:
+  static size_t capacity(const Tensor& out) { return std::max<size_t>(1, static_cast<size_t>(out.dim())); }
+
   // Whether dim a belongs outside dim b: the first operand that strides both (non-zero) with
   // different steps decides, the output first.
   static bool outer_of(const std::array<int64_t, N>& a, const std::array<int64_t, N>& b) {
@@ -100,8 +128,8 @@ class StridedLoop {
 
   template <typename Inner>
   void run_range(const Inner& inner, int64_t begin, int64_t end) const {
-    const int64_t nd = static_cast<int64_t>(sizes_.size());
-    std::vector<int64_t> index(nd, 0);
+    const int64_t nd = static_cast<int64_t>(nd_);
+    DimArray<int64_t> index(nd_);  // zeros
     int64_t rest = begin;
     for (int64_t d = nd - 1; d >= 0; --d) {
       index[d] = rest % sizes_[d];
@@ -130,8 +158,9 @@ class StridedLoop {
 
   int64_t numel_ = 0;
   std::array<char*, N> base_{};
-  std::vector<int64_t> sizes_;
-  std::vector<std::array<int64_t, N>> strides_;
+  size_t nd_ = 0;  // dims in sizes_ and strides_, outermost first
+  DimArray<int64_t> sizes_;
+  DimArray<std::array<int64_t, N>> strides_;
 };
 
 // out = op(a) elementwise; In and Out are storage types, op works on storage types.

@@ -42,7 +42,7 @@ void check_real(const char* op, const Tensor& x) {
 
 // Both operands in the floating dtype their promotion gives (integers -> the default dtype).
 DType float_result(const Tensor& a, const Tensor& b) {
-  const DType t = result_type({a, b});
+  const DType t = result_type(a, b);
   return is_floating_point(t) || is_complex(t) ? t : get_default_dtype();
 }
 
@@ -156,7 +156,7 @@ Tensor copysign(const Tensor& self, const Tensor& other, const std::optional<Ten
 
 Tensor gcd(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
   check_integral("gcd", self, other, false);
-  const DType t = result_type({self, other});
+  const DType t = result_type(self, other);
   // Euclid on |a|, |b|, elementwise: at most ~92 rounds for 64-bit operands (Fibonacci worst case).
   Tensor a = abs(to_dtype(self, t, false), std::nullopt);
   Tensor b = abs(to_dtype(other, t, false), std::nullopt);
@@ -175,7 +175,7 @@ Tensor gcd(const Tensor& self, const Tensor& other, const std::optional<Tensor>&
 
 Tensor lcm(const Tensor& self, const Tensor& other, const std::optional<Tensor>& out) {
   check_integral("lcm", self, other, false);
-  const DType t = result_type({self, other});
+  const DType t = result_type(self, other);
   const Tensor a = to_dtype(self, t, false), b = to_dtype(other, t, false);
   const Tensor g = gcd(a, b, std::nullopt);
   const Tensor safe_g = where(eq(g, inum(0), std::nullopt), ones_like(g, std::nullopt), g);
@@ -191,7 +191,7 @@ namespace {
 // As in PyTorch, the operands may be bool as long as the result type is an integer
 // (a bool tensor shifted by an int, an int tensor by True).
 Tensor shift(const char* op, const Tensor& self, const Tensor& other, bool left) {
-  const DType t = result_type({self, other});
+  const DType t = result_type(self, other);
   EMBER_CHECK(is_integral(t, false), NotImplementedError, "[", op, "] not implemented for ", dtype_name(t),
               " (it takes integer tensors)");
   const int64_t width = itemsize(t) * 8;

@@ -159,7 +159,7 @@ Tensor binary(BinaryOp op, const Tensor& self, const Tensor& other, const std::o
   EMBER_CHECK(self.device() == other.device() || other.impl()->is_wrapped_number || other.dim() == 0, Error,
               "[", name, "] expected all tensors to be on the same device, but found at least two devices, ",
               self.device().str(), " and ", other.device().str());
-  DType compute = result_type({self, other});
+  DType compute = result_type(self, other);
   if (f.form == PointwiseForm::Float && !is_floating_point(compute) && !is_complex(compute)) {
     compute = get_default_dtype();
   }
@@ -181,7 +181,7 @@ Tensor binary(BinaryOp op, const Tensor& self, const Tensor& other, const std::o
 // ---- the entry points of the ops declared hand_written=True (the others: the end of this file)
 
 Tensor add(const Tensor& self, const Tensor& other, const Scalar& alpha, const std::optional<Tensor>& out) {
-  const DType t = result_type({self, other});
+  const DType t = result_type(self, other);
   EMBER_CHECK(!(is_integral(t, true) && (alpha.is_floating_point() || alpha.is_complex())), Error,
               "[add] For integral input tensors, argument alpha must not be a floating point number.");
   check_scalar_fits(alpha, t, "add");  // Note [scalar range]
@@ -191,7 +191,7 @@ Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha, const s
   EMBER_CHECK(!(self.dtype() == DType::Bool && other.dtype() == DType::Bool), Error,
               "[sub] Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
               "`logical_xor()` operator instead.");
-  const DType t = result_type({self, other});
+  const DType t = result_type(self, other);
   EMBER_CHECK(!(is_integral(t, true) && (alpha.is_floating_point() || alpha.is_complex())), Error,
               "[sub] For integral input tensors, argument alpha must not be a floating point number.");
   check_scalar_fits(alpha, t, "sub");  // Note [scalar range]
@@ -215,7 +215,7 @@ Tensor pow(const Tensor& self, const Tensor& other, const std::optional<Tensor>&
   // As PyTorch, only a Python number as exponent is checked; an integer tensor of exponents
   // keeps C's truncating integer powers (2 ** -1 == 0).
   if (other.impl()->is_wrapped_number && is_integral(other.dtype(), true) &&
-      is_integral(result_type({self, other}), true)) {
+      is_integral(result_type(self, other), true)) {
     EMBER_CHECK(other.dtype() == DType::Bool || other.data<int64_t>()[0] >= 0, Error,
                 "[pow] Integers to negative integer powers are not allowed.");
   }
@@ -350,7 +350,7 @@ Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
   EMBER_CHECK(condition.dtype() == DType::Bool, TypeError,
               "[where] expected condition to be a boolean tensor, but got a tensor with dtype ",
               dtype_name(condition.dtype()));
-  const DType d = result_type({self, other});
+  const DType d = result_type(self, other);
   const IntList shape =
       broadcast_shapes("where", broadcast_shapes("where", condition.sizes(), self.sizes()), other.sizes());
   Tensor result = empty_like_layout(shape, d, self.device(), {&condition, &self, &other});
