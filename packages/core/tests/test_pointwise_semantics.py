@@ -333,3 +333,19 @@ def test_complex_abs_on_strided_views_and_edge_values(dtype):
     assert _order(power) == [1, 0]
     ref = zs.real.astype(np.float64) ** 2 + zs.imag.astype(np.float64) ** 2
     np.testing.assert_allclose(power.numpy(), ref, rtol=4 * np.finfo(real).eps)
+
+
+@pytest.mark.parametrize("ndim", [1, 8, 9, 12])
+def test_elementwise_loops_over_many_dims(ndim):
+    # The strided loop keeps up to 8 dims inline and more on the heap (DimArray in loops.h): both
+    # paths, on permuted (non-contiguous) and broadcast operands, against NumPy.
+    rng = np.random.default_rng(ndim)
+    a = rng.standard_normal([2] * ndim)
+    b = rng.standard_normal([2] + [1] * max(ndim - 2, 0) + ([2] if ndim > 1 else []))
+    cond = rng.random([2] * ndim) > 0.5
+    order = tuple(reversed(range(ndim)))
+    ea, eb = ember.from_numpy(a).permute(*order), ember.from_numpy(b)
+    at = a.transpose(order)
+    np.testing.assert_array_equal((ea + eb).numpy(), at + b)
+    np.testing.assert_array_equal(ember.neg(ea).numpy(), -at)
+    np.testing.assert_array_equal(ember.where(ember.from_numpy(cond), ea, eb).numpy(), np.where(cond, at, b))
