@@ -22,9 +22,10 @@ namespace ember::EMBER_CPU_NS {
 
 constexpr int64_t kGrain = 32768;
 
-// Per-dim values of a StridedLoop, held inline up to kInlineDims dims and on the heap beyond:
-// the six small std::vectors a loop used before (sizes, strides, order, index) were a tenth of an
-// 8-element add's instructions, in malloc and free.
+// Per-dim values of a StridedLoop, held inline up to kInlineDims dims and on the heap beyond. The
+// six small std::vectors a loop used before (sizes, strides, order, index) cost a malloc and a free
+// each per op: without them (and with the two-operand result_type), an 8-element add went from
+// 9,700 to 7,500 instructions.
 constexpr size_t kInlineDims = 8;
 template <typename T>
 class DimArray {
