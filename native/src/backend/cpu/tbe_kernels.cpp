@@ -207,24 +207,30 @@ inline float row_sum_of_squares(const T* w, G&& grad, int64_t D, float wd) {
   return sq;
 }
 
+// The row's mean square of its gradient (with L2 decay, of gradient + decay * weight).
 template <typename T, typename G>
-inline float rowwise_adagrad_multiplier(const TbeOptimizerStep& s, const T* w, G&& grad, int64_t D,
-                                        int64_t row) {
+inline float rowwise_sum_of_squares(const TbeOptimizerStep& s, const T* w, G&& grad, int64_t D) {
   const float wd = static_cast<float>(s.weight_decay);
-  const float sq = s.weight_decay_mode == 1 ? row_sum_of_squares<true>(w, grad, D, wd)
-                                            : row_sum_of_squares<false>(w, grad, D, wd);
-  float& m = s.momentum1.data<float>()[row];
+  return s.weight_decay_mode == 1 ? row_sum_of_squares<true>(w, grad, D, wd)
+                                  : row_sum_of_squares<false>(w, grad, D, wd);
+}
+// The row's state m takes the mean square; the answer is the multiplier of the row's gradient.
+inline float rowwise_adagrad_state(const TbeOptimizerStep& s, float sq, int64_t D, float& m) {
   m += D > 0 ? sq / static_cast<float>(D) : 0.0f;
   return static_cast<float>(s.learning_rate) / (std::sqrt(m) + static_cast<float>(s.eps));
 }
+// What the row's weights are multiplied by before the gradient step (weight decay folded in).
+inline float rowwise_adagrad_keep(const TbeOptimizerStep& s, float multiplier) {
+  const float wd = static_cast<float>(s.weight_decay);
+  return s.weight_decay_mode == 1   ? 1.0f - multiplier * wd
+         : s.weight_decay_mode == 2 ? 1.0f - static_cast<float>(s.learning_rate) * wd
+                                    : 1.0f;
+}
 template <typename T, typename G>
 inline void rowwise_adagrad_update(const TbeOptimizerStep& s, T* w, G&& grad, int64_t D, float multiplier) {
-  const float wd = static_cast<float>(s.weight_decay);
-  const float correction = s.weight_decay_mode == 1   ? 1.0f - multiplier * wd
-                           : s.weight_decay_mode == 2 ? 1.0f - static_cast<float>(s.learning_rate) * wd
-                                                      : 1.0f;
+  const float keep = rowwise_adagrad_keep(s, multiplier);
   for (int64_t d = 0; d < D; ++d)
-    w[d] = static_cast<T>(correction * static_cast<float>(w[d]) - multiplier * grad(d));
+    w[d] = static_cast<T>(keep * static_cast<float>(w[d]) - multiplier * grad(d));
 }
 
 // w[d] = keep * w[d] - step * g[d] in this build's vectors: a float row's SGD or row-wise Adagrad
@@ -261,7 +267,9 @@ inline void apply(const TbeOptimizerStep& s, T* w, G&& grad, int64_t D, int64_t 
       return;
     }
     case TbeOptimizer::ExactRowwiseAdagrad:
-      return rowwise_adagrad_update(s, w, grad, D, rowwise_adagrad_multiplier(s, w, grad, D, row));
+      return rowwise_adagrad_update(
+          s, w, grad, D,
+          rowwise_adagrad_state(s, rowwise_sum_of_squares(s, w, grad, D), D, s.momentum1.data<float>()[row]));
     case TbeOptimizer::Adam: {
       float* m = s.momentum1.data<float>() + at;
       float* v = s.momentum2.data<float>() + at;
@@ -322,73 +330,54 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
       const int32_t f = b.bag_feature[j];
       const int64_t D = b.dim[f], base = b.weights_offset[f];
       const float scale = bag_scale(b, j);
+      auto factor_of = [&](int64_t i) { return psw ? scale * psw[i] : scale; };
       auto grad_of = [&](int64_t i) {
-        return [factor = psw ? scale * psw[i] : scale, gr = grad_row(j, i)](int64_t d) {
-          return factor * gr[d];
-        };
+        return [factor = factor_of(i), gr = grad_row(j, i)](int64_t d) { return factor * gr[d]; };
       };
-      // float rows from a pooled bag's gradient row: SGD, and row-wise Adagrad without L2 decay
-      // (whose mean square is the same for every member of the bag unless per-sample weights
-      // scale it), in vectors (update_row)
-      if constexpr (std::is_same_v<T, float>) {
-        const bool sgd = step.kind == TbeOptimizer::ExactSgd;
-        if (b.pooling != 2 && !gw && (sgd || (rowwise && step.weight_decay_mode != 1))) {
-          const float* gr = g + b.bag_out[j];
-          const float lr = static_cast<float>(step.learning_rate);
-          if (sgd) {
-            for (int64_t i = b.bounds[j]; i < b.bounds[j + 1]; ++i) {
-              prefetch_next();
-              if (once[static_cast<size_t>(i)])
-                update_row(w + base + static_cast<int64_t>(idx[i]) * D, gr, 1.0f,
-                           lr * (psw ? scale * psw[i] : scale), D);
-            }
-            continue;
-          }
-          const float keep =
-              step.weight_decay_mode == 2 ? 1.0f - lr * static_cast<float>(step.weight_decay) : 1.0f;
-          const float bag_sq = psw ? 0.0f : row_sum_of_squares<false>(w, grad_of(b.bounds[j]), D, 0.0f);
-          const float eps = static_cast<float>(step.eps);
-          for (int64_t c0 = b.bounds[j], c1; c0 < b.bounds[j + 1]; c0 = c1) {
-            c1 = std::min(b.bounds[j + 1], c0 + kPrefetchAhead);
-            for (int64_t i = c0; i < c1; ++i) {
-              prefetch_next();
-              if (!once[static_cast<size_t>(i)]) continue;
-              const float sq = psw ? row_sum_of_squares<false>(w, grad_of(i), D, 0.0f) : bag_sq;
-              float& m = m1[b.row_offset[f] + static_cast<int64_t>(idx[i])];
-              m += D > 0 ? sq / static_cast<float>(D) : 0.0f;
-              multiplier[i - c0] = lr / (std::sqrt(m) + eps) * (psw ? scale * psw[i] : scale);
-            }
-            for (int64_t i = c0; i < c1; ++i) {
-              if (once[static_cast<size_t>(i)])
-                update_row(w + base + static_cast<int64_t>(idx[i]) * D, gr, keep, multiplier[i - c0], D);
-            }
-          }
-          continue;
-        }
-      }
+      // A pooled bag's members share its gradient row (times their factor): float rows are updated
+      // from it in vectors (update_row), and without per-sample weights or L2 decay (which adds
+      // each row's weights) row-wise Adagrad's mean square is the same for all, summed once.
+      const bool vector_rows = std::is_same_v<T, float> && b.pooling != 2;
+      const float* bag_grad = vector_rows ? grad_row(j, b.bounds[j]) : nullptr;
       if (!rowwise) {
+        const float lr = static_cast<float>(step.learning_rate);
         for (int64_t i = b.bounds[j]; i < b.bounds[j + 1]; ++i) {
           prefetch_next();
           if (!once[static_cast<size_t>(i)]) continue;
           const int64_t k = static_cast<int64_t>(idx[i]), at = base + k * D;
+          if constexpr (std::is_same_v<T, float>) {
+            if (vector_rows && step.kind == TbeOptimizer::ExactSgd) {
+              update_row(w + at, bag_grad, 1.0f, lr * factor_of(i), D);
+              continue;
+            }
+          }
           apply(step, w + at, grad_of(i), D, b.row_offset[f] + k, at, gw ? gw + at : nullptr);
         }
         continue;
       }
       // Row-wise Adagrad: a bag in chunks of kPrefetchAhead positions, the states first, then the rows.
+      const bool shared_sq = b.pooling != 2 && !psw && step.weight_decay_mode != 1;
+      const float bag_sq = shared_sq ? row_sum_of_squares<false>(w, grad_of(b.bounds[j]), D, 0.0f) : 0.0f;
       for (int64_t c0 = b.bounds[j], c1; c0 < b.bounds[j + 1]; c0 = c1) {
         c1 = std::min(b.bounds[j + 1], c0 + kPrefetchAhead);
         for (int64_t i = c0; i < c1; ++i) {
           prefetch_next();
           if (!once[static_cast<size_t>(i)]) continue;
           const int64_t k = static_cast<int64_t>(idx[i]);
-          multiplier[i - c0] =
-              rowwise_adagrad_multiplier(step, w + base + k * D, grad_of(i), D, b.row_offset[f] + k);
+          const float sq = shared_sq ? bag_sq : rowwise_sum_of_squares(step, w + base + k * D, grad_of(i), D);
+          multiplier[i - c0] = rowwise_adagrad_state(step, sq, D, m1[b.row_offset[f] + k]);
         }
         for (int64_t i = c0; i < c1; ++i) {
-          if (once[static_cast<size_t>(i)])
-            rowwise_adagrad_update(step, w + base + static_cast<int64_t>(idx[i]) * D, grad_of(i), D,
-                                   multiplier[i - c0]);
+          if (!once[static_cast<size_t>(i)]) continue;
+          T* row = w + base + static_cast<int64_t>(idx[i]) * D;
+          if constexpr (std::is_same_v<T, float>) {
+            if (vector_rows) {
+              const float m = multiplier[i - c0];
+              update_row(row, bag_grad, rowwise_adagrad_keep(step, m), m * factor_of(i), D);
+              continue;
+            }
+          }
+          rowwise_adagrad_update(step, row, grad_of(i), D, multiplier[i - c0]);
         }
       }
     }
