@@ -104,36 +104,55 @@ inline void add_row_any(A* acc, const T* row, A s, bool scaled, int64_t n) {
   }
 }
 
+// The row kAhead lookups after position i (which reads row k), for prefetching: k itself at the end
+// of the range, or when the index there is not a row (unless kChecked, every index up to `last` was
+// checked by first_bad_index).
+template <bool kChecked, typename I>
+EMBER_ALWAYS_INLINE inline int64_t row_ahead(const I* idx, int64_t i, int64_t ahead, int64_t last, int64_t k,
+                                             int64_t rows) {
+  if constexpr (kChecked) {
+    const int64_t a = i + ahead < last ? static_cast<int64_t>(idx[i + ahead]) : k;
+    return static_cast<uint64_t>(a) < static_cast<uint64_t>(rows) ? a : k;
+  } else {
+    return static_cast<int64_t>(idx[std::min(i + ahead, last - 1)]);
+  }
+}
+
 // One column tile of one sum/mean bag of a float or double table, its NV accumulators held in
 // registers over all the bag's members (a tile kept in memory runs ~1.4x slower: the loads and
 // stores of the partial sums crowd out the overlapping of the rows' cache misses). Each member
-// also asks for the same columns of the row kAhead lookups on, one request per line: about 8 KB
-// of rows in flight (kPrefetchAhead lookups at most). With 512-byte tiles (a 128-float row): on an
-// AMD Zen 3, 8 lookups ahead ran 2-7% faster than 16 (TBE forward, 1M-row tables); on a Zen 5 with
-// AVX-512, 16 ahead ran 13% faster than 8 and as fast as 32 (EmbeddingBag, 8 tables of 1M rows).
-// 16 is kept: the newer cores hold more misses in flight, and the older lose less.
-template <typename T, typename I, int NV, bool kWeighted, bool kChecked>
+// also asks for the row `ahead` lookups on: about 8 KB of rows in flight (kPrefetchAhead lookups at
+// most). With 512-byte rows (128 floats): on an AMD Zen 3, 8 lookups ahead ran 2-7% faster than 16
+// (TBE forward, 1M-row tables); on a Zen 5 with AVX-512, 16 ahead ran 13% faster than 8 and as
+// fast as 32 (EmbeddingBag, 8 tables of 1M rows). 16 is kept: the newer cores hold more misses in
+// flight, and the older lose less.
+// kAsk: what the tile asks for. A bag's first tile asks for the whole row (`ask` bytes):
+// interleaved with its loads, one request per line, when it is the whole row (kTileIsRow), else
+// by prefetch_lines (kRow). The other tiles ask for nothing (kNothing): they find the bag's rows in
+// cache. Asking per tile for the tile's own columns, and not for a row's last line when the row
+// does not start on one, left lines to be fetched when they were needed: EmbeddingBag on 8 tables
+// of 1M x 100 floats (tiles of 64 and 32 floats, then 4 columns), Zen 5, one thread, 15.2 -> 12.6
+// ms. Rows of several tiles are still slower per byte than rows of one (1M x 96: 10.5 ms against
+// 6.4 for 1M x 128): no rows are asked for while the later tiles run.
+enum class Ask { kTileIsRow, kRow, kNothing };
+template <typename T, typename I, int NV, bool kWeighted, bool kChecked, Ask kAsk>
 inline void sum_tile(const T* w, int64_t stride, int64_t rows, const I* idx, const T* psw, int64_t s,
-                     int64_t e, int64_t last, int64_t pad, int64_t col, T scale, T* out) {
+                     int64_t e, int64_t last, int64_t pad, int64_t col, int64_t ahead, int64_t ask, T scale,
+                     T* out) {
   constexpr int64_t L = kLanes<T>;
   constexpr int64_t kVecBytes = L * static_cast<int64_t>(sizeof(T));
-  constexpr int64_t kAhead = std::clamp<int64_t>(8192 / (NV * kVecBytes), 4, kPrefetchAhead);
+  // A row that does not start on a line (a NumPy array's data) spans one line more.
+  const bool off_line =
+      ((reinterpret_cast<uintptr_t>(w) | static_cast<uintptr_t>(stride * sizeof(T))) & 63) != 0;
   Vec<T> acc[NV];
 #pragma GCC unroll 16
   for (int v = 0; v < NV; ++v) acc[v] = Vec<T>{};
   for (int64_t i = s; i < e; ++i) {
-    int64_t k, ahead;
-    if constexpr (kChecked) {
-      k = checked_bag_row(idx, i, rows);
-      ahead = i + kAhead < last ? static_cast<int64_t>(idx[i + kAhead]) : k;
-      if (static_cast<uint64_t>(ahead) >= static_cast<uint64_t>(rows)) ahead = k;
-    } else {  // every index in [s, last) is a row (first_bad_index found none)
-      k = static_cast<int64_t>(idx[i]);
-      ahead = static_cast<int64_t>(idx[std::min(i + kAhead, last - 1)]);
-    }
+    const int64_t k = kChecked ? checked_bag_row(idx, i, rows) : static_cast<int64_t>(idx[i]);
+    const int64_t next = row_ahead<kChecked>(idx, i, ahead, last, k, rows);
     if (k == pad) continue;
     const T* r = w + k * stride + col;
-    const char* p = reinterpret_cast<const char*>(w + ahead * stride + col);
+    const char* p = reinterpret_cast<const char*>(w + next * stride);
     Vec<T> wv{};
     if constexpr (kWeighted) wv = splat(psw[i]);
 #pragma GCC unroll 16
@@ -143,7 +162,12 @@ inline void sum_tile(const T* w, int64_t stride, int64_t rows, const I* idx, con
       } else {
         acc[v] += load(r + v * L);
       }
-      if ((v * kVecBytes) % 64 == 0) __builtin_prefetch(p + v * kVecBytes, 0, 3);
+      if (kAsk == Ask::kTileIsRow && (v * kVecBytes) % 64 == 0) __builtin_prefetch(p + v * kVecBytes, 0, 3);
+    }
+    if constexpr (kAsk == Ask::kTileIsRow) {
+      if (off_line) __builtin_prefetch(p + NV * kVecBytes - 1, 0, 3);
+    } else if constexpr (kAsk == Ask::kRow) {
+      prefetch_lines(p, ask);
     }
   }
   const Vec<T> sv = splat(scale);
@@ -160,25 +184,29 @@ void sum_bag(const T* w, int64_t stride, int64_t rows, int64_t width, const I* i
              int64_t e, int64_t last, int64_t pad, T scale, T* out) {
   constexpr int64_t L = kLanes<T>;
   constexpr int kMax = kWeighted ? 8 : 16;
+  const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
+  const int64_t ahead = std::clamp<int64_t>(8192 / std::max<int64_t>(row_bytes, 1), 4, kPrefetchAhead);
   int64_t col = 0;
-  for (; width - col >= kMax * L; col += kMax * L)
-    sum_tile<T, I, kMax, kWeighted, kChecked>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
-  if (kMax > 8 && width - col >= 8 * L) {
-    sum_tile<T, I, 8, kWeighted, kChecked>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
-    col += 8 * L;
-  }
-  if (width - col >= 4 * L) {
-    sum_tile<T, I, 4, kWeighted, kChecked>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
-    col += 4 * L;
-  }
-  if (width - col >= 2 * L) {
-    sum_tile<T, I, 2, kWeighted, kChecked>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
-    col += 2 * L;
-  }
-  if (width - col >= L) {
-    sum_tile<T, I, 1, kWeighted, kChecked>(w, stride, rows, idx, psw, s, e, last, pad, col, scale, out);
-    col += L;
-  }
+  auto tile = [&](auto nv) {
+    constexpr int NV = decltype(nv)::value;
+    auto run = [&](auto ask) {
+      sum_tile<T, I, NV, kWeighted, kChecked, decltype(ask)::value>(w, stride, rows, idx, psw, s, e, last,
+                                                                    pad, col, ahead, row_bytes, scale, out);
+    };
+    if (col > 0) {
+      run(std::integral_constant<Ask, Ask::kNothing>{});
+    } else if (row_bytes == NV * L * static_cast<int64_t>(sizeof(T))) {
+      run(std::integral_constant<Ask, Ask::kTileIsRow>{});
+    } else {
+      run(std::integral_constant<Ask, Ask::kRow>{});
+    }
+    col += NV * L;
+  };
+  while (width - col >= kMax * L) tile(std::integral_constant<int, kMax>{});
+  if (kMax > 8 && width - col >= 8 * L) tile(std::integral_constant<int, 8>{});
+  if (width - col >= 4 * L) tile(std::integral_constant<int, 4>{});
+  if (width - col >= 2 * L) tile(std::integral_constant<int, 2>{});
+  if (width - col >= L) tile(std::integral_constant<int, 1>{});
   if (width == 0) {  // nothing to read, but every index is still checked, as PyTorch does
     for (int64_t i = s; i < e; ++i) checked_bag_row(idx, i, rows);
   }
@@ -186,6 +214,7 @@ void sum_bag(const T* w, int64_t stride, int64_t rows, int64_t width, const I* i
   for (int64_t d = col; d < width; ++d) out[d] = T(0);
   for (int64_t i = s; i < e; ++i) {
     const int64_t k = checked_bag_row(idx, i, rows);
+    if (col == 0) prefetch_lines(w + row_ahead<true>(idx, i, ahead, last, k, rows) * stride, row_bytes);
     if (k == pad) continue;
     const T f = kWeighted ? psw[i] : T(1);
     for (int64_t d = col; d < width; ++d) out[d] += f * w[k * stride + d];

@@ -107,13 +107,6 @@ void tbe_forward_kernel(const Tensor& out, const TbeBatch& batch) {
   });
 }
 
-// prefetch_lines for memory about to be written: the lines arrive owned (prefetchw), so the
-// store that follows the read needs no second request for ownership.
-EMBER_ALWAYS_INLINE inline void prefetch_lines_for_write(void* p, int64_t bytes) {
-  char* c = static_cast<char*>(p);
-  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, 1, 3);
-}
-
 // A bag's pooling scale: 1/L for MEAN (a bag of one or none keeps 1), else 1.
 inline float bag_scale(const TbeBatch& b, int64_t j) {
   const int64_t len = b.bounds[j + 1] - b.bounds[j];
@@ -344,9 +337,9 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
   // Rows updated are scattered over the tables: each is asked for (with its state) kPrefetchAhead
   // updates before its own, as the forward does, so the updates overlap their misses.
   auto prefetch_update = [&](int64_t at, int64_t row, int64_t D) EMBER_ALWAYS_INLINE {
-    prefetch_lines_for_write(gw ? gw + at : w + at, D * static_cast<int64_t>(sizeof(T)));
-    if (m1) prefetch_lines_for_write(rowwise ? m1 + row : m1 + at, rowwise ? 4 : D * 4);
-    if (m2) prefetch_lines_for_write(m2 + at, D * 4);
+    prefetch_lines<true>(gw ? gw + at : w + at, D * static_cast<int64_t>(sizeof(T)));
+    if (m1) prefetch_lines<true>(rowwise ? m1 + row : m1 + at, rowwise ? 4 : D * 4);
+    if (m2) prefetch_lines<true>(m2 + at, D * 4);
   };
   auto grad_row = [&](int64_t j, int64_t i) {
     return g + (b.pooling == 2 ? i * b.dim[b.bag_feature[j]] : b.bag_out[j]);
