@@ -51,8 +51,6 @@ REASONS = [
     (r"selective|^checkpointpolicy$|^sac_|dispatchmode|tensormode$|^capture_logs$|^graphexecgroup$|"
      r"^enable_reentrant_dispatch$|^redispatch_function$",
      "per-op interception (__torch_dispatch__ modes, selective checkpointing): not in Ember"),
-    (r"^quasirandom$", "quasirandom: SobolEngine needs Joe and Kuo's direction numbers (21,201 dimensions), a "
-     "table Ember does not ship"),
     (r"^is_view_replay_enabled$", "view replay: Ember regenerates a view written through another alias by "
      "as_strided only"),
     (r"^to_padded_tensor$", "nested tensors: a method of ember.nested's NestedTensor, not of a dense tensor"),

@@ -85,6 +85,18 @@ CASES["nn-linear-init"] = (
     "T.manual_seed(15); m = T.nn.Linear(13, 7); c = T.nn.Conv2d(3, 4, 3); e = T.nn.Embedding(10, 6); "
     "out = [m.weight.detach(), m.bias.detach(), c.weight.detach(), c.bias.detach(), e.weight.detach()]")
 
+# Sobol' points (ember.quasirandom): the direction numbers, the Gray-code order, and the scrambling
+# drawn from a seeded generator or the default one.
+CASES["sobol"] = (
+    "e = T.quasirandom.SobolEngine(300); "
+    "out = [e.draw(1), e.draw(37), e.fast_forward(9).draw(20, dtype=T.float64), e.reset().draw_base2(4)]")
+CASES["sobol-scrambled-seed"] = (
+    "e = T.quasirandom.SobolEngine(21201, scramble=True, seed=3); "
+    "out = [e.draw(5), e.draw(6, dtype=T.float64), e.sobolstate, e.shift]")
+CASES["sobol-scrambled-default-generator"] = (
+    "T.manual_seed(9); e = T.quasirandom.SobolEngine(7, scramble=True); f = T.quasirandom.SobolEngine(7, True); "
+    "out = [e.draw(16, dtype=T.float64), f.draw(3)]")
+
 BERNOULLI_SCALAR = {k for k in CASES if k.startswith(("bernoulli_-", "dropout"))}
 
 _TORCH_SIDE = """
