@@ -349,8 +349,8 @@ void backward(const Tensor& grad, const TbeBatch& b, const TbeOptimizerStep& ste
   // (the row's first element, its index among all rows, its gradient row and factor), then a loop
   // over the list updates each with the update kPrefetchAhead on asked for. Walking the bags in
   // that loop instead (finding each position's bag and row, skipping repeated rows) kept fewer
-  // misses in flight: the EXACT_SGD update pass on 8 x 1M x 128, batch 2048, took 16.2 ms that
-  // way and 11.2 ms this way (Zen 5 EPYC, one thread).
+  // misses in flight: the EXACT_SGD update pass on 8 x 1M x 128, batch 2048, took 16-19 ms that
+  // way and 11-14 ms this way (Zen 5 EPYC, one thread, runs spread over an hour).
   struct Update {
     int64_t at, row;
     const float* grad;
