@@ -419,7 +419,12 @@ __all__ += ["sparse_csc", "sparse_bsr", "sparse_bsc", "sparse_csc_tensor", "spar
 
 # torch.Size, warn-always, the inter-op thread count, type aliases, the comparable version,
 # signal windows and the whole-sequence RNN functions (issue 18, item 1).
-from . import quasirandom, signal, torch_version, types  # noqa: E402
+from . import (  # noqa: E402
+    quasirandom,  # noqa: F401 - ember.quasirandom, as torch.quasirandom
+    signal,
+    torch_version,
+    types,
+)
 from ._C import Size  # noqa: E402
 from ._rnn_functional import gru, lstm, rnn_relu, rnn_tanh  # noqa: E402
 from ._runtime import (  # noqa: E402
