@@ -214,7 +214,7 @@ void sum_bag(const T* w, int64_t stride, int64_t rows, int64_t width, const I* i
   for (int64_t d = col; d < width; ++d) out[d] = T(0);
   for (int64_t i = s; i < e; ++i) {
     const int64_t k = checked_bag_row(idx, i, rows);
-    if (col == 0) prefetch_lines(w + row_ahead<true>(idx, i, ahead, last, k, rows) * stride, row_bytes);
+    if (col == 0 && i + ahead < last) prefetch_row(w, stride, idx, i + ahead, rows, row_bytes);
     if (k == pad) continue;
     const T f = kWeighted ? psw[i] : T(1);
     for (int64_t d = col; d < width; ++d) out[d] += f * w[k * stride + d];
