@@ -48,9 +48,14 @@ REASONS = [
      "sparse tensors: Ember has COO and 2-D CSR/CSC/BSR/BSC (ember.sparse), not in-place sparse resizing "
      "or the older sparse @ sparse helpers"),
     (r"^hash_tensor$", "a dtype Ember does not have (hash_tensor answers in uint64)"),
-    (r"selective|^checkpointpolicy$|^sac_|dispatchmode|tensormode$|^capture_logs$|^graphexecgroup$|"
-     r"^enable_reentrant_dispatch$|^redispatch_function$",
-     "per-op interception (__torch_dispatch__ modes, selective checkpointing): not in Ember"),
+    (r"tensormode$|^capture_logs$",
+     "PyTorch's test helpers (torch.testing._internal.logging_tensor), left in torch.utils.checkpoint by an "
+     "import, not API"),
+    (r"^graphexecgroup$", "checkpoint's GraphExecGroup (several backward calls sharing one recomputation, "
+     "PyTorch 2.9+): not in Ember"),
+    (r"^enable_reentrant_dispatch$|^redispatch_function$",
+     "__torch_dispatch__ on tensor subclasses: Ember has dispatch modes (ember.utils._python_dispatch), "
+     "not subclasses that dispatch below autograd"),
     (r"^is_view_replay_enabled$", "view replay: Ember regenerates a view written through another alias by "
      "as_strided only"),
     (r"^to_padded_tensor$", "nested tensors: a method of ember.nested's NestedTensor, not of a dense tensor"),

@@ -167,10 +167,11 @@ def rule_lines(name: str, args: list[dict], rets: list[str], rule) -> list[str]:
     return [f"  if ({' && '.join(conds)}) {{", *body, "  }"]
 
 
-def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str, rule) -> tuple[str, str]:
-    """(C++ definitions of <name>_batched and <name>_kernel, the call the autograd layer makes)."""
+def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str, rule,
+             raw: str) -> tuple[str, str]:
+    """(C++ definitions of <name>_batched and <name>_kernel, the call the autograd layer makes);
+    `raw` is the call of the op below batching."""
     call = ", ".join(a["name"] for a in args)
-    raw = f"ember::{name}({call})"
     tensor_args = [a for a in args if a["type"] in TENSOR_TYPES]
     random = rule in ("random", "random_factory")
     if not tensor_args and not random:

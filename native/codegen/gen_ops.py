@@ -237,6 +237,19 @@ def pointwise_header(ops) -> str:
     return "\n".join(lines)
 
 
+def backend_entry(name: str, ns: str, args: list[dict], ret: str) -> tuple[str, str]:
+    """<name>_backend: the op below autograd and vmap, where an entered dispatch mode takes the
+    call instead of the kernel (Note [dispatch modes] in ember/dispatch_mode.h); and its call."""
+    params = ", ".join(CPP_PARAM[a["type"]] + " " + a["name"] for a in args)
+    call = ", ".join(a["name"] for a in args)
+    boxed = ", ".join(["op"] + [a["name"] for a in args])
+    return (f"static {ret} {name}_backend({params}) {{\n"
+            "  if (dispatch_mode::active()) {\n"
+            f'    static const Operator& op = dispatch_mode::registered("{ns}::{name}");\n'
+            f"    return dispatch_mode::redirect<{ret}>({boxed});\n"
+            f"  }}\n  return ember::{name}({call});\n}}\n"), f"{name}_backend({call})"
+
+
 def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None = None,
              batching: dict | None = None) -> dict[str, str]:
     derivatives = derivatives or {}
@@ -274,8 +287,9 @@ def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None
         ret = cpp_return(rets)
         params = ", ".join(CPP_PARAM[a["type"]] + " " + a["name"] + cpp_default(a) for a in args)
         (header if aten else fb_header).append(f"EMBER_API {ret} {name}({params});")
-        batching_defs, kernel = gen_batching.generate(name, args, rets, CPP_PARAM, ret, batching.get(name))
-        definition = batching_defs + gen_autograd.generate(name, args, rets, CPP_PARAM, ret, derivatives.get(name),
+        backend_def, raw = backend_entry(name, ns, args, ret)
+        batching_defs, kernel = gen_batching.generate(name, args, rets, CPP_PARAM, ret, batching.get(name), raw)
+        definition = backend_def + batching_defs + gen_autograd.generate(name, args, rets, CPP_PARAM, ret, derivatives.get(name),
                                                            name in nondifferentiable, op_names, kernel,
                                                            op.autocast)
         (autograd_decls if aten else fb_autograd_decls).append(f"EMBER_API {ret} {name}({params});")
@@ -345,7 +359,8 @@ def generate(ops, derivatives: dict | None = None, nondifferentiable: set | None
                         **{k: list(v) if isinstance(v, tuple) else v for k, v in op.test.items()}})
     header += ["", "// The same ops, recording autograd history (generated from declarations.DERIVATIVES).",
                "namespace autograd {", *autograd_decls, "}  // namespace autograd", "", "}  // namespace ember", ""]
-    autograd_includes = ['#include "ember/autocast.h"', '#include "ember/autograd.h"', '#include "ember/error.h"', '#include "ember/ops.h"',
+    autograd_includes = ['#include "ember/autocast.h"', '#include "ember/autograd.h"', '#include "ember/dispatch_mode.h"',
+                         '#include "ember/error.h"', '#include "ember/ops.h"',
                          '#include "ember/profiler.h"', '#include "autograd/formulas.h"',
                          '#include "autograd/formulas_linalg.h"', '#include "autograd/formulas_fft.h"',
                          '#include "autograd/formulas_norm.h"', '#include "autograd/formulas_conv.h"',

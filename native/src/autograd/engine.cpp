@@ -9,6 +9,7 @@
 
 #include "autograd/formulas_select.h"
 #include "ember/autograd.h"
+#include "ember/dispatch_mode.h"
 #include "ember/error.h"
 #include "ember/ops.h"
 #include "ember/vmap.h"
@@ -454,7 +455,7 @@ Edge gradient_edge(const Tensor& t) {
 }
 
 bool any_requires_grad(std::initializer_list<const Tensor*> tensors) {
-  if (!GradMode::is_enabled()) return false;
+  if (!GradMode::is_enabled() || dispatch_mode::below_autograd()) return false;
   return std::any_of(tensors.begin(), tensors.end(), [](const Tensor* t) { return t && requires_grad(*t); });
 }
 

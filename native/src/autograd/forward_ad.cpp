@@ -9,6 +9,7 @@
 
 #include "autograd/formulas_select.h"
 #include "ember/autograd.h"
+#include "ember/dispatch_mode.h"
 #include "ember/error.h"
 #include "ember/ops.h"
 
@@ -125,7 +126,7 @@ Tensor tangent(const Tensor& t) {
 }
 
 bool any_tangent(std::initializer_list<const Tensor*> tensors) {
-  if (!enabled()) return false;
+  if (!enabled() || dispatch_mode::below_autograd()) return false;
   for (const Tensor* t : tensors) {
     if (t && tangent(*t).defined()) return true;
   }
@@ -133,7 +134,7 @@ bool any_tangent(std::initializer_list<const Tensor*> tensors) {
 }
 
 bool any_tangent(const std::vector<Tensor>& tensors) {
-  if (!enabled()) return false;
+  if (!enabled() || dispatch_mode::below_autograd()) return false;
   for (const Tensor& t : tensors) {
     if (tangent(t).defined()) return true;
   }

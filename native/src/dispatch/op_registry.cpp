@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ember/autocast.h"
+#include "ember/dispatch_mode.h"
 #include "ember/error.h"
 #include "ember/library.h"
 #include "ember/profiler.h"
@@ -58,7 +59,9 @@ void Operator::set_kernel(DispatchKey key, BoxedKernel kernel) {
 
 namespace {
 
-bool matches(const ArgType& t, const IValue& v) {
+// An op's Tensor result may be undefined where it computes only what its mask asks for
+// (convolution_backward's unneeded gradients; Python sees None, as in PyTorch).
+bool matches(const ArgType& t, const IValue& v, bool undefined_ok) {
   if (v.is_none()) return t.is_optional;
   if (t.is_list) {
     switch (t.base) {
@@ -70,7 +73,7 @@ bool matches(const ArgType& t, const IValue& v) {
     }
   }
   switch (t.base) {
-    case BaseType::Tensor: return v.is<Tensor>() && v.get<Tensor>("").defined();
+    case BaseType::Tensor: return v.is<Tensor>() && (undefined_ok || v.get<Tensor>("").defined());
     case BaseType::Int: return v.is<int64_t>();
     case BaseType::Float: return v.is<double>();
     case BaseType::Bool: return v.is<bool>();
@@ -88,9 +91,9 @@ void check_stack(const std::string& op, const std::vector<ArgType>& types,
   EMBER_CHECK(stack.size() == types.size(), TypeError, "[", op, "] expected ", types.size(), " ", what,
               "s, but got ", stack.size());
   for (size_t i = 0; i < types.size(); ++i) {
-    EMBER_CHECK(matches(types[i], stack[i]), TypeError, "[", op, "] expected ", what, " ",
-                names.empty() ? std::to_string(i) : "'" + names[i] + "'", " to be ", types[i].str(),
-                ", but got ", stack[i].kind());
+    EMBER_CHECK(matches(types[i], stack[i], std::string(what) == "result"), TypeError, "[", op, "] expected ",
+                what, " ", names.empty() ? std::to_string(i) : "'" + names[i] + "'", " to be ",
+                types[i].str(), ", but got ", stack[i].kind());
   }
 }
 
@@ -114,8 +117,9 @@ DispatchKey Operator::select_key(const Stack& args) const {
     }
   }
   const Device d = device.value_or(Device());
-  // Note [dispatch keys] in op_registry.h.
-  if (requires_grad && has_kernel(DispatchKey::Autograd)) return DispatchKey::Autograd;
+  // Note [dispatch keys] in op_registry.h; a dispatch mode's handler runs below autograd.
+  if (requires_grad && !dispatch_mode::below_autograd() && has_kernel(DispatchKey::Autograd))
+    return DispatchKey::Autograd;
   // Under autocast a built-in op goes through its generated entry point (the Autograd kernel),
   // which casts the inputs of ops with a policy first (Note [autocast] in ember/autocast.h).
   if (schema_.ns == "aten" && autocast::active() && has_kernel(DispatchKey::Autograd))
@@ -152,6 +156,12 @@ Stack Operator::call(Stack args) const {
 Stack Operator::call_key(DispatchKey key, Stack args) const {
   EMBER_CHECK(has_kernel(key), NotImplementedError, "[", qualified_name(), "] not implemented for ",
               dispatch_key_name(key));
+  // Below autograd, an entered dispatch mode takes the call (Note [dispatch modes]).
+  if (key != DispatchKey::Autograd && dispatch_mode::active()) {
+    args = dispatch_mode::dispatch(*this, std::move(args));
+    check_stack(qualified_name(), schema_.returns, {}, args, "result");
+    return args;
+  }
   kernels_[static_cast<int>(key)](args);
   check_stack(qualified_name(), schema_.returns, {}, args, "result");
   return args;

@@ -2,6 +2,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "ember/dispatch_mode.h"
 
 namespace ember::python {
 namespace {
@@ -53,6 +54,9 @@ IValue to_scalar_value(const ArgType& t, py::handle obj, const std::string& wher
       if (py::isinstance<Device>(obj)) return obj.cast<Device>();
       if (py::isinstance<py::str>(obj)) return Device(obj.cast<std::string>());
       throw TypeError(where + " to be Device, but got " + type_name(obj));
+    case BaseType::Generator:
+      if (py::isinstance<Generator>(obj)) return obj.cast<std::shared_ptr<Generator>>();
+      throw TypeError(where + " to be Generator, but got " + type_name(obj));
   }
   throw TypeError(where + ": unsupported type");
 }
@@ -110,6 +114,8 @@ py::object to_python(const IValue& v) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::monostate>)
           return py::none();
+        else if constexpr (std::is_same_v<T, Tensor>)
+          return x.defined() ? py::cast(x) : py::none();  // an output the op did not compute
         else if constexpr (std::is_same_v<T, DType>)
           return dtype_object(x);
         else
@@ -160,9 +166,64 @@ Stack bind_arguments(const Operator& op, py::args args, py::kwargs kwargs) {
   return stack;
 }
 
+// Whether an argument holds its schema default, so that a dispatch mode sees it omitted (as
+// PyTorch's Python dispatcher strips defaulted arguments). Tensors never equal a default.
+bool holds_default(const Argument& a, const IValue& v) {
+  if (!a.default_value) return false;
+  const IValue& d = *a.default_value;
+  if (v.is_none() || d.is_none()) return v.is_none() && d.is_none();
+  const bool plain = v.is<bool>() || v.is<int64_t>() || v.is<double>() || v.is<std::string>() ||
+                     v.is<IntList>() || v.is<std::vector<double>>() || v.is<DType>();
+  return plain && to_python(v).equal(to_python(d));
+}
+
+// The dispatch-mode handler (Note [dispatch modes] in ember/dispatch_mode.h): calls
+// ember.utils._python_dispatch._dispatch(op name, args, kwargs), which runs the innermost mode's
+// __torch_dispatch__, and boxes its answer by the schema's return types.
+Stack python_dispatch_handler(const Operator& op, Stack args) {
+  py::gil_scoped_acquire gil;
+  const Schema& s = op.schema();
+  size_t positional = 0;
+  for (const Argument& a : s.arguments) positional += a.kwarg_only ? 0 : 1;
+  size_t given = positional;  // trailing positional arguments at their defaults are left out
+  while (given > 0 && holds_default(s.arguments[given - 1], args[given - 1])) --given;
+  py::tuple py_args(given);
+  for (size_t i = 0; i < given; ++i) py_args[i] = to_python(args[i]);
+  py::dict py_kwargs;
+  for (size_t i = positional; i < s.arguments.size(); ++i) {
+    if (!holds_default(s.arguments[i], args[i])) py_kwargs[s.arguments[i].name.c_str()] = to_python(args[i]);
+  }
+  // leaked on purpose: released at exit without the GIL, it would crash
+  static py::object* dispatch =
+      new py::object(py::module_::import("ember.utils._python_dispatch").attr("_dispatch"));
+  py::object result = (*dispatch)(op.qualified_name(), py_args, py_kwargs);
+  const std::string where = "[" + op.qualified_name() + "] expected what __torch_dispatch__ returned";
+  Stack out;
+  // None for a Tensor result: an output the op was not asked to compute (it comes as None too)
+  auto result_value = [&](const ArgType& t, py::handle obj) {
+    const bool plain_tensor = t.base == BaseType::Tensor && !t.is_list && !t.is_optional;
+    return plain_tensor && obj.is_none() ? IValue(Tensor()) : to_ivalue(t, obj, where);
+  };
+  if (s.returns.size() == 1) {
+    out.push_back(result_value(s.returns[0], result));
+  } else if (!s.returns.empty()) {
+    EMBER_CHECK(py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result), TypeError, where,
+                " to be a tuple of ", s.returns.size(), " values, but got ", type_name(result));
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(result);
+    EMBER_CHECK(seq.size() == s.returns.size(), TypeError, where, " to be a tuple of ", s.returns.size(),
+                " values, but got ", seq.size());
+    for (size_t i = 0; i < s.returns.size(); ++i) out.push_back(result_value(s.returns[i], seq[i]));
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_ops(py::module_& m) {
+  dispatch_mode::set_handler(&python_dispatch_handler);
+  m.def("_set_dispatch_mode_active", &dispatch_mode::set_active,
+        "Whether this thread hands ops to ember.utils._python_dispatch (returns the previous value).");
+  m.def("_dispatch_mode_below_autograd", &dispatch_mode::below_autograd);
   py::class_<Operator>(m, "Operator")
       .def_property_readonly("name", &Operator::qualified_name)
       .def_property_readonly("schema", [](const Operator& op) { return op.schema().str(); })

@@ -16,7 +16,7 @@ HEADER_LAYER = {
     "allocator": "core", "device": "core", "dispatch_stub": "core", "dtype": "core", "error": "core",
     "export": "core", "generator": "core", "parallel": "core", "profiler": "core", "promotion": "core",
     "scalar": "core", "scalar_types": "core", "tensor": "core", "version": "core", "writable": "core",
-    "autocast": "dispatch", "ivalue": "dispatch", "library": "dispatch", "op_registry": "dispatch",
+    "autocast": "dispatch", "dispatch_mode": "dispatch", "ivalue": "dispatch", "library": "dispatch", "op_registry": "dispatch",
     "schema": "dispatch",
     "linalg": "ops", "ops": "ops", "fbgemm_ops": "ops",  # ops.h, fbgemm_ops.h, pointwise_ops.h are generated
     "pointwise_ops": "ops",

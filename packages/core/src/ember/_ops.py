@@ -3,8 +3,78 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from . import _C
+
+
+class OpOverload:
+    """One registered op, as ``torch.ops.<ns>.<op>``: calling it runs the op through the registry
+    (autograd, then the kernel of the inputs' device). Ember's ops have no overloads, so an op is
+    its own packet (``overloadpacket``) and its own ``default``; there is one object per op, so
+    ``func is ember.ops.aten.mm`` holds inside a ``__torch_dispatch__`` handler. ``name``,
+    ``schema``, ``defined_in`` and ``has_kernel(key)`` describe the registered op."""
+
+    __slots__ = ("_op", "__name__", "_opname", "namespace", "__weakref__")
+
+    def __init__(self, op: _C.Operator) -> None:
+        self._op = op
+        self.namespace, self._opname = op.name.split("::", 1)
+        self.__name__ = self._opname
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._op(*args, **kwargs)
+
+    @property
+    def name(self) -> str:
+        return self._op.name
+
+    @property
+    def schema(self) -> str:
+        return self._op.schema
+
+    _schema = schema
+
+    @property
+    def defined_in(self) -> str:
+        return self._op.defined_in
+
+    def has_kernel(self, key: str) -> bool:
+        return self._op.has_kernel(key)
+
+    @property
+    def overloadpacket(self) -> OpOverload:
+        return self
+
+    @property
+    def default(self) -> OpOverload:
+        return self
+
+    def overloads(self) -> list[str]:
+        return ["default"]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}.{self._opname}"
+
+    def __repr__(self) -> str:
+        return repr(self._op)
+
+    def __reduce__(self) -> tuple:
+        return _find, (self._op.name,)
+
+
+_found: dict[str, OpOverload] = {}
+
+
+def _find(qualified_name: str) -> OpOverload | None:
+    """The op registered as ``ns::name`` (one object per op), or None."""
+    op = _found.get(qualified_name)
+    if op is None:
+        cxx = _C._find_op(qualified_name)
+        if cxx is None:
+            return None
+        op = _found.setdefault(qualified_name, OpOverload(cxx))
+    return op
 
 
 class _OpNamespace:
@@ -13,10 +83,10 @@ class _OpNamespace:
     def __init__(self, name: str) -> None:
         self._name = name
 
-    def __getattr__(self, op: str) -> _C.Operator:
+    def __getattr__(self, op: str) -> OpOverload:
         if op.startswith("__"):
             raise AttributeError(op)
-        found = _C._find_op(f"{self._name}::{op}")
+        found = _find(f"{self._name}::{op}")
         if found is None:
             raise AttributeError(
                 f"'ember.ops.{self._name}' has no op '{op}' (is the library that defines it "

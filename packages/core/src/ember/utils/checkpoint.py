@@ -16,26 +16,37 @@ Two ways, as in PyTorch (`use_reentrant`):
   recomputed tensor whose shape, dtype or device differs from the original raises CheckpointError.
 
 Both restore the CPU random state (preserve_rng_state) and the autocast state for the rerun, and
-run `context_fn`'s second context around it. Selective checkpointing (CheckpointPolicy,
-create_selective_checkpoint_contexts) needs per-op interception Ember does not have, so it is
-absent. `debug=True` adds the full list of saved tensors, forward and rerun, to CheckpointError.
+run `context_fn`'s second context around it. `debug=True` adds the full list of saved tensors,
+forward and rerun, to CheckpointError.
+
+Selective checkpointing (`create_selective_checkpoint_contexts`, as PyTorch 2.4+): a context_fn
+whose two contexts are dispatch modes (ember.utils._python_dispatch). In the forward, each op the
+policy says to save (CheckpointPolicy.MUST_SAVE / PREFER_SAVE, or True) keeps its output; in the
+rerun those ops hand back the kept output instead of running, and every other op runs again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import enum
 import warnings
+from collections import defaultdict
+from collections.abc import Callable
 
 import ember
 
 from .. import _C
+from .._ops import OpOverload, _find
 from ..autograd import _engine
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
+from ._python_dispatch import TorchDispatchMode
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "DefaultDeviceType",
            "check_backward_validity", "detach_variable", "get_device_states", "set_device_states",
-           "noop_context_fn", "set_checkpoint_debug_enabled", "set_checkpoint_early_stop"]
+           "noop_context_fn", "set_checkpoint_debug_enabled", "set_checkpoint_early_stop", "CheckpointPolicy",
+           "SelectiveCheckpointContext", "create_selective_checkpoint_contexts", "SAC_IGNORED_OPS"]
 
 
 class CheckpointError(RuntimeError):
@@ -343,3 +354,128 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
         input = checkpoint(run(start, start + size), input, use_reentrant=use_reentrant, preserve_rng_state=preserve)
         start += size
     return run(start, len(functions))(input)
+
+
+# ---- selective checkpointing -------------------------------------------------------------------
+
+
+class CheckpointPolicy(enum.Enum):
+    """What selective checkpointing does with one op's output: keep it from the forward (SAVE) or
+    compute it again in the rerun (RECOMPUTE). MUST_ and PREFER_ differ only to a compiler; eagerly
+    both are followed."""
+
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+
+
+@dataclasses.dataclass
+class SelectiveCheckpointContext:
+    """The first argument of a selective-checkpoint policy: whether the op runs in the rerun."""
+
+    is_recompute: bool
+
+
+# Ops that never take part: they make no values worth keeping.
+SAC_IGNORED_OPS = {op for op in (_find("aten::detach"),) if op is not None}
+
+
+def _saves(policy) -> bool:
+    if isinstance(policy, bool):  # True keeps the output, as PyTorch reads a bool
+        return policy
+    if not isinstance(policy, CheckpointPolicy):
+        raise TypeError(f"a selective checkpoint policy must return a CheckpointPolicy or a bool, but got "
+                        f"{type(policy).__name__}")
+    return policy in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE)
+
+
+def _map(fn, value, kind):
+    """fn applied to each `kind` in value (an op's output: one value or a tuple/list of them)."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_map(fn, v, kind) for v in value)
+    return fn(value) if isinstance(value, kind) else value
+
+
+class _Kept:
+    """One kept tensor and its version when kept: a write to it before the rerun is an error
+    unless the caller allows it (allow_cache_entry_mutation)."""
+
+    __slots__ = ("tensor", "version")
+
+    def __init__(self, tensor) -> None:
+        self.tensor = tensor.detach()  # its own alias: the rerun's autograd records onto that, not the forward's
+        self.version = tensor._version
+
+    def get(self, allow_mutation: bool):
+        if not allow_mutation and self.tensor._version != self.version:
+            raise RuntimeError("Tensor cached during selective activation checkpoint has been mutated")
+        return self.tensor.detach()
+
+
+class _CachingMode(TorchDispatchMode):
+    """The forward's context: runs each op and keeps the outputs the policy saves."""
+
+    def __init__(self, policy_fn: Callable, storage: dict) -> None:
+        super().__init__()
+        self.policy_fn = policy_fn
+        self.storage = storage
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in SAC_IGNORED_OPS:
+            return func(*args, **kwargs)
+        keep = _saves(self.policy_fn(SelectiveCheckpointContext(is_recompute=False), func, *args, **kwargs))
+        out = func(*args, **kwargs)
+        if keep:
+            self.storage[func].append(_map(_Kept, out, _C.Tensor))
+        return out
+
+
+class _CachedMode(TorchDispatchMode):
+    """The rerun's context: ops the policy saves hand back the forward's outputs, in order."""
+
+    def __init__(self, policy_fn: Callable, storage: dict, allow_cache_entry_mutation: bool) -> None:
+        super().__init__()
+        self.policy_fn = policy_fn
+        self.storage = storage
+        self.allow_mutation = allow_cache_entry_mutation
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in SAC_IGNORED_OPS:
+            return func(*args, **kwargs)
+        if not _saves(self.policy_fn(SelectiveCheckpointContext(is_recompute=True), func, *args, **kwargs)):
+            return func(*args, **kwargs)
+        kept = self.storage.get(func)
+        if kept is None:
+            raise RuntimeError(f"{func} encountered during backward, but not found in storage")
+        if not kept:
+            raise RuntimeError("Trying to backward an extra time. You are only allowed to backward once on any region "
+                               "computed under selective activation checkpoint.")
+        return _map(lambda k: k.get(self.allow_mutation), kept.pop(0), _Kept)
+
+
+def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation: bool = False):
+    """The (forward, rerun) contexts of selective checkpointing, for checkpoint(...,
+    use_reentrant=False, context_fn=lambda: create_selective_checkpoint_contexts(...)).
+
+    `policy_fn_or_list` is a list of ops to save (``ember.ops.aten.mm``, ...; every other op is
+    recomputed) or a function ``policy(ctx, func, *args, **kwargs)`` returning a CheckpointPolicy
+    (or a bool, True meaning save). A kept output written to before the rerun raises, unless
+    `allow_cache_entry_mutation`."""
+    if isinstance(policy_fn_or_list, list):
+        for op in policy_fn_or_list:
+            if not isinstance(op, OpOverload):
+                raise ValueError(f"Expected op in `op_list` to be an OpOverload but got {op} of type {type(op)}. "
+                                 "If providing an OpOverloadPacket, use its .default overload instead.")
+        saved_ops = list(policy_fn_or_list)
+
+        def policy_fn(ctx, op, *args, **kwargs):
+            return CheckpointPolicy.MUST_SAVE if op in saved_ops else CheckpointPolicy.PREFER_RECOMPUTE
+    elif callable(policy_fn_or_list):
+        policy_fn = policy_fn_or_list
+    else:
+        raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
+    storage: dict = defaultdict(list)
+    return _CachingMode(policy_fn, storage), _CachedMode(policy_fn, storage, allow_cache_entry_mutation)

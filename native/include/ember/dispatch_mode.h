@@ -1,0 +1,113 @@
+#pragma once
+// Note [dispatch modes]: torch.utils._python_dispatch.TorchDispatchMode, the per-op interception
+// PyTorch runs at its Python dispatch key. While a mode is entered on a thread, every op call on
+// that thread that reaches below autograd is handed to a handler (the Python bindings install it:
+// it calls the innermost mode's __torch_dispatch__) instead of its kernel:
+//   - a built-in op reaches its generated <op>_backend (after autograd and vmap, before the
+//     kernel; autograd_ops.cpp), which boxes the arguments and calls redirect();
+//   - an op called by name (ember.ops.<ns>.<op>, extension ops) reaches Operator::call_key for a
+//     backend key.
+// The handler runs below autograd (BelowAutogradGuard): ops it calls record no graph, carry no
+// tangent and are not autocast again, since the call that reached it already did all three.
+// Threads without a mode pay one relaxed atomic load per op.
+#include <atomic>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ember/error.h"
+#include "ember/export.h"
+#include "ember/library.h"
+#include "ember/op_registry.h"
+#include "ember/scalar.h"
+
+namespace ember::dispatch_mode {
+
+// Runs the innermost mode for `op`, given its arguments in schema order; returns its results in
+// schema order, already checked against the schema's return types.
+using Handler = Stack (*)(const Operator& op, Stack args);
+EMBER_API void set_handler(Handler handler);
+
+// Whether this thread has a mode to hand ops to (the bindings keep the stack of modes; this is
+// false while the only mode runs its own __torch_dispatch__). Returns the previous value.
+EMBER_API bool set_active(bool active);
+EMBER_API bool active_on_this_thread();
+EMBER_API extern std::atomic<int> threads_with_modes;
+inline bool active() {
+  return threads_with_modes.load(std::memory_order_relaxed) > 0 && active_on_this_thread();
+}
+
+// True inside a handler: autograd, forward AD and autocast let ops through untouched.
+EMBER_API bool below_autograd();
+struct EMBER_API BelowAutogradGuard {
+  BelowAutogradGuard();
+  ~BelowAutogradGuard();
+  BelowAutogradGuard(const BelowAutogradGuard&) = delete;
+  BelowAutogradGuard& operator=(const BelowAutogradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Hands `args` to the handler, below autograd. NotImplementedError-free: the handler must exist
+// while a mode is active (the bindings install it before any mode can be entered).
+EMBER_API Stack dispatch(const Operator& op, Stack args);
+
+// The registered op a generated <op>_backend hands over (its registration may still be queued).
+EMBER_API const Operator& registered(const char* qualified_name);
+
+namespace detail {
+
+// A C++ argument as the registry boxes it (a Scalar as bool, int or float; an empty optional as None).
+template <typename T>
+IValue box(const T& v) {
+  return IValue(v);
+}
+EMBER_API IValue box_scalar(const Scalar& s, const Operator& op);
+template <typename T>
+IValue box(const std::optional<T>& v) {
+  return v ? box(*v) : IValue();
+}
+
+template <typename R>
+struct Unboxed {
+  static R from(Stack& results) { return ember::detail::unbox<R>(results.at(0), "result"); }
+};
+template <typename... Ts>
+struct Unboxed<std::tuple<Ts...>> {
+  static std::tuple<Ts...> from(Stack& results) { return take(results, std::index_sequence_for<Ts...>{}); }
+  template <size_t... I>
+  static std::tuple<Ts...> take(Stack& results, std::index_sequence<I...>) {
+    return std::tuple<Ts...>(ember::detail::unbox<Ts>(results.at(I), "result")...);
+  }
+};
+
+}  // namespace detail
+
+// The call a generated <op>_backend makes while a mode is active.
+template <typename R, typename... Args>
+R redirect(const Operator& op, const Args&... args) {
+  Stack stack;
+  stack.reserve(sizeof...(Args));
+  (stack.push_back([&] {
+    if constexpr (std::is_same_v<Args, Scalar>) {
+      return detail::box_scalar(args, op);
+    } else if constexpr (std::is_same_v<Args, std::optional<Scalar>>) {
+      return args ? detail::box_scalar(*args, op) : IValue();
+    } else {
+      return detail::box(args);
+    }
+  }()),
+   ...);
+  Stack results = dispatch(op, std::move(stack));
+  if constexpr (!std::is_same_v<R, std::tuple<>>) {
+    return detail::Unboxed<R>::from(results);
+  } else {
+    return {};
+  }
+}
+
+}  // namespace ember::dispatch_mode

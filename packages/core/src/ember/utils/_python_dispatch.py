@@ -1,0 +1,159 @@
+"""``ember.utils._python_dispatch``: dispatch modes, as ``torch.utils._python_dispatch``.
+
+A :class:`TorchDispatchMode` sees every op its thread runs *below* autograd, the way PyTorch's
+Python dispatch key does (Note [dispatch modes] in ``ember/dispatch_mode.h``)::
+
+    class Log(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            print(func)                      # aten.mm, aten.add, ...
+            return func(*args, **(kwargs or {}))
+
+    with Log():
+        loss = (x @ w).sum()
+        loss.backward()                      # the backward's ops too
+
+How it differs from :class:`ember.overrides.TorchFunctionMode`: that one sees the public
+functions users call (``ember.nn.functional.linear``); this one sees the registered ops they reach
+(``func`` is ``ember.ops.aten.<op>``), after autograd has recorded the call and vmap has unbatched
+it. ``func(*args, **kwargs)`` runs the op (below autograd: no graph is recorded, no tangent
+computed, nothing autocast again). While the handler runs its mode is off the stack, so the ops it
+calls reach the modes below it, then the kernels. The arguments come as PyTorch's dispatcher passes
+them: positional ones by position, keyword-only ones by keyword, those at their schema defaults left
+out.
+
+Where Ember differs from PyTorch:
+  - Ember's ops have no overloads: ``func`` is the op itself (``func.overloadpacket`` and
+    ``func.default`` are ``func``; ``str(func)`` is ``"aten.mm"``, ``func.__name__`` ``"mm"``).
+  - An in-place or ``out=`` call reaches the mode as the op with ``out=`` (``x.add_(y)`` is
+    ``aten.add(x, y, out=x)``), since that is how Ember declares in-place forms.
+  - An op Ember implements in one kernel reaches the mode whole, where PyTorch may first decompose
+    it into the ops of its CompositeImplicitAutograd definition.
+  - Tensor subclasses cannot define ``__torch_dispatch__`` (``__torch_function__`` is the protocol
+    they have); modes are the whole of this protocol here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+from .. import _C
+from .._ops import _find
+
+__all__ = ["TorchDispatchMode"]
+
+
+class _ModeStack(threading.local):
+    def __init__(self) -> None:
+        self.modes: list[TorchDispatchMode] = []
+
+
+_stack = _ModeStack()
+
+
+def _sync() -> None:
+    # the native side only needs to know whether this thread has a mode to hand ops to
+    _C._set_dispatch_mode_active(bool(_stack.modes))
+
+
+def _push_mode(mode: TorchDispatchMode) -> None:
+    if not isinstance(mode, TorchDispatchMode):
+        raise TypeError(f"expected a TorchDispatchMode, but got {type(mode).__name__}")
+    _stack.modes.append(mode)
+    _sync()
+
+
+def _pop_mode() -> TorchDispatchMode:
+    if not _stack.modes:
+        raise RuntimeError("Trying to pop from an empty mode stack")
+    mode = _stack.modes.pop()
+    _sync()
+    return mode
+
+
+@contextlib.contextmanager
+def _pop_mode_temporarily() -> Iterator[TorchDispatchMode]:
+    """The innermost mode, off the stack for the duration."""
+    mode = _pop_mode()
+    try:
+        yield mode
+    finally:
+        _push_mode(mode)
+
+
+@contextlib.contextmanager
+def _disable_current_modes() -> Iterator[list[TorchDispatchMode]]:
+    """Every mode of this thread off the stack for the duration (outermost first in the list)."""
+    modes = list(_stack.modes)
+    _stack.modes.clear()
+    _sync()
+    try:
+        yield modes
+    finally:
+        _stack.modes[:0] = modes
+        _sync()
+
+
+def _get_current_dispatch_mode() -> TorchDispatchMode | None:
+    return _stack.modes[-1] if _stack.modes else None
+
+
+def _get_current_dispatch_mode_stack() -> list[TorchDispatchMode]:
+    return list(_stack.modes)
+
+
+def _len_torch_dispatch_stack() -> int:
+    return len(_stack.modes)
+
+
+class TorchDispatchMode:
+    """A context manager whose ``__torch_dispatch__(func, types, args=(), kwargs=None)`` runs in
+    place of every op its thread calls while it is entered (see the module's docstring). Modes
+    nest; the innermost runs first. Subclass it and override ``__torch_dispatch__``."""
+
+    def __init__(self, _dispatch_key: object = None) -> None:
+        if _dispatch_key is not None:
+            raise ValueError("Ember's dispatch modes run at one place, below autograd: _dispatch_key must be None")
+
+    def __torch_dispatch__(self, func: Any, types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not override __torch_dispatch__")
+
+    def __enter__(self) -> TorchDispatchMode:
+        _push_mode(self)
+        return self
+
+    def __exit__(self, exc_type: object, exc_val: object, exc_tb: object) -> None:
+        _pop_mode()
+
+    @classmethod
+    def push(cls, *args: Any, **kwargs: Any) -> TorchDispatchMode:
+        warnings.warn("`Mode.push()` is no longer necessary and can be replaced with just `with Mode()`",
+                      stacklevel=2)
+        return cls(*args, **kwargs)
+
+    @classmethod
+    def is_infra_mode(cls) -> bool:
+        return False
+
+
+def _tensor_types(args: tuple, kwargs: dict) -> tuple[type, ...]:
+    found: list[type] = []
+    for value in (*args, *kwargs.values()):
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, _C.Tensor) and type(item) not in found:
+                found.append(type(item))
+    return tuple(found)
+
+
+def _dispatch(name: str, args: tuple, kwargs: dict) -> Any:
+    """Called by the native side, for the op `name` reaching below autograd while a mode is entered."""
+    func = _find(name)
+    with _pop_mode_temporarily() as mode:
+        result = mode.__torch_dispatch__(func, _tensor_types(args, kwargs), args, kwargs)
+    if result is NotImplemented:
+        raise TypeError(f"Multiple dispatch failed for '{func}': {type(mode).__name__}.__torch_dispatch__ "
+                        "returned NotImplemented")
+    return result
