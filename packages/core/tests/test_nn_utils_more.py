@@ -101,7 +101,7 @@ def test_import_forms_and_exports():
     assert mu.__all__ == ["consume_prefix_in_state_dict_if_present"]
     assert ember.nn.modules.utils is mu
     assert mf.convert_conv2d_weight_memory_format is nn.utils.convert_conv2d_weight_memory_format
-    assert hk.__all__ == ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks"]
+    assert hk.__all__ == ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks", "BackwardHook"]
     assert dl.to_dlpack is ember.to_dlpack
 
 

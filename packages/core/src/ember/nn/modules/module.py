@@ -6,6 +6,7 @@ apply; zero_grad; forward pre/post hooks; repr."""
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
@@ -15,7 +16,84 @@ from ..._tensor import _to_arguments
 from ...autograd.grad_mode import no_grad
 from ..parameter import Buffer, Parameter
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+           "register_module_backward_hook", "register_module_buffer_registration_hook",
+           "register_module_module_registration_hook", "register_module_parameter_registration_hook"]
+
+# ---- global hooks (torch.nn.modules.module.register_module_*): every module's calls and
+# registrations run these before the module's own ---------------------------------------------
+
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+_global_backward_pre_hooks: OrderedDict = OrderedDict()
+_global_backward_hooks: OrderedDict = OrderedDict()
+_global_is_full_backward_hook: bool | None = None
+_global_buffer_registration_hooks: OrderedDict = OrderedDict()
+_global_module_registration_hooks: OrderedDict = OrderedDict()
+_global_parameter_registration_hooks: OrderedDict = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, args) -> None or new args, before every module's forward (and before its own
+    pre-hooks). Returns a handle whose remove() takes it off."""
+    return add_hook(_global_forward_pre_hooks, hook, False)
+
+
+def register_module_forward_hook(hook, *, always_call: bool = False):
+    """hook(module, args, output) -> None or new output, after every module's forward (before its
+    own forward hooks)."""
+    return add_hook(_global_forward_hooks, hook, False)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """hook(module, grad_output) -> None or new grad_output, for every module (before its own)."""
+    return add_hook(_global_backward_pre_hooks, hook, False)
+
+
+def _set_global_backward_kind(full: bool) -> None:
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is not None and _global_is_full_backward_hook != full:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module hook. "
+                           "Please use only one of them.")
+    _global_is_full_backward_hook = full
+
+
+def register_module_full_backward_hook(hook):
+    """hook(module, grad_input, grad_output) -> None or new grad_input, for every module (before
+    its own full backward hooks)."""
+    _set_global_backward_kind(True)
+    return add_hook(_global_backward_hooks, hook, False)
+
+
+def register_module_backward_hook(hook):
+    """The deprecated non-full form of register_module_full_backward_hook (see
+    Module.register_backward_hook)."""
+    _set_global_backward_kind(False)
+    return add_hook(_global_backward_hooks, hook, False)
+
+
+def register_module_buffer_registration_hook(hook):
+    """hook(module, name, buffer) -> None or the buffer to register instead, on every buffer registration."""
+    return add_hook(_global_buffer_registration_hooks, hook, False)
+
+
+def register_module_module_registration_hook(hook):
+    """hook(module, name, submodule) -> None or the module to register instead, on every submodule registration."""
+    return add_hook(_global_module_registration_hooks, hook, False)
+
+
+def register_module_parameter_registration_hook(hook):
+    """hook(module, name, param) -> None or the parameter to register instead, on every parameter registration."""
+    return add_hook(_global_parameter_registration_hooks, hook, False)
+
+
+def _registered(hooks: OrderedDict, module, name: str, value):
+    for hook in list(hooks.values()):
+        result = hook(module, name, value)
+        if result is not None:
+            value = result
+    return value
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -30,9 +108,11 @@ def _addindent(text: str, spaces: int) -> str:
 
 class Module:
     training: bool
+    dump_patches: bool = False  # PyTorch's flag for old checkpoints' class patches; nothing reads it
+    call_super_init: bool = False  # True: Module.__init__ passes its arguments on to super().__init__
 
     def __init__(self, *args, **kwargs) -> None:
-        if args or kwargs:
+        if (args or kwargs) and not self.call_super_init:
             raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were "
                             f"given" if args else f"{type(self).__name__}.__init__() got an unexpected keyword "
                             f"argument '{next(iter(kwargs))}'")
@@ -46,11 +126,16 @@ class Module:
         d["_forward_pre_hooks_with_kwargs"] = {}
         d["_forward_hooks"] = OrderedDict()
         d["_forward_hooks_with_kwargs"] = {}
+        d["_backward_pre_hooks"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
+        d["_is_full_backward_hook"] = None
         d["_state_dict_pre_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
         d["_state_dict_post_hook_ids"] = set()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_post_hooks"] = OrderedDict()
+        if self.call_super_init:  # a mixin after Module in the MRO gets the arguments
+            super().__init__(*args, **kwargs)
 
     # ---- registration -----------------------------------------------------------------------
 
@@ -71,7 +156,7 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' (torch.nn.Parameter "
                             f"or None required)")
-        self._parameters[name] = param
+        self._parameters[name] = _registered(_global_parameter_registration_hooks, self, name, param)
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
         if "_buffers" not in self.__dict__:
@@ -82,7 +167,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, _C.Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (torch Tensor or None "
                             f"required)")
-        self._buffers[name] = tensor
+        self._buffers[name] = _registered(_global_buffer_registration_hooks, self, name, tensor)
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -94,7 +179,7 @@ class Module:
         self._check_name(name, "module")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
-        self._modules[name] = module
+        self._modules[name] = _registered(_global_module_registration_hooks, self, name, module)
 
     register_module = add_module
 
@@ -127,17 +212,17 @@ class Module:
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             drop(params, buffers)
-            modules[name] = value
+            modules[name] = _registered(_global_module_registration_hooks, self, name, value)
         elif modules is not None and name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' (torch.nn.Module or "
                                 f"None expected)")
-            modules[name] = value
+            modules[name] = _registered(_global_module_registration_hooks, self, name, value)
         elif buffers is not None and name in buffers:
             if value is not None and not isinstance(value, _C.Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (torch.Tensor or None "
                                 f"expected)")
-            buffers[name] = value
+            buffers[name] = _registered(_global_buffer_registration_hooks, self, name, value)
         else:
             object.__setattr__(self, name, value)
 
@@ -429,8 +514,8 @@ class Module:
         fn(self)
         return self
 
-    def _apply(self, convert):
-        for module in self.children():
+    def _apply(self, convert, recurse: bool = True):
+        for module in self.children() if recurse else ():
             module._apply(convert)
         for p in self._parameters.values():
             if p is None:
@@ -470,6 +555,44 @@ class Module:
             return out.contiguous(memory_format=fmt) if fmt is not None and t.dim() in (4, 5) else out
         return self._apply(convert)
 
+    def type(self, dst_type):
+        """Casts every parameter and buffer to dst_type (a dtype or a tensor type name, as Tensor.type)."""
+        return self._apply(lambda t: t.type(dst_type))
+
+    def cuda(self, device=None):
+        """Moves parameters and buffers to a CUDA device: this build has none, so a module holding
+        any raises the AssertionError Tensor.cuda raises (one holding none is returned as is)."""
+        return self._apply(lambda t: t.cuda(device))
+
+    def to_empty(self, *, device, recurse: bool = True):
+        """Replaces every parameter and buffer by an uninitialized tensor of its shape and dtype on
+        `device` (the values are not copied)."""
+        import ember
+
+        return self._apply(lambda t: ember.empty_like(t, device=device), recurse=recurse)
+
+    def compile(self, *args, **kwargs) -> None:
+        """Module.compile: ember.compile on this module's call. ember.compile is the eager backend
+        (see ember.compile), so calls run as before; its arguments are checked the same way."""
+        import ember
+
+        ember.compile(self.__call__, *args, **kwargs)
+
+    def set_submodule(self, target: str, module, strict: bool = False) -> None:
+        """Sets the submodule at the dotted path `target` (its parent must exist). With strict, the
+        last name must already be a submodule."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        *path, name = target.split(".")
+        parent = self.get_submodule(".".join(path))
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
     def float(self):
         return self.to(_C.float32)
 
@@ -508,7 +631,86 @@ class Module:
             self._forward_hooks_with_kwargs[handle.id] = True
         return handle
 
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """hook(module, grad_output) -> None or new grad_output: runs when the gradients with
+        respect to the module's outputs are computed, before those with respect to its inputs."""
+        return add_hook(self.__dict__.setdefault("_backward_pre_hooks", OrderedDict()), hook, prepend)
+
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """hook(module, grad_input, grad_output) -> None or new grad_input: runs when the gradients
+        with respect to the module's positional inputs are computed (ember.utils.hooks.BackwardHook
+        says what the tuples hold). The inputs and outputs go through an identity autograd Function,
+        so an in-place op on them afterwards is one on a Function's output."""
+        if self.__dict__.get("_is_full_backward_hook") is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = True
+        return add_hook(self.__dict__.setdefault("_backward_hooks", OrderedDict()), hook, prepend)
+
+    def register_backward_hook(self, hook):
+        """Deprecated (use register_full_backward_hook): hook(module, grad_input, grad_output) on
+        the autograd node that made the module's output, so grad_input are the gradients of that
+        last op's inputs, not necessarily of the module's."""
+        if self.__dict__.get("_is_full_backward_hook") is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = False
+        return add_hook(self.__dict__.setdefault("_backward_hooks", OrderedDict()), hook, False)
+
+    def _backward_hook_lists(self) -> tuple[list, list, list]:
+        """(full hooks, pre-hooks, non-full hooks) that apply to this call, global ones first."""
+        d = self.__dict__
+        own = list(d.get("_backward_hooks", {}).values())
+        own_full = d.get("_is_full_backward_hook")
+        full, legacy = [], []
+        if _global_backward_hooks:
+            (full if _global_is_full_backward_hook else legacy).extend(_global_backward_hooks.values())
+        (full if own_full else legacy).extend(own)
+        pre = [*_global_backward_pre_hooks.values(), *d.get("_backward_pre_hooks", {}).values()]
+        return full, pre, legacy
+
     def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        if not (_global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks or d.get("_backward_hooks") or d.get("_backward_pre_hooks")):
+            return self._call_with_own_hooks(args, kwargs)
+        for hook in list(_global_forward_pre_hooks.values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        full, pre, legacy = self._backward_hook_lists()
+        backward_hook = None
+        if full or pre:
+            from ...utils.hooks import BackwardHook
+
+            backward_hook = BackwardHook(self, full, pre)
+        output = self._call_with_own_hooks(args, kwargs, _global_forward_hooks, backward_hook)
+        if backward_hook is not None:
+            output = backward_hook.setup_output_hook(output)
+        if legacy:
+            self._attach_legacy_backward_hooks(output, legacy)
+        return output
+
+    def _attach_legacy_backward_hooks(self, output, hooks: list) -> None:
+        tensor = output
+        while not isinstance(tensor, _C.Tensor):  # the first tensor of a (nested) tuple or dict, as PyTorch looks
+            if isinstance(tensor, (tuple, list)) and tensor:
+                tensor = tensor[0]
+            elif isinstance(tensor, dict) and tensor:
+                tensor = next(iter(tensor.values()))
+            else:
+                return
+        grad_fn = tensor.grad_fn
+        if grad_fn is None:
+            return
+        warnings.warn("Using a non-full backward hook when the forward contains multiple autograd Nodes is "
+                      "deprecated and will be removed in future versions. This hook will be missing some grad_input. "
+                      "Please use register_full_backward_hook to get the documented behavior.", FutureWarning,
+                      stacklevel=3)
+        for hook in hooks:
+            grad_fn.register_hook(lambda grad_inputs, grad_outputs, hook=hook: hook(self, grad_inputs, grad_outputs))
+
+    def _call_with_own_hooks(self, args: tuple, kwargs: dict, global_forward_hooks=None, backward_hook=None):
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
@@ -521,7 +723,13 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        if backward_hook is not None:  # after every pre-hook, on the arguments forward gets
+            args = backward_hook.setup_input_hook(args)
         output = self.forward(*args, **kwargs)
+        for hook in list(global_forward_hooks.values()) if global_forward_hooks else ():
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
         for hook_id, hook in list(self._forward_hooks.items()):
             if hook_id in self._forward_hooks_with_kwargs:
                 result = hook(self, args, kwargs, output)
