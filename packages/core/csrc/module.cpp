@@ -176,6 +176,40 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("is_complex", [](DType d) { return is_complex(d); })
       .def_property_readonly("is_signed", [](DType d) { return is_signed(d); })
       .def_property_readonly("itemsize", [](DType d) { return itemsize(d); })
+      .def_property_readonly(
+          "abbr",  // PyTorch's short names: f32, bf16, c64, i64, u8, b8, f8e5m2
+          [](DType d) {
+            if (d == DType::Bool) return std::string("b8");
+            if (d == DType::BFloat16) return std::string("bf16");
+            std::string name = dtype_name(d);
+            const char* prefixes[][2] = {
+                {"float8_", "f8"}, {"float", "f"}, {"complex", "c"}, {"uint", "u"}, {"int", "i"}};
+            for (const auto& p : prefixes) {
+              if (name.rfind(p[0], 0) == 0) return p[1] + name.substr(std::string(p[0]).size());
+            }
+            return name;
+          })
+      .def(
+          "to_complex",  // the complex dtype of the same precision (bfloat16 widens to complex64, as PyTorch)
+          [](DType d) -> py::object {
+            switch (d) {
+              case DType::BFloat16:
+              case DType::Float32:
+              case DType::Complex64: return dtype_object(DType::Complex64);
+              case DType::Float64:
+              case DType::Complex128: return dtype_object(DType::Complex128);
+              case DType::Float16:
+                throw NotImplementedError(
+                    "[to_complex] float16's complex dtype is complex32, which Ember does not have");
+              default: throw Error(std::string("Unknown Complex ScalarType for ") + dtype_name(d));
+            }
+          })
+      .def("to_real",  // the real dtype of a complex one; a real dtype is its own
+           [](DType d) {
+             if (d == DType::Complex64) return dtype_object(DType::Float32);
+             if (d == DType::Complex128) return dtype_object(DType::Float64);
+             return dtype_object(d);
+           })
       .def("__repr__", [](DType d) { return std::string("ember.") + dtype_name(d); })
       .def("__str__", [](DType d) { return std::string("ember.") + dtype_name(d); })
       .def("__eq__", [](DType a, py::object b) { return py::isinstance<DType>(b) && a == b.cast<DType>(); })

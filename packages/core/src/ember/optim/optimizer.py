@@ -77,10 +77,12 @@ def _with_step_hooks(func):
         # Read by the learning-rate schedulers' "lr_scheduler.step() before optimizer.step()" check.
         self._opt_called = True
         self._in_hooked_step = True
+        scope = _C._RecordScope(f"Optimizer.step#{type(self).__name__}.step")  # the profiler's event, as PyTorch's
         try:
             out = func(*args, **kwargs)
         finally:
             self._in_hooked_step = False
+            del scope  # the event ends when its scope is released
         for post_hook in chain(getattr(self, "_optimizer_step_post_hooks", {}).values(),
                                _global_optimizer_post_hooks.values()):
             post_hook(self, args, kwargs)

@@ -38,6 +38,23 @@ class Container(Module):
             self.add_module(key, value)
 
 
+def _delete_renumbering(modules, idx, kind: str) -> None:
+    """Deletes the module(s) at idx (an index or a slice), then numbers the rest 0.. again, as PyTorch does."""
+    keys = list(modules)
+    for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), kind)]]):
+        del modules[key]
+    values = list(modules.values())
+    modules.clear()
+    for i, module in enumerate(values):
+        modules[str(i)] = module
+
+
+def _pop(container, key):
+    value = container[key]
+    del container[key]
+    return value
+
+
 class Sequential(Module):
     """Calls its modules in order, each on the previous one's output."""
 
@@ -60,13 +77,7 @@ class Sequential(Module):
         setattr(self, key, module)
 
     def __delitem__(self, idx) -> None:
-        keys = list(self._modules)
-        for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(self), "Sequential")]]):
-            del self._modules[key]
-        values = list(self._modules.values())  # re-number, as PyTorch does
-        self._modules.clear()
-        for i, module in enumerate(values):
-            self._modules[str(i)] = module
+        _delete_renumbering(self._modules, idx, "Sequential")
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -78,6 +89,10 @@ class Sequential(Module):
         if not isinstance(other, Sequential):
             raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
         return Sequential(*self, *other)
+
+    def pop(self, key):
+        """Removes and returns the module at index `key` (or the Sequential of a slice)."""
+        return _pop(self, key)
 
     def append(self, module):
         self.add_module(str(len(self)), module)
@@ -119,6 +134,13 @@ class ModuleList(Module):
 
     def __setitem__(self, idx, module) -> None:
         setattr(self, str(_index(idx, len(self), "ModuleList")), module)
+
+    def __delitem__(self, idx) -> None:
+        _delete_renumbering(self._modules, idx, "ModuleList")
+
+    def pop(self, key):
+        """Removes and returns the module at index `key` (or the ModuleList of a slice)."""
+        return _pop(self, key)
 
     def __len__(self) -> int:
         return len(self._modules)

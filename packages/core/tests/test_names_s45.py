@@ -1,0 +1,64 @@
+"""More of PyTorch's public surface (issue 18, item 1): Sequential.pop / ModuleList.pop and
+ModuleList deletion, dtype.abbr / to_complex / to_real, and the optimizer step's profiler event."""
+
+from __future__ import annotations
+
+import pytest
+
+import ember
+from ember import nn
+
+
+def test_sequential_pop_renumbers():
+    seq = nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sigmoid())
+    tanh = seq[1]
+    assert seq.pop(1) is tanh
+    assert list(seq._modules) == ["0", "1"] and isinstance(seq[1], nn.Sigmoid)
+    assert isinstance(seq.pop(-1), nn.Sigmoid) and len(seq) == 1
+    popped = nn.Sequential(nn.ReLU(), nn.Tanh(), nn.Sigmoid()).pop(slice(0, 2))
+    assert isinstance(popped, nn.Sequential) and len(popped) == 2
+    with pytest.raises(IndexError, match="index 5 is out of range"):
+        seq.pop(5)
+
+
+def test_module_list_pop_and_delete():
+    layers = nn.ModuleList([nn.Linear(1, 1), nn.ReLU(), nn.Tanh(), nn.Sigmoid()])
+    relu = layers[1]
+    assert layers.pop(1) is relu
+    assert list(layers._modules) == ["0", "1", "2"] and isinstance(layers[1], nn.Tanh)
+    del layers[0]
+    assert [type(m).__name__ for m in layers] == ["Tanh", "Sigmoid"]
+    del layers[0:2]
+    assert len(layers) == 0
+    with pytest.raises(IndexError, match="index 0 is out of range"):
+        layers.pop(0)
+    with pytest.raises(TypeError):
+        layers.pop("0")
+
+
+def test_dtype_abbr_to_complex_to_real():
+    abbr = {ember.bool: "b8", ember.uint8: "u8", ember.int8: "i8", ember.int16: "i16", ember.int32: "i32",
+            ember.int64: "i64", ember.float16: "f16", ember.bfloat16: "bf16", ember.float32: "f32",
+            ember.float64: "f64", ember.complex64: "c64", ember.complex128: "c128",
+            ember.float8_e4m3fn: "f8e4m3fn", ember.float8_e5m2: "f8e5m2"}
+    assert {d: d.abbr for d in abbr} == abbr
+    assert ember.float32.to_complex() is ember.complex64 and ember.bfloat16.to_complex() is ember.complex64
+    assert ember.float64.to_complex() is ember.complex128 and ember.complex64.to_complex() is ember.complex64
+    assert ember.complex64.to_real() is ember.float32 and ember.complex128.to_real() is ember.float64
+    assert ember.int32.to_real() is ember.int32 and ember.float16.to_real() is ember.float16
+    with pytest.raises(RuntimeError, match="Unknown Complex ScalarType for int32"):
+        ember.int32.to_complex()
+    with pytest.raises(NotImplementedError, match="complex32, which Ember does not have"):
+        ember.float16.to_complex()
+
+
+def test_optimizer_step_is_a_profiler_event():
+    from ember.profiler import profile
+
+    model = nn.Linear(2, 2)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    model(ember.ones(1, 2)).sum().backward()
+    with profile() as prof:
+        opt.step()
+    names = [e.name for e in prof.events()]
+    assert names[0] == "Optimizer.step#SGD.step" and len(names) > 1  # the step's own ops inside it
