@@ -111,3 +111,16 @@ def test_custom_formulas_and_errors():
     with pytest.warns(UserWarning, match="mods argument is not needed anymore"):
         FlopCounterMode(mods=nn.Linear(1, 1), display=False)
     assert ember.ones(2).exp().tolist()[0] == pytest.approx(2.718281828)  # no mode left behind
+
+
+def test_sdpa_formula_helpers():
+    from ember.utils.flop_counter import normalize_tuple, sdpa_backward_flop_count, sdpa_flop_count
+
+    n = 2 * 4
+    assert sdpa_flop_count((2, 4, 5, 8), (2, 4, 7, 8), (2, 4, 7, 6)) == 2 * n * 5 * 7 * 8 + 2 * n * 5 * 7 * 6
+    # the scores again, then dScores, dV, dQ, dK: five products
+    assert sdpa_backward_flop_count((2, 4, 5, 6), (2, 4, 5, 8), (2, 4, 7, 8), (2, 4, 7, 6)) == (
+        2 * n * (5 * 7 * 8 + 5 * 7 * 6 + 7 * 5 * 6 + 5 * 7 * 8 + 7 * 5 * 8))
+    with pytest.raises(ValueError, match="do not match"):
+        sdpa_flop_count((2, 4, 5, 8), (2, 4, 7, 9), (2, 4, 7, 6))
+    assert normalize_tuple(3) == (3,) and normalize_tuple((1, 2)) == (1, 2)

@@ -62,3 +62,45 @@ def test_optimizer_step_is_a_profiler_event():
         opt.step()
     names = [e.name for e in prof.events()]
     assert names[0] == "Optimizer.step#SGD.step" and len(names) > 1  # the step's own ops inside it
+
+
+def test_return_types_is_a_module_of_the_named_tuples():
+    import pickle
+
+    import ember.return_types as rt
+
+    assert ember.return_types is rt
+    assert type(ember.max(ember.ones(2, 2), 0)) is rt.max and rt.max._fields == ("values", "indices")
+    assert type(ember.aminmax(ember.ones(2))) is rt.aminmax and rt.aminmax._fields == ("min", "max")
+    assert type(ember.linalg.slogdet(ember.eye(2))) is rt.linalg_slogdet
+    assert type(ember.linalg.inv_ex(ember.eye(2))) is rt.linalg_inv_ex
+    assert type(ember.histogram(ember.ones(3))) is rt.histogram  # made on first use, then registered
+    assert rt.sort.__module__ == "ember.return_types"
+    back = pickle.loads(pickle.dumps(ember.sort(ember.tensor([3.0, 1.0]))))
+    assert type(back) is rt.sort and back.values.tolist() == [1.0, 3.0]
+
+
+def test_backends_ember_does_not_use():
+    from ember.backends import mkl, mkldnn, openmp, opt_einsum
+
+    assert not any(m.is_available() for m in (mkl, mkldnn, openmp, opt_einsum))
+    assert mkldnn.enabled is True and opt_einsum.enabled is False and opt_einsum.strategy is None
+    assert opt_einsum.get_opt_einsum() is None
+    with mkldnn.flags(enabled=False, deterministic=True):
+        assert mkldnn.enabled is False and mkldnn.deterministic is True
+    assert mkldnn.enabled is True and mkldnn.deterministic is False
+    with mkldnn.verbose(mkldnn.VERBOSE_OFF), mkl.verbose(mkl.VERBOSE_OFF):
+        pass
+    with pytest.raises(RuntimeError, match="does not link oneDNN"):
+        with mkldnn.verbose(mkldnn.VERBOSE_ON):
+            pass
+    with pytest.raises(RuntimeError, match="does not link MKL"):
+        with mkl.verbose(mkl.VERBOSE_ON):
+            pass
+
+
+def test_model_zoo_load_url_is_the_hub_download():
+    from ember.hub import load_state_dict_from_url
+    from ember.utils import model_zoo
+
+    assert model_zoo.load_url is load_state_dict_from_url

@@ -50,13 +50,11 @@ def _wrap_dim(dim: int, ndim: int) -> int:
 
 
 def _return_type(name: str, fields: tuple[str, ...]):
-    from ._overloads import return_types
+    from . import return_types
 
     cls = getattr(return_types, name, None)
     if cls is None:
-        cls = namedtuple(name, fields)
-        cls.__module__ = "ember.return_types"
-        setattr(return_types, name, cls)
+        cls = return_types._register(namedtuple(name, fields))
     return cls
 
 

@@ -7,17 +7,7 @@ native/ops/declarations.py or an ember.linalg composition; nothing here computes
 
 from __future__ import annotations
 
-from collections import namedtuple
-
-from . import _C
-
-return_types = type("return_types", (), {})
-for _name in ("sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "max", "min", "aminmax",
-              "var_mean", "std_mean"):
-    _fields = ("min", "max") if _name == "aminmax" else ("values", "indices")
-    if _name in ("var_mean", "std_mean"):
-        _fields = (_name.split("_")[0], "mean")
-    setattr(return_types, _name, namedtuple(_name, _fields))
+from . import _C, return_types
 
 
 def pow(input, exponent, *, out=None):  # noqa: A001, A002 - PyTorch's names

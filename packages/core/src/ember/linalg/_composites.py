@@ -31,6 +31,7 @@ import sys
 from collections import namedtuple
 
 from .. import _C
+from .. import return_types as _return_types
 from .._args import dtype_name, wrap_dim, write_out
 from .._autocast_policy import autocast_policy
 
@@ -426,6 +427,8 @@ def cond(A, p=None, *, out=None):
 
 
 _LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+for _result in (_LstsqResult,):
+    _return_types._register(_result)  # ember.return_types.<name>, as torch.return_types
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 

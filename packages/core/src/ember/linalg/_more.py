@@ -7,6 +7,7 @@ import math
 from collections import namedtuple
 
 from .. import _C
+from .. import return_types as _return_types
 from .._args import write_out
 from ._native import inv, lu_factor_ex, lu_solve, solve
 
@@ -14,6 +15,8 @@ __all__ = ["inv_ex", "solve_ex", "tensorinv", "tensorsolve", "vander"]
 
 _InvExResult = namedtuple("linalg_inv_ex", ["inverse", "info"])
 _SolveExResult = namedtuple("linalg_solve_ex", ["result", "info"])
+for _result in (_InvExResult, _SolveExResult):
+    _return_types._register(_result)  # ember.return_types.<name>, as torch.return_types
 
 
 def _raise_singular(info: _C.Tensor, who: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .. import _C
+from .. import return_types as _return_types
 from .._args import write_out
 from .._autocast_policy import autocast_policy
 
@@ -24,6 +25,8 @@ _LuFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 _LuResult = namedtuple("linalg_lu", ["P", "L", "U"])
 _LdlFactorResult = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
 _LdlFactorExResult = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+for _result in (_SlogdetResult, _CholeskyExResult, _SvdResult, _EighResult, _EigResult, _QrResult, _LuFactorResult, _LuFactorExResult, _LuResult, _LdlFactorResult, _LdlFactorExResult):
+    _return_types._register(_result)  # ember.return_types.<name>, as torch.return_types
 
 
 def solve(A, B, *, left=True, out=None):

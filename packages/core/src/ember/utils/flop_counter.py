@@ -40,7 +40,7 @@ from ..autograd.graph import register_multi_grad_hook
 from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from ._python_dispatch import TorchDispatchMode
 
-__all__ = ["FlopCounterMode", "register_flop_formula"]
+__all__ = ["FlopCounterMode", "register_flop_formula"]  # and the formula helpers, as PyTorch's module has
 
 aten = ops.aten
 flop_registry: dict[OpOverload, Callable] = {}
@@ -150,6 +150,35 @@ def conv_backward_flop(grad_out_shape, x_shape, w_shape, stride, padding, dilati
     correlation of the input with grad_out) each take as many multiply-adds as the forward."""
     forward = conv_flop_count(x_shape, w_shape, grad_out_shape, transposed=transposed)
     return forward * (bool(input_grad) + bool(weight_grad))
+
+
+def sdpa_flop_count(query_shape, key_shape, value_shape) -> int:
+    """Scaled dot-product attention on (batch, heads, length, dim) shapes: the scores q @ k^T and
+    their product with v (Ember computes attention from these matmuls, counted as aten.matmul)."""
+    b, h, s_q, d_q = query_shape
+    b_k, h_k, s_k, d_k = key_shape
+    b_v, h_v, s_v, d_v = value_shape
+    if not (b == b_k == b_v and h == h_k == h_v and d_q == d_k and s_k == s_v):
+        raise ValueError(f"sdpa_flop_count: shapes {query_shape}, {key_shape}, {value_shape} do not match")
+    return bmm_flop((b * h, s_q, d_q), (b * h, d_q, s_k)) + bmm_flop((b * h, s_q, s_k), (b * h, s_k, d_v))
+
+
+def sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape) -> int:
+    """Its backward: the scores again, then the gradients of the scores (dO @ v^T), of v
+    (scores^T @ dO), of q (dScores @ k) and of k (dScores^T @ q)."""
+    b, h, s_q, d_q = query_shape
+    s_k, d_v = key_shape[2], value_shape[3]
+    if tuple(grad_out_shape) != (b, h, s_q, d_v):
+        raise ValueError(f"sdpa_backward_flop_count: grad_out shape {grad_out_shape} is not {(b, h, s_q, d_v)}")
+    n = b * h
+    return (sdpa_flop_count(query_shape, key_shape, value_shape) - bmm_flop((n, s_q, s_k), (n, s_k, d_v))
+            + bmm_flop((n, s_q, d_v), (n, d_v, s_k)) + bmm_flop((n, s_k, s_q), (n, s_q, d_v))
+            + bmm_flop((n, s_q, s_k), (n, s_k, d_q)) + bmm_flop((n, s_k, s_q), (n, s_q, d_q)))
+
+
+def normalize_tuple(x) -> tuple:
+    """x as a tuple (a lone value in a 1-tuple)."""
+    return x if isinstance(x, tuple) else (x,)
 
 
 suffixes = ["", "K", "M", "B", "T"]
