@@ -221,7 +221,8 @@ def test_lu_reconstructs(complex_, shape):
     close(n(P) @ n(L) @ n(U), a)
     close(n(L), np.tril(n(L)), 0)
     close(np.diagonal(n(L), axis1=-2, axis2=-1), 1.0, 0)
-    assert np.abs(n(L)).max() <= 1 + 1e-12  # partial pivoting
+    # partial pivoting; LAPACK picks a complex pivot by |re| + |im|, which bounds |l| by sqrt(2)
+    assert np.abs(n(L)).max() <= (np.sqrt(2) if complex_ else 1) + 1e-12
     close(n(U), np.triu(n(U)), 0)
     LU, piv = LA.lu_factor(t(a))
     assert piv.dtype == ember.int32 and piv.shape == shape[:-2] + (k,)

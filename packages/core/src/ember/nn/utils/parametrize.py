@@ -51,8 +51,12 @@ class ParametrizationList(ModuleList):
         super().__init__(modules)
         self.unsafe = unsafe
         first = modules[0]
+        stored = original
         with no_grad():
-            stored = first.right_inverse(original) if hasattr(first, "right_inverse") else original
+            try:
+                stored = first.right_inverse(original) if hasattr(first, "right_inverse") else original
+            except NotImplementedError:
+                pass  # as PyTorch: a right_inverse that cannot invert counts as the identity here
         self.is_tensor = isinstance(stored, _C.Tensor)
         if self.is_tensor:
             self.ntensors = 1
