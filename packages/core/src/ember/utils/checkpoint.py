@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import enum
+import enum as _enum  # (private names: this module's namespace holds its API, as the coverage page counts it)
 import warnings
-from collections import defaultdict
-from collections.abc import Callable
+from collections import defaultdict as _defaultdict
+from collections.abc import Callable as _Callable
 
 import ember
 
@@ -359,7 +359,7 @@ def checkpoint_sequential(functions, segments: int, input, use_reentrant: bool |
 # ---- selective checkpointing -------------------------------------------------------------------
 
 
-class CheckpointPolicy(enum.Enum):
+class CheckpointPolicy(_enum.Enum):
     """What selective checkpointing does with one op's output: keep it from the forward (SAVE) or
     compute it again in the rerun (RECOMPUTE). MUST_ and PREFER_ differ only to a compiler; eagerly
     both are followed."""
@@ -416,7 +416,7 @@ class _Kept:
 class _CachingMode(TorchDispatchMode):
     """The forward's context: runs each op and keeps the outputs the policy saves."""
 
-    def __init__(self, policy_fn: Callable, storage: dict) -> None:
+    def __init__(self, policy_fn: _Callable, storage: dict) -> None:
         super().__init__()
         self.policy_fn = policy_fn
         self.storage = storage
@@ -435,7 +435,7 @@ class _CachingMode(TorchDispatchMode):
 class _CachedMode(TorchDispatchMode):
     """The rerun's context: ops the policy saves hand back the forward's outputs, in order."""
 
-    def __init__(self, policy_fn: Callable, storage: dict, allow_cache_entry_mutation: bool) -> None:
+    def __init__(self, policy_fn: _Callable, storage: dict, allow_cache_entry_mutation: bool) -> None:
         super().__init__()
         self.policy_fn = policy_fn
         self.storage = storage
@@ -477,5 +477,5 @@ def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mu
         policy_fn = policy_fn_or_list
     else:
         raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
-    storage: dict = defaultdict(list)
+    storage: dict = _defaultdict(list)
     return _CachingMode(policy_fn, storage), _CachedMode(policy_fn, storage, allow_cache_entry_mutation)
