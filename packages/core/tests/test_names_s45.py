@@ -104,3 +104,21 @@ def test_model_zoo_load_url_is_the_hub_download():
     from ember.utils import model_zoo
 
     assert model_zoo.load_url is load_state_dict_from_url
+
+
+def test_cpu_streams_for_device_agnostic_code():
+    import ember.cpu as cpu
+
+    default = cpu.current_stream()
+    assert isinstance(default, cpu.Stream) and default.query() and cpu.is_initialized()
+    other = cpu.Stream(priority=0)
+    with cpu.stream(other):
+        assert cpu.current_stream() is other
+        with cpu.stream(None):  # None leaves the stream as it is
+            assert cpu.current_stream() is other
+    assert cpu.current_stream() is default
+    other.wait_stream(default)
+    other.synchronize()
+    assert cpu.set_device("cpu") is None
+    device_module = getattr(ember, ember.device("cpu").type)  # the device-agnostic idiom
+    assert device_module.current_stream(ember.device("cpu")) is default

@@ -21,7 +21,75 @@ from . import amp
 
 __all__ = ["amp", "is_available", "device_count", "current_device", "synchronize", "empty_cache", "memory_stats",
            "memory_allocated", "memory_reserved", "max_memory_allocated", "reset_peak_memory_stats",
-           "get_cache_limit", "set_cache_limit"]
+           "get_cache_limit", "set_cache_limit", "Stream", "StreamContext", "current_stream", "stream", "set_device",
+           "is_initialized"]
+
+
+# ---- streams, for device-agnostic code (torch.cpu's): CPU ops run in order on the calling thread,
+# so a stream orders nothing and waiting on one returns at once --------------------------------
+
+
+class Stream:
+    """A CPU stream: the one order CPU ops already run in. Exists so that code written for
+    ``getattr(torch, device_type).Stream`` runs on the CPU."""
+
+    def __init__(self, priority: int = -1) -> None:
+        self.priority = priority
+
+    def wait_stream(self, stream) -> None:
+        pass
+
+    def record_event(self) -> None:
+        pass
+
+    def wait_event(self, event) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True  # nothing is ever pending
+
+    def synchronize(self) -> None:
+        pass
+
+
+_default_stream = Stream()
+_current_stream = _default_stream
+
+
+class StreamContext:
+    """Makes `stream` the current CPU stream for the duration (None: leaves it as it is)."""
+
+    def __init__(self, stream: Stream | None) -> None:
+        self.stream = stream
+        self.prev_stream = _default_stream
+
+    def __enter__(self) -> None:
+        global _current_stream
+        if self.stream is not None:
+            self.prev_stream, _current_stream = _current_stream, self.stream
+
+    def __exit__(self, *exc) -> None:
+        global _current_stream
+        if self.stream is not None:
+            _current_stream = self.prev_stream
+
+
+def current_stream(device=None) -> Stream:
+    """The current CPU stream (`device` is ignored: there is one CPU device)."""
+    return _current_stream
+
+
+def stream(stream: Stream | None) -> StreamContext:
+    return StreamContext(stream)
+
+
+def set_device(device) -> None:
+    """There is one CPU device: nothing to select."""
+
+
+def is_initialized() -> bool:
+    """The CPU needs no initialization: always True."""
+    return True
 
 
 def is_available() -> bool:
