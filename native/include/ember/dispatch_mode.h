@@ -61,12 +61,13 @@ EMBER_API const Operator& registered(const char* qualified_name);
 
 namespace detail {
 
-// A C++ argument as the registry boxes it (a Scalar as bool, int or float; an empty optional as None).
+// A C++ argument as the registry boxes it (a Scalar as bool, int, float or complex; an empty
+// optional as None).
 template <typename T>
 IValue box(const T& v) {
   return IValue(v);
 }
-EMBER_API IValue box_scalar(const Scalar& s, const Operator& op);
+EMBER_API IValue box_scalar(const Scalar& s);
 template <typename T>
 IValue box(const std::optional<T>& v) {
   return v ? box(*v) : IValue();
@@ -94,9 +95,9 @@ R redirect(const Operator& op, const Args&... args) {
   stack.reserve(sizeof...(Args));
   (stack.push_back([&] {
     if constexpr (std::is_same_v<Args, Scalar>) {
-      return detail::box_scalar(args, op);
+      return detail::box_scalar(args);
     } else if constexpr (std::is_same_v<Args, std::optional<Scalar>>) {
-      return args ? detail::box_scalar(*args, op) : IValue();
+      return args ? detail::box_scalar(*args) : IValue();
     } else {
       return detail::box(args);
     }

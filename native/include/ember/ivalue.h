@@ -2,6 +2,7 @@
 // IValue: one boxed argument or result of an op call. Ops called by name (ember.ops.ns.op from
 // Python, or Operator::call from C++) pass a Stack of these; typed kernels are boxed by
 // make_boxed_kernel() in library.h.
+#include <complex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -17,15 +18,17 @@ namespace ember {
 
 class EMBER_API IValue {
  public:
-  using Payload = std::variant<std::monostate, bool, int64_t, double, std::string, Tensor, IntList,
-                               std::vector<double>, std::vector<Tensor>, DType, Device,
-                               std::shared_ptr<Generator>, std::vector<std::optional<Tensor>>>;
+  using Payload =
+      std::variant<std::monostate, bool, int64_t, double, std::string, Tensor, IntList, std::vector<double>,
+                   std::vector<Tensor>, DType, Device, std::shared_ptr<Generator>,
+                   std::vector<std::optional<Tensor>>, std::complex<double>>;
 
   IValue() = default;
   IValue(bool v) : v_(v) {}                                           // NOLINT(google-explicit-constructor)
   IValue(int64_t v) : v_(v) {}                                        // NOLINT
   IValue(int v) : v_(static_cast<int64_t>(v)) {}                      // NOLINT
   IValue(double v) : v_(v) {}                                         // NOLINT
+  IValue(std::complex<double> v) : v_(v) {}                           // NOLINT: a complex Scalar
   IValue(std::string v) : v_(std::move(v)) {}                         // NOLINT
   IValue(const char* v) : v_(std::string(v)) {}                       // NOLINT
   IValue(Tensor v) : v_(std::move(v)) {}                              // NOLINT
@@ -75,6 +78,10 @@ inline const char* IValue::kind_name_of<int64_t>() {
 template <>
 inline const char* IValue::kind_name_of<double>() {
   return "float";
+}
+template <>
+inline const char* IValue::kind_name_of<std::complex<double>>() {
+  return "complex";
 }
 template <>
 inline const char* IValue::kind_name_of<std::string>() {

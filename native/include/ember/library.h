@@ -90,11 +90,12 @@ inline std::optional<DType> unbox<std::optional<DType>>(const IValue& v, const c
   return unbox_optional<DType>(v, what);
 }
 
-// A Scalar argument arrives boxed as bool, int or float.
+// A Scalar argument arrives boxed as bool, int, float or complex.
 template <>
 inline Scalar unbox<Scalar>(const IValue& v, const char* what) {
   if (v.is<bool>()) return Scalar(v.get<bool>(what));
   if (v.is<int64_t>()) return Scalar(v.get<int64_t>(what));
+  if (v.is<std::complex<double>>()) return Scalar(v.get<std::complex<double>>(what));
   return Scalar(v.get<double>(what));
 }
 template <>

@@ -59,16 +59,11 @@ const Operator& registered(const char* qualified_name) {
 
 namespace detail {
 
-IValue box_scalar(const Scalar& s, const Operator& op) {
-  switch (s.kind()) {
-    case Scalar::Kind::Bool: return s.to_bool();
-    case Scalar::Kind::Int: return s.to_int();
-    case Scalar::Kind::Float: return s.to_double();
-    case Scalar::Kind::Complex: break;
-  }
-  throw NotImplementedError(
-      "[" + op.qualified_name() +
-      "] a dispatch mode cannot receive a complex Scalar argument (pass a complex tensor)");
+IValue box_scalar(const Scalar& s) {
+  if (s.is_bool()) return s.to_bool();
+  if (s.is_integral()) return s.to_int();
+  if (s.is_complex()) return s.to_complex();
+  return s.to_double();
 }
 
 }  // namespace detail

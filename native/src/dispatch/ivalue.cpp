@@ -5,9 +5,9 @@
 namespace ember {
 
 const char* IValue::kind() const {
-  static constexpr const char* kNames[] = {"None",   "bool",      "int",      "float",    "str",
-                                           "Tensor", "int[]",     "float[]",  "Tensor[]", "ScalarType",
-                                           "Device", "Generator", "Tensor?[]"};
+  static constexpr const char* kNames[] = {"None",   "bool",      "int",       "float",    "str",
+                                           "Tensor", "int[]",     "float[]",   "Tensor[]", "ScalarType",
+                                           "Device", "Generator", "Tensor?[]", "complex"};
   return kNames[v_.index()];
 }
 

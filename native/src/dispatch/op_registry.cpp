@@ -78,7 +78,8 @@ bool matches(const ArgType& t, const IValue& v, bool undefined_ok) {
     case BaseType::Float: return v.is<double>();
     case BaseType::Bool: return v.is<bool>();
     case BaseType::Str: return v.is<std::string>();
-    case BaseType::Scalar: return v.is<bool>() || v.is<int64_t>() || v.is<double>();
+    case BaseType::Scalar:
+      return v.is<bool>() || v.is<int64_t>() || v.is<double>() || v.is<std::complex<double>>();
     case BaseType::ScalarType: return v.is<DType>();
     case BaseType::Device: return v.is<Device>();
     case BaseType::Generator: return v.is<std::shared_ptr<Generator>>();

@@ -1,4 +1,5 @@
 // Calling registered ops from Python by name (ember.ops.<ns>.<op>), loading extensions.
+#include <pybind11/complex.h>
 #include <pybind11/stl.h>
 
 #include "bindings.h"
@@ -48,6 +49,7 @@ IValue to_scalar_value(const ArgType& t, py::handle obj, const std::string& wher
     case BaseType::Scalar:
       if (PyBool_Check(obj.ptr())) return obj.cast<bool>();
       if (PyIndex_Check(obj.ptr())) return to_int(obj, where);
+      if (PyComplex_Check(obj.ptr())) return obj.cast<std::complex<double>>();
       return to_float(obj, where);
     case BaseType::ScalarType: return dtype_from_object(obj, where.c_str());
     case BaseType::Device:

@@ -365,3 +365,36 @@ def test_an_output_the_op_was_not_asked_for_is_none():
         conv(x).sum().backward()
     assert "aten.convolution_backward" in mode.names()
     np.testing.assert_array_equal(conv.weight.grad.numpy(), expected.numpy())
+
+
+def test_test_files_pass_through_a_mode(tmp_path):
+    """The op database, autograd (gradcheck, complex), forward AD, vmap, linalg, FFT, functional,
+    layer, indexing, convolution and factory tests, each test run inside a mode that hands every
+    op back: the arguments and results of every op the tests reach survive the trip to Python."""
+    import os
+    import pathlib
+    import re
+    import subprocess
+    import sys
+
+    here = pathlib.Path(__file__).parent
+    files = ["test_opdb.py", "test_autograd.py", "test_forward_ad.py", "test_vmap.py", "test_linalg.py", "test_fft.py",
+             "test_nn_functional.py", "test_nn_layers.py", "test_indexing.py", "test_convolution.py",
+             "test_creation.py", "test_composites.py"]
+    run = subprocess.run([sys.executable, "-m", "pytest", *[str(here / f) for f in files], "-q", "-p", "no:cacheprovider",
+                          "--import-mode=importlib", "-p", "no:warnings", "-p", "dispatch_passthrough"],
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(here), os.environ.get("PYTHONPATH", "")])})
+    assert run.returncode == 0, run.stdout[-3000:]
+    calls = int(re.search(r"ops through the mode: (\d+)", run.stdout).group(1))
+    assert calls > 100_000
+
+
+def test_complex_scalars_reach_a_mode_and_ops_called_by_name():
+    x = ember.zeros(2, dtype=ember.complex64)
+    assert aten.fill_(x, 1 + 2j).tolist() == [1 + 2j, 1 + 2j]  # a complex Scalar by name
+    with Recorder() as mode:
+        y = ember.full((2,), 1 - 1j)
+    full = [c for c in mode.calls if c[0] is aten.full][0]
+    assert full[1][1] == 1 - 1j and isinstance(full[1][1], complex)
+    assert y.tolist() == [1 - 1j, 1 - 1j]
