@@ -8,6 +8,7 @@ import functools
 from .. import _C
 from ..autograd import _engine, forward_ad
 from ..autograd import grad_mode as _grad_mode
+from ..utils._pytree import treespec_pprint
 from ._pytree import _flatten, _tree_map, _unflatten
 from ._vmap import vmap
 
@@ -212,7 +213,8 @@ def vjp(func, *primals, has_aux=False):
         flat_ct, ct_spec = _flatten(cotangents)
         if ct_spec != out_spec:
             raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree structure of outputs "
-                               f"to the function. cotangents: {ct_spec}, primal output: {out_spec}")
+                               f"to the function. cotangents: {treespec_pprint(ct_spec)}, primal output: "
+                               f"{treespec_pprint(out_spec)}")
         if create_graph is None:
             create_graph = _grad_mode.is_grad_enabled() and (
                 keep or any(isinstance(c, _C.Tensor) and c.requires_grad for c in flat_ct))
