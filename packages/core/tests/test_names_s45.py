@@ -122,3 +122,21 @@ def test_cpu_streams_for_device_agnostic_code():
     assert cpu.set_device("cpu") is None
     device_module = getattr(ember, ember.device("cpu").type)  # the device-agnostic idiom
     assert device_module.current_stream(ember.device("cpu")) is default
+
+
+def test_profiler_activities_and_cuda_attention_queries():
+    import ember.backends.cuda as cuda
+    from ember.profiler import ProfilerActivity, kineto_available, supported_activities
+
+    assert supported_activities() == {ProfilerActivity.CPU} and kineto_available() is False
+    assert not cuda.is_flash_attention_available()
+    assert not any(f() for f in (cuda.can_use_flash_attention, cuda.can_use_efficient_attention,
+                                 cuda.can_use_cudnn_attention))
+    with pytest.warns(UserWarning, match="no CUDA kernels"):
+        cuda.can_use_flash_attention(None, debug=True)
+    assert cuda.cudnn_sdp_enabled()
+    cuda.enable_cudnn_sdp(False)
+    try:
+        assert not cuda.cudnn_sdp_enabled()
+    finally:
+        cuda.enable_cudnn_sdp(True)

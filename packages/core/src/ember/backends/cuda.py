@@ -9,11 +9,14 @@ CPU has one implementation, so they are recorded and read back only.
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 from .. import _C
 
-__all__ = ["enable_flash_sdp", "enable_math_sdp", "enable_mem_efficient_sdp", "flash_sdp_enabled", "is_built",
-           "math_sdp_enabled", "matmul", "mem_efficient_sdp_enabled", "preferred_linalg_library", "sdp_kernel"]
+__all__ = ["can_use_cudnn_attention", "can_use_efficient_attention", "can_use_flash_attention", "cudnn_sdp_enabled",
+           "enable_cudnn_sdp", "enable_flash_sdp", "enable_math_sdp", "enable_mem_efficient_sdp", "flash_sdp_enabled",
+           "is_built", "is_flash_attention_available", "math_sdp_enabled", "matmul", "mem_efficient_sdp_enabled",
+           "preferred_linalg_library", "sdp_kernel"]
 
 
 def is_built() -> bool:
@@ -47,7 +50,42 @@ class _MatmulFlags:
 
 matmul = _MatmulFlags()
 
-_sdp = {"flash": True, "mem_efficient": True, "math": True}
+_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+
+
+def cudnn_sdp_enabled() -> bool:
+    return _sdp["cudnn"]
+
+
+def enable_cudnn_sdp(enabled: bool) -> None:
+    _sdp["cudnn"] = bool(enabled)
+
+
+def is_flash_attention_available() -> bool:
+    """Whether the flash-attention CUDA kernel is built in: no CUDA kernels here."""
+    return False
+
+
+def can_use_flash_attention(params=None, debug: bool = False) -> bool:
+    """Whether a call could take the flash-attention CUDA kernel: never without one (the CPU
+    attention is Ember's own)."""
+    if debug:
+        warnings.warn("flash attention: this build of ember has no CUDA kernels", stacklevel=2)
+    return False
+
+
+def can_use_efficient_attention(params=None, debug: bool = False) -> bool:
+    """Whether a call could take the memory-efficient CUDA attention kernel: never without one."""
+    if debug:
+        warnings.warn("memory-efficient attention: this build of ember has no CUDA kernels", stacklevel=2)
+    return False
+
+
+def can_use_cudnn_attention(params=None, debug: bool = False) -> bool:
+    """Whether a call could take cuDNN's attention: never, Ember does not link cuDNN."""
+    if debug:
+        warnings.warn("cuDNN attention: this build of ember does not link cuDNN", stacklevel=2)
+    return False
 
 
 def flash_sdp_enabled() -> bool:

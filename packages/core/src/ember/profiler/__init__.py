@@ -17,12 +17,22 @@ import warnings
 from .. import _C
 
 __all__ = ["ProfilerActivity", "ProfilerAction", "schedule", "profile", "record_function", "FunctionEvent",
-           "FunctionEventAvg", "EventList", "tensorboard_trace_handler"]
+           "FunctionEventAvg", "EventList", "tensorboard_trace_handler", "supported_activities", "kineto_available"]
 
 
 class ProfilerActivity(enum.Enum):
     CPU = 0
     CUDA = 1
+
+
+def supported_activities() -> set:
+    """The activities this profiler can record: the CPU's (the ops and record_function spans)."""
+    return {ProfilerActivity.CPU}
+
+
+def kineto_available() -> bool:
+    """Whether PyTorch's Kineto tracer is built in: no, Ember's profiler is its own."""
+    return False
 
 
 class ProfilerAction(enum.Enum):
