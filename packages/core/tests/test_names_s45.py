@@ -140,3 +140,14 @@ def test_profiler_activities_and_cuda_attention_queries():
         assert not cuda.cudnn_sdp_enabled()
     finally:
         cuda.enable_cudnn_sdp(True)
+
+
+@pytest.mark.parametrize("name", ["memory_allocated", "max_memory_allocated", "memory_reserved",
+                                  "max_memory_reserved", "empty_cache", "reset_peak_memory_stats",
+                                  "get_memory_info", "current_stream", "get_device_capability"])
+def test_accelerator_memory_calls_need_an_accelerator(name):
+    assert not ember.accelerator.is_available()
+    with pytest.raises(RuntimeError, match="no accelerator is available"):
+        getattr(ember.accelerator, name)()
+    with pytest.raises(RuntimeError, match="no accelerator is available"):
+        ember.accelerator.device_index(0)
