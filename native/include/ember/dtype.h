@@ -10,21 +10,23 @@
 #include "ember/scalar_types.h"
 
 //  _(Enum, C++ type, Python name, NumPy typestr or "" when NumPy has none)
-#define EMBER_FORALL_DTYPES(_)                                  \
-  _(Bool, bool, "bool", "|b1")                                  \
-  _(UInt8, uint8_t, "uint8", "|u1")                             \
-  _(Int8, int8_t, "int8", "|i1")                                \
-  _(Int16, int16_t, "int16", "<i2")                             \
-  _(Int32, int32_t, "int32", "<i4")                             \
-  _(Int64, int64_t, "int64", "<i8")                             \
-  _(Float16, ::ember::Half, "float16", "<f2")                   \
-  _(BFloat16, ::ember::BFloat16, "bfloat16", "")                \
-  _(Float32, float, "float32", "<f4")                           \
-  _(Float64, double, "float64", "<f8")                          \
-  _(Complex64, std::complex<float>, "complex64", "<c8")         \
-  _(Complex128, std::complex<double>, "complex128", "<c16")     \
-  _(Float8_e4m3fn, ::ember::Float8_e4m3fn, "float8_e4m3fn", "") \
-  _(Float8_e5m2, ::ember::Float8_e5m2, "float8_e5m2", "")
+#define EMBER_FORALL_DTYPES(_)                                        \
+  _(Bool, bool, "bool", "|b1")                                        \
+  _(UInt8, uint8_t, "uint8", "|u1")                                   \
+  _(Int8, int8_t, "int8", "|i1")                                      \
+  _(Int16, int16_t, "int16", "<i2")                                   \
+  _(Int32, int32_t, "int32", "<i4")                                   \
+  _(Int64, int64_t, "int64", "<i8")                                   \
+  _(Float16, ::ember::Half, "float16", "<f2")                         \
+  _(BFloat16, ::ember::BFloat16, "bfloat16", "")                      \
+  _(Float32, float, "float32", "<f4")                                 \
+  _(Float64, double, "float64", "<f8")                                \
+  _(Complex64, std::complex<float>, "complex64", "<c8")               \
+  _(Complex128, std::complex<double>, "complex128", "<c16")           \
+  _(Float8_e4m3fn, ::ember::Float8_e4m3fn, "float8_e4m3fn", "")       \
+  _(Float8_e5m2, ::ember::Float8_e5m2, "float8_e5m2", "")             \
+  _(Float8_e4m3fnuz, ::ember::Float8_e4m3fnuz, "float8_e4m3fnuz", "") \
+  _(Float8_e5m2fnuz, ::ember::Float8_e5m2fnuz, "float8_e5m2fnuz", "")
 
 namespace ember {
 
@@ -54,6 +56,7 @@ EMBER_API const char* dtype_typestr(DType d);  // NumPy array-interface typestr,
 EMBER_API int64_t itemsize(DType d);
 EMBER_API bool is_floating_point(DType d);  // float16..float64, bfloat16, float8
 EMBER_API bool is_complex(DType d);
+EMBER_API bool is_float8(DType d);  // the four float8 formats: storage and conversions only, no arithmetic
 EMBER_API bool is_integral(DType d, bool include_bool);
 EMBER_API bool is_signed(DType d);
 EMBER_API DType dtype_from_name(const std::string& name);  // ValueError if unknown

@@ -57,12 +57,13 @@ inline uint16_t float_to_bfloat16_bits(float value) {
 
 // Note [float8 encodings]: e4m3fn has no infinity (S.1111.111 is NaN, max 448); as PyTorch 2.13,
 // a value beyond +-448 after rounding, and +-inf, saturate to +-448 (only NaN gives NaN).
-// e5m2 is IEEE-like (overflow -> inf). Both round to nearest even.
+// e5m2 is IEEE-like (overflow -> inf; NaN is S.11111.11, the code PyTorch writes). Both round to
+// nearest even.
 template <int ExpBits, int MantBits, bool HasInf>
 uint8_t float_to_fp8(float value) {
   constexpr int bias = (1 << (ExpBits - 1)) - 1;
-  constexpr uint8_t nan_code =
-      HasInf ? uint8_t(((1 << ExpBits) - 1) << MantBits | 1) : uint8_t((1 << (ExpBits + MantBits)) - 1);
+  constexpr uint8_t nan_code = HasInf ? uint8_t(((1 << ExpBits) - 1) << MantBits | ((1 << MantBits) - 1))
+                                      : uint8_t((1 << (ExpBits + MantBits)) - 1);
   const uint8_t sign = std::signbit(value) ? 0x80 : 0x00;
   if (std::isnan(value)) return uint8_t(sign | nan_code);
   const float a = std::fabs(value);
@@ -113,6 +114,53 @@ float fp8_to_float(uint8_t code) {
   }
   return negative ? -v : v;
 }
+
+// The "fnuz" float8 formats (e4m3fnuz, e5m2fnuz; AMD's and Graphcore's): no infinities and no
+// negative zero, the one NaN being the negative-zero code 0x80, and an exponent bias one more than
+// e4m3fn's and e5m2's (8 and 16), so every exponent field holds finite values. As PyTorch converts:
+// round to nearest even; a value past the largest (240, 57344), an infinity or a NaN becomes NaN;
+// -0.0 and negatives that round to zero become +0.
+template <int ExpBits, int MantBits>
+uint8_t float_to_fp8_fnuz(float value) {
+  constexpr int bias = 1 << (ExpBits - 1);
+  constexpr uint8_t nan_code = 0x80;
+  if (!std::isfinite(value)) return nan_code;
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0x00;
+  const float a = std::fabs(value);
+  int exp_field;
+  int mant;
+  if (a < std::ldexp(1.0f, 1 - bias)) {  // subnormal range; rounding may carry into exponent 1
+    const int q = static_cast<int>(std::nearbyint(std::ldexp(a, bias - 1 + MantBits)));
+    exp_field = q >> MantBits;
+    mant = q & ((1 << MantBits) - 1);
+  } else {
+    int e;
+    std::frexp(a, &e);
+    e -= 1;  // a = 1.m * 2^e
+    int q = static_cast<int>(std::nearbyint(std::ldexp(a, MantBits - e)));
+    if (q == (1 << (MantBits + 1))) {
+      q >>= 1;
+      e += 1;
+    }
+    exp_field = e + bias;
+    mant = q - (1 << MantBits);
+  }
+  if (exp_field > (1 << ExpBits) - 1) return nan_code;
+  if (exp_field == 0 && mant == 0) return 0;  // zero has no sign here
+  return uint8_t(sign | (exp_field << MantBits) | mant);
+}
+
+template <int ExpBits, int MantBits>
+float fp8_fnuz_to_float(uint8_t code) {
+  if (code == 0x80) return NAN;
+  constexpr int bias = 1 << (ExpBits - 1);
+  const int exp_field = (code >> MantBits) & ((1 << ExpBits) - 1);
+  const int mant = code & ((1 << MantBits) - 1);
+  const float v = exp_field == 0
+                      ? std::ldexp(static_cast<float>(mant), 1 - bias - MantBits)
+                      : std::ldexp(static_cast<float>(mant + (1 << MantBits)), exp_field - bias - MantBits);
+  return (code & 0x80) ? -v : v;
+}
 }  // namespace detail
 
 struct Half {
@@ -141,6 +189,20 @@ struct Float8_e5m2 {
   Float8_e5m2() = default;
   Float8_e5m2(float f) : bits(detail::float_to_fp8<5, 2, true>(f)) {}  // NOLINT
   operator float() const { return detail::fp8_to_float<5, 2, true>(bits); }
+};
+
+struct Float8_e4m3fnuz {
+  uint8_t bits = 0;
+  Float8_e4m3fnuz() = default;
+  Float8_e4m3fnuz(float f) : bits(detail::float_to_fp8_fnuz<4, 3>(f)) {}  // NOLINT
+  operator float() const { return detail::fp8_fnuz_to_float<4, 3>(bits); }
+};
+
+struct Float8_e5m2fnuz {
+  uint8_t bits = 0;
+  Float8_e5m2fnuz() = default;
+  Float8_e5m2fnuz(float f) : bits(detail::float_to_fp8_fnuz<5, 2>(f)) {}  // NOLINT
+  operator float() const { return detail::fp8_fnuz_to_float<5, 2>(bits); }
 };
 
 }  // namespace ember

@@ -37,9 +37,15 @@ bool is_floating_point(DType d) {
     case DType::Float32:
     case DType::Float64:
     case DType::Float8_e4m3fn:
-    case DType::Float8_e5m2: return true;
+    case DType::Float8_e5m2:
+    case DType::Float8_e4m3fnuz:
+    case DType::Float8_e5m2fnuz: return true;
     default: return false;
   }
+}
+bool is_float8(DType d) {
+  return d == DType::Float8_e4m3fn || d == DType::Float8_e5m2 || d == DType::Float8_e4m3fnuz ||
+         d == DType::Float8_e5m2fnuz;
 }
 bool is_complex(DType d) {
   return d == DType::Complex64 || d == DType::Complex128;

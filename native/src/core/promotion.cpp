@@ -16,9 +16,6 @@ Category category(DType d) {
   if (is_floating_point(d)) return Category::Floating;
   return Category::Integral;
 }
-bool is_float8(DType d) {
-  return d == DType::Float8_e4m3fn || d == DType::Float8_e5m2;
-}
 
 DType promote_ints(DType a, DType b) {
   if (a == DType::UInt8 || b == DType::UInt8) {

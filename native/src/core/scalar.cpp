@@ -83,6 +83,8 @@ const char* c_type_name(DType d) {
     case DType::Complex64: return "c10::complex<float>";
     case DType::Float8_e4m3fn: return "c10::Float8_e4m3fn";
     case DType::Float8_e5m2: return "c10::Float8_e5m2";
+    case DType::Float8_e4m3fnuz: return "c10::Float8_e4m3fnuz";
+    case DType::Float8_e5m2fnuz: return "c10::Float8_e5m2fnuz";
     default: return dtype_name(d);
   }
 }

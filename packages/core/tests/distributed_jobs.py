@@ -19,7 +19,7 @@ import ember.distributed as dist
 
 DTYPES = [ember.bool, ember.uint8, ember.int8, ember.int16, ember.int32, ember.int64, ember.float16,
           ember.bfloat16, ember.float32, ember.float64, ember.complex64, ember.complex128,
-          ember.float8_e4m3fn, ember.float8_e5m2]
+          ember.float8_e4m3fn, ember.float8_e5m2, ember.float8_e4m3fnuz, ember.float8_e5m2fnuz]
 OPS = [dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN, dist.ReduceOp.MAX,
        dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR]
 checks = 0
@@ -42,7 +42,7 @@ def make(rank: int, shape, dtype, seed: int = 0) -> ember.Tensor:
 
 
 def zeros(shape, dtype) -> ember.Tensor:
-    return ember.zeros(shape).to(dtype)  # ember has no float8 fill
+    return ember.zeros(shape, dtype=dtype)
 
 
 def make_strided(rank: int, shape, dtype) -> ember.Tensor:

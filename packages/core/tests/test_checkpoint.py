@@ -18,7 +18,7 @@ from ember import nn, serialization
 
 ALL_DTYPES = [ember.bool, ember.uint8, ember.int8, ember.int16, ember.int32, ember.int64, ember.float16,
               ember.bfloat16, ember.float32, ember.float64, ember.complex64, ember.complex128,
-              ember.float8_e4m3fn, ember.float8_e5m2]
+              ember.float8_e4m3fn, ember.float8_e5m2, ember.float8_e4m3fnuz, ember.float8_e5m2fnuz]
 
 
 def _values(t):

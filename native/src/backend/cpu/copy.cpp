@@ -21,7 +21,8 @@ struct is_complex_t<std::complex<T>> : std::true_type {};
 
 template <typename T>
 constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
-                                    std::is_same_v<T, Float8_e4m3fn> || std::is_same_v<T, Float8_e5m2>;
+                                    std::is_same_v<T, Float8_e4m3fn> || std::is_same_v<T, Float8_e5m2> ||
+                                    std::is_same_v<T, Float8_e4m3fnuz> || std::is_same_v<T, Float8_e5m2fnuz>;
 
 // Reduced-precision floats compute as float.
 template <typename T>

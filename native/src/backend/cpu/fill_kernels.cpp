@@ -13,6 +13,9 @@ T from_scalar(const Scalar& s) {
     return s.to_bool();
   } else if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(s.to_int());
+  } else if constexpr (std::is_same_v<T, Float8_e4m3fn> || std::is_same_v<T, Float8_e5m2> ||
+                       std::is_same_v<T, Float8_e4m3fnuz> || std::is_same_v<T, Float8_e5m2fnuz>) {
+    return T(static_cast<float>(s.to_double()));  // float8 rounds from float, as its conversions do
   } else {
     return static_cast<T>(static_cast<acc_t<T>>(s.to_double()));
   }
@@ -28,7 +31,7 @@ void generate(const Tensor& out, F f) {
 }
 
 void fill_kernel(const Tensor& out, const Scalar& value) {
-  visit<kAll>(out.dtype(), "fill_", [&](auto tag) {
+  visit<kAll | kFloat8>(out.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = from_scalar<T>(value);
     StridedLoop<1>({out}).run([v](char** p, const int64_t* s, int64_t n) {

@@ -100,7 +100,8 @@ struct Tag {
 };
 
 // Calls f(Tag<T>{}) for the C++ type of `d` among the listed groups; TypeError otherwise.
-enum Groups : unsigned { kBool = 1, kInts = 2, kFloats = 4, kComplex = 8, kReduced = 16 };
+// kFloat8: the float8 formats, which hold values but have no arithmetic (fill and copy only).
+enum Groups : unsigned { kBool = 1, kInts = 2, kFloats = 4, kComplex = 8, kReduced = 16, kFloat8 = 32 };
 
 template <unsigned groups, typename F>
 void visit(DType d, const char* op, F&& f) {
@@ -140,6 +141,18 @@ void visit(DType d, const char* op, F&& f) {
       break;
     case DType::Complex128:
       if constexpr (groups & kComplex) return f(Tag<std::complex<double>>{});
+      break;
+    case DType::Float8_e4m3fn:
+      if constexpr (groups & kFloat8) return f(Tag<Float8_e4m3fn>{});
+      break;
+    case DType::Float8_e5m2:
+      if constexpr (groups & kFloat8) return f(Tag<Float8_e5m2>{});
+      break;
+    case DType::Float8_e4m3fnuz:
+      if constexpr (groups & kFloat8) return f(Tag<Float8_e4m3fnuz>{});
+      break;
+    case DType::Float8_e5m2fnuz:
+      if constexpr (groups & kFloat8) return f(Tag<Float8_e5m2fnuz>{});
       break;
     default: break;
   }

@@ -31,6 +31,8 @@ double dtype_max(DType d) {
     case DType::Float32: return 3.4028234663852886e38;
     case DType::Float8_e4m3fn: return 448.0;
     case DType::Float8_e5m2: return 57344.0;
+    case DType::Float8_e4m3fnuz: return 240.0;
+    case DType::Float8_e5m2fnuz: return 57344.0;
     default: return 1.7976931348623157e308;
   }
 }

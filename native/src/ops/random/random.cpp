@@ -52,7 +52,7 @@ Tensor allocate(const char* op, const IntList& size, DType dtype, std::optional<
 
 DType floating(const char* op, std::optional<DType> dtype) {
   const DType d = dtype.value_or(get_default_dtype());
-  EMBER_CHECK(is_floating_point(d) && d != DType::Float8_e4m3fn && d != DType::Float8_e5m2, Error, "[", op,
+  EMBER_CHECK(is_floating_point(d) && !is_float8(d), Error, "[", op,
               "] expected a floating point dtype, but got ", dtype_name(d));
   return d;
 }

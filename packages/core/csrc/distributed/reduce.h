@@ -41,6 +41,14 @@ struct Acc<Float8_e5m2> {
   using type = float;
 };
 template <>
+struct Acc<Float8_e4m3fnuz> {
+  using type = float;
+};
+template <>
+struct Acc<Float8_e5m2fnuz> {
+  using type = float;
+};
+template <>
 struct Acc<int8_t> {
   using type = uint8_t;
 };

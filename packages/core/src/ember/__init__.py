@@ -40,7 +40,9 @@ from ._C import (  # noqa: E402
     device,
     dtype,
     float8_e4m3fn,
+    float8_e4m3fnuz,
     float8_e5m2,
+    float8_e5m2fnuz,
     float16,
     float32,
     float64,
@@ -337,7 +339,7 @@ __all__ = [
     *_GENERATED_OPS, *_names.alias_table(), *_names.NAMES, *_composites_py.NAMES,
     *_legacy.TYPED, *_surface.namespace(), *_surface_more.namespace(), *_surface_legacy.namespace(),
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-    "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
+    "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
 ]
 
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism

@@ -68,6 +68,9 @@ _FLOAT_LIMITS = {
     _C.complex128: (64, 2.0**-52, 1.7976931348623157e308, 2.0**-1022, 1e-15),
     _C.float8_e4m3fn: (8, 0.125, 448.0, 2.0**-6, 1.0),
     _C.float8_e5m2: (8, 0.25, 57344.0, 2.0**-14, 1.0),
+    # the fnuz formats' exponent bias is one more; eps as PyTorch's finfo reports it (0.125 for both)
+    _C.float8_e4m3fnuz: (8, 0.125, 240.0, 2.0**-7, 1.0),
+    _C.float8_e5m2fnuz: (8, 0.125, 57344.0, 2.0**-15, 1.0),
 }
 _INT_BITS = {_C.uint8: (8, False), _C.int8: (8, True), _C.int16: (16, True), _C.int32: (32, True),
              _C.int64: (64, True), _C.bool: (8, False)}

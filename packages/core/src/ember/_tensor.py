@@ -127,7 +127,7 @@ def empty(*size: int | Sequence[int], dtype: _C.dtype | None = None, device: obj
 
 def _as_numpy_for_print(t: _C.Tensor) -> np.ndarray:
     t = _C.detach(t)
-    if t.dtype in (_C.bfloat16, _C.float8_e4m3fn, _C.float8_e5m2):
+    if t.dtype in (_C.bfloat16, _C.float8_e4m3fn, _C.float8_e5m2, _C.float8_e4m3fnuz, _C.float8_e5m2fnuz):
         return _C.to_dtype(t, _C.float32, False).numpy()
     return t.numpy()
 

@@ -36,7 +36,8 @@ _CONVERSIONS = [("byte", _C.uint8), ("char", _C.int8), ("short", _C.int16), ("in
                 ("long", _C.int64), ("half", _C.float16), ("float", _C.float32), ("double", _C.float64),
                 ("bfloat16", _C.bfloat16), ("bool", _C.bool), ("complex_float", _C.complex64),
                 ("complex_double", _C.complex128), ("float8_e4m3fn", _C.float8_e4m3fn),
-                ("float8_e5m2", _C.float8_e5m2)]
+                ("float8_e5m2", _C.float8_e5m2), ("float8_e4m3fnuz", _C.float8_e4m3fnuz),
+                ("float8_e5m2fnuz", _C.float8_e5m2fnuz)]
 # PyTorch's legacy name of each dtype that has a legacy class (ember.FloatStorage, ...), in its
 # order; the names also appear in PyTorch's messages ("to view Float as Byte").
 _LEGACY_NAMES = {_C.float64: "Double", _C.float32: "Float", _C.float16: "Half", _C.bfloat16: "BFloat16",
