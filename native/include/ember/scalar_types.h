@@ -55,6 +55,36 @@ inline uint16_t float_to_bfloat16_bits(float value) {
   return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+// A finite non-negative `a` rounded to nearest even on a float8 grid of MantBits mantissa bits and
+// exponent `bias`: its exponent field (which may pass the format's largest: the caller decides
+// what overflow means) and mantissa. Shared by every float8 encoding.
+template <int MantBits>
+void fp8_round(float a, int bias, int& exp_field, int& mant) {
+  if (a < std::ldexp(1.0f, 1 - bias)) {  // subnormal range; rounding may carry into exponent 1
+    const int q = static_cast<int>(std::nearbyint(std::ldexp(a, bias - 1 + MantBits)));
+    exp_field = q >> MantBits;
+    mant = q & ((1 << MantBits) - 1);
+    return;
+  }
+  int e;
+  std::frexp(a, &e);
+  e -= 1;  // a = 1.m * 2^e
+  int q = static_cast<int>(std::nearbyint(std::ldexp(a, MantBits - e)));
+  if (q == (1 << (MantBits + 1))) {
+    q >>= 1;
+    e += 1;
+  }
+  exp_field = e + bias;
+  mant = q - (1 << MantBits);
+}
+
+// The magnitude a float8 exponent field and mantissa stand for (exponent field 0: subnormal).
+template <int MantBits>
+float fp8_magnitude(int exp_field, int mant, int bias) {
+  return exp_field == 0 ? std::ldexp(static_cast<float>(mant), 1 - bias - MantBits)
+                        : std::ldexp(static_cast<float>(mant + (1 << MantBits)), exp_field - bias - MantBits);
+}
+
 // Note [float8 encodings]: e4m3fn has no infinity (S.1111.111 is NaN, max 448); as PyTorch 2.13,
 // a value beyond +-448 after rounding, and +-inf, saturate to +-448 (only NaN gives NaN).
 // e5m2 is IEEE-like (overflow -> inf; NaN is S.11111.11, the code PyTorch writes). Both round to
@@ -71,22 +101,7 @@ uint8_t float_to_fp8(float value) {
   if (std::isinf(a)) return uint8_t(sign | (HasInf ? ((1 << ExpBits) - 1) << MantBits : largest));
   int exp_field;
   int mant;
-  if (a < std::ldexp(1.0f, 1 - bias)) {  // subnormal range; rounding may carry into exponent 1
-    const int q = static_cast<int>(std::nearbyint(std::ldexp(a, bias - 1 + MantBits)));
-    exp_field = q >> MantBits;
-    mant = q & ((1 << MantBits) - 1);
-  } else {
-    int e;
-    std::frexp(a, &e);
-    e -= 1;  // a = 1.m * 2^e
-    int q = static_cast<int>(std::nearbyint(std::ldexp(a, MantBits - e)));
-    if (q == (1 << (MantBits + 1))) {
-      q >>= 1;
-      e += 1;
-    }
-    exp_field = e + bias;
-    mant = q - (1 << MantBits);
-  }
+  fp8_round<MantBits>(a, bias, exp_field, mant);
   if (HasInf) {
     if (exp_field >= (1 << ExpBits) - 1) return uint8_t(sign | ((1 << ExpBits) - 1) << MantBits);
   } else if (exp_field > (1 << ExpBits) - 1 ||
@@ -107,10 +122,8 @@ float fp8_to_float(uint8_t code) {
     v = mant == 0 ? INFINITY : NAN;
   } else if (!HasInf && exp_field == (1 << ExpBits) - 1 && mant == (1 << MantBits) - 1) {
     v = NAN;
-  } else if (exp_field == 0) {
-    v = std::ldexp(static_cast<float>(mant), 1 - bias - MantBits);
   } else {
-    v = std::ldexp(static_cast<float>(mant + (1 << MantBits)), exp_field - bias - MantBits);
+    v = fp8_magnitude<MantBits>(exp_field, mant, bias);
   }
   return negative ? -v : v;
 }
@@ -129,22 +142,7 @@ uint8_t float_to_fp8_fnuz(float value) {
   const float a = std::fabs(value);
   int exp_field;
   int mant;
-  if (a < std::ldexp(1.0f, 1 - bias)) {  // subnormal range; rounding may carry into exponent 1
-    const int q = static_cast<int>(std::nearbyint(std::ldexp(a, bias - 1 + MantBits)));
-    exp_field = q >> MantBits;
-    mant = q & ((1 << MantBits) - 1);
-  } else {
-    int e;
-    std::frexp(a, &e);
-    e -= 1;  // a = 1.m * 2^e
-    int q = static_cast<int>(std::nearbyint(std::ldexp(a, MantBits - e)));
-    if (q == (1 << (MantBits + 1))) {
-      q >>= 1;
-      e += 1;
-    }
-    exp_field = e + bias;
-    mant = q - (1 << MantBits);
-  }
+  fp8_round<MantBits>(a, bias, exp_field, mant);
   if (exp_field > (1 << ExpBits) - 1) return nan_code;
   if (exp_field == 0 && mant == 0) return 0;  // zero has no sign here
   return uint8_t(sign | (exp_field << MantBits) | mant);
@@ -156,9 +154,7 @@ float fp8_fnuz_to_float(uint8_t code) {
   constexpr int bias = 1 << (ExpBits - 1);
   const int exp_field = (code >> MantBits) & ((1 << ExpBits) - 1);
   const int mant = code & ((1 << MantBits) - 1);
-  const float v = exp_field == 0
-                      ? std::ldexp(static_cast<float>(mant), 1 - bias - MantBits)
-                      : std::ldexp(static_cast<float>(mant + (1 << MantBits)), exp_field - bias - MantBits);
+  const float v = fp8_magnitude<MantBits>(exp_field, mant, bias);
   return (code & 0x80) ? -v : v;
 }
 }  // namespace detail

@@ -196,6 +196,16 @@ inline void add_row_any(A* acc, const T* row, A s, bool scaled, int64_t n) {
   }
 }
 
+// acc += w * x for a weighted bag, acc += x otherwise.
+template <bool kWeighted, typename V>
+EMBER_ALWAYS_INLINE inline void accumulate(V& acc, const V& w, const V& x) {
+  if constexpr (kWeighted) {
+    acc += w * x;
+  } else {
+    acc += x;
+  }
+}
+
 // The row kAhead lookups after position i (which reads row k), for prefetching: k itself at the end
 // of the range, or when the index there is not a row (unless kChecked, every index up to `last` was
 // checked by first_bad_index).
@@ -249,11 +259,7 @@ inline void sum_tile(const T* w, int64_t stride, int64_t rows, const I* idx, con
     if constexpr (kWeighted) wv = splat(psw[i]);
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
-      if constexpr (kWeighted) {
-        acc[v] += wv * load(r + v * L);
-      } else {
-        acc[v] += load(r + v * L);
-      }
+      accumulate<kWeighted>(acc[v], wv, load(r + v * L));
       if (kAsk == Ask::kTileIsRow && (v * kVecBytes) % 64 == 0) __builtin_prefetch(p + v * kVecBytes, 0, 3);
     }
     if constexpr (kAsk == Ask::kTileIsRow) {
@@ -294,22 +300,12 @@ inline void sum_row(const T* w, int64_t stride, int64_t rows, const I* idx, cons
     Vec<T> wv{};
     if constexpr (kWeighted) wv = splat(psw[i]);
 #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) {
-      if constexpr (kWeighted) {
-        acc[v] += wv * load(r + v * L);
-      } else {
-        acc[v] += load(r + v * L);
-      }
-    }
+    for (int v = 0; v < NV; ++v) accumulate<kWeighted>(acc[v], wv, load(r + v * L));
     if (tail != 0) {
       // the row's last vector, ending at its end; its lanes before the tail are masked off
-      const Vec<T> last_vec =
-          NV > 0 ? and_mask<T>(load(r + NV * L + tail - L), keep) : load_first(r + NV * L, tail);
-      if constexpr (kWeighted) {
-        acc_tail += wv * last_vec;
-      } else {
-        acc_tail += last_vec;
-      }
+      accumulate<kWeighted>(
+          acc_tail, wv,
+          NV > 0 ? and_mask<T>(load(r + NV * L + tail - L), keep) : load_first(r + NV * L, tail));
     }
     prefetch_lines(w + next * stride, row_bytes);
   }

@@ -21,32 +21,12 @@ using ReduceFn = std::function<void(void*, const void*, const void*, size_t)>;
 // Arithmetic happens in `Acc`: float for the 16- and 8-bit floats, the unsigned twin for signed
 // integers (so that overflow wraps, as it does in PyTorch, instead of being undefined).
 template <class T>
+constexpr bool kNarrowFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
+                              std::is_same_v<T, Float8_e4m3fn> || std::is_same_v<T, Float8_e5m2> ||
+                              std::is_same_v<T, Float8_e4m3fnuz> || std::is_same_v<T, Float8_e5m2fnuz>;
+template <class T>
 struct Acc {
-  using type = T;
-};
-template <>
-struct Acc<Half> {
-  using type = float;
-};
-template <>
-struct Acc<BFloat16> {
-  using type = float;
-};
-template <>
-struct Acc<Float8_e4m3fn> {
-  using type = float;
-};
-template <>
-struct Acc<Float8_e5m2> {
-  using type = float;
-};
-template <>
-struct Acc<Float8_e4m3fnuz> {
-  using type = float;
-};
-template <>
-struct Acc<Float8_e5m2fnuz> {
-  using type = float;
+  using type = std::conditional_t<kNarrowFloat<T>, float, T>;
 };
 template <>
 struct Acc<int8_t> {

@@ -113,16 +113,24 @@ class BackwardHook:
         outputs = self._through(outputs, self.output_tensors_index, self._outputs_reached)
         return outputs[0] if single else outputs
 
-    def _outputs_reached(self, grads: tuple) -> tuple:
-        grad_outputs = _pack_with_none(self.output_tensors_index, grads, self.n_outputs)
-        for hook in self.user_pre_hooks:
-            result = hook(self.module, grad_outputs)
+    @staticmethod
+    def _through_hooks(hooks: list, call, grads: tuple, what: str) -> tuple:
+        """grads passed through each hook in turn: call(hook, grads) gives None (keep them) or their
+        replacement, which must be as many."""
+        for hook in hooks:
+            result = call(hook, grads)
             if result is not None:
                 result = result if isinstance(result, tuple) else (result,)
-                if len(result) != len(grad_outputs):
-                    raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got "
-                                       f"{len(result)}, but expected {len(grad_outputs)}")
-                grad_outputs = result
+                if len(result) != len(grads):
+                    raise RuntimeError(f"{what}, got {len(result)}, but expected {len(grads)}")
+                grads = result
+        return grads
+
+    def _outputs_reached(self, grads: tuple) -> tuple:
+        grad_outputs = self._through_hooks(
+            self.user_pre_hooks, lambda hook, g: hook(self.module, g),
+            _pack_with_none(self.output_tensors_index, grads, self.n_outputs),
+            "Backward pre hook returned an invalid number of grad_output")
         self.grad_outputs = grad_outputs
         if not self.inputs_hooked:
             nothing = (None,) * self.n_inputs
@@ -137,14 +145,9 @@ class BackwardHook:
     def _inputs_reached(self, grads: tuple) -> tuple:
         grads = [_C.zeros_like(self.constant_inputs[i]) if g is None and i in self.constant_inputs else g
                  for i, g in zip(self.input_tensors_index, grads, strict=True)]
-        grad_inputs = _pack_with_none(self.input_tensors_index, grads, self.n_inputs)
-        for hook in self.user_hooks:
-            result = hook(self.module, grad_inputs, self.grad_outputs)
-            if result is not None:
-                result = result if isinstance(result, tuple) else (result,)
-                if len(result) != len(grad_inputs):
-                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(result)}, "
-                                       f"but expected {len(grad_inputs)}")
-                grad_inputs = result
+        grad_inputs = self._through_hooks(
+            self.user_hooks, lambda hook, g: hook(self.module, g, self.grad_outputs),
+            _pack_with_none(self.input_tensors_index, grads, self.n_inputs),
+            "Backward hook returned an invalid number of grad_input")
         self.grad_outputs = None
         return tuple(grad_inputs[i] for i in self.input_tensors_index)
