@@ -5,13 +5,15 @@
 using namespace ember;
 
 EMBER_TEST(names_and_sizes_come_from_one_list) {
-  CHECK_EQ(kNumDTypes, 14);
+  CHECK_EQ(kNumDTypes, 16);
   CHECK_EQ(std::string(dtype_name(DType::BFloat16)), "bfloat16");
   CHECK_EQ(itemsize(DType::Complex128), 16);
   CHECK_EQ(itemsize(DType::Float8_e5m2), 1);
   CHECK_EQ(dtype_from_name("float8_e4m3fn"), DType::Float8_e4m3fn);
   CHECK_THROWS(ValueError, dtype_from_name("float128"), "float128");
   CHECK(is_floating_point(DType::BFloat16) && !is_floating_point(DType::Int64));
+  CHECK(is_float8(DType::Float8_e5m2fnuz) && is_floating_point(DType::Float8_e4m3fnuz) &&
+        !is_float8(DType::Float16));
   CHECK(is_complex(DType::Complex64) && !is_complex(DType::Float64));
   CHECK(is_integral(DType::Bool, true) && !is_integral(DType::Bool, false));
 }
@@ -57,5 +59,26 @@ EMBER_TEST(float8_encodings) {
     c.bits = static_cast<uint8_t>(b);
     if (!std::isnan(static_cast<float>(a))) CHECK_EQ(Float8_e4m3fn(static_cast<float>(a)).bits, a.bits);
     if (!std::isnan(static_cast<float>(c))) CHECK_EQ(Float8_e5m2(static_cast<float>(c)).bits, c.bits);
+  }
+}
+
+EMBER_TEST(float8_fnuz_encodings) {
+  CHECK_EQ(Float8_e4m3fnuz(240.0f).bits, 0x7f);  // the largest
+  CHECK_EQ(Float8_e4m3fnuz(250.0f).bits, 0x80);  // past it: NaN, as PyTorch
+  CHECK_EQ(Float8_e4m3fnuz(INFINITY).bits, 0x80);
+  CHECK_EQ(Float8_e4m3fnuz(-0.0f).bits, 0x00);  // no negative zero
+  CHECK_EQ(Float8_e4m3fnuz(-1e-8f).bits, 0x00);
+  CHECK_EQ(Float8_e4m3fnuz(-1.5f).bits, 0xc4);
+  CHECK_EQ(Float8_e5m2fnuz(57344.0f).bits, 0x7f);
+  CHECK_EQ(Float8_e5m2fnuz(61440.0f).bits, 0x80);  // rounds past the largest
+  CHECK(std::isnan(static_cast<float>(Float8_e5m2fnuz(NAN))));
+  for (int b = 0; b < 256; ++b) {  // every code but the NaN survives a round trip
+    if (b == 0x80) continue;
+    Float8_e4m3fnuz a;
+    a.bits = static_cast<uint8_t>(b);
+    Float8_e5m2fnuz c;
+    c.bits = static_cast<uint8_t>(b);
+    CHECK_EQ(Float8_e4m3fnuz(static_cast<float>(a)).bits, a.bits);
+    CHECK_EQ(Float8_e5m2fnuz(static_cast<float>(c)).bits, c.bits);
   }
 }
