@@ -42,6 +42,7 @@ from typing import Any
 
 from .. import _C
 from .._ops import _find
+from ._pytree import tree_leaves
 
 __all__ = ["TorchDispatchMode"]
 
@@ -141,10 +142,9 @@ class TorchDispatchMode:
 
 def _tensor_types(args: tuple, kwargs: dict) -> tuple[type, ...]:
     found: list[type] = []
-    for value in (*args, *kwargs.values()):
-        for item in value if isinstance(value, (list, tuple)) else (value,):
-            if isinstance(item, _C.Tensor) and type(item) not in found:
-                found.append(type(item))
+    for item in tree_leaves((args, kwargs)):
+        if isinstance(item, _C.Tensor) and type(item) not in found:
+            found.append(type(item))
     return tuple(found)
 
 

@@ -42,6 +42,7 @@ from ..autograd import _engine
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
 from ._python_dispatch import TorchDispatchMode
+from ._pytree import tree_map_only
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "DefaultDeviceType",
            "check_backward_validity", "detach_variable", "get_device_states", "set_device_states",
@@ -390,13 +391,6 @@ def _saves(policy) -> bool:
     return policy in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE)
 
 
-def _map(fn, value, kind):
-    """fn applied to each `kind` in value (an op's output: one value or a tuple/list of them)."""
-    if isinstance(value, (tuple, list)):
-        return type(value)(_map(fn, v, kind) for v in value)
-    return fn(value) if isinstance(value, kind) else value
-
-
 class _Kept:
     """One kept tensor and its version when kept: a write to it before the rerun is an error
     unless the caller allows it (allow_cache_entry_mutation)."""
@@ -428,7 +422,7 @@ class _CachingMode(TorchDispatchMode):
         keep = _saves(self.policy_fn(SelectiveCheckpointContext(is_recompute=False), func, *args, **kwargs))
         out = func(*args, **kwargs)
         if keep:
-            self.storage[func].append(_map(_Kept, out, _C.Tensor))
+            self.storage[func].append(tree_map_only(_C.Tensor, _Kept, out))
         return out
 
 
@@ -453,7 +447,7 @@ class _CachedMode(TorchDispatchMode):
         if not kept:
             raise RuntimeError("Trying to backward an extra time. You are only allowed to backward once on any region "
                                "computed under selective activation checkpoint.")
-        return _map(lambda k: k.get(self.allow_mutation), kept.pop(0), _Kept)
+        return tree_map_only(_Kept, lambda k: k.get(self.allow_mutation), kept.pop(0))
 
 
 def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation: bool = False):

@@ -39,6 +39,7 @@ from .._ops import OpOverload, ops
 from ..autograd.graph import register_multi_grad_hook
 from ..nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from ._python_dispatch import TorchDispatchMode
+from ._pytree import tree_leaves, tree_map
 
 __all__ = ["FlopCounterMode", "register_flop_formula"]  # and the formula helpers, as PyTorch's module has
 
@@ -51,21 +52,13 @@ def get_shape(value):
     return tuple(value.shape) if isinstance(value, _C.Tensor) else value
 
 
-def _map(fn, value):
-    if isinstance(value, (list, tuple)):
-        return type(value)(_map(fn, v) for v in value)
-    if isinstance(value, dict):
-        return {k: _map(fn, v) for k, v in value.items()}
-    return fn(value)
-
-
 def shape_wrapper(formula: Callable) -> Callable:
     """Turns formula(*shapes, out_shape=..., **kwargs) into a formula over the op's own arguments
     and output (``out_val``), as the registry calls it."""
 
     @functools.wraps(formula)
     def over_values(*args, out_val=None, **kwargs):
-        args, kwargs, out_shape = _map(get_shape, (args, kwargs, out_val))
+        args, kwargs, out_shape = tree_map(get_shape, (args, kwargs, out_val))
         return formula(*args, out_shape=out_shape, **kwargs)
 
     return over_values
@@ -202,9 +195,8 @@ def convert_to_percent_str(num: int, denom: int) -> str:
 
 
 def _tensors(value) -> list:
-    found: list = []
-    _map(lambda v: found.append(v) if isinstance(v, _C.Tensor) and v.requires_grad else None, value)
-    return found
+    """The tensors in value (a module's arguments or output) that need gradients."""
+    return [v for v in tree_leaves(value) if isinstance(v, _C.Tensor) and v.requires_grad]
 
 
 class FlopCounterMode(TorchDispatchMode):
