@@ -32,6 +32,7 @@ NAMESPACES = [
     ("torch.special", "ember.special"), ("torch.sparse", "ember.sparse"), ("torch.masked", "ember.masked"),
     ("torch.nn.init", "ember.nn.init"), ("torch.nn.utils", "ember.nn.utils"),
     ("torch.utils.checkpoint", "ember.utils.checkpoint"), ("torch.overrides", "ember.overrides"),
+    ("torch.library", "ember.library"),
 ]
 
 # Why a name is absent, first match wins (patterns over the lower-cased name).
@@ -69,9 +70,17 @@ REASONS = [
      "dispatch under their own name (they reach the native ops they call)"),
     (r"nested", "nested tensors: PyTorch's nested-tensor internals (Ember has ember.nested's strided and jagged ones)"),
     (r"mkldnn|onednn|fbgemm|miopen|nnpack|mkl|xnnpack|cpp_|_cpu$", "a backend library's private kernels"),
+    (r"^get_ctx$", "fake tensors and symbolic sizes: Ember has none (an ember.library fake implementation "
+     "is run by opcheck on real inputs)"),
+    (r"^get_kernel$", "a registered kernel as a callable, by dispatch key (PyTorch 2.9+): not in Ember"),
+    (r"^register_vmap$", "custom vmap rules: vmap runs an ember.library op's kernel on the batched tensors, "
+     "whose ops batch themselves"),
+    (r"^register_autocast$", "autocast rules for ops defined in Python: not in Ember"),
+    (r"triton", "device-specific: Triton kernels run on GPUs"),
+    (r"^device_types_t$", "a type alias of PyTorch's source, not API"),
     (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|^cond$|"
-     r"^while_loop$|^classes$|^package$",
-     "graph capture, compilers and custom-op registration beyond ember.ops"),
+     r"^while_loop$|^classes$|^package$|^effecttype$",
+     "graph capture and compilers (FX, export, torch.compile internals, symbolic shapes)"),
     (r"distributed|rpc|futures|monitor|syncbatchnorm|^batch_norm_(backward|elemt|gather|stats|update)",
      "distributed: issue 20"),
     (r"^(use_global_deps|use_rtld_global_with_libtorch|compiled_with_cxx11_abi|has_lapack|has_openmp|"
@@ -82,7 +91,7 @@ REASONS = [
     (r"^prepare_multiprocessing_environment$", "the file_system sharing strategy's manager daemon "
      "(torch_shm_manager): Ember has none (the process that made a shared file unlinks it)"),
     (r"vital", "PyTorch's internal telemetry (TorchVitals), not API"),
-    (r"^(attr|candidate|obj|count|uid|utils)$",
+    (r"^(attr|candidate|obj|count|uid|utils|nameless_schema)$",
      "a variable or module left in the namespace by PyTorch's own source (a loop variable, an import), not API"),
     (r"^cpp$", "TorchScript and C++ binding internals (torch._C)"),
     (r"^windows$", "torch.signal.windows, left in torch's namespace by an import (ember.signal.windows has it)"),

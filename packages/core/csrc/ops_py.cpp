@@ -179,27 +179,29 @@ bool holds_default(const Argument& a, const IValue& v) {
   return plain && to_python(v).equal(to_python(d));
 }
 
-// The dispatch-mode handler (Note [dispatch modes] in ember/dispatch_mode.h): calls
-// ember.utils._python_dispatch._dispatch(op name, args, kwargs), which runs the innermost mode's
-// __torch_dispatch__, and boxes its answer by the schema's return types.
-Stack python_dispatch_handler(const Operator& op, Stack args) {
-  py::gil_scoped_acquire gil;
+// An op's arguments as Python values, laid out as its schema says: positional ones in a tuple,
+// keyword-only ones in a dict. With omit_defaults, arguments at their schema defaults are left
+// out (trailing positional ones and keyword ones), as PyTorch's Python dispatcher strips them.
+std::pair<py::tuple, py::dict> python_arguments(const Operator& op, const Stack& args, bool omit_defaults) {
   const Schema& s = op.schema();
   size_t positional = 0;
   for (const Argument& a : s.arguments) positional += a.kwarg_only ? 0 : 1;
-  size_t given = positional;  // trailing positional arguments at their defaults are left out
-  while (given > 0 && holds_default(s.arguments[given - 1], args[given - 1])) --given;
+  size_t given = positional;
+  while (omit_defaults && given > 0 && holds_default(s.arguments[given - 1], args[given - 1])) --given;
   py::tuple py_args(given);
   for (size_t i = 0; i < given; ++i) py_args[i] = to_python(args[i]);
   py::dict py_kwargs;
   for (size_t i = positional; i < s.arguments.size(); ++i) {
-    if (!holds_default(s.arguments[i], args[i])) py_kwargs[s.arguments[i].name.c_str()] = to_python(args[i]);
+    if (!omit_defaults || !holds_default(s.arguments[i], args[i]))
+      py_kwargs[s.arguments[i].name.c_str()] = to_python(args[i]);
   }
-  // leaked on purpose: released at exit without the GIL, it would crash
-  static py::object* dispatch =
-      new py::object(py::module_::import("ember.utils._python_dispatch").attr("_dispatch"));
-  py::object result = (*dispatch)(op.qualified_name(), py_args, py_kwargs);
-  const std::string where = "[" + op.qualified_name() + "] expected what __torch_dispatch__ returned";
+  return {py_args, py_kwargs};
+}
+
+// What a Python function answered for `op`, boxed by the schema's return types; `where` begins
+// the TypeError for a value of the wrong kind or count.
+Stack python_results(const Operator& op, py::handle result, const std::string& where) {
+  const Schema& s = op.schema();
   Stack out;
   // None for a Tensor result: an output the op was not asked to compute (it comes as None too)
   auto result_value = [&](const ArgType& t, py::handle obj) {
@@ -208,7 +210,10 @@ Stack python_dispatch_handler(const Operator& op, Stack args) {
   };
   if (s.returns.size() == 1) {
     out.push_back(result_value(s.returns[0], result));
-  } else if (!s.returns.empty()) {
+  } else if (s.returns.empty()) {
+    EMBER_CHECK(result.is_none(), TypeError, where, " to be None (the op returns nothing), but got ",
+                type_name(result));
+  } else {
     EMBER_CHECK(py::isinstance<py::tuple>(result) || py::isinstance<py::list>(result), TypeError, where,
                 " to be a tuple of ", s.returns.size(), " values, but got ", type_name(result));
     py::sequence seq = py::reinterpret_borrow<py::sequence>(result);
@@ -216,6 +221,63 @@ Stack python_dispatch_handler(const Operator& op, Stack args) {
                 " values, but got ", seq.size());
     for (size_t i = 0; i < s.returns.size(); ++i) out.push_back(result_value(s.returns[i], seq[i]));
   }
+  return out;
+}
+
+// The dispatch-mode handler (Note [dispatch modes] in ember/dispatch_mode.h): calls
+// ember.utils._python_dispatch._dispatch(op name, args, kwargs), which runs the innermost mode's
+// __torch_dispatch__, and boxes its answer by the schema's return types.
+Stack python_dispatch_handler(const Operator& op, Stack args) {
+  py::gil_scoped_acquire gil;
+  auto [py_args, py_kwargs] = python_arguments(op, args, /*omit_defaults=*/true);
+  // leaked on purpose: released at exit without the GIL, it would crash
+  static py::object* dispatch =
+      new py::object(py::module_::import("ember.utils._python_dispatch").attr("_dispatch"));
+  py::object result = (*dispatch)(op.qualified_name(), py_args, py_kwargs);
+  return python_results(op, result,
+                        "[" + op.qualified_name() + "] expected what __torch_dispatch__ returned");
+}
+
+DispatchKey key_named(const std::string& key) {
+  for (int k = 0; k < kNumDispatchKeys; ++k) {
+    if (key == dispatch_key_name(static_cast<DispatchKey>(k))) return static_cast<DispatchKey>(k);
+  }
+  throw ValueError("[dispatch key] expected CPU, CUDA or Autograd, but got '" + key + "'");
+}
+
+// Registers a Python function as an op's kernel for one key (ember.library). It is called with
+// every argument, laid out by the schema. A backend kernel runs below autograd, as PyTorch runs
+// a backend kernel: the ops it calls record no graph. The function is kept for the life of the
+// process, as the registry keeps every kernel.
+void impl_python(const std::string& qualified_name, const std::string& key_name, py::function fn) {
+  const DispatchKey key = key_named(key_name);
+  const Operator& op = OpRegistry::global().get(qualified_name);
+  auto* held = new py::object(std::move(fn));  // leaked on purpose, as the dispatch handler above
+  const std::string where = "[" + qualified_name + "] expected what its " + key_name + " kernel returned";
+  OpRegistry::global().impl(qualified_name, key, [&op, held, key, where](Stack& stack) {
+    std::optional<dispatch_mode::BelowAutogradGuard> below;
+    if (key != DispatchKey::Autograd) below.emplace();
+    py::gil_scoped_acquire gil;
+    auto [py_args, py_kwargs] = python_arguments(op, stack, /*omit_defaults=*/false);
+    py::object result = (*held)(*py_args, **py_kwargs);
+    stack = python_results(op, result, where);
+  });
+}
+
+// Calls an op's args through the registry below autograd: an autograd kernel written in Python
+// (ember.library.register_autograd) runs the op's backend kernel this way.
+py::object call_below_autograd(const Operator& op, py::args args, py::kwargs kwargs) {
+  Stack stack = bind_arguments(op, args, kwargs);
+  Stack results;
+  {
+    py::gil_scoped_release no_gil;
+    dispatch_mode::BelowAutogradGuard below;
+    results = op.call(std::move(stack));
+  }
+  if (results.empty()) return py::none();
+  if (results.size() == 1) return to_python(results[0]);
+  py::tuple out(results.size());
+  for (size_t i = 0; i < results.size(); ++i) out[i] = to_python(results[i]);
   return out;
 }
 
@@ -230,14 +292,15 @@ void bind_ops(py::module_& m) {
       .def_property_readonly("name", &Operator::qualified_name)
       .def_property_readonly("schema", [](const Operator& op) { return op.schema().str(); })
       .def_property_readonly("defined_in", &Operator::defined_in)
+      .def_property_readonly("argument_names",
+                             [](const Operator& op) {
+                               std::vector<std::string> names;
+                               for (const Argument& a : op.schema().arguments) names.push_back(a.name);
+                               return names;
+                             })
       .def("has_kernel",
-           [](const Operator& op, const std::string& key) {
-             for (int k = 0; k < kNumDispatchKeys; ++k) {
-               if (key == dispatch_key_name(static_cast<DispatchKey>(k)))
-                 return op.has_kernel(static_cast<DispatchKey>(k));
-             }
-             throw ValueError("[has_kernel] expected CPU, CUDA or Autograd, but got '" + key + "'");
-           })
+           [](const Operator& op, const std::string& key) { return op.has_kernel(key_named(key)); })
+      .def("_call_below_autograd", &call_below_autograd)
       .def("__call__",
            [](const Operator& op, py::args args, py::kwargs kwargs) -> py::object {
              Stack stack = bind_arguments(op, args, kwargs);
@@ -257,6 +320,13 @@ void bind_ops(py::module_& m) {
   m.def(
       "_find_op", [](const std::string& name) -> const Operator* { return OpRegistry::global().find(name); },
       py::return_value_policy::reference);
+  m.def(
+      "_define_op",
+      [](const std::string& schema, const std::string& defined_in) -> const Operator* {
+        return &OpRegistry::global().def(schema, defined_in);
+      },
+      py::return_value_policy::reference);
+  m.def("_impl_op", &impl_python, "Registers a Python function as an op's kernel for one dispatch key.");
   m.def("_op_names", [] { return OpRegistry::global().names(); });
   m.def("_op_namespaces", [] { return OpRegistry::global().namespaces(); });
   m.def("_load_library", &load_library, py::call_guard<py::gil_scoped_release>());

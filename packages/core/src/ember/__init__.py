@@ -422,6 +422,7 @@ __all__ += ["sparse_csc", "sparse_bsr", "sparse_bsc", "sparse_csc_tensor", "spar
 # torch.Size, warn-always, the inter-op thread count, type aliases, the comparable version,
 # signal windows and the whole-sequence RNN functions (issue 18, item 1).
 from . import (  # noqa: E402
+    library,  # noqa: F401 - ember.library, as torch.library
     quasirandom,  # noqa: F401 - ember.quasirandom, as torch.quasirandom
     signal,
     torch_version,

@@ -42,6 +42,7 @@ from typing import Any
 
 from .. import _C
 from .._ops import _find
+from ..library import _torch_dispatch_rule
 from ._pytree import tree_leaves
 
 __all__ = ["TorchDispatchMode"]
@@ -152,7 +153,11 @@ def _dispatch(name: str, args: tuple, kwargs: dict) -> Any:
     """Called by the native side, for the op `name` reaching below autograd while a mode is entered."""
     func = _find(name)
     with _pop_mode_temporarily() as mode:
-        result = mode.__torch_dispatch__(func, _tensor_types(args, kwargs), args, kwargs)
+        rule = _torch_dispatch_rule(name, type(mode))  # ember.library.register_torch_dispatch
+        if rule is not None:
+            result = rule(mode, func, _tensor_types(args, kwargs), args, kwargs)
+        else:
+            result = mode.__torch_dispatch__(func, _tensor_types(args, kwargs), args, kwargs)
     if result is NotImplemented:
         raise TypeError(f"Multiple dispatch failed for '{func}': {type(mode).__name__}.__torch_dispatch__ "
                         "returned NotImplemented")
