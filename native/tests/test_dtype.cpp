@@ -5,7 +5,7 @@
 using namespace ember;
 
 EMBER_TEST(names_and_sizes_come_from_one_list) {
-  CHECK_EQ(kNumDTypes, 16);
+  CHECK_EQ(kNumDTypes, 17);
   CHECK_EQ(std::string(dtype_name(DType::BFloat16)), "bfloat16");
   CHECK_EQ(itemsize(DType::Complex128), 16);
   CHECK_EQ(itemsize(DType::Float8_e5m2), 1);
@@ -14,8 +14,19 @@ EMBER_TEST(names_and_sizes_come_from_one_list) {
   CHECK(is_floating_point(DType::BFloat16) && !is_floating_point(DType::Int64));
   CHECK(is_float8(DType::Float8_e5m2fnuz) && is_floating_point(DType::Float8_e4m3fnuz) &&
         !is_float8(DType::Float16));
-  CHECK(is_complex(DType::Complex64) && !is_complex(DType::Float64));
+  CHECK(is_complex(DType::Complex64) && is_complex(DType::Complex32) && !is_complex(DType::Float64));
+  CHECK_EQ(itemsize(DType::Complex32), 4);
+  CHECK_EQ(dtype_from_name("complex32"), DType::Complex32);
   CHECK(is_integral(DType::Bool, true) && !is_integral(DType::Bool, false));
+}
+
+EMBER_TEST(complex_half_rounds_each_part_as_a_half) {
+  const ComplexHalf z(std::complex<double>(1.0 + 1.0 / 2048, 70000.0));
+  CHECK_EQ(z.real().bits, 0x3c00);  // tie -> even
+  CHECK_EQ(z.imag().bits, 0x7c00);  // past the largest half: inf
+  const std::complex<float> back = ComplexHalf(std::complex<float>(-2.5f, 0.5f));
+  CHECK_EQ(back.real(), -2.5f);
+  CHECK_EQ(back.imag(), 0.5f);
 }
 
 EMBER_TEST(half_rounds_to_nearest_even) {

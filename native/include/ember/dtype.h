@@ -26,7 +26,8 @@
   _(Float8_e4m3fn, ::ember::Float8_e4m3fn, "float8_e4m3fn", "")       \
   _(Float8_e5m2, ::ember::Float8_e5m2, "float8_e5m2", "")             \
   _(Float8_e4m3fnuz, ::ember::Float8_e4m3fnuz, "float8_e4m3fnuz", "") \
-  _(Float8_e5m2fnuz, ::ember::Float8_e5m2fnuz, "float8_e5m2fnuz", "")
+  _(Float8_e5m2fnuz, ::ember::Float8_e5m2fnuz, "float8_e5m2fnuz", "") \
+  _(Complex32, ::ember::ComplexHalf, "complex32", "")
 
 namespace ember {
 
@@ -55,7 +56,7 @@ EMBER_API const char* dtype_name(DType d);     // "float32"
 EMBER_API const char* dtype_typestr(DType d);  // NumPy array-interface typestr, "" if none
 EMBER_API int64_t itemsize(DType d);
 EMBER_API bool is_floating_point(DType d);  // float16..float64, bfloat16, float8
-EMBER_API bool is_complex(DType d);
+EMBER_API bool is_complex(DType d);         // complex32, complex64, complex128
 EMBER_API bool is_float8(DType d);  // the four float8 formats: storage and conversions only, no arithmetic
 EMBER_API bool is_integral(DType d, bool include_bool);
 EMBER_API bool is_signed(DType d);

@@ -2,6 +2,7 @@
 // Storage types for the reduced-precision dtypes. Arithmetic happens in float; these only
 // hold bits and convert with round-to-nearest-even, as PyTorch's c10 types do.
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 
@@ -185,6 +186,21 @@ struct Float8_e5m2 {
   Float8_e5m2() = default;
   Float8_e5m2(float f) : bits(detail::float_to_fp8<5, 2, true>(f)) {}  // NOLINT
   operator float() const { return detail::fp8_to_float<5, 2, true>(bits); }
+};
+
+// complex32 (PyTorch's chalf): a real and an imaginary Half. It holds values and converts (each
+// part rounded as a Half is); Ember has no arithmetic on it.
+struct ComplexHalf {
+  using value_type = Half;
+  Half re, im;
+  ComplexHalf() = default;
+  ComplexHalf(Half r, Half i) : re(r), im(i) {}
+  template <typename R>
+  ComplexHalf(std::complex<R> c)  // NOLINT: implicit like c10::complex<c10::Half>
+      : re(static_cast<float>(c.real())), im(static_cast<float>(c.imag())) {}
+  Half real() const { return re; }
+  Half imag() const { return im; }
+  operator std::complex<float>() const { return {float(re), float(im)}; }
 };
 
 struct Float8_e4m3fnuz {

@@ -48,7 +48,7 @@ bool is_float8(DType d) {
          d == DType::Float8_e5m2fnuz;
 }
 bool is_complex(DType d) {
-  return d == DType::Complex64 || d == DType::Complex128;
+  return d == DType::Complex64 || d == DType::Complex128 || d == DType::Complex32;
 }
 bool is_integral(DType d, bool include_bool) {
   switch (d) {

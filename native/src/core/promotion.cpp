@@ -39,9 +39,11 @@ std::atomic<DType> g_default_dtype{DType::Float32};
 
 DType to_complex_dtype(DType d) {
   if (is_complex(d)) return d;
+  if (d == DType::Float16) return DType::Complex32;
   return d == DType::Float64 ? DType::Complex128 : DType::Complex64;
 }
 DType to_real_dtype(DType d) {
+  if (d == DType::Complex32) return DType::Float16;
   if (d == DType::Complex64) return DType::Float32;
   if (d == DType::Complex128) return DType::Float64;
   return d;
@@ -57,12 +59,12 @@ DType promote_types(DType a, DType b) {
   if (ca == Category::Bool) return b;
   if (cb == Category::Bool) return a;
   if (ca == Category::Complex || cb == Category::Complex) {
-    // complex64 with float64 (or complex128) -> complex128; with anything narrower -> complex64
+    // the complex dtype of the promoted real parts: complex64 with float64 -> complex128,
+    // complex32 with float32 or bfloat16 -> complex64, complex32 with an integer -> complex32
     const DType ra = to_real_dtype(a);
     const DType rb = to_real_dtype(b);
-    const bool wide =
-        (is_floating_point(ra) && ra == DType::Float64) || (is_floating_point(rb) && rb == DType::Float64);
-    return wide ? DType::Complex128 : DType::Complex64;
+    const bool fa = is_floating_point(ra), fb = is_floating_point(rb);
+    return to_complex_dtype(fa && fb ? promote_floats(ra, rb) : (fa ? ra : rb));
   }
   if (ca == Category::Floating && cb == Category::Floating) return promote_floats(a, b);
   if (ca == Category::Floating) return a;

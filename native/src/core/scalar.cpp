@@ -81,6 +81,7 @@ const char* c_type_name(DType d) {
     case DType::Float32: return "float";
     case DType::Float64: return "double";
     case DType::Complex64: return "c10::complex<float>";
+    case DType::Complex32: return "c10::complex<c10::Half>";
     case DType::Float8_e4m3fn: return "c10::Float8_e4m3fn";
     case DType::Float8_e5m2: return "c10::Float8_e5m2";
     case DType::Float8_e4m3fnuz: return "c10::Float8_e4m3fnuz";
@@ -104,6 +105,10 @@ void check_scalar_fits(const Scalar& value, DType dtype, const char* op) {
       case DType::Int64: over = int_overflows<int64_t>(value); break;
       case DType::Float16: over = float_overflows(value.to_double(), 65504.0); break;
       case DType::Float32: over = float_overflows(value.to_double(), FLT_MAX); break;
+      case DType::Complex32:
+        over = float_overflows(value.to_complex().real(), 65504.0) ||
+               float_overflows(value.to_complex().imag(), 65504.0);
+        break;
       case DType::Complex64:
         over = float_overflows(value.to_complex().real(), FLT_MAX) ||
                float_overflows(value.to_complex().imag(), FLT_MAX);

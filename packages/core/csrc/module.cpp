@@ -199,13 +199,13 @@ PYBIND11_MODULE(_C, m) {
               case DType::Float64:
               case DType::Complex128: return dtype_object(DType::Complex128);
               case DType::Float16:
-                throw NotImplementedError(
-                    "[to_complex] float16's complex dtype is complex32, which Ember does not have");
+              case DType::Complex32: return dtype_object(DType::Complex32);
               default: throw Error(std::string("Unknown Complex ScalarType for ") + dtype_name(d));
             }
           })
       .def("to_real",  // the real dtype of a complex one; a real dtype is its own
            [](DType d) {
+             if (d == DType::Complex32) return dtype_object(DType::Float16);
              if (d == DType::Complex64) return dtype_object(DType::Float32);
              if (d == DType::Complex128) return dtype_object(DType::Float64);
              return dtype_object(d);

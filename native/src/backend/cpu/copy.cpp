@@ -18,6 +18,8 @@ template <typename T>
 struct is_complex_t : std::false_type {};
 template <typename T>
 struct is_complex_t<std::complex<T>> : std::true_type {};
+template <>
+struct is_complex_t<ComplexHalf> : std::true_type {};
 
 template <typename T>
 constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||

@@ -31,7 +31,7 @@ void generate(const Tensor& out, F f) {
 }
 
 void fill_kernel(const Tensor& out, const Scalar& value) {
-  visit<kAll | kFloat8>(out.dtype(), "fill_", [&](auto tag) {
+  visit<kAll | kFloat8 | kComplexHalf>(out.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = from_scalar<T>(value);
     StridedLoop<1>({out}).run([v](char** p, const int64_t* s, int64_t n) {

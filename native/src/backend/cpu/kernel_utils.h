@@ -41,6 +41,8 @@ template <typename T>
 struct is_complex : std::false_type {};
 template <typename T>
 struct is_complex<std::complex<T>> : std::true_type {};
+template <>
+struct is_complex<ComplexHalf> : std::true_type {};
 template <typename T>
 constexpr bool is_complex_v = is_complex<T>::value;
 
@@ -101,7 +103,16 @@ struct Tag {
 
 // Calls f(Tag<T>{}) for the C++ type of `d` among the listed groups; TypeError otherwise.
 // kFloat8: the float8 formats, which hold values but have no arithmetic (fill and copy only).
-enum Groups : unsigned { kBool = 1, kInts = 2, kFloats = 4, kComplex = 8, kReduced = 16, kFloat8 = 32 };
+// kComplexHalf: complex32, which likewise holds values without arithmetic.
+enum Groups : unsigned {
+  kBool = 1,
+  kInts = 2,
+  kFloats = 4,
+  kComplex = 8,
+  kReduced = 16,
+  kFloat8 = 32,
+  kComplexHalf = 64
+};
 
 template <unsigned groups, typename F>
 void visit(DType d, const char* op, F&& f) {
@@ -153,6 +164,9 @@ void visit(DType d, const char* op, F&& f) {
       break;
     case DType::Float8_e5m2fnuz:
       if constexpr (groups & kFloat8) return f(Tag<Float8_e5m2fnuz>{});
+      break;
+    case DType::Complex32:
+      if constexpr (groups & kComplexHalf) return f(Tag<ComplexHalf>{});
       break;
     default: break;
   }

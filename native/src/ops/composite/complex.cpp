@@ -37,8 +37,10 @@ Tensor view_as_real(const Tensor& self) {
 
 Tensor view_as_complex(const Tensor& self) {
   EMBER_CHECK(
-      self.dtype() == DType::Float32 || self.dtype() == DType::Float64, Error,
-      "[view_as_complex] view_as_complex is only supported for float and double tensors, but got a tensor "
+      self.dtype() == DType::Float32 || self.dtype() == DType::Float64 || self.dtype() == DType::Float16,
+      Error,
+      "[view_as_complex] view_as_complex is only supported for half, float and double tensors, but got a "
+      "tensor "
       "of scalar type: ",
       dtype_name(self.dtype()));
   EMBER_CHECK(self.dim() > 0 && self.sizes().back() == 2, Error,

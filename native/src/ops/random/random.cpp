@@ -183,8 +183,7 @@ Tensor randn(const IntList& size, const std::shared_ptr<Generator>& generator, s
     // so |z|^2 has mean 1 and the stream matches a real draw of twice the elements.
     IntList real_size = size;
     real_size.push_back(2);
-    Tensor out =
-        allocate("randn", real_size, d == DType::Complex64 ? DType::Float32 : DType::Float64, device);
+    Tensor out = allocate("randn", real_size, to_real_dtype(d), device);
     draw(normal_kind(out.numel()), out, generator, 0.0, std::sqrt(0.5));
     return view_as_complex(out);
   }

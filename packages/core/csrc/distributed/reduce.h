@@ -29,6 +29,10 @@ struct Acc {
   using type = std::conditional_t<kNarrowFloat<T>, float, T>;
 };
 template <>
+struct Acc<ComplexHalf> {
+  using type = std::complex<float>;
+};
+template <>
 struct Acc<int8_t> {
   using type = uint8_t;
 };

@@ -35,6 +35,7 @@ from ._C import (  # noqa: E402
     Tensor,
     bfloat16,
     bool,  # noqa: A004 - ember.bool, as torch.bool
+    complex32,
     complex64,
     complex128,
     device,
@@ -280,6 +281,7 @@ _threads_from_environment()
 half = float16
 float = float32  # noqa: A001
 double = float64
+chalf = complex32
 cfloat = complex64
 cdouble = complex128
 short = int16
@@ -339,7 +341,7 @@ __all__ = [
     *_GENERATED_OPS, *_names.alias_table(), *_names.NAMES, *_composites_py.NAMES,
     *_legacy.TYPED, *_surface.namespace(), *_surface_more.namespace(), *_surface_legacy.namespace(),
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-    "float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "float64", "complex32", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
 ]
 
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism

@@ -32,7 +32,7 @@ class finfo:  # noqa: N801 - PyTorch's name
         bits, eps, largest, tiny, resolution = _FLOAT_LIMITS[dtype]
         for name, value in [("bits", bits), ("eps", eps), ("max", largest), ("min", -largest), ("tiny", tiny),
                             ("smallest_normal", tiny), ("resolution", resolution),
-                            ("dtype", repr(dtype).removeprefix("ember."))]:
+                            ("dtype", repr(dtype.to_real()).removeprefix("ember."))]:  # complex: its parts
             object.__setattr__(self, name, value)
 
 
@@ -64,6 +64,7 @@ _FLOAT_LIMITS = {
     _C.bfloat16: (16, 2.0**-7, 3.3895313892515355e38, 2.0**-126, 0.01),
     _C.float32: (32, 2.0**-23, 3.4028234663852886e38, 2.0**-126, 1e-06),
     _C.float64: (64, 2.0**-52, 1.7976931348623157e308, 2.0**-1022, 1e-15),
+    _C.complex32: (16, 2.0**-10, 65504.0, 2.0**-14, 0.001),
     _C.complex64: (32, 2.0**-23, 3.4028234663852886e38, 2.0**-126, 1e-06),
     _C.complex128: (64, 2.0**-52, 1.7976931348623157e308, 2.0**-1022, 1e-15),
     _C.float8_e4m3fn: (8, 0.125, 448.0, 2.0**-6, 1.0),

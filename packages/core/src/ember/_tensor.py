@@ -129,6 +129,8 @@ def _as_numpy_for_print(t: _C.Tensor) -> np.ndarray:
     t = _C.detach(t)
     if t.dtype in (_C.bfloat16, _C.float8_e4m3fn, _C.float8_e5m2, _C.float8_e4m3fnuz, _C.float8_e5m2fnuz):
         return _C.to_dtype(t, _C.float32, False).numpy()
+    if t.dtype == _C.complex32:  # NumPy has no complex of two halves
+        return _C.to_dtype(t, _C.complex64, False).numpy()
     return t.numpy()
 
 
@@ -560,7 +562,7 @@ def tensor_methods() -> dict[str, object]:
     methods["is_cpu"] = property(lambda self: self.device.type == "cpu")
     for _name, _dt in [("float", _C.float32), ("double", _C.float64), ("half", _C.float16),
                        ("bfloat16", _C.bfloat16), ("int", _C.int32), ("long", _C.int64), ("short", _C.int16),
-                       ("bool", _C.bool), ("byte", _C.uint8), ("char", _C.int8), ("cfloat", _C.complex64),
+                       ("bool", _C.bool), ("byte", _C.uint8), ("char", _C.int8), ("chalf", _C.complex32), ("cfloat", _C.complex64),
                        ("cdouble", _C.complex128)]:
         methods[_name] = lambda self, _dt=_dt: _C.to_dtype(self, _dt, False)
     methods["type_as"] = lambda self, other: _C.to_dtype(self, other.dtype, False)

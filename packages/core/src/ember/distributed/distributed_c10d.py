@@ -617,6 +617,8 @@ def _divide(buf: ember.Tensor, n: int) -> None:
     if buf.dtype in (ember.float8_e4m3fn, ember.float8_e5m2, ember.float8_e4m3fnuz, ember.float8_e5m2fnuz):
         # no float8 arithmetic: divide in float32
         buf.copy_((buf.to(ember.float32) / n).to(buf.dtype))
+    elif buf.dtype == ember.complex32:  # nor complex32 arithmetic: divide in complex64
+        buf.copy_((buf.to(ember.complex64) / n).to(buf.dtype))
     else:
         buf.div_(n)
 

@@ -39,7 +39,7 @@ def _norm_mode(norm, forward: bool) -> int:
 # dtypes a CPU transform rejects, by PyTorch's (c10) names
 _UNSUPPORTED = {_C.float16: "Half", _C.bfloat16: "BFloat16", _C.float8_e4m3fn: "Float8_e4m3fn",
                 _C.float8_e5m2: "Float8_e5m2", _C.float8_e4m3fnuz: "Float8_e4m3fnuz",
-                _C.float8_e5m2fnuz: "Float8_e5m2fnuz"}
+                _C.float8_e5m2fnuz: "Float8_e5m2fnuz", _C.complex32: "Half"}
 
 
 def _float_input(x, fname: str):
