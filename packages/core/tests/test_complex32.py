@@ -118,11 +118,76 @@ def test_item_print_randn_and_checkpoints():
     assert loaded.dtype == ember.complex32 and loaded.item() == 1.5 + 2j
 
 
-def test_arithmetic_raises_a_clear_error():
+def chalf_of(z: np.ndarray) -> ember.Tensor:
+    return ember.from_numpy(np.array(z, dtype=np.complex64, copy=True)).chalf()
+
+
+def operands(case: str):
+    """Two complex32 operands (already exact halves) and their float64 values."""
+    rng = np.random.default_rng(1)
+    a = halves(rng.standard_normal((3, 4)) * 8 + 1j * rng.standard_normal((3, 4)))
+    b = halves(rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4)) * 8)
+    if case == "contiguous":
+        return chalf_of(a), chalf_of(b), a, b
+    if case == "non-contiguous":
+        return chalf_of(a.T.copy()).t(), chalf_of(b), a, b
+    if case == "broadcast":
+        return chalf_of(a), chalf_of(b[0]), a, b[0]
+    if case == "zero-size":
+        return chalf_of(a[:0]), chalf_of(b[:0]), a[:0], b[:0]
+    return chalf_of(a[1, 2]), chalf_of(b[2, 1]), a[1, 2], b[2, 1]  # 0-dim
+
+
+CASES = ["contiguous", "non-contiguous", "broadcast", "zero-size", "0-dim"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_add_sub_mul_compute_in_complex64_and_round_to_halves(case):
+    x, y, a, b = operands(case)
+    # with alpha, alpha * y is rounded to complex32 before the sum, as PyTorch does
+    for got, want in [(x + y, a + b), (x - y, a - b), (ember.add(x, y, alpha=3), a + halves(3 * b)), (-x, -a)]:
+        assert got.dtype == ember.complex32
+        # sums of two halves are exact in float32, so only the final rounding to half is left
+        np.testing.assert_array_equal(got.to(ember.complex128).numpy(), halves(want))
+    prod = x * y
+    assert prod.dtype == ember.complex32
+    np.testing.assert_allclose(prod.to(ember.complex128).numpy(), halves(a * b), rtol=2.0**-10, atol=2.0**-24)
+    np.testing.assert_array_equal((x == y).numpy(), a == b)
+    np.testing.assert_array_equal((x != x).numpy(), np.zeros(np.shape(a), dtype=bool))
+    mag = x.abs()
+    assert mag.dtype == ember.float16
+    np.testing.assert_allclose(mag.to(ember.float64).numpy(), np.abs(a), rtol=2.0**-10)
+
+
+def test_scalars_promotion_and_moving_values():
+    c = chalf_of(np.array([1 + 2j, 3 - 4j]))
+    np.testing.assert_array_equal((c * 2).to(ember.complex64).numpy(), [2 + 4j, 6 - 8j])
+    assert (c + 1j).dtype == ember.complex32
+    wide = c + ember.ones(2)
+    assert wide.dtype == ember.complex64
+    np.testing.assert_array_equal(wide.numpy(), [2 + 2j, 4 - 4j])
+    keep = ember.tensor([True, False])
+    np.testing.assert_array_equal(ember.where(keep, c, -c).to(ember.complex64).numpy(), [1 + 2j, -3 + 4j])
+    np.testing.assert_array_equal(c[ember.tensor([1, 0])].to(ember.complex64).numpy(), [3 - 4j, 1 + 2j])
+    np.testing.assert_array_equal(c.gather(0, ember.tensor([1, 1])).to(ember.complex64).numpy(), [3 - 4j, 3 - 4j])
+    d = c.clone()
+    d[ember.tensor([0])] = chalf_of(np.array([5j]))
+    np.testing.assert_array_equal(d.to(ember.complex64).numpy(), [5j, 3 - 4j])
+    np.testing.assert_array_equal(c.masked_fill(keep, 0).to(ember.complex64).numpy(), [0, 3 - 4j])
+    z = chalf_of(np.array([np.nan + 1j, np.inf, 1]))
+    np.testing.assert_array_equal(z.isnan().numpy(), [True, False, False])
+    np.testing.assert_array_equal(z.isfinite().numpy(), [False, False, True])
+    with pytest.raises(RuntimeError, match="index 5 is out of bounds"):
+        c.gather(0, ember.tensor([5]))
+
+
+def test_arithmetic_without_a_complex32_kernel_raises_a_clear_error():
     c = ember.ones(2, dtype=ember.chalf)
     with pytest.raises(NotImplementedError, match="complex32"):
-        c + c
+        c / c
     with pytest.raises(NotImplementedError, match="complex32"):
         c.sum()
+    with pytest.raises(NotImplementedError, match="complex32"):
+        c.exp()
     with pytest.raises(TypeError):
         c.numpy()

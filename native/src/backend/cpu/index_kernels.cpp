@@ -48,7 +48,7 @@ void index_kernel(IndexOp op, const Tensor& out, const Tensor& self, int64_t dim
                 " is out of bounds for dimension ", dim, " with size ", size);
     return i;
   };
-  visit<kAll>(out.dtype(), "gather", [&](auto tag) {
+  visit<kAll | kComplexHalf>(out.dtype(), "gather", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = out.data<T>();
     if (op == IndexOp::Gather) {
@@ -93,7 +93,7 @@ void advanced_index_kernel(AdvancedIndexMode mode, const Tensor& dst, const Tens
   // The common layout: the untouched dims are one contiguous run on both sides.
   bool dense = true;
   for (int64_t r = 0; r < nr && dense; ++r) dense = dr[r] == r && sr[r] == r;
-  visit<kAll>(dst.dtype(), "index", [&](auto tag) {
+  visit<kAll | kComplexHalf>(dst.dtype(), "index", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* d = dst.data<T>();
     const T* s = src.data<T>();

@@ -59,9 +59,11 @@ T conj_value(T v) {
 template <typename T>
 constexpr bool is_reduced_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
-// The type arithmetic happens in: float for the 16-bit floats, the type itself otherwise.
+// The type arithmetic happens in: float for the 16-bit floats, complex<float> for complex32 (as
+// PyTorch computes it), the type itself otherwise.
 template <typename T>
-using acc_t = std::conditional_t<is_reduced_v<T>, float, T>;
+using acc_t = std::conditional_t<is_reduced_v<T>, float,
+                                 std::conditional_t<std::is_same_v<T, ComplexHalf>, std::complex<float>, T>>;
 
 // Note [integer wraparound]: signed overflow is undefined in C++, but PyTorch's (and NumPy's)
 // integer arithmetic wraps. Integer kernels add, subtract, multiply and negate through the
