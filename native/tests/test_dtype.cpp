@@ -5,7 +5,7 @@
 using namespace ember;
 
 EMBER_TEST(names_and_sizes_come_from_one_list) {
-  CHECK_EQ(kNumDTypes, 17);
+  CHECK_EQ(kNumDTypes, 22);
   CHECK_EQ(std::string(dtype_name(DType::BFloat16)), "bfloat16");
   CHECK_EQ(itemsize(DType::Complex128), 16);
   CHECK_EQ(itemsize(DType::Float8_e5m2), 1);
@@ -17,6 +17,7 @@ EMBER_TEST(names_and_sizes_come_from_one_list) {
   CHECK(is_complex(DType::Complex64) && is_complex(DType::Complex32) && !is_complex(DType::Float64));
   CHECK_EQ(itemsize(DType::Complex32), 4);
   CHECK_EQ(dtype_from_name("complex32"), DType::Complex32);
+  CHECK(is_bits(DType::Bits4x2) && !is_bits(DType::UInt8) && itemsize(DType::Bits16) == 2);
   CHECK(is_integral(DType::Bool, true) && !is_integral(DType::Bool, false));
 }
 

@@ -27,7 +27,12 @@
   _(Float8_e5m2, ::ember::Float8_e5m2, "float8_e5m2", "")             \
   _(Float8_e4m3fnuz, ::ember::Float8_e4m3fnuz, "float8_e4m3fnuz", "") \
   _(Float8_e5m2fnuz, ::ember::Float8_e5m2fnuz, "float8_e5m2fnuz", "") \
-  _(Complex32, ::ember::ComplexHalf, "complex32", "")
+  _(Complex32, ::ember::ComplexHalf, "complex32", "")                 \
+  _(Bits8, ::ember::Bits8, "bits8", "")                               \
+  _(Bits16, ::ember::Bits16, "bits16", "")                            \
+  _(Bits1x8, ::ember::Bits1x8, "bits1x8", "")                         \
+  _(Bits2x4, ::ember::Bits2x4, "bits2x4", "")                         \
+  _(Bits4x2, ::ember::Bits4x2, "bits4x2", "")
 
 namespace ember {
 
@@ -57,7 +62,10 @@ EMBER_API const char* dtype_typestr(DType d);  // NumPy array-interface typestr,
 EMBER_API int64_t itemsize(DType d);
 EMBER_API bool is_floating_point(DType d);  // float16..float64, bfloat16, float8
 EMBER_API bool is_complex(DType d);         // complex32, complex64, complex128
-EMBER_API bool is_float8(DType d);  // the four float8 formats: storage and conversions only, no arithmetic
+EMBER_API bool is_float8(DType d);
+EMBER_API bool is_bits(
+    DType d);  // bits8, bits16, bits1x8, bits2x4, bits4x2: storage, views and same-dtype copies  // the four
+               // float8 formats: storage and conversions only, no arithmetic
 EMBER_API bool is_integral(DType d, bool include_bool);
 EMBER_API bool is_signed(DType d);
 EMBER_API DType dtype_from_name(const std::string& name);  // ValueError if unknown

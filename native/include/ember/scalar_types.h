@@ -203,6 +203,24 @@ struct ComplexHalf {
   operator std::complex<float>() const { return {float(re), float(im)}; }
 };
 
+// The bits dtypes (bits8, bits16, bits1x8, bits2x4, bits4x2): opaque bit patterns for kernels
+// that define their own meaning (packed sub-byte values). They are stored, viewed, copied to the
+// same dtype and zero-filled, and nothing else, as in PyTorch.
+#define EMBER_BITS_TYPE(Name, U) \
+  struct Name {                  \
+    U bits = 0;                  \
+  };
+EMBER_BITS_TYPE(Bits8, uint8_t)
+EMBER_BITS_TYPE(Bits16, uint16_t)
+EMBER_BITS_TYPE(Bits1x8, uint8_t)
+EMBER_BITS_TYPE(Bits2x4, uint8_t)
+EMBER_BITS_TYPE(Bits4x2, uint8_t)
+#undef EMBER_BITS_TYPE
+template <typename T>
+constexpr bool is_bits_v =
+    std::is_same_v<T, Bits8> || std::is_same_v<T, Bits16> || std::is_same_v<T, Bits1x8> ||
+    std::is_same_v<T, Bits2x4> || std::is_same_v<T, Bits4x2>;
+
 struct Float8_e4m3fnuz {
   uint8_t bits = 0;
   Float8_e4m3fnuz() = default;

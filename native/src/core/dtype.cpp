@@ -47,6 +47,10 @@ bool is_float8(DType d) {
   return d == DType::Float8_e4m3fn || d == DType::Float8_e5m2 || d == DType::Float8_e4m3fnuz ||
          d == DType::Float8_e5m2fnuz;
 }
+bool is_bits(DType d) {
+  return d == DType::Bits8 || d == DType::Bits16 || d == DType::Bits1x8 || d == DType::Bits2x4 ||
+         d == DType::Bits4x2;
+}
 bool is_complex(DType d) {
   return d == DType::Complex64 || d == DType::Complex128 || d == DType::Complex32;
 }

@@ -54,6 +54,9 @@ DType promote_types(DType a, DType b) {
   EMBER_CHECK(!is_float8(a) && !is_float8(b), TypeError,
               "[promote_types] Promotion for Float8 Types is not supported, attempted to promote ",
               dtype_name(a), " and ", dtype_name(b));
+  EMBER_CHECK(!is_bits(a) && !is_bits(b), TypeError,
+              "[promote_types] Promotion for bits types is not supported, ", "attempted to promote ",
+              dtype_name(a), " and ", dtype_name(b));
   const Category ca = category(a);
   const Category cb = category(b);
   if (ca == Category::Bool) return b;

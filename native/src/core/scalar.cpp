@@ -82,6 +82,11 @@ const char* c_type_name(DType d) {
     case DType::Float64: return "double";
     case DType::Complex64: return "c10::complex<float>";
     case DType::Complex32: return "c10::complex<c10::Half>";
+    case DType::Bits8: return "c10::bits8";
+    case DType::Bits16: return "c10::bits16";
+    case DType::Bits1x8: return "c10::bits1x8";
+    case DType::Bits2x4: return "c10::bits2x4";
+    case DType::Bits4x2: return "c10::bits4x2";
     case DType::Float8_e4m3fn: return "c10::Float8_e4m3fn";
     case DType::Float8_e5m2: return "c10::Float8_e5m2";
     case DType::Float8_e4m3fnuz: return "c10::Float8_e4m3fnuz";

@@ -174,7 +174,11 @@ PYBIND11_MODULE(_C, m) {
   py::class_<DType>(m, "dtype")
       .def_property_readonly("is_floating_point", [](DType d) { return is_floating_point(d); })
       .def_property_readonly("is_complex", [](DType d) { return is_complex(d); })
-      .def_property_readonly("is_signed", [](DType d) { return is_signed(d); })
+      .def_property_readonly("is_signed",
+                             [](DType d) {
+                               EMBER_CHECK(!is_bits(d), Error, "[is_signed] Bits types are undefined");
+                               return is_signed(d);
+                             })
       .def_property_readonly("itemsize", [](DType d) { return itemsize(d); })
       .def_property_readonly(
           "abbr",  // PyTorch's short names: f32, bf16, c64, i64, u8, b8, f8e5m2

@@ -49,7 +49,13 @@ To float_to_int(F v) {
 
 template <typename To, typename From>
 To cast_value(From v) {
-  if constexpr (is_complex_t<From>::value && !is_complex_t<To>::value) {
+  if constexpr (is_bits_v<To> || is_bits_v<From>) {  // only between equal dtypes (copy_same_shape)
+    if constexpr (std::is_same_v<To, From>) {
+      return v;
+    } else {
+      return To{};
+    }
+  } else if constexpr (is_complex_t<From>::value && !is_complex_t<To>::value) {
     return cast_value<To>(v.real());
   } else if constexpr (is_complex_t<To>::value) {
     using R = typename To::value_type;
@@ -188,6 +194,10 @@ void copy_same_shape(const Tensor& dst, const Tensor& src) {
   EMBER_CHECK(dst.device().type == DeviceType::CPU && src.device().type == DeviceType::CPU,
               NotImplementedError, "[copy] not implemented for ", dst.device().str(), " <- ",
               src.device().str());
+  EMBER_CHECK(dst.dtype() == src.dtype() || !(is_bits(dst.dtype()) || is_bits(src.dtype())),
+              NotImplementedError, "[copy_] not implemented for ",
+              dtype_name(is_bits(dst.dtype()) ? dst.dtype() : src.dtype()),
+              ": a bits dtype is copied only to the same dtype (view it as an integer dtype to convert)");
   dst.bump_version();
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
     if (dst.nbytes() > 0) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());

@@ -7,7 +7,9 @@ namespace {
 
 template <typename T>
 T from_scalar(const Scalar& s) {
-  if constexpr (is_complex_v<T>) {
+  if constexpr (is_bits_v<T>) {  // fill_kernel lets only zero through
+    return T{};
+  } else if constexpr (is_complex_v<T>) {
     return T(s.to_complex());
   } else if constexpr (std::is_same_v<T, bool>) {
     return s.to_bool();
@@ -31,7 +33,10 @@ void generate(const Tensor& out, F f) {
 }
 
 void fill_kernel(const Tensor& out, const Scalar& value) {
-  visit<kAll | kFloat8 | kComplexHalf>(out.dtype(), "fill_", [&](auto tag) {
+  // no number has a bits pattern but zero (ember.zeros of a bits dtype)
+  EMBER_CHECK(!is_bits(out.dtype()) || (!value.is_complex() && value.to_double() == 0.0), NotImplementedError,
+              "[fill_] not implemented for ", dtype_name(out.dtype()), " with a value other than zero");
+  visit<kAll | kFloat8 | kComplexHalf | kBits>(out.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = from_scalar<T>(value);
     StridedLoop<1>({out}).run([v](char** p, const int64_t* s, int64_t n) {

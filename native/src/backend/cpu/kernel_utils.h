@@ -113,7 +113,8 @@ enum Groups : unsigned {
   kComplex = 8,
   kReduced = 16,
   kFloat8 = 32,
-  kComplexHalf = 64
+  kComplexHalf = 64,
+  kBits = 128  // the bits dtypes: zero-filled and copied only
 };
 
 template <unsigned groups, typename F>
@@ -169,6 +170,21 @@ void visit(DType d, const char* op, F&& f) {
       break;
     case DType::Complex32:
       if constexpr (groups & kComplexHalf) return f(Tag<ComplexHalf>{});
+      break;
+    case DType::Bits8:
+      if constexpr (groups & kBits) return f(Tag<Bits8>{});
+      break;
+    case DType::Bits16:
+      if constexpr (groups & kBits) return f(Tag<Bits16>{});
+      break;
+    case DType::Bits1x8:
+      if constexpr (groups & kBits) return f(Tag<Bits1x8>{});
+      break;
+    case DType::Bits2x4:
+      if constexpr (groups & kBits) return f(Tag<Bits2x4>{});
+      break;
+    case DType::Bits4x2:
+      if constexpr (groups & kBits) return f(Tag<Bits4x2>{});
       break;
     default: break;
   }

@@ -34,6 +34,11 @@ from . import (  # noqa: E402, F401 - func: ember.func, as torch.func
 from ._C import (  # noqa: E402
     Tensor,
     bfloat16,
+    bits1x8,
+    bits2x4,
+    bits4x2,
+    bits8,
+    bits16,
     bool,  # noqa: A004 - ember.bool, as torch.bool
     complex32,
     complex64,
@@ -342,6 +347,7 @@ __all__ = [
     *_legacy.TYPED, *_surface.namespace(), *_surface_more.namespace(), *_surface_legacy.namespace(),
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex32", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2",
 ]
 
 # Device namespaces that answer truthfully on a CPU-only build, the eager ember.compile, determinism

@@ -85,9 +85,9 @@ _STORAGE_CLASSES = {
 }
 _DTYPES = {dtype_name(d): d for d in _C._all_dtypes}
 # PyTorch dtypes Ember lacks: named in the error rather than reported as unknown globals.
-_TORCH_ONLY_DTYPES = ("uint16", "uint32", "uint64", "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
-                      "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16", "int1", "int2", "int3", "int4",
-                      "int5", "int6", "int7", "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7")
+_TORCH_ONLY_DTYPES = ("uint16", "uint32", "uint64", "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32",
+                      "quint4x2", "quint2x4", "int1", "int2", "int3", "int4", "int5", "int6", "int7", "uint1", "uint2",
+                      "uint3", "uint4", "uint5", "uint6", "uint7")
 
 
 def _parameter_class() -> type:
@@ -149,7 +149,7 @@ class _Storage:
         if flat.device.type != "cpu":
             flat = flat.to("cpu")
         if dtype_name(self.dtype) in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-                                      "complex32"):
+                                      "complex32", "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2"):
             return _C._to_bytes(flat)
         return memoryview(flat.numpy()).cast("B")
 

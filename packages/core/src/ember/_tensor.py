@@ -129,6 +129,9 @@ def _as_numpy_for_print(t: _C.Tensor) -> np.ndarray:
     t = _C.detach(t)
     if t.dtype in (_C.bfloat16, _C.float8_e4m3fn, _C.float8_e5m2, _C.float8_e4m3fnuz, _C.float8_e5m2fnuz):
         return _C.to_dtype(t, _C.float32, False).numpy()
+    if t.dtype in (_C.bits8, _C.bits16, _C.bits1x8, _C.bits2x4, _C.bits4x2):
+        raise NotImplementedError(f"printing or reading a {t.dtype} tensor is not supported: its bits have no "
+                                  "value; view it as an integer dtype (x.view(ember.uint8) or ember.int16)")
     if t.dtype == _C.complex32:  # NumPy has no complex of two halves
         return _C.to_dtype(t, _C.complex64, False).numpy()
     return t.numpy()
