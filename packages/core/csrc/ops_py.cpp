@@ -254,24 +254,30 @@ void impl_python(const std::string& qualified_name, const std::string& key_name,
   const Operator& op = OpRegistry::global().get(qualified_name);
   auto* held = new py::object(std::move(fn));  // leaked on purpose, as the dispatch handler above
   const std::string where = "[" + qualified_name + "] expected what its " + key_name + " kernel returned";
-  OpRegistry::global().impl(qualified_name, key, [&op, held, key, where](Stack& stack) {
-    std::optional<dispatch_mode::BelowAutogradGuard> below;
-    if (key != DispatchKey::Autograd) below.emplace();
-    py::gil_scoped_acquire gil;
-    auto [py_args, py_kwargs] = python_arguments(op, stack, /*omit_defaults=*/false);
-    py::object result = (*held)(*py_args, **py_kwargs);
-    stack = python_results(op, result, where);
-  });
+  try {
+    OpRegistry::global().impl(qualified_name, key, [&op, held, key, where](Stack& stack) {
+      std::optional<dispatch_mode::BelowAutogradGuard> below;
+      if (key != DispatchKey::Autograd) below.emplace();
+      py::gil_scoped_acquire gil;
+      auto [py_args, py_kwargs] = python_arguments(op, stack, /*omit_defaults=*/false);
+      py::object result = (*held)(*py_args, **py_kwargs);
+      stack = python_results(op, result, where);
+    });
+  } catch (...) {  // not registered (that key has a kernel already): nothing keeps the function
+    delete held;
+    throw;
+  }
 }
 
-// Calls an op's args through the registry below autograd: an autograd kernel written in Python
-// (ember.library.register_autograd) runs the op's backend kernel this way.
-py::object call_below_autograd(const Operator& op, py::args args, py::kwargs kwargs) {
+// Calls an op from Python: None, its one result, or a tuple of its results. below_autograd: as
+// an autograd kernel written in Python (ember.library.register_autograd) runs the op's backend.
+py::object call_op(const Operator& op, py::args args, py::kwargs kwargs, bool below_autograd) {
   Stack stack = bind_arguments(op, args, kwargs);
   Stack results;
   {
-    py::gil_scoped_release no_gil;
-    dispatch_mode::BelowAutogradGuard below;
+    py::gil_scoped_release no_gil;  // kernels written in C++ never touch Python objects
+    std::optional<dispatch_mode::BelowAutogradGuard> below;
+    if (below_autograd) below.emplace();
     results = op.call(std::move(stack));
   }
   if (results.empty()) return py::none();
@@ -300,21 +306,10 @@ void bind_ops(py::module_& m) {
                              })
       .def("has_kernel",
            [](const Operator& op, const std::string& key) { return op.has_kernel(key_named(key)); })
-      .def("_call_below_autograd", &call_below_autograd)
-      .def("__call__",
-           [](const Operator& op, py::args args, py::kwargs kwargs) -> py::object {
-             Stack stack = bind_arguments(op, args, kwargs);
-             Stack results;
-             {
-               py::gil_scoped_release no_gil;  // kernels never touch Python objects
-               results = op.call(std::move(stack));
-             }
-             if (results.empty()) return py::none();
-             if (results.size() == 1) return to_python(results[0]);
-             py::tuple out(results.size());
-             for (size_t i = 0; i < results.size(); ++i) out[i] = to_python(results[i]);
-             return out;
-           })
+      .def("_call_below_autograd", [](const Operator& op, py::args args,
+                                      py::kwargs kwargs) { return call_op(op, args, kwargs, true); })
+      .def("__call__", [](const Operator& op, py::args args,
+                          py::kwargs kwargs) { return call_op(op, args, kwargs, false); })
       .def("__repr__", [](const Operator& op) { return "<ember op " + op.schema().str() + ">"; });
 
   m.def(

@@ -294,6 +294,8 @@ def test_library_define_and_impl_per_key():
     assert op.has_kernel("CPU") and not op.has_kernel("Autograd")
     with pytest.raises(ValueError, match="already"):
         lib.impl("scale", lambda x, a: x, "CPU")
+    with pytest.raises(ValueError, match="already"):  # an overload name reaches the same op
+        lib.impl(f"{ns}::scale.default", lambda x, a: x, "CPU")
     with pytest.raises(RuntimeError, match="Only a single DEF library"):
         Library(ns, "DEF")
     frag = Library(ns, "FRAGMENT")

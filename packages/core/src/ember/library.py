@@ -370,7 +370,8 @@ class Library:
         name = op_name.name if isinstance(op_name, OpOverload) else op_name
         if not isinstance(name, str):
             raise TypeError(f"Library.impl: expected the op's name or an ember.ops op, but got {op_name!r}")
-        qualname = name if "::" in name else f"{self.ns}::{name.split('.')[0]}"
+        name = name.split(".")[0]  # an overload name ("add.Tensor"): Ember's ops have none
+        qualname = name if "::" in name else f"{self.ns}::{name}"
         _impl_for_key(qualname, fn, dispatch_key or self.dispatch_key or "CompositeImplicitAutograd")
 
 
