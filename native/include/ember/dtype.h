@@ -62,10 +62,9 @@ EMBER_API const char* dtype_typestr(DType d);  // NumPy array-interface typestr,
 EMBER_API int64_t itemsize(DType d);
 EMBER_API bool is_floating_point(DType d);  // float16..float64, bfloat16, float8
 EMBER_API bool is_complex(DType d);         // complex32, complex64, complex128
-EMBER_API bool is_float8(DType d);
-EMBER_API bool is_bits(
-    DType d);  // bits8, bits16, bits1x8, bits2x4, bits4x2: storage, views and same-dtype copies  // the four
-               // float8 formats: storage and conversions only, no arithmetic
+EMBER_API bool is_float8(DType d);  // the four float8 formats: storage and conversions only, no arithmetic
+// bits8, bits16, bits1x8, bits2x4, bits4x2: storage, views and same-dtype copies only
+EMBER_API bool is_bits(DType d);
 EMBER_API bool is_integral(DType d, bool include_bool);
 EMBER_API bool is_signed(DType d);
 EMBER_API DType dtype_from_name(const std::string& name);  // ValueError if unknown

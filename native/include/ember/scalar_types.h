@@ -188,8 +188,8 @@ struct Float8_e5m2 {
   operator float() const { return detail::fp8_to_float<5, 2, true>(bits); }
 };
 
-// complex32 (PyTorch's chalf): a real and an imaginary Half. It holds values and converts (each
-// part rounded as a Half is); Ember has no arithmetic on it.
+// complex32 (PyTorch's chalf): a real and an imaginary Half, each part rounded as a Half is. The
+// kernels that take it compute in std::complex<float> (acc_t), as PyTorch does.
 struct ComplexHalf {
   using value_type = Half;
   Half re, im;

@@ -152,43 +152,42 @@ void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
   switch (op) {
     case BinaryOp::Add:
     case BinaryOp::Sub:
-      return visit < with_complex(kBool | kReal, BinaryOp::Add, BinaryOp::Sub) |
-             kComplexHalf > (d, "add", [&](auto tag) {
-               using T = typename decltype(tag)::type;
-               using A = acc_t<T>;
-               if constexpr (std::is_same_v<T, bool>) {
-                 const bool s = alpha.to_bool();
-                 arith<T>(out, a, b, [s](bool x, bool y) { return x || (s && y); });
-               } else {
-                 A s;
-                 if constexpr (is_complex_v<A>) {
-                   s = A(alpha.to_complex());
-                 } else if constexpr (std::is_integral_v<A>) {
-                   s = static_cast<A>(alpha.to_int());
-                 } else {
-                   s = static_cast<A>(alpha.to_double());
-                 }
-                 if (op == BinaryOp::Sub) s = wrap_neg(s);
-                 if (s == A(1)) {
-                   arith<T>(out, a, b, [](A x, A y) { return wrap_add(x, y); });
-                 } else if constexpr (std::is_same_v<T, ComplexHalf>) {
-                   // PyTorch rounds alpha * y to complex32 before adding (bit-equal on 100,000 pairs)
-                   arith<T>(out, a, b, [s](A x, A y) { return x + A(T(s * y)); });
-                 } else {
-                   arith<T>(out, a, b, [s](A x, A y) { return wrap_add(x, wrap_mul(s, y)); });
-                 }
-               }
-             });
+      return visit<(with_complex(kBool | kReal, BinaryOp::Add, BinaryOp::Sub) | kComplexHalf)>(
+          d, "add", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            using A = acc_t<T>;
+            if constexpr (std::is_same_v<T, bool>) {
+              const bool s = alpha.to_bool();
+              arith<T>(out, a, b, [s](bool x, bool y) { return x || (s && y); });
+            } else {
+              A s;
+              if constexpr (is_complex_v<A>) {
+                s = A(alpha.to_complex());
+              } else if constexpr (std::is_integral_v<A>) {
+                s = static_cast<A>(alpha.to_int());
+              } else {
+                s = static_cast<A>(alpha.to_double());
+              }
+              if (op == BinaryOp::Sub) s = wrap_neg(s);
+              if (s == A(1)) {
+                arith<T>(out, a, b, [](A x, A y) { return wrap_add(x, y); });
+              } else if constexpr (std::is_same_v<T, ComplexHalf>) {
+                // PyTorch rounds alpha * y to complex32 before adding (bit-equal on 100,000 pairs)
+                arith<T>(out, a, b, [s](A x, A y) { return x + A(T(s * y)); });
+              } else {
+                arith<T>(out, a, b, [s](A x, A y) { return wrap_add(x, wrap_mul(s, y)); });
+              }
+            }
+          });
     case BinaryOp::Mul:
-      return visit < with_complex(kBool | kReal, BinaryOp::Mul) |
-             kComplexHalf > (d, "mul", [&](auto tag) {
-               using T = typename decltype(tag)::type;
-               if constexpr (std::is_same_v<T, bool>) {
-                 arith<T>(out, a, b, [](bool x, bool y) { return x && y; });
-               } else {
-                 arith<T>(out, a, b, [](auto x, auto y) { return wrap_mul(x, y); });
-               }
-             });
+      return visit<(with_complex(kBool | kReal, BinaryOp::Mul) | kComplexHalf)>(d, "mul", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, bool>) {
+          arith<T>(out, a, b, [](bool x, bool y) { return x && y; });
+        } else {
+          arith<T>(out, a, b, [](auto x, auto y) { return wrap_mul(x, y); });
+        }
+      });
     case BinaryOp::Div:
       return visit<with_complex(kAllFloat, BinaryOp::Div)>(d, "div", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -261,23 +260,23 @@ void binary_kernel(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor
     case BinaryOp::LogicalXor:
     case BinaryOp::Eq:
     case BinaryOp::Ne:
-      return visit < with_complex(kBool | kReal, BinaryOp::LogicalAnd, BinaryOp::LogicalOr,
-                                  BinaryOp::LogicalXor, BinaryOp::Eq, BinaryOp::Ne) |
-             kComplexHalf > (d, "compare", [&](auto tag) {
-               using T = typename decltype(tag)::type;
-               using A = acc_t<T>;
-               const A zero = A(0);
-               switch (op) {
-                 case BinaryOp::LogicalAnd:
-                   return predicate<T>(out, a, b, [zero](A x, A y) { return x != zero && y != zero; });
-                 case BinaryOp::LogicalOr:
-                   return predicate<T>(out, a, b, [zero](A x, A y) { return x != zero || y != zero; });
-                 case BinaryOp::LogicalXor:
-                   return predicate<T>(out, a, b, [zero](A x, A y) { return (x != zero) != (y != zero); });
-                 case BinaryOp::Eq: return predicate<T>(out, a, b, [](A x, A y) { return x == y; });
-                 default: return predicate<T>(out, a, b, [](A x, A y) { return x != y; });
-               }
-             });
+      return visit<(with_complex(kBool | kReal, BinaryOp::LogicalAnd, BinaryOp::LogicalOr,
+                                 BinaryOp::LogicalXor, BinaryOp::Eq, BinaryOp::Ne) |
+                    kComplexHalf)>(d, "compare", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using A = acc_t<T>;
+        const A zero = A(0);
+        switch (op) {
+          case BinaryOp::LogicalAnd:
+            return predicate<T>(out, a, b, [zero](A x, A y) { return x != zero && y != zero; });
+          case BinaryOp::LogicalOr:
+            return predicate<T>(out, a, b, [zero](A x, A y) { return x != zero || y != zero; });
+          case BinaryOp::LogicalXor:
+            return predicate<T>(out, a, b, [zero](A x, A y) { return (x != zero) != (y != zero); });
+          case BinaryOp::Eq: return predicate<T>(out, a, b, [](A x, A y) { return x == y; });
+          default: return predicate<T>(out, a, b, [](A x, A y) { return x != y; });
+        }
+      });
     case BinaryOp::Lt:
     case BinaryOp::Le:
     case BinaryOp::Gt:

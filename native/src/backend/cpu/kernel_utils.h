@@ -105,7 +105,8 @@ struct Tag {
 
 // Calls f(Tag<T>{}) for the C++ type of `d` among the listed groups; TypeError otherwise.
 // kFloat8: the float8 formats, which hold values but have no arithmetic (fill and copy only).
-// kComplexHalf: complex32, which likewise holds values without arithmetic.
+// kComplexHalf: complex32, in the kernels PyTorch's CPU build has for it (fill, add/sub/mul,
+// neg, abs, comparisons, where, gather/scatter, indexing).
 enum Groups : unsigned {
   kBool = 1,
   kInts = 2,

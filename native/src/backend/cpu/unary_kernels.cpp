@@ -208,11 +208,10 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
 #undef EMBER_FLOAT
 #undef EMBER_FLOAT_VEC
     case UnaryOp::Neg:
-      return visit < with_complex(kReal, UnaryOp::Neg) |
-             kComplexHalf > (in.dtype(), "neg", [&](auto tag) {
-               using T = typename decltype(tag)::type;
-               map<T>(out, in, [](auto x) { return wrap_neg(x); });
-             });
+      return visit<(with_complex(kReal, UnaryOp::Neg) | kComplexHalf)>(in.dtype(), "neg", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        map<T>(out, in, [](auto x) { return wrap_neg(x); });
+      });
     case UnaryOp::Sign:
       return visit<with_complex(kReal | kBool, UnaryOp::Sign)>(in.dtype(), "sign", [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -252,46 +251,45 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
                                }
                              });
     case UnaryOp::Abs:  // complex input writes its real-typed magnitude
-      return visit < with_complex(kReal | kBool, UnaryOp::Abs) |
-             kComplexHalf > (in.dtype(), "abs", [&](auto tag) {
-               using T = typename decltype(tag)::type;
-               if constexpr (std::is_same_v<T, std::complex<float>>) {
-                 abs_complex64(out, in);
-               } else if constexpr (std::is_same_v<T,
-                                                   ComplexHalf>) {  // computed in complex64, as PyTorch does
-                 unary_loop<Half, T>(out, in, [](T x) { return Half(std::abs(std::complex<float>(x))); });
-               } else if constexpr (is_complex_v<T>) {
-                 unary_loop<typename T::value_type, T>(out, in, [](T x) { return std::abs(x); });
-               } else if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) {
-                 unary_loop<T, T>(out, in, [](T x) { return x; });
-               } else {
-                 map<T>(out, in, [](auto x) { return x < 0 ? wrap_neg(x) : (x == 0 ? decltype(x)(0) : x); });
-               }
-             });
+      return visit<(with_complex(kReal | kBool, UnaryOp::Abs) | kComplexHalf)>(
+          in.dtype(), "abs", [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            if constexpr (std::is_same_v<T, std::complex<float>>) {
+              abs_complex64(out, in);
+            } else if constexpr (std::is_same_v<T, ComplexHalf>) {  // in complex64, as PyTorch does
+              unary_loop<Half, T>(out, in, [](T x) { return Half(std::abs(std::complex<float>(x))); });
+            } else if constexpr (is_complex_v<T>) {
+              unary_loop<typename T::value_type, T>(out, in, [](T x) { return std::abs(x); });
+            } else if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) {
+              unary_loop<T, T>(out, in, [](T x) { return x; });
+            } else {
+              map<T>(out, in, [](auto x) { return x < 0 ? wrap_neg(x) : (x == 0 ? decltype(x)(0) : x); });
+            }
+          });
     case UnaryOp::LogicalNot:
     case UnaryOp::Isnan:
     case UnaryOp::Isinf:
     case UnaryOp::Isfinite:
-      return visit < with_complex(kBool | kReal, UnaryOp::LogicalNot, UnaryOp::Isnan, UnaryOp::Isinf,
-                                  UnaryOp::Isfinite) |
-             kComplexHalf > (in.dtype(), "predicate", [&](auto tag) {
-               using T = typename decltype(tag)::type;
-               unary_loop<bool, T>(out, in, [op](T v) -> bool {
-                 if (op == UnaryOp::LogicalNot) return static_cast<acc_t<T>>(v) == acc_t<T>(0);
-                 if constexpr (is_complex_v<T>) {
-                   const bool nan = std::isnan(v.real()) || std::isnan(v.imag());
-                   const bool inf = std::isinf(v.real()) || std::isinf(v.imag());
-                   return op == UnaryOp::Isnan ? nan : op == UnaryOp::Isinf ? inf : !(nan || inf);
-                 } else if constexpr (std::is_integral_v<T>) {
-                   return op == UnaryOp::Isfinite;
-                 } else {
-                   const auto x = static_cast<acc_t<T>>(v);
-                   return op == UnaryOp::Isnan   ? std::isnan(x)
-                          : op == UnaryOp::Isinf ? std::isinf(x)
-                                                 : std::isfinite(x);
-                 }
-               });
-             });
+      return visit<(with_complex(kBool | kReal, UnaryOp::LogicalNot, UnaryOp::Isnan, UnaryOp::Isinf,
+                                 UnaryOp::Isfinite) |
+                    kComplexHalf)>(in.dtype(), "predicate", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        unary_loop<bool, T>(out, in, [op](T v) -> bool {
+          if (op == UnaryOp::LogicalNot) return static_cast<acc_t<T>>(v) == acc_t<T>(0);
+          if constexpr (is_complex_v<T>) {
+            const bool nan = std::isnan(v.real()) || std::isnan(v.imag());
+            const bool inf = std::isinf(v.real()) || std::isinf(v.imag());
+            return op == UnaryOp::Isnan ? nan : op == UnaryOp::Isinf ? inf : !(nan || inf);
+          } else if constexpr (std::is_integral_v<T>) {
+            return op == UnaryOp::Isfinite;
+          } else {
+            const auto x = static_cast<acc_t<T>>(v);
+            return op == UnaryOp::Isnan   ? std::isnan(x)
+                   : op == UnaryOp::Isinf ? std::isinf(x)
+                                          : std::isfinite(x);
+          }
+        });
+      });
   }
   // Each listed op returns from its case above. One declared in declarations.py without its
   // kernel line here lands below (and -Wswitch warns when this file is compiled).

@@ -264,6 +264,8 @@ def _autograd_kernel(qualname: str, backward: Callable, setup_context: Callable 
                 setup_context(ctx, args, kwargs, output)
             else:
                 setup_context(ctx, args, output)
+        if _return_count(op) == 0:  # nothing to differentiate: the op only writes to its arguments
+            return output
         single = _return_count(op) == 1
         outs = [output] if single else list(output)
         shape = [len(o) if isinstance(o, list) else None for o in outs]
@@ -417,18 +419,14 @@ def impl(qualname, types, func: Callable | None = None, *, lib: Library | None =
             library.impl(name, f, key)
             return f
         return register_old
-    name = _qualname(qualname)
-
-    def register(f):
-        for key in _device_keys(types, default_all=True):
-            _register(name, key, f)
-        return f
-    return register if func is None else register(func)
+    return register_kernel(_qualname(qualname), types, func)
 
 
-def _device_keys(types, default_all: bool) -> list[str]:
+def _device_keys(types) -> list[str]:
+    """The dispatch keys of device types: "cpu", "cuda", a sequence of them, or None / "default"
+    for every one."""
     if types is None or types == "default":
-        return ["CPU", "CUDA"] if default_all or types is None else []
+        return ["CPU", "CUDA"]
     names = [types] if isinstance(types, str) else list(types)
     keys = []
     for t in names:
@@ -478,7 +476,7 @@ def register_kernel(op, device_types, func: Callable | None = None, /, *, lib: L
     name = _qualname(op)
 
     def register(f):
-        for key in _device_keys(device_types, default_all=True):
+        for key in _device_keys(device_types):
             _register(name, key, f)
         return f
     return register if func is None else register(func)
@@ -551,7 +549,7 @@ class CustomOpDef:
     def register_kernel(self, device_types, fn: Callable | None = None, /):
         """Registers the kernel for `device_types` ("cpu", "cuda", a sequence, or None for all)."""
         def register(f):
-            for key in _device_keys(device_types, default_all=True):
+            for key in _device_keys(device_types):
                 self._kernels[key] = f
             return f
         return register if fn is None else register(fn)
@@ -595,7 +593,7 @@ def custom_op(name: str, fn: Callable | None = None, /, *, mutates_args, device_
         else:
             text = schema
             mutated = _parse_schema_text(opname + schema)[1]
-        return CustomOpDef(namespace, opname, text, f, mutated, _device_keys(device_types, default_all=True))
+        return CustomOpDef(namespace, opname, text, f, mutated, _device_keys(device_types))
     return wrap if fn is None else wrap(fn)
 
 
