@@ -49,13 +49,7 @@ To float_to_int(F v) {
 
 template <typename To, typename From>
 To cast_value(From v) {
-  if constexpr (is_bits_v<To> || is_bits_v<From>) {  // only between equal dtypes (copy_same_shape)
-    if constexpr (std::is_same_v<To, From>) {
-      return v;
-    } else {
-      return To{};
-    }
-  } else if constexpr (is_complex_t<From>::value && !is_complex_t<To>::value) {
+  if constexpr (is_complex_t<From>::value && !is_complex_t<To>::value) {
     return cast_value<To>(v.real());
   } else if constexpr (is_complex_t<To>::value) {
     using R = typename To::value_type;
@@ -176,14 +170,22 @@ void copy_typed(const Tensor& dst, const Tensor& src) {
   copy_strided(out, in, coalesce_pair(dst, src));
 }
 
+// A bits dtype holds no values, so it converts to nothing but itself.
+template <typename To, typename From>
+constexpr bool kConvertible = (!is_bits_v<To> && !is_bits_v<From>) || std::is_same_v<To, From>;
+
 template <typename To>
 void copy_to(const Tensor& dst, const Tensor& src) {
   switch (src.dtype()) {
-#define EMBER_COPY_CASE(name, ctype, pyname, typestr) \
-  case DType::name: return copy_typed<To, ctype>(dst, src);
+#define EMBER_COPY_CASE(name, ctype, pyname, typestr)                              \
+  case DType::name:                                                                \
+    if constexpr (kConvertible<To, ctype>) return copy_typed<To, ctype>(dst, src); \
+    break;
     EMBER_FORALL_DTYPES(EMBER_COPY_CASE)
 #undef EMBER_COPY_CASE
   }
+  throw NotImplementedError(std::string("[copy_] not implemented from ") + dtype_name(src.dtype()) + " to " +
+                            dtype_name(dst.dtype()));
 }
 
 }  // namespace

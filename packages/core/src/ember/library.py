@@ -41,6 +41,7 @@ from typing import Any
 
 from . import _C
 from ._ops import OpOverload, _find
+from .utils._pytree import tree_leaves, tree_map
 
 __all__ = [
     "CustomOpDef", "Library", "custom_op", "define", "fallthrough_kernel", "impl", "impl_abstract", "infer_schema",
@@ -177,9 +178,7 @@ def infer_schema(prototype_function: Callable, /, *, mutates_args, op_name: str 
         returns = "(" + ", ".join(_annotation_type(r, "Return") for r in typing.get_args(ret)) + ")"
     else:
         returns = _annotation_type(ret, "Return")
-        if returns == "Tensor[]" or returns == "Tensor":
-            pass
-        elif not returns.startswith(("int", "float", "bool", "Scalar")):
+        if returns not in ("Tensor", "Tensor[]") and not returns.startswith(("int", "float", "bool", "Scalar")):
             raise error(f"Return has unsupported type {ret!r}.")
     return f"{op_name or ''}({', '.join(params)}) -> {returns}"
 
@@ -613,13 +612,9 @@ _OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor"
 
 
 def _clone_args(value: Any) -> Any:
-    if isinstance(value, _C.Tensor):
-        return value.detach().clone().requires_grad_(value.requires_grad)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_clone_args(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _clone_args(v) for k, v in value.items()}
-    return value
+    """value with each tensor replaced by a detached copy that requires grad as it did."""
+    return tree_map(lambda t: t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, _C.Tensor) else t,
+                    value)
 
 
 def _named_tensors(op: OpOverload, args: tuple, kwargs: dict) -> dict[str, list]:
@@ -637,11 +632,7 @@ def _same(a, b) -> bool:
 
 
 def _flat_tensors(value: Any) -> list:
-    if isinstance(value, _C.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _flat_tensors(v)]
-    return []
+    return [t for t in tree_leaves(value) if isinstance(t, _C.Tensor)]
 
 
 def _check_schema(op: OpOverload, args: tuple, kwargs: dict) -> None:
