@@ -146,13 +146,12 @@ class EMBER_API SavedVariable {
   uint32_t output_nr_ = 0;
   bool requires_grad_ = false;
   std::shared_ptr<ForwardGrad> fw_;  // a saved output's tangent slot
-  // With saved-tensor hooks: the pair, what pack returned, (for a saved input that requires grad)
-  // the input's gradient edge, so the unpacked tensor joins the graph where the input did, and the
-  // version counter, so an in-place write after saving is still caught.
+  // With saved-tensor hooks: the pair, what pack returned and (for a saved input that requires
+  // grad) the input's gradient edge, so the unpacked tensor joins the graph where the input did.
+  // As in PyTorch, no version is checked then: the hooks decide what backward reads.
   std::shared_ptr<const SavedTensorHooks> hooks_;
   SavedTensorHooks::Packed packed_;
   Edge input_edge_;
-  std::shared_ptr<VersionCounter> version_;  // the saved tensor's, still checked on unpack
 };
 
 // Thread-local grad mode (no_grad / enable_grad / set_grad_enabled).

@@ -304,7 +304,6 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output)
     InSavedHook inside;
     packed_ = hooks->pack(data_);
     hooks_ = std::move(hooks);
-    version_ = t.impl()->version_counter;
     data_ = Tensor();
   }
 }
@@ -324,12 +323,8 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& owner) const {
       data = hooks_->unpack(packed_);
     }
     EMBER_CHECK(data.defined(), TypeError, "[saved_tensors_hooks] the unpack hook returned no tensor");
-    EMBER_CHECK(
-        !version_ || version_->version.load() == saved_version_, Error,
-        "[backward] one of the variables needed for gradient computation has been modified by an inplace "
-        "operation: [",
-        describe(data), "], saved by ", owner ? owner->name() : std::string("a node"), ", is at version ",
-        version_->version.load(), "; expected version ", saved_version_, " instead.");
+    // No version check: what the hooks kept is what backward reads (PyTorch checks none either;
+    // allow_mutation_on_saved_tensors relies on it).
     Tensor out = shallow_alias(data);  // the saved tensor's place in the graph, on the unpacked data
     AutogradMeta& m = autograd::meta(out);
     if (is_output_) {
@@ -368,7 +363,6 @@ void SavedVariable::reset() {
   packed_ = nullptr;
   hooks_ = nullptr;
   input_edge_ = Edge{};
-  version_ = nullptr;
   released_ = was_defined_;
 }
 

@@ -1,5 +1,6 @@
 #include "ember/tensor.h"
 
+#include <atomic>
 #include <limits>
 
 #include "ember/error.h"
@@ -88,6 +89,20 @@ void check_writable(const Tensor& t) {
               "[in-place] expected a writable tensor, but this one shares the memory of a read-only NumPy "
               "array (from_numpy); copy it first (tensor.clone()) or pass a writable array");
 }
+namespace {
+std::atomic<int> threads_with_write_hooks{0};
+thread_local WriteHook write_hook = nullptr;
+thread_local bool in_write_hook = false;
+}  // namespace
+
+WriteHook set_write_hook(WriteHook hook) {
+  const WriteHook previous = write_hook;
+  if (!previous && hook) threads_with_write_hooks.fetch_add(1);
+  if (previous && !hook) threads_with_write_hooks.fetch_sub(1);
+  write_hook = hook;
+  return previous;
+}
+
 void Tensor::bump_version() const {
   check_writable(*this);
   VersionCounter& counter = *checked(impl_).version_counter;
@@ -96,6 +111,16 @@ void Tensor::bump_version() const {
       "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to "
       "get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
       "more details.");
+  if (threads_with_write_hooks.load(std::memory_order_relaxed) > 0 && write_hook && !in_write_hook) {
+    in_write_hook = true;  // the hook's own copies write too (Note [write hooks])
+    try {
+      write_hook(*this);
+    } catch (...) {
+      in_write_hook = false;
+      throw;
+    }
+    in_write_hook = false;
+  }
   counter.version.fetch_add(1);
 }
 bool Tensor::is_inference() const {

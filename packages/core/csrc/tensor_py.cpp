@@ -237,6 +237,22 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       },
       py::arg("tensor"), py::arg("dtype"), py::arg("sizes"), py::arg("strides"), py::arg("storage_offset"));
   m.def("_storage_nbytes", [](const Tensor& t) { return t.storage()->nbytes(); });
+  // Which storage t views: equal for every view of one buffer, while that buffer lives.
+  m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage().get()); });
+  // Note [write hooks]: one Python callable serves every thread; _set_write_hook(fn) switches it on
+  // for the calling thread, _set_write_hook(None) off. Returns whether it was on.
+  m.def(
+      "_set_write_hook",
+      [](py::object fn) {
+        if (fn.is_none()) return set_write_hook(nullptr) != nullptr;
+        static py::object* python_hook = new py::object();  // lives as long as the process
+        *python_hook = std::move(fn);
+        return set_write_hook([](const Tensor& t) {
+                 py::gil_scoped_acquire gil;
+                 (*python_hook)(t);
+               }) != nullptr;
+      },
+      py::arg("hook"));
   // Shared memory (ember/_shared_memory.py): `source`'s storage must already hold t's bytes; the two
   // storages then exchange buffers, so t and all its views use source's memory from now on.
   m.def("_storage_swap_memory", [](const Tensor& t, const Tensor& source) {

@@ -293,12 +293,14 @@ def test_helpers():
     assert ember.utils.checkpoint is cp
 
 
-def test_hooked_saves_still_catch_inplace_writes():
+def test_hooked_saves_read_what_the_hooks_kept():
+    # as in PyTorch, no version check under hooks: this pack hook kept a copy, which a later
+    # in-place write to the tensor does not change
     x = t64([1.0, 2.0], requires_grad=True)
     w = x * 1
     with graph.saved_tensors_hooks(lambda t: t.detach().clone(), lambda t: t):
         y = (w * w).sum()  # mul saves w
     with ember.no_grad():
         w.add_(1)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        y.backward()
+    y.backward()
+    assert x.grad.tolist() == [2.0, 4.0]

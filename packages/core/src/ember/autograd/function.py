@@ -20,8 +20,6 @@ outputs' grad_fn (see _C._record_function).
 
 from __future__ import annotations
 
-import weakref
-
 from .. import _C
 from .grad_mode import no_grad
 from .graph import _current_hooks
@@ -42,19 +40,20 @@ class FunctionCtx:
         for t in tensors:
             if t is not None and not isinstance(t, _C.Tensor):
                 raise TypeError(f"save_for_backward can only save tensors or None, but got {type(t).__name__}")
-        self._saved_versions = tuple(None if t is None else t._version for t in tensors)
         hooks = _current_hooks()  # autograd.graph.saved_tensors_hooks in effect: pack now, unpack on use
         if hooks is None:
             self._saved = tensors
+            self._saved_versions = tuple(None if t is None else t._version for t in tensors)
             return
+        # as in PyTorch, no version check under hooks: what they keep is what backward reads
         pack, unpack = hooks
-        self._saved = tuple(None if t is None else _Packed(t, pack(t), unpack) for t in tensors)
+        self._saved = tuple(None if t is None else _Packed(pack(t), unpack) for t in tensors)
+        self._saved_versions = (None,) * len(tensors)
 
     @property
     def saved_tensors(self) -> tuple:
-        for saved, version in zip(self._saved, self._saved_versions, strict=True):
-            t = saved.original() if isinstance(saved, _Packed) else saved
-            if t is not None and t._version != version:
+        for t, version in zip(self._saved, self._saved_versions, strict=True):
+            if version is not None and t._version != version:
                 raise RuntimeError(f"one of the variables needed for gradient computation has been modified by an "
                                    f"inplace operation: [{t.dtype} tensor of shape {list(t.shape)}], saved by "
                                    f"{type(self).__name__}, is at version {t._version}; expected version {version} "
@@ -72,20 +71,11 @@ class FunctionCtx:
 
 
 class _Packed:
-    """A tensor saved under saved_tensors_hooks: what pack_hook made of it, the unpack_hook, and a
-    weak reference to the tensor for the version check while it is alive (PyTorch keeps only the
-    tensor's version counter, which Python cannot hold apart from the tensor)."""
+    """A tensor saved under saved_tensors_hooks: what pack_hook made of it, and the unpack_hook."""
 
-    def __init__(self, tensor, packed, unpack) -> None:
-        try:
-            self._ref = weakref.ref(tensor)
-        except TypeError:
-            self._ref = lambda: None
+    def __init__(self, packed, unpack) -> None:
         self.packed = packed
         self.unpack = unpack
-
-    def original(self):
-        return self._ref()
 
     def unpacked(self):
         t = self.unpack(self.packed)

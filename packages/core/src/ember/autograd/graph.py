@@ -7,15 +7,24 @@ multi-tensor gradient hooks, version bumps and saved-tensor hooks.
     register_multi_grad_hook       one hook over several tensors' gradients ("all" or "any")
     saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks
                                    pack/unpack hooks over saved tensors
+    allow_mutation_on_saved_tensors
+                                   in-place writes to tensors saved for backward are allowed:
+                                   backward reads the values they had when saved
 
 The saved-tensor hooks see every tensor saved for backward: the native ops' (their C++
 SavedVariable calls them, Note [saved-tensor hooks] in native/src/autograd/engine.cpp) and those
 of ember.autograd.Function (ctx.save_for_backward). A saved output reaches pack_hook without its
 history (which would lead back to the node saving it); the unpacked tensor gets its place in the
-graph back, and an in-place write to it after saving is still caught. save_on_cpu keeps its meaning
-on a CPU-only build (every saved tensor already lives in CPU memory). allow_mutation_on_saved_tensors
-is absent: it needs every native in-place op to consult the saved tensors.
-Node.metadata is absent too: a grad_fn's Python object does not live as long as its node.
+graph back. As in PyTorch, a tensor saved through hooks has no version check: what the hooks keep
+is what backward reads. save_on_cpu keeps its meaning on a CPU-only build (every saved tensor
+already lives in CPU memory).
+
+allow_mutation_on_saved_tensors copies a saved tensor just before the first in-place write to its
+memory (the native write hook every in-place op and out= passes, Note [write hooks]), so it sees
+writes through any view, `.data` or `out=` alike, where PyTorch's version, a dispatch mode, keys on
+the written tensor's data pointer and version.
+
+Node.metadata is absent: a grad_fn's Python object does not live as long as its node.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import abc
 import contextlib
 import itertools
 import threading
+import weakref
 from typing import NamedTuple
 
 from .. import _C
@@ -31,7 +41,7 @@ from . import _engine
 from .grad_mode import no_grad
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "increment_version", "register_multi_grad_hook",
-           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
+           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "allow_mutation_on_saved_tensors"]
 
 
 class Node(abc.ABC):
@@ -238,3 +248,81 @@ def disable_saved_tensors_hooks(error_message: str):
 def _current_hooks():
     """The innermost (pack, unpack) pair in effect, for FunctionCtx.save_for_backward; or None."""
     return _STATE.hooks[-1] if _STATE.hooks else None
+
+
+class _Saved:
+    """What allow_mutation_on_saved_tensors' pack hook returns: the saved tensor, replaced by a copy
+    of it when a write first reaches its memory."""
+
+    __slots__ = ("tensor", "__weakref__")
+
+    def __init__(self, tensor) -> None:
+        self.tensor = tensor
+
+
+class _AllowMutationOnSavedContext:
+    """What allow_mutation_on_saved_tensors yields: the tensors saved inside it and not yet copied,
+    by the storage they view; one view saved twice at one version is kept once."""
+
+    def __init__(self) -> None:
+        self.active = True
+        self.by_storage: dict[int, weakref.WeakSet] = {}
+        self.by_view: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+    def pack(self, tensor) -> _Saved:
+        key = (_C._storage_id(tensor), tensor.storage_offset(), tuple(tensor.shape), tensor.stride(),
+               tensor.dtype, tensor._version)
+        saved = self.by_view.get(key)
+        if saved is None:
+            saved = self.by_view[key] = _Saved(tensor)
+            self.by_storage.setdefault(key[0], weakref.WeakSet()).add(saved)
+        return saved
+
+    def unpack(self, saved: _Saved):
+        if not self.active:
+            raise RuntimeError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context in "
+                               "which the graph was originally recorded.")
+        return saved.tensor
+
+    def before_write(self, tensor) -> None:
+        pending = self.by_storage.pop(_C._storage_id(tensor), None)
+        if pending:
+            with no_grad():
+                for saved in list(pending):
+                    saved.tensor = saved.tensor.clone()
+
+    def clear(self) -> None:
+        self.active = False
+        self.by_storage.clear()
+        self.by_view.clear()
+
+
+_mutation_context: _AllowMutationOnSavedContext | None = None
+
+
+def _before_write(tensor) -> None:
+    # Note [write hooks]: the native side calls this before every in-place write on a thread inside
+    # allow_mutation_on_saved_tensors
+    if _mutation_context is not None:
+        _mutation_context.before_write(tensor)
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors():
+    """Within it, tensors saved for backward may be modified in place: the first write to a saved
+    tensor's memory copies it first, and backward (which must run inside the same context) reads
+    the values it had when saved. Yields the context object; contexts cannot be nested."""
+    global _mutation_context
+    if _mutation_context is not None:
+        raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+    ctx = _mutation_context = _AllowMutationOnSavedContext()
+    try:
+        with saved_tensors_hooks(ctx.pack, ctx.unpack):
+            _C._set_write_hook(_before_write)
+            try:
+                yield ctx
+            finally:
+                _C._set_write_hook(None)
+    finally:
+        ctx.clear()
+        _mutation_context = None
