@@ -54,9 +54,11 @@ REASONS = [
      "import, not API"),
     (r"^graphexecgroup$", "checkpoint's GraphExecGroup (several backward calls sharing one recomputation, "
      "PyTorch 2.9+): not in Ember"),
-    (r"^enable_reentrant_dispatch$|^redispatch_function$",
-     "__torch_dispatch__ on tensor subclasses: Ember has dispatch modes (ember.utils._python_dispatch), "
-     "not subclasses that dispatch below autograd"),
+    (r"^enable_reentrant_dispatch$",
+     "re-entering autograd from inside __torch_dispatch__ (PyTorch's Python TLS snapshot): Ember's "
+     "__torch_dispatch__ handlers run below autograd throughout"),
+    (r"^redispatch_function$",
+     "skipping one level of __torch_function__ dispatch (torch._C._skip_one_hop_torch_function): not in Ember"),
     (r"^is_view_replay_enabled$", "view replay: Ember regenerates a view written through another alias by "
      "as_strided only"),
     (r"^to_padded_tensor$", "nested tensors: a method of ember.nested's NestedTensor, not of a dense tensor"),

@@ -238,13 +238,14 @@ def pointwise_header(ops) -> str:
 
 
 def backend_entry(name: str, ns: str, args: list[dict], ret: str) -> tuple[str, str]:
-    """<name>_backend: the op below autograd and vmap, where an entered dispatch mode takes the
-    call instead of the kernel (Note [dispatch modes] in ember/dispatch_mode.h); and its call."""
+    """<name>_backend: the op below autograd and vmap, where an entered dispatch mode or a Python
+    tensor's subclass takes the call instead of the kernel (Notes [dispatch modes] and [Python
+    tensors] in ember/dispatch_mode.h); and its call."""
     params = ", ".join(CPP_PARAM[a["type"]] + " " + a["name"] for a in args)
     call = ", ".join(a["name"] for a in args)
     boxed = ", ".join(["op"] + [a["name"] for a in args])
     return (f"static {ret} {name}_backend({params}) {{\n"
-            "  if (dispatch_mode::active()) {\n"
+            f"  if (dispatch_mode::active() || dispatch_mode::python_arguments({call})) {{\n"
             f'    static const Operator& op = dispatch_mode::registered("{ns}::{name}");\n'
             f"    return dispatch_mode::redirect<{ret}>({boxed});\n"
             f"  }}\n  return ember::{name}({call});\n}}\n"), f"{name}_backend({call})"

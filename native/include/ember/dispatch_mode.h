@@ -10,6 +10,13 @@
 // The handler runs below autograd (BelowAutogradGuard): ops it calls record no graph, carry no
 // tangent and are not autocast again, since the call that reached it already did all three.
 // Threads without a mode pay one relaxed atomic load per op.
+//
+// Note [Python tensors]: PyTorch's __torch_dispatch__ on tensor subclasses. A tensor made by
+// Tensor._make_wrapper_subclass / _make_subclass for a subclass defining __torch_dispatch__ carries
+// TensorImpl::python_state; an op call with such a tensor among its arguments reaches the same
+// handler at the same place as a mode (after modes, which come first), and the handler calls the
+// subclass's __torch_dispatch__. A wrapper subclass's tensor has no memory of its own: reading its
+// data raises. Until the first such tensor is made, ops pay one relaxed atomic load for this.
 #include <atomic>
 #include <optional>
 #include <string>
@@ -36,9 +43,46 @@ EMBER_API void set_handler(Handler handler);
 EMBER_API bool set_active(bool active);
 EMBER_API bool active_on_this_thread();
 EMBER_API extern std::atomic<int> threads_with_modes;
+EMBER_API bool python_dispatch_enabled();
 inline bool active() {
-  return threads_with_modes.load(std::memory_order_relaxed) > 0 && active_on_this_thread();
+  return threads_with_modes.load(std::memory_order_relaxed) > 0 && active_on_this_thread() &&
+         python_dispatch_enabled();
 }
+
+// Note [Python tensors]: set once the first Python tensor is made, never cleared.
+EMBER_API extern std::atomic<bool> python_tensors_exist;
+// This thread's switch for modes and Python tensors alike (torch._C._DisableTorchDispatch): while
+// off, ops run their kernels. Returns the previous value.
+EMBER_API bool set_python_dispatch_enabled(bool enabled);
+
+inline bool is_python_tensor(const Tensor& t) {
+  return t.defined() && t.impl()->python_state != nullptr;
+}
+inline bool is_python_tensor(const std::optional<Tensor>& t) {
+  return t && is_python_tensor(*t);
+}
+inline bool is_python_tensor(const std::vector<Tensor>& ts) {
+  for (const Tensor& t : ts)
+    if (is_python_tensor(t)) return true;
+  return false;
+}
+inline bool is_python_tensor(const std::vector<std::optional<Tensor>>& ts) {
+  for (const std::optional<Tensor>& t : ts)
+    if (is_python_tensor(t)) return true;
+  return false;
+}
+template <typename T>
+bool is_python_tensor(const T&) {
+  return false;
+}
+// Whether a built-in op's arguments include a Python tensor that is to dispatch.
+template <typename... Args>
+bool python_arguments(const Args&... args) {
+  return python_tensors_exist.load(std::memory_order_relaxed) && (is_python_tensor(args) || ...) &&
+         python_dispatch_enabled();
+}
+// The same for an op called by name.
+EMBER_API bool python_arguments(const Stack& args);
 
 // True inside a handler: autograd, forward AD and autocast let ops through untouched.
 EMBER_API bool below_autograd();

@@ -89,6 +89,10 @@ struct EMBER_API TensorImpl {
   bool is_wrapped_number = false;
   // Inside vmap: this tensor is the logical view of a batched value (Note [batched tensors]).
   std::shared_ptr<BatchedInfo> batched;
+  // A tensor of a Python subclass that defines __torch_dispatch__ (Note [Python tensors] in
+  // ember/dispatch_mode.h): its ops go to Python below autograd. Opaque here: the bindings keep the
+  // subclass and its instance attributes in it.
+  std::shared_ptr<void> python_state;
 };
 
 class EMBER_API Tensor {

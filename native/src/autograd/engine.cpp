@@ -87,7 +87,12 @@ class AccumulateGrad final : public Node {
     if (GradMode::is_enabled()) {
       m.grad = m.grad.defined() ? autograd::add(m.grad, g, Scalar(int64_t(1)), std::nullopt) : g;
     } else if (m.grad.defined()) {
-      ember::add(m.grad, g, Scalar(int64_t(1)), m.grad);  // in place, as PyTorch accumulates
+      // in place, as PyTorch accumulates; a Python tensor's subclass does it (Note [Python tensors])
+      if (dispatch_mode::is_python_tensor(m.grad) || dispatch_mode::is_python_tensor(g)) {
+        autograd::add(m.grad, g, Scalar(int64_t(1)), m.grad);
+      } else {
+        ember::add(m.grad, g, Scalar(int64_t(1)), m.grad);
+      }
     } else {
       // Note [stolen gradient]: a contiguous gradient that nothing else holds (this node, its
       // storage unshared) becomes .grad itself, as PyTorch steals it; anything else is copied.
@@ -107,6 +112,8 @@ class AccumulateGrad final : public Node {
                          g.storage_offset() == 0 && g.sizes() == leaf_.sizes();
       if (alone) {
         m.grad = g;
+      } else if (dispatch_mode::is_python_tensor(g)) {
+        m.grad = autograd::clone(g);  // its subclass makes the copy (Note [Python tensors])
       } else {
         m.grad = empty(g.sizes(), g.dtype(), g.device(), layout);
         copy_same_shape(m.grad, g);
@@ -739,7 +746,9 @@ void add_to_buffer(GraphTask& task, Node* n, uint32_t nr, const Tensor& g) {
     slot = g;
   } else if (!task.create_graph && task.owned_sums.count(slot.impl()) && g.sizes() == slot.sizes() &&
              g.dtype() == slot.dtype() && g.device() == slot.device() && !vmap::is_batched(slot) &&
-             !vmap::is_batched(g) && !forward_ad::enabled()) {  // the plain add: no batching rule, no tangent
+             !vmap::is_batched(g) && !forward_ad::enabled() && !dispatch_mode::is_python_tensor(slot) &&
+             !dispatch_mode::is_python_tensor(
+                 g)) {  // the plain add: no batching rule, no tangent, no subclass
     ember::add(slot, g, Scalar(int64_t(1)), slot);
   } else {
     slot = autograd::add(slot, g, Scalar(int64_t(1)), std::nullopt);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <optional>
 
+#include "ember/dispatch_mode.h"
+
 namespace ember::autograd {
 
 Tensor num(double v) {
@@ -103,7 +105,8 @@ Tensor index_select_backward(const Tensor& grad, const IntList& sizes, int64_t d
 }
 
 bool plain_view_backward(const Tensor& grad) {
-  return !GradMode::is_enabled() && !vmap::is_batched(grad) && !forward_ad::enabled();
+  return !GradMode::is_enabled() && !vmap::is_batched(grad) && !forward_ad::enabled() &&
+         !dispatch_mode::is_python_tensor(grad);  // Note [Python tensors]: its subclass computes
 }
 
 Tensor select_backward(const Tensor& grad, const IntList& sizes, int64_t dim, int64_t index) {

@@ -151,6 +151,10 @@ void* Tensor::data_ptr() const {
               "vmap: this operation reads a batched tensor's data (item(), "
               "tolist(), numpy(), data-dependent control flow or an op without a batching rule that reads "
               "it directly), which vmap does not support");
+  // Note [Python tensors]: a wrapper subclass's tensor has sizes but no memory
+  EMBER_CHECK(t.storage->nbytes() > 0 || checked_numel(t.sizes, "data_ptr") == 0, Error,
+              "Cannot access data pointer of Tensor that doesn't have storage (a wrapper subclass's tensor: "
+              "its __torch_dispatch__ decides what each op reads)");
   return static_cast<char*>(t.storage->data()) + t.storage_offset * itemsize(t.dtype);
 }
 

@@ -15,6 +15,28 @@ thread_local bool below = false;
 }  // namespace
 
 std::atomic<int> threads_with_modes{0};
+std::atomic<bool> python_tensors_exist{false};
+
+namespace {
+thread_local bool python_dispatch_on = true;
+}  // namespace
+
+bool set_python_dispatch_enabled(bool enabled) {
+  const bool previous = python_dispatch_on;
+  python_dispatch_on = enabled;
+  return previous;
+}
+
+bool python_dispatch_enabled() {
+  return python_dispatch_on;
+}
+
+bool python_arguments(const Stack& args) {
+  if (!python_tensors_exist.load(std::memory_order_relaxed) || !python_dispatch_on) return false;
+  bool found = false;
+  for_each_tensor(args, [&](const Tensor& t) { found = found || is_python_tensor(t); });
+  return found;
+}
 
 void set_handler(Handler h) {
   handler.store(h);

@@ -157,8 +157,9 @@ Stack Operator::call(Stack args) const {
 Stack Operator::call_key(DispatchKey key, Stack args) const {
   EMBER_CHECK(has_kernel(key), NotImplementedError, "[", qualified_name(), "] not implemented for ",
               dispatch_key_name(key));
-  // Below autograd, an entered dispatch mode takes the call (Note [dispatch modes]).
-  if (key != DispatchKey::Autograd && dispatch_mode::active()) {
+  // Below autograd, an entered dispatch mode or a Python tensor's subclass takes the call
+  // (Notes [dispatch modes], [Python tensors]).
+  if (key != DispatchKey::Autograd && (dispatch_mode::active() || dispatch_mode::python_arguments(args))) {
     args = dispatch_mode::dispatch(*this, std::move(args));
     check_stack(qualified_name(), schema_.returns, {}, args, "result");
     return args;

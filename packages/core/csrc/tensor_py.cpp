@@ -138,6 +138,70 @@ void bind_operators(py::class_<Tensor>& cls) {
 
 }  // namespace
 
+namespace {
+// Note [Python tensors]: what TensorImpl::python_state holds: the subclass, a weak reference to
+// the tensor's live Python object (returned again while it lives, so `is` holds), and a copy of
+// that object's attributes, taken each time it passes between native code and Python, for the
+// object made when it is gone. (Sharing one __dict__ between objects is not safe: CPython and
+// pybind11 both report it to the cycle collector, which then counts it unreachable and empties it.)
+struct PythonState {
+  py::object cls;
+  py::object live = py::none();  // weakref.ref to the object, or None
+  py::dict attributes;
+};
+
+PythonState& state_of(const Tensor& t) {
+  return *static_cast<PythonState*>(t.impl()->python_state.get());
+}
+
+// The live object of t's state if it is alive and holds this very TensorImpl (an autograd alias
+// of the tensor shares the state, not the object); else null.
+PyObject* live_object(const PythonState& state, const Tensor& t) {
+  if (state.live.is_none()) return nullptr;
+  PyObject* obj = PyWeakref_GetObject(state.live.ptr());  // borrowed; None once dead
+  if (obj == Py_None) return nullptr;
+  py::detail::type_caster_base<Tensor> held;  // not the module's caster, which would come back here
+  if (!held.load(obj, false)) return nullptr;
+  return static_cast<const Tensor&>(held).impl() == t.impl() ? obj : nullptr;
+}
+
+void remember_attributes(PythonState& state, py::handle obj) {
+  py::object dict = py::getattr(obj, "__dict__", py::none());
+  if (dict.is_none()) return;
+  // a copy (py::dict(dict) would be the same dict)
+  state.attributes = py::reinterpret_steal<py::dict>(PyDict_Copy(dict.ptr()));
+  if (!state.attributes) throw py::error_already_set();
+}
+}  // namespace
+
+void note_python_tensor_object(py::handle obj, const Tensor& t) {
+  PythonState& state = state_of(t);
+  if (!py::isinstance(obj, state.cls)) return;  // a plain Tensor object over it (while one is made)
+  if (PyObject* live = live_object(state, t); live != nullptr && live != obj.ptr()) return;
+  remember_attributes(state, obj);
+}
+
+PyObject* python_tensor_object(const Tensor& t) {
+  PythonState& state = state_of(t);
+  if (PyObject* obj = live_object(state, t)) {
+    remember_attributes(state, obj);
+    Py_INCREF(obj);
+    return obj;
+  }
+  py::object plain = py::reinterpret_steal<py::object>(
+      py::detail::type_caster_base<Tensor>::cast(t, py::return_value_policy::copy, py::handle()));
+  py::object tensor_type = py::type::of<Tensor>();
+  py::object obj = tensor_type.attr("__new__")(state.cls);
+  tensor_type.attr("__init__")(obj, plain, py::arg("_share_history") = true);  // the same TensorImpl
+  py::object dict = py::getattr(obj, "__dict__", py::none());
+  if (!dict.is_none()) dict.attr("update")(state.attributes);
+  if (state.live.is_none() || PyWeakref_GetObject(state.live.ptr()) == Py_None) {
+    state.live = py::reinterpret_steal<py::object>(PyWeakref_NewRef(obj.ptr(), nullptr));
+    if (!state.live) throw py::error_already_set();
+  }
+  return obj.release().ptr();
+}
+
 py::class_<Tensor> bind_tensor(py::module_& m) {
   py::class_<Tensor> cls(m, "Tensor", py::dynamic_attr());
   cls.def_property_readonly("shape", &shape_of)
@@ -237,6 +301,55 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
       },
       py::arg("tensor"), py::arg("dtype"), py::arg("sizes"), py::arg("strides"), py::arg("storage_offset"));
   m.def("_storage_nbytes", [](const Tensor& t) { return t.storage()->nbytes(); });
+  // Note [Python tensors]: the pieces of Tensor._make_wrapper_subclass / _make_subclass
+  // (ember/_python_tensor.py).
+  m.def(
+      "_wrapper_tensor",
+      [](const IntList& sizes, std::optional<IntList> strides, int64_t storage_offset, py::handle dtype,
+         Device device) {
+        for (int64_t n : sizes) EMBER_CHECK(n >= 0, ValueError, "[_make_wrapper_subclass] negative size ", n);
+        checked_numel(sizes, "_make_wrapper_subclass");
+        EMBER_CHECK(!strides || strides->size() == sizes.size(), ValueError,
+                    "[_make_wrapper_subclass] expected ", sizes.size(), " strides, but got ",
+                    strides->size());
+        EMBER_CHECK(storage_offset >= 0, ValueError, "[_make_wrapper_subclass] negative storage_offset ",
+                    storage_offset);
+        auto impl = std::make_shared<TensorImpl>();
+        impl->storage = std::make_shared<Storage>(nullptr, 0, device, [](void*) {});  // no memory of its own
+        impl->sizes = sizes;
+        impl->strides = strides ? *strides : contiguous_strides(sizes);
+        impl->storage_offset = storage_offset;
+        impl->dtype = dtype_from_object(dtype, "_make_wrapper_subclass");
+        impl->version_counter = std::make_shared<VersionCounter>();
+        return Tensor(std::move(impl));
+      },
+      py::arg("sizes"), py::arg("strides"), py::arg("storage_offset"), py::arg("dtype"), py::arg("device"));
+  m.def(
+      "_as_python_tensor",
+      [](const Tensor& t, py::type cls) {
+        auto* state = new PythonState{cls};
+        t.impl()->python_state = std::shared_ptr<void>(state, [](void* p) {
+          if (Py_IsInitialized()) {
+            py::gil_scoped_acquire gil;
+            delete static_cast<PythonState*>(p);
+          }
+        });
+        dispatch_mode::python_tensors_exist.store(true);
+        return t;
+      },
+      py::arg("tensor"), py::arg("cls"),
+      "Makes t's tensor an instance of cls whose ops go to cls.__torch_dispatch__.");
+  m.def("_is_python_tensor", [](const Tensor& t) { return dispatch_mode::is_python_tensor(t); });
+
+  // The same tensor (memory, version counter and autograd history) without the subclass state.
+  m.def("_plain_alias", [](const Tensor& t) {
+    auto impl = std::make_shared<TensorImpl>(*t.impl());
+    impl->python_state = nullptr;
+    return Tensor(std::move(impl));
+  });
+  m.def("_set_python_dispatch_enabled", &dispatch_mode::set_python_dispatch_enabled, py::arg("enabled"),
+        "This thread's switch for __torch_dispatch__, of modes and subclasses alike; returns the previous "
+        "value.");
   // Which storage t views: equal for every view of one buffer, while that buffer lives.
   m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage().get()); });
   // Note [write hooks]: one Python callable serves every thread; _set_write_hook(fn) switches it on

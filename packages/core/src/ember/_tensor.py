@@ -196,6 +196,10 @@ def _tensor_repr(self: _C.Tensor) -> str:
         level, bdim, value = batched
         inner = "\n".join("    " + line for line in repr(value).splitlines())
         return f"BatchedTensor(lvl={level}, bdim={bdim}, value=\n{inner}\n)"
+    if _C._is_python_tensor(self) and _C._storage_nbytes(self) == 0 and self.numel() > 0:
+        # a wrapper subclass's tensor (Note [Python tensors]): its values live in its subclass
+        return (f"{type(self).__name__}(size={tuple(self.shape)}, dtype={self.dtype}, device={self.device}"
+                f"{', requires_grad=True' if self.requires_grad else ''})")
     arr = _as_numpy_for_print(self)
     threshold = _PRINT_OPTIONS["threshold"]
     options: dict[str, object] = {
@@ -275,6 +279,13 @@ def _as_subclass(self: _C.Tensor, cls: type) -> _C.Tensor:
     if not issubclass(cls, _C.Tensor):
         raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not "
                         "possible. Make sure your class inherits from Tensor.")
+    if _C._is_python_tensor(self):  # Note [Python tensors]: the subclass state goes with the tensor
+        from ._python_tensor import _dispatches
+
+        alias = _C._plain_alias(self)
+        if _dispatches(cls):
+            return _C._as_python_tensor(alias, cls)
+        self = alias
     out = _C.Tensor.__new__(cls)
     _C.Tensor.__init__(out, self, _share_history=True)
     return out

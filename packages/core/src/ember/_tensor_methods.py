@@ -38,6 +38,7 @@ def install() -> None:
         _legacy,
         _names,
         _overloads,
+        _python_tensor,
         _spectral,
         _surface,
         _surface_extra,
@@ -49,5 +50,5 @@ def install() -> None:
     )
 
     for family in (sparse, serialization, _spectral, _legacy, _overloads, _names, _composites_py, _surface,
-                   _surface_more, _surface_legacy, _surface_extra, nested):
+                   _surface_more, _surface_legacy, _surface_extra, nested, _python_tensor):
         _attach(family.tensor_methods())

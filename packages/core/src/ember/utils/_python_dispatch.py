@@ -28,8 +28,11 @@ Where Ember differs from PyTorch:
     ``aten.add(x, y, out=x)``), since that is how Ember declares in-place forms.
   - An op Ember implements in one kernel reaches the mode whole, where PyTorch may first decompose
     it into the ops of its CompositeImplicitAutograd definition.
-  - Tensor subclasses cannot define ``__torch_dispatch__`` (``__torch_function__`` is the protocol
-    they have); modes are the whole of this protocol here.
+
+Tensor subclasses take part as in PyTorch (``ember/_python_tensor.py``): an op with a tensor of a
+subclass defining ``__torch_dispatch__`` among its arguments, and no mode left to run, calls the
+subclass's ``__torch_dispatch__`` (subclasses before their bases, then left to right; the next is
+tried when one returns ``NotImplemented``).
 """
 
 from __future__ import annotations
@@ -42,10 +45,11 @@ from typing import Any
 
 from .. import _C
 from .._ops import _find
+from .._python_tensor import _dispatches
 from ..library import _torch_dispatch_rule
 from ._pytree import tree_leaves
 
-__all__ = ["TorchDispatchMode"]
+__all__ = ["TorchDispatchMode", "is_traceable_wrapper_subclass"]
 
 
 class _ModeStack(threading.local):
@@ -149,9 +153,47 @@ def _tensor_types(args: tuple, kwargs: dict) -> tuple[type, ...]:
     return tuple(found)
 
 
+def _subclass_types(args: tuple, kwargs: dict) -> list[type]:
+    """The classes of the arguments' Python tensors that define __torch_dispatch__, in PyTorch's
+    order: first appearance, except that a subclass goes before its bases."""
+    found: list[type] = []
+    for item in tree_leaves((args, kwargs)):
+        if isinstance(item, _C.Tensor) and _C._is_python_tensor(item):
+            cls = type(item)
+            if cls in found or not _dispatches(cls):
+                continue
+            at = next((i for i, seen in enumerate(found) if issubclass(cls, seen)), len(found))
+            found.insert(at, cls)
+    return found
+
+
+def _dispatch_to_subclasses(func: Any, args: tuple, kwargs: dict) -> Any:
+    types = _subclass_types(args, kwargs)
+    if not types:
+        raise TypeError(f"'{func}' got a tensor of a subclass made by _make_wrapper_subclass or _make_subclass "
+                        "that no longer has a __torch_dispatch__ to run it")
+    for cls in types:
+        result = cls.__torch_dispatch__(func, tuple(types), args, kwargs)
+        if result is not NotImplemented:
+            return result
+    names = ", ".join(cls.__qualname__ for cls in types)
+    raise TypeError(f"Multiple dispatch failed for '{func}'; all __torch_dispatch__ handlers returned "
+                    f"NotImplemented: {names}")
+
+
+def is_traceable_wrapper_subclass(t: object) -> bool:
+    """Whether t is a tensor of a wrapper subclass that declares its inner tensors
+    (__tensor_flatten__ / __tensor_unflatten__), as torch.utils._python_dispatch's."""
+    return (isinstance(t, _C.Tensor) and type(t) is not _C.Tensor and _C._is_python_tensor(t)
+            and hasattr(t, "__tensor_flatten__") and hasattr(type(t), "__tensor_unflatten__"))
+
+
 def _dispatch(name: str, args: tuple, kwargs: dict) -> Any:
-    """Called by the native side, for the op `name` reaching below autograd while a mode is entered."""
+    """Called by the native side, for the op `name` reaching below autograd while a mode is entered
+    or with a Python tensor among its arguments (Note [Python tensors]): modes first."""
     func = _find(name)
+    if not _stack.modes:
+        return _dispatch_to_subclasses(func, args, kwargs)
     with _pop_mode_temporarily() as mode:
         rule = _torch_dispatch_rule(name, type(mode))  # ember.library.register_torch_dispatch
         if rule is not None:
