@@ -747,8 +747,8 @@ void add_to_buffer(GraphTask& task, Node* n, uint32_t nr, const Tensor& g) {
   } else if (!task.create_graph && task.owned_sums.count(slot.impl()) && g.sizes() == slot.sizes() &&
              g.dtype() == slot.dtype() && g.device() == slot.device() && !vmap::is_batched(slot) &&
              !vmap::is_batched(g) && !forward_ad::enabled() && !dispatch_mode::is_python_tensor(slot) &&
-             !dispatch_mode::is_python_tensor(
-                 g)) {  // the plain add: no batching rule, no tangent, no subclass
+             !dispatch_mode::is_python_tensor(g)) {
+    // the plain add: no batching rule, no tangent, no subclass (Note [Python tensors])
     ember::add(slot, g, Scalar(int64_t(1)), slot);
   } else {
     slot = autograd::add(slot, g, Scalar(int64_t(1)), std::nullopt);

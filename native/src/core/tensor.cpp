@@ -112,14 +112,12 @@ void Tensor::bump_version() const {
       "get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for "
       "more details.");
   if (threads_with_write_hooks.load(std::memory_order_relaxed) > 0 && write_hook && !in_write_hook) {
-    in_write_hook = true;  // the hook's own copies write too (Note [write hooks])
-    try {
-      write_hook(*this);
-    } catch (...) {
-      in_write_hook = false;
-      throw;
-    }
-    in_write_hook = false;
+    // the hook's own copies write too (Note [write hooks])
+    struct InHook {
+      InHook() { in_write_hook = true; }
+      ~InHook() { in_write_hook = false; }
+    } in_hook;
+    write_hook(*this);
   }
   counter.version.fetch_add(1);
 }

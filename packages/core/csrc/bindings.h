@@ -32,8 +32,8 @@ void note_python_tensor_object(py::handle obj, const Tensor& t);
 
 // Every Tensor ember._C hands to Python goes through this caster: a Python tensor comes back as
 // its subclass, with its attributes (Note [Python tensors]); any other as before. Loading one
-// records its object's attributes. Every file of
-// the module includes this header before casting a Tensor, so all of them use this caster.
+// records its object's attributes. Every file of the module includes this header before casting
+// a Tensor, so all of them use this caster.
 namespace pybind11::detail {
 template <>
 class type_caster<ember::Tensor> : public type_caster_base<ember::Tensor> {
