@@ -125,8 +125,9 @@ def test_contexts_cannot_be_nested():
         with pytest.raises(RuntimeError, match="cannot be nested"):
             with graph.allow_mutation_on_saved_tensors():
                 pass
-    with graph.allow_mutation_on_saved_tensors():  # the failed attempt left nothing behind
-        pass
+    assert graph._mutation_context is None  # the failed attempt left nothing behind
+    with graph.allow_mutation_on_saved_tensors() as ctx:
+        assert graph._mutation_context is ctx
 
 
 def test_writes_outside_the_context_are_not_intercepted():
@@ -136,7 +137,7 @@ def test_writes_outside_the_context_are_not_intercepted():
         out = (b ** 2).sum()
         out.backward()
     assert not ctx.by_storage and not ctx.active
-    b.detach().mul_(2)  # no hook is left on this thread
+    assert ember._C._set_write_hook(None) is False  # no hook is left on this thread
 
 
 def test_hooks_mean_no_version_check_as_in_pytorch():

@@ -183,6 +183,8 @@ def test_make_wrapper_subclass_bad_input():
         ember.Tensor._make_wrapper_subclass(Wrapped, (2, 3), strides=(1,))
     with pytest.raises(TypeError, match="subclass of Tensor"):
         ember.Tensor._make_wrapper_subclass(object, (2,))
+    with pytest.raises(NotImplementedError, match="only the strided layout"):
+        ember.Tensor._make_wrapper_subclass(Wrapped, (2,), layout=ember.sparse_coo)
     with pytest.raises(NotImplementedError, match="dispatch_sizes_strides_policy"):
         ember.Tensor._make_wrapper_subclass(Wrapped, (2,), dispatch_sizes_strides_policy="sizes")
 

@@ -45,6 +45,7 @@ instead. Reading a wrapper's data (``item()``, ``numpy()``) raises rather than d
 from __future__ import annotations
 
 from . import _C, _memory_format
+from .sparse._tensor import strided
 
 
 def _disabled_torch_dispatch_impl(func, types, args=(), kwargs=None):
@@ -85,7 +86,7 @@ def _make_wrapper_subclass(cls, size, strides=None, storage_offset=None, memory_
         raise NotImplementedError("_make_wrapper_subclass: Ember's wrapper tensors have fixed sizes, strides, "
                                   "device and layout (dispatch_sizes_strides_policy / dispatch_device / "
                                   "dispatch_layout are not supported)")
-    if layout is not None and str(layout) != "ember.strided":
+    if layout is not None and layout is not strided:
         raise NotImplementedError(f"_make_wrapper_subclass: only the strided layout is supported, not {layout}")
     size = [int(n) for n in size]
     fmt = _memory_format.check(memory_format, "_make_wrapper_subclass") if memory_format is not None else None

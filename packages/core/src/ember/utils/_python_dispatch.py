@@ -184,8 +184,8 @@ def _dispatch_to_subclasses(func: Any, args: tuple, kwargs: dict) -> Any:
 def is_traceable_wrapper_subclass(t: object) -> bool:
     """Whether t is a tensor of a wrapper subclass that declares its inner tensors
     (__tensor_flatten__ / __tensor_unflatten__), as torch.utils._python_dispatch's."""
-    return (isinstance(t, _C.Tensor) and type(t) is not _C.Tensor and _C._is_python_tensor(t)
-            and hasattr(t, "__tensor_flatten__") and hasattr(type(t), "__tensor_unflatten__"))
+    return (isinstance(t, _C.Tensor) and _C._is_python_tensor(t) and hasattr(t, "__tensor_flatten__")
+            and hasattr(type(t), "__tensor_unflatten__"))
 
 
 def _dispatch(name: str, args: tuple, kwargs: dict) -> Any:
