@@ -460,8 +460,8 @@ __all__ += ["Size", "signal", "gru", "lstm", "rnn_relu", "rnn_tanh", "get_num_in
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562
-    # ember.distributed, ember.futures and ember.ao load on first use: most programs never need them.
-    if name in ("distributed", "futures", "ao"):
+    # ember.distributed, ember.futures, ember.ao and ember.fx load on first use: most programs never need them.
+    if name in ("distributed", "futures", "ao", "fx"):
         import importlib
         return importlib.import_module(f"ember.{name}")
     if name == "Storage":  # torch.Storage follows the default dtype (FloatStorage, DoubleStorage, ...)
@@ -470,10 +470,10 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
 
 
 def __dir__() -> list[str]:  # the names loaded on first use are listed too, as dir(torch) lists them
-    return sorted(set(globals()) | {"distributed", "futures", "ao", "Storage"})
+    return sorted(set(globals()) | {"distributed", "futures", "ao", "fx", "Storage"})
 
 
-__all__ += ["distributed", "futures", "ao"]
+__all__ += ["distributed", "futures", "ao", "fx"]
 __all__ += ["storage", "Storage", "TypedStorage", "UntypedStorage", "from_file", "is_storage", *storage._LEGACY_CLASSES]
 __all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]
 
@@ -493,6 +493,16 @@ class FatalError(Exception):
 
 
 __all__ += ["FatalError"]
+
+
+def _assert(condition, message):  # noqa: ANN001, ANN202 - torch._assert's signature
+    """torch._assert: raises AssertionError(message) unless ``condition`` holds, and, unlike an
+    ``assert`` statement, is recorded by symbolic tracing when ``condition`` is a traced value."""
+    if type(condition) is not Tensor and overrides.has_torch_function((condition,)):
+        return overrides.handle_torch_function(_assert, (condition,), condition, message)
+    if not condition:
+        raise AssertionError(message)
+    return None
 
 # torch.fake_quantize_* and the qscheme constants (ember/_fake_quant.py); ember.ao loads on first use
 from . import _fake_quant  # noqa: E402

@@ -1,0 +1,27 @@
+"""FX: capturing a program as a graph of operations, editing it, and turning it back into code
+(torch.fx).
+
+``symbolic_trace(module)`` runs ``forward`` on Proxies and returns a ``GraphModule``: a Module
+whose ``graph`` lists the recorded ``Node``s and whose ``code`` is the Python generated from it.
+A pass edits the graph (``Graph.inserting_after``, ``Node.replace_all_uses_with``,
+``Graph.eliminate_dead_code``, ``replace_pattern``) and calls ``recompile()``; ``Interpreter``
+runs a graph node by node and ``Transformer`` rebuilds one.
+
+Where Ember differs from PyTorch: a dead-code pass keeps in-place calls (a method or function whose
+name ends in one underscore), which PyTorch removes when nothing reads their result;
+``replace_pattern`` takes patterns with one output; the FX-based quantization, ``split_module``,
+graph drawing and the experimental modules (``make_fx``, symbolic shapes) are not here.
+"""
+
+from . import passes, subgraph_rewriter
+from ._symbolic_trace import PH, PHBase, Tracer, symbolic_trace, wrap
+from .graph import CodeGen, Graph, PythonCode
+from .graph_module import GraphModule
+from .interpreter import Interpreter, Transformer
+from .node import Node, has_side_effect, map_arg
+from .proxy import Proxy, TraceError
+from .subgraph_rewriter import replace_pattern
+
+__all__ = ["CodeGen", "Graph", "GraphModule", "Interpreter", "Node", "PH", "PHBase", "Proxy", "PythonCode",
+           "TraceError", "Tracer", "Transformer", "has_side_effect", "map_arg", "passes", "replace_pattern",
+           "subgraph_rewriter", "symbolic_trace", "wrap"]
