@@ -244,7 +244,10 @@ class Tracer(TracerBase):
             default = () if param is None or param.default is inspect.Parameter.empty else (param.default,)
             annotation = None if param is None or param.annotation is inspect.Parameter.empty else param.annotation
             if bare not in concrete_args or isinstance(concrete_args[bare], PHBase):
-                return self.create_proxy("placeholder", name, default, {}, type_expr=annotation)
+                proxy = self.create_proxy("placeholder", name, default, {}, type_expr=annotation)
+                if param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY:
+                    proxy.node.meta["keyword_only"] = True  # generated code keeps it after *args
+                return proxy
             value = concrete_args[bare]
             out = self.create_proxy("placeholder", f"{bare}_1", default, {})
             if value is None:

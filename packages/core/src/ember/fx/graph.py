@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .node import Node, _format_arg, _format_target, _qualified_name, _resolve, map_arg
+from .node import Node, _format_arg, _format_target, _qualified_name, _resolve, map_aggregate, map_arg
 
 __all__ = ["CodeGen", "Graph", "PythonCode"]
 
@@ -169,13 +169,15 @@ class CodeGen:
             to_free.setdefault(user, []).append(source)
 
         free_vars: list[str] = []
+        keyword_only: list[str] = []
         body: list[str] = []
         for node in nodes:
             line = None
             if node.op == "placeholder":
                 default = f" = {value_repr(node.args[0])}" if node.args else ""
                 annotation = f" : {type_repr(node.type)}" if node.type is not None else ""
-                free_vars.append(f"{node.target}{annotation}{default}")
+                text = f"{node.target}{annotation}{default}"
+                (keyword_only if node.meta.get("keyword_only") else free_vars).append(text)
                 bare = node.target.lstrip("*")
                 if bare != node.name:
                     line = f"{node.name} = {bare}"
@@ -201,6 +203,11 @@ class CodeGen:
             body.append(line)
         if not body or not body[-1].startswith("return"):
             body.append("pass")
+        if keyword_only:  # Python's order: positional, *args, keyword-only, **kwargs
+            double = [v for v in free_vars if v.startswith("**")]
+            single = [v for v in free_vars if v.startswith("*") and not v.startswith("**")] or ["*"]
+            plain = [v for v in free_vars if not v.startswith("*")]
+            free_vars = plain + single + keyword_only + double
         src = "\n".join([self.gen_fn_def(free_vars, root_module), *(f"    {line}" for line in body)]) + "\n"
         return PythonCode(src, globals_)
 
@@ -218,6 +225,61 @@ class CodeGen:
                     and args[1].isidentifier() and not keyword.iskeyword(args[1]):
                 return f"{value_repr(args[0])}.{args[1]}"
         return f"{callable_name(target)}({call_args(args, kwargs)})"
+
+
+class _NodeName:
+    """A node argument in a pickled graph: the name of the node it reads."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self) -> tuple:
+        return (_NodeName, (self.name,))
+
+
+class _TargetName:
+    """A call_function target in a pickled graph, by the dotted name generated code uses: native
+    functions have no importable qualified name of their own."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self) -> tuple:
+        return (_TargetName, (self.name,))
+
+    def resolve(self) -> Any:
+        import importlib
+
+        atoms = self.name.split(".")
+        if len(atoms) == 1:
+            return getattr(builtins, atoms[0])
+        if atoms[0] not in ("ember", "operator", "math"):  # only the roots _qualified_name gives
+            raise RuntimeError(f"cannot resolve function {self.name!r} of a pickled graph")
+        found: Any = importlib.import_module(atoms[0])
+        for atom in atoms[1:]:
+            found = getattr(found, atom)
+        return found
+
+
+def _graph_from_nodes(nodes: list) -> Graph:
+    graph = Graph()
+    env: dict[str, Node] = {}
+
+    def load(a: Any) -> Any:
+        return env[a.name] if isinstance(a, _NodeName) else a
+
+    for name, op, target, args, kwargs, type_expr, meta in nodes:
+        if isinstance(target, _TargetName):
+            target = target.resolve()
+        node = graph.create_node(op, target, map_aggregate(args, load), dict(map_aggregate(kwargs, load)), name,
+                                 type_expr)
+        node.meta = meta
+        env[name] = node
+    return graph
 
 
 class _NodeList:
@@ -380,6 +442,19 @@ class Graph:
         if output_node is not None:
             g.output(map_arg(output_node.args[0], lambda n: memo[n]), type_expr=output_node.type)
         return g
+
+    def __reduce__(self) -> tuple:
+        # a flat list of nodes: pickling the linked nodes themselves would recurse once per node
+        def save(a: Node) -> _NodeName:
+            return _NodeName(a.name)
+
+        nodes = []
+        for n in self.nodes:
+            target = n.target
+            if not isinstance(target, str) and _qualified_name(target) is not None:
+                target = _TargetName(_qualified_name(target))
+            nodes.append((n.name, n.op, target, map_arg(n.args, save), map_arg(n.kwargs, save), n.type, n.meta))
+        return (_graph_from_nodes, (nodes,))
 
     def erase_node(self, to_erase: Node) -> None:
         """Removes a node nothing reads."""

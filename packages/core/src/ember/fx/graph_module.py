@@ -203,6 +203,11 @@ class GraphModule(Module):
                 result.__dict__[key] = state[key]
         return result
 
+    def __reduce__(self) -> tuple:
+        # The instance's class is made per instance and cannot be pickled by name: rebuild it.
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}
+        return (_rebuild_graph_module, (state, self._graph, type(self).__name__))
+
     def __copy__(self) -> GraphModule:
         result = GraphModule(self, self._graph, type(self).__name__)
         result.meta = copy.copy(getattr(self, "meta", {}))
@@ -210,3 +215,11 @@ class GraphModule(Module):
 
     def __str__(self) -> str:
         return f"{super().__str__()}\n\n{self._code}"
+
+
+def _rebuild_graph_module(state: dict, graph: Graph, class_name: str) -> GraphModule:
+    gm = GraphModule.__new__(GraphModule)
+    type(gm).__name__ = type(gm).__qualname__ = class_name
+    gm.__dict__.update(state)
+    gm.graph = graph
+    return gm
