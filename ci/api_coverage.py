@@ -32,7 +32,7 @@ NAMESPACES = [
     ("torch.special", "ember.special"), ("torch.sparse", "ember.sparse"), ("torch.masked", "ember.masked"),
     ("torch.nn.init", "ember.nn.init"), ("torch.nn.utils", "ember.nn.utils"),
     ("torch.utils.checkpoint", "ember.utils.checkpoint"), ("torch.overrides", "ember.overrides"),
-    ("torch.library", "ember.library"),
+    ("torch.library", "ember.library"), ("torch.fx", "ember.fx"),
 ]
 
 # Why a name is absent, first match wins (patterns over the lower-cased name).
@@ -80,6 +80,10 @@ REASONS = [
     (r"^register_autocast$", "autocast rules for ops defined in Python: not in Ember"),
     (r"triton", "device-specific: Triton kernels run on GPUs"),
     (r"^device_types_t$", "a type alias of PyTorch's source, not API"),
+    (r"^operator_schemas$", "FX's argument normalization against TorchScript schemas: not in Ember"),
+    (r"^tensor_type$", "FX's gradual-typing annotations (TensorType, Dyn): not in Ember"),
+    (r"^(experimental|config|traceback|proxy_tensor)$", "graph capture and compilers (FX, export, torch.compile "
+     "internals, symbolic shapes)"),
     (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|^cond$|"
      r"^while_loop$|^classes$|^package$|^effecttype$",
      "graph capture and compilers (FX, export, torch.compile internals, symbolic shapes)"),

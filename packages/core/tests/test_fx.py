@@ -452,3 +452,20 @@ def test_graph_module_pickles_and_loads_only_when_asked():
     assert _TargetName("ember.nn.functional.gelu").resolve() is F.gelu
     with pytest.raises(RuntimeError, match="cannot resolve function 'os.system'"):
         _TargetName("os.system").resolve()
+
+
+def test_proxyable_class_is_one_node():
+    class Pair(metaclass=fx.ProxyableClassMeta):
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+    def f(x):
+        p = Pair(x, x + 1)
+        return p
+
+    gm = fx.symbolic_trace(f)
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function"] == [operator.add, Pair]
+    out = gm(ember.zeros(1))
+    assert isinstance(out, Pair) and ember.equal(out.b, ember.ones(1))
+    eager = Pair(1, 2)
+    assert (eager.a, eager.b) == (1, 2)

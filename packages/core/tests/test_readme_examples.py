@@ -22,3 +22,8 @@ def test_python_examples_run():
         if "Scaled" in namespace:  # the __torch_dispatch__ example: 2 * 1 + 1, kept halved
             y = namespace["y"]
             assert type(y) is namespace["Scaled"] and y.elem.tolist() == [1.5, 1.5, 1.5]
+        if "gm" in namespace:  # the ember.fx example: the edited graph calls gelu
+            gm = namespace["gm"]
+            assert "ember.nn.functional.gelu(lin)" in gm.code
+            x = ember.randn(2, 4)
+            assert ember.allclose(gm(x), ember.nn.functional.gelu(gm.lin(x)) * 2)

@@ -13,8 +13,8 @@ name ends in one underscore), which PyTorch removes when nothing reads their res
 graph drawing and the experimental modules (``make_fx``, symbolic shapes) are not here.
 """
 
-from . import passes, subgraph_rewriter
-from ._symbolic_trace import PH, PHBase, Tracer, symbolic_trace, wrap
+from . import graph, graph_module, immutable_collections, interpreter, node, passes, proxy, subgraph_rewriter
+from ._symbolic_trace import PH, PHBase, ProxyableClassMeta, Tracer, symbolic_trace, wrap
 from .graph import CodeGen, Graph, PythonCode
 from .graph_module import GraphModule
 from .interpreter import Interpreter, Transformer
@@ -22,6 +22,7 @@ from .node import Node, has_side_effect, map_arg
 from .proxy import Proxy, TraceError
 from .subgraph_rewriter import replace_pattern
 
-__all__ = ["CodeGen", "Graph", "GraphModule", "Interpreter", "Node", "PH", "PHBase", "Proxy", "PythonCode",
-           "TraceError", "Tracer", "Transformer", "has_side_effect", "map_arg", "passes", "replace_pattern",
+__all__ = ["CodeGen", "Graph", "GraphModule", "Interpreter", "Node", "PH", "PHBase", "Proxy", "ProxyableClassMeta",
+           "PythonCode", "TraceError", "Tracer", "Transformer", "graph", "graph_module", "has_side_effect",
+           "immutable_collections", "interpreter", "map_arg", "node", "passes", "proxy", "replace_pattern",
            "subgraph_rewriter", "symbolic_trace", "wrap"]

@@ -22,7 +22,7 @@ from .graph import Graph
 from .node import map_aggregate
 from .proxy import ParameterProxy, Proxy, TracerBase
 
-__all__ = ["PH", "PHBase", "Tracer", "symbolic_trace", "wrap"]
+__all__ = ["PH", "PHBase", "ProxyableClassMeta", "Tracer", "symbolic_trace", "wrap"]
 
 _VARARG_FLAGS = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 
@@ -75,6 +75,19 @@ def _create_wrapped_func(orig_fn: Callable) -> Callable:
         return orig_fn(*args, **kwargs)
 
     return wrapped
+
+
+class ProxyableClassMeta(type):
+    """A metaclass whose classes, constructed with a Proxy among the arguments while tracing,
+    become one ``call_function`` node calling the class (so a traced program may build, e.g., a
+    tensor-pair type of its own); constructed on real values, they are made as usual."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        proxies: list[Proxy] = []
+        map_aggregate((args, kwargs), lambda a: proxies.append(a) if isinstance(a, Proxy) else None)
+        if proxies:
+            return proxies[0].tracer.create_proxy("call_function", cls, args, kwargs)
+        return super().__call__(*args, **kwargs)
 
 
 class _Patcher:
