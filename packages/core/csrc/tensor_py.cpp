@@ -350,6 +350,11 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
   m.def("_set_python_dispatch_enabled", &dispatch_mode::set_python_dispatch_enabled, py::arg("enabled"),
         "This thread's switch for __torch_dispatch__, of modes and subclasses alike; returns the previous "
         "value.");
+  // Which tensor t is, however it reached Python (each crossing makes a new Python object): equal
+  // for the same TensorImpl while it lives. ember.fx's make_fx keys the values it traces by it.
+  m.def("_tensor_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
+  // Whether t is a Python number an op wrapped as a 0-d tensor (make_fx records it as the number).
+  m.def("_is_wrapped_number", [](const Tensor& t) { return t.impl()->is_wrapped_number; });
   // Which storage t views: equal for every view of one buffer, while that buffer lives.
   m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage().get()); });
   // Note [write hooks]: one Python callable serves every thread; _set_write_hook(fn) switches it on

@@ -231,6 +231,21 @@ def test_ops_are_one_object_each():
     np.testing.assert_array_equal(aten.mm(ember.eye(2), ember.ones(2, 2)).numpy(), np.ones((2, 2)))
 
 
+def test_ops_by_name_take_numbers_for_tensors_after_the_first():
+    # as torch.ops.aten.add.Tensor(x, 1): a wrapped number, lowest in type promotion
+    x = ember.tensor([1, 2], dtype=ember.int32)
+    assert aten.add(x, 1).dtype == ember.int32 and aten.add(x, 1).tolist() == [2, 3]
+    assert aten.mul(x, 2.5).dtype == ember.float32 and aten.mul(x, 2.5).tolist() == [2.5, 5.0]
+    assert aten.mul(x, other=True).tolist() == [1, 2]
+    assert aten.add(ember.ones(2, dtype=ember.float64), 1j).dtype == ember.complex128
+    with pytest.raises(TypeError, match=r"\[aten::sin\] expected argument 'self' to be Tensor, but got float"):
+        aten.sin(1.0)
+    with pytest.raises(TypeError, match=r"\[aten::add\] expected argument 'other' to be Tensor, but got str"):
+        aten.add(x, "1")
+    with pytest.raises(ValueError, match="fits in int64"):
+        aten.add(x, 2**70)
+
+
 # ---- selective activation checkpointing, built on the modes ----------------------------------
 
 def _sac_problem():

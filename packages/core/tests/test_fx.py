@@ -469,3 +469,92 @@ def test_proxyable_class_is_one_node():
     assert isinstance(out, Pair) and ember.equal(out.b, ember.ones(1))
     eager = Pair(1, 2)
     assert (eager.a, eager.b) == (1, 2)
+
+
+# ---- make_fx: the ops below autograd ------------------------------------------------------------
+
+def test_make_fx_records_registered_ops_and_reruns_them():
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    weight = ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64)  # a closure: a constant attribute
+
+    def f(x, y):
+        z = x.sin() + y
+        z.add_(1)
+        return z[1:].sum() * 2, (z * weight).t() if z.dim() == 2 else z * weight
+
+    x = ember.randn(3, dtype=ember.float64)
+    y = ember.randn(3, dtype=ember.float64)
+    gm = make_fx(f)(x, y)
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert ember.ops.aten.sin in targets and ember.ops.aten.slice in targets
+    assert "def forward(self, x_1, y_1):" in gm.code
+    assert "sin = ember.ops.aten.sin(x_1)" in gm.code
+    assert [n.target for n in gm.graph.nodes if n.op == "get_attr"] == ["_tensor_constant0"]
+    # the Python numbers stay numbers
+    add_in_place = [n for n in gm.graph.nodes if n.target is ember.ops.aten.add and "out" in n.kwargs][0]
+    assert add_in_place.args[1] == 1
+    for inputs in [(x, y), (ember.randn(3, dtype=ember.float64), ember.randn(3, dtype=ember.float64))]:
+        for got, want in zip(gm(*inputs), f(*inputs), strict=True):
+            assert ember.allclose(got, want, rtol=1e-15, atol=0)
+    assert ember.equal(gm._tensor_constant0, weight)
+
+
+def test_make_fx_nested_inputs_zero_size_and_decompositions():
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    def f(d, scale):
+        return {"out": ember.relu(d["a"]) * scale + d["b"].sum(0)}
+
+    inputs = {"a": ember.randn(0, 4, dtype=ember.float64), "b": ember.randn(2, 4, dtype=ember.float64)}
+    gm = make_fx(f)(inputs, 3.0)
+    assert "def forward(self, d, scale):" in gm.code
+    got = gm(inputs, 3.0)
+    assert got["out"].shape == (0, 4) and ember.equal(got["out"], f(inputs, 3.0)["out"])
+    with pytest.raises(TypeError, match="the inputs' structure differs"):
+        gm({"a": inputs["a"]}, 3.0)
+
+    def relu_as_clamp(x):
+        return ember.clamp(x, min=0)
+
+    decomposed = make_fx(lambda x: ember.relu(x) + 1, decomposition_table={ember.ops.aten.relu: relu_as_clamp})(
+        ember.randn(5))
+    targets = [n.target for n in decomposed.graph.nodes if n.op == "call_function"]
+    assert ember.ops.aten.relu not in targets and ember.ops.aten.clamp in targets
+    v = ember.randn(5)
+    assert ember.equal(decomposed(v), ember.relu(v) + 1)
+
+
+def test_make_fx_rejects_fake_and_symbolic_modes():
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    with pytest.raises(NotImplementedError, match="needs fake or symbolic tensors"):
+        make_fx(lambda x: x, tracing_mode="symbolic")
+    with pytest.raises(NotImplementedError, match="pre_dispatch"):
+        make_fx(lambda x: x, pre_dispatch=True)
+
+
+def test_make_fx_traces_backward_and_keeps_writes_through_dead_code():
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    def g(x):
+        return ember.autograd.grad(x.sin().sum(), x)[0]
+
+    x = ember.randn(4, dtype=ember.float64).requires_grad_()
+    gm = make_fx(g)(x)
+    targets = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    assert {ember.ops.aten.sin, ember.ops.aten.cos} <= targets
+    v = ember.randn(4, dtype=ember.float64)
+    assert ember.allclose(gm(v), v.cos(), rtol=1e-15, atol=0)
+
+    def h(x):
+        y = x.clone()
+        y.mul_(3)
+        y[0] = 5.0
+        return x + 1
+
+    traced = make_fx(h)(ember.zeros(3))
+    traced.graph.eliminate_dead_code()
+    kept = [n.target for n in traced.graph.nodes if n.op == "call_function"]
+    assert ember.ops.aten.fill_ in kept  # an in-place write is kept although nothing reads it
+    assert any(n.kwargs.get("out") is not None for n in traced.graph.nodes if n.op == "call_function")

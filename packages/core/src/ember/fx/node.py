@@ -88,6 +88,10 @@ def _qualified_name(fn: Any) -> str | None:
     name = getattr(fn, "__name__", None)
     if not isinstance(name, str):
         return None
+    op_name = getattr(fn, "name", None)
+    if type(fn).__name__ == "OpOverload" and isinstance(op_name, str) and "::" in op_name:
+        namespace, short = op_name.split("::", 1)
+        return f"ember.ops.{namespace}.{short}"
     if getattr(builtins, name, None) is fn:
         return name
     for module in ("operator", "math", "ember"):
@@ -256,13 +260,14 @@ class Node:
     def is_impure(self) -> bool:
         """Whether removing this node could change what the program does even when nothing reads
         its result: inputs and output, calls of side-effectful functions, in-place methods and
-        functions (a trailing underscore, as PyTorch names them), and modules marked
-        ``_is_impure``."""
+        functions (a trailing underscore, as PyTorch names them), calls writing into an ``out=``
+        node, and modules marked ``_is_impure``."""
         if self.op in ("placeholder", "output"):
             return True
         if self.op == "call_function":
             name = getattr(self.target, "__name__", "")
-            return self.target in _side_effectful_functions or _is_inplace_name(name)
+            writes_out = isinstance(self.kwargs.get("out"), Node)  # a registered op writing into out=
+            return self.target in _side_effectful_functions or _is_inplace_name(name) or writes_out
         if self.op == "call_method":
             return _is_inplace_name(self.target)
         if self.op == "call_module":
