@@ -15,11 +15,12 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ... import _C, Tensor
-from ...utils._pytree import tree_flatten
 from ...utils._python_dispatch import TorchDispatchMode
+from ...utils._pytree import tree_flatten
 from ..graph import CodeGen, Graph
 from ..graph_module import GraphModule
 from ..node import Node, map_aggregate
