@@ -82,7 +82,7 @@ REASONS = [
     (r"^device_types_t$", "a type alias of PyTorch's source, not API"),
     (r"^operator_schemas$", "FX's argument normalization against TorchScript schemas: not in Ember"),
     (r"^tensor_type$", "FX's gradual-typing annotations (TensorType, Dyn): not in Ember"),
-    (r"^(experimental|config|traceback|proxy_tensor)$", "graph capture and compilers (FX, export, torch.compile "
+    (r"^(config|traceback)$", "graph capture and compilers (FX, export, torch.compile "
      "internals, symbolic shapes)"),
     (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|^cond$|"
      r"^while_loop$|^classes$|^package$|^effecttype$",

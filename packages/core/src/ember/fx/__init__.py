@@ -9,11 +9,22 @@ runs a graph node by node and ``Transformer`` rebuilds one.
 
 Where Ember differs from PyTorch: a dead-code pass keeps in-place calls (a method or function whose
 name ends in one underscore), which PyTorch removes when nothing reads their result;
-``replace_pattern`` takes patterns with one output; the FX-based quantization, ``split_module``,
-graph drawing and the experimental modules (``make_fx``, symbolic shapes) are not here.
+``replace_pattern`` takes patterns with one output; ``experimental.proxy_tensor.make_fx`` traces
+on real tensors only; the FX-based quantization, ``split_module``, graph drawing and symbolic
+shapes are not here.
 """
 
-from . import graph, graph_module, immutable_collections, interpreter, node, passes, proxy, subgraph_rewriter
+from . import (
+           experimental,
+           graph,
+           graph_module,
+           immutable_collections,
+           interpreter,
+           node,
+           passes,
+           proxy,
+           subgraph_rewriter,
+)
 from ._symbolic_trace import PH, PHBase, ProxyableClassMeta, Tracer, symbolic_trace, wrap
 from .graph import CodeGen, Graph, PythonCode
 from .graph_module import GraphModule
@@ -23,6 +34,6 @@ from .proxy import Proxy, TraceError
 from .subgraph_rewriter import replace_pattern
 
 __all__ = ["CodeGen", "Graph", "GraphModule", "Interpreter", "Node", "PH", "PHBase", "Proxy", "ProxyableClassMeta",
-           "PythonCode", "TraceError", "Tracer", "Transformer", "graph", "graph_module", "has_side_effect",
+           "PythonCode", "TraceError", "Tracer", "Transformer", "experimental", "graph", "graph_module", "has_side_effect",
            "immutable_collections", "interpreter", "map_arg", "node", "passes", "proxy", "replace_pattern",
            "subgraph_rewriter", "symbolic_trace", "wrap"]
