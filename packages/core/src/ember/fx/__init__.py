@@ -15,15 +15,15 @@ shapes are not here.
 """
 
 from . import (
-           experimental,
-           graph,
-           graph_module,
-           immutable_collections,
-           interpreter,
-           node,
-           passes,
-           proxy,
-           subgraph_rewriter,
+    experimental,
+    graph,
+    graph_module,
+    immutable_collections,
+    interpreter,
+    node,
+    passes,
+    proxy,
+    subgraph_rewriter,
 )
 from ._symbolic_trace import PH, PHBase, ProxyableClassMeta, Tracer, symbolic_trace, wrap
 from .graph import CodeGen, Graph, PythonCode
