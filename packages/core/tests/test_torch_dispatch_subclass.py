@@ -101,7 +101,30 @@ def test_reading_a_wrapper_s_data_raises_and_repr_shows_geometry():
     x = Wrapped(ember.ones(2, 3))
     with pytest.raises(RuntimeError, match="Cannot access data pointer of Tensor that doesn't have storage"):
         x.numpy()
+    with pytest.raises(RuntimeError, match="Cannot access data pointer of Tensor that doesn't have storage"):
+        x.tolist()
     assert repr(x) == "Wrapped(size=(2, 3), dtype=ember.float32, device=cpu)"
+
+
+def test_item_reaches_the_subclass_and_modes_as_local_scalar_dense():
+    x = Wrapped(ember.tensor(2.5, dtype=ember.float64))
+    assert x.item() == 2.5 and float(x) == 2.5 and bool(x) is True
+    assert int(Wrapped(ember.tensor([7]))) == 7
+    assert Wrapped.log == ["aten._local_scalar_dense"] * 4
+    with pytest.raises(RuntimeError, match="a Tensor with 3 elements cannot be converted to Scalar"):
+        Wrapped(ember.ones(3)).item()
+    seen = []
+
+    class Recording(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func)
+            return func(*args, **(kwargs or {}))
+
+    plain = ember.tensor([4.0])
+    with Recording():
+        assert plain.item() == 4.0
+    assert seen == [ember.ops.aten._local_scalar_dense]
+    assert plain.item() == 4.0 and len(seen) == 1  # without a mode, item() reads the value directly
 
 
 def test_modes_come_before_subclasses():

@@ -38,8 +38,10 @@ Where Ember differs from PyTorch: a tensor comes back from native code as its li
 while that lives (``x.grad is x.grad``), as in PyTorch. Once that object is gone (the tensor lives
 on in the autograd graph, say), it comes back as a new instance of its subclass with the attributes
 the last one had when native code last handed it out; PyTorch keeps the object itself alive
-instead. Reading a wrapper's data (``item()``, ``numpy()``) raises rather than dispatching, and
-``repr`` of one, unless the subclass defines its own, shows its class and geometry, not values.
+instead. ``item()`` (and so ``bool()``, ``int()``, ``float()``) reaches the subclass, and any
+dispatch mode, as ``aten._local_scalar_dense``, as in PyTorch; other reads of a wrapper's data
+(``tolist()``, ``numpy()``) raise rather than dispatching, and ``repr`` of one, unless the
+subclass defines its own, shows its class and geometry, not values.
 """
 
 from __future__ import annotations
@@ -139,3 +141,25 @@ def tensor_methods() -> dict[str, object]:
 
 _C._disabled_torch_dispatch_impl = _disabled_torch_dispatch_impl
 _C._DisableTorchDispatch = DisableTorchDispatch
+
+
+# ---- aten._local_scalar_dense: item() as an op --------------------------------------------------
+
+
+def _read_scalar(t: _C.Tensor) -> object:
+    from ._tensor import _as_numpy_for_print
+
+    if t.numel() != 1:
+        raise RuntimeError(f"a Tensor with {t.numel()} elements cannot be converted to Scalar")
+    return _as_numpy_for_print(t).reshape(()).item()
+
+
+def _define_local_scalar_dense() -> object:
+    """Registers ``aten::_local_scalar_dense(Tensor self) -> Scalar``, the op ``item()`` becomes
+    when a subclass or a dispatch mode is to see it; returns the Library, kept alive by the caller."""
+    from .library import Library
+
+    lib = Library("aten", "FRAGMENT")
+    lib.define("_local_scalar_dense(Tensor self) -> Scalar")
+    lib.impl("_local_scalar_dense", _read_scalar, "CPU")
+    return lib

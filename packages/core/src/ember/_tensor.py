@@ -233,9 +233,27 @@ def _tolist(self: _C.Tensor) -> object:
 
 
 def _item(self: _C.Tensor) -> object:
+    # A __torch_dispatch__ subclass or a dispatch mode sees item() as aten._local_scalar_dense,
+    # as in PyTorch; a plain tensor reads its value directly (half the cost of the op call).
+    if _C._is_python_tensor(self) or _dispatch_modes_active():
+        from ._ops import ops
+
+        return ops.aten._local_scalar_dense(self)
     if self.numel() != 1:
         raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
     return _as_numpy_for_print(self).reshape(()).item()
+
+
+def _real_item(self: _C.Tensor) -> object:
+    # float(t) / int(t) of a complex tensor take the real part; the value is read once
+    value = self.item()
+    return value.real if isinstance(value, complex) else value
+
+
+def _dispatch_modes_active() -> bool:
+    from .utils import _python_dispatch
+
+    return bool(_python_dispatch._stack.modes)
 
 
 def _len(self: _C.Tensor) -> int:
@@ -563,8 +581,8 @@ def tensor_methods() -> dict[str, object]:
     methods["mH"] = property(lambda self: _C.conj(_C.transpose(self, -2, -1)))
     methods["H"] = property(lambda self: _C.conj(_C.permute(self, list(range(self.dim() - 1, -1, -1)))))
     methods["__bool__"] = _bool
-    methods["__float__"] = lambda self: builtins.float(self.item().real if isinstance(self.item(), complex) else self.item())
-    methods["__int__"] = lambda self: builtins.int(self.item().real if isinstance(self.item(), complex) else self.item())
+    methods["__float__"] = lambda self: builtins.float(_real_item(self))
+    methods["__int__"] = lambda self: builtins.int(_real_item(self))
     methods["__index__"] = _index
     methods["__getitem__"] = _getitem
     methods["__setitem__"] = _setitem
