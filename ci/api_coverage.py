@@ -32,7 +32,7 @@ NAMESPACES = [
     ("torch.special", "ember.special"), ("torch.sparse", "ember.sparse"), ("torch.masked", "ember.masked"),
     ("torch.nn.init", "ember.nn.init"), ("torch.nn.utils", "ember.nn.utils"),
     ("torch.utils.checkpoint", "ember.utils.checkpoint"), ("torch.overrides", "ember.overrides"),
-    ("torch.library", "ember.library"), ("torch.fx", "ember.fx"),
+    ("torch.library", "ember.library"), ("torch.fx", "ember.fx"), ("torch.export", "ember.export"),
 ]
 
 # Why a name is absent, first match wins (patterns over the lower-cased name).
@@ -80,6 +80,16 @@ REASONS = [
     (r"^register_autocast$", "autocast rules for ops defined in Python: not in Ember"),
     (r"triton", "device-specific: Triton kernels run on GPUs"),
     (r"^device_types_t$", "a type alias of PyTorch's source, not API"),
+    (r"^(dim|dims|dynamic_dim|dynamic_shapes|constraint|shapescollection|additionalinputs)$",
+     "symbolic shapes: Ember exports with the example inputs' shapes"),
+    (r"^(unflatten|unflattenedmodule|flatargsadapter|modulecallentry|modulecallsignature)$",
+     "an exported program's module call graph and unflatten: not in Ember"),
+    (r"^(passresult|passmanager|passtype)$", "FX's pass infrastructure (torch.fx.passes.infra), left in "
+     "torch.export by an import: not in Ember"),
+    (r"^(customdecomptable|decomp_utils)$", "decomposition-table helpers (PyTorch 2.6+): Ember's "
+     "run_decompositions takes a plain dict"),
+    (r"^(log|pytree|fx_pytree|compatibility)$",
+     "a variable or module left in the namespace by PyTorch's own source (a loop variable, an import), not API"),
     (r"^operator_schemas$", "FX's argument normalization against TorchScript schemas: not in Ember"),
     (r"^tensor_type$", "FX's gradual-typing annotations (TensorType, Dyn): not in Ember"),
     (r"^(config|traceback)$", "graph capture and compilers (FX, export, torch.compile "

@@ -465,8 +465,9 @@ __all__ += ["Size", "signal", "gru", "lstm", "rnn_relu", "rnn_tanh", "get_num_in
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562
-    # ember.distributed, ember.futures, ember.ao and ember.fx load on first use: most programs never need them.
-    if name in ("distributed", "futures", "ao", "fx"):
+    # ember.distributed, ember.futures, ember.ao, ember.fx and ember.export load on first use: most programs
+    # never need them.
+    if name in ("distributed", "futures", "ao", "fx", "export"):
         import importlib
         return importlib.import_module(f"ember.{name}")
     if name == "Storage":  # torch.Storage follows the default dtype (FloatStorage, DoubleStorage, ...)
@@ -475,10 +476,10 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
 
 
 def __dir__() -> list[str]:  # the names loaded on first use are listed too, as dir(torch) lists them
-    return sorted(set(globals()) | {"distributed", "futures", "ao", "fx", "Storage"})
+    return sorted(set(globals()) | {"distributed", "futures", "ao", "fx", "export", "Storage"})
 
 
-__all__ += ["distributed", "futures", "ao", "fx"]
+__all__ += ["distributed", "futures", "ao", "fx", "export"]
 __all__ += ["storage", "Storage", "TypedStorage", "UntypedStorage", "from_file", "is_storage", *storage._LEGACY_CLASSES]
 __all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]
 

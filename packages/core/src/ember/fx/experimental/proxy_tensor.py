@@ -20,7 +20,7 @@ from typing import Any
 
 from ... import _C, Tensor
 from ...utils._python_dispatch import TorchDispatchMode
-from ...utils._pytree import tree_flatten
+from ...utils._pytree import tree_flatten, tree_unflatten
 from ..graph import CodeGen, Graph
 from ..graph_module import GraphModule
 from ..node import Node, map_aggregate
@@ -36,22 +36,38 @@ def _flatten_spec(args: list, spec: Any) -> list:
 
 
 class _PyTreeCodeGen(CodeGen):
-    """Generated code that takes the traced function's own (nested) inputs and flattens them."""
+    """Generated code that takes the traced function's own (nested) inputs and flattens them
+    (``in_spec``), and rebuilds outputs of any pytree type from the graph's flat ones (``out_spec``)."""
 
-    def __init__(self, arg_names: list[str], in_spec: Any) -> None:
+    def __init__(self, arg_names: list[str], in_spec: Any = None, out_spec: Any = None) -> None:
         self.arg_names = arg_names
         self.in_spec = in_spec
+        self.out_spec = out_spec
 
     def gen_fn_def(self, free_vars: list[str], root_module: str) -> str:
+        if self.in_spec is None:
+            return super().gen_fn_def(free_vars, root_module)
         args = ", ".join(self.arg_names)
         flat = "".join(f"{v}, " for v in free_vars)
         return (f"def forward({', '.join([root_module, *self.arg_names])}):\n"
                 f"    {flat}= _flatten_spec([{args}], _in_spec)")
 
+    def generate_output(self, output_repr: str) -> str:
+        if self.out_spec is None:
+            return super().generate_output(output_repr)
+        return f"return _tree_unflatten({output_repr}, _out_spec)"
+
     def _gen_python_code(self, nodes: list[Node], root_module: str) -> Any:
         code = super()._gen_python_code(nodes, root_module)
-        code.globals.update({"_flatten_spec": _flatten_spec, "_in_spec": self.in_spec})
+        code.globals.update({"_flatten_spec": _flatten_spec, "_in_spec": self.in_spec,
+                             "_tree_unflatten": tree_unflatten, "_out_spec": self.out_spec})
         return code
+
+
+def _plain_structure(spec: Any) -> bool:
+    """Whether a pytree is made of tuples, lists and dicts only (a graph's output holds those)."""
+    return spec.is_leaf() or spec.type in (tuple, list, dict) and all(_plain_structure(c)
+                                                                      for c in spec.children_specs)
 
 
 class _OpRecorder(TorchDispatchMode):
@@ -134,9 +150,14 @@ def make_fx(f: Callable, decomposition_table: dict | None = None, tracing_mode: 
                 recorder.bind(leaf, node)
         with recorder:
             result = f(*args)
-        graph.output(recorder.as_argument(result))
-        if not simple:
-            graph.set_codegen(_PyTreeCodeGen(arg_names, in_spec))
+        out_leaves, out_spec = tree_flatten(result)
+        if _plain_structure(out_spec):
+            graph.output(recorder.as_argument(result))
+            out_spec = None
+        else:  # a dataclass or other registered type: the graph returns its leaves
+            graph.output(tuple(recorder.as_argument(v) for v in out_leaves))
+        if not simple or out_spec is not None:
+            graph.set_codegen(_PyTreeCodeGen(arg_names, None if simple else in_spec, out_spec))
         return GraphModule(recorder.constants, graph)
 
     return wrapped

@@ -1,0 +1,481 @@
+"""ExportedProgram, export, save and load (torch.export.exported_program)."""
+
+from __future__ import annotations
+
+import inspect
+import operator
+from typing import Any
+
+from .. import Tensor, nn
+from ..fx.experimental.proxy_tensor import _OpRecorder, _plain_structure, _PyTreeCodeGen
+from ..fx.graph import Graph
+from ..fx.graph_module import GraphModule
+from ..fx.node import Node, has_side_effect, map_aggregate
+from ..utils._pytree import LeafSpec, TreeSpec, tree_flatten, tree_unflatten
+from .graph_signature import (
+    ConstantArgument,
+    ExportGraphSignature,
+    InputKind,
+    InputSpec,
+    OutputKind,
+    OutputSpec,
+    TensorArgument,
+)
+
+__all__ = ["DEFAULT_PICKLE_PROTOCOL", "ExportedProgram", "default_decompositions", "export", "load",
+           "register_dataclass", "save"]
+
+_FORMAT = "ember.export/1"
+DEFAULT_PICKLE_PROTOCOL = 2
+
+
+def register_dataclass(cls: type, *, serialized_type_name: str | None = None) -> None:
+    """Lets instances of the dataclass ``cls`` be inputs and outputs of exported programs (and
+    pytree nodes generally): flattened to their fields' values, rebuilt by keyword."""
+    import dataclasses
+
+    from ..utils._pytree import register_pytree_node
+
+    if not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
+        raise TypeError(f"register_dataclass expects a dataclass type, got {cls!r}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    register_pytree_node(cls, lambda obj: ([getattr(obj, n) for n in names], names),
+                         lambda values, context: cls(**dict(zip(context, values, strict=True))))
+
+
+def default_decompositions() -> dict:
+    """The decompositions ``run_decompositions()`` applies by default: none, since Ember's ops are
+    its own core set (pass a table of op -> function to decompose some)."""
+    return {}
+
+
+class ExportedProgram:
+    """A module's forward as a graph of registered ops, with the values it reads."""
+
+    def __init__(self, root: Any, graph: Graph, graph_signature: ExportGraphSignature, state_dict: dict[str, Any],
+                 range_constraints: dict | None = None, module_call_graph: list | None = None,
+                 example_inputs: tuple | None = None, constants: dict[str, Any] | None = None, *,
+                 in_spec: TreeSpec | None = None, out_spec: TreeSpec | None = None,
+                 arg_names: list[str] | None = None, keyword_only: tuple[str, ...] = ()) -> None:
+        self._graph_module = GraphModule(root if root is not None else {}, graph)
+        self._graph_signature = graph_signature
+        self._state_dict = state_dict
+        self._constants = constants or {}
+        self._range_constraints = range_constraints or {}
+        self._module_call_graph = module_call_graph or []
+        self._example_inputs = example_inputs
+        self._in_spec = in_spec
+        self._out_spec = out_spec
+        self._arg_names = arg_names or []
+        self._keyword_only = tuple(keyword_only)
+
+    graph_module = property(lambda self: self._graph_module, doc="The graph, taking every lifted input.")
+    graph = property(lambda self: self._graph_module.graph)
+    graph_signature = property(lambda self: self._graph_signature)
+    state_dict = property(lambda self: self._state_dict, doc="The parameters and buffers, by module path.")
+    constants = property(lambda self: self._constants, doc="The lifted tensor constants, by name.")
+    tensor_constants = constants
+    range_constraints = property(lambda self: self._range_constraints)
+    module_call_graph = property(lambda self: self._module_call_graph)
+    example_inputs = property(lambda self: self._example_inputs)
+    dialect = "ATEN"
+
+    def named_parameters(self) -> Any:
+        for name in self._graph_signature.parameters:
+            yield name, self._state_dict[name]
+
+    def parameters(self) -> Any:
+        for _, p in self.named_parameters():
+            yield p
+
+    def named_buffers(self) -> Any:
+        for name in self._graph_signature.buffers:
+            yield name, self._state_dict[name] if name in self._state_dict else self._constants[name]
+
+    def buffers(self) -> Any:
+        for _, b in self.named_buffers():
+            yield b
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Unable to call ExportedProgram directly. You should use `exported_program.module()` "
+                           "instead.")
+
+    def module(self) -> GraphModule:
+        """An ``nn.Module`` running the graph on the user's inputs, holding the parameters,
+        buffers and constants as attributes at their module paths."""
+        specs = {s.arg.name: s for s in self._graph_signature.input_specs}
+        graph = Graph()
+        env: dict[Node, Any] = {}
+        attrs: dict[str, Any] = {}
+        for node in self.graph.nodes:
+            if node.op == "placeholder":
+                spec = specs[node.name]
+                if spec.kind is InputKind.USER_INPUT and isinstance(spec.arg, ConstantArgument):
+                    # a non-tensor input was fixed at export time: it defaults to that value and
+                    # any other value is an error, as in PyTorch
+                    env[node] = graph.placeholder(node.name, default_value=spec.arg.value)
+                    if node.name in self._keyword_only:
+                        env[node].meta["keyword_only"] = True
+                    graph.call_function(_check_constant_input, (env[node], spec.arg.value, node.name))
+                elif spec.kind is InputKind.USER_INPUT:
+                    env[node] = graph.placeholder(node.name)
+                    if node.name in self._keyword_only:
+                        env[node].meta["keyword_only"] = True
+                else:
+                    source = self._constants if spec.kind is InputKind.CONSTANT_TENSOR else self._state_dict
+                    value = source.get(spec.target, self._constants.get(spec.target))
+                    attrs[spec.target] = value
+                    env[node] = graph.get_attr(spec.target)
+            elif node.op == "output":
+                flat = [map_aggregate(v, lambda n: env[n] if isinstance(n, Node) else n) for v in node.args[0]]
+                plain = self._out_spec is None or _plain_structure(self._out_spec)
+                graph.output(tuple(flat) if not plain or self._out_spec is None else
+                             tree_unflatten(flat, self._out_spec))
+            else:
+                env[node] = graph.node_copy(node, lambda n: env[n])
+        nested_in = self._in_spec is not None and not _is_flat(self._in_spec)
+        custom_out = self._out_spec is not None and not _plain_structure(self._out_spec)
+        if nested_in or custom_out:
+            graph.set_codegen(_PyTreeCodeGen(self._arg_names, self._in_spec if nested_in else None,
+                                             self._out_spec if custom_out else None))
+        root = {name: value for name, value in attrs.items()}
+        return GraphModule(root, graph)
+
+    def run_decompositions(self, decomp_table: dict | None = None) -> ExportedProgram:
+        """The program re-traced with ``decomp_table``'s functions in place of their ops."""
+        if self._example_inputs is None:
+            raise RuntimeError("run_decompositions needs the example inputs the program was exported with")
+        args, kwargs = self._example_inputs
+        return _export(self.module(), args, kwargs, decomp_table or default_decompositions(),
+                       forward_names=self._arg_names)
+
+    def validate(self) -> None:
+        self.graph.lint()
+        names = [n.name for n in self.graph.nodes if n.op == "placeholder"]
+        if names != [s.arg.name for s in self._graph_signature.input_specs]:
+            raise RuntimeError("ExportedProgram: the graph's inputs do not match its signature")
+
+    def __str__(self) -> str:
+        code = "\n".join(f"        {line}" if line else "" for line in self._graph_module.code.rstrip().split("\n"))
+        signature = "\n".join(f"    {line}" for line in str(self._graph_signature).split("\n"))
+        return (f"ExportedProgram:\n    class GraphModule(ember.nn.Module):\n{code}\n\nGraph signature:\n{signature}\n"
+                f"Range constraints: {self._range_constraints}\n")
+
+    __repr__ = __str__
+
+
+@has_side_effect
+def _check_constant_input(value: Any, expected: Any, name: str) -> None:
+    if type(value) is not type(expected) or value != expected:
+        raise ValueError(f"input {name} was fixed to {expected!r} when the program was exported, but got {value!r}")
+
+
+def _is_flat(spec: TreeSpec) -> bool:
+    return all(c.is_leaf() for c in spec.children_specs)
+
+
+def export(mod: nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes: Any = None,
+           strict: bool = False, preserve_module_call_signature: tuple = ()) -> ExportedProgram:
+    """Runs ``mod(*args, **kwargs)`` once and returns its ExportedProgram (see the module's
+    docstring). Shapes are those of the example inputs."""
+    if not isinstance(mod, nn.Module):
+        raise TypeError(f"Expected `mod` to be an instance of `ember.nn.Module`, got {type(mod).__name__}.")
+    if not isinstance(args, tuple):
+        raise ValueError(f"Expecting `args` to be a tuple of example positional inputs, got {type(args).__name__}")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise ValueError(f"Expecting `kwargs` to be a dict of example keyword inputs, got {type(kwargs).__name__}")
+    if dynamic_shapes is not None:
+        raise NotImplementedError("export: dynamic_shapes needs symbolic shapes, which Ember does not have; the "
+                                  "program is traced with the example inputs' shapes")
+    if preserve_module_call_signature:
+        raise NotImplementedError("export: preserve_module_call_signature is not in Ember")
+    return _export(mod, args, kwargs or {}, {})
+
+
+def _export(mod: nn.Module, args: tuple, kwargs: dict, decompositions: dict,
+            forward_names: list[str] | None = None) -> ExportedProgram:
+    try:
+        bound = inspect.signature(mod.forward).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"export: the example inputs do not fit {type(mod).__name__}.forward: {e}") from None
+    arg_names = forward_names or list(bound.arguments)
+    leaves, in_spec = tree_flatten(list(bound.arguments.values()))
+    flat_inputs = _is_flat(in_spec)
+
+    graph = Graph()
+    recorder = _OpRecorder(graph, dict(decompositions))
+    input_specs: list[InputSpec] = []
+    state_dict: dict[str, Any] = {}
+    seen: dict[int, str] = {}
+    for name, p in mod.named_parameters():
+        node = graph.placeholder(f"p_{name.replace('.', '_')}")
+        recorder.bind(p, node)
+        seen[id(p)] = name
+        state_dict[name] = p
+        input_specs.append(InputSpec(InputKind.PARAMETER, TensorArgument(node.name), name))
+    non_persistent = {f"{prefix}.{b}" if prefix else b for prefix, m in mod.named_modules()
+                      for b in m._non_persistent_buffers_set}
+    constants: dict[str, Any] = {}
+    buffer_nodes: dict[str, Node] = {}
+    working: dict[str, Any] = {}
+    for name, b in mod.named_buffers():
+        node = graph.placeholder(f"b_{name.replace('.', '_')}")
+        buffer_nodes[name] = node
+        persistent = name not in non_persistent
+        (state_dict if persistent else constants)[name] = b
+        input_specs.append(InputSpec(InputKind.BUFFER, TensorArgument(node.name), name, persistent))
+    user_nodes = []
+    for i, leaf in enumerate(leaves):
+        name = arg_names[i] if flat_inputs and i < len(arg_names) else f"arg{i}"
+        node = graph.placeholder(name)
+        user_nodes.append(node)
+        if isinstance(leaf, Tensor):
+            recorder.bind(leaf, node)
+            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(node.name), None))
+        else:
+            input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(node.name, leaf), None))
+
+    # The forward runs on copies of the buffers, so exporting a module in training mode leaves its
+    # running statistics as they were (PyTorch traces on fake tensors for the same effect).
+    from ..func import functional_call
+
+    for name, b in mod.named_buffers():
+        copy = b.clone()
+        recorder.bind(copy, buffer_nodes[name])
+        working[name] = copy
+    with recorder:
+        result = functional_call(mod, working, bound.args, bound.kwargs)
+    out_leaves, out_spec = tree_flatten(result)
+    outputs = [recorder.as_argument(v) for v in out_leaves]
+    graph.output(tuple(outputs))
+    output_specs = [OutputSpec(OutputKind.USER_OUTPUT,
+                               TensorArgument(v.name) if isinstance(v, Node) else ConstantArgument("", v), None)
+                    for v in outputs]
+
+    # tensors the forward read that are neither inputs nor parameters/buffers: lifted constants
+    first_user = user_nodes[0] if user_nodes else None
+    lifted_specs = []
+    for i, node in enumerate(graph.find_nodes(op="get_attr")):
+        tensor = recorder.constants[node.target]
+        name = f"lifted_tensor_{i}"
+        with graph.inserting_before(first_user) if first_user is not None else graph.inserting_before(
+                _first_non_placeholder(graph)):
+            placeholder = graph.placeholder(f"c_{name}")
+        node.replace_all_uses_with(placeholder)
+        graph.erase_node(node)
+        constants[name] = tensor
+        lifted_specs.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(placeholder.name), name))
+    n_lifted_before = len([s for s in input_specs if s.kind is not InputKind.USER_INPUT])
+    input_specs[n_lifted_before:n_lifted_before] = lifted_specs
+    signature = ExportGraphSignature(input_specs, output_specs)
+    keyword_only = tuple(name for name, p in inspect.signature(mod.forward).parameters.items()
+                         if p.kind is inspect.Parameter.KEYWORD_ONLY and name in arg_names)
+    program = ExportedProgram({}, graph, signature, state_dict, example_inputs=(args, kwargs), constants=constants,
+                              in_spec=in_spec, out_spec=out_spec, arg_names=arg_names, keyword_only=keyword_only)
+    program.validate()
+    return program
+
+
+def _first_non_placeholder(graph: Graph) -> Node:
+    for node in graph.nodes:
+        if node.op != "placeholder":
+            return node
+    return graph.output_node()
+
+
+# ---- save / load: the program as plain data ---------------------------------------------------
+
+
+def _encode(value: Any) -> Any:
+    import ember
+
+    if isinstance(value, Node):
+        return {"node": value.name}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return {"list": [_encode(v) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if isinstance(value, slice):
+        return {"slice": [_encode(value.start), _encode(value.stop), _encode(value.step)]}
+    if isinstance(value, complex):
+        return {"complex": [value.real, value.imag]}
+    if isinstance(value, ember.dtype):
+        return {"dtype": str(value).removeprefix("ember.")}
+    if isinstance(value, ember.device):
+        return {"device": str(value)}
+    if isinstance(value, ember.memory_format):
+        return {"memory_format": str(value).removeprefix("ember.")}
+    if isinstance(value, ember.layout):
+        return {"layout": str(value).removeprefix("ember.")}
+    raise ValueError(f"export.save: cannot store an argument of type {type(value).__name__}")
+
+
+def _decode(value: Any, env: dict[str, Node]) -> Any:
+    import ember
+
+    if not isinstance(value, dict):
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        raise ValueError(f"export.load: unexpected value of type {type(value).__name__}")
+    if len(value) != 1:
+        raise ValueError("export.load: malformed argument record")
+    (tag, body), = value.items()
+    if tag == "node":
+        if body not in env:
+            raise ValueError(f"export.load: argument refers to unknown node {body!r}")
+        return env[body]
+    if tag in ("tuple", "list"):
+        items = [_decode(v, env) for v in _as_list(body)]
+        return tuple(items) if tag == "tuple" else items
+    if tag == "dict":
+        return {_decode(k, env): _decode(v, env) for k, v in (_pair(p) for p in _as_list(body))}
+    if tag == "slice":
+        start, stop, step = (_decode(v, env) for v in _as_list(body, 3))
+        return slice(start, stop, step)
+    if tag == "complex":
+        real, imag = _as_list(body, 2)
+        return complex(float(real), float(imag))
+    kinds = {"dtype": ember.dtype, "memory_format": ember.memory_format, "layout": ember.layout}
+    if tag in kinds:
+        found = getattr(ember, str(body), None)
+        if not isinstance(found, kinds[tag]):
+            raise ValueError(f"export.load: unknown {tag} {body!r}")
+        return found
+    if tag == "device":
+        return ember.device(str(body))
+    raise ValueError(f"export.load: unknown argument tag {tag!r}")
+
+
+def _as_list(body: Any, length: int | None = None) -> list:
+    if not isinstance(body, list) or (length is not None and len(body) != length):
+        raise ValueError("export.load: malformed argument record")
+    return body
+
+
+def _pair(p: Any) -> tuple:
+    items = _as_list(p, 2)
+    return items[0], items[1]
+
+
+def _encode_spec(spec: TreeSpec) -> Any:
+    if spec.is_leaf():
+        return "*"
+    if spec.type not in (tuple, list, dict):
+        raise ValueError(f"export.save: cannot store inputs or outputs nested in {spec.type.__name__}")
+    context = list(spec.context) if spec.type is dict else None
+    return {"type": spec.type.__name__, "context": context, "children": [_encode_spec(c) for c in spec.children_specs]}
+
+
+def _decode_spec(data: Any) -> TreeSpec:
+    if data == "*":
+        return LeafSpec()
+    if not isinstance(data, dict) or data.get("type") not in ("tuple", "list", "dict"):
+        raise ValueError("export.load: malformed tree structure")
+    kind = {"tuple": tuple, "list": list, "dict": dict}[data["type"]]
+    children = [_decode_spec(c) for c in _as_list(data.get("children"))]
+    return TreeSpec(kind, list(data["context"]) if kind is dict else None, children)
+
+
+def _target_name(target: Any) -> str:
+    if target is operator.getitem:
+        return "operator.getitem"
+    name = getattr(target, "name", None)
+    if type(target).__name__ == "OpOverload" and isinstance(name, str):
+        return name
+    raise ValueError(f"export.save: cannot store a call of {target!r} (only registered ops and operator.getitem)")
+
+
+def _resolve_target(name: Any) -> Any:
+    from .._ops import ops
+
+    if name == "operator.getitem":
+        return operator.getitem
+    if not isinstance(name, str) or "::" not in name:
+        raise ValueError(f"export.load: unknown call target {name!r}")
+    namespace, op = name.split("::", 1)
+    try:
+        return getattr(getattr(ops, namespace), op)
+    except (AttributeError, RuntimeError) as e:
+        raise ValueError(f"export.load: {name} is not a registered op") from e
+
+
+def save(ep: ExportedProgram, f: Any, *, extra_files: dict | None = None, opset_version: dict | None = None,
+         pickle_protocol: int = DEFAULT_PICKLE_PROTOCOL) -> None:
+    """Writes ``ep`` to ``f`` (a path or binary file) as plain data and tensors (``ember.save``)."""
+    if extra_files or opset_version:
+        raise NotImplementedError("export.save: extra_files and opset_version are not in Ember's format")
+    import ember
+
+    if not isinstance(ep, ExportedProgram):
+        raise TypeError(f"export.save expects an ExportedProgram, got {type(ep).__name__}")
+    nodes = []
+    for node in ep.graph.nodes:
+        target = node.target if node.op in ("placeholder", "output", "get_attr") else _target_name(node.target)
+        nodes.append({"name": node.name, "op": node.op, "target": target, "args": _encode(node.args),
+                      "kwargs": _encode(node.kwargs)})
+    signature = {
+        "inputs": [[s.kind.name, s.arg.name, s.target, s.persistent,
+                    _encode(s.arg.value) if isinstance(s.arg, ConstantArgument) else None,
+                    isinstance(s.arg, ConstantArgument)] for s in ep.graph_signature.input_specs],
+        "outputs": [[s.kind.name, s.arg.name, s.target,
+                     _encode(s.arg.value) if isinstance(s.arg, ConstantArgument) else None,
+                     isinstance(s.arg, ConstantArgument)] for s in ep.graph_signature.output_specs],
+    }
+    ember.save({"format": _FORMAT, "nodes": nodes, "signature": signature,
+                "state_dict": {k: v.detach() for k, v in ep.state_dict.items()},
+                "parameters": list(ep.graph_signature.parameters),
+                "constants": dict(ep.constants), "in_spec": _encode_spec(ep._in_spec) if ep._in_spec else None,
+                "out_spec": _encode_spec(ep._out_spec) if ep._out_spec else None, "arg_names": ep._arg_names,
+                "keyword_only": list(ep._keyword_only)}, f, pickle_protocol=pickle_protocol)
+
+
+def load(f: Any) -> ExportedProgram:
+    """Reads a program ``save`` wrote. Loading runs no code: the file is read with
+    ``weights_only=True`` and calls resolve only to registered ops and ``operator.getitem``."""
+    import ember
+
+    data = ember.load(f, weights_only=True)
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        raise ValueError("export.load: not an Ember exported program (missing or unknown format)")
+    graph = Graph()
+    env: dict[str, Node] = {}
+    for record in _as_list(data.get("nodes")):
+        if not isinstance(record, dict):
+            raise ValueError("export.load: malformed node record")
+        op, name = record.get("op"), record.get("name")
+        if op not in ("placeholder", "call_function", "output") or not isinstance(name, str):
+            raise ValueError(f"export.load: unexpected node op {op!r}")
+        target = record.get("target") if op != "call_function" else _resolve_target(record.get("target"))
+        args = _decode(record.get("args"), env)
+        kwargs = _decode(record.get("kwargs"), env)
+        if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+            raise ValueError("export.load: malformed node arguments")
+        env[name] = graph.create_node(op, target, args, kwargs, name)
+    signature = data.get("signature")
+    if not isinstance(signature, dict):
+        raise ValueError("export.load: missing graph signature")
+
+    def arg(name: str, is_constant: bool, value: Any) -> Any:
+        return ConstantArgument(name, _decode(value, env)) if is_constant else TensorArgument(name)
+
+    try:
+        inputs = [InputSpec(InputKind[k], arg(n, c, v), t, p) for k, n, t, p, v, c in _as_list(signature["inputs"])]
+        outputs = [OutputSpec(OutputKind[k], arg(n, c, v), t) for k, n, t, v, c in _as_list(signature["outputs"])]
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"export.load: malformed graph signature ({e})") from None
+    state_dict = dict(data.get("state_dict") or {})
+    for name in data.get("parameters") or []:
+        if name in state_dict:
+            state_dict[name] = nn.Parameter(state_dict[name])
+    program = ExportedProgram({}, graph, ExportGraphSignature(inputs, outputs), state_dict,
+                              constants=dict(data.get("constants") or {}),
+                              in_spec=_decode_spec(data["in_spec"]) if data.get("in_spec") else None,
+                              out_spec=_decode_spec(data["out_spec"]) if data.get("out_spec") else None,
+                              arg_names=list(data.get("arg_names") or []),
+                              keyword_only=tuple(data.get("keyword_only") or ()))
+    program.validate()
+    return program
