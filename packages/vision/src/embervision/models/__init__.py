@@ -5,7 +5,7 @@ Each builder (``resnet50(*, weights=None, progress=True, **kwargs)``) has a weig
 subpackages ``detection``, ``segmentation`` and ``optical_flow`` hold the other tasks' models.
 """
 
-from . import detection, optical_flow, segmentation  # noqa: F401
+from . import detection, feature_extraction, optical_flow, segmentation  # noqa: F401
 from ._api import (  # noqa: F401
     Weights,
     WeightsEnum,

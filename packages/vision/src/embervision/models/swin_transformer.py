@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 import ember
+import ember.fx
 from ember import nn
 from ember.nn import functional as F
 
@@ -32,12 +33,18 @@ def _patch_merging_pad(x: ember.Tensor) -> ember.Tensor:
     return ember.cat([x0, x1, x2, x3], -1)
 
 
+ember.fx.wrap("_patch_merging_pad")  # one node when traced: its shape arithmetic is not traceable
+
+
 def _get_relative_position_bias(relative_position_bias_table: ember.Tensor, relative_position_index: ember.Tensor,
                                 window_size: list[int]) -> ember.Tensor:
     n = window_size[0] * window_size[1]
     bias = relative_position_bias_table[relative_position_index]
     bias = bias.view(n, n, -1)
     return bias.permute(2, 0, 1).contiguous().unsqueeze(0)
+
+
+ember.fx.wrap("_get_relative_position_bias")
 
 
 class PatchMerging(nn.Module):
@@ -143,6 +150,9 @@ def shifted_window_attention(input: ember.Tensor, qkv_weight: ember.Tensor, proj
     if sum(shift_size) > 0:
         x = ember.roll(x, shifts=(shift_size[0], shift_size[1]), dims=(1, 2))
     return x[:, :h, :w, :].contiguous()
+
+
+ember.fx.wrap("shifted_window_attention")  # its padding and shift depend on the map's size
 
 
 class ShiftedWindowAttention(nn.Module):

@@ -69,8 +69,7 @@ class EncoderBlock(nn.Module):
         self.mlp = MLPBlock(hidden_dim, mlp_dim, dropout)
 
     def forward(self, input: ember.Tensor) -> ember.Tensor:
-        if input.dim() != 3:
-            raise ValueError(f"Expected (batch_size, seq_length, hidden_dim) got {tuple(input.shape)}")
+        ember._assert(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {input.shape}")
         x = self.ln_1(input)
         x, _ = self.self_attention(x, x, x, need_weights=False)
         x = self.dropout(x) + input
@@ -95,8 +94,7 @@ class Encoder(nn.Module):
         self.ln = norm_layer(hidden_dim)
 
     def forward(self, input: ember.Tensor) -> ember.Tensor:
-        if input.dim() != 3:
-            raise ValueError(f"Expected (batch_size, seq_length, hidden_dim) got {tuple(input.shape)}")
+        ember._assert(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {input.shape}")
         input = input + self.pos_embedding
         return self.ln(self.layers(self.dropout(input)))
 
@@ -178,10 +176,9 @@ class VisionTransformer(nn.Module):
         """[N, 3, H, W] → [N, (H/p)*(W/p), hidden_dim] patch embeddings."""
         n, c, h, w = x.shape
         p = self.patch_size
-        if h != self.image_size:
-            raise ValueError(f"Wrong image height! Expected {self.image_size} but got {h}!")
-        if w != self.image_size:
-            raise ValueError(f"Wrong image width! Expected {self.image_size} but got {w}!")
+        # ember._assert, as TorchVision's torch._assert: symbolic tracing records the checks
+        ember._assert(h == self.image_size, f"Wrong image height! Expected {self.image_size} but got {h}!")
+        ember._assert(w == self.image_size, f"Wrong image width! Expected {self.image_size} but got {w}!")
         n_h, n_w = h // p, w // p
         x = self.conv_proj(x)
         x = x.reshape(n, self.hidden_dim, n_h * n_w)
