@@ -68,11 +68,11 @@ def test_signature_lists_lifted_inputs_in_order():
     sig = ep.graph_signature
     kinds = [s.kind for s in sig.input_specs]
     assert kinds == [InputKind.PARAMETER] * 4 + [InputKind.BUFFER] * 4 + [InputKind.CONSTANT_TENSOR, InputKind.USER_INPUT]
-    assert sig.parameters == ["lin.weight", "lin.bias", "bn.weight", "bn.bias"]
-    assert sig.buffers == ["offset", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"]
-    assert sig.non_persistent_buffers == ["offset"]
+    assert sig.parameters == ("lin.weight", "lin.bias", "bn.weight", "bn.bias")
+    assert sig.buffers == ("offset", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked")
+    assert sig.non_persistent_buffers == ("offset",)
     assert sig.inputs_to_parameters["p_lin_weight"] == "lin.weight"
-    assert sig.user_inputs == ["x"] and sig.lifted_tensor_constants == ["lifted_tensor_0"]
+    assert sig.user_inputs == ("x",) and sig.lifted_tensor_constants == ("lifted_tensor_0",)
     assert [s.kind for s in sig.output_specs] == [OutputKind.USER_OUTPUT]
     placeholders = [n.name for n in ep.graph.nodes if n.op == "placeholder"]
     assert placeholders == [s.arg.name for s in sig.input_specs]

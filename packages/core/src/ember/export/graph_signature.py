@@ -71,7 +71,8 @@ class OutputSpec:
 @dataclasses.dataclass
 class ExportGraphSignature:
     """The inputs of an exported graph in order (parameters, buffers, lifted constants, then the
-    user's inputs) and its outputs, with the module attribute each stands for."""
+    user's inputs) and its outputs, with the module attribute each stands for; the name lists are
+    tuples, as PyTorch 2.13 gives them."""
 
     input_specs: list[InputSpec]
     output_specs: list[OutputSpec]
@@ -80,30 +81,30 @@ class ExportGraphSignature:
         return [s for s in self.input_specs if s.kind is kind]
 
     @property
-    def parameters(self) -> list[str]:
-        return [s.target for s in self._inputs(InputKind.PARAMETER)]
+    def parameters(self) -> tuple[str, ...]:
+        return tuple(s.target for s in self._inputs(InputKind.PARAMETER))
 
     @property
-    def buffers(self) -> list[str]:
-        return [s.target for s in self._inputs(InputKind.BUFFER)]
+    def buffers(self) -> tuple[str, ...]:
+        return tuple(s.target for s in self._inputs(InputKind.BUFFER))
 
     @property
-    def non_persistent_buffers(self) -> list[str]:
-        return [s.target for s in self._inputs(InputKind.BUFFER) if s.persistent is False]
+    def non_persistent_buffers(self) -> tuple[str, ...]:
+        return tuple(s.target for s in self._inputs(InputKind.BUFFER) if s.persistent is False)
 
     @property
-    def lifted_tensor_constants(self) -> list[str]:
-        return [s.target for s in self._inputs(InputKind.CONSTANT_TENSOR)]
+    def lifted_tensor_constants(self) -> tuple[str, ...]:
+        return tuple(s.target for s in self._inputs(InputKind.CONSTANT_TENSOR))
 
     @property
-    def user_inputs(self) -> list[str | Any]:
-        return [s.arg.name if isinstance(s.arg, TensorArgument) else s.arg.value
-                for s in self._inputs(InputKind.USER_INPUT)]
+    def user_inputs(self) -> tuple[str | Any, ...]:
+        return tuple(s.arg.name if isinstance(s.arg, TensorArgument) else s.arg.value
+                     for s in self._inputs(InputKind.USER_INPUT))
 
     @property
-    def user_outputs(self) -> list[str | Any]:
-        return [s.arg.name if isinstance(s.arg, TensorArgument) else s.arg.value
-                for s in self.output_specs if s.kind is OutputKind.USER_OUTPUT]
+    def user_outputs(self) -> tuple[str | Any, ...]:
+        return tuple(s.arg.name if isinstance(s.arg, TensorArgument) else s.arg.value
+                     for s in self.output_specs if s.kind is OutputKind.USER_OUTPUT)
 
     @property
     def inputs_to_parameters(self) -> dict[str, str]:
