@@ -308,6 +308,12 @@ void bind_ops(py::module_& m) {
   m.def("_set_dispatch_mode_active", &dispatch_mode::set_active,
         "Whether this thread hands ops to ember.utils._python_dispatch (returns the previous value).");
   m.def("_dispatch_mode_below_autograd", &dispatch_mode::below_autograd);
+  // Whether item() of t is to go through aten._local_scalar_dense: t's subclass defines
+  // __torch_dispatch__, or this thread has a dispatch mode (with Python dispatch switched on).
+  m.def("_item_dispatches", [](const Tensor& t) {
+    return dispatch_mode::python_dispatch_enabled() &&
+           (dispatch_mode::is_python_tensor(t) || dispatch_mode::active());
+  });
   py::class_<Operator>(m, "Operator")
       .def_property_readonly("name", &Operator::qualified_name)
       .def_property_readonly("schema", [](const Operator& op) { return op.schema().str(); })

@@ -437,12 +437,7 @@ from . import (  # noqa: E402
     types,
 )
 from ._C import Size  # noqa: E402
-from ._python_tensor import _define_local_scalar_dense  # noqa: E402
 from ._rnn_functional import gru, lstm, rnn_relu, rnn_tanh  # noqa: E402
-
-# item() as aten._local_scalar_dense, for __torch_dispatch__ subclasses and modes (the Library
-# object keeps the registration)
-_local_scalar_dense_library = _define_local_scalar_dense()
 from ._runtime import (  # noqa: E402
     get_num_interop_threads,
     init_num_threads,

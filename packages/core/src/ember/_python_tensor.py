@@ -142,24 +142,3 @@ def tensor_methods() -> dict[str, object]:
 _C._disabled_torch_dispatch_impl = _disabled_torch_dispatch_impl
 _C._DisableTorchDispatch = DisableTorchDispatch
 
-
-# ---- aten._local_scalar_dense: item() as an op --------------------------------------------------
-
-
-def _read_scalar(t: _C.Tensor) -> object:
-    from ._tensor import _as_numpy_for_print
-
-    if t.numel() != 1:
-        raise RuntimeError(f"a Tensor with {t.numel()} elements cannot be converted to Scalar")
-    return _as_numpy_for_print(t).reshape(()).item()
-
-
-def _define_local_scalar_dense() -> object:
-    """Registers ``aten::_local_scalar_dense(Tensor self) -> Scalar``, the op ``item()`` becomes
-    when a subclass or a dispatch mode is to see it; returns the Library, kept alive by the caller."""
-    from .library import Library
-
-    lib = Library("aten", "FRAGMENT")
-    lib.define("_local_scalar_dense(Tensor self) -> Scalar")
-    lib.impl("_local_scalar_dense", _read_scalar, "CPU")
-    return lib

@@ -235,25 +235,24 @@ def _tolist(self: _C.Tensor) -> object:
 def _item(self: _C.Tensor) -> object:
     # A __torch_dispatch__ subclass or a dispatch mode sees item() as aten._local_scalar_dense,
     # as in PyTorch; a plain tensor reads its value directly (half the cost of the op call).
-    if _C._is_python_tensor(self) or _dispatch_modes_active():
+    if _C._item_dispatches(self):
         from ._ops import ops
 
         return ops.aten._local_scalar_dense(self)
-    if self.numel() != 1:
-        raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
-    return _as_numpy_for_print(self).reshape(()).item()
+    return _read_scalar(self)
+
+
+def _read_scalar(t: _C.Tensor) -> object:
+    """item()'s value, read directly; also aten._local_scalar_dense's kernel (ember/library.py)."""
+    if t.numel() != 1:
+        raise RuntimeError(f"a Tensor with {t.numel()} elements cannot be converted to Scalar")
+    return _as_numpy_for_print(t).reshape(()).item()
 
 
 def _real_item(self: _C.Tensor) -> object:
     # float(t) / int(t) of a complex tensor take the real part; the value is read once
     value = self.item()
     return value.real if isinstance(value, complex) else value
-
-
-def _dispatch_modes_active() -> bool:
-    from .utils import _python_dispatch
-
-    return bool(_python_dispatch._stack.modes)
 
 
 def _len(self: _C.Tensor) -> int:

@@ -723,3 +723,19 @@ def opcheck(op, args: tuple, kwargs: dict | None = None, *, test_utils=_OPCHECK_
                 raise
             results[name] = e
     return results
+
+
+# ---- aten._local_scalar_dense ------------------------------------------------------------------
+# Tensor.item() as an op, which __torch_dispatch__ subclasses and dispatch modes see in its place,
+# as in PyTorch (ember/_tensor.py's _item calls it only for them; this Library keeps it registered).
+
+
+def _local_scalar_dense(t: Any) -> Any:
+    from ._tensor import _read_scalar
+
+    return _read_scalar(t)
+
+
+_aten_fragment = Library("aten", "FRAGMENT")
+_aten_fragment.define("_local_scalar_dense(Tensor self) -> Scalar")
+_aten_fragment.impl("_local_scalar_dense", _local_scalar_dense, "CPU")
