@@ -87,8 +87,10 @@ class AccumulateGrad final : public Node {
     if (GradMode::is_enabled()) {
       m.grad = m.grad.defined() ? autograd::add(m.grad, g, Scalar(int64_t(1)), std::nullopt) : g;
     } else if (m.grad.defined()) {
-      // in place, as PyTorch accumulates; a Python tensor's subclass does it (Note [Python tensors])
-      if (dispatch_mode::is_python_tensor(m.grad) || dispatch_mode::is_python_tensor(g)) {
+      // in place, as PyTorch accumulates; a Python tensor's subclass does it, and a dispatch mode
+      // sees it (Note [Python tensors])
+      if (dispatch_mode::is_python_tensor(m.grad) || dispatch_mode::is_python_tensor(g) ||
+          dispatch_mode::active()) {
         autograd::add(m.grad, g, Scalar(int64_t(1)), m.grad);
       } else {
         ember::add(m.grad, g, Scalar(int64_t(1)), m.grad);
@@ -112,8 +114,8 @@ class AccumulateGrad final : public Node {
                          g.storage_offset() == 0 && g.sizes() == leaf_.sizes();
       if (alone) {
         m.grad = g;
-      } else if (dispatch_mode::is_python_tensor(g)) {
-        m.grad = autograd::clone(g);  // its subclass makes the copy (Note [Python tensors])
+      } else if (dispatch_mode::is_python_tensor(g) || dispatch_mode::active()) {
+        m.grad = autograd::clone(g);  // its subclass (or a mode) sees the copy (Note [Python tensors])
       } else {
         m.grad = empty(g.sizes(), g.dtype(), g.device(), layout);
         copy_same_shape(m.grad, g);
@@ -747,8 +749,8 @@ void add_to_buffer(GraphTask& task, Node* n, uint32_t nr, const Tensor& g) {
   } else if (!task.create_graph && task.owned_sums.count(slot.impl()) && g.sizes() == slot.sizes() &&
              g.dtype() == slot.dtype() && g.device() == slot.device() && !vmap::is_batched(slot) &&
              !vmap::is_batched(g) && !forward_ad::enabled() && !dispatch_mode::is_python_tensor(slot) &&
-             !dispatch_mode::is_python_tensor(g)) {
-    // the plain add: no batching rule, no tangent, no subclass (Note [Python tensors])
+             !dispatch_mode::is_python_tensor(g) && !dispatch_mode::active()) {
+    // the plain add: no batching rule, no tangent, no subclass, no mode (Note [Python tensors])
     ember::add(slot, g, Scalar(int64_t(1)), slot);
   } else {
     slot = autograd::add(slot, g, Scalar(int64_t(1)), std::nullopt);

@@ -105,8 +105,10 @@ Tensor index_select_backward(const Tensor& grad, const IntList& sizes, int64_t d
 }
 
 bool plain_view_backward(const Tensor& grad) {
+  // Note [Python tensors]: a subclass computes its own backward, and a dispatch mode (make_fx,
+  // a FLOP counter) is to see every op of it, so neither takes the kernel-direct path
   return !GradMode::is_enabled() && !vmap::is_batched(grad) && !forward_ad::enabled() &&
-         !dispatch_mode::is_python_tensor(grad);  // Note [Python tensors]: its subclass computes
+         !dispatch_mode::is_python_tensor(grad) && !dispatch_mode::active();
 }
 
 Tensor select_backward(const Tensor& grad, const IntList& sizes, int64_t dim, int64_t index) {

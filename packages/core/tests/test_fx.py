@@ -558,3 +558,34 @@ def test_make_fx_traces_backward_and_keeps_writes_through_dead_code():
     kept = [n.target for n in traced.graph.nodes if n.op == "call_function"]
     assert ember.ops.aten.fill_ in kept  # an in-place write is kept although nothing reads it
     assert any(n.kwargs.get("out") is not None for n in traced.graph.nodes if n.op == "call_function")
+
+
+def test_make_fx_sees_the_whole_backward_of_views():
+    # select/slice backward and gradient accumulation take no kernel-direct path under a mode, so
+    # the graph computes the gradient from its input instead of baking it in
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    def g(x):
+        return ember.autograd.grad((x[1:] * 2).sum() + x[0] + x[2:].sum(), x)[0]
+
+    x = ember.randn(5, dtype=ember.float64, requires_grad=True)
+    gm = make_fx(g)(x)
+    # the only constants are 0-d (the scalar 2 the mul formula saved), no traced gradient
+    assert all(getattr(gm, n.target).dim() == 0 for n in gm.graph.nodes if n.op == "get_attr")
+    assert ember.ops.aten.index_add in {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    for _ in range(2):
+        v = ember.randn(5, dtype=ember.float64)
+        assert ember.equal(gm(v), g(v.clone().requires_grad_()))
+
+    w = ember.randn(3, dtype=ember.float64, requires_grad=True)
+
+    def accumulate(x):
+        (x * w).sum().backward()
+        (x * w).sum().backward()  # the second backward adds into w.grad
+        return w.grad * 1
+
+    w.grad = None
+    traced = make_fx(accumulate)(ember.randn(3, dtype=ember.float64))
+    w.grad = None
+    v = ember.randn(3, dtype=ember.float64)
+    assert ember.allclose(traced(v), 2 * v, rtol=1e-15, atol=0)  # both backwards, replayed on v

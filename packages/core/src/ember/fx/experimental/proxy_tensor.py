@@ -92,11 +92,11 @@ class _OpRecorder(TorchDispatchMode):
             self.bind(t, node)
         return node
 
-    def as_argument(self, value: Any) -> Any:
+    def as_argument(self, value: Any, numbers: bool = True) -> Any:
         def convert(a: Any) -> Any:
             if not isinstance(a, Tensor):
                 return a
-            if _C._is_wrapped_number(a):  # a Python number the op wrapped: recorded as the number
+            if numbers and _C._is_wrapped_number(a):  # a Python number the op wrapped: recorded as one
                 return a.item()
             return self.node_of(a)
 
@@ -108,7 +108,10 @@ class _OpRecorder(TorchDispatchMode):
             with self:  # the decomposition's own ops are recorded
                 return self.decompositions[func](*args, **kwargs)
         out = func(*args, **kwargs)
-        node = self.graph.call_function(func, self.as_argument(args), dict(self.as_argument(kwargs)))
+        # ops by name take a number for a tensor argument after the first only (as torch.ops does):
+        # a wrapped number in first place (a formula's saved scalar) stays a tensor constant
+        node_args = (*self.as_argument(args[:1], numbers=False), *self.as_argument(args[1:]))
+        node = self.graph.call_function(func, node_args, dict(self.as_argument(kwargs)))
         if isinstance(out, Tensor):
             self.bind(out, node)
         elif isinstance(out, (tuple, list)):
