@@ -589,3 +589,43 @@ def test_make_fx_sees_the_whole_backward_of_views():
     w.grad = None
     v = ember.randn(3, dtype=ember.float64)
     assert ember.allclose(traced(v), 2 * v, rtol=1e-15, atol=0)  # both backwards, replayed on v
+
+
+def test_fuse_folds_batch_norm_and_remove_dropout():
+    from ember.fx.experimental.optimization import fuse, matches_module_pattern, remove_dropout
+
+    class ConvNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.bn = nn.BatchNorm2d(4)
+            self.shared = nn.Conv2d(4, 4, 1)
+            self.bn2 = nn.BatchNorm2d(4)
+            self.drop = nn.Dropout(0.5)
+            self.lin = nn.Linear(4, 2)
+            self.bn1d = nn.BatchNorm1d(2)
+
+        def forward(self, x):
+            h = self.bn(self.conv(x)).relu()
+            s = self.shared(h)
+            h = self.bn2(s) + s  # the conv's output is read twice: not folded
+            return self.bn1d(self.lin(self.drop(h).mean((2, 3))))
+
+    ember.manual_seed(0)
+    net = ConvNet().double()
+    for bn in (net.bn, net.bn2, net.bn1d):  # running statistics away from the defaults
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    net.eval()
+    fused = fuse(net)
+    kinds = [type(fused.get_submodule(n.target)).__name__ for n in fused.graph.nodes if n.op == "call_module"]
+    assert kinds == ["Conv2d", "Conv2d", "BatchNorm2d", "Dropout", "Linear"]
+    x = ember.randn(2, 3, 8, 8, dtype=ember.float64)
+    assert ember.allclose(fused(x), net(x), rtol=1e-12, atol=1e-12)
+    assert net.bn is not None and type(net.conv) is nn.Conv2d  # not inplace: the original is untouched
+    without = remove_dropout(net)
+    assert "drop" not in without.code and ember.allclose(without(x), net(x), rtol=1e-14, atol=0)
+    graph = ember.fx.symbolic_trace(net).graph
+    assert not matches_module_pattern((nn.Conv2d, nn.BatchNorm2d), next(iter(graph.nodes)), dict(net.named_modules()))
+    with pytest.raises(ValueError, match="Fusion only for eval"):
+        fuse(net.train())
