@@ -144,23 +144,21 @@ Stack bind_arguments(const Operator& op, py::args args, py::kwargs kwargs) {
     // As torch.ops does, a Python number stands for a tensor argument after the first
     // (ember.ops.aten.add(x, 1)), wrapped as a 0-d tensor that ranks lowest in type promotion.
     const bool number_ok = i > 0 && a.type.base == BaseType::Tensor && !a.type.is_list;
-    Tensor wrapped;
-    if (i < args.size()) {
-      EMBER_CHECK(!has_kw, TypeError, name, " expected argument '", a.name,
-                  "' once, but got it both by position and by keyword");
-      if (number_ok && !py::isinstance<Tensor>(args[i]) && load_tensor_or_number(args[i], wrapped)) {
-        stack.push_back(wrapped);
-      } else {
-        stack.push_back(to_ivalue(a.type, args[i], where));
-      }
-    } else if (has_kw) {
-      ++used_kwargs;
-      py::handle value = kwargs[a.name.c_str()];
+    auto push = [&](py::handle value) {
+      Tensor wrapped;
       if (number_ok && !py::isinstance<Tensor>(value) && load_tensor_or_number(value, wrapped)) {
         stack.push_back(wrapped);
       } else {
         stack.push_back(to_ivalue(a.type, value, where));
       }
+    };
+    if (i < args.size()) {
+      EMBER_CHECK(!has_kw, TypeError, name, " expected argument '", a.name,
+                  "' once, but got it both by position and by keyword");
+      push(args[i]);
+    } else if (has_kw) {
+      ++used_kwargs;
+      push(kwargs[a.name.c_str()]);
     } else if (a.default_value) {
       IValue d = *a.default_value;
       if (a.type.base == BaseType::Float && !a.type.is_list && d.is<int64_t>()) {

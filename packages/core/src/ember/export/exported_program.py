@@ -90,7 +90,11 @@ class ExportedProgram:
 
     def named_buffers(self) -> Any:
         for name in self._graph_signature.buffers:
-            yield name, self._state_dict[name] if name in self._state_dict else self._constants[name]
+            yield name, self._lifted(name)
+
+    def _lifted(self, target: str) -> Any:
+        # parameters and persistent buffers are in state_dict; other buffers and constants are not
+        return self._state_dict[target] if target in self._state_dict else self._constants[target]
 
     def buffers(self) -> Any:
         for _, b in self.named_buffers():
@@ -122,9 +126,7 @@ class ExportedProgram:
                     if node.name in self._keyword_only:
                         env[node].meta["keyword_only"] = True
                 else:
-                    source = self._constants if spec.kind is InputKind.CONSTANT_TENSOR else self._state_dict
-                    value = source.get(spec.target, self._constants.get(spec.target))
-                    attrs[spec.target] = value
+                    attrs[spec.target] = self._lifted(spec.target)
                     env[node] = graph.get_attr(spec.target)
             elif node.op == "output":
                 flat = [map_aggregate(v, lambda n: env[n] if isinstance(n, Node) else n) for v in node.args[0]]
@@ -138,8 +140,7 @@ class ExportedProgram:
         if nested_in or custom_out:
             graph.set_codegen(_PyTreeCodeGen(self._arg_names, self._in_spec if nested_in else None,
                                              self._out_spec if custom_out else None))
-        root = {name: value for name, value in attrs.items()}
-        return GraphModule(root, graph)
+        return GraphModule(attrs, graph)
 
     def run_decompositions(self, decomp_table: dict | None = None) -> ExportedProgram:
         """The program re-traced with ``decomp_table``'s functions in place of their ops."""
@@ -258,8 +259,7 @@ def _export(mod: nn.Module, args: tuple, kwargs: dict, decompositions: dict,
     for i, node in enumerate(graph.find_nodes(op="get_attr")):
         tensor = recorder.constants[node.target]
         name = f"lifted_tensor_{i}"
-        with graph.inserting_before(first_user) if first_user is not None else graph.inserting_before(
-                _first_non_placeholder(graph)):
+        with graph.inserting_before(first_user if first_user is not None else _first_non_placeholder(graph)):
             placeholder = graph.placeholder(f"c_{name}")
         node.replace_all_uses_with(placeholder)
         graph.erase_node(node)

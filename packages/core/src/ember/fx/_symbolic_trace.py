@@ -288,7 +288,7 @@ class Tracer(TracerBase):
     def trace(self, root: Any, concrete_args: dict | tuple | None = None) -> Graph:
         """Traces ``root`` (a Module, whose ``forward`` is run, or a function) into a Graph;
         ``concrete_args`` fixes some inputs to values (``PH`` keeps one an input)."""
-        from .. import nn
+        from .. import Tensor, nn
 
         if isinstance(root, nn.Module):
             self.root = root
@@ -305,7 +305,7 @@ class Tracer(TracerBase):
         self.tensor_attrs = {}
         for module_name, module in self.root.named_modules():
             for attr_name, value in vars(module).items():
-                if isinstance(value, _tensor_type()):
+                if isinstance(value, Tensor):
                     self.tensor_attrs.setdefault(value, f"{module_name}.{attr_name}" if module_name else attr_name)
         fn_globals = fn.__globals__
         fn, args = self.create_args_for_root(fn, isinstance(root, nn.Module), concrete_args)
@@ -347,12 +347,6 @@ class Tracer(TracerBase):
         for name, value in list(globals_.items()):
             if not name.startswith("_") and callable(value) and id(value) in self._autowrap_function_ids:
                 patcher.patch_dict(globals_, name, _create_wrapped_func(value))
-
-
-def _tensor_type() -> type:
-    from .. import Tensor
-
-    return Tensor
 
 
 def symbolic_trace(root: Any, concrete_args: dict | tuple | None = None) -> Any:

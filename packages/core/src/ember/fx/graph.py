@@ -129,8 +129,10 @@ class CodeGen:
                 if math.isinf(arg):
                     return "inf" if arg > 0 else "-inf"
                 return repr(arg)
-            if isinstance(arg, type) or callable(arg) and not isinstance(arg, ember.Tensor):
-                return callable_name(arg) if not isinstance(arg, type) else add_global(arg.__name__, arg)
+            if isinstance(arg, type):
+                return add_global(arg.__name__, arg)
+            if callable(arg) and not isinstance(arg, ember.Tensor):
+                return callable_name(arg)
             if isinstance(arg, ember.device):
                 return repr(arg)
             text = repr(arg)

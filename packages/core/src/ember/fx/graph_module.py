@@ -24,9 +24,11 @@ def _forward_from_src(src: str, globals_: dict) -> Any:
     return namespace["forward"]
 
 
-def _walk_to_parent(to_module: Module, target: str, from_module: Module | None = None) -> tuple[Module, str] | None:
-    """The module ``to_module`` holds at ``target``'s parent path (made as empty Modules where
-    missing), and the last atom; None when that parent is already ``from_module``'s own."""
+def _walk_to_parent(to_module: Module, target: str,
+                    from_module: Module | None = None) -> tuple[Module, Module | None, str] | None:
+    """The modules ``to_module`` and ``from_module`` hold at ``target``'s parent path (the first
+    made as empty Modules where missing) and the last atom; None when that parent is already
+    ``from_module``'s own, so nothing is left to copy."""
     *path, field = target.split(".")
     for item in path:
         source = getattr(from_module, item) if from_module is not None else None
@@ -37,26 +39,21 @@ def _walk_to_parent(to_module: Module, target: str, from_module: Module | None =
             existing = Module()
             setattr(to_module, item, existing)
         from_module, to_module = source, existing
-    return to_module, field
+    return to_module, from_module, field
 
 
 def _assign_attr(value: Any, to_module: Module, target: str) -> None:
-    parent, field = _walk_to_parent(to_module, target)
+    parent, _, field = _walk_to_parent(to_module, target)
     _assign_attr_to_parent(value, parent, field)
 
 
 def _copy_attr(from_module: Module, to_module: Module, target: str) -> None:
     """Copies (by reference) the attribute at ``target`` from one module tree to another; a plain
     tensor becomes a buffer, as in PyTorch."""
-    *path, field = target.split(".")
-    source = from_module
-    for item in path:
-        source = getattr(source, item)
     walked = _walk_to_parent(to_module, target, from_module)
-    if walked is None:
-        return
-    parent, _ = walked
-    _assign_attr_to_parent(getattr(source, field), parent, field)
+    if walked is not None:
+        parent, source, field = walked
+        _assign_attr_to_parent(getattr(source, field), parent, field)
 
 
 def _assign_attr_to_parent(value: Any, parent: Module, field: str) -> None:
