@@ -52,6 +52,9 @@ class Op:
     kernel: str | None = None
     hand_written: bool = False
     variants: tuple[str, ...] = ()
+    # takes quantized tensors (Note [quantized tensors] in ember/quantizer.h); every other op
+    # raises NotImplementedError for one
+    quantized: bool = False
 
     @property
     def name(self) -> str:
@@ -103,32 +106,32 @@ def reduction(name: str, ref: str, dtypes="numeric", extra: str = "", dim: str =
 
 OPS: list[Op] = [
     # ---- views and shapes (src/ops/views) -------------------------------------------------
-    Op("view(Tensor self, int[] size) -> Tensor", test={"family": "none"}),
-    Op("reshape(Tensor self, int[] shape) -> Tensor", test={"family": "none"}),
-    Op("flatten(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor", test={"family": "none"}),
-    Op("unflatten(Tensor self, int dim, int[] sizes) -> Tensor", test={"family": "none"}),
-    Op("permute(Tensor self, int[] dims) -> Tensor", test={"family": "none"}),
-    Op("transpose(Tensor self, int dim0, int dim1) -> Tensor", test={"family": "none"}),
-    Op("t(Tensor self) -> Tensor", test={"family": "none"}),
-    Op("expand(Tensor self, int[] size) -> Tensor", test={"family": "none"}),
-    Op("broadcast_to(Tensor self, int[] size) -> Tensor", test={"family": "none"}),
-    Op("squeeze(Tensor self, int[]? dim=None) -> Tensor", test={"family": "none"}),
-    Op("unsqueeze(Tensor self, int dim) -> Tensor", test={"family": "none"}),
-    Op("narrow(Tensor self, int dim, int start, int length) -> Tensor", test={"family": "none"}),
-    Op("select(Tensor self, int dim, int index) -> Tensor", test={"family": "none"}),
+    Op("view(Tensor self, int[] size) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("reshape(Tensor self, int[] shape) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("flatten(Tensor self, int start_dim=0, int end_dim=-1) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("unflatten(Tensor self, int dim, int[] sizes) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("permute(Tensor self, int[] dims) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("transpose(Tensor self, int dim0, int dim1) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("t(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("expand(Tensor self, int[] size) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("broadcast_to(Tensor self, int[] size) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("squeeze(Tensor self, int[]? dim=None) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("unsqueeze(Tensor self, int dim) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("narrow(Tensor self, int dim, int start, int length) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("select(Tensor self, int dim, int index) -> Tensor", test={"family": "none"}, quantized=True),
     Op("slice(Tensor self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor",
-       method=False, test={"family": "none"}),
+       method=False, test={"family": "none"}, quantized=True),
     Op("unfold(Tensor self, int dimension, int size, int step) -> Tensor", test={"family": "none"}),
     Op("diagonal(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor", test={"family": "none"}),
-    Op("movedim(Tensor self, int[] source, int[] destination) -> Tensor", test={"family": "none"}),
-    Op("unbind(Tensor self, int dim=0) -> Tensor[]", test={"family": "none"}),
-    Op("split(Tensor self, int[] split_size_or_sections, int dim=0) -> Tensor[]", test={"family": "none"}),
-    Op("chunk(Tensor self, int chunks, int dim=0) -> Tensor[]", test={"family": "none"}),
+    Op("movedim(Tensor self, int[] source, int[] destination) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("unbind(Tensor self, int dim=0) -> Tensor[]", test={"family": "none"}, quantized=True),
+    Op("split(Tensor self, int[] split_size_or_sections, int dim=0) -> Tensor[]", test={"family": "none"}, quantized=True),
+    Op("chunk(Tensor self, int chunks, int dim=0) -> Tensor[]", test={"family": "none"}, quantized=True),
     Op("as_strided(Tensor self, int[] size, int[] stride, int? storage_offset=None) -> Tensor",
-       test={"family": "none"}),
-    Op("detach(Tensor self) -> Tensor", test={"family": "none"}),
-    Op("clone(Tensor self) -> Tensor", test={"family": "none"}),
-    Op("contiguous(Tensor self) -> Tensor", test={"family": "none"}),
+       test={"family": "none"}, quantized=True),
+    Op("detach(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("clone(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("contiguous(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
     # ember.contiguous_format / channels_last / channels_last_3d as 0 / 1 / 2 (Note [memory formats])
     Op("to_memory_format(Tensor self, int memory_format, bool copy=False) -> Tensor", method=False,
        test={"family": "none"}),
@@ -577,6 +580,17 @@ OPS: list[Op] = [
     Op("linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor",
        method=False, test={"family": "none"},
        autocast="fp32"),
+    # ---- quantized tensors (src/ops/quantization/quantized.cpp; Note [quantized tensors] in
+    # ember/quantizer.h). Quantized tensors never require grad: none of these has a derivative.
+    *[Op(s, method=False, test={"family": "none"}, quantized=True) for s in (
+        "quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor",
+        "quantize_per_channel(Tensor self, Tensor scales, Tensor zero_points, int axis, ScalarType dtype) -> Tensor",
+        "quantize_per_tensor_dynamic(Tensor self, ScalarType dtype, bool reduce_range) -> Tensor",
+        "_make_per_tensor_quantized_tensor(Tensor self, float scale, int zero_point) -> Tensor",
+        "_make_per_channel_quantized_tensor(Tensor self, Tensor scale, Tensor zero_point, int axis) -> Tensor",
+    )],
+    Op("dequantize(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
+    Op("int_repr(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
     # ---- fake quantization (src/ops/quantization/fake_quantize.cpp; Note [fake quant arithmetic]).
     # The *_cachemask ops also return where the value was inside the range (their derivative's
     # mask); fake_quantize_per_*_affine compose them (src/autograd/fake_quantize_composites.cpp).
@@ -1331,6 +1345,9 @@ NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplu
                      # fake quantization: the composites call the *_cachemask autograd ops; the local
                      # derivatives are the formulas' data
                      "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
+                     # quantized tensors: dequantize of a float tensor is a float32 copy with no history, as in PyTorch
+                     "quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic", "dequantize",
+                     "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor",
                      "_fake_quantize_learnable_local_grads",
                      "bernoulli", "bernoulli_", "multinomial", "poisson", "histc", "bincount",
                      # fbgemm composites: their bodies call the ember::autograd:: ops below, which record

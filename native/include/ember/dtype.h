@@ -32,7 +32,10 @@
   _(Bits16, ::ember::Bits16, "bits16", "")                            \
   _(Bits1x8, ::ember::Bits1x8, "bits1x8", "")                         \
   _(Bits2x4, ::ember::Bits2x4, "bits2x4", "")                         \
-  _(Bits4x2, ::ember::Bits4x2, "bits4x2", "")
+  _(Bits4x2, ::ember::Bits4x2, "bits4x2", "")                         \
+  _(QInt8, ::ember::QInt8, "qint8", "")                               \
+  _(QUInt8, ::ember::QUInt8, "quint8", "")                            \
+  _(QInt32, ::ember::QInt32, "qint32", "")
 
 namespace ember {
 
@@ -65,6 +68,9 @@ EMBER_API bool is_complex(DType d);         // complex32, complex64, complex128
 EMBER_API bool is_float8(DType d);  // the four float8 formats: storage and conversions only, no arithmetic
 // bits8, bits16, bits1x8, bits2x4, bits4x2: storage, views and same-dtype copies only
 EMBER_API bool is_bits(DType d);
+// qint8, quint8, qint32: integers read through a quantizer (ember/quantizer.h)
+EMBER_API bool is_quantized(DType d);
+EMBER_API DType quantized_underlying(DType d);  // qint8 -> int8, quint8 -> uint8, qint32 -> int32
 EMBER_API bool is_integral(DType d, bool include_bool);
 EMBER_API bool is_signed(DType d);
 EMBER_API DType dtype_from_name(const std::string& name);  // ValueError if unknown

@@ -74,6 +74,7 @@ struct EMBER_API InferenceMode {
 
 struct AutogradMeta;  // ember/autograd.h
 struct BatchedInfo;   // ember/vmap.h
+struct Quantizer;     // ember/quantizer.h
 
 struct EMBER_API TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -93,6 +94,8 @@ struct EMBER_API TensorImpl {
   // ember/dispatch_mode.h): its ops go to Python below autograd. Opaque here: the bindings keep the
   // subclass and its instance attributes in it.
   std::shared_ptr<void> python_state;
+  // A quantized dtype's parameters (Note [quantized tensors] in ember/quantizer.h); shared by views.
+  std::shared_ptr<const Quantizer> quantizer;
 };
 
 class EMBER_API Tensor {

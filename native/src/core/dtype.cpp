@@ -51,6 +51,19 @@ bool is_bits(DType d) {
   return d == DType::Bits8 || d == DType::Bits16 || d == DType::Bits1x8 || d == DType::Bits2x4 ||
          d == DType::Bits4x2;
 }
+bool is_quantized(DType d) {
+  return d == DType::QInt8 || d == DType::QUInt8 || d == DType::QInt32;
+}
+DType quantized_underlying(DType d) {
+  switch (d) {
+    case DType::QInt8: return DType::Int8;
+    case DType::QUInt8: return DType::UInt8;
+    case DType::QInt32: return DType::Int32;
+    default:
+      throw ValueError(std::string("[quantized_underlying] expected a quantized dtype, but got ") +
+                       dtype_name(d));
+  }
+}
 bool is_complex(DType d) {
   return d == DType::Complex64 || d == DType::Complex128 || d == DType::Complex32;
 }

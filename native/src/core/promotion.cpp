@@ -54,6 +54,10 @@ DType promote_types(DType a, DType b) {
   EMBER_CHECK(!is_float8(a) && !is_float8(b), TypeError,
               "[promote_types] Promotion for Float8 Types is not supported, attempted to promote ",
               dtype_name(a), " and ", dtype_name(b));
+  EMBER_CHECK(!is_quantized(a) && !is_quantized(b), Error,
+              "[promote_types] promotion with quantized dtypes is not defined (a quantized tensor is read "
+              "through its dequantize()), attempted to promote ",
+              dtype_name(a), " and ", dtype_name(b));
   EMBER_CHECK(!is_bits(a) && !is_bits(b), TypeError,
               "[promote_types] Promotion for bits types is not supported, ", "attempted to promote ",
               dtype_name(a), " and ", dtype_name(b));

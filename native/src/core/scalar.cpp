@@ -82,6 +82,9 @@ const char* c_type_name(DType d) {
     case DType::Float64: return "double";
     case DType::Complex64: return "c10::complex<float>";
     case DType::Complex32: return "c10::complex<c10::Half>";
+    case DType::QInt8: return "c10::qint8";
+    case DType::QUInt8: return "c10::quint8";
+    case DType::QInt32: return "c10::qint32";
     case DType::Bits8: return "c10::bits8";
     case DType::Bits16: return "c10::bits16";
     case DType::Bits1x8: return "c10::bits1x8";

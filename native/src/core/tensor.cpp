@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ember/error.h"
+#include "ember/quantizer.h"
 #include "ember/writable.h"
 
 namespace ember {
@@ -198,6 +199,7 @@ bool Tensor::is_contiguous(MemoryFormat format) const {
 Tensor Tensor::contiguous(MemoryFormat format) const {
   if (is_contiguous(format)) return *this;
   Tensor out = empty(sizes(), dtype(), device(), format);
+  out.impl()->quantizer = impl_->quantizer;
   copy_same_shape(out, *this);
   return out;
 }
@@ -227,6 +229,7 @@ MemoryFormat suggest_memory_format(const Tensor& t) {
 
 Tensor Tensor::clone() const {
   Tensor out = empty(sizes(), dtype(), device());
+  out.impl()->quantizer = impl_->quantizer;
   copy_same_shape(out, *this);
   return out;
 }
@@ -318,6 +321,7 @@ Tensor as_strided(const Tensor& base, const IntList& sizes, const IntList& strid
   impl->storage_offset = storage_offset;
   impl->dtype = base.dtype();
   impl->version_counter = base.impl()->version_counter;
+  if (base.impl()->quantizer) impl->quantizer = view_quantizer(base, sizes, "as_strided");
   return Tensor(std::move(impl));
 }
 

@@ -177,6 +177,8 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("is_signed",
                              [](DType d) {
                                EMBER_CHECK(!is_bits(d), Error, "[is_signed] Bits types are undefined");
+                               EMBER_CHECK(!is_quantized(d), Error,
+                                           "[is_signed] not supported for quantized types");
                                return is_signed(d);
                              })
       .def_property_readonly("itemsize", [](DType d) { return itemsize(d); })

@@ -6,11 +6,23 @@
 #include <string_view>
 
 #include "bindings.h"
+#include "ember/quantizer.h"
 #include "ember/writable.h"
 #include "op_binding_support.h"
 
 namespace ember::python {
 namespace {
+
+// A dtype for memory made without a quantizer: a quantized tensor comes only from the quantize
+// ops (Note [quantized tensors] in ember/quantizer.h).
+DType unquantized_dtype(py::handle obj, const char* what) {
+  const DType dtype = dtype_from_object(obj, what);
+  EMBER_CHECK(
+      !is_quantized(dtype), NotImplementedError, "[", what, "] cannot make a ", dtype_name(dtype),
+      " tensor without its scale and zero point: use ember.quantize_per_tensor, quantize_per_channel or "
+      "_make_per_tensor_quantized_tensor");
+  return dtype;
+}
 
 DType dtype_from_numpy(const py::dtype& dt) {
   const std::string typestr = py::str(dt.attr("str"));
@@ -66,7 +78,10 @@ py::array to_numpy(const Tensor& t) {
               "grad. Use tensor.detach().numpy() instead.");
   const char* typestr = dtype_typestr(t.dtype());
   EMBER_CHECK(std::strlen(typestr) > 0, TypeError, "[numpy] Got unsupported ScalarType ",
-              dtype_name(t.dtype()), " (NumPy has no such dtype; convert with .float() first)");
+              dtype_name(t.dtype()),
+              is_quantized(t.dtype())
+                  ? " (a quantized tensor: dequantize() gives its values, int_repr() its integers)"
+                  : " (NumPy has no such dtype; convert with .float() first)");
   std::vector<py::ssize_t> shape(t.sizes().begin(), t.sizes().end());
   std::vector<py::ssize_t> strides;
   for (int64_t s : t.strides()) strides.push_back(s * t.element_size());
@@ -254,7 +269,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
   // buffers that autograd has saved).
   m.def("_check_writable", &check_writable, py::arg("tensor"));
   m.def("_empty", [](const IntList& sizes, py::handle dtype, const Device& device) {
-    return empty(sizes, dtype_from_object(dtype, "empty"), device);
+    return empty(sizes, unquantized_dtype(dtype, "empty"), device);
   });
   // Raw element bytes for the checkpoint format (ember/serialization.py): no Python objects, so
   // reading one back cannot run code.
@@ -265,7 +280,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
     return py::bytes(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.nbytes()));
   });
   m.def("_from_bytes", [](py::bytes data, const IntList& sizes, py::handle dtype_obj) {
-    const DType dtype = dtype_from_object(dtype_obj, "deserialize");
+    const DType dtype = unquantized_dtype(dtype_obj, "deserialize");
     for (int64_t s : sizes)
       EMBER_CHECK(s >= 0, ValueError, "[deserialize] negative size ", s, " in the shape");
     const int64_t nbytes = checked_numel(sizes, "deserialize") * itemsize(dtype);
@@ -295,7 +310,11 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
         impl->storage = t.storage();
         impl->sizes = {0};
         impl->strides = {1};
-        impl->dtype = dtype_from_object(dtype_obj, "view");
+        impl->dtype = unquantized_dtype(dtype_obj, "view");
+        // a quantized tensor's memory reads only as its integers (what the checkpoint saves)
+        EMBER_CHECK(!is_quantized(t.dtype()) || impl->dtype == quantized_underlying(t.dtype()),
+                    NotImplementedError, "[view] a ", dtype_name(t.dtype()), " tensor cannot be viewed as ",
+                    dtype_name(impl->dtype), "; int_repr() gives its integers");
         impl->version_counter = t.impl()->version_counter;
         return as_strided(Tensor(std::move(impl)), sizes, strides, offset);
       },
@@ -319,7 +338,7 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
         impl->sizes = sizes;
         impl->strides = strides ? *strides : contiguous_strides(sizes);
         impl->storage_offset = storage_offset;
-        impl->dtype = dtype_from_object(dtype, "_make_wrapper_subclass");
+        impl->dtype = unquantized_dtype(dtype, "_make_wrapper_subclass");
         impl->version_counter = std::make_shared<VersionCounter>();
         return Tensor(std::move(impl));
       },
@@ -355,6 +374,17 @@ py::class_<Tensor> bind_tensor(py::module_& m) {
   m.def("_tensor_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.impl()); });
   // Whether t is a Python number an op wrapped as a 0-d tensor (make_fx records it as the number).
   m.def("_is_wrapped_number", [](const Tensor& t) { return t.impl()->is_wrapped_number; });
+  // A quantized tensor's quantizer (Note [quantized tensors] in ember/quantizer.h) as
+  // (qscheme code, scale, zero_point, scales, zero_points, axis); None for any other tensor.
+  m.def("_quantizer", [](const Tensor& t) -> py::object {
+    if (!is_quantized(t.dtype()) || !t.impl()->quantizer) return py::none();
+    const Quantizer& q = *t.impl()->quantizer;
+    if (!q.per_channel())
+      return py::make_tuple(static_cast<int64_t>(q.qscheme), q.scale, q.zero_point, py::none(), py::none(),
+                            py::none());
+    return py::make_tuple(static_cast<int64_t>(q.qscheme), py::none(), py::none(), q.scales.clone(),
+                          q.zero_points.clone(), q.axis);
+  });
   // Which storage t views: equal for every view of one buffer, while that buffer lives.
   m.def("_storage_id", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.storage().get()); });
   // Note [write hooks]: one Python callable serves every thread; _set_write_hook(fn) switches it on

@@ -34,7 +34,7 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-def _seed_object():
+def _seed_object(quantized: bool = True):
     base = ember.arange(24.0)
     state = collections.OrderedDict(w=base[:12].reshape(3, 4), v=base[4:8], t=base[:12].reshape(3, 4).t())
     state._metadata = collections.OrderedDict({"": {"version": 1}})
@@ -45,12 +45,16 @@ def _seed_object():
         "half": ember.ones(3, dtype=ember.bfloat16), "f8": ember.ones(2).to(ember.float8_e5m2),
         "meta": {"lr": 0.1, "betas": (0.9, 0.99), "name": "x", "n": None, 3: [1, 2]},
         "np": np.arange(6, dtype=np.int32).reshape(2, 3), "dtype": ember.float16, "set": {1, 2}, "b": b"\x00\x01",
+        # quantized tensors: the zip format only (the legacy loader refuses them)
+        **({"q": ember.quantize_per_tensor(base[:6], 0.5, 3, ember.quint8),
+            "pc": ember.quantize_per_channel(base[:6].reshape(2, 3), ember.tensor([0.5, 0.25]), ember.tensor([0, 1]), 0,
+                                             ember.qint8)} if quantized else {}),
     }
 
 
 def _archive(protocol=2, zipped=True) -> bytes:
     buf = io.BytesIO()
-    ember.save(_seed_object(), buf, pickle_protocol=protocol, _use_new_zipfile_serialization=zipped)
+    ember.save(_seed_object(quantized=zipped), buf, pickle_protocol=protocol, _use_new_zipfile_serialization=zipped)
     return buf.getvalue()
 
 

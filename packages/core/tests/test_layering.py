@@ -15,7 +15,7 @@ RANK = {"core": 0, "dispatch": 1, "ops": 2, "backend": 2, "autograd": 3, "vmap":
 HEADER_LAYER = {
     "allocator": "core", "device": "core", "dispatch_stub": "core", "dtype": "core", "error": "core",
     "export": "core", "generator": "core", "parallel": "core", "profiler": "core", "promotion": "core",
-    "scalar": "core", "scalar_types": "core", "tensor": "core", "version": "core", "writable": "core",
+    "quantizer": "core", "scalar": "core", "scalar_types": "core", "tensor": "core", "version": "core", "writable": "core",
     "autocast": "dispatch", "dispatch_mode": "dispatch", "ivalue": "dispatch", "library": "dispatch", "op_registry": "dispatch",
     "schema": "dispatch",
     "linalg": "ops", "ops": "ops", "fbgemm_ops": "ops",  # ops.h, fbgemm_ops.h, pointwise_ops.h are generated

@@ -8,6 +8,7 @@
 
 #include "ember/error.h"
 #include "ember/parallel.h"
+#include "ember/quantizer.h"
 #include "ember/tensor.h"
 #include "ops/kernels.h"
 
@@ -170,9 +171,12 @@ void copy_typed(const Tensor& dst, const Tensor& src) {
   copy_strided(out, in, coalesce_pair(dst, src));
 }
 
-// A bits dtype holds no values, so it converts to nothing but itself.
+// A bits dtype holds no values, and a quantized one's values need its quantizer, so each
+// converts to nothing but itself here (dequantize() and quantize_per_* convert them).
+template <typename T>
+constexpr bool kOpaque = is_bits_v<T> || is_quantized_v<T>;
 template <typename To, typename From>
-constexpr bool kConvertible = (!is_bits_v<To> && !is_bits_v<From>) || std::is_same_v<To, From>;
+constexpr bool kConvertible = (!kOpaque<To> && !kOpaque<From>) || std::is_same_v<To, From>;
 
 template <typename To>
 void copy_to(const Tensor& dst, const Tensor& src) {
@@ -200,6 +204,12 @@ void copy_same_shape(const Tensor& dst, const Tensor& src) {
               NotImplementedError, "[copy_] not implemented for ",
               dtype_name(is_bits(dst.dtype()) ? dst.dtype() : src.dtype()),
               ": a bits dtype is copied only to the same dtype (view it as an integer dtype to convert)");
+  EMBER_CHECK(dst.dtype() == src.dtype() || !(is_quantized(dst.dtype()) || is_quantized(src.dtype())),
+              NotImplementedError, "[copy_] not implemented from ", dtype_name(src.dtype()), " to ",
+              dtype_name(dst.dtype()),
+              ": a quantized tensor converts through dequantize() and quantize_per_tensor()");
+  EMBER_CHECK(!is_quantized(dst.dtype()) || same_quantizer(dst, src), Error,
+              "[copy_] a quantized tensor is copied only into one of the same quantization parameters");
   dst.bump_version();
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
     if (dst.nbytes() > 0) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());

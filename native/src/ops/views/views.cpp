@@ -6,6 +6,7 @@
 #include "ember/error.h"
 #include "ember/ops.h"
 #include "ember/promotion.h"
+#include "ember/quantizer.h"
 #include "ops/dims.h"
 #include "ops/kernels.h"
 #include "ops/pointwise/pointwise.h"
@@ -25,6 +26,7 @@ Tensor make_view(const Tensor& base, IntList sizes, IntList strides, int64_t off
   impl->storage_offset = offset;
   impl->dtype = base.dtype();
   impl->version_counter = base.impl()->version_counter;
+  if (base.impl()->quantizer) impl->quantizer = view_quantizer(base, impl->sizes, "view");
   return Tensor(std::move(impl));
 }
 

@@ -82,7 +82,9 @@ ReduceFn reduce_fn_for(ReduceOp op, const char* dtype) {
   constexpr bool kComplex = !std::is_arithmetic_v<A>;
   constexpr bool kBool = std::is_same_v<T, bool>;
   constexpr bool kInteger = std::is_integral_v<A>;
-  if constexpr (is_bits_v<T>) {  // opaque bit patterns: no reduction means anything
+  // opaque bit patterns, and quantized integers whose meaning is in each tensor's quantizer:
+  // no reduction means anything
+  if constexpr (is_bits_v<T> || is_quantized_v<T>) {
   } else if constexpr (kBool) {  // bool reduces logically: SUM/MAX/BOR are "any", PRODUCT/MIN/BAND "all"
     switch (op) {
       case ReduceOp::Sum:

@@ -510,6 +510,11 @@ from . import _fake_quant  # noqa: E402
 
 globals().update({_name: getattr(_fake_quant, _name) for _name in _fake_quant.NAMES})
 __all__ += [_name for _name in _fake_quant.NAMES if not _name.startswith("_")]
+# quantized tensors' dtypes and Python-level functions (ember/_quantized.py; the ops are native)
+from . import _quantized  # noqa: E402
+
+globals().update(_quantized.NAMES)
+__all__ += list(_quantized.NAMES)
 
 # ember.multiprocessing, imported here as torch imports torch.multiprocessing: it registers the
 # reducers that send tensors to other processes through shared memory (ember/_shared_memory.py)

@@ -85,8 +85,11 @@ _STORAGE_CLASSES = {
 }
 _DTYPES = {dtype_name(d): d for d in _C._all_dtypes}
 # PyTorch dtypes Ember lacks: named in the error rather than reported as unknown globals.
-_TORCH_ONLY_DTYPES = ("uint16", "uint32", "uint64", "float8_e8m0fnu", "float4_e2m1fn_x2", "qint8", "quint8", "qint32",
-                      "quint4x2", "quint2x4", "int1", "int2", "int3", "int4", "int5", "int6", "int7", "uint1", "uint2",
+# A quantized tensor's storage: PyTorch's typed class, and the integer dtype its bytes load as
+# (torch._utils._rebuild_qtensor then puts the quantizer back).
+_QUANTIZED_STORAGES = {"quint8": ("QUInt8Storage", "uint8"), "qint8": ("QInt8Storage", "int8"),
+                       "qint32": ("QInt32Storage", "int32")}
+_TORCH_ONLY_DTYPES = ("uint16", "uint32", "uint64", "float8_e8m0fnu", "float4_e2m1fn_x2", "quint4x2", "quint2x4", "int1", "int2", "int3", "int4", "int5", "int6", "int7", "uint1", "uint2",
                       "uint3", "uint4", "uint5", "uint6", "uint7")
 
 
@@ -118,7 +121,9 @@ _REBUILD_SPARSE = _FormatName("torch._utils", "_rebuild_sparse_tensor")
 _GET_LAYOUT = _FormatName("torch.serialization", "_get_layout")
 _DEVICE = _FormatName("torch", "device")
 _UNTYPED_STORAGE = _FormatName("torch.storage", "UntypedStorage")
+_REBUILD_QTENSOR = _FormatName("torch._utils", "_rebuild_qtensor")
 _TYPED_STORAGES = {name: _FormatName("torch", cls) for name, cls in _STORAGE_CLASSES.items()}
+_TYPED_STORAGES.update({name: _FormatName("torch", cls) for name, (cls, _) in _QUANTIZED_STORAGES.items()})
 
 
 class _Int64Slot:
@@ -258,6 +263,9 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
             if state:
                 return (_REBUILD_PARAMETER_WITH_STATE, (data, t.requires_grad, hooks, state))
             return (_REBUILD_PARAMETER, (data, t.requires_grad, hooks))
+        quantizer = _C._quantizer(t)
+        if quantizer is not None:
+            return self._reduce_quantized(t, quantizer, hooks)
         storage, offset = self._storage_of(t)
         args = (_StorageRef(storage), _Int64Slot(lambda: offset - storage.lo), tuple(t.shape), tuple(t.stride()),
                 t.requires_grad, hooks)
@@ -269,9 +277,25 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
             return (_REBUILD_FROM_TYPE_V2, (func, type(t), args, state))
         return (func, args)
 
-    def _storage_of(self, t: _C.Tensor) -> tuple[_Storage, int]:
-        """The storage record `t` is saved in, and `t`'s offset into the memory block."""
-        dtype = t.dtype
+    def _reduce_quantized(self, t: _C.Tensor, quantizer: tuple, hooks: Any) -> tuple:
+        """As PyTorch pickles a quantized tensor: _rebuild_qtensor(storage, offset, size, stride,
+        (qscheme, scale, zero_point) or (qscheme, scales, zero_points, axis), requires_grad, hooks),
+        its storage a QUInt8Storage (QInt8Storage, QInt32Storage) of the integers."""
+        from ._quantized import _QSCHEMES
+
+        code, scale, zero_point, scales, points, axis = quantizer
+        ints = _C._reinterpret(t, _DTYPES[_QUANTIZED_STORAGES[dtype_name(t.dtype)][1]], list(t.shape),
+                               list(t.stride()), t.storage_offset())
+        storage, offset = self._storage_of(ints, t.dtype)
+        qscheme = _FormatName("torch", _QSCHEMES[code].name)
+        params = (qscheme, scale, zero_point) if scales is None else (qscheme, scales, points, axis)
+        return (_REBUILD_QTENSOR, (_StorageRef(storage), _Int64Slot(lambda: offset - storage.lo), tuple(t.shape),
+                                   tuple(t.stride()), params, False, hooks))
+
+    def _storage_of(self, t: _C.Tensor, dtype: _C.dtype | None = None) -> tuple[_Storage, int]:
+        """The storage record `t` is saved in, and `t`'s offset into the memory block; `dtype`, the
+        record's dtype when it is not t's (a quantized tensor's integers)."""
+        dtype = t.dtype if dtype is None else dtype
         source = _C.Tensor.detach(t)
         if t.numel() == 0:  # needs no bytes: one empty record per dtype and device
             key, lo, hi = ("empty", dtype_name(dtype), str(t.device)), 0, 0
@@ -814,6 +838,30 @@ class _Loader:
                 t = sub
         return _set_state(t, state)
 
+    def rebuild_qtensor(self, storage: Any, offset: Any, size: Any, stride: Any, quantizer: Any, requires_grad: Any,
+                        hooks: Any) -> _C.Tensor:
+        """torch._utils._rebuild_qtensor: the integers (a copy, contiguous) read through the
+        saved quantizer, which the native constructors check (scales positive, zero points in range)."""
+        from ._quantized import _QSCHEMES
+
+        if not (isinstance(storage, _Stored) and storage.type.name in {c for c, _ in _QUANTIZED_STORAGES.values()}):
+            raise _invalid(f"a quantized tensor's storage must be a QUInt8Storage, QInt8Storage or QInt32Storage, "
+                           f"but got {_wo._describe(storage)}")
+        if requires_grad is not False:
+            raise _invalid("a quantized tensor cannot require grad")
+        if not isinstance(hooks, dict) or hooks:
+            raise _invalid("backward hooks are not restored from checkpoints (PyTorch saves an empty OrderedDict)")
+        ints = self._view(storage, storage.type.dtype, offset, size, stride)
+        if type(quantizer) is tuple and len(quantizer) == 3 and quantizer[0] is _QSCHEMES[0] \
+                and type(quantizer[1]) is float and type(quantizer[2]) is int:
+            return _C._make_per_tensor_quantized_tensor(ints, quantizer[1], quantizer[2])
+        if type(quantizer) is tuple and len(quantizer) == 4 and quantizer[0] in (_QSCHEMES[1], _QSCHEMES[4]) \
+                and isinstance(quantizer[1], _C.Tensor) and isinstance(quantizer[2], _C.Tensor) \
+                and type(quantizer[3]) is int:
+            return _C._make_per_channel_quantized_tensor(ints, quantizer[1], quantizer[2], quantizer[3])
+        raise _invalid(f"a quantized tensor's parameters must be (per_tensor_affine, scale, zero_point) or "
+                       f"(per_channel_affine, scales, zero_points, axis), but got {_wo._describe(quantizer)}")
+
     def rebuild_sparse(self, *args: Any) -> Any:
         """torch._utils._rebuild_sparse_tensor(layout, parts): the storages already hold their bytes."""
         return _build_sparse(_sparse_request(args))
@@ -858,6 +906,10 @@ class _LegacyLoader(_Loader):
             placeholder = sparse.SparseTensor._compressed(layout, *indices, values, size)
         self.sparse.append((placeholder, request))
         return placeholder
+
+    def rebuild_qtensor(self, *args: Any) -> Any:
+        raise _invalid("quantized tensors in PyTorch's format before 1.6 are not supported (its storages are filled "
+                       "after the pickle, and a quantized tensor is built from its integers)")
 
     def check_sparse(self) -> None:
         """Build each placeholder's tensor from its filled parts, through the checking constructors."""
@@ -935,6 +987,7 @@ _REBUILDERS = {
     "torch._utils._rebuild_parameter_with_state": "rebuild_parameter_with_state",
     "torch._tensor._rebuild_from_type_v2": "rebuild_from_type_v2",
     "torch._utils._rebuild_sparse_tensor": "rebuild_sparse",
+    "torch._utils._rebuild_qtensor": "rebuild_qtensor",
 }
 
 
@@ -954,6 +1007,12 @@ def _static_vocabulary() -> dict[str, Any]:
     for name, dtype in _DTYPES.items():
         table[f"torch.{name}"] = dtype
     table["torch.serialization._get_layout"] = _wo.Builtin("torch.serialization._get_layout", _get_layout)
+    for cls, underlying in _QUANTIZED_STORAGES.values():
+        table[f"torch.{cls}"] = _StorageType(cls, _DTYPES[underlying])
+    from ._quantized import _QSCHEMES
+
+    for qscheme in _QSCHEMES:
+        table[f"torch.{qscheme.name}"] = table[f"ember.{qscheme.name}"] = qscheme
     for name in _TORCH_ONLY_DTYPES:
         table[f"torch.{name}"] = _wo.Refused(f"the checkpoint holds dtype torch.{name}, which Ember does not have")
     return table

@@ -1,6 +1,6 @@
 """Fake quantization (torch.fake_quantize_per_tensor_affine & co.): float in, float out, the values
 snapped to the grid a quantized tensor would hold. Quantization-aware training puts these in the
-forward pass; Ember has no quantized dtypes (quint8, qint8, ...), so only this half exists.
+forward pass; the quantized tensors themselves are in ember/_quantized.py.
 
 The ops are native (native/ops/declarations.py; the arithmetic and the LSQ gradients in Note [fake
 quant arithmetic], native/src/ops/quantization/fake_quantize.cpp). This module adds what PyTorch's
@@ -20,50 +20,22 @@ import math
 import struct
 
 from . import _C
+from ._quantized import (  # noqa: F401 - the qscheme constants are exported from here too
+    _check_int,
+    _number,
+    per_channel_affine,
+    per_channel_affine_float_qparams,
+    per_channel_symmetric,
+    per_tensor_affine,
+    per_tensor_symmetric,
+    qscheme,
+)
 from ._tensor import tensor
-
-
-class qscheme:
-    """Stand-in for torch.qscheme: ember.per_tensor_affine & co. name a quantization scheme
-    (observers' qscheme=). Plain Ember objects, compared by identity."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"ember.{self.name}"
-
-    def __reduce__(self):  # pickles as a reference to the module constant
-        return self.name
-
-
-per_tensor_affine = qscheme("per_tensor_affine")
-per_tensor_symmetric = qscheme("per_tensor_symmetric")
-per_channel_affine = qscheme("per_channel_affine")
-per_channel_symmetric = qscheme("per_channel_symmetric")
 
 
 def _check_range(quant_min: int, quant_max: int) -> None:
     if quant_min > quant_max:
         raise RuntimeError("`quant_min` should be less than or equal to `quant_max`.")
-
-
-def _check_int(name: str, value: object) -> None:
-    if isinstance(value, builtins.bool) or not isinstance(value, builtins.int):
-        raise TypeError(f"{name} must be int, not {type(value).__name__}")
-
-
-def _number(value: object, name: str, kind: type):
-    """scale / zero_point given as a Python number or a one-element tensor, as PyTorch accepts."""
-    if isinstance(value, _C.Tensor):
-        if value.numel() != 1:
-            raise RuntimeError(f"a Tensor with {value.numel()} elements cannot be converted to Scalar ({name})")
-        value = value.reshape(-1)[0].item()
-    elif kind is builtins.int:
-        _check_int(name, value)
-    elif isinstance(value, builtins.bool) or not isinstance(value, (builtins.int, builtins.float)):
-        raise TypeError(f"{name} must be float, not {type(value).__name__}")
-    return kind(value)  # int() truncates a floating zero_point tensor, as PyTorch's cast does
 
 
 def _f32(value: float) -> float:
@@ -156,4 +128,4 @@ def fused_moving_avg_obs_fake_quant(self, observer_on, fake_quant_on, running_mi
     return fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max)
 
 
-NAMES = ["fake_quantize_per_tensor_affine", "fused_moving_avg_obs_fake_quant", "qscheme", "per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric"]
+NAMES = ["fake_quantize_per_tensor_affine", "fused_moving_avg_obs_fake_quant", "qscheme", "per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric", "per_channel_affine_float_qparams"]

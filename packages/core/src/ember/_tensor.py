@@ -132,6 +132,9 @@ def _as_numpy_for_print(t: _C.Tensor) -> np.ndarray:
     if t.dtype in (_C.bits8, _C.bits16, _C.bits1x8, _C.bits2x4, _C.bits4x2):
         raise NotImplementedError(f"printing or reading a {t.dtype} tensor is not supported: its bits have no "
                                   "value; view it as an integer dtype (x.view(ember.uint8) or ember.int16)")
+    if t.dtype in (_C.qint8, _C.quint8, _C.qint32):
+        raise TypeError(f"reading a {t.dtype} tensor's values as Python numbers is not supported (as in "
+                        "PyTorch): dequantize() gives its values, int_repr() its integers")
     if t.dtype == _C.complex32:  # NumPy has no complex of two halves
         return _C.to_dtype(t, _C.complex64, False).numpy()
     return t.numpy()
@@ -200,7 +203,8 @@ def _tensor_repr(self: _C.Tensor) -> str:
         # a wrapper subclass's tensor (Note [Python tensors]): its values live in its subclass
         return (f"{type(self).__name__}(size={tuple(self.shape)}, dtype={self.dtype}, device={self.device}"
                 f"{', requires_grad=True' if self.requires_grad else ''})")
-    arr = _as_numpy_for_print(self)
+    quantized = _C._quantizer(self) is not None  # printed as its values, then its parameters
+    arr = _C.dequantize(self).numpy() if quantized else _as_numpy_for_print(self)
     threshold = _PRINT_OPTIONS["threshold"]
     options: dict[str, object] = {
         "separator": ", ", "prefix": "tensor(", "edgeitems": builtins.int(_PRINT_OPTIONS["edgeitems"]),
@@ -217,6 +221,10 @@ def _tensor_repr(self: _C.Tensor) -> str:
         }
     body = np.array2string(arr, **options)  # type: ignore[arg-type]
     extras = []
+    if quantized:
+        from ._quantized import repr_extras
+
+        return "tensor(" + body + "".join(", " + e for e in repr_extras(self)) + ")"
     if self.dtype not in (_C.float32, _C.int64, _C.bool):
         extras.append(f"dtype={self.dtype!r}")
     if self.numel() == 0 and self.dim() != 1:

@@ -39,6 +39,7 @@ def install() -> None:
         _names,
         _overloads,
         _python_tensor,
+        _quantized,
         _spectral,
         _surface,
         _surface_extra,
@@ -50,5 +51,5 @@ def install() -> None:
     )
 
     for family in (sparse, serialization, _spectral, _legacy, _overloads, _names, _composites_py, _surface,
-                   _surface_more, _surface_legacy, _surface_extra, nested, _python_tensor):
+                   _surface_more, _surface_legacy, _surface_extra, nested, _python_tensor, _quantized):
         _attach(family.tensor_methods())

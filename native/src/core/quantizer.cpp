@@ -1,0 +1,74 @@
+// Quantizers and the checks that keep quantized tensors to the ops declared for them
+// (Note [quantized tensors] in ember/quantizer.h).
+#include "ember/quantizer.h"
+
+#include <cstring>
+#include <string>
+
+namespace ember {
+
+const char* qscheme_name(QScheme scheme) {
+  switch (scheme) {
+    case QScheme::PerTensorAffine: return "per_tensor_affine";
+    case QScheme::PerChannelAffine: return "per_channel_affine";
+    case QScheme::PerTensorSymmetric: return "per_tensor_symmetric";
+    case QScheme::PerChannelSymmetric: return "per_channel_symmetric";
+    case QScheme::PerChannelAffineFloatQParams: return "per_channel_affine_float_qparams";
+  }
+  return "unknown";
+}
+
+const Quantizer& quantizer_of(const Tensor& t, const char* op) {
+  EMBER_CHECK(t.defined() && is_quantized(t.dtype()) && t.impl()->quantizer, NotImplementedError, "[", op,
+              "] expected a quantized tensor (quint8, qint8 or qint32), but got ",
+              t.defined() ? dtype_name(t.dtype()) : "an undefined tensor");
+  return *t.impl()->quantizer;
+}
+
+namespace {
+bool same_values(const Tensor& a, const Tensor& b) {
+  return a.sizes() == b.sizes() && a.dtype() == b.dtype() &&
+         (a.nbytes() == 0 || std::memcmp(a.data_ptr(), b.data_ptr(), a.nbytes()) == 0);
+}
+}  // namespace
+
+bool same_quantizer(const Tensor& a, const Tensor& b) {
+  const Quantizer* qa = a.impl()->quantizer.get();
+  const Quantizer* qb = b.impl()->quantizer.get();
+  if (qa == qb) return true;
+  if (qa == nullptr || qb == nullptr || qa->qscheme != qb->qscheme) return false;
+  if (!qa->per_channel()) return qa->scale == qb->scale && qa->zero_point == qb->zero_point;
+  return qa->axis == qb->axis && same_values(qa->scales, qb->scales) &&
+         same_values(qa->zero_points, qb->zero_points);
+}
+
+Tensor empty_quantized(const IntList& sizes, DType dtype, std::shared_ptr<const Quantizer> quantizer) {
+  EMBER_CHECK(is_quantized(dtype) && quantizer, Error,
+              "[empty_quantized] expected a quantized dtype and its quantizer");
+  Tensor t = empty(sizes, dtype, Device());
+  t.impl()->quantizer = std::move(quantizer);
+  quantized::tensors_exist.store(true, std::memory_order_relaxed);
+  return t;
+}
+
+std::shared_ptr<const Quantizer> view_quantizer(const Tensor& base, const IntList& sizes, const char* op) {
+  const auto& quantizer = base.impl()->quantizer;
+  EMBER_CHECK(!quantizer->per_channel() || sizes == base.sizes(), NotImplementedError, "[", op,
+              "] a per-channel quantized tensor takes only views that keep its shape ",
+              "(its scales run along dim ", quantizer->axis,
+              "); dequantize() it first, or quantize per tensor");
+  return quantizer;
+}
+
+namespace quantized {
+
+std::atomic<bool> tensors_exist{false};
+
+void raise_unsupported(const char* op) {
+  throw NotImplementedError(std::string("[") + op +
+                            "] not implemented for quantized tensors (PyTorch's QuantizedCPU backend): "
+                            "dequantize() the input, or use the quantized op (ember.ao.nn.quantized)");
+}
+
+}  // namespace quantized
+}  // namespace ember

@@ -1,0 +1,349 @@
+// Quantized tensors (Note [quantized tensors] in ember/quantizer.h): quantize_per_tensor /
+// per_channel / per_tensor_dynamic, dequantize, int_repr and the _make_per_*_quantized_tensor
+// constructors.
+//
+// Note [quantize arithmetic]: as PyTorch's x86 kernels (FBGEMM's Quantize), in float32:
+//   affine:        q = clamp(nearbyint(zero_point + x * (1.0f / float(scale))), qmin, qmax)
+//   float_qparams: q = clamp(nearbyint(x * (1.0f / scale) + zero_point), qmin, qmax)
+// rounding half to even. A NaN becomes qmax (qmin for qint32), as PyTorch's per-tensor kernel
+// leaves it. Dequantizing: (float(q) - zero_point) * float(scale) in float32 per tensor,
+// (q - zero_point) * scale in float64 then float32 per channel (PyTorch's two kernels differ so).
+// choose_qparams is FBGEMM's ChooseQuantizationParams (what quantize_per_tensor_dynamic and
+// the dynamic quantized linear use for activations).
+#include "ops/quantization/quantized.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "ember/error.h"
+#include "ember/ops.h"
+#include "ember/parallel.h"
+#include "ember/quantizer.h"
+
+namespace ember {
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;
+
+template <typename F>
+void visit_quantized(DType d, const char* op, F&& f) {
+  switch (d) {
+    case DType::QInt8: return f(int8_t{});
+    case DType::QUInt8: return f(uint8_t{});
+    case DType::QInt32: return f(int32_t{});
+    default:
+      throw Error(std::string("[") + op + "] expected a quantized dtype (ember.quint8, ember.qint8 or " +
+                  "ember.qint32), but got ember." + dtype_name(d));
+  }
+}
+
+void check_float_input(const char* op, const Tensor& self) {
+  EMBER_CHECK(self.dtype() == DType::Float32, Error, "[", op,
+              "] quantizes only a float32 tensor, but got ember.", dtype_name(self.dtype()));
+  EMBER_CHECK(self.device().type == DeviceType::CPU, NotImplementedError, "[", op, "] not implemented for ",
+              self.device().str());
+}
+
+void check_scale(const char* op, double scale) {
+  const float s = static_cast<float>(scale);
+  EMBER_CHECK(s > 0 && std::isfinite(s), Error, "[", op, "] expected a positive, finite scale, but got ",
+              scale);
+}
+
+template <typename U>
+void check_zero_point(const char* op, int64_t zero_point) {
+  EMBER_CHECK(zero_point >= std::numeric_limits<U>::min(), Error, "[", op, "] zero_point ", zero_point,
+              " is below lower bound.");
+  EMBER_CHECK(zero_point <= std::numeric_limits<U>::max(), Error, "[", op, "] zero_point ", zero_point,
+              " is above upper bound.");
+}
+
+// Note [quantize arithmetic]: the rounded value clamped to U's range, NaN to qmax (qint32: qmin).
+template <typename U>
+U clamp_rounded(float v) {
+  constexpr double lo = static_cast<double>(std::numeric_limits<U>::min());
+  constexpr double hi = static_cast<double>(std::numeric_limits<U>::max());
+  if (std::isnan(v)) return sizeof(U) == 4 ? std::numeric_limits<U>::min() : std::numeric_limits<U>::max();
+  const double r = std::nearbyint(static_cast<double>(v));
+  return static_cast<U>(r < lo ? lo : (r > hi ? hi : r));
+}
+
+// PyTorch takes the channel axis as given: no negative axis.
+int64_t channel_axis(const char* op, const Tensor& self, int64_t axis) {
+  EMBER_CHECK(axis >= 0 && axis < self.dim(), Error, "[", op,
+              "] Channel axis out of range in per channel affine quantization. Got: ", axis,
+              " Expected: [0, ", self.dim(), ")");
+  return axis;
+}
+
+// The index along `axis` of each contiguous element: (i / inner) % channels.
+struct ChannelWalk {
+  int64_t channels, inner;
+  ChannelWalk(const IntList& sizes, int64_t axis) : channels(sizes[axis]), inner(1) {
+    for (size_t d = axis + 1; d < sizes.size(); ++d) inner *= sizes[d];
+  }
+  int64_t operator()(int64_t i) const { return (i / inner) % channels; }
+};
+
+}  // namespace
+
+QParams choose_qparams(float min, float max, int64_t qmin, int64_t qmax, bool reduce_range) {
+  // FBGEMM's ChooseQuantizationParams (preserve_sparsity and power-of-two scales off).
+  min = std::min(min, 0.0f);
+  max = std::max(max, 0.0f);
+  if (reduce_range) {
+    qmin /= 2;
+    qmax /= 2;
+  }
+  double scale = (static_cast<double>(max) - min) / static_cast<double>(qmax - qmin);
+  if (static_cast<float>(scale) == 0.0f || std::isinf(1.0f / static_cast<float>(scale))) scale = 0.1;
+  constexpr float kSmallestScale = 6.1e-5f;  // FBGEMM's SMALL_SCALE_THRESHOLD
+  if (scale < kSmallestScale) {
+    const float original = static_cast<float>(scale);
+    scale = kSmallestScale;
+    if (min == 0.0f) {
+      max = static_cast<float>(kSmallestScale * (qmax - qmin));
+    } else if (max == 0.0f) {
+      min = static_cast<float>(-kSmallestScale * (qmax - qmin));
+    } else {
+      const float amplifier = kSmallestScale / original;
+      min *= amplifier;
+      max *= amplifier;
+    }
+  }
+  const double from_min = qmin - min / scale;
+  const double from_max = qmax - max / scale;
+  const double from_min_error = std::abs(static_cast<double>(qmin)) - std::abs(min / scale);
+  const double from_max_error = std::abs(static_cast<double>(qmax)) - std::abs(max / scale);
+  const double initial = from_min_error < from_max_error ? from_min : from_max;
+  int64_t zero_point;
+  if (initial < qmin) {
+    zero_point = qmin;
+  } else if (initial > qmax) {
+    zero_point = qmax;
+  } else {
+    zero_point = static_cast<int64_t>(std::nearbyint(initial));
+  }
+  return {static_cast<float>(scale), zero_point};
+}
+
+Tensor quantize_per_tensor(const Tensor& self, double scale, int64_t zero_point, DType dtype) {
+  const char* op = "quantize_per_tensor";
+  check_float_input(op, self);
+  check_scale(op, scale);
+  Tensor out;
+  visit_quantized(dtype, op, [&](auto u) {
+    using U = decltype(u);
+    check_zero_point<U>(op, zero_point);
+    auto quantizer = std::make_shared<Quantizer>();
+    quantizer->scale = scale;
+    quantizer->zero_point = zero_point;
+    out = empty_quantized(self.sizes(), dtype, std::move(quantizer));
+    const Tensor in = self.contiguous();
+    const float* x = in.data<float>();
+    U* q = static_cast<U*>(out.data_ptr());
+    const float inv_scale = 1.0f / static_cast<float>(scale);
+    const float zp = static_cast<float>(zero_point);
+    parallel_for(0, in.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) q[i] = clamp_rounded<U>(zp + x[i] * inv_scale);
+    });
+  });
+  return out;
+}
+
+Tensor quantize_per_channel(const Tensor& self, const Tensor& scales, const Tensor& zero_points, int64_t axis,
+                            DType dtype) {
+  const char* op = "quantize_per_channel";
+  check_float_input(op, self);
+  const int64_t a = channel_axis(op, self, axis);
+  const int64_t channels = self.size(a);
+  EMBER_CHECK(scales.dim() == 1 && scales.numel() == channels, Error, "[", op,
+              "] length of scales must equal to channel, expected ", channels, " got, ", scales.numel());
+  EMBER_CHECK(zero_points.dim() == 1 && zero_points.numel() == channels, Error, "[", op,
+              "] length of zero_points must equal to channel expected ", channels, " got, ",
+              zero_points.numel());
+  EMBER_CHECK(is_floating_point(scales.dtype()), Error, "[", op, "] expected floating scales, but got ember.",
+              dtype_name(scales.dtype()));
+  const bool float_qparams = is_floating_point(zero_points.dtype());
+  EMBER_CHECK(float_qparams || is_integral(zero_points.dtype(), false), Error, "[", op,
+              "] expected integer (or floating, for float qparams) zero_points, but got ember.",
+              dtype_name(zero_points.dtype()));
+  auto quantizer = std::make_shared<Quantizer>();
+  quantizer->qscheme = float_qparams ? QScheme::PerChannelAffineFloatQParams : QScheme::PerChannelAffine;
+  quantizer->axis = a;
+  // PyTorch keeps float64 scales and int64 zero points, or float32 both for float qparams.
+  quantizer->scales = to_dtype(scales, float_qparams ? DType::Float32 : DType::Float64, true).contiguous();
+  quantizer->zero_points =
+      to_dtype(zero_points, float_qparams ? DType::Float32 : DType::Int64, true).contiguous();
+  Tensor out;
+  visit_quantized(dtype, op, [&](auto u) {
+    using U = decltype(u);
+    const Tensor scale32 = to_dtype(quantizer->scales, DType::Float32, true);
+    const float* s = scale32.data<float>();
+    for (int64_t c = 0; c < channels; ++c) check_scale(op, s[c]);
+    const Tensor zp32 = to_dtype(quantizer->zero_points, DType::Float32, true);
+    const float* z = zp32.data<float>();
+    if (!float_qparams) {
+      const int64_t* zi = quantizer->zero_points.data<int64_t>();
+      for (int64_t c = 0; c < channels; ++c) check_zero_point<U>(op, zi[c]);
+    }
+    out = empty_quantized(self.sizes(), dtype, quantizer);
+    const Tensor in = self.contiguous();
+    const float* x = in.data<float>();
+    U* q = static_cast<U*>(out.data_ptr());
+    const ChannelWalk channel(self.sizes(), a);
+    parallel_for(0, in.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t c = channel(i);
+        const float inv_scale = 1.0f / s[c];
+        q[i] = float_qparams ? clamp_rounded<U>(x[i] * inv_scale + z[c])
+                             : clamp_rounded<U>(z[c] + x[i] * inv_scale);
+      }
+    });
+  });
+  return out;
+}
+
+Tensor quantize_per_tensor_dynamic(const Tensor& self, DType dtype, bool reduce_range) {
+  const char* op = "quantize_per_tensor_dynamic";
+  check_float_input(op, self);
+  EMBER_CHECK(dtype == DType::QInt8 || dtype == DType::QUInt8, Error, "[", op,
+              "] expected ember.qint8 or ember.quint8, but got ember.", dtype_name(dtype));
+  EMBER_CHECK(self.numel() > 0, Error, "[", op, "] expected a non-empty tensor: its range picks the scale");
+  const Tensor in = self.contiguous();
+  const float* x = in.data<float>();
+  float lo = x[0], hi = x[0];
+  for (int64_t i = 1; i < in.numel(); ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  const QParams p = dtype == DType::QInt8 ? choose_qparams(lo, hi, -128, 127, reduce_range)
+                                          : choose_qparams(lo, hi, 0, 255, reduce_range);
+  return quantize_per_tensor(in, p.scale, p.zero_point, dtype);
+}
+
+Tensor dequantize(const Tensor& self) {
+  if (!is_quantized(self.dtype())) {  // PyTorch's dequantize of a float tensor: a float32 copy
+    EMBER_CHECK(is_floating_point(self.dtype()), NotImplementedError,
+                "[dequantize] expected a quantized or floating tensor, but got ember.",
+                dtype_name(self.dtype()));
+    return to_dtype(self, DType::Float32, true);
+  }
+  const Quantizer& quantizer = quantizer_of(self, "dequantize");
+  const Tensor in = self.contiguous();
+  Tensor out = empty(self.sizes(), DType::Float32, Device());
+  float* y = out.data<float>();
+  visit_quantized(self.dtype(), "dequantize", [&](auto u) {
+    using U = decltype(u);
+    const U* q = static_cast<const U*>(in.data_ptr());
+    if (!quantizer.per_channel()) {
+      const float scale = static_cast<float>(quantizer.scale);
+      const float zp = static_cast<float>(quantizer.zero_point);
+      parallel_for(0, in.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) y[i] = (static_cast<float>(q[i]) - zp) * scale;
+      });
+      return;
+    }
+    const ChannelWalk channel(self.sizes(), quantizer.axis);
+    if (quantizer.qscheme == QScheme::PerChannelAffineFloatQParams) {
+      const float* s = quantizer.scales.data<float>();
+      const float* z = quantizer.zero_points.data<float>();
+      parallel_for(0, in.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) {
+          const int64_t c = channel(i);
+          y[i] = (static_cast<float>(q[i]) - z[c]) * s[c];
+        }
+      });
+      return;
+    }
+    const double* s = quantizer.scales.data<double>();
+    const int64_t* z = quantizer.zero_points.data<int64_t>();
+    parallel_for(0, in.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t c = channel(i);
+        y[i] = static_cast<float>((static_cast<double>(q[i]) - static_cast<double>(z[c])) * s[c]);
+      }
+    });
+  });
+  return out;
+}
+
+Tensor int_repr(const Tensor& self) {
+  quantizer_of(self, "int_repr");
+  const Tensor in = self.contiguous();
+  Tensor out = empty(self.sizes(), quantized_underlying(self.dtype()), Device());
+  if (out.nbytes() > 0) std::memcpy(out.data_ptr(), in.data_ptr(), out.nbytes());
+  return out;
+}
+
+namespace {
+DType quantized_of(const char* op, DType d) {
+  switch (d) {
+    case DType::UInt8: return DType::QUInt8;
+    case DType::Int8: return DType::QInt8;
+    case DType::Int32: return DType::QInt32;
+    default:
+      throw Error(std::string("[") + op +
+                  "] expected a uint8, int8 or int32 tensor of quantized values, but got ember." +
+                  dtype_name(d));
+  }
+}
+
+// The integers of `self` as a tensor of `dtype` read through `quantizer`.
+Tensor with_quantizer(const Tensor& self, DType dtype, std::shared_ptr<const Quantizer> quantizer) {
+  const Tensor in = self.contiguous();
+  Tensor out = empty_quantized(self.sizes(), dtype, std::move(quantizer));
+  if (out.nbytes() > 0) std::memcpy(out.data_ptr(), in.data_ptr(), out.nbytes());
+  return out;
+}
+}  // namespace
+
+Tensor _make_per_tensor_quantized_tensor(const Tensor& self, double scale, int64_t zero_point) {
+  const char* op = "_make_per_tensor_quantized_tensor";
+  const DType dtype = quantized_of(op, self.dtype());
+  check_scale(op, scale);
+  visit_quantized(dtype, op, [&](auto u) { check_zero_point<decltype(u)>(op, zero_point); });
+  auto quantizer = std::make_shared<Quantizer>();
+  quantizer->scale = scale;
+  quantizer->zero_point = zero_point;
+  return with_quantizer(self, dtype, std::move(quantizer));
+}
+
+Tensor _make_per_channel_quantized_tensor(const Tensor& self, const Tensor& scale, const Tensor& zero_point,
+                                          int64_t axis) {
+  const char* op = "_make_per_channel_quantized_tensor";
+  const DType dtype = quantized_of(op, self.dtype());
+  const int64_t a = channel_axis(op, self, axis);
+  EMBER_CHECK(scale.dim() == 1 && zero_point.dim() == 1 && scale.numel() == self.size(a) &&
+                  zero_point.numel() == self.size(a),
+              Error, "[", op, "] expected one scale and one zero point per index of dim ", a, " (",
+              self.size(a), "), but got ", scale.numel(), " and ", zero_point.numel());
+  // floating zero points: PyTorch's per_channel_affine_float_qparams (embedding tables)
+  const bool float_qparams = is_floating_point(zero_point.dtype());
+  EMBER_CHECK(is_floating_point(scale.dtype()) && (float_qparams || is_integral(zero_point.dtype(), false)),
+              Error, "[", op,
+              "] expected floating scales and integer (or floating) zero points, but got ember.",
+              dtype_name(scale.dtype()), " and ember.", dtype_name(zero_point.dtype()));
+  auto quantizer = std::make_shared<Quantizer>();
+  quantizer->qscheme = float_qparams ? QScheme::PerChannelAffineFloatQParams : QScheme::PerChannelAffine;
+  quantizer->axis = a;
+  quantizer->scales = to_dtype(scale, float_qparams ? DType::Float32 : DType::Float64, true).contiguous();
+  quantizer->zero_points =
+      to_dtype(zero_point, float_qparams ? DType::Float32 : DType::Int64, true).contiguous();
+  const Tensor scales = to_dtype(quantizer->scales, DType::Float64, true);
+  const Tensor points = to_dtype(quantizer->zero_points, DType::Float64, true);
+  const double* s = scales.data<double>();
+  const double* z = points.data<double>();
+  visit_quantized(dtype, op, [&](auto u) {
+    for (int64_t c = 0; c < scales.numel(); ++c) {
+      check_scale(op, s[c]);
+      EMBER_CHECK(std::isfinite(z[c]), Error, "[", op, "] expected finite zero points, but got ", z[c]);
+      if (!float_qparams) check_zero_point<decltype(u)>(op, static_cast<int64_t>(z[c]));
+    }
+  });
+  return with_quantizer(self, dtype, std::move(quantizer));
+}
+
+}  // namespace ember
