@@ -52,9 +52,10 @@ class Op:
     kernel: str | None = None
     hand_written: bool = False
     variants: tuple[str, ...] = ()
-    # takes quantized tensors (Note [quantized tensors] in ember/quantizer.h); every other op
-    # raises NotImplementedError for one
-    quantized: bool = False
+    # quantized tensors (Note [quantized tensors] in ember/quantizer.h): True, the op takes them
+    # itself; "<kernel>", they go to ember::quantized::<kernel> (src/ops/quantization/
+    # quantized_kernels.cpp); False, the op raises NotImplementedError for one
+    quantized: bool | str = False
 
     @property
     def name(self) -> str:
@@ -62,10 +63,10 @@ class Op:
 
 
 def unary(name: str, ref: str, domain=(-3.0, 3.0), dtypes="float", complex=False, inplace=True,
-          kernel: str | None = None, hand_written=False) -> Op:
+          kernel: str | None = None, hand_written=False, quantized: bool | str = False) -> Op:
     return Op(f"{name}(Tensor self, *, Tensor? out=None) -> Tensor", inplace=inplace,
               test={"family": "unary", "ref": ref, "domain": domain, "dtypes": dtypes, "complex": complex},
-              kernel=kernel, hand_written=hand_written)
+              kernel=kernel, hand_written=hand_written, quantized=quantized)
 
 
 def binary(name: str, ref: str, dtypes="numeric", complex=False, inplace=True, family="binary",
@@ -333,7 +334,7 @@ OPS: list[Op] = [
     Op("round(Tensor self, *, int decimals=0, Tensor? out=None) -> Tensor", inplace=True,
        test={"family": "unary", "ref": "np.round(a)", "dtypes": "numeric"}, kernel="same", hand_written=True),
     unary("frac", "a - np.trunc(a)", kernel="float"),
-    unary("relu", "np.maximum(a, 0)", dtypes="numeric", kernel="same"),
+    unary("relu", "np.maximum(a, 0)", dtypes="numeric", kernel="same", quantized="relu"),
     unary("bitwise_not", "np.invert(a)", dtypes="bool_int", kernel="integral"),
     Op("logical_not(Tensor self, *, Tensor? out=None) -> Tensor", inplace=True, kernel="predicate",
        test={"family": "unary", "ref": "np.logical_not(a)", "dtypes": "all", "domain": (-2.0, 2.0),
@@ -349,9 +350,9 @@ OPS: list[Op] = [
     Op("where(Tensor condition, Tensor self, Tensor other) -> Tensor", method=False, test={"family": "none"}),
     # ---- composites: activations and friends (src/ops/composite/activations.cpp) --------------
     Op("relu6(Tensor self) -> Tensor", test={"family": "unary", "ref": "np.clip(a, 0, 6)", "dtypes": "float",
-                                            "domain": (-8.0, 8.0)}),
+                                            "domain": (-8.0, 8.0)}, quantized="relu6"),
     Op("hardtanh(Tensor self, float min_val=-1.0, float max_val=1.0) -> Tensor",
-       test={"family": "unary", "ref": "np.clip(a, -1, 1)", "dtypes": "float"}),
+       test={"family": "unary", "ref": "np.clip(a, -1, 1)", "dtypes": "float"}, quantized="hardtanh"),
     Op("leaky_relu(Tensor self, float negative_slope=0.01) -> Tensor",
        test={"family": "unary", "ref": "np.where(a > 0, a, a * 0.01)", "dtypes": "float"}),
     Op("elu(Tensor self, float alpha=1.0, float scale=1.0, float input_scale=1.0) -> Tensor",
@@ -456,16 +457,18 @@ OPS: list[Op] = [
     # ---- pooling over the trailing len(kernel_size) dims (src/ops/pooling, kernels in
     # backend/cpu/pool_kernels.cpp; Note [pooling kernels]) -------------------------------------------
     Op("max_pool_with_indices(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
-       "bool ceil_mode) -> (Tensor, Tensor)", method=False, test={"family": "none"}),
+       "bool ceil_mode) -> (Tensor, Tensor)", method=False, test={"family": "none"}, quantized="max_pool_with_indices"),
     Op("max_pool_with_indices_backward(Tensor grad_output, Tensor self, Tensor indices, int spatial_dims) -> Tensor",
        method=False, test={"family": "none"}),
-    Op("adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor, Tensor)", method=False, test={"family": "none"}),
+    Op("adaptive_max_pool(Tensor self, int[] output_size) -> (Tensor, Tensor)", method=False, test={"family": "none"},
+       quantized="adaptive_max_pool"),
     Op("avg_pool(Tensor self, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode, bool count_include_pad, "
-       "int? divisor_override) -> Tensor", method=False, test={"family": "none"}),
+       "int? divisor_override) -> Tensor", method=False, test={"family": "none"}, quantized="avg_pool"),
     Op("avg_pool_backward(Tensor grad_output, Tensor self, int[] kernel_size, int[] stride, int[] padding, "
        "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor", method=False,
        test={"family": "none"}),
-    Op("adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor", method=False, test={"family": "none"}),
+    Op("adaptive_avg_pool(Tensor self, int[] output_size) -> Tensor", method=False, test={"family": "none"},
+       quantized="adaptive_avg_pool"),
     Op("adaptive_avg_pool_backward(Tensor grad_output, Tensor self, int[] output_size) -> Tensor", method=False,
        test={"family": "none"}),
     # ---- complex numbers (src/ops/composite/complex.cpp) --------------------------------------------
@@ -510,7 +513,7 @@ OPS: list[Op] = [
     Op("diagflat(Tensor self, int offset=0) -> Tensor", test={"family": "none"}),
     # ---- joining and shapes (src/ops/composite/joining.cpp) -------------------------------------
     Op("cat(Tensor[] tensors, int dim=0) -> Tensor", test={"family": "none"},
-       autocast="promote"),
+       autocast="promote", quantized="cat"),
     Op("stack(Tensor[] tensors, int dim=0) -> Tensor", test={"family": "none"},
        autocast="promote"),
     Op("hstack(Tensor[] tensors) -> Tensor", test={"family": "none"}),
@@ -588,6 +591,19 @@ OPS: list[Op] = [
         "quantize_per_tensor_dynamic(Tensor self, ScalarType dtype, bool reduce_range) -> Tensor",
         "_make_per_tensor_quantized_tensor(Tensor self, float scale, int zero_point) -> Tensor",
         "_make_per_channel_quantized_tensor(Tensor self, Tensor scale, Tensor zero_point, int axis) -> Tensor",
+    )],
+    # the kernels behind ember.ao.nn.quantized (src/ops/quantization/quantized_kernels.cpp; Note
+    # [integer GEMM through float BLAS]): quint8 activations, qint8 weights, quint8 results
+    *[Op(s, method=False, test={"family": "none"}, quantized=True) for s in (
+        "_quantized_linear(Tensor input, Tensor weight, Tensor? bias, float scale, int zero_point, bool relu=False) "
+        "-> Tensor",
+        "_quantized_linear_dynamic(Tensor input, Tensor weight, Tensor? bias, bool reduce_range=True, bool relu=False) "
+        "-> Tensor",
+        "_quantized_conv(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
+        "int groups, float scale, int zero_point, bool relu=False) -> Tensor",
+        "_quantized_add(Tensor self, Tensor other, float scale, int zero_point, bool relu=False) -> Tensor",
+        "_quantized_mul(Tensor self, Tensor other, float scale, int zero_point, bool relu=False) -> Tensor",
+        "_quantized_cat(Tensor[] tensors, int dim, float scale, int zero_point) -> Tensor",
     )],
     Op("dequantize(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
     Op("int_repr(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
@@ -1347,7 +1363,8 @@ NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplu
                      "fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
                      # quantized tensors: dequantize of a float tensor is a float32 copy with no history, as in PyTorch
                      "quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic", "dequantize",
-                     "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor",
+                     "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor", "_quantized_linear",
+                     "_quantized_linear_dynamic", "_quantized_conv", "_quantized_add", "_quantized_mul", "_quantized_cat",
                      "_fake_quantize_learnable_local_grads",
                      "bernoulli", "bernoulli_", "multinomial", "poisson", "histc", "bincount",
                      # fbgemm composites: their bodies call the ember::autograd:: ops below, which record

@@ -96,6 +96,12 @@ bool is_quantized_arg(const T&) {
   return false;
 }
 
+// Whether an op with a quantized kernel (quantized="<kernel>") takes that kernel.
+template <typename... Args>
+bool any_quantized(const Args&... args) {
+  return tensors_exist.load(std::memory_order_relaxed) && (is_quantized_arg(args) || ...);
+}
+
 // Called by the generated entry point of every op not declared for quantized tensors.
 template <typename... Args>
 void check_unquantized(const char* op, const Args&... args) {

@@ -1,6 +1,13 @@
 #pragma once
-// Helpers the quantized kernels share (src/ops/quantization/quantized.cpp).
+// Helpers the quantized kernels share (src/ops/quantization/quantized.cpp), and the kernels the
+// generic ops declared with quantized="<name>" reach for a quantized input
+// (src/ops/quantization/quantized_kernels.cpp; Note [quantized tensors] in ember/quantizer.h).
 #include <cstdint>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "ember/tensor.h"
 
 namespace ember {
 
@@ -11,5 +18,19 @@ struct QParams {
 // FBGEMM's ChooseQuantizationParams: the scale and zero point that map [min, max] (widened to
 // hold 0) onto [qmin, qmax], halved by reduce_range (Note [quantize arithmetic]).
 QParams choose_qparams(float min, float max, int64_t qmin, int64_t qmax, bool reduce_range);
+
+namespace quantized {
+Tensor relu(const Tensor& self, const std::optional<Tensor>& out);
+Tensor relu6(const Tensor& self);
+Tensor hardtanh(const Tensor& self, double min_val, double max_val);
+std::tuple<Tensor, Tensor> max_pool_with_indices(const Tensor& self, const IntList& kernel_size,
+                                                 const IntList& stride, const IntList& padding,
+                                                 const IntList& dilation, bool ceil_mode);
+std::tuple<Tensor, Tensor> adaptive_max_pool(const Tensor& self, const IntList& output_size);
+Tensor avg_pool(const Tensor& self, const IntList& kernel_size, const IntList& stride, const IntList& padding,
+                bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override);
+Tensor adaptive_avg_pool(const Tensor& self, const IntList& output_size);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
+}  // namespace quantized
 
 }  // namespace ember

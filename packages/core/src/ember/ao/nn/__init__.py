@@ -1,5 +1,6 @@
-"""ember.ao.nn (torch.ao.nn): the QAT modules (ember.ao.nn.qat)."""
+"""ember.ao.nn (torch.ao.nn): the QAT modules (qat), the quantized ones (quantized, and
+quantized.dynamic) and the fused ones (intrinsic)."""
 
-from . import qat
+from . import intrinsic, qat, quantized
 
-__all__ = ["qat"]
+__all__ = ["intrinsic", "qat", "quantized"]

@@ -1,37 +1,74 @@
-"""ember.ao.quantization: the float half of torch.ao.quantization that quantization-aware training
-uses (observers, fake quantizers, QConfig). Ember has no quantized dtypes, so prepare/convert,
-quantized modules and quantized tensors are not here; see observer.py for the dtype stand-ins."""
+"""ember.ao.quantization (torch.ao.quantization): eager-mode quantization. Post-training static
+(fuse_modules, prepare, calibrate, convert, or quantize), dynamic (quantize_dynamic) and
+quantization-aware training (prepare_qat, then convert), with the observers, fake quantizers and
+QConfigs they use. The quantized modules are in ember.ao.nn.quantized."""
 
-from ..._fake_quant import (
+from ..._quantized import (
     per_channel_affine,
     per_channel_symmetric,
     per_tensor_affine,
     per_tensor_symmetric,
 )
 from .fake_quantize import FakeQuantize, FakeQuantizeBase, FusedMovingAvgObsFakeQuantize
+from .fuse_modules import fuse_known_modules, fuse_modules
 from .observer import (
     MinMaxObserver,
     MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
+    NoopObserver,
     ObserverBase,
     PerChannelMinMaxObserver,
+    PlaceholderObserver,
+    default_dynamic_quant_observer,
+    default_float_qparams_observer,
+    default_observer,
+    default_per_channel_weight_observer,
+    default_weight_observer,
 )
 from .qconfig import (
     QConfig,
+    default_debug_qconfig,
+    default_dynamic_qconfig,
     default_fake_quant,
     default_fused_act_fake_quant,
     default_fused_per_channel_wt_fake_quant,
     default_fused_wt_fake_quant,
+    default_per_channel_qconfig,
     default_per_channel_weight_fake_quant,
     default_qat_qconfig,
+    default_qconfig,
     default_weight_fake_quant,
+    float16_dynamic_qconfig,
+    float16_static_qconfig,
+    per_channel_dynamic_qconfig,
 )
+from .quantize import (
+    add_observer_,
+    convert,
+    get_default_dynamic_quant_module_mappings,
+    get_default_qconfig_propagation_list,
+    get_default_static_quant_module_mappings,
+    prepare,
+    prepare_qat,
+    propagate_qconfig_,
+    quantize,
+    quantize_dynamic,
+    swap_module,
+)
+from .stubs import DeQuantStub, QuantStub, QuantWrapper
 
 __all__ = [
-    "FakeQuantize", "FakeQuantizeBase", "FusedMovingAvgObsFakeQuantize", "MinMaxObserver",
-    "MovingAverageMinMaxObserver", "MovingAveragePerChannelMinMaxObserver", "ObserverBase",
-    "PerChannelMinMaxObserver", "QConfig", "default_fake_quant", "default_fused_act_fake_quant",
-    "default_fused_per_channel_wt_fake_quant", "default_fused_wt_fake_quant",
-    "default_per_channel_weight_fake_quant", "default_qat_qconfig", "default_weight_fake_quant",
-    "per_channel_affine", "per_channel_symmetric", "per_tensor_affine", "per_tensor_symmetric",
+    "DeQuantStub", "FakeQuantize", "FakeQuantizeBase", "FusedMovingAvgObsFakeQuantize", "MinMaxObserver",
+    "MovingAverageMinMaxObserver", "MovingAveragePerChannelMinMaxObserver", "NoopObserver", "ObserverBase",
+    "PerChannelMinMaxObserver", "PlaceholderObserver", "QConfig", "QuantStub", "QuantWrapper", "add_observer_",
+    "convert", "default_debug_qconfig", "default_dynamic_qconfig", "default_dynamic_quant_observer",
+    "default_fake_quant", "default_float_qparams_observer", "default_fused_act_fake_quant",
+    "default_fused_per_channel_wt_fake_quant", "default_fused_wt_fake_quant", "default_observer",
+    "default_per_channel_qconfig", "default_per_channel_weight_fake_quant", "default_per_channel_weight_observer",
+    "default_qat_qconfig", "default_qconfig", "default_weight_fake_quant", "default_weight_observer",
+    "float16_dynamic_qconfig", "float16_static_qconfig", "fuse_known_modules", "fuse_modules",
+    "get_default_dynamic_quant_module_mappings", "get_default_qconfig_propagation_list",
+    "get_default_static_quant_module_mappings", "per_channel_affine", "per_channel_dynamic_qconfig",
+    "per_channel_symmetric", "per_tensor_affine", "per_tensor_symmetric", "prepare", "prepare_qat",
+    "propagate_qconfig_", "quantize", "quantize_dynamic", "swap_module",
 ]

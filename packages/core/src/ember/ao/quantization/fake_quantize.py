@@ -58,7 +58,7 @@ class FakeQuantize(FakeQuantizeBase):
         if quant_min is not None and quant_max is not None:
             if quant_min > quant_max:
                 raise AssertionError("quant_min must be less than or equal to quant_max")
-            dtype = observer_kwargs.get("dtype", getattr(observer, "keywords", {}).get("dtype", _C.uint8))
+            dtype = observer_kwargs.get("dtype", getattr(observer, "keywords", {}).get("dtype", _C.quint8))
             low, high = dtype_range(dtype)
             if quant_min < low:
                 raise AssertionError("quant_min out of bound")

@@ -1,10 +1,11 @@
 """Observers (torch.ao.quantization.observer): modules that pass their input through unchanged while
-recording its min/max, and derive the scale and zero_point a fake quantizer uses.
+recording its min/max, and derive the scale and zero_point a quantized module or a fake quantizer
+uses.
 
-Ember has no quantized dtypes. Where PyTorch takes dtype=torch.quint8 / torch.qint8, Ember takes
-ember.uint8 / ember.int8 (PyTorch's observers accept torch.uint8 / torch.int8 alike) or the strings
-"quint8" / "qint8"; the dtype only picks the default range ([0, 255] or [-128, 127], halved by
-reduce_range) and the symmetric zero point. Give quant_min and quant_max to choose the range.
+The dtype is ember.quint8 / ember.qint8 as in PyTorch; ember.uint8 / ember.int8 and the strings
+"quint8" / "qint8" are taken too (PyTorch's observers accept torch.uint8 / torch.int8 alike). It
+picks the default range ([0, 255] or [-128, 127], halved by reduce_range) and the symmetric zero
+point. Give quant_min and quant_max to choose the range.
 """
 
 from __future__ import annotations
@@ -13,20 +14,20 @@ import functools
 import warnings
 
 from ... import _C
-from ..._fake_quant import per_channel_affine, per_channel_symmetric, per_tensor_affine, per_tensor_symmetric
+from ..._quantized import per_channel_affine, per_channel_symmetric, per_tensor_affine, per_tensor_symmetric
 from ..._tensor import tensor
 from ...nn.modules.module import Module
 
-_SIGNED = {"qint8": True, "quint8": False}  # the dtypes' stand-ins; ember.int8 / ember.uint8 too
+_SIGNED = {"qint8": True, "quint8": False}  # the names; ember.qint8 / quint8 and int8 / uint8 too
 
 
 def _is_signed(dtype: object) -> bool:
-    if dtype in (_C.int8, _C.uint8):
-        return dtype == _C.int8
+    if dtype in (_C.int8, _C.uint8, _C.qint8, _C.quint8):
+        return dtype in (_C.int8, _C.qint8)
     if dtype in _SIGNED:
         return _SIGNED[dtype]
-    raise AssertionError(f"Default Observer only works for qint8 and quint8 data type (in Ember: ember.int8, "
-                         f"ember.uint8, 'qint8' or 'quint8'), but got {dtype!r}")
+    raise AssertionError(f"Default Observer only works for qint8 and quint8 data type (ember.qint8, ember.quint8, "
+                         f"ember.int8, ember.uint8, 'qint8' or 'quint8'), but got {dtype!r}")
 
 
 def dtype_range(dtype: object) -> tuple:
@@ -63,7 +64,7 @@ class ObserverBase(Module):
 
     with_args = classmethod(_with_args)
 
-    def __init__(self, dtype=_C.uint8, qscheme=per_tensor_affine, reduce_range: bool = False, quant_min=None,
+    def __init__(self, dtype=_C.quint8, qscheme=per_tensor_affine, reduce_range: bool = False, quant_min=None,
                  quant_max=None, factory_kwargs=None, eps: float = 1.1920928955078125e-07, is_dynamic: bool = False):
         super().__init__()
         if qscheme not in (per_tensor_affine, per_tensor_symmetric, per_channel_affine, per_channel_symmetric):
@@ -136,7 +137,7 @@ def _min_max_valid(min_val, max_val) -> bool:
 class MinMaxObserver(ObserverBase):
     """Running min and max over every batch seen (torch.ao.quantization.MinMaxObserver)."""
 
-    def __init__(self, dtype=_C.uint8, qscheme=per_tensor_affine, reduce_range: bool = False, quant_min=None,
+    def __init__(self, dtype=_C.quint8, qscheme=per_tensor_affine, reduce_range: bool = False, quant_min=None,
                  quant_max=None, factory_kwargs=None, eps: float = 1.1920928955078125e-07, is_dynamic: bool = False):
         super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs, eps, is_dynamic)
         if qscheme not in (per_tensor_affine, per_tensor_symmetric):
@@ -160,7 +161,7 @@ class MinMaxObserver(ObserverBase):
 class MovingAverageMinMaxObserver(MinMaxObserver):
     """min/max as moving averages: the first batch's, then v <- v + averaging_constant * (batch's - v)."""
 
-    def __init__(self, averaging_constant: float = 0.01, dtype=_C.uint8, qscheme=per_tensor_affine,
+    def __init__(self, averaging_constant: float = 0.01, dtype=_C.quint8, qscheme=per_tensor_affine,
                  reduce_range: bool = False, quant_min=None, quant_max=None, eps: float = 1.1920928955078125e-07,
                  is_dynamic: bool = False, **kwargs):
         self.averaging_constant = averaging_constant
@@ -177,7 +178,7 @@ class PerChannelMinMaxObserver(ObserverBase):
     """min/max per slice along ch_axis (torch.ao.quantization.PerChannelMinMaxObserver); the buffers
     start empty and take the channel count from the first batch."""
 
-    def __init__(self, ch_axis: int = 0, dtype=_C.uint8, qscheme=per_channel_affine, reduce_range: bool = False,
+    def __init__(self, ch_axis: int = 0, dtype=_C.quint8, qscheme=per_channel_affine, reduce_range: bool = False,
                  quant_min=None, quant_max=None, factory_kwargs=None, eps: float = 1.1920928955078125e-07,
                  is_dynamic: bool = False):
         super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs, eps, is_dynamic)
@@ -216,7 +217,7 @@ class PerChannelMinMaxObserver(ObserverBase):
 class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
     """Per-channel min/max as moving averages (the first batch's, then v <- v + c * (batch's - v))."""
 
-    def __init__(self, averaging_constant: float = 0.01, ch_axis: int = 0, dtype=_C.uint8,
+    def __init__(self, averaging_constant: float = 0.01, ch_axis: int = 0, dtype=_C.quint8,
                  qscheme=per_channel_affine, reduce_range: bool = False, quant_min=None, quant_max=None,
                  eps: float = 1.1920928955078125e-07, is_dynamic: bool = False, **kwargs):
         super().__init__(ch_axis=ch_axis, dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
@@ -225,3 +226,40 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
 
     def _combine(self, old, current, pick):
         return old + self.averaging_constant * (current - old)
+
+
+class PlaceholderObserver(Module):
+    """Observes nothing: it carries the dtype (and is_dynamic) a dynamic qconfig's activation needs."""
+
+    with_args = classmethod(_with_args)
+
+    def __init__(self, dtype=_C.float32, custom_op_name: str = "", compute_dtype=None, quant_min=None, quant_max=None,
+                 qscheme=None, eps=None, is_dynamic: bool = False) -> None:
+        super().__init__()
+        self.dtype, self.custom_op_name, self.is_dynamic = dtype, custom_op_name, is_dynamic
+        self.quant_min, self.quant_max = quant_min, quant_max
+        self.qscheme = per_tensor_affine if qscheme is None else qscheme
+        self.eps = eps
+
+    def forward(self, x):
+        return x
+
+    def calculate_qparams(self):
+        raise Exception("calculate_qparams should not be called for PlaceholderObserver")  # noqa: TRY002 - as PyTorch
+
+
+class NoopObserver(PlaceholderObserver):
+    """Observes nothing (a float16 weight's observer)."""
+
+    def __init__(self, dtype=_C.float16, custom_op_name: str = "") -> None:
+        super().__init__(dtype=dtype, custom_op_name=custom_op_name)
+
+
+default_observer = MinMaxObserver.with_args(quant_min=0, quant_max=127)
+default_weight_observer = MinMaxObserver.with_args(dtype=_C.qint8, qscheme=per_tensor_symmetric)
+default_per_channel_weight_observer = PerChannelMinMaxObserver.with_args(dtype=_C.qint8,
+                                                                         qscheme=per_channel_symmetric)
+default_dynamic_quant_observer = PlaceholderObserver.with_args(dtype=_C.quint8, quant_min=0, quant_max=255,
+                                                               is_dynamic=True)
+default_float_qparams_observer = PerChannelMinMaxObserver.with_args(dtype=_C.quint8,
+                                                                    qscheme=per_channel_affine, ch_axis=0)

@@ -1,5 +1,9 @@
-"""QConfig (torch.ao.quantization.QConfig) and the default QAT fake quantizers that need no
-quantized dtype: int8 / uint8 stand for qint8 / quint8 (see ember.ao.quantization.observer)."""
+"""QConfig (torch.ao.quantization.QConfig): how a module's activations and weights are observed,
+and PyTorch's preset configurations for static, dynamic and quantization-aware training.
+
+PyTorch's get_default_qconfig / get_default_qat_qconfig("x86" / "fbgemm") observe activations
+with a HistogramObserver, which Ember does not have; default_qconfig (min/max observers) and
+default_per_channel_qconfig are here."""
 
 from __future__ import annotations
 
@@ -9,7 +13,16 @@ from ... import _C
 from ..._fake_quant import per_channel_symmetric, per_tensor_affine, per_tensor_symmetric
 from ...nn.modules.module import Module
 from .fake_quantize import FakeQuantize, FusedMovingAvgObsFakeQuantize
-from .observer import MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver
+from .observer import (
+    MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
+    NoopObserver,
+    PlaceholderObserver,
+    default_dynamic_quant_observer,
+    default_observer,
+    default_per_channel_weight_observer,
+    default_weight_observer,
+)
 
 
 class QConfig(namedtuple("QConfig", ["activation", "weight"])):
@@ -26,20 +39,31 @@ class QConfig(namedtuple("QConfig", ["activation", "weight"])):
 
 
 default_fake_quant = FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
-                                            dtype=_C.uint8, qscheme=per_tensor_affine, reduce_range=True)
+                                            dtype=_C.quint8, qscheme=per_tensor_affine, reduce_range=True)
 default_weight_fake_quant = FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128,
-                                                   quant_max=127, dtype=_C.int8, qscheme=per_tensor_symmetric,
+                                                   quant_max=127, dtype=_C.qint8, qscheme=per_tensor_symmetric,
                                                    reduce_range=False)
 default_per_channel_weight_fake_quant = FakeQuantize.with_args(
-    observer=MovingAveragePerChannelMinMaxObserver, quant_min=-128, quant_max=127, dtype=_C.int8,
+    observer=MovingAveragePerChannelMinMaxObserver, quant_min=-128, quant_max=127, dtype=_C.qint8,
     qscheme=per_channel_symmetric, reduce_range=False, ch_axis=0)
 default_fused_act_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(
-    observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255, dtype=_C.uint8)
+    observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255, dtype=_C.quint8)
 default_fused_wt_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(
-    observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127, dtype=_C.int8,
+    observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127, dtype=_C.qint8,
     qscheme=per_tensor_symmetric)
 default_fused_per_channel_wt_fake_quant = FusedMovingAvgObsFakeQuantize.with_args(
-    observer=MovingAveragePerChannelMinMaxObserver, quant_min=-128, quant_max=127, dtype=_C.int8,
+    observer=MovingAveragePerChannelMinMaxObserver, quant_min=-128, quant_max=127, dtype=_C.qint8,
     qscheme=per_channel_symmetric)
 
 default_qat_qconfig = QConfig(activation=default_fake_quant, weight=default_weight_fake_quant)
+
+default_qconfig = QConfig(activation=default_observer, weight=default_weight_observer)
+default_per_channel_qconfig = QConfig(activation=default_observer, weight=default_per_channel_weight_observer)
+default_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer, weight=default_weight_observer)
+per_channel_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer,
+                                      weight=default_per_channel_weight_observer)
+float16_dynamic_qconfig = QConfig(activation=PlaceholderObserver.with_args(dtype=_C.float16, is_dynamic=True),
+                                  weight=PlaceholderObserver.with_args(dtype=_C.float16))
+float16_static_qconfig = QConfig(activation=PlaceholderObserver.with_args(dtype=_C.float16),
+                                 weight=PlaceholderObserver.with_args(dtype=_C.float16))
+default_debug_qconfig = QConfig(weight=default_weight_observer, activation=NoopObserver.with_args(dtype=_C.float32))

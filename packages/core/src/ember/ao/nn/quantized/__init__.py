@@ -1,0 +1,21 @@
+"""ember.ao.nn.quantized (torch.ao.nn.quantized): modules over quantized tensors; the
+dynamically quantized ones in .dynamic."""
+
+from . import dynamic
+from .modules import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    DeQuantize,
+    Dropout,
+    FloatFunctional,
+    FXFloatFunctional,
+    Hardswish,
+    Linear,
+    QFunctional,
+    Quantize,
+    ReLU6,
+)
+
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Dropout", "FXFloatFunctional", "FloatFunctional", "Hardswish",
+           "Linear", "QFunctional", "Quantize", "ReLU6", "dynamic"]

@@ -1,0 +1,78 @@
+"""fuse_modules (torch.ao.quantization.fuse_modules): merge a layer with the BatchNorm and/or ReLU
+after it, so convert quantizes them as one module. Eval mode: a BatchNorm is folded into the
+conv/linear weights (nn.utils.fusion); the ReLU makes the pair an ember.ao.nn.intrinsic fused
+module. The first named module is replaced by the result and the others by nn.Identity, as in
+PyTorch (its forward pre-hooks kept, and the last module's forward hooks moved onto it)."""
+
+from __future__ import annotations
+
+import copy
+
+from ...nn import modules as _nn
+from ...nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_eval
+from ..nn import intrinsic as nni
+
+
+def _fold(layer, bn):
+    if layer.training or bn.training:
+        raise AssertionError("Fusion only for eval! (ember.ao.quantization.fuse_modules folds a BatchNorm into the "
+                             "layer before it; call model.eval() first)")
+    return fuse_linear_bn_eval(layer, bn) if isinstance(layer, _nn.Linear) else fuse_conv_bn_eval(layer, bn)
+
+
+_CONV_RELU = {_nn.Conv1d: nni.ConvReLU1d, _nn.Conv2d: nni.ConvReLU2d, _nn.Conv3d: nni.ConvReLU3d,
+              _nn.Linear: nni.LinearReLU}
+_BATCH_NORM = {_nn.Conv1d: _nn.BatchNorm1d, _nn.Conv2d: _nn.BatchNorm2d, _nn.Conv3d: _nn.BatchNorm3d,
+               _nn.Linear: _nn.BatchNorm1d}
+
+
+def fuse_known_modules(mod_list, is_qat: bool = False, additional_fuser_method_mapping=None):
+    """The fused module for a list of modules, then an nn.Identity for each other one."""
+    if is_qat:
+        raise NotImplementedError("fusing for quantization-aware training (ConvBn modules) is not in Ember")
+    types = tuple(type(m) for m in mod_list)
+    layer = mod_list[0]
+    if types[0] not in _CONV_RELU or not 2 <= len(types) <= 3:
+        raise NotImplementedError(f"Cannot fuse modules: {types}")
+    rest = list(types[1:])
+    fused = layer
+    if rest and rest[0] is _BATCH_NORM[types[0]]:
+        fused = _fold(layer, mod_list[1])
+        rest.pop(0)
+    if rest == [_nn.ReLU]:
+        fused = _CONV_RELU[types[0]](fused, mod_list[-1])
+        rest.pop(0)
+    if rest:
+        raise NotImplementedError(f"Cannot fuse modules: {types}")
+    for pre_hook in layer._forward_pre_hooks.values():
+        fused.register_forward_pre_hook(pre_hook)
+    for hook in mod_list[-1]._forward_hooks.values():
+        fused.register_forward_hook(hook)
+    return [fused] + [_nn.Identity() for _ in mod_list[1:]]
+
+
+def _get(model, name: str):
+    for part in name.split("."):
+        model = getattr(model, part)
+    return model
+
+
+def _set(model, name: str, module) -> None:
+    *path, last = name.split(".")
+    for part in path:
+        model = getattr(model, part)
+    setattr(model, last, module)
+
+
+def fuse_modules(model, modules_to_fuse, inplace: bool = False, fuser_func=fuse_known_modules,
+                 fuse_custom_config_dict=None):
+    """Fuse each list of qualified names in modules_to_fuse (or the one list given), e.g.
+    [["conv1", "bn1", "relu1"], ["fc", "relu"]]."""
+    if not inplace:
+        model = copy.deepcopy(model)
+    groups = [modules_to_fuse] if all(isinstance(n, str) for n in modules_to_fuse) else modules_to_fuse
+    for names in groups:
+        fused = fuser_func([_get(model, n) for n in names])
+        for name, module in zip(names, fused, strict=True):
+            _set(model, name, module)
+    return model

@@ -1,0 +1,206 @@
+"""Eager-mode post-training quantization (torch.ao.quantization.quantize): prepare attaches
+observers, a calibration run feeds them, convert swaps each float module for its quantized twin;
+quantize_dynamic swaps Linear layers for dynamically quantized ones in one step.
+
+The module mappings are PyTorch's defaults for what Ember quantizes: Linear, Conv1d/2d/3d, their
+fused ReLU forms, ReLU6, Hardswish, Dropout, FloatFunctional, the QAT Linear/Conv2d and the stubs
+(static); Linear (dynamic). Layers PyTorch also maps that Ember has no quantized kernel for (the
+dynamic LSTM/GRU, quantized embeddings, norms) stay float.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from ...nn import modules as _nn
+from ..nn import intrinsic as nni
+from ..nn import qat as nnqat
+from ..nn import quantized as nnq
+from ..nn.intrinsic import quantized as nniq
+from ..nn.quantized import dynamic as nnqd
+from .qconfig import default_dynamic_qconfig, float16_dynamic_qconfig, per_channel_dynamic_qconfig  # noqa: F401
+from .stubs import DeQuantStub, QuantStub
+
+DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
+    QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize,
+    _nn.Linear: nnq.Linear, _nn.Conv1d: nnq.Conv1d, _nn.Conv2d: nnq.Conv2d, _nn.Conv3d: nnq.Conv3d,
+    _nn.ReLU6: nnq.ReLU6, _nn.Hardswish: nnq.Hardswish, _nn.Dropout: nnq.Dropout,
+    nnq.FloatFunctional: nnq.QFunctional,
+    nni.LinearReLU: nniq.LinearReLU, nni.ConvReLU1d: nniq.ConvReLU1d, nni.ConvReLU2d: nniq.ConvReLU2d,
+    nni.ConvReLU3d: nniq.ConvReLU3d,
+    nnqat.Linear: nnq.Linear, nnqat.Conv2d: nnq.Conv2d,
+}
+# (nn.MultiheadAttention's out_proj is a NonDynamicallyQuantizableLinear precisely to stay out of this)
+DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {_nn.Linear: nnqd.Linear}
+
+
+def get_default_static_quant_module_mappings() -> dict:
+    return dict(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS)
+
+
+def get_default_dynamic_quant_module_mappings() -> dict:
+    return dict(DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS)
+
+
+def get_default_qconfig_propagation_list() -> set:
+    """The module types a qconfig reaches (and prepare observes)."""
+    return set(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS) | set(DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS) | {DeQuantStub}
+
+
+def _qconfig_for(module, name: str, qconfig_dict: dict, parent_qconfig):
+    qconfig = qconfig_dict.get(type(module), parent_qconfig)
+    qconfig = qconfig_dict.get(name, qconfig)
+    return getattr(module, "qconfig", qconfig)
+
+
+def propagate_qconfig_(module, qconfig_dict=None, prepare_custom_config_dict=None) -> None:
+    """Give every submodule the qconfig of its nearest configured ancestor, or the one
+    qconfig_dict names for its type or qualified name; sets `.qconfig` in place."""
+    qconfig_dict = qconfig_dict or {}
+
+    def walk(mod, name: str, parent_qconfig) -> None:
+        qconfig = _qconfig_for(mod, name, qconfig_dict, parent_qconfig)
+        mod.qconfig = qconfig
+        for child_name, child in mod.named_children():
+            walk(child, f"{name}.{child_name}" if name else child_name, qconfig)
+
+    walk(module, "", None)
+
+
+def _observer_hook(module, input, output):
+    return module.activation_post_process(output)
+
+
+def _has_children(module) -> bool:
+    return any(True for _ in module.children())
+
+
+def add_observer_(module, qconfig_propagation_list=None, non_leaf_module_list=None, device=None,
+                  custom_module_class_mapping=None) -> None:
+    """Attach `activation_post_process = qconfig.activation()` to each quantizable module with a
+    qconfig, run on its output by a forward hook (FloatFunctional observes through its own slot)."""
+    if qconfig_propagation_list is None:
+        qconfig_propagation_list = get_default_qconfig_propagation_list()
+    for child in module.children():
+        if isinstance(child, (nnq.FloatFunctional, nnq.QFunctional)):
+            if getattr(child, "qconfig", None) is not None:
+                child.activation_post_process = child.qconfig.activation()
+        elif isinstance(child, nni._FusedModule) or not _has_children(child):
+            if getattr(child, "qconfig", None) is not None and type(child) in qconfig_propagation_list \
+                    and not isinstance(child, DeQuantStub):
+                child.add_module("activation_post_process", child.qconfig.activation())
+                child._observer_hook_handle = child.register_forward_hook(_observer_hook)
+        else:
+            add_observer_(child, qconfig_propagation_list, non_leaf_module_list, device, custom_module_class_mapping)
+
+
+def _remove_observers(module) -> None:
+    for child in module.modules():
+        handle = child.__dict__.pop("_observer_hook_handle", None)
+        if handle is not None:
+            handle.remove()
+
+
+def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_module_list=None,
+            prepare_custom_config_dict=None):
+    """The model with observers on every quantizable module that has a qconfig (set `model.qconfig`
+    first); run calibration data through it, then convert."""
+    if not inplace:
+        model = copy.deepcopy(model)
+    propagate_qconfig_(model)
+    if not any(getattr(m, "qconfig", None) for m in model.modules()):
+        import warnings
+
+        warnings.warn("None of the submodule got qconfig applied. Make sure you passed correct configuration "
+                      "through `qconfig_dict` or by assigning the `.qconfig` attribute directly on submodules",
+                      stacklevel=2)
+    add_observer_(model, allow_list)
+    return model
+
+
+def prepare_qat(model, mapping=None, inplace: bool = False):
+    """The model with QAT modules (nnqat.Linear, nnqat.Conv2d) in place of float ones and observers
+    (the qconfig's fake quantizers) attached; train it, then convert."""
+    if not model.training:
+        raise AssertionError("prepare_qat only works on models in training mode")
+    if not inplace:
+        model = copy.deepcopy(model)
+    mapping = mapping or {_nn.Linear: nnqat.Linear, _nn.Conv2d: nnqat.Conv2d}
+    propagate_qconfig_(model)
+    convert(model, mapping=mapping, inplace=True, remove_qconfig=False)
+    prepare(model, inplace=True)
+    return model
+
+
+def swap_module(mod, mapping: dict, custom_module_class_mapping=None, use_precomputed_fake_quant: bool = False):
+    """mod's quantized twin from mapping (its type's from_float), keeping its forward hooks other
+    than the observer's; mod itself when it has no qconfig or no twin."""
+    if getattr(mod, "qconfig", None) is None or type(mod) not in mapping:
+        return mod
+    new = mapping[type(mod)].from_float(mod)
+    for pre_hook in mod._forward_pre_hooks.values():
+        new.register_forward_pre_hook(pre_hook)
+    observer_handle = getattr(mod, "_observer_hook_handle", None)
+    for hook_id, hook in mod._forward_hooks.items():
+        if observer_handle is None or hook_id != observer_handle.id:
+            new.register_forward_hook(hook)
+    return new
+
+
+def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = True,
+            is_reference: bool = False, convert_custom_config_dict=None, use_precomputed_fake_quant: bool = False):
+    """Swap every prepared module for its quantized twin (mapping defaults to the static one)."""
+    if is_reference:
+        raise NotImplementedError("reference quantized modules (is_reference=True) are not in Ember")
+    if not inplace:
+        module = copy.deepcopy(module)
+    mapping = get_default_static_quant_module_mappings() if mapping is None else mapping
+
+    def swap(mod) -> None:
+        for name, child in list(mod.named_children()):
+            if not isinstance(child, nni._FusedModule) and type(child) not in mapping:
+                swap(child)
+            mod._modules[name] = swap_module(child, mapping)
+
+    swap(module)
+    if remove_qconfig:
+        _remove_observers(module)
+        for mod in module.modules():
+            mod.__dict__.pop("qconfig", None)
+    return module
+
+
+def quantize(model, run_fn, run_args, mapping=None, inplace: bool = False):
+    """prepare, run_fn(model, *run_args) to calibrate, convert: post-training static quantization."""
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.eval()
+    prepare(model, inplace=True)
+    run_fn(model, *run_args)
+    convert(model, mapping, inplace=True)
+    return model
+
+
+def quantize_dynamic(model, qconfig_spec=None, dtype=None, mapping=None, inplace: bool = False):
+    """The model with its Linear layers dynamically quantized (qint8 weights; float16 with
+    dtype=ember.float16). qconfig_spec: a set of module types, or {type or qualified name: qconfig}."""
+    from ... import _C
+
+    dtype = _C.qint8 if dtype is None else dtype
+    default = {_C.qint8: default_dynamic_qconfig, _C.float16: float16_dynamic_qconfig}.get(dtype)
+    if qconfig_spec is None:
+        if default is None:
+            raise ValueError(f"Don't know how to quantize with default settings for {dtype}. Provide full "
+                             "qconfig please")
+        qconfig_spec = dict.fromkeys(DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS, default)
+    elif isinstance(qconfig_spec, set):
+        if default is None:
+            raise RuntimeError(f"Unknown dtype specified for quantize_dynamic: {dtype}")
+        qconfig_spec = dict.fromkeys(qconfig_spec, default)
+    mapping = get_default_dynamic_quant_module_mappings() if mapping is None else mapping
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.eval()
+    propagate_qconfig_(model, qconfig_spec)
+    convert(model, mapping, inplace=True)
+    return model
