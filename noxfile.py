@@ -11,6 +11,7 @@ sessions by being added there.
     nox -s bench            benchmarks, Ember beside its peer, printing ratios
     nox -s parity-text      a package's tests with its parity peers installed (HF tokenizers; parity-audio: flashlight-text)
     nox -s parity-random    random streams bit for bit against PyTorch 2.13's CPU generator
+    nox -s parity-torch     quantized (bit for bit) and sparse results against PyTorch 2.13's CPU build
     nox -s demo             build, install, run the example tour in docs/examples/
     nox -s sanitize         the native unit tests, then the Python tests, under ASan + UBSan
     nox -s fuzz             hypothesis fuzzing of the readers, DLPack and index ops (-- --asan: under ASan + UBSan)
@@ -448,6 +449,23 @@ def parity_random(session: nox.Session) -> None:
     session.env["EMBER_TORCH_PYTHON"] = str(torch_env / "bin" / "python")
     tests = ROOT / RELEASE.core.path / "tests"
     run_pytest(session, tests / "test_random_parity.py", "parity-random", "-rxs")
+
+
+@nox.session(name="parity-torch", venv_backend="virtualenv")
+def parity_torch(session: nox.Session) -> None:
+    """The core's tests that run one script under PyTorch 2.13's CPU build and under Ember and compare
+    the results (tests/test_*_torch_parity.py: quantized tensors and modules bit for bit, sparse
+    tensors): torch runs in a venv of its own, named to the tests by EMBER_TORCH_PYTHON."""
+    torch_env = Path(session.create_tmp()).resolve() / "torch-peer"
+    if not (torch_env / "bin" / "python").exists():
+        session.run(sys.executable, "-m", "venv", str(torch_env), external=True)
+        session.run(str(torch_env / "bin" / "python"), "-m", "pip", "install", "-q", "numpy", "torch==2.13.0",
+                    external=True)
+    session.install(*map(str, wheels_for(session, RELEASE.core)), *TEST_REQUIREMENTS, "numpy")
+    session.env["EMBER_TORCH_PYTHON"] = str(torch_env / "bin" / "python")
+    tests = ROOT / RELEASE.core.path / "tests"
+    first, *rest = sorted(tests.glob("test_*_torch_parity.py"))
+    run_pytest(session, first, "parity-torch", *map(str, rest), "-rs")
 
 
 @nox.session(name="parity-fbgemm", venv_backend="virtualenv")

@@ -126,7 +126,7 @@ QParams choose_qparams(float min, float max, int64_t qmin, int64_t qmax, bool re
   } else {
     zero_point = static_cast<int64_t>(std::nearbyint(initial));
   }
-  return {static_cast<float>(scale), zero_point};
+  return {scale, zero_point};
 }
 
 Tensor quantize_per_tensor(const Tensor& self, double scale, int64_t zero_point, DType dtype) {

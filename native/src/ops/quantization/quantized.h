@@ -12,7 +12,7 @@
 namespace ember {
 
 struct QParams {
-  float scale;
+  double scale;  // PyTorch keeps it in float64; the kernels round it to float32
   int64_t zero_point;
 };
 // FBGEMM's ChooseQuantizationParams: the scale and zero point that map [min, max] (widened to

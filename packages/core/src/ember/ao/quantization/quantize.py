@@ -85,7 +85,8 @@ def add_observer_(module, qconfig_propagation_list=None, non_leaf_module_list=No
         if isinstance(child, (nnq.FloatFunctional, nnq.QFunctional)):
             if getattr(child, "qconfig", None) is not None:
                 child.activation_post_process = child.qconfig.activation()
-        elif isinstance(child, nni._FusedModule) or not _has_children(child):
+        elif isinstance(child, nni._FusedModule) or not _has_children(child) or (
+                non_leaf_module_list is not None and type(child) in non_leaf_module_list):
             if getattr(child, "qconfig", None) is not None and type(child) in qconfig_propagation_list \
                     and not isinstance(child, DeQuantStub):
                 child.add_module("activation_post_process", child.qconfig.activation())
@@ -114,7 +115,7 @@ def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_mod
         warnings.warn("None of the submodule got qconfig applied. Make sure you passed correct configuration "
                       "through `qconfig_dict` or by assigning the `.qconfig` attribute directly on submodules",
                       stacklevel=2)
-    add_observer_(model, allow_list)
+    add_observer_(model, allow_list, observer_non_leaf_module_list)
     return model
 
 
@@ -128,7 +129,8 @@ def prepare_qat(model, mapping=None, inplace: bool = False):
     mapping = mapping or {_nn.Linear: nnqat.Linear, _nn.Conv2d: nnqat.Conv2d}
     propagate_qconfig_(model)
     convert(model, mapping=mapping, inplace=True, remove_qconfig=False)
-    prepare(model, inplace=True)
+    # a QAT module holds its weight's fake quantizer as a child: observed as a leaf all the same
+    prepare(model, inplace=True, observer_non_leaf_module_list=set(mapping.values()))
     return model
 
 
