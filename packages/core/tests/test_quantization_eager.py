@@ -221,3 +221,33 @@ def test_bad_use_raises_clear_errors():
         warnings.simplefilter("always")
         tq.prepare(nn.Sequential(nn.Linear(2, 2)))
     assert any("None of the submodule got qconfig" in str(w.message) for w in caught)
+
+
+def test_older_names_and_small_helpers():
+    import ember.nn.quantized.dynamic as legacy_dynamic
+    import ember.quantization
+
+    assert ember.nn.quantized.Linear is nnq.Linear and legacy_dynamic.Linear is nnq.dynamic.Linear
+    assert ember.nn.intrinsic.ConvReLU2d is nni.ConvReLU2d and ember.nn.qat.Linear is ember.ao.nn.qat.Linear
+    assert ember.quantization.quantize_dynamic is tq.quantize_dynamic
+    q = ember.quantize_per_tensor(ember.randn(1, 2, 4, 4), 0.1, 3, ember.quint8)
+    np.testing.assert_array_equal(ember.quantized_max_pool2d(q, 2).int_repr().numpy(),
+                                  nn.functional.max_pool2d(q, 2).int_repr().numpy())
+    with pytest.raises(RuntimeError, match="expects a quantized input"):
+        ember.quantized_max_pool2d(q.dequantize(), 2)
+    e = ember.empty_quantized([2, 3], q)
+    assert e.shape == (2, 3) and e.q_scale() == 0.1 and e.q_zero_point() == 3 and e.dtype == ember.quint8
+
+
+def test_shape_prop_records_quantization_parameters():
+    from ember.fx import symbolic_trace
+    from ember.fx.passes.shape_prop import ShapeProp
+
+    class M(nn.Module):
+        def forward(self, x):
+            return ember.quantize_per_tensor(x, 0.1, 3, ember.quint8).relu()
+
+    traced = symbolic_trace(M())
+    ShapeProp(traced).propagate(ember.randn(2, 3))
+    meta = [n.meta["tensor_meta"] for n in traced.graph.nodes if n.op == "call_method"][0]
+    assert meta.is_quantized and meta.qparams == {"qscheme": ember.per_tensor_affine, "scale": 0.1, "zero_point": 3}

@@ -460,9 +460,9 @@ __all__ += ["Size", "signal", "gru", "lstm", "rnn_relu", "rnn_tanh", "get_num_in
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562
-    # ember.distributed, ember.futures, ember.ao, ember.fx and ember.export load on first use: most programs
-    # never need them.
-    if name in ("distributed", "futures", "ao", "fx", "export"):
+    # ember.distributed, ember.futures, ember.ao, ember.fx, ember.export and ember.quantization (the
+    # older name of ember.ao.quantization) load on first use: most programs never need them.
+    if name in ("distributed", "futures", "ao", "fx", "export", "quantization"):
         import importlib
         return importlib.import_module(f"ember.{name}")
     if name == "Storage":  # torch.Storage follows the default dtype (FloatStorage, DoubleStorage, ...)
@@ -471,7 +471,7 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
 
 
 def __dir__() -> list[str]:  # the names loaded on first use are listed too, as dir(torch) lists them
-    return sorted(set(globals()) | {"distributed", "futures", "ao", "fx", "export", "Storage"})
+    return sorted(set(globals()) | {"distributed", "futures", "ao", "fx", "export", "quantization", "Storage"})
 
 
 __all__ += ["distributed", "futures", "ao", "fx", "export"]
@@ -515,6 +515,10 @@ from . import _quantized  # noqa: E402
 
 globals().update(_quantized.NAMES)
 __all__ += list(_quantized.NAMES)
+from . import _quantized_pool  # noqa: E402
+
+globals().update(_quantized_pool.NAMES)
+__all__ += list(_quantized_pool.NAMES)
 
 # ember.multiprocessing, imported here as torch imports torch.multiprocessing: it registers the
 # reducers that send tensors to other processes through shared memory (ember/_shared_memory.py)

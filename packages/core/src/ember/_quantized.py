@@ -95,6 +95,22 @@ def dequantize(tensor):
     return _C.dequantize(tensor)
 
 
+_UNDERLYING = {_C.quint8: _C.uint8, _C.qint8: _C.int8, _C.qint32: _C.int32}
+
+
+def empty_quantized(size, qtensor, *, dtype=None, layout=None, device=None, pin_memory=False,
+                    memory_format=None) -> _C.Tensor:
+    """torch.empty_quantized: a quantized tensor of `size` read through qtensor's quantizer (its
+    integers zero here, where PyTorch leaves them unset)."""
+    code, scale, zero_point, scales, points, axis = _quantizer(qtensor, "empty_quantized")
+    if dtype is not None and dtype != qtensor.dtype:
+        raise RuntimeError(f"empty_quantized: dtype {dtype} differs from the quantizer's {qtensor.dtype}")
+    ints = _C.zeros(list(size), dtype=_UNDERLYING[qtensor.dtype])
+    if scales is None:
+        return _C._make_per_tensor_quantized_tensor(ints, scale, zero_point)
+    return _C._make_per_channel_quantized_tensor(ints, scales, points, axis)
+
+
 def _qscheme(self: _C.Tensor):
     return _QSCHEMES[_quantizer(self, "qscheme")[0]]
 
@@ -155,4 +171,4 @@ def tensor_methods() -> dict[str, object]:
 NAMES = {"quantize_per_tensor": quantize_per_tensor, "dequantize": dequantize, "q_scale": _q_scale,
          "q_zero_point": _q_zero_point, "q_per_channel_scales": q_per_channel_scales,
          "q_per_channel_zero_points": q_per_channel_zero_points, "q_per_channel_axis": q_per_channel_axis,
-         "qint8": _C.qint8, "quint8": _C.quint8, "qint32": _C.qint32}
+         "qint8": _C.qint8, "quint8": _C.quint8, "qint32": _C.qint32, "empty_quantized": empty_quantized}

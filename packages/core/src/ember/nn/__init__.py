@@ -28,3 +28,16 @@ def factory_kwargs(kwargs: dict | None) -> dict:
             raise TypeError(f"{key} specified twice, in **kwargs and in factory_kwargs")
         merged[key] = kwargs[key]
     return merged
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562
+    # ember.nn.quantized / intrinsic / qat: the older names of ember.ao.nn's, loaded on first use
+    if name in ("quantized", "intrinsic", "qat"):
+        import importlib
+
+        return importlib.import_module(f"ember.nn.{name}")
+    raise AttributeError(f"module 'ember.nn' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:  # the names loaded on first use are listed too, as dir(torch.nn) lists them
+    return sorted(set(globals()) | {"quantized", "intrinsic", "qat"})

@@ -30,7 +30,17 @@ def _extract_tensor_metadata(result: Any) -> TensorMetadata:
         if result.is_contiguous(memory_format=candidate):
             memory_format = candidate
             break
-    return TensorMetadata(result.shape, result.dtype, result.requires_grad, result.stride(), memory_format, False, {})
+    qparams: dict = {}
+    if result.is_quantized:  # PyTorch's record of a quantized value's parameters
+        qparams["qscheme"] = qscheme = result.qscheme()
+        if qscheme in (ember.per_tensor_affine, ember.per_tensor_symmetric):
+            qparams["scale"], qparams["zero_point"] = result.q_scale(), result.q_zero_point()
+        else:
+            qparams["scale"] = result.q_per_channel_scales().tolist()
+            qparams["zero_point"] = result.q_per_channel_zero_points().tolist()
+            qparams["axis"] = result.q_per_channel_axis()
+    return TensorMetadata(result.shape, result.dtype, result.requires_grad, result.stride(), memory_format,
+                          result.is_quantized, qparams)
 
 
 class ShapeProp(Interpreter):
