@@ -46,6 +46,23 @@ def test_linspace_is_symmetric_and_exact_at_ends():
     assert ember.linspace(0, 1, 1).tolist() == [0.0] and ember.linspace(0, 1, 0).shape == (0,)
 
 
+def test_linspace_rounds_as_pytorch():
+    # float32: the step in float32, each value start + step * i (from the nearer end) rounded once
+    n, start, end = 4097, np.float32(-4.49411726), np.float32(3.94554973)
+    i = np.arange(n)
+    step = (end - start) / np.float32(n - 1)
+    ref = np.where(i < n // 2, start + np.float64(step) * i, end - np.float64(step) * (n - 1 - i)).astype(np.float32)
+    np.testing.assert_array_equal(ember.linspace(float(start), float(end), n).numpy(), ref)
+    # float16: every operation rounded to float16
+    h = np.float16
+    s16, e16 = h(-3.0), h(7.0)
+    step16 = (e16 - s16) / h(1000)
+    i = np.arange(1001)
+    ref16 = np.where(i < 500, s16 + (step16 * i.astype(h)).astype(h), e16 - (step16 * (1000 - i).astype(h)).astype(h))
+    np.testing.assert_array_equal(ember.linspace(-3.0, 7.0, 1001, dtype=ember.float16).float().numpy(),
+                                  ref16.astype(np.float32))
+
+
 @pytest.mark.parametrize(
     "call, message",
     [

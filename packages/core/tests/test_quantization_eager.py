@@ -251,3 +251,50 @@ def test_shape_prop_records_quantization_parameters():
     ShapeProp(traced).propagate(ember.randn(2, 3))
     meta = [n.meta["tensor_meta"] for n in traced.graph.nodes if n.op == "call_method"][0]
     assert meta.is_quantized and meta.qparams == {"qscheme": ember.per_tensor_affine, "scale": 0.1, "zero_point": 3}
+
+
+def test_histogram_observer():
+    rng = np.random.default_rng(7)
+    observer = tq.HistogramObserver(bins=256)
+    batches = [rng.normal(size=2000).astype(np.float32) * (k + 1) for k in range(3)]
+    for b in batches:
+        assert observer(ember.tensor(b)) is not None
+    seen = np.concatenate(batches)
+    assert float(observer.min_val) == seen.min() and float(observer.max_val) == seen.max()
+    hist = observer.histogram.numpy()
+    assert hist.sum() == seen.size and hist.shape == (256,)
+    # the first batch was spread onto the wider range: the mass near 0 stays near 0
+    centers = np.linspace(seen.min(), seen.max(), 257)[:-1] + (seen.max() - seen.min()) / 512
+    assert abs((hist * centers).sum() / hist.sum() - seen.mean()) < 0.1
+    # the search keeps a range inside the observed one, here narrower than min/max's (PyTorch's
+    # numbers for the same data: tests/test_quantized_torch_parity.py)
+    data = ember.tensor(rng.normal(size=20000).astype(np.float32))
+    histogram, min_max = tq.HistogramObserver(), tq.MinMaxObserver()
+    histogram(data)
+    min_max(data)
+    scale, zero_point = histogram.calculate_qparams()
+    assert 0 < float(scale) < float(min_max.calculate_qparams()[0])
+    assert -float(scale) * int(zero_point) >= float(data.min()) - float(scale)
+    with pytest.warns(UserWarning, match="torch.inf detected"):
+        tq.HistogramObserver()(ember.tensor([1.0, float("inf")]))
+    with pytest.raises(NotImplementedError, match="only support torch.per_tensor_symmetric"):
+        tq.HistogramObserver(qscheme=ember.per_channel_affine)
+    with pytest.warns(UserWarning, match="must run observer"):
+        assert float(tq.HistogramObserver().calculate_qparams()[0]) == 1.0
+
+
+def test_default_qconfigs_by_backend():
+    x86 = tq.get_default_qconfig("x86")
+    activation = x86.activation()
+    assert isinstance(activation, tq.HistogramObserver) and activation.reduce_range
+    assert isinstance(x86.weight(), tq.PerChannelMinMaxObserver)
+    assert not tq.get_default_qconfig("qnnpack").activation().reduce_range
+    assert isinstance(tq.get_default_qconfig("qnnpack").weight(), tq.MinMaxObserver)
+    qat = tq.get_default_qat_qconfig("x86")
+    assert isinstance(qat.activation(), tq.FusedMovingAvgObsFakeQuantize)
+    assert isinstance(tq.get_default_qat_qconfig("x86", version=0).activation(), tq.FakeQuantize)
+    with pytest.raises(AssertionError, match="not supported"):
+        tq.get_default_qconfig("tpu")
+    # the x86 default through the whole static flow
+    _, _, _, quantized = _static(tq.get_default_qconfig("x86"))
+    assert quantized(_data(9, 1)[0]).shape == (4, 5)

@@ -3,7 +3,7 @@ script runs with `T = torch` (in its own interpreter, named by EMBER_TORCH_PYTHO
 `T = ember`, through the public API only, and every quantized result must be equal bit for bit:
 quantize/dequantize per tensor, per channel and dynamically; relu, pooling and cat on quantized
 tensors; the quantized Linear/Conv2d modules with per-tensor and per-channel weights (groups,
-stride, fused relu); quantize_dynamic. A fused conv/BN/relu net through prepare/calibrate/convert
+stride, fused relu); quantize_dynamic; HistogramObserver's choice of range; float32 linspace. A fused conv/BN/relu net through prepare/calibrate/convert
 and the float16 dynamic Linear are compared to float32 rounding (the calibration's float GEMMs and
 FBGEMM's float16 one sum in orders of their own). Checkpoints
 of quantized state dicts cross both ways. Without EMBER_TORCH_PYTHON these tests are skipped;
@@ -139,6 +139,22 @@ xd = arr(5, 8)
 out["quantize_dynamic"] = tq.quantize_dynamic(d, {nn.Linear}, dtype=T.qint8)(xd).numpy()
 out["quantize_dynamic_pc"] = tq.quantize_dynamic(d, {nn.Linear: tq.per_channel_dynamic_qconfig})(xd).numpy()
 out["fp16_dynamic"] = tq.quantize_dynamic(d, {nn.Linear}, dtype=T.float16)(xd).detach().numpy()
+
+# HistogramObserver (get_default_qconfig's): the chosen range, and the histogram it searched
+cases = {"normal": [arr(64, 100) for _ in range(3)], "growing": [arr(1000, scale=k + 1) for k in range(4)],
+         "heavy": [T.tensor(rng.standard_t(2, size=5000).astype(np.float32)) for _ in range(2)],
+         "one_value_first": [T.full((10,), 0.7), arr(300)]}
+for name, batches in cases.items():
+    for backend in ("x86", "qnnpack"):
+        observer = tq.get_default_qconfig(backend).activation()
+        for b in batches:
+            observer(b)
+        scale, zero_point = observer.calculate_qparams()
+        out[f"histogram_{name}_{backend}"] = observer.histogram.numpy()
+        out[f"histogram_qparams_{name}_{backend}"] = np.array([float(scale[0]), float(zero_point[0])])
+out["linspace32"] = T.linspace(-4.49411726, 3.94554973, 32769).numpy()
+out["linspace_half"] = T.linspace(-3.0, 7.0, 1001, dtype=T.float16).float().numpy()
+out["linspace_bf16"] = T.linspace(-3.0, 7.0, 1001, dtype=T.bfloat16).float().numpy()
 np.savez(sys.argv[2], **out)
 """
 
@@ -174,7 +190,11 @@ def test_same_bits_as_torch(tmp_path):
     # GEMM sums in an order of its own. Those are compared to float32 rounding.
     rounding = {"static_net", "static_scales", "fp16_dynamic"}
     for key in theirs.files:
-        if key in rounding:
+        if key.startswith("histogram_") and "qparams" not in key:
+            # where the range grows, old bins are spread onto new ones by their pieces' midpoints, and a
+            # midpoint that falls on an edge within float rounding may land on either side
+            assert np.abs(ours[key] - theirs[key]).max() <= 1.0 and ours[key].sum() == theirs[key].sum(), key
+        elif key in rounding:
             np.testing.assert_allclose(ours[key], theirs[key], rtol=1e-5, atol=1e-6, err_msg=key)
         else:
             np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)

@@ -1,4 +1,7 @@
 // CPU kernels that write without reading: fill, arange, linspace (interfaces in src/ops/kernels.h).
+#include <cmath>
+#include <type_traits>
+
 #include "loops.h"
 #include "ops/kernels.h"
 
@@ -60,16 +63,43 @@ void arange_kernel(const Tensor& out, const Scalar& start, const Scalar& step) {
   });
 }
 
+// As PyTorch's kernel: the first half counts up from start, the second down from end, so both ends
+// are exact. float32 and float64 take their step in their own precision and round each value
+// start + step * i once (a fused multiply-add); float16 and bfloat16 round every operation to
+// themselves; integers step in double. These give PyTorch's bits.
 void linspace_kernel(const Tensor& out, double start, double end) {
   const int64_t n = out.numel();
-  const double step = n > 1 ? (end - start) / static_cast<double>(n - 1) : 0.0;
   const int64_t half = n / 2;
   visit<kReal>(out.dtype(), "linspace", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    generate<T>(out, [=](int64_t i) {
-      const double v = (i < half || n == 1) ? start + step * i : end - step * (n - 1 - i);
-      return static_cast<T>(static_cast<acc_t<T>>(v));
-    });
+    if constexpr (std::is_integral_v<T>) {
+      const double step = n > 1 ? (end - start) / static_cast<double>(n - 1) : 0.0;
+      generate<T>(out, [=](int64_t i) {
+        const double v = (i < half || n == 1) ? start + step * i : end - step * (n - 1 - i);
+        return static_cast<T>(static_cast<acc_t<T>>(v));
+      });
+    } else if constexpr (is_reduced_v<T>) {  // PyTorch computes these in their own precision
+      const auto round = [](double v) {
+        return static_cast<double>(static_cast<float>(T(static_cast<float>(v))));
+      };
+      const double s = round(start), e = round(end);
+      const double step = n > 1 ? round((e - s) / static_cast<double>(n - 1)) : 0.0;
+      generate<T>(out, [=](int64_t i) {
+        const double v = (i < half || n == 1)
+                             ? s + round(step * static_cast<double>(round(static_cast<double>(i))))
+                             : e - round(step * static_cast<double>(round(static_cast<double>(n - 1 - i))));
+        return T(static_cast<float>(round(v)));
+      });
+    } else {
+      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      const C s = static_cast<C>(start), e = static_cast<C>(end);
+      const C step = n > 1 ? (e - s) / static_cast<C>(n - 1) : C(0);
+      generate<T>(out, [=](int64_t i) {
+        const C v = (i < half || n == 1) ? std::fma(step, static_cast<C>(i), s)
+                                         : std::fma(-step, static_cast<C>(n - 1 - i), e);
+        return static_cast<T>(v);
+      });
+    }
   });
 }
 

@@ -12,6 +12,7 @@ from ..._quantized import (
 from .fake_quantize import FakeQuantize, FakeQuantizeBase, FusedMovingAvgObsFakeQuantize
 from .fuse_modules import fuse_known_modules, fuse_modules
 from .observer import (
+    HistogramObserver,
     MinMaxObserver,
     MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
@@ -40,6 +41,8 @@ from .qconfig import (
     default_weight_fake_quant,
     float16_dynamic_qconfig,
     float16_static_qconfig,
+    get_default_qat_qconfig,
+    get_default_qconfig,
     per_channel_dynamic_qconfig,
 )
 from .quantize import (
@@ -58,7 +61,7 @@ from .quantize import (
 from .stubs import DeQuantStub, QuantStub, QuantWrapper
 
 __all__ = [
-    "DeQuantStub", "FakeQuantize", "FakeQuantizeBase", "FusedMovingAvgObsFakeQuantize", "MinMaxObserver",
+    "DeQuantStub", "FakeQuantize", "HistogramObserver", "get_default_qat_qconfig", "get_default_qconfig", "FakeQuantizeBase", "FusedMovingAvgObsFakeQuantize", "MinMaxObserver",
     "MovingAverageMinMaxObserver", "MovingAveragePerChannelMinMaxObserver", "NoopObserver", "ObserverBase",
     "PerChannelMinMaxObserver", "PlaceholderObserver", "QConfig", "QuantStub", "QuantWrapper", "add_observer_",
     "convert", "default_debug_qconfig", "default_dynamic_qconfig", "default_dynamic_quant_observer",

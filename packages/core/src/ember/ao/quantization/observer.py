@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 import warnings
 
+import numpy as np
+
 from ... import _C
 from ..._quantized import per_channel_affine, per_channel_symmetric, per_tensor_affine, per_tensor_symmetric
 from ..._tensor import tensor
@@ -263,3 +265,138 @@ default_dynamic_quant_observer = PlaceholderObserver.with_args(dtype=_C.quint8, 
                                                                is_dynamic=True)
 default_float_qparams_observer = PerChannelMinMaxObserver.with_args(dtype=_C.quint8,
                                                                     qscheme=per_channel_affine, ch_axis=0)
+
+
+class HistogramObserver(ObserverBase):
+    """A running histogram of the values seen (torch.ao.quantization.HistogramObserver): the range
+    is chosen by searching which outer bins to drop for the least L2 quantization error, then
+    turned into scale and zero_point as MinMaxObserver does. What PyTorch's x86 default qconfig
+    observes activations with.
+
+    Each batch is binned over the union of the old and new ranges; when the range grows, the old
+    histogram is spread onto the new bins by splitting each old bin into upsample_rate pieces and
+    assigning each piece by its midpoint. The search (Note [histogram search] below) follows
+    PyTorch's in float32, so the chosen range matches PyTorch's up to the rounding of float sums."""
+
+    def __init__(self, bins: int = 2048, dtype=_C.quint8, qscheme=per_tensor_affine, reduce_range: bool = False,
+                 quant_min=None, quant_max=None, factory_kwargs=None, eps: float = 1.1920928955078125e-07,
+                 is_dynamic: bool = False, **kwargs) -> None:
+        if qscheme not in (per_tensor_affine, per_tensor_symmetric):
+            raise NotImplementedError("HistogramObserver's qscheme only support torch.per_tensor_symmetric and "
+                                      "torch.per_tensor_affine.")
+        if is_dynamic:
+            raise NotImplementedError("HistogramObserver doesn't support dynamic quantization")
+        super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs, eps, is_dynamic)
+        self.bins = bins
+        self.register_buffer("histogram", _C.zeros(bins))
+        self.register_buffer("min_val", tensor(float("inf")))
+        self.register_buffer("max_val", tensor(float("-inf")))
+        self.dst_nbins = 256  # the 8-bit dtype's codes
+        self.upsample_rate = 16
+
+    def _spread(self, old, old_min: float, old_max: float, new_min, new_max):
+        """The old histogram on the bins of [new_min, new_max]: each old bin split into
+        upsample_rate equal pieces, each piece counted in the new bin holding its midpoint."""
+        pieces = _C.repeat_interleave(old, self.upsample_rate) / self.upsample_rate
+        n = self.bins * self.upsample_rate
+        width = (old_max - old_min) / n
+        midpoints = _C.linspace(old_min, old_max, n + 1)[:-1] + 0.5 * width
+        edges = _C.linspace(float(new_min), float(new_max), self.bins + 1)
+        slot = (_C.bucketize(midpoints, edges, right=True) - 1).clamp(0, self.bins - 1)
+        return _C.bincount(slot, weights=pieces, minlength=self.bins).to(_C.float32)
+
+    def forward(self, x_orig):
+        if x_orig.numel() == 0:
+            return x_orig
+        x = x_orig.detach().to(_C.float32)
+        lo, hi = x.amin(), x.amax()
+        if float(lo) == float("-inf") or float(hi) == float("inf"):
+            warnings.warn("torch.inf detected in input tensor, ignoring input", stacklevel=2)
+            x = x[x.abs() != float("inf")]
+            if x.numel() == 0:
+                return x_orig
+            lo, hi = x.amin(), x.amax()
+        if float(self.min_val) == float("inf") or float(self.max_val) == float("-inf"):
+            self.min_val.copy_(lo)
+            self.max_val.copy_(hi)
+            self.histogram.copy_(_C.histc(x, self.bins, float(lo), float(hi)))
+            return x_orig
+        old_min, old_max = float(self.min_val), float(self.max_val)
+        new_min, new_max = _C.minimum(self.min_val, lo), _C.maximum(self.max_val, hi)
+        update = _C.histc(x, self.bins, float(new_min), float(new_max))
+        if float(new_min) == old_min and float(new_max) == old_max:
+            self.histogram.copy_(self.histogram + update)
+            return x_orig
+        if old_min == old_max:  # every value seen so far was one number: it goes to its one bin
+            old = _C.histc(self.min_val.reshape(1), self.bins, float(new_min), float(new_max)) * self.histogram.sum()
+        else:
+            old = self._spread(self.histogram, old_min, old_max, new_min, new_max)
+        self.histogram.copy_(update + old)
+        self.min_val.copy_(new_min)
+        self.max_val.copy_(new_max)
+        return x_orig
+
+    # Note [histogram search]: dropping outer bins. Starting from the whole range, each step moves
+    # whichever end (by a cumulative-mass step of 1e-5) drops fewer bins, and keeps the move while
+    # the L2 error of quantizing the histogram onto 256 levels over the kept range does not grow.
+    # The error of a source bin is that of values spread uniformly over it, against the centers
+    # of the destination bins it overlaps (density * (end^3 - begin^3) / 3 per piece).
+    def _quantization_error(self, hist, start: int, end: int, width: float) -> float:
+        f = np.float32
+        dst_width = width * (end - start + 1) / self.dst_nbins
+        if dst_width == 0.0:
+            return 0.0
+        begin = (np.arange(self.bins) - start).astype(f) * f(width)
+        finish = begin + f(width)
+        dst_begin = np.clip(np.floor(begin / f(dst_width)), 0, self.dst_nbins - 1).astype(f)
+        dst_end = np.clip(np.floor(finish / f(dst_width)), 0, self.dst_nbins - 1).astype(f)
+        density = hist / f(width)
+        half = f(dst_width / 2)
+
+        def l2(a, b):
+            return density * ((b * b * b - a * a * a) / f(3))
+
+        norm = l2(begin - (dst_begin + f(0.5)) * f(dst_width), np.full(self.bins, half, f))
+        norm = norm + (dst_end - dst_begin - f(1)) * l2(-half, half)
+        norm = norm + l2(np.full(self.bins, -half, f), finish - (dst_end * f(dst_width) + half))
+        return float(norm.astype(f).sum(dtype=f))
+
+    def _search(self) -> tuple:
+        hist = np.asarray(self.histogram.tolist(), np.float32)
+        width = (float(self.max_val) - float(self.min_val)) / self.bins
+        total = float(hist.sum(dtype=np.float32))
+        cumulative = np.cumsum(hist, dtype=np.float32)
+        alpha, beta, start, end, best = 0.0, 1.0, 0, self.bins - 1, float("inf")
+        while alpha < beta:
+            next_alpha, next_beta = alpha + 1e-5, beta - 1e-5
+            left, right = start, end
+            while left < end and cumulative[left] < np.float32(next_alpha * total):
+                left += 1
+            while right > start and cumulative[right] > np.float32(next_beta * total):
+                right -= 1
+            new_start, new_end = start, end
+            if left - start > end - right:
+                new_start, alpha = left, next_alpha
+            else:
+                new_end, beta = right, next_beta
+            if new_start == start and new_end == end:
+                continue
+            error = self._quantization_error(hist, new_start, new_end, width)
+            if error > best:
+                break
+            best, start, end = error, new_start, new_end
+        bin_width = (self.max_val - self.min_val) / self.bins
+        return self.min_val + bin_width * start, self.min_val + bin_width * (end + 1)
+
+    def calculate_qparams(self) -> tuple:
+        if float(self.min_val) == float("inf") and float(self.max_val) == float("-inf"):
+            warnings.warn("must run observer before calling calculate_qparams. Returning default scale and zero "
+                          "point ", stacklevel=2)
+            return tensor([1.0]), tensor([0])
+        if self.bins != len(self.histogram):
+            raise AssertionError("The number of bins in histogram should be equal to the number of bins supplied "
+                                 "while making this observer")
+        return self._calculate_qparams(*self._search())
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"

@@ -1,9 +1,9 @@
 """QConfig (torch.ao.quantization.QConfig): how a module's activations and weights are observed,
 and PyTorch's preset configurations for static, dynamic and quantization-aware training.
 
-PyTorch's get_default_qconfig / get_default_qat_qconfig("x86" / "fbgemm") observe activations
-with a HistogramObserver, which Ember does not have; default_qconfig (min/max observers) and
-default_per_channel_qconfig are here."""
+get_default_qconfig(backend) / get_default_qat_qconfig(backend) give PyTorch's per-backend
+choices ("x86", "fbgemm", "qnnpack", "onednn"); Ember's kernels compute as FBGEMM does for all of
+them (x86 integer arithmetic), so the backend only picks the observers and reduce_range."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ..._fake_quant import per_channel_symmetric, per_tensor_affine, per_tensor_
 from ...nn.modules.module import Module
 from .fake_quantize import FakeQuantize, FusedMovingAvgObsFakeQuantize
 from .observer import (
+    HistogramObserver,
     MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
     NoopObserver,
@@ -67,3 +68,39 @@ float16_dynamic_qconfig = QConfig(activation=PlaceholderObserver.with_args(dtype
 float16_static_qconfig = QConfig(activation=PlaceholderObserver.with_args(dtype=_C.float16),
                                  weight=PlaceholderObserver.with_args(dtype=_C.float16))
 default_debug_qconfig = QConfig(weight=default_weight_observer, activation=NoopObserver.with_args(dtype=_C.float32))
+
+_BACKENDS = ("fbgemm", "x86", "qnnpack", "onednn")
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in _BACKENDS:
+        raise AssertionError(f"backend: {backend} not supported. backend must be one of {list(_BACKENDS)}")
+
+
+def get_default_qconfig(backend: str = "x86", version: int = 0) -> QConfig:
+    """PyTorch's post-training qconfig for a backend: histogram-observed activations (reduce_range
+    for x86/fbgemm), per-channel symmetric weights (per tensor for qnnpack)."""
+    _check_backend(backend)
+    if version != 0:
+        raise AssertionError(f"Version number: {version} in get_default_qconfig is not supported. Version number "
+                             "must be 0")
+    weight = default_weight_observer if backend == "qnnpack" else default_per_channel_weight_observer
+    return QConfig(activation=HistogramObserver.with_args(reduce_range=backend in ("x86", "fbgemm")), weight=weight)
+
+
+def get_default_qat_qconfig(backend: str = "x86", version: int = 1) -> QConfig:
+    """PyTorch's quantization-aware-training qconfig for a backend: moving-average min/max fake
+    quantizers (fused with the observer for version 1), per-channel weights except for qnnpack."""
+    _check_backend(backend)
+    if version not in (0, 1):
+        raise AssertionError(f"Version number: {version}in get_default_qat_qconfig is not supported. Version number "
+                             "must be 0 or 1")
+    fused = version == 1
+    activation = (FusedMovingAvgObsFakeQuantize if fused else FakeQuantize).with_args(
+        observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
+        **({} if backend == "onednn" else {"reduce_range": backend in ("x86", "fbgemm")}))
+    if backend == "qnnpack":
+        weight = default_fused_wt_fake_quant if fused else default_weight_fake_quant
+    else:
+        weight = default_fused_per_channel_wt_fake_quant if fused else default_per_channel_weight_fake_quant
+    return QConfig(activation=activation, weight=weight)
