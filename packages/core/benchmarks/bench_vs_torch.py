@@ -376,6 +376,28 @@ def small_cases() -> list[Case]:
     ]
 
 
+def quantized_cases() -> list[Case]:
+    """The quantized modules of ember.ao.nn.quantized against PyTorch's (FBGEMM): a dynamically
+    quantized Linear (BERT-sized) and a static quantized 3x3 convolution, with equal weights."""
+    x, w, b = _arr(128, 768), _arr(768, 768) * 0.05, _arr(768)
+    xc, wc = _arr(8, 64, 56, 56), _arr(64, 64, 3, 3) * 0.05
+
+    def dynamic_linear(lib):
+        layer = lib.ao.nn.quantized.dynamic.Linear(768, 768)
+        layer.set_weight_bias(lib.quantize_per_tensor(_t(lib, w), 0.002, 0, lib.qint8), _t(lib, b))
+        return _bind(layer, _t(lib, x))
+
+    def conv(lib):
+        layer = lib.ao.nn.quantized.Conv2d(64, 64, 3, padding=1)
+        layer.set_weight_bias(lib.quantize_per_tensor(_t(lib, wc), 0.002, 0, lib.qint8), None)
+        layer.scale, layer.zero_point = 0.2, 64
+        q = lib.quantize_per_tensor(_t(lib, xc), 0.05, 128, lib.quint8)
+        return _bind(layer, q)
+
+    return [Case("quantized dynamic Linear 128x768x768", dynamic_linear, flops=2 * 128 * 768 * 768),
+            Case("quantized conv 3x3 64->64 56^2 b8", conv, flops=2 * 8 * 64 * 64 * 9 * 56 * 56)]
+
+
 def all_cases() -> list[Case]:
     gelu_tanh = {"approximate": "tanh"}
     return [
@@ -390,7 +412,7 @@ def all_cases() -> list[Case]:
         conv_case("conv 7x7 s2 3->64 224^2 b8", 8, 3, 64, 224, 7, 2, 3),
         resnet_case(1), resnet_case(8), mlp_case(), transformer_case(False), transformer_case(True),
         embedding_case(False), embedding_case(True), stft_case(), rfft_case(), *complex_cases(), cross_entropy_case(False),
-        cross_entropy_case(True), *small_cases(),
+        cross_entropy_case(True), *quantized_cases(), *small_cases(),
     ]
 
 

@@ -14,6 +14,7 @@
 // per output channel for a per-channel weight. (These orders reproduce PyTorch 2.13's x86 results
 // bit for bit: tests/test_quantized_torch_parity.py.)
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -111,25 +112,38 @@ int64_t quantize_value(const Tensor& q, double value, const char* op) {
   return to_dtype(integers(v), DType::Int64, false).data<int64_t>()[0];
 }
 
-// Note [integer GEMM through float BLAS]: the centered integers as float32 or float64.
+// Note [integer GEMM through float BLAS]: the centered integers q - zero_point, exact in float32
+// (8-bit values), and the largest magnitude among them; one pass.
 struct Centered {
-  Tensor values;
+  Tensor values;  // float32
   double max_abs;
 };
-Centered centered(const Tensor& q, const Tensor& zero_points_along, int64_t axis) {
-  // zero_points_along: per-channel zero points (int64) along `axis`, or undefined for per tensor
-  const Quantizer& p = *q.impl()->quantizer;
-  Tensor ints = to_dtype(integers(q), DType::Float64, true);
-  if (zero_points_along.defined()) {
-    IntList shape(q.dim(), 1);
-    shape[axis] = q.size(axis);
-    ints = sub(ints, reshape(to_dtype(zero_points_along, DType::Float64, true), shape));
-  } else {
-    ints = sub(ints, full({}, static_cast<double>(p.zero_point), DType::Float64, Device()));
-  }
-  const double m =
-      ints.numel() ? to_dtype(amax(abs(ints), {}, false), DType::Float64, false).data<double>()[0] : 0.0;
-  return {ints, m};
+Centered centered(const Tensor& q, const Tensor& zero_points_dim0) {
+  // zero_points_dim0: per-channel zero points (int64) along dim 0, or undefined for per tensor
+  const Tensor in = integers(q).contiguous();
+  Tensor out = empty(q.sizes(), DType::Float32, Device());
+  float* y = out.data<float>();
+  const int64_t n = in.numel();
+  const int64_t inner = zero_points_dim0.defined() && q.size(0) > 0 ? n / q.size(0) : std::max<int64_t>(n, 1);
+  const int64_t* z = zero_points_dim0.defined() ? zero_points_dim0.data<int64_t>() : nullptr;
+  const float zero_point = static_cast<float>(q.impl()->quantizer->zero_point);
+  std::atomic<float> largest{0.0f};
+  visit_integers(q.dtype(), [&](auto u) {
+    using U = decltype(u);
+    const U* x = static_cast<const U*>(in.data_ptr());
+    parallel_for(0, n, kGrain, [&](int64_t lo, int64_t hi) {
+      float m = 0.0f;
+      for (int64_t i = lo; i < hi; ++i) {
+        const float v = static_cast<float>(x[i]) - (z ? static_cast<float>(z[i / inner]) : zero_point);
+        y[i] = v;
+        m = std::max(m, std::abs(v));
+      }
+      float seen = largest.load(std::memory_order_relaxed);
+      while (m > seen && !largest.compare_exchange_weak(seen, m, std::memory_order_relaxed)) {
+      }
+    });
+  });
+  return {out, static_cast<double>(largest.load())};
 }
 
 DType exact_dtype(int64_t k, double max_a, double max_b) {
@@ -170,8 +184,9 @@ void requantize_rows(const Tensor& acc, const WeightParams& wp, double x_scale,
                      const std::optional<Tensor>& bias, double out_scale, Emit&& emit) {
   const int64_t out_channels = acc.size(-1);
   const int64_t rows = out_channels ? acc.numel() / out_channels : 0;
-  const Tensor a = to_dtype(acc, DType::Float64, false).contiguous();
-  const double* s = a.data<double>();
+  const Tensor a = acc.contiguous();  // float32 or float64 (Note [integer GEMM through float BLAS])
+  const float* s32 = a.dtype() == DType::Float32 ? a.data<float>() : nullptr;
+  const double* s64 = s32 ? nullptr : a.data<double>();
   std::vector<float> act_times_w(out_channels), multiplier(out_channels);
   const double* ws = wp.per_channel ? wp.scales.data<double>() : nullptr;
   for (int64_t j = 0; j < out_channels; ++j) {
@@ -190,8 +205,9 @@ void requantize_rows(const Tensor& acc, const WeightParams& wp, double x_scale,
                [&](int64_t lo, int64_t hi) {
                  for (int64_t r = lo; r < hi; ++r)
                    for (int64_t j = 0; j < out_channels; ++j)
-                     emit(r * out_channels + j, static_cast<float>(s[r * out_channels + j]), act_times_w[j],
-                          multiplier[j], bp ? bp[j] : 0.0f, bp != nullptr);
+                     emit(r * out_channels + j,
+                          s32 ? s32[r * out_channels + j] : static_cast<float>(s64[r * out_channels + j]),
+                          act_times_w[j], multiplier[j], bp ? bp[j] : 0.0f, bp != nullptr);
                });
 }
 
@@ -230,9 +246,7 @@ void check_activation(const Tensor& x, const char* op) {
 Tensor integer_linear(const Centered& x, const Centered& w) {
   const int64_t k = w.values.size(1);
   const DType d = exact_dtype(k, x.max_abs, w.max_abs);
-  const Tensor a = to_dtype(x.values, d, false);
-  const Tensor b = to_dtype(w.values, d, false);
-  return matmul(a, t(b));
+  return matmul(to_dtype(x.values, d, false), t(to_dtype(w.values, d, false)));
 }
 
 // One output position's window along a pooled dim: [start, end) inside the input, and its
@@ -414,8 +428,8 @@ Tensor _quantized_linear(const Tensor& input, const Tensor& weight, const std::o
               " features for a weight of shape [", weight.size(0), ", ",
               weight.dim() == 2 ? weight.size(1) : -1, "]");
   check_output_params(op, scale, zero_point);
-  const Centered x = centered(input, Tensor(), 0);
-  const Centered w = centered(weight, wp.zero_points, 0);
+  const Centered x = centered(input, Tensor());
+  const Centered w = centered(weight, wp.zero_points);
   return requantize_static(integer_linear(x, w), wp, per_tensor(input, op).scale, bias, scale, zero_point,
                            relu);
 }
@@ -438,7 +452,7 @@ Tensor _quantized_linear_dynamic(const Tensor& input, const Tensor& weight, cons
   }
   const QParams p = choose_qparams(lo, hi, 0, 255, reduce_range);
   const Tensor xq = quantize_per_tensor(input, p.scale, p.zero_point, DType::QUInt8);
-  const Tensor acc = integer_linear(centered(xq, Tensor(), 0), centered(weight, wp.zero_points, 0));
+  const Tensor acc = integer_linear(centered(xq, Tensor()), centered(weight, wp.zero_points));
   Tensor out = empty(acc.sizes(), DType::Float32, Device());
   float* y = out.data<float>();
   requantize_rows(acc, wp, p.scale, bias, 0.0,
@@ -457,8 +471,8 @@ Tensor _quantized_conv(const Tensor& input, const Tensor& weight, const std::opt
   const WeightParams wp = weight_params(weight, op);
   check_output_params(op, scale, zero_point);
   // padding with the input's zero point is padding the centered values with 0
-  const Centered x = centered(input, Tensor(), 0);
-  const Centered w = centered(weight, wp.zero_points, 0);
+  const Centered x = centered(input, Tensor());
+  const Centered w = centered(weight, wp.zero_points);
   const int64_t k = weight.numel() / std::max<int64_t>(weight.size(0), 1);
   const DType d = exact_dtype(k, x.max_abs, w.max_abs);
   const Tensor acc = convolution(to_dtype(x.values, d, false), to_dtype(w.values, d, false), std::nullopt,
