@@ -434,19 +434,24 @@ def docs(session: nox.Session) -> None:
     session.run("python", str(ROOT / "ci" / "check_links.py"), external=True)
 
 
+def _with_torch_peer(session: nox.Session) -> None:
+    """The core's wheel and test tools in the session, and PyTorch 2.13's CPU build in a venv of its
+    own (from the registry with pip, as the bench session installs it), named by EMBER_TORCH_PYTHON."""
+    torch_env = Path(session.create_tmp()).resolve() / "torch-peer"
+    if not (torch_env / "bin" / "python").exists():
+        session.run(sys.executable, "-m", "venv", str(torch_env), external=True)
+        session.run(str(torch_env / "bin" / "python"), "-m", "pip", "install", "-q", "numpy", "torch==2.13.0",
+                    external=True)
+    session.install(*map(str, wheels_for(session, RELEASE.core)), *TEST_REQUIREMENTS, "numpy")
+    session.env["EMBER_TORCH_PYTHON"] = str(torch_env / "bin" / "python")
+
+
 @nox.session(name="parity-random", venv_backend="virtualenv")
 def parity_random(session: nox.Session) -> None:
     """Ember's random streams beside PyTorch 2.13's CPU generator, bit for bit (and RNG states both
     ways): torch runs in a venv of its own, named to the tests by EMBER_TORCH_PYTHON; Ember's tests
     never import it."""
-    torch_env = Path(session.create_tmp()).resolve() / "torch-peer"
-    if not (torch_env / "bin" / "python").exists():
-        session.run(sys.executable, "-m", "venv", str(torch_env), external=True)
-        # From the registry with pip, as the bench session installs it (its CPU wheel).
-        session.run(str(torch_env / "bin" / "python"), "-m", "pip", "install", "-q", "numpy", "torch==2.13.0",
-                    external=True)
-    session.install(*map(str, wheels_for(session, RELEASE.core)), *TEST_REQUIREMENTS, "numpy")
-    session.env["EMBER_TORCH_PYTHON"] = str(torch_env / "bin" / "python")
+    _with_torch_peer(session)
     tests = ROOT / RELEASE.core.path / "tests"
     run_pytest(session, tests / "test_random_parity.py", "parity-random", "-rxs")
 
@@ -456,13 +461,7 @@ def parity_torch(session: nox.Session) -> None:
     """The core's tests that run one script under PyTorch 2.13's CPU build and under Ember and compare
     the results (tests/test_*_torch_parity.py: quantized tensors and modules bit for bit, sparse
     tensors): torch runs in a venv of its own, named to the tests by EMBER_TORCH_PYTHON."""
-    torch_env = Path(session.create_tmp()).resolve() / "torch-peer"
-    if not (torch_env / "bin" / "python").exists():
-        session.run(sys.executable, "-m", "venv", str(torch_env), external=True)
-        session.run(str(torch_env / "bin" / "python"), "-m", "pip", "install", "-q", "numpy", "torch==2.13.0",
-                    external=True)
-    session.install(*map(str, wheels_for(session, RELEASE.core)), *TEST_REQUIREMENTS, "numpy")
-    session.env["EMBER_TORCH_PYTHON"] = str(torch_env / "bin" / "python")
+    _with_torch_peer(session)
     tests = ROOT / RELEASE.core.path / "tests"
     first, *rest = sorted(tests.glob("test_*_torch_parity.py"))
     run_pytest(session, first, "parity-torch", *map(str, rest), "-rs")

@@ -491,28 +491,29 @@ Tensor _quantized_conv(const Tensor& input, const Tensor& weight, const std::opt
   return permute(q, back);
 }
 
-Tensor _quantized_add(const Tensor& self, const Tensor& other, double scale, int64_t zero_point, bool relu) {
-  const char* op = "quantized::add";
+namespace {
+// quantized::add / mul: the float32 values combined, relu'd when asked, quantized with (scale, zero_point).
+Tensor quantized_binary(const char* op, const Tensor& self, const Tensor& other, double scale,
+                        int64_t zero_point, bool relu, Tensor (*combine)(const Tensor&, const Tensor&)) {
   per_tensor(self, op);
   per_tensor(other, op);
   EMBER_CHECK(self.dtype() == other.dtype(), Error, "[", op,
               "] expected two tensors of one quantized dtype, but got ", dtype_name(self.dtype()), " and ",
               dtype_name(other.dtype()));
-  Tensor sum = add(dequantize(self), dequantize(other));
-  if (relu) sum = ember::relu(sum);
-  return quantize_per_tensor(sum, scale, zero_point, self.dtype());
+  Tensor value = combine(dequantize(self), dequantize(other));
+  if (relu) value = ember::relu(value);
+  return quantize_per_tensor(value, scale, zero_point, self.dtype());
+}
+}  // namespace
+
+Tensor _quantized_add(const Tensor& self, const Tensor& other, double scale, int64_t zero_point, bool relu) {
+  return quantized_binary("quantized::add", self, other, scale, zero_point, relu,
+                          [](const Tensor& a, const Tensor& b) { return add(a, b); });
 }
 
 Tensor _quantized_mul(const Tensor& self, const Tensor& other, double scale, int64_t zero_point, bool relu) {
-  const char* op = "quantized::mul";
-  per_tensor(self, op);
-  per_tensor(other, op);
-  EMBER_CHECK(self.dtype() == other.dtype(), Error, "[", op,
-              "] expected two tensors of one quantized dtype, but got ", dtype_name(self.dtype()), " and ",
-              dtype_name(other.dtype()));
-  Tensor product = mul(dequantize(self), dequantize(other));
-  if (relu) product = ember::relu(product);
-  return quantize_per_tensor(product, scale, zero_point, self.dtype());
+  return quantized_binary("quantized::mul", self, other, scale, zero_point, relu,
+                          [](const Tensor& a, const Tensor& b) { return mul(a, b); });
 }
 
 Tensor _quantized_cat(const std::vector<Tensor>& tensors, int64_t dim, double scale, int64_t zero_point) {

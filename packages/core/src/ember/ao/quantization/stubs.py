@@ -13,28 +13,22 @@ class _Identity(Module):
         return x
 
 
-class QuantStub(Module):
+class _Stub(Module):
+    def __init__(self, qconfig=None) -> None:
+        super().__init__()
+        if qconfig:
+            self.qconfig = qconfig
+
+    def forward(self, x):
+        return x
+
+
+class QuantStub(_Stub):
     """Identity before convert; its activation observer picks the quantization of the model's input."""
 
-    def __init__(self, qconfig=None) -> None:
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
 
-    def forward(self, x):
-        return x
-
-
-class DeQuantStub(Module):
+class DeQuantStub(_Stub):
     """Identity before convert; then the dequantization of the model's output."""
-
-    def __init__(self, qconfig=None) -> None:
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
-
-    def forward(self, x):
-        return x
 
 
 class QuantWrapper(Module):

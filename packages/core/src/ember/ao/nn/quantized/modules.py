@@ -56,6 +56,27 @@ def _check_quint8(op: str, input) -> None:
                            f"quantized part of the model), but got {input.dtype}")
 
 
+class _OutputQParamsState(Module):
+    """Saves and loads the output's scale and zero_point as PyTorch's quantized modules do (0-d
+    tensors `<prefix>scale`, `<prefix>zero_point`)."""
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "scale"] = tensor(self.scale)
+        destination[prefix + "zero_point"] = tensor(self.zero_point)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        for name, kind in (("scale", float), ("zero_point", int)):
+            key = prefix + name
+            if key in state_dict:
+                setattr(self, name, kind(state_dict[key]))
+            elif strict:
+                missing_keys.append(key)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
+                                      error_msgs)
+
+
 class Quantize(Module):
     """Quantizes a float input with fixed parameters (the convert of QuantStub)."""
 
@@ -133,7 +154,7 @@ class LinearPackedParams(Module):
         return f"dtype={self.dtype}"
 
 
-class Linear(Module):
+class Linear(_OutputQParamsState):
     """y = x W^T + b on quint8 x, with a qint8 W (per tensor or per output channel) and a float b;
     the result quint8 with this module's scale and zero_point."""
 
@@ -180,22 +201,6 @@ class Linear(Module):
 
     _relu = False
 
-    def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "scale"] = tensor(self.scale)
-        destination[prefix + "zero_point"] = tensor(self.zero_point)
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs) -> None:
-        for name, kind in (("scale", float), ("zero_point", int)):
-            key = prefix + name
-            if key in state_dict:
-                setattr(self, name, kind(state_dict[key]))
-            elif strict:
-                missing_keys.append(key)
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
-                                      error_msgs)
-
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
         """The quantized twin of a prepared and calibrated nn.Linear (or QAT / fused LinearReLU)."""
@@ -226,7 +231,7 @@ def _with_qconfig(inner, outer):
     return inner
 
 
-class _ConvNd(Module):
+class _ConvNd(_OutputQParamsState):
     _n = 0
     _relu = False
 
@@ -285,21 +290,15 @@ class _ConvNd(Module):
         super()._save_to_state_dict(destination, prefix, keep_vars)
         destination[prefix + "weight"] = self._weight
         destination[prefix + "bias"] = self._bias
-        destination[prefix + "scale"] = tensor(self.scale)
-        destination[prefix + "zero_point"] = tensor(self.zero_point)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs) -> None:
-        for name in ("weight", "bias", "scale", "zero_point"):
+        for name in ("weight", "bias"):
             if prefix + name not in state_dict and strict:
                 missing_keys.append(prefix + name)
         if prefix + "weight" in state_dict:
             self.set_weight_bias(state_dict[prefix + "weight"], state_dict.get(prefix + "bias"))
-        if prefix + "scale" in state_dict:
-            self.scale = float(state_dict[prefix + "scale"])
-        if prefix + "zero_point" in state_dict:
-            self.zero_point = int(state_dict[prefix + "zero_point"])
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
 
     @classmethod
@@ -441,7 +440,7 @@ class FXFloatFunctional(FloatFunctional):
         return r
 
 
-class QFunctional(Module):
+class QFunctional(_OutputQParamsState):
     """FloatFunctional's quantized twin: the results quantized with the observed scale and zero point."""
 
     def __init__(self) -> None:
@@ -479,18 +478,6 @@ class QFunctional(Module):
     def mul_scalar(self, x, y):
         raise NotImplementedError("QFunctional.mul_scalar (PyTorch's scale-shifting quantized mul_scalar) is not in "
                                   "Ember: dequantize(), multiply, and quantize_per_tensor instead")
-
-    def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "scale"] = tensor(self.scale)
-        destination[prefix + "zero_point"] = tensor(self.zero_point)
-
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
-                              error_msgs) -> None:
-        self.scale = float(state_dict.pop(prefix + "scale", self.scale))
-        self.zero_point = int(state_dict.pop(prefix + "zero_point", self.zero_point))
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
-                                      error_msgs)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
