@@ -35,7 +35,6 @@ enum class QScheme : int64_t {
   PerChannelSymmetric = 3,
   PerChannelAffineFloatQParams = 4
 };
-EMBER_API const char* qscheme_name(QScheme scheme);  // "per_tensor_affine"
 
 struct EMBER_API Quantizer {
   QScheme qscheme = QScheme::PerTensorAffine;

@@ -7,17 +7,6 @@
 
 namespace ember {
 
-const char* qscheme_name(QScheme scheme) {
-  switch (scheme) {
-    case QScheme::PerTensorAffine: return "per_tensor_affine";
-    case QScheme::PerChannelAffine: return "per_channel_affine";
-    case QScheme::PerTensorSymmetric: return "per_tensor_symmetric";
-    case QScheme::PerChannelSymmetric: return "per_channel_symmetric";
-    case QScheme::PerChannelAffineFloatQParams: return "per_channel_affine_float_qparams";
-  }
-  return "unknown";
-}
-
 const Quantizer& quantizer_of(const Tensor& t, const char* op) {
   EMBER_CHECK(t.defined() && is_quantized(t.dtype()) && t.impl()->quantizer, NotImplementedError, "[", op,
               "] expected a quantized tensor (quint8, qint8 or qint32), but got ",
