@@ -5,7 +5,7 @@
 using namespace ember;
 
 EMBER_TEST(names_and_sizes_come_from_one_list) {
-  CHECK_EQ(kNumDTypes, 22);
+  CHECK_EQ(kNumDTypes, 25);
   CHECK_EQ(std::string(dtype_name(DType::BFloat16)), "bfloat16");
   CHECK_EQ(itemsize(DType::Complex128), 16);
   CHECK_EQ(itemsize(DType::Float8_e5m2), 1);
@@ -19,6 +19,11 @@ EMBER_TEST(names_and_sizes_come_from_one_list) {
   CHECK_EQ(dtype_from_name("complex32"), DType::Complex32);
   CHECK(is_bits(DType::Bits4x2) && !is_bits(DType::UInt8) && itemsize(DType::Bits16) == 2);
   CHECK(is_integral(DType::Bool, true) && !is_integral(DType::Bool, false));
+  // quantized dtypes: integers read through a quantizer, neither integral nor floating
+  CHECK(is_quantized(DType::QUInt8) && !is_quantized(DType::UInt8) && itemsize(DType::QInt32) == 4);
+  CHECK(!is_integral(DType::QInt8, false) && !is_floating_point(DType::QInt8));
+  CHECK_EQ(quantized_underlying(DType::QUInt8), DType::UInt8);
+  CHECK_THROWS(ValueError, quantized_underlying(DType::Int8), "expected a quantized dtype");
 }
 
 EMBER_TEST(complex_half_rounds_each_part_as_a_half) {
