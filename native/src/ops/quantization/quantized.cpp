@@ -212,16 +212,18 @@ Tensor quantize_per_tensor_dynamic(const Tensor& self, DType dtype, bool reduce_
   EMBER_CHECK(dtype == DType::QInt8 || dtype == DType::QUInt8, Error, "[", op,
               "] expected ember.qint8 or ember.quint8, but got ember.", dtype_name(dtype));
   EMBER_CHECK(self.numel() > 0, Error, "[", op, "] expected a non-empty tensor: its range picks the scale");
-  const Tensor in = self.contiguous();
-  const float* x = in.data<float>();
-  float lo = x[0], hi = x[0];
-  for (int64_t i = 1; i < in.numel(); ++i) {
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
+  const QParams p = dtype == DType::QInt8 ? range_qparams(self, -128, 127, reduce_range)
+                                          : range_qparams(self, 0, 255, reduce_range);
+  return quantize_per_tensor(self, p.scale, p.zero_point, dtype);
+}
+
+QParams range_qparams(const Tensor& x, int64_t qmin, int64_t qmax, bool reduce_range) {
+  float lo = 0.0f, hi = 0.0f;
+  if (x.numel() > 0) {
+    lo = static_cast<float>(to_dtype(amin(x, {}, false), DType::Float64, false).data<double>()[0]);
+    hi = static_cast<float>(to_dtype(amax(x, {}, false), DType::Float64, false).data<double>()[0]);
   }
-  const QParams p = dtype == DType::QInt8 ? choose_qparams(lo, hi, -128, 127, reduce_range)
-                                          : choose_qparams(lo, hi, 0, 255, reduce_range);
-  return quantize_per_tensor(in, p.scale, p.zero_point, dtype);
+  return choose_qparams(lo, hi, qmin, qmax, reduce_range);
 }
 
 Tensor dequantize(const Tensor& self) {

@@ -18,6 +18,8 @@ struct QParams {
 // FBGEMM's ChooseQuantizationParams: the scale and zero point that map [min, max] (widened to
 // hold 0) onto [qmin, qmax], halved by reduce_range (Note [quantize arithmetic]).
 QParams choose_qparams(float min, float max, int64_t qmin, int64_t qmax, bool reduce_range);
+// choose_qparams over x's own range (an empty x: [0, 0]), as the dynamic quantizers take it.
+QParams range_qparams(const Tensor& x, int64_t qmin, int64_t qmax, bool reduce_range);
 
 namespace quantized {
 Tensor relu(const Tensor& self, const std::optional<Tensor>& out);

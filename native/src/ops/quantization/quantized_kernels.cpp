@@ -445,12 +445,7 @@ Tensor _quantized_linear_dynamic(const Tensor& input, const Tensor& weight, cons
               " features for a weight of shape [", weight.size(0), ", ",
               weight.dim() == 2 ? weight.size(1) : -1, "]");
   // the activation, quantized per call over its own range (FBGEMM's dynamic linear)
-  float lo = 0.0f, hi = 0.0f;
-  if (input.numel() > 0) {
-    lo = static_cast<float>(to_dtype(amin(input, {}, false), DType::Float64, false).data<double>()[0]);
-    hi = static_cast<float>(to_dtype(amax(input, {}, false), DType::Float64, false).data<double>()[0]);
-  }
-  const QParams p = choose_qparams(lo, hi, 0, 255, reduce_range);
+  const QParams p = range_qparams(input, 0, 255, reduce_range);
   const Tensor xq = quantize_per_tensor(input, p.scale, p.zero_point, DType::QUInt8);
   const Tensor acc = integer_linear(centered(xq, Tensor()), centered(weight, wp.zero_points));
   Tensor out = empty(acc.sizes(), DType::Float32, Device());
