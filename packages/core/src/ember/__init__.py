@@ -460,9 +460,10 @@ __all__ += ["Size", "signal", "gru", "lstm", "rnn_relu", "rnn_tanh", "get_num_in
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562
-    # ember.distributed, ember.futures, ember.ao, ember.fx, ember.export and ember.quantization (the
-    # older name of ember.ao.quantization) load on first use: most programs never need them.
-    if name in ("distributed", "futures", "ao", "fx", "export", "quantization"):
+    # ember.distributed, ember.futures, ember.ao, ember.fx, ember.export, ember.jit and
+    # ember.quantization (the older name of ember.ao.quantization) load on first use: most programs
+    # never need them.
+    if name in ("distributed", "futures", "ao", "fx", "export", "jit", "quantization"):
         import importlib
         return importlib.import_module(f"ember.{name}")
     if name == "Storage":  # torch.Storage follows the default dtype (FloatStorage, DoubleStorage, ...)
@@ -471,10 +472,10 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
 
 
 def __dir__() -> list[str]:  # the names loaded on first use are listed too, as dir(torch) lists them
-    return sorted(set(globals()) | {"distributed", "futures", "ao", "fx", "export", "quantization", "Storage"})
+    return sorted(set(globals()) | {"distributed", "futures", "ao", "fx", "export", "jit", "quantization", "Storage"})
 
 
-__all__ += ["distributed", "futures", "ao", "fx", "export"]
+__all__ += ["distributed", "futures", "ao", "fx", "export", "jit"]
 __all__ += ["storage", "Storage", "TypedStorage", "UntypedStorage", "from_file", "is_storage", *storage._LEGACY_CLASSES]
 __all__ += ["segment_reduce", "embedding_bag", "set_flush_denormal", "lobpcg"]
 
