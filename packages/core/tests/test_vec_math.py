@@ -204,14 +204,16 @@ def test_reduced_precision_rounds_the_float32_result(name, dtype):
 
 @pytest.mark.parametrize("name", ["erf", "erfc", "gelu"])
 def test_erf_family_within_two_ulp_on_both_sides_of_the_polynomial_range(name):
-    # erf/erfc use a polynomial for |x| < 2 (gelu: |x| < 2 sqrt 2) and skip the tail when a whole
-    # vector lies there: sorted dense inputs give vectors all inside, all outside and straddling
-    # the bound, and the shuffled copy mixes lanes from both ranges in one vector.
+    # erf/erfc use a polynomial for |x| < 2 and skip the tail when a whole vector lies there; gelu
+    # takes float32 tables for |x| < 3 (16 intervals of 3/16, Note [float32 gelu]) and float64
+    # lanes past that. Sorted dense inputs give vectors all inside, all outside and straddling the
+    # bound, the values next to every bound are added, and the shuffled copy mixes lanes from both
+    # ranges in one vector.
     fn, ref, _ = FUNCTIONS[name]
-    bound = 2.0 * math.sqrt(2) if name == "gelu" else 2.0
-    x = np.concatenate([np.linspace(-1.6 * bound, 1.6 * bound, 60_001),
-                        np.nextafter(np.float32(bound), np.float32([0, 9])).astype(np.float64),
-                        -np.nextafter(np.float32(bound), np.float32([0, 9])).astype(np.float64)]).astype(np.float32)
+    bounds = [3.0] + [k * 0.1875 for k in range(1, 16)] if name == "gelu" else [2.0]
+    near = [np.nextafter(np.float32(b), np.float32([0, 9])).astype(np.float64) for b in bounds]
+    x = np.concatenate([np.linspace(-1.6 * bounds[0], 1.6 * bounds[0], 60_001), np.array(bounds), *near,
+                        -np.array(bounds), *(-v for v in near)]).astype(np.float32)
     for data in (x, RNG.permutation(x)):
         ours = fn(ember.from_numpy(data.copy())).numpy()
         err = _ulp_error(ours, ref(data.astype(np.float64)))
@@ -226,6 +228,27 @@ def test_strided_and_tail_elements_take_the_vector_path():
     for fn in (ember.exp, ember.tanh, F.gelu, ember.erf):
         np.testing.assert_array_equal(fn(x.t()).numpy(), fn(x.t().contiguous()).numpy())
         np.testing.assert_array_equal(fn(x[:, 3]).numpy(), fn(x).numpy()[:, 3])
+
+
+def test_avx2_build_of_the_erf_family_is_within_two_ulp_too():
+    # On an AVX-512 machine the AVX2 build (8 lanes, gelu's table lookups from two halves) runs
+    # only when asked for.
+    if ember._C._cpu_capability() != "avx512":
+        pytest.skip("the tests above already ran the AVX2 (or only the baseline) build here")
+    code = (
+        "import ember, sys\n"
+        "assert ember._C._cpu_capability() == 'avx2', ember._C._cpu_capability()\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "import test_vec_math as t\n"
+        "for name in ('erf', 'erfc', 'gelu'):\n"
+        "    t.test_erf_family_within_two_ulp_on_both_sides_of_the_polynomial_range(name)\n"
+        "t.test_strided_and_tail_elements_take_the_vector_path()\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, EMBER_CPU_CAPABILITY="avx2")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("ok")
 
 
 def test_baseline_build_is_within_two_ulp_too():
