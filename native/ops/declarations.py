@@ -604,6 +604,9 @@ OPS: list[Op] = [
         "_quantized_add(Tensor self, Tensor other, float scale, int zero_point, bool relu=False) -> Tensor",
         "_quantized_mul(Tensor self, Tensor other, float scale, int zero_point, bool relu=False) -> Tensor",
         "_quantized_cat(Tensor[] tensors, int dim, float scale, int zero_point) -> Tensor",
+        # Note [quantized embedding bags]: a quint8 table quantized per row, float32 bags
+        "_quantized_embedding_bag_byte(Tensor weight, Tensor indices, Tensor offsets, Tensor? per_sample_weights=None, "
+        "bool include_last_offset=False) -> Tensor",
     )],
     Op("dequantize(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
     Op("int_repr(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
@@ -1365,6 +1368,7 @@ NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplu
                      "quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic", "dequantize",
                      "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor", "_quantized_linear",
                      "_quantized_linear_dynamic", "_quantized_conv", "_quantized_add", "_quantized_mul", "_quantized_cat",
+                     "_quantized_embedding_bag_byte",
                      "_fake_quantize_learnable_local_grads",
                      "bernoulli", "bernoulli_", "multinomial", "poisson", "histc", "bincount",
                      # fbgemm composites: their bodies call the ember::autograd:: ops below, which record

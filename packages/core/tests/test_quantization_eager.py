@@ -182,8 +182,18 @@ def test_qat_converts_to_quantized_modules():
         optimizer.step()
     quantized = tq.convert(qat.eval())
     assert type(quantized[1]) is nnq.Linear and type(quantized[0]) is nnq.Quantize
+    # The QAT model's observers would go on widening their ranges to the new input's: frozen, the
+    # two models quantize alike. Outputs the fake quantizer clips to its reduced (7-bit) range are
+    # left out: the quantized Linear's quint8 result keeps all 8 bits there, as in PyTorch.
+    for module in qat.modules():
+        if isinstance(module, tq.FakeQuantizeBase):
+            module.disable_observer()
     x = ember.randn(3, 6)
-    np.testing.assert_allclose(quantized(x).numpy(), qat(x).detach().numpy(), atol=3 * quantized[1].scale)
+    want = qat(x).detach().numpy()
+    fake = qat[1].activation_post_process
+    scale, zero_point = (float(v.reshape(-1)[0]) for v in fake.calculate_qparams())
+    inside = (want > (fake.quant_min - zero_point) * scale) & (want < (fake.quant_max - zero_point) * scale)
+    np.testing.assert_allclose(quantized(x).numpy()[inside], want[inside], atol=3 * quantized[1].scale)
 
 
 def test_functional_modules():

@@ -3,7 +3,8 @@ script runs with `T = torch` (in its own interpreter, named by EMBER_TORCH_PYTHO
 `T = ember`, through the public API only, and every quantized result must be equal bit for bit:
 quantize/dequantize per tensor, per channel and dynamically; relu, pooling and cat on quantized
 tensors; the quantized Linear/Conv2d modules with per-tensor and per-channel weights (groups,
-stride, fused relu); quantize_dynamic; HistogramObserver's choice of range; float32 linspace. A fused conv/BN/relu net through prepare/calibrate/convert
+stride, fused relu); quantize_dynamic; HistogramObserver's choice of range; quantized Embedding/EmbeddingBag tables
+(prepare/convert and quantize_dynamic, offsets, weights, empty bags); float32 linspace. A fused conv/BN/relu net through prepare/calibrate/convert
 and the float16 dynamic Linear are compared to float32 rounding (the calibration's float GEMMs and
 FBGEMM's float16 one sum in orders of their own). Checkpoints
 of quantized state dicts cross both ways. Without EMBER_TORCH_PYTHON these tests are skipped;
@@ -152,6 +153,26 @@ for name, batches in cases.items():
         scale, zero_point = observer.calculate_qparams()
         out[f"histogram_{name}_{backend}"] = observer.histogram.numpy()
         out[f"histogram_qparams_{name}_{backend}"] = np.array([float(scale[0]), float(zero_point[0])])
+# embedding tables quantized per row (float qparams): prepare/convert, quantize_dynamic, bags with
+# offsets, include_last_offset, 2-d indices, per_sample_weights and empty bags
+tables = nn.Sequential(nn.EmbeddingBag(40, 13, mode="sum"), nn.Embedding(40, 13))
+fill(tables, scale=2.0)
+tables[0].qconfig = tables[1].qconfig = tq.float_qparams_weight_only_qconfig
+qtables = tq.convert(tq.prepare(tables))
+bag, emb = qtables[0], qtables[1]
+qw = bag.weight()
+out["emb_table"] = qw.int_repr().numpy()
+out["emb_qparams"] = np.stack([qw.q_per_channel_scales().numpy(), qw.q_per_channel_zero_points().numpy()])
+idx = T.tensor(rng.integers(0, 40, 23))
+offsets = T.tensor([0, 5, 5, 12, 20])
+out["emb_bag"] = bag(idx, offsets).numpy()
+out["emb_bag_psw"] = bag(idx, offsets, per_sample_weights=arr(23)).numpy()
+out["emb_bag_2d"] = bag(idx[:20].reshape(4, 5)).numpy()
+last = nnq.EmbeddingBag(40, 13, include_last_offset=True)
+last.set_weight(qw)
+out["emb_bag_last"] = last(idx.to(T.int32), T.tensor([0, 3, 3, 23], dtype=T.int32)).numpy()
+out["emb_lookup"] = emb(idx.reshape(23, 1)).numpy()
+out["emb_dynamic"] = tq.quantize_dynamic(tables, dtype=T.quint8)[0](idx, offsets).numpy()
 out["linspace32"] = T.linspace(-4.49411726, 3.94554973, 32769).numpy()
 out["linspace_half"] = T.linspace(-3.0, 7.0, 1001, dtype=T.float16).float().numpy()
 out["linspace_bf16"] = T.linspace(-3.0, 7.0, 1001, dtype=T.bfloat16).float().numpy()
@@ -162,12 +183,20 @@ CHECKPOINT = COMMON + """
 write, read = sys.argv[2], sys.argv[3]
 net = static_net()
 if read == "-":
+    table = nn.EmbeddingBag(10, 6); table.qconfig = tq.float_qparams_weight_only_qconfig
+    # kept alive until saved: PyTorch 2.13's unpacked weight reads its scales from the packed
+    # parameters' memory, so a temporary module's state dict saves whatever reuses that memory
+    bag = nnq.EmbeddingBag.from_float(fill(table))
     T.save({"state": net.state_dict(), "q": T.quantize_per_tensor(arr(3, 4), 0.1, 5, T.quint8),
+            "bag": bag.state_dict(),
             "pc": T.quantize_per_channel(arr(3, 4), T.tensor([0.1, 0.2, 0.3]), T.tensor([0, 1, 2]), 0, T.qint8)}, write)
 else:  # the other library's file, loaded with weights_only=True (the default)
     got = T.load(read)
     net.load_state_dict(got["state"])
+    bag = nnq.EmbeddingBag(10, 6)
+    bag.load_state_dict(got["bag"])
     np.savez(write + ".npz", out=net(arr(4, 3, 8, 8)).numpy(), q=got["q"].int_repr().numpy(),
+             bag=bag(T.tensor([1, 2, 9, 0]), T.tensor([0, 2])).numpy(),
              q_params=np.array([got["q"].q_scale(), got["q"].q_zero_point()]), pc=got["pc"].dequantize().numpy())
 """
 
@@ -211,7 +240,7 @@ def test_checkpoints_cross_both_ways(tmp_path):
             done = subprocess.run([pythons[lib], str(path), lib, *args], capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, done.stderr
         results[reader] = np.load(tmp_path / f"{reader}.npz")
-    for key in ("q", "q_params", "pc"):
+    for key in ("q", "q_params", "pc", "bag"):
         np.testing.assert_array_equal(results["ember"][key], results["torch"][key], err_msg=key)
     # each library calibrated its own writer's net: scales may differ in the last float32 bit
     np.testing.assert_allclose(results["ember"]["out"], results["torch"]["out"], rtol=1e-5, atol=1e-6)

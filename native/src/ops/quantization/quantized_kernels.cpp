@@ -521,4 +521,82 @@ Tensor _quantized_cat(const std::vector<Tensor>& tensors, int64_t dim, double sc
   return quantize_per_tensor(ember::cat(values, dim), scale, zero_point, tensors.front().dtype());
 }
 
+// Note [quantized embedding bags]: PyTorch's quantized Embedding and EmbeddingBag (FBGEMM's
+// byte-rowwise kernel) read a quint8 table quantized per row with float qparams: row r holds
+// codes q and a float32 scale s and bias b = -zero_point * s. A bag sums its rows in order as
+//   acc = fma(s * w, q, acc + b * w)      (w a member's per-sample weight, else 1)
+// and so does this kernel: the same roundings, so the same bits (tests/test_quantized_torch_parity).
+// An Embedding lookup is a bag of one. As PyTorch's module does, a bag always sums.
+Tensor _quantized_embedding_bag_byte(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
+                                     const std::optional<Tensor>& per_sample_weights,
+                                     bool include_last_offset) {
+  const char* op = "quantized::embedding_bag_byte";
+  const Quantizer& qz = quantizer_of(weight, op);
+  EMBER_CHECK(weight.dtype() == DType::QUInt8 && qz.qscheme == QScheme::PerChannelAffineFloatQParams &&
+                  qz.axis == 0 && weight.dim() == 2,
+              Error, "[", op,
+              "] expected a 2-D ember.quint8 weight quantized per row (per_channel_affine_float_qparams, "
+              "axis 0), but got ",
+              weight.dim(), "-D ember.", dtype_name(weight.dtype()));
+  for (const Tensor* t : {&indices, &offsets}) {
+    EMBER_CHECK(t->dtype() == DType::Int64 || t->dtype() == DType::Int32, Error,
+                "Expect 32 or 64 bit indices, but found ", dtype_name(t->dtype()), " instead.");
+    EMBER_CHECK(t->dim() == 1, Error, "[", op, "] expected 1-D indices and offsets, but got a ", t->dim(),
+                "-D tensor");
+  }
+  const int64_t n = indices.numel(), rows = weight.size(0), width = weight.size(1);
+  const Tensor idx = to_dtype(indices, DType::Int64, false).contiguous();
+  const Tensor off = to_dtype(offsets, DType::Int64, false).contiguous();
+  const int64_t* ix = idx.data<int64_t>();
+  const int64_t* of = off.data<int64_t>();
+  const int64_t bags = include_last_offset ? std::max<int64_t>(off.numel() - 1, 0) : off.numel();
+  EMBER_CHECK(off.numel() == 0 || of[0] == 0, Error, "[", op, "] expected offsets to start at 0, but got ",
+              off.numel() ? of[0] : 0);
+  for (int64_t b = 1; b < off.numel(); ++b)
+    EMBER_CHECK(of[b] >= of[b - 1], Error, "[", op, "] expected non-decreasing offsets, but offsets[", b,
+                "] = ", of[b], " < offsets[", b - 1, "] = ", of[b - 1]);
+  EMBER_CHECK(off.numel() == 0 || of[off.numel() - 1] <= n, Error,
+              "Yout input seems to be incorrect: the last offset value should be the size of the indices "
+              "tensor, but it appears not.");
+  for (int64_t i = 0; i < n; ++i)
+    EMBER_CHECK(ix[i] >= 0 && ix[i] < rows, Error, "Index ", i, " is out of bounds: ", ix[i], ", range 0 to ",
+                rows);
+  Tensor psw;
+  if (per_sample_weights.has_value() && per_sample_weights->defined()) {
+    EMBER_CHECK(per_sample_weights->dtype() == DType::Float32 && per_sample_weights->dim() == 1 &&
+                    per_sample_weights->numel() == n,
+                Error, "[", op, "] expected float32 per_sample_weights of shape [", n, "], but got ember.",
+                dtype_name(per_sample_weights->dtype()), " of ", per_sample_weights->numel(), " elements");
+    psw = per_sample_weights->contiguous();
+  }
+  const Tensor codes = integers(weight).contiguous();
+  const uint8_t* q = static_cast<const uint8_t*>(codes.data_ptr());
+  const float* scales = qz.scales.data<float>();
+  const float* zero_points = qz.zero_points.data<float>();
+  const float* w = psw.defined() ? psw.data<float>() : nullptr;
+  Tensor out = empty({bags, width}, DType::Float32, Device());
+  float* y = out.data<float>();
+  parallel_for(0, bags, std::max<int64_t>(1, kGrain / std::max<int64_t>(width, 1)),
+               [&](int64_t b0, int64_t b1) {
+                 for (int64_t b = b0; b < b1; ++b) {
+                   float* acc = y + b * width;
+                   std::fill(acc, acc + width, 0.0f);
+                   const int64_t end = b + 1 < off.numel() ? of[b + 1] : n;
+                   for (int64_t i = of[b]; i < end; ++i) {
+                     const int64_t r = ix[i];
+                     float s = scales[r];
+                     float bias = -zero_points[r] * s;
+                     if (w != nullptr) {
+                       s *= w[i];
+                       bias *= w[i];
+                     }
+                     const uint8_t* row = q + r * width;
+                     for (int64_t d = 0; d < width; ++d)
+                       acc[d] = std::fma(s, static_cast<float>(row[d]), acc[d] + bias);
+                   }
+                 }
+               });
+  return out;
+}
+
 }  // namespace ember

@@ -5,6 +5,7 @@ QConfigs they use. The quantized modules are in ember.ao.nn.quantized."""
 
 from ..._quantized import (
     per_channel_affine,
+    per_channel_affine_float_qparams,
     per_channel_symmetric,
     per_tensor_affine,
     per_tensor_symmetric,
@@ -24,6 +25,7 @@ from .observer import (
     default_float_qparams_observer,
     default_observer,
     default_per_channel_weight_observer,
+    default_placeholder_observer,
     default_weight_observer,
 )
 from .qconfig import (
@@ -41,6 +43,7 @@ from .qconfig import (
     default_weight_fake_quant,
     float16_dynamic_qconfig,
     float16_static_qconfig,
+    float_qparams_weight_only_qconfig,
     get_default_qat_qconfig,
     get_default_qconfig,
     per_channel_dynamic_qconfig,
@@ -68,10 +71,11 @@ __all__ = [
     "default_fake_quant", "default_float_qparams_observer", "default_fused_act_fake_quant",
     "default_fused_per_channel_wt_fake_quant", "default_fused_wt_fake_quant", "default_observer",
     "default_per_channel_qconfig", "default_per_channel_weight_fake_quant", "default_per_channel_weight_observer",
+    "default_placeholder_observer",
     "default_qat_qconfig", "default_qconfig", "default_weight_fake_quant", "default_weight_observer",
-    "float16_dynamic_qconfig", "float16_static_qconfig", "fuse_known_modules", "fuse_modules",
+    "float16_dynamic_qconfig", "float16_static_qconfig", "float_qparams_weight_only_qconfig", "fuse_known_modules", "fuse_modules",
     "get_default_dynamic_quant_module_mappings", "get_default_qconfig_propagation_list",
-    "get_default_static_quant_module_mappings", "per_channel_affine", "per_channel_dynamic_qconfig",
+    "get_default_static_quant_module_mappings", "per_channel_affine", "per_channel_affine_float_qparams", "per_channel_dynamic_qconfig",
     "per_channel_symmetric", "per_tensor_affine", "per_tensor_symmetric", "prepare", "prepare_qat",
     "propagate_qconfig_", "quantize", "quantize_dynamic", "swap_module",
 ]

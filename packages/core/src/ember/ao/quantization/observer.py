@@ -16,7 +16,13 @@ import warnings
 import numpy as np
 
 from ... import _C
-from ..._quantized import per_channel_affine, per_channel_symmetric, per_tensor_affine, per_tensor_symmetric
+from ..._quantized import (
+    per_channel_affine,
+    per_channel_affine_float_qparams,
+    per_channel_symmetric,
+    per_tensor_affine,
+    per_tensor_symmetric,
+)
 from ..._tensor import tensor
 from ...nn.modules.module import Module
 
@@ -69,9 +75,11 @@ class ObserverBase(Module):
     def __init__(self, dtype=_C.quint8, qscheme=per_tensor_affine, reduce_range: bool = False, quant_min=None,
                  quant_max=None, factory_kwargs=None, eps: float = 1.1920928955078125e-07, is_dynamic: bool = False):
         super().__init__()
-        if qscheme not in (per_tensor_affine, per_tensor_symmetric, per_channel_affine, per_channel_symmetric):
+        if qscheme not in (per_tensor_affine, per_tensor_symmetric, per_channel_affine, per_channel_symmetric,
+                           per_channel_affine_float_qparams):
             raise AssertionError("Default Observer only works for per_tensor_affine, per_tensor_symmetric, "
-                                 "per_channel_affine and per_channel_symmetric quantization scheme")
+                                 "per_channel_affine, per_channel_symmetric and per_channel_float_qparams "
+                                 "quantization scheme")
         self.dtype, self.qscheme, self.reduce_range, self.is_dynamic = dtype, qscheme, reduce_range, is_dynamic
         self._signed = _is_signed(dtype)
         self.factory_kwargs = dict(factory_kwargs or {})
@@ -98,11 +106,19 @@ class ObserverBase(Module):
         affine:    scale = (max(max, 0) - min(min, 0)) / (qmax - qmin), at least eps,
                    zero_point = clamp(qmin - round(min(min, 0) / scale)), int32
         symmetric: scale = max(-min(min, 0), max(max, 0)) / ((qmax - qmin) / 2), at least eps,
-                   zero_point = 0 signed, else (qmin + qmax) // 2 for a custom range or 128, int64"""
+                   zero_point = 0 signed, else (qmin + qmax) // 2 for a custom range or 128, int64
+        float_qparams: scale = (max - min) / (qmax - qmin), 1 where at most eps,
+                   zero_point = -min / scale, float"""
         if not _min_max_valid(min_val, max_val):
             return tensor([1.0]), tensor([0])
         min_neg = _C.minimum(min_val, _C.zeros_like(min_val))
         max_pos = _C.maximum(max_val, _C.zeros_like(max_val))
+        if self.qscheme == per_channel_affine_float_qparams:
+            # the row's own range, zero not included: x = (q - zero_point) * scale with a float
+            # zero_point = -min / scale (embedding tables, Note [quantized embedding bags])
+            scale = (max_val - min_val) / float(self.quant_max - self.quant_min)
+            scale = _C.where(scale > self.eps, scale, _C.ones_like(scale))
+            return scale.reshape(-1), (-1 * min_val / scale).reshape(-1)
         if _is_symmetric(self.qscheme):
             max_pos = _C.maximum(-min_neg, max_pos)
             scale = _C.maximum(max_pos / (float(self.quant_max - self.quant_min) / 2), self.eps)
@@ -184,7 +200,7 @@ class PerChannelMinMaxObserver(ObserverBase):
                  quant_min=None, quant_max=None, factory_kwargs=None, eps: float = 1.1920928955078125e-07,
                  is_dynamic: bool = False):
         super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs, eps, is_dynamic)
-        if qscheme not in (per_channel_affine, per_channel_symmetric):
+        if qscheme not in (per_channel_affine, per_channel_symmetric, per_channel_affine_float_qparams):
             raise AssertionError(f"{type(self).__name__} takes a per-channel qscheme, but got {qscheme!r}")
         self.ch_axis = ch_axis
         self.register_buffer("min_val", tensor([], **self.factory_kwargs))
@@ -263,8 +279,10 @@ default_per_channel_weight_observer = PerChannelMinMaxObserver.with_args(dtype=_
                                                                          qscheme=per_channel_symmetric)
 default_dynamic_quant_observer = PlaceholderObserver.with_args(dtype=_C.quint8, quant_min=0, quant_max=255,
                                                                is_dynamic=True)
+default_placeholder_observer = PlaceholderObserver
 default_float_qparams_observer = PerChannelMinMaxObserver.with_args(dtype=_C.quint8,
-                                                                    qscheme=per_channel_affine, ch_axis=0)
+                                                                    qscheme=per_channel_affine_float_qparams,
+                                                                    ch_axis=0)
 
 
 class HistogramObserver(ObserverBase):

@@ -20,8 +20,10 @@ from .observer import (
     NoopObserver,
     PlaceholderObserver,
     default_dynamic_quant_observer,
+    default_float_qparams_observer,
     default_observer,
     default_per_channel_weight_observer,
+    default_placeholder_observer,
     default_weight_observer,
 )
 
@@ -67,6 +69,9 @@ float16_dynamic_qconfig = QConfig(activation=PlaceholderObserver.with_args(dtype
                                   weight=PlaceholderObserver.with_args(dtype=_C.float16))
 float16_static_qconfig = QConfig(activation=PlaceholderObserver.with_args(dtype=_C.float16),
                                  weight=PlaceholderObserver.with_args(dtype=_C.float16))
+# embedding tables: weights quantized per row with float qparams, no activation quantization
+float_qparams_weight_only_qconfig = QConfig(activation=default_placeholder_observer,
+                                            weight=default_float_qparams_observer)
 default_debug_qconfig = QConfig(weight=default_weight_observer, activation=NoopObserver.with_args(dtype=_C.float32))
 
 _BACKENDS = ("fbgemm", "x86", "qnnpack", "onednn")

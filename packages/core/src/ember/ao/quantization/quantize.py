@@ -3,9 +3,9 @@ observers, a calibration run feeds them, convert swaps each float module for its
 quantize_dynamic swaps Linear layers for dynamically quantized ones in one step.
 
 The module mappings are PyTorch's defaults for what Ember quantizes: Linear, Conv1d/2d/3d, their
-fused ReLU forms, ReLU6, Hardswish, Dropout, FloatFunctional, the QAT Linear/Conv2d and the stubs
-(static); Linear (dynamic). Layers PyTorch also maps that Ember has no quantized kernel for (the
-dynamic LSTM/GRU, quantized embeddings, norms) stay float.
+fused ReLU forms, ReLU6, Hardswish, Dropout, FloatFunctional, Embedding, EmbeddingBag, the QAT
+Linear/Conv2d and the stubs (static); Linear, Embedding and EmbeddingBag (dynamic). Layers
+PyTorch also maps that Ember has no quantized kernel for (the dynamic LSTM/GRU, norms) stay float.
 """
 
 from __future__ import annotations
@@ -18,20 +18,26 @@ from ..nn import qat as nnqat
 from ..nn import quantized as nnq
 from ..nn.intrinsic import quantized as nniq
 from ..nn.quantized import dynamic as nnqd
-from .qconfig import default_dynamic_qconfig, float16_dynamic_qconfig, per_channel_dynamic_qconfig  # noqa: F401
+from .qconfig import (  # noqa: F401
+    default_dynamic_qconfig,
+    float16_dynamic_qconfig,
+    float_qparams_weight_only_qconfig,
+    per_channel_dynamic_qconfig,
+)
 from .stubs import DeQuantStub, QuantStub
 
 DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize,
     _nn.Linear: nnq.Linear, _nn.Conv1d: nnq.Conv1d, _nn.Conv2d: nnq.Conv2d, _nn.Conv3d: nnq.Conv3d,
     _nn.ReLU6: nnq.ReLU6, _nn.Hardswish: nnq.Hardswish, _nn.Dropout: nnq.Dropout,
-    nnq.FloatFunctional: nnq.QFunctional,
+    nnq.FloatFunctional: nnq.QFunctional, _nn.Embedding: nnq.Embedding, _nn.EmbeddingBag: nnq.EmbeddingBag,
     nni.LinearReLU: nniq.LinearReLU, nni.ConvReLU1d: nniq.ConvReLU1d, nni.ConvReLU2d: nniq.ConvReLU2d,
     nni.ConvReLU3d: nniq.ConvReLU3d,
     nnqat.Linear: nnq.Linear, nnqat.Conv2d: nnq.Conv2d,
 }
 # (nn.MultiheadAttention's out_proj is a NonDynamicallyQuantizableLinear precisely to stay out of this)
-DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {_nn.Linear: nnqd.Linear}
+DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {_nn.Linear: nnqd.Linear, _nn.Embedding: nnq.Embedding,
+                                         _nn.EmbeddingBag: nnq.EmbeddingBag}
 
 
 def get_default_static_quant_module_mappings() -> dict:
@@ -185,16 +191,20 @@ def quantize(model, run_fn, run_args, mapping=None, inplace: bool = False):
 
 def quantize_dynamic(model, qconfig_spec=None, dtype=None, mapping=None, inplace: bool = False):
     """The model with its Linear layers dynamically quantized (qint8 weights; float16 with
-    dtype=ember.float16). qconfig_spec: a set of module types, or {type or qualified name: qconfig}."""
+    dtype=ember.float16), or with dtype=ember.quint8 its Embedding and EmbeddingBag tables
+    quantized per row. qconfig_spec: a set of module types, or {type or qualified name: qconfig}."""
     from ... import _C
 
     dtype = _C.qint8 if dtype is None else dtype
-    default = {_C.qint8: default_dynamic_qconfig, _C.float16: float16_dynamic_qconfig}.get(dtype)
+    default = {_C.qint8: default_dynamic_qconfig, _C.float16: float16_dynamic_qconfig,
+               _C.quint8: float_qparams_weight_only_qconfig}.get(dtype)
     if qconfig_spec is None:
         if default is None:
             raise ValueError(f"Don't know how to quantize with default settings for {dtype}. Provide full "
                              "qconfig please")
-        qconfig_spec = dict.fromkeys(DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS, default)
+        tables = (_nn.Embedding, _nn.EmbeddingBag)
+        qconfig_spec = {kind: default for kind in DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS
+                        if (kind in tables) == (dtype == _C.quint8)}
     elif isinstance(qconfig_spec, set):
         if default is None:
             raise RuntimeError(f"Unknown dtype specified for quantize_dynamic: {dtype}")

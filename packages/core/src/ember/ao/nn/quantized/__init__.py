@@ -2,6 +2,7 @@
 dynamically quantized ones in .dynamic."""
 
 from . import dynamic
+from .embedding_ops import Embedding, EmbeddingBag, EmbeddingPackedParams
 from .modules import (
     Conv1d,
     Conv2d,
@@ -17,5 +18,6 @@ from .modules import (
     ReLU6,
 )
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Dropout", "FXFloatFunctional", "FloatFunctional", "Hardswish",
-           "Linear", "QFunctional", "Quantize", "ReLU6", "dynamic"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Dropout", "Embedding", "EmbeddingBag", "EmbeddingPackedParams",
+           "FXFloatFunctional", "FloatFunctional", "Hardswish", "Linear", "QFunctional", "Quantize", "ReLU6",
+           "dynamic"]

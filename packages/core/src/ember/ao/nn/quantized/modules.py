@@ -12,7 +12,13 @@ checkpoints load in either library.
 from __future__ import annotations
 
 from .... import _C
-from ...._quantized import per_channel_affine, per_channel_symmetric, per_tensor_affine, per_tensor_symmetric
+from ...._quantized import (
+    per_channel_affine,
+    per_channel_affine_float_qparams,
+    per_channel_symmetric,
+    per_tensor_affine,
+    per_tensor_symmetric,
+)
 from ...._tensor import tensor
 from ....nn import functional as F
 from ....nn.modules.module import Module
@@ -28,6 +34,9 @@ def _quantize_weight(float_wt, observer):
     if observer.qscheme in (per_channel_affine, per_channel_symmetric):
         return _C.quantize_per_channel(float_wt.detach().float(), scale.to(_C.float64), zero_point.to(_C.int64),
                                        observer.ch_axis, _C.qint8)
+    if observer.qscheme == per_channel_affine_float_qparams:  # embedding tables: quint8 rows, float qparams
+        return _C.quantize_per_channel(float_wt.detach().float(), scale.to(_C.float32), zero_point.to(_C.float32),
+                                       observer.ch_axis, _C.quint8)
     raise ValueError(f"Unexpected qscheme {observer.qscheme}")
 
 
