@@ -33,6 +33,7 @@ NAMESPACES = [
     ("torch.nn.init", "ember.nn.init"), ("torch.nn.utils", "ember.nn.utils"),
     ("torch.utils.checkpoint", "ember.utils.checkpoint"), ("torch.overrides", "ember.overrides"),
     ("torch.library", "ember.library"), ("torch.fx", "ember.fx"), ("torch.export", "ember.export"),
+    ("torch.jit", "ember.jit"),
 ]
 
 # Why a name is absent, first match wins (patterns over the lower-cased name).
@@ -115,6 +116,8 @@ REASONS = [
     (r"^(attr|candidate|obj|count|uid|utils|nameless_schema)$",
      "a variable or module left in the namespace by PyTorch's own source (a loop variable, an import), not API"),
     (r"^cpp$", "TorchScript and C++ binding internals (torch._C)"),
+    (r"^last_executed_optimized_graph$", "TorchScript and C++ binding internals (torch.jit)"),
+    (r"^set_module$", "a module or helper PyTorch's own source imports, not API (os, sys, math, typing, ...)"),
     (r"^windows$", "torch.signal.windows, left in torch's namespace by an import (ember.signal.windows has it)"),
     (r"autocast|^amp$|gradscaler", "autocast on CPU: issue 18, item 3"),
     (r"^uint(16|32|64)$|float8_e[45]m[23]fnuz|e8m0|float4|qscheme|^u?int[1-7]$|^bit$",
@@ -130,7 +133,7 @@ KIND_REASONS = {
     "docs": "a docstring fragment, not API",
 }
 STDLIB_MODULES = ("typing", "typing_extensions", "collections", "builtins", "dataclasses", "enum", "abc", "functools",
-                  "numpy", "weakref")
+                  "numpy", "weakref", "contextlib")
 
 
 def module_of(obj: object) -> str:
