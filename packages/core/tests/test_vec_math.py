@@ -230,45 +230,39 @@ def test_strided_and_tail_elements_take_the_vector_path():
         np.testing.assert_array_equal(fn(x[:, 3]).numpy(), fn(x).numpy()[:, 3])
 
 
+def _run_under_capability(capability: str, calls: str) -> None:
+    """Runs `calls` (this module's tests, as `t.<test>(...)` lines) in a fresh interpreter whose
+    kernels are the `capability` build."""
+    code = (
+        "import ember, sys\n"
+        f"assert ember._C._cpu_capability() == {capability!r}, ember._C._cpu_capability()\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "import test_vec_math as t\n" + calls + "print('ok')\n"
+    )
+    env = dict(os.environ, EMBER_CPU_CAPABILITY=capability)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("ok")
+
+
 def test_avx2_build_of_the_erf_family_is_within_two_ulp_too():
     # On an AVX-512 machine the AVX2 build (8 lanes, gelu's table lookups from two halves) runs
     # only when asked for.
     if ember._C._cpu_capability() != "avx512":
         pytest.skip("the tests above already ran the AVX2 (or only the baseline) build here")
-    code = (
-        "import ember, sys\n"
-        "assert ember._C._cpu_capability() == 'avx2', ember._C._cpu_capability()\n"
-        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
-        "import test_vec_math as t\n"
-        "for name in ('erf', 'erfc', 'gelu'):\n"
-        "    t.test_erf_family_within_two_ulp_on_both_sides_of_the_polynomial_range(name)\n"
-        "t.test_strided_and_tail_elements_take_the_vector_path()\n"
-        "print('ok')\n"
-    )
-    env = dict(os.environ, EMBER_CPU_CAPABILITY="avx2")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip().endswith("ok")
+    _run_under_capability("avx2", "for name in ('erf', 'erfc', 'gelu'):\n"
+                                  "    t.test_erf_family_within_two_ulp_on_both_sides_of_the_polynomial_range(name)\n"
+                                  "t.test_strided_and_tail_elements_take_the_vector_path()\n")
 
 
 def test_baseline_build_is_within_two_ulp_too():
     # The SSE2 build (no FMA) computes the same functions with other roundings.
-    code = (
-        "import numpy as np, ember, sys\n"
-        "assert ember._C._cpu_capability() == 'default', ember._C._cpu_capability()\n"
-        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
-        "import test_vec_math as t\n"
-        "for name in ('exp', 'expm1', 'log', 'log1p', 'tanh', 'sigmoid', 'sin', 'gelu_tanh'):\n"
-        "    t.test_float32_within_two_ulp_over_the_whole_range(name)\n"
-        "    t.test_special_values_are_exact(name)\n"
-        "for name in ('erf', 'erfc', 'gelu'):\n"
-        "    t.test_erf_family_within_two_ulp_on_both_sides_of_the_polynomial_range(name)\n"
-        "print('ok')\n"
-    )
-    env = dict(os.environ, EMBER_CPU_CAPABILITY="default")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip().endswith("ok")
+    _run_under_capability("default", "for name in ('exp', 'expm1', 'log', 'log1p', 'tanh', 'sigmoid', 'sin', "
+                                     "'gelu_tanh'):\n"
+                                     "    t.test_float32_within_two_ulp_over_the_whole_range(name)\n"
+                                     "    t.test_special_values_are_exact(name)\n"
+                                     "for name in ('erf', 'erfc', 'gelu'):\n"
+                                     "    t.test_erf_family_within_two_ulp_on_both_sides_of_the_polynomial_range(name)\n")
 
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
