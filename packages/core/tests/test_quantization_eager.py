@@ -202,12 +202,40 @@ def test_functional_modules():
     a = ember.quantize_per_tensor(ember.randn(3, 4), 0.04, 120, ember.quint8)
     assert f.add(a, a).q_scale() == 0.05 and f.cat([a, a], 0).shape == (6, 4)
     assert f.add_relu(a, a).dequantize().min() >= 0 and f.mul(a, a).q_zero_point() == 128
-    with pytest.raises(NotImplementedError, match="add_scalar"):
-        f.add_scalar(a, 1.0)
     with pytest.raises(RuntimeError, match="not intended to use the 'forward'"):
         f(a)
     plain = nnq.FloatFunctional()
     assert ember.equal(plain.add(ember.ones(2), ember.ones(2)), ember.full((2,), 2.0))
+
+
+def test_scalar_forms_move_the_parameters_not_the_integers():
+    # PyTorch's rules (tests/test_quantized_torch_parity.py compares the bits): add shifts the zero
+    # point by round(c / s) while it stays in range; past the range the zero point is pinned and the
+    # scale widened; mul scales the scale, mirroring the integers for a negative c.
+    f = nnq.QFunctional()
+    ints = np.array([0, 3, 120, 200, 255], np.uint8)
+    a = ember._make_per_tensor_quantized_tensor(ember.from_numpy(ints), 0.05, 128)
+    r = f.add_scalar(a, 0.37)  # c_q = round(7.4) = 7
+    assert (r.q_scale(), r.q_zero_point()) == (0.05, 121) and np.array_equal(r.int_repr().numpy(), ints)
+    np.testing.assert_allclose(r.dequantize().numpy(), a.dequantize().numpy() + 0.35, atol=1e-6)
+    r = f.add_scalar(a, 12.0)  # z - c_q = 128 - 240 = -112 < 0: zero point 0, scale (255 + 112) / 255 * s
+    assert r.q_zero_point() == 0 and r.q_scale() == pytest.approx(367 / 255 * 0.05)
+    want = np.clip(np.rint((ints.astype(np.int64) + 112) * np.float32(255 / 367)), 0, 255)
+    np.testing.assert_array_equal(r.int_repr().numpy(), want)
+    relu = ember.ao.nn.quantized.modules._add_scalar(a, -2.0, relu=True)
+    assert relu.dequantize().min() >= 0
+    m = f.mul_scalar(a, -0.5)
+    assert (m.q_scale(), m.q_zero_point()) == (0.025, 127)
+    np.testing.assert_array_equal(m.int_repr().numpy(), 255 - ints)
+    np.testing.assert_allclose(m.dequantize().numpy(), a.dequantize().numpy() * -0.5, atol=1e-6)
+    zero = f.mul_scalar(a, 0)
+    assert (zero.q_scale(), zero.q_zero_point()) == (1.0, 0) and not zero.int_repr().numpy().any()
+    with pytest.raises(RuntimeError, match="expected a tensor quantized per tensor"):
+        f.add_scalar(ember.ones(3), 1.0)
+    per_channel = ember.quantize_per_channel(ember.ones(2, 3), ember.ones(2), ember.zeros(2, dtype=ember.int64), 0,
+                                             ember.quint8)
+    with pytest.raises(RuntimeError, match="expected a tensor quantized per tensor"):
+        f.mul_scalar(per_channel, 2.0)
 
 
 def test_bad_use_raises_clear_errors():

@@ -173,6 +173,15 @@ last.set_weight(qw)
 out["emb_bag_last"] = last(idx.to(T.int32), T.tensor([0, 3, 3, 23], dtype=T.int32)).numpy()
 out["emb_lookup"] = emb(idx.reshape(23, 1)).numpy()
 out["emb_dynamic"] = tq.quantize_dynamic(tables, dtype=T.quint8)[0](idx, offsets).numpy()
+# QFunctional's scalar forms: the zero point (add) or scale (mul) moves, or the integers are requantized
+qf = nnq.QFunctional()
+for k, (s, z, dt) in enumerate([(0.05, 128, T.quint8), (0.1, 250, T.quint8), (0.04, -5, T.qint8),
+                                 (0.03, 3, T.quint8)]):
+    q = T.quantize_per_tensor(arr(300, scale=3.0), s, z, dt)
+    for j, c in enumerate((0.0, 0.37, -0.37, 5.0, -5.0, 12.0, 0.075, -0.025)):
+        for name, r in (("add", qf.add_scalar(q, c)), ("mul", qf.mul_scalar(q, c))):
+            out[f"scalar_{name}_{k}_{j}"] = np.concatenate([r.int_repr().numpy().astype(np.float64),
+                                                            [r.q_scale(), r.q_zero_point()]])
 out["linspace32"] = T.linspace(-4.49411726, 3.94554973, 32769).numpy()
 out["linspace_half"] = T.linspace(-3.0, 7.0, 1001, dtype=T.float16).float().numpy()
 out["linspace_bf16"] = T.linspace(-3.0, 7.0, 1001, dtype=T.bfloat16).float().numpy()

@@ -449,6 +449,52 @@ class FXFloatFunctional(FloatFunctional):
         return r
 
 
+def _integer_range(q) -> tuple[int, int]:
+    return (0, 255) if q.dtype == _C.quint8 else (-128, 127) if q.dtype == _C.qint8 else (-(2**31), 2**31 - 1)
+
+
+def _per_tensor_input(op: str, q) -> tuple[float, int]:
+    if not q.is_quantized or q.qscheme() not in (per_tensor_affine, per_tensor_symmetric):
+        raise RuntimeError(f"{op}: expected a tensor quantized per tensor, but got "
+                           f"{q.qscheme() if q.is_quantized else q.dtype}")
+    return q.q_scale(), q.q_zero_point()
+
+
+def _add_scalar(q, c: float, relu: bool = False):
+    """q + c with PyTorch's quantized add_scalar: the integers stay, and the zero point moves by
+    c_q = round(c / s). Where z - c_q leaves the integer range, the zero point is pinned to that end,
+    the scale grows to cover the range, and the integers are requantized (multiplier s / s' in
+    float32, rounded half to even) - the parameters and integers PyTorch's x86 kernel gives."""
+    s, z = _per_tensor_input("quantized::add_scalar", q)
+    lo, hi = _integer_range(q)
+    shifted = z - round(c / s)
+    ints = q.int_repr().to(_C.int64)
+    if lo <= shifted <= hi:
+        s_out, z_out = s, shifted
+    else:
+        z_out = lo if shifted < lo else hi
+        s_out = (hi - shifted) / (hi - lo) * s if shifted < lo else (shifted - lo) / (hi - lo) * s
+        moved = (ints - shifted).to(_C.float32) * tensor(s / s_out, dtype=_C.float32)
+        ints = (moved.round().to(_C.int64) + z_out).clamp(lo, hi)
+    if relu:
+        ints = ints.clamp_min(z_out)
+    return _C._make_per_tensor_quantized_tensor(ints.to(q.int_repr().dtype), s_out, z_out)
+
+
+def _mul_scalar(q, c: float):
+    """q * c with PyTorch's quantized mul_scalar: the scale becomes s |c|; a negative c mirrors the
+    integers and the zero point within the range; c = 0 gives zeros with scale 1 and zero point 0."""
+    s, z = _per_tensor_input("quantized::mul_scalar", q)
+    lo, hi = _integer_range(q)
+    ints = q.int_repr()
+    if c == 0:
+        return _C._make_per_tensor_quantized_tensor(_C.zeros_like(ints), 1.0, 0)
+    if c > 0:
+        return _C._make_per_tensor_quantized_tensor(ints.clone(), s * c, z)
+    mirrored = (hi + lo - ints.to(_C.int64)).to(ints.dtype)
+    return _C._make_per_tensor_quantized_tensor(mirrored, s * -c, hi - (z - lo))
+
+
 class QFunctional(_OutputQParamsState):
     """FloatFunctional's quantized twin: the results quantized with the observed scale and zero point."""
 
@@ -480,13 +526,13 @@ class QFunctional(_OutputQParamsState):
     def cat(self, x, dim: int = 0):
         return _C._quantized_cat(list(x), dim, self.scale, self.zero_point)
 
+    # The scalar forms are not observed (as in PyTorch): their results carry parameters derived
+    # from the input's, not this module's scale and zero point.
     def add_scalar(self, x, y):
-        raise NotImplementedError("QFunctional.add_scalar (PyTorch's zero-point-shifting quantized add_scalar) is not "
-                                  "in Ember: dequantize(), add, and quantize_per_tensor instead")
+        return _add_scalar(x, float(y))
 
     def mul_scalar(self, x, y):
-        raise NotImplementedError("QFunctional.mul_scalar (PyTorch's scale-shifting quantized mul_scalar) is not in "
-                                  "Ember: dequantize(), multiply, and quantize_per_tensor instead")
+        return _mul_scalar(x, float(y))
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
