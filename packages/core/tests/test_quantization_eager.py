@@ -238,6 +238,46 @@ def test_scalar_forms_move_the_parameters_not_the_integers():
         f.mul_scalar(per_channel, 2.0)
 
 
+def test_quantized_batch_norm_function_and_module():
+    rng = np.random.default_rng(3)
+    x = ember.quantize_per_tensor(ember.from_numpy(rng.normal(size=(2, 3, 4, 5)).astype(np.float32)), 0.05, 120,
+                                  ember.quint8)
+    w, b, m = (ember.from_numpy(rng.normal(size=3).astype(np.float32)) for _ in range(3))
+    v = ember.from_numpy(rng.uniform(0.5, 2, 3).astype(np.float32))
+    y = ember.quantized_batch_norm(x, w, b, m, v, 1e-5, 0.07, 101)
+    assert (y.dtype, y.q_scale(), y.q_zero_point()) == (ember.quint8, 0.07, 101)
+    # float64 reference: the same integers but where rounding sits within float32 error of a half
+    c = (slice(None), None, None)
+    ref = (x.dequantize().numpy().astype(np.float64) - m.numpy()[c]) / np.sqrt(v.numpy()[c] + 1e-5) \
+        * w.numpy()[c] + b.numpy()[c]
+    want = np.clip(np.rint(ref / 0.07) + 101, 0, 255)
+    assert np.abs(y.int_repr().numpy() - want).max() <= 1 and (y.int_repr().numpy() == want).mean() > 0.99
+    with pytest.raises(RuntimeError, match="expects a per-tensor quantized input"):
+        ember.quantized_batch_norm(x.dequantize(), w, b, m, v, 1e-5, 0.07, 101)
+    with pytest.raises(RuntimeError, match="Weight must be provided"):
+        ember.quantized_batch_norm(x, None, b, m, v, 1e-5, 0.07, 101)
+    with pytest.raises(RuntimeError, match="mean must have 3 elements"):
+        ember.quantized_batch_norm(x, w, b, m[:2], v, 1e-5, 0.07, 101)
+    with pytest.raises(RuntimeError, match=r"expects an \(N, C, ...\) input"):
+        ember.quantized_batch_norm(x.reshape(-1), w, b, m, v, 1e-5, 0.07, 101)
+
+    model = nn.Sequential(tq.QuantStub(), nn.BatchNorm2d(3), tq.DeQuantStub()).eval()
+    with ember.no_grad():
+        for name, value in (("weight", w), ("bias", b), ("running_mean", m), ("running_var", v)):
+            getattr(model[1], name).copy_(value)
+    model.qconfig = tq.default_qconfig
+    prepared = tq.prepare(model)
+    data = x.dequantize()
+    prepared(data)
+    converted = tq.convert(prepared)
+    assert type(converted[1]) is nnq.BatchNorm2d
+    assert {"scale", "zero_point", "running_mean", "weight"} <= set(converted[1].state_dict())
+    np.testing.assert_allclose(converted(data).numpy(), model(data).detach().numpy(),
+                               atol=2 * float(converted[1].scale) + 0.05)
+    with pytest.raises(ValueError, match=r"Input shape must be `\(N, C, H, W\)`!"):
+        converted[1](x.reshape(2, 3, 20, 1, 1))
+
+
 def test_bad_use_raises_clear_errors():
     layer = nnq.Linear(4, 2)
     with pytest.raises(RuntimeError, match="expected a quint8 input"):

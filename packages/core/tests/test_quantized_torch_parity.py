@@ -182,6 +182,19 @@ for k, (s, z, dt) in enumerate([(0.05, 128, T.quint8), (0.1, 250, T.quint8), (0.
         for name, r in (("add", qf.add_scalar(q, c)), ("mul", qf.mul_scalar(q, c))):
             out[f"scalar_{name}_{k}_{j}"] = np.concatenate([r.int_repr().numpy().astype(np.float64),
                                                             [r.q_scale(), r.q_zero_point()]])
+# quantized batch norm: the function (quint8 4-d, qint8 3-d) and the module
+qbx = T.quantize_per_tensor(arr(2, 40, 6, 5, scale=2.0), 0.05, 121, T.quint8)
+bn_w, bn_b, bn_m = arr(40), arr(40), arr(40, scale=0.3)
+bn_v = T.tensor(rng.uniform(0.5, 2, 40).astype(np.float32))
+out["qbn"] = T.quantized_batch_norm(qbx, bn_w, bn_b, bn_m, bn_v, 1e-5, 0.07, 101).int_repr().numpy()
+out["qbn_s8"] = T.quantized_batch_norm(T.quantize_per_tensor(arr(3, 7, 9, scale=2.0), 0.03, -3, T.qint8), bn_w[:7],
+                                       bn_b[:7], bn_m[:7], bn_v[:7], 1e-3, 0.02, 5).int_repr().numpy()
+qbn = nnq.BatchNorm2d(40)
+with T.no_grad():
+    for name, value in (("weight", bn_w), ("bias", bn_b), ("running_mean", bn_m), ("running_var", bn_v)):
+        getattr(qbn, name).copy_(value)
+qbn.scale, qbn.zero_point = T.tensor(0.06), T.tensor(99)
+out["qbn_module"] = qbn(qbx).int_repr().numpy()
 out["linspace32"] = T.linspace(-4.49411726, 3.94554973, 32769).numpy()
 out["linspace_half"] = T.linspace(-3.0, 7.0, 1001, dtype=T.float16).float().numpy()
 out["linspace_bf16"] = T.linspace(-3.0, 7.0, 1001, dtype=T.bfloat16).float().numpy()

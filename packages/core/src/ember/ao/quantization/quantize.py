@@ -3,9 +3,10 @@ observers, a calibration run feeds them, convert swaps each float module for its
 quantize_dynamic swaps Linear layers for dynamically quantized ones in one step.
 
 The module mappings are PyTorch's defaults for what Ember quantizes: Linear, Conv1d/2d/3d, their
-fused ReLU forms, ReLU6, Hardswish, Dropout, FloatFunctional, Embedding, EmbeddingBag, the QAT
-Linear/Conv2d and the stubs (static); Linear, Embedding and EmbeddingBag (dynamic). Layers
-PyTorch also maps that Ember has no quantized kernel for (the dynamic LSTM/GRU, norms) stay float.
+fused ReLU forms, ReLU6, Hardswish, Dropout, FloatFunctional, Embedding, EmbeddingBag,
+BatchNorm2d/3d, the QAT Linear/Conv2d and the stubs (static); Linear, Embedding and EmbeddingBag
+(dynamic). Layers PyTorch also maps that Ember has no quantized kernel for (the dynamic LSTM/GRU,
+the other norms, BNReLU) stay float.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     _nn.Linear: nnq.Linear, _nn.Conv1d: nnq.Conv1d, _nn.Conv2d: nnq.Conv2d, _nn.Conv3d: nnq.Conv3d,
     _nn.ReLU6: nnq.ReLU6, _nn.Hardswish: nnq.Hardswish, _nn.Dropout: nnq.Dropout,
     nnq.FloatFunctional: nnq.QFunctional, _nn.Embedding: nnq.Embedding, _nn.EmbeddingBag: nnq.EmbeddingBag,
+    _nn.BatchNorm2d: nnq.BatchNorm2d, _nn.BatchNorm3d: nnq.BatchNorm3d,
     nni.LinearReLU: nniq.LinearReLU, nni.ConvReLU1d: nniq.ConvReLU1d, nni.ConvReLU2d: nniq.ConvReLU2d,
     nni.ConvReLU3d: nniq.ConvReLU3d,
     nnqat.Linear: nnq.Linear, nnqat.Conv2d: nnq.Conv2d,

@@ -2,6 +2,7 @@
 dynamically quantized ones in .dynamic."""
 
 from . import dynamic
+from .batchnorm import BatchNorm2d, BatchNorm3d
 from .embedding_ops import Embedding, EmbeddingBag, EmbeddingPackedParams
 from .modules import (
     Conv1d,
@@ -18,6 +19,6 @@ from .modules import (
     ReLU6,
 )
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Dropout", "Embedding", "EmbeddingBag", "EmbeddingPackedParams",
+__all__ = ["BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Dropout", "Embedding", "EmbeddingBag", "EmbeddingPackedParams",
            "FXFloatFunctional", "FloatFunctional", "Hardswish", "Linear", "QFunctional", "Quantize", "ReLU6",
            "dynamic"]
