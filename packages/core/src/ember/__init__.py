@@ -516,10 +516,10 @@ from . import _quantized  # noqa: E402
 
 globals().update(_quantized.NAMES)
 __all__ += list(_quantized.NAMES)
-from . import _quantized_pool  # noqa: E402
+from . import _quantized_functional  # noqa: E402
 
-globals().update(_quantized_pool.NAMES)
-__all__ += list(_quantized_pool.NAMES)
+globals().update(_quantized_functional.NAMES)
+__all__ += list(_quantized_functional.NAMES)
 
 # ember.multiprocessing, imported here as torch imports torch.multiprocessing: it registers the
 # reducers that send tensors to other processes through shared memory (ember/_shared_memory.py)

@@ -98,6 +98,14 @@ def dequantize(tensor):
 _UNDERLYING = {_C.quint8: _C.uint8, _C.qint8: _C.int8, _C.qint32: _C.int32}
 
 
+def integer_range(dtype) -> tuple[int, int]:
+    """(min, max) of the integers a quantized dtype stores (quint8: 0..255, qint8, qint32)."""
+    from ._info import iinfo
+
+    info = iinfo(_UNDERLYING[dtype])
+    return info.min, info.max
+
+
 def empty_quantized(size, qtensor, *, dtype=None, layout=None, device=None, pin_memory=False,
                     memory_format=None) -> _C.Tensor:
     """torch.empty_quantized: a quantized tensor of `size` read through qtensor's quantizer (its

@@ -5,7 +5,7 @@ subclasses whose state dict adds the `scale` and `zero_point` buffers."""
 
 from __future__ import annotations
 
-from ...._quantized_pool import quantized_batch_norm
+from ...._quantized_functional import quantized_batch_norm
 from ...._tensor import tensor
 from ....autograd.grad_mode import no_grad
 from ....nn.modules.batchnorm import _BatchNorm as _FloatBatchNorm

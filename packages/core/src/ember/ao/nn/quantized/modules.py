@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .... import _C
 from ...._quantized import (
+    integer_range,
     per_channel_affine,
     per_channel_affine_float_qparams,
     per_channel_symmetric,
@@ -449,10 +450,6 @@ class FXFloatFunctional(FloatFunctional):
         return r
 
 
-def _integer_range(q) -> tuple[int, int]:
-    return (0, 255) if q.dtype == _C.quint8 else (-128, 127) if q.dtype == _C.qint8 else (-(2**31), 2**31 - 1)
-
-
 def _per_tensor_input(op: str, q) -> tuple[float, int]:
     if not q.is_quantized or q.qscheme() not in (per_tensor_affine, per_tensor_symmetric):
         raise RuntimeError(f"{op}: expected a tensor quantized per tensor, but got "
@@ -466,7 +463,7 @@ def _add_scalar(q, c: float, relu: bool = False):
     the scale grows to cover the range, and the integers are requantized (multiplier s / s' in
     float32, rounded half to even) - the parameters and integers PyTorch's x86 kernel gives."""
     s, z = _per_tensor_input("quantized::add_scalar", q)
-    lo, hi = _integer_range(q)
+    lo, hi = integer_range(q.dtype)
     shifted = z - round(c / s)
     ints = q.int_repr().to(_C.int64)
     if lo <= shifted <= hi:
@@ -485,7 +482,7 @@ def _mul_scalar(q, c: float):
     """q * c with PyTorch's quantized mul_scalar: the scale becomes s |c|; a negative c mirrors the
     integers and the zero point within the range; c = 0 gives zeros with scale 1 and zero point 0."""
     s, z = _per_tensor_input("quantized::mul_scalar", q)
-    lo, hi = _integer_range(q)
+    lo, hi = integer_range(q.dtype)
     ints = q.int_repr()
     if c == 0:
         return _C._make_per_tensor_quantized_tensor(_C.zeros_like(ints), 1.0, 0)

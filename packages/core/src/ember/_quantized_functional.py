@@ -1,11 +1,11 @@
-"""torch.quantized_max_pool1d/2d/3d (max pooling of a quantized tensor, its parameters kept) and
-torch.quantized_batch_norm. Apart from ember/_quantized.py because they reach ember.nn.functional,
-which reaches back to _tensor."""
+"""The torch-level functions over quantized tensors that reach ember.nn.functional (which reaches
+back to _tensor, so they live apart from ember/_quantized.py): torch.quantized_max_pool1d/2d/3d
+(max pooling, the parameters kept) and torch.quantized_batch_norm."""
 
 from __future__ import annotations
 
 from . import _C
-from ._quantized import per_tensor_affine, per_tensor_symmetric
+from ._quantized import integer_range, per_tensor_affine, per_tensor_symmetric
 from .nn import functional as F
 
 
@@ -54,9 +54,7 @@ def quantized_batch_norm(input, weight, bias, mean, var, eps: float, output_scal
     centered = input.int_repr().double() - float(input.q_zero_point())
     value = (alpha.double().reshape(shape) * centered + beta.double().reshape(shape)).to(f32)
     ints = value.round().to(_C.int64) + int(output_zero_point)
-    lo, hi = (0, 255) if input.dtype == _C.quint8 else (-128, 127) if input.dtype == _C.qint8 else (-(2**31),
-                                                                                                   2**31 - 1)
-    ints = ints.clamp(lo, hi)
+    ints = ints.clamp(*integer_range(input.dtype))
     return _C._make_per_tensor_quantized_tensor(ints.to(input.int_repr().dtype), float(output_scale),
                                                 int(output_zero_point))
 
