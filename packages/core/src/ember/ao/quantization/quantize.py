@@ -1,12 +1,14 @@
 """Eager-mode post-training quantization (torch.ao.quantization.quantize): prepare attaches
 observers, a calibration run feeds them, convert swaps each float module for its quantized twin;
-quantize_dynamic swaps Linear layers for dynamically quantized ones in one step.
+quantize_dynamic swaps Linear and recurrent layers for dynamically quantized ones in one step.
 
 The module mappings are PyTorch's defaults for what Ember quantizes: Linear, Conv1d/2d/3d, their
 fused ReLU forms, ReLU6, Hardswish, Dropout, FloatFunctional, Embedding, EmbeddingBag,
-BatchNorm2d/3d, the QAT Linear/Conv2d and the stubs (static); Linear, Embedding and EmbeddingBag
-(dynamic). Layers PyTorch also maps that Ember has no quantized kernel for (the dynamic LSTM/GRU,
-the other norms, BNReLU) stay float.
+BatchNorm2d/3d, the QAT Linear/Conv2d and the stubs (static); Linear, LSTM, GRU, LSTMCell,
+GRUCell, RNNCell, Embedding and EmbeddingBag (dynamic; quantize_dynamic's default qconfig_spec
+takes the first six for qint8 and float16, the tables for quint8, as PyTorch's). Layers PyTorch
+also maps that Ember has no quantized kernel for (the other norms, BNReLU, the dynamic convs and
+LinearReLU) stay float.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     nnqat.Linear: nnq.Linear, nnqat.Conv2d: nnq.Conv2d,
 }
 # (nn.MultiheadAttention's out_proj is a NonDynamicallyQuantizableLinear precisely to stay out of this)
-DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {_nn.Linear: nnqd.Linear, _nn.Embedding: nnq.Embedding,
+DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {_nn.Linear: nnqd.Linear, _nn.LSTM: nnqd.LSTM, _nn.GRU: nnqd.GRU,
+                                         _nn.LSTMCell: nnqd.LSTMCell, _nn.RNNCell: nnqd.RNNCell,
+                                         _nn.GRUCell: nnqd.GRUCell, _nn.Embedding: nnq.Embedding,
                                          _nn.EmbeddingBag: nnq.EmbeddingBag}
 
 
@@ -192,9 +196,10 @@ def quantize(model, run_fn, run_args, mapping=None, inplace: bool = False):
 
 
 def quantize_dynamic(model, qconfig_spec=None, dtype=None, mapping=None, inplace: bool = False):
-    """The model with its Linear layers dynamically quantized (qint8 weights; float16 with
-    dtype=ember.float16), or with dtype=ember.quint8 its Embedding and EmbeddingBag tables
-    quantized per row. qconfig_spec: a set of module types, or {type or qualified name: qconfig}."""
+    """The model with its Linear, LSTM, GRU, LSTMCell, GRUCell and RNNCell layers dynamically
+    quantized (qint8 weights; float16 with dtype=ember.float16), or with dtype=ember.quint8 its
+    Embedding and EmbeddingBag tables quantized per row. qconfig_spec: a set of module types, or
+    {type or qualified name: qconfig}."""
     from ... import _C
 
     dtype = _C.qint8 if dtype is None else dtype
