@@ -338,6 +338,16 @@ class RNNBase(Module):
                 values.append(PackedParameter(_CellParams(w_ih, b_ih, w_hh, b_hh)))
         self._all_weight_values = ModuleList(values)
 
+    @property
+    def dtype(self):
+        """The weights' dtype (qint8 or float16), which loading a state dict may change."""
+        values = self._modules.get("_all_weight_values")
+        return values[0].param.dtype if values is not None and len(values) else self._dtype
+
+    @dtype.setter
+    def dtype(self, value) -> None:
+        self._dtype = value
+
     def _get_name(self) -> str:
         return "DynamicQuantizedRNN"
 
@@ -497,7 +507,6 @@ class RNNBase(Module):
                 weight_bias_dict[f"weight_ih_{key}"], weight_bias_dict.get(f"bias_ih_{key}"),
                 weight_bias_dict[f"weight_hh_{key}"], weight_bias_dict.get(f"bias_hh_{key}"))))
         self._all_weight_values = ModuleList(values)
-        self.dtype = values[0].param.dtype if values else self.dtype
 
     def _weight_bias(self) -> dict:
         out = {"weight": {}, "bias": {}}
