@@ -6,6 +6,9 @@ backward equals the composed one; bad geometry raises PyTorch's errors."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -223,6 +226,10 @@ SHIFTED = [  # (spatial, kernel, padding, dilation, groups, C, O): unit stride, 
     ((30, 70), (3, 5), (0, 0), (1, 1), 1, 33, 4),  # no padding: the padded copy is the image
     ((300,), (5,), (2,), (1,), 1, 32, 3),
     ((4, 30, 30), (2, 3, 3), (0, 1, 1), (1, 1, 1), 1, 32, 3),
+    # float32 takes Note [direct shifted taps] also for 16 channels and 14x14 images; 20 and 9
+    # outputs leave the last register block of output channels partial at every vector width
+    ((14, 14), (3, 3), (1, 1), (1, 1), 1, 16, 20),
+    ((28, 28), (3, 3), (1, 1), (1, 1), 4, 64, 36),
 ]
 
 
@@ -271,6 +278,23 @@ def test_shifted_taps_match_reference(case):
     spatial, k, p, d, g, C, out_ch = case
     x, w = RNG.standard_normal((3, C, *spatial)), RNG.standard_normal((out_ch, C // g, *k))
     check_against_windowed_reference(x, w, RNG.standard_normal(out_ch), (1,) * len(spatial), p, d, g)
+
+
+def test_avx2_build_of_the_direct_shifted_taps_matches_reference():
+    # Note [direct shifted taps] has a register block of its own per vector width; on an AVX-512
+    # machine the AVX2 build runs only when asked for.
+    if ember._C._cpu_capability() != "avx512":
+        pytest.skip("the tests above already ran this machine's build")
+    code = (f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+            "import ember, test_convolution as t\n"
+            "assert ember._C._cpu_capability() == 'avx2'\n"
+            "for case in t.SHIFTED:\n"
+            "    t.test_shifted_taps_match_reference(case)\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, EMBER_CPU_CAPABILITY="avx2"),
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().endswith("ok")
 
 
 DIRECT = [  # (spatial, kernel, stride, padding, groups, C, O): few input channels per group, 8+ outputs
