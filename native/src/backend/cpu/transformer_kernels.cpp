@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "backend/cpu/blas.h"
-#include "backend/cpu/vec_math.h"
+#include "backend/cpu/row_math.h"
 #include "ember/parallel.h"
 #include "kernel_utils.h"
 #include "ops/kernels.h"
@@ -16,7 +16,7 @@ namespace {
 
 // One task per (sequence, head): the scores S = scale Q_h K_h^T and the output P V_h are two
 // OpenBLAS GEMMs reading the strided head columns in place; between them each score row gets a
-// max-subtracted softmax (vec_math.h's exp for float32). Tasks run in parallel, each GEMM
+// max-subtracted softmax (softmax_row). Tasks run in parallel, each GEMM
 // single-threaded (Note [BLAS threads]).
 template <typename T>
 void packed_attention_typed(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -38,27 +38,8 @@ void packed_attention_typed(const Tensor& out, const Tensor& q, const Tensor& k,
     scores.resize(static_cast<size_t>(lq * lk));
     blas::gemm<T>({false, qs}, {true, ks}, lq, lk, head_dim, static_cast<T>(scale), qp + q0 * qs + col,
                   kp + k0 * ks + col, T(0), scores.data(), lk);
-    for (int64_t i = 0; i < lq; ++i) {
-      T* sc = scores.data() + i * lk;
-      T top = sc[0];
-      for (int64_t j = 1; j < lk; ++j) top = std::max(top, sc[j]);
-      T total = 0;
-      int64_t j = 0;
-      if constexpr (std::is_same_v<T, float>) {
-        const vmath::VF topv = splat(top);
-        for (; j + kLanes<float> <= lk; j += kLanes<float>) {
-          const vmath::VF e = vmath::exp(load(sc + j) - topv);
-          store(sc + j, e);
-          for (int64_t l = 0; l < kLanes<float>; ++l) total += e[l];
-        }
-      }
-      for (; j < lk; ++j) {
-        sc[j] = std::exp(sc[j] - top);
-        total += sc[j];
-      }
-      const T inv = T(1) / total;
-      for (j = 0; j < lk; ++j) sc[j] *= inv;
-    }
+    for (int64_t i = 0; i < lq; ++i)
+      softmax_row<T>(scores.data() + i * lk, scores.data() + i * lk, lk, false);
     blas::gemm<T>({false, lk}, {false, vs}, lq, head_dim, lk, T(1), scores.data(), vp + k0 * vs + col, T(0),
                   op + q0 * os + col, os);
   };
@@ -72,7 +53,7 @@ void packed_attention_typed(const Tensor& out, const Tensor& q, const Tensor& k,
 }
 
 // out (contiguous [rows, features], holding the input) <- LayerNorm(out + residual) * weight + bias,
-// mean and variance in two passes over each row.
+// as layer_norm computes a row (layer_norm_row).
 template <typename T>
 void add_layer_norm_typed(const Tensor& out, const Tensor& residual, const Tensor& weight, const Tensor& bias,
                           double eps) {
@@ -89,14 +70,7 @@ void add_layer_norm_typed(const Tensor& out, const Tensor& residual, const Tenso
                      const T* y = r + row * n;
                      for (int64_t c = 0; c < n; ++c) x[c] += y[c];
                    }
-                   double mean = 0;
-                   for (int64_t c = 0; c < n; ++c) mean += x[c];
-                   mean /= static_cast<double>(n);
-                   double var = 0;
-                   for (int64_t c = 0; c < n; ++c) var += (x[c] - mean) * (x[c] - mean);
-                   var /= static_cast<double>(n);
-                   const T m = static_cast<T>(mean), rstd = static_cast<T>(1.0 / std::sqrt(var + eps));
-                   for (int64_t c = 0; c < n; ++c) x[c] = (x[c] - m) * rstd * w[c] + b[c];
+                   layer_norm_row<T>(x, x, n, w, b, eps);
                  }
                });
 }
