@@ -16,6 +16,19 @@ A record is plain data, so loading one can never run code:
 
 pickle.dumps(tensor) stores exactly this record (never storage internals or strides), and
 pickle.loads rebuilds a fresh contiguous tensor from it; a view pickles as its values.
+
+A quantized tensor (quint8, qint8, qint32) adds its quantizer to the header, and for a
+per-channel one its scales and zero points to the bytes, so a copy has the same integers,
+qscheme, scale(s), zero point(s) and axis:
+
+    header "quantizer"  {"qscheme": "per_tensor_affine", "scale": 0.1, "zero_point": 3}
+                     or {"qscheme": "per_channel_affine", "axis": 0,
+                         "scales_dtype": "float64", "zero_points_dtype": "int64"}
+    raw bytes           integers (uint8 / int8 / int32), then, per channel only,
+                        the scales and the zero points (shape[axis] elements each)
+
+The native constructors check what they rebuild (scales positive and finite, zero points in
+the dtype's range, axis in range), so a record cannot make an invalid quantized tensor.
 """
 
 from __future__ import annotations
@@ -38,13 +51,31 @@ FORMAT_VERSION = 1
 _MAX_HEADER = 1 << 16
 
 
+def _dtype_name(dtype: _C.dtype) -> str:
+    return str(dtype).removeprefix("ember.")
+
+
 def tensor_to_bytes(tensor: _C.Tensor) -> bytes:
-    """One tensor as a checkpoint record (its values, dtype and shape)."""
+    """One tensor as a checkpoint record (its values, dtype and shape; a quantized tensor's quantizer)."""
     if not isinstance(tensor, _C.Tensor):
         raise TypeError(f"[serialize] expected a Tensor, but got {type(tensor).__name__}")
-    header = json.dumps({"format": FORMAT_VERSION, "dtype": str(tensor.dtype).removeprefix("ember."),
-                         "shape": list(tensor.shape), "byteorder": sys.byteorder}, separators=(",", ":")).encode()
-    return MAGIC + struct.pack("<I", len(header)) + header + _C._to_bytes(tensor)
+    fields = {"format": FORMAT_VERSION, "dtype": _dtype_name(tensor.dtype), "shape": list(tensor.shape),
+              "byteorder": sys.byteorder}
+    body = _C._to_bytes(tensor)  # a quantized tensor's integers
+    quantizer = _C._quantizer(tensor)
+    if quantizer is not None:
+        from ._quantized import _QSCHEMES
+
+        code, scale, zero_point, scales, points, axis = quantizer
+        if scales is None:
+            fields["quantizer"] = {"qscheme": _QSCHEMES[code].name, "scale": scale, "zero_point": zero_point}
+        else:
+            fields["quantizer"] = {"qscheme": _QSCHEMES[code].name, "axis": axis,
+                                   "scales_dtype": _dtype_name(scales.dtype),
+                                   "zero_points_dtype": _dtype_name(points.dtype)}
+            body += _C._to_bytes(scales) + _C._to_bytes(points)
+    header = json.dumps(fields, separators=(",", ":")).encode()
+    return MAGIC + struct.pack("<I", len(header)) + header + body
 
 
 def tensor_from_bytes(record: bytes) -> _C.Tensor:
@@ -76,7 +107,57 @@ def tensor_from_bytes(record: bytes) -> _C.Tensor:
     # int64 range here (a 2**70 size would escape as TypeError); negative sizes are named by _from_bytes
     if not isinstance(shape, list) or not all(type(s) is int and -(1 << 63) <= s < 1 << 63 for s in shape):
         raise ValueError(f"[deserialize] shape must be a list of integers in int64's range, but got {str(shape)[:80]}")
+    if dtype in _QUANTIZED_INTS:
+        return _quantized_from_record(header, record[12 + size:], shape, dtype)
+    if "quantizer" in header:
+        raise ValueError(f"[deserialize] a {header['dtype']} tensor record cannot have a quantizer")
     return _C._from_bytes(record[12 + size:], shape, dtype)
+
+
+# quantized dtype -> the integer dtype its record's bytes hold
+_QUANTIZED_INTS = {_C.quint8: _C.uint8, _C.qint8: _C.int8, _C.qint32: _C.int32}
+_PER_CHANNEL = ("per_channel_affine", "per_channel_affine_float_qparams")
+
+
+def _quantized_from_record(header: dict, body: bytes, shape: list, dtype: _C.dtype) -> _C.Tensor:
+    """A quantized tensor from its record (module docstring); the native constructors check the values."""
+    quantizer = header.get("quantizer")
+    if not isinstance(quantizer, dict):
+        raise ValueError(f"[deserialize] a {header['dtype']} tensor record must hold its quantizer "
+                         f"(qscheme, scale(s), zero point(s)), but got {str(quantizer)[:80]}")
+    ints_dtype = _QUANTIZED_INTS[dtype]
+    qscheme = quantizer.get("qscheme")
+    if qscheme == "per_tensor_affine":
+        scale, zero_point = quantizer.get("scale"), quantizer.get("zero_point")
+        if type(scale) not in (int, float) or type(zero_point) is not int:
+            raise ValueError(f"[deserialize] a per-tensor quantizer needs a number scale and an integer zero_point, "
+                             f"but got {scale!r} and {zero_point!r}")
+        return _C._make_per_tensor_quantized_tensor(_C._from_bytes(body, shape, ints_dtype), float(scale), zero_point)
+    if qscheme not in _PER_CHANNEL:
+        raise ValueError(f"[deserialize] unknown qscheme {str(qscheme)[:40]!r} in a quantized tensor record")
+    axis = quantizer.get("axis")
+    if type(axis) is not int or not 0 <= axis < len(shape) or any(s < 0 for s in shape):
+        raise ValueError(f"[deserialize] a per-channel quantizer's axis must index the shape {shape}, but got {axis!r}")
+    scales_dtype = getattr(_C, str(quantizer.get("scales_dtype")), None)
+    points_dtype = getattr(_C, str(quantizer.get("zero_points_dtype")), None)
+    if scales_dtype not in (_C.float32, _C.float64) or points_dtype not in (_C.int32, _C.int64, _C.float32,
+                                                                           _C.float64):
+        raise ValueError(f"[deserialize] a per-channel quantizer's scales must be float32 or float64 and its zero "
+                         f"points int32, int64, float32 or float64, but got {quantizer.get('scales_dtype')!r} and "
+                         f"{quantizer.get('zero_points_dtype')!r}")
+    numel = 1
+    for s in shape:
+        numel *= s
+    channels = shape[axis]
+    n_ints, n_scales = numel * ints_dtype.itemsize, channels * scales_dtype.itemsize
+    expected = n_ints + n_scales + channels * points_dtype.itemsize
+    if len(body) != expected:
+        raise ValueError(f"[deserialize] expected {expected} bytes of integers, scales and zero points for a "
+                         f"per-channel {header['dtype']} tensor of shape {shape}, but the record holds {len(body)}")
+    ints = _C._from_bytes(body[:n_ints], shape, ints_dtype)
+    scales = _C._from_bytes(body[n_ints:n_ints + n_scales], [channels], scales_dtype)
+    points = _C._from_bytes(body[n_ints + n_scales:], [channels], points_dtype)
+    return _C._make_per_channel_quantized_tensor(ints, scales, points, axis)
 
 
 def _reduce_ex(self: _C.Tensor, protocol: int) -> tuple:

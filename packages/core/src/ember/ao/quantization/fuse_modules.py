@@ -1,7 +1,7 @@
 """fuse_modules (torch.ao.quantization.fuse_modules): merge a layer with the BatchNorm and/or ReLU
 after it, so convert quantizes them as one module. Eval mode: a BatchNorm is folded into the
 conv/linear weights (nn.utils.fusion); the ReLU makes the pair an ember.ao.nn.intrinsic fused
-module. The first named module is replaced by the result and the others by nn.Identity, as in
+module, as it does a BatchNorm2d/3d and the ReLU after it (BNReLU2d/3d, in either mode). The first named module is replaced by the result and the others by nn.Identity, as in
 PyTorch (its forward pre-hooks kept, and the last module's forward hooks moved onto it)."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ def _fold(layer, bn):
 
 _CONV_RELU = {_nn.Conv1d: nni.ConvReLU1d, _nn.Conv2d: nni.ConvReLU2d, _nn.Conv3d: nni.ConvReLU3d,
               _nn.Linear: nni.LinearReLU}
+_BN_RELU = {(_nn.BatchNorm2d, _nn.ReLU): nni.BNReLU2d, (_nn.BatchNorm3d, _nn.ReLU): nni.BNReLU3d}
 _BATCH_NORM = {_nn.Conv1d: _nn.BatchNorm1d, _nn.Conv2d: _nn.BatchNorm2d, _nn.Conv3d: _nn.BatchNorm3d,
                _nn.Linear: _nn.BatchNorm1d}
 
@@ -32,6 +33,8 @@ def fuse_known_modules(mod_list, is_qat: bool = False, additional_fuser_method_m
         raise NotImplementedError("fusing for quantization-aware training (ConvBn modules) is not in Ember")
     types = tuple(type(m) for m in mod_list)
     layer = mod_list[0]
+    if types in _BN_RELU:  # no folding: BatchNorm + ReLU quantize as one module
+        return _moved_hooks(mod_list, _BN_RELU[types](*mod_list))
     if types[0] not in _CONV_RELU or not 2 <= len(types) <= 3:
         raise NotImplementedError(f"Cannot fuse modules: {types}")
     rest = list(types[1:])
@@ -44,7 +47,11 @@ def fuse_known_modules(mod_list, is_qat: bool = False, additional_fuser_method_m
         rest.pop(0)
     if rest:
         raise NotImplementedError(f"Cannot fuse modules: {types}")
-    for pre_hook in layer._forward_pre_hooks.values():
+    return _moved_hooks(mod_list, fused)
+
+
+def _moved_hooks(mod_list, fused) -> list:
+    for pre_hook in mod_list[0]._forward_pre_hooks.values():
         fused.register_forward_pre_hook(pre_hook)
     for hook in mod_list[-1]._forward_hooks.values():
         fused.register_forward_hook(hook)

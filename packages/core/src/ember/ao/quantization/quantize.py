@@ -4,11 +4,11 @@ quantize_dynamic swaps Linear and recurrent layers for dynamically quantized one
 
 The module mappings are PyTorch's defaults for what Ember quantizes: Linear, Conv1d/2d/3d, their
 fused ReLU forms, ReLU6, Hardswish, Dropout, FloatFunctional, Embedding, EmbeddingBag,
-BatchNorm2d/3d, the QAT Linear/Conv2d and the stubs (static); Linear, LSTM, GRU, LSTMCell,
-GRUCell, RNNCell, Embedding and EmbeddingBag (dynamic; quantize_dynamic's default qconfig_spec
-takes the first six for qint8 and float16, the tables for quint8, as PyTorch's). Layers PyTorch
-also maps that Ember has no quantized kernel for (the other norms, BNReLU, the dynamic convs and
-LinearReLU) stay float.
+BatchNorm2d/3d and the fused BNReLU2d/3d, the QAT Linear/Conv2d and the stubs (static); Linear,
+LSTM, GRU, LSTMCell, GRUCell, RNNCell, Embedding and EmbeddingBag (dynamic; quantize_dynamic's
+default qconfig_spec takes the first six for qint8 and float16, the tables for quint8, as
+PyTorch's). Layers PyTorch also maps that Ember has no quantized kernel for (the other norms, the
+dynamic convs and LinearReLU) stay float.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     nnq.FloatFunctional: nnq.QFunctional, _nn.Embedding: nnq.Embedding, _nn.EmbeddingBag: nnq.EmbeddingBag,
     _nn.BatchNorm2d: nnq.BatchNorm2d, _nn.BatchNorm3d: nnq.BatchNorm3d,
     nni.LinearReLU: nniq.LinearReLU, nni.ConvReLU1d: nniq.ConvReLU1d, nni.ConvReLU2d: nniq.ConvReLU2d,
-    nni.ConvReLU3d: nniq.ConvReLU3d,
+    nni.ConvReLU3d: nniq.ConvReLU3d, nni.BNReLU2d: nniq.BNReLU2d, nni.BNReLU3d: nniq.BNReLU3d,
     nnqat.Linear: nnq.Linear, nnqat.Conv2d: nnq.Conv2d,
 }
 # (nn.MultiheadAttention's out_proj is a NonDynamicallyQuantizableLinear precisely to stay out of this)

@@ -35,6 +35,14 @@ class LinearReLU(_FusedModule):
     _TYPES = ("Linear", "ReLU")
 
 
+class BNReLU2d(_FusedModule):
+    _TYPES = ("BatchNorm2d", "ReLU")
+
+
+class BNReLU3d(_FusedModule):
+    _TYPES = ("BatchNorm3d", "ReLU")
+
+
 from . import quantized  # noqa: E402 - needs the classes above
 
-__all__ = ["ConvReLU1d", "ConvReLU2d", "ConvReLU3d", "LinearReLU", "quantized"]
+__all__ = ["BNReLU2d", "BNReLU3d", "ConvReLU1d", "ConvReLU2d", "ConvReLU3d", "LinearReLU", "quantized"]

@@ -3,6 +3,7 @@ applied to its integers before they are stored (relu clamps at the output zero p
 
 from __future__ import annotations
 
+from ..quantized import batchnorm as _qbn
 from ..quantized import modules as nnq
 
 
@@ -34,4 +35,23 @@ class ConvReLU3d(nnq.Conv3d):
         return "QuantizedConvReLU3d"
 
 
-__all__ = ["ConvReLU1d", "ConvReLU2d", "ConvReLU3d", "LinearReLU"]
+class BNReLU2d(_qbn.BatchNorm2d):
+    """Quantized BatchNorm2d followed by relu (PyTorch's quantized::batch_norm2d_relu): the batch
+    norm's integers clamped below at the output zero point."""
+
+    _relu = True
+
+    def _get_name(self) -> str:
+        return "QuantizedBNReLU2d"
+
+
+class BNReLU3d(_qbn.BatchNorm3d):
+    """Quantized BatchNorm3d followed by relu (PyTorch's quantized::batch_norm3d_relu)."""
+
+    _relu = True
+
+    def _get_name(self) -> str:
+        return "QuantizedBNReLU3d"
+
+
+__all__ = ["BNReLU2d", "BNReLU3d", "ConvReLU1d", "ConvReLU2d", "ConvReLU3d", "LinearReLU"]
