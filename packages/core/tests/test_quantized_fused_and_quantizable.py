@@ -335,3 +335,289 @@ def test_bn_relu_errors_and_names():
     assert ember.nn.intrinsic.BNReLU2d is nni.BNReLU2d and ember.nn.intrinsic.quantized.BNReLU3d is nniq.BNReLU3d
     assert tq.get_default_static_quant_module_mappings()[nni.BNReLU2d] is nniq.BNReLU2d
     assert repr(nniq.BNReLU2d(3)).startswith("QuantizedBNReLU2d(3")
+
+
+# ---------------------------------------------------------------- quantizable LSTM / MultiheadAttention
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _lstm_reference(x, h0, c0, weights, layers, bidirectional):
+    """nn.LSTM in float64 NumPy: x [T, N, F]; h0/c0 [layers * dirs, N, H]; weights[(layer, dir)] =
+    (w_ih, w_hh, b_ih, b_hh) in PyTorch's gate order (input, forget, cell, output)."""
+    dirs = 2 if bidirectional else 1
+    hs, cs = [], []
+    for layer in range(layers):
+        outs = []
+        for d in range(dirs):
+            w_ih, w_hh, b_ih, b_hh = weights[(layer, d)]
+            h, c = h0[layer * dirs + d], c0[layer * dirs + d]
+            steps = range(x.shape[0]) if d == 0 else range(x.shape[0] - 1, -1, -1)
+            out = np.zeros((x.shape[0], x.shape[1], h.shape[-1]))
+            for t in steps:
+                i, f, g, o = np.split(x[t] @ w_ih.T + b_ih + h @ w_hh.T + b_hh, 4, axis=1)
+                c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+                h = _sigmoid(o) * np.tanh(c)
+                out[t] = h
+            outs.append(out)
+            hs.append(h)
+            cs.append(c)
+        x = np.concatenate(outs, axis=2)
+    return x, np.stack(hs), np.stack(cs)
+
+
+def _lstm_weights(lstm, layers, dirs):
+    return {(layer, d): tuple(getattr(lstm, f"{kind}_l{layer}{'_reverse' if d else ''}").detach().numpy()
+                              .astype(np.float64) for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+            for layer in range(layers) for d in range(dirs)}
+
+
+@pytest.mark.parametrize("layers,bidirectional,batch_first", [(1, False, False), (2, True, False), (2, False, True),
+                                                              (1, True, True)])
+def test_quantizable_lstm_matches_nn_lstm_and_numpy(layers, bidirectional, batch_first):
+    from ember.ao.nn import quantizable as nnqa
+
+    rng = np.random.default_rng(layers + 2 * bidirectional)
+    lstm = _fill(nn.LSTM(5, 6, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first),
+                 seed=9, scale=0.4).eval()
+    lstm.qconfig = tq.default_qconfig
+    q = nnqa.LSTM.from_float(lstm)
+    assert q._get_name() == "QuantizableLSTM" and len(q.layers) == layers
+    dirs = 2 if bidirectional else 1
+    x = rng.normal(size=(7, 3, 5)).astype(np.float32)
+    h0, c0 = (rng.normal(size=(layers * dirs, 3, 6)).astype(np.float32) for _ in range(2))
+    xin = _t(x.transpose(1, 0, 2)) if batch_first else _t(x)
+    y, (h, c) = q(xin, (_t(h0), _t(c0)))
+    want_y, (want_h, want_c) = lstm(xin, (_t(h0), _t(c0)))
+    for got, want in ((y, want_y), (h, want_h), (c, want_c)):
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=0, atol=1e-6)
+    ref_y, ref_h, ref_c = _lstm_reference(x.astype(np.float64), h0.astype(np.float64), c0.astype(np.float64),
+                                          _lstm_weights(lstm, layers, dirs), layers, bidirectional)
+    got_y = y.detach().numpy().transpose(1, 0, 2) if batch_first else y.detach().numpy()
+    np.testing.assert_allclose(got_y, ref_y, rtol=0, atol=2e-6)
+    np.testing.assert_allclose(h.detach().numpy(), ref_h, rtol=0, atol=2e-6)
+    np.testing.assert_allclose(c.detach().numpy(), ref_c, rtol=0, atol=2e-6)
+    # no state: zeros, as nn.LSTM
+    np.testing.assert_allclose(q(xin)[0].detach().numpy(), lstm(xin)[0].detach().numpy(), rtol=0, atol=1e-6)
+    # the observers saw the intermediate results: the gates' sum, checked against NumPy
+    cell = q.layers[0].layer_fw.cell
+    for name in ("igates", "hgates", "gates", "fgate_cx", "igate_cgate", "fgate_cx_igate_cgate", "ogate_cy"):
+        assert type(getattr(cell, name).activation_post_process).__name__ == "MinMaxObserver", name
+    assert not hasattr(q, "activation_post_process")
+    q2 = nnqa.LSTM.from_float(lstm)
+    q2(_t(x[:1].transpose(1, 0, 2)) if batch_first else _t(x[:1]))  # one step from zero state
+    w_ih, w_hh, b_ih, b_hh = _lstm_weights(lstm, layers, dirs)[(0, 0)]
+    gates = x[0].astype(np.float64) @ w_ih.T + b_ih + b_hh
+    observer = q2.layers[0].layer_fw.cell.gates.activation_post_process
+    np.testing.assert_allclose([float(observer.min_val), float(observer.max_val)], [gates.min(), gates.max()],
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("split_gates", [False, True])
+def test_quantizable_lstm_cell_against_numpy(split_gates):
+    from ember.ao.nn import quantizable as nnqa
+
+    rng = np.random.default_rng(11)
+    cell = _fill(nn.LSTMCell(4, 3), seed=12, scale=0.5)
+    cell.qconfig = tq.default_qconfig
+    q = nnqa.LSTMCell.from_float(cell, split_gates=split_gates)
+    assert q._get_name() == "QuantizableLSTMCell" and q.qconfig is cell.qconfig
+    assert (type(q.igates) is nn.ModuleDict) == split_gates
+    x, hx, cx = (rng.normal(size=s).astype(np.float32) for s in ((2, 4), (2, 3), (2, 3)))
+    h, c = q(_t(x), (_t(hx), _t(cx)))
+    w_ih, w_hh, b_ih, b_hh = (getattr(cell, n).detach().numpy().astype(np.float64)
+                              for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+    i, f, g, o = np.split(x @ w_ih.T + b_ih + hx @ w_hh.T + b_hh, 4, axis=1)
+    want_c = _sigmoid(f) * cx + _sigmoid(i) * np.tanh(g)
+    want_h = _sigmoid(o) * np.tanh(want_c)
+    np.testing.assert_allclose(c.detach().numpy(), want_c, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(h.detach().numpy(), want_h, rtol=0, atol=1e-6)
+    zh, zc = q(_t(x))
+    np.testing.assert_allclose(zh.detach().numpy(), cell(_t(x))[0].detach().numpy(), rtol=0, atol=1e-6)
+    h_q, c_q = q.initialize_hidden(2, is_quantized=True)
+    assert h_q.dtype == ember.quint8 and (h_q.q_scale(), h_q.q_zero_point()) == (1.0, 0)
+    no_bias = nnqa.LSTMCell.from_params(cell.weight_ih, cell.weight_hh, split_gates=split_gates)
+    assert not no_bias.bias
+    with pytest.raises(AssertionError, match="bi and bh must both be None"):
+        nnqa.LSTMCell.from_params(cell.weight_ih, cell.weight_hh, cell.bias_ih, None)
+
+
+def test_prepare_with_custom_module_config_and_convert_refuses():
+    from ember.ao.nn import quantizable as nnqa
+
+    lstm = _fill(nn.LSTM(4, 5, num_layers=2), seed=13)
+    model = nn.Sequential(lstm).eval()
+    model.qconfig = tq.default_qconfig
+    config = {"float_to_observed_custom_module_class": {nn.LSTM: nnqa.LSTM}}
+    prepared = tq.prepare(model, prepare_custom_config_dict=config)
+    assert type(prepared[0]) is nnqa.LSTM and type(model[0]) is nn.LSTM  # prepare copied the model
+    x = _data(14, (6, 2, 4), n=1)[0]
+    y_float = model(x)[0].detach().numpy()
+    np.testing.assert_allclose(prepared(x)[0].detach().numpy(), y_float, rtol=0, atol=1e-6)
+    observers = [n for n, m in prepared.named_modules() if n.endswith("activation_post_process")]
+    assert len(observers) == 2 * 7  # per layer's cell: igates, hgates and the five FloatFunctionals
+    assert "0.activation_post_process" not in observers  # the LSTM's tuple output has none
+    with pytest.raises(NotImplementedError, match="quantized form of an observed QuantizableLSTM"):
+        tq.convert(prepared)
+    # without the config nn.LSTM is not swapped (Ember's default custom config is empty)
+    assert type(tq.prepare(model)[0]) is nn.LSTM
+    # an observed module copies with its observers
+    copied = copy.deepcopy(prepared)
+    np.testing.assert_array_equal(copied(x)[0].detach().numpy(), prepared(x)[0].detach().numpy())
+
+
+def test_convert_custom_config_calls_from_observed():
+    class Scale(nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    class ObservedScale(nn.Module):
+        @classmethod
+        def from_float(cls, mod):
+            return cls()
+
+        def forward(self, x):
+            return x * 2
+
+    class QuantizedScale(nn.Module):
+        def __init__(self, scale, zero_point):
+            super().__init__()
+            self.scale, self.zero_point = scale, zero_point
+
+        @classmethod
+        def from_observed(cls, mod):
+            scale, zero_point = mod.activation_post_process.calculate_qparams()
+            return cls(float(scale), int(zero_point))
+
+        def forward(self, x):
+            return ember.quantize_per_tensor(x.dequantize() * 2, self.scale, self.zero_point, ember.quint8)
+
+    model = nn.Sequential(tq.QuantStub(), Scale(), tq.DeQuantStub()).eval()
+    model.qconfig = tq.default_qconfig
+    prepared = tq.prepare(model, prepare_custom_config_dict={"float_to_observed_custom_module_class":
+                                                             {Scale: ObservedScale}})
+    assert type(prepared[1]) is ObservedScale and hasattr(prepared[1], "activation_post_process")
+    x = _t(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    prepared(x)
+    converted = tq.convert(prepared, convert_custom_config_dict={"observed_to_quantized_custom_module_class":
+                                                                  {ObservedScale: QuantizedScale}})
+    assert type(converted[1]) is QuantizedScale
+    np.testing.assert_allclose(converted(x).numpy(), 2 * x.numpy(), atol=2 * converted[1].scale + 0.02)
+
+
+def test_quantizable_lstm_errors_and_names():
+    from ember.ao.nn import quantizable as nnqa
+
+    with pytest.raises(AssertionError, match="Expected module type LSTM, got GRU"):
+        nnqa.LSTM.from_float(nn.GRU(2, 3))
+    with pytest.raises(AssertionError, match="other must have qconfig"):
+        nnqa.LSTM.from_float(nn.LSTM(2, 3).eval())
+    with pytest.raises(AssertionError, match="Expected module type LSTMCell, got GRUCell"):
+        nnqa.LSTMCell.from_float(nn.GRUCell(2, 3))
+    with pytest.raises(AssertionError, match="must have 'qconfig'"):
+        nnqa.LSTMCell.from_float(nn.LSTMCell(2, 3))
+    projected = nn.LSTM(2, 4, proj_size=3).eval()
+    projected.qconfig = tq.default_qconfig
+    with pytest.raises(NotImplementedError, match="no projection"):
+        nnqa.LSTM.from_float(projected)
+    training = nn.LSTM(2, 3)
+    training.qconfig = tq.default_qconfig
+    with pytest.raises(NotImplementedError, match="quantization-aware training"):
+        nnqa.LSTM.from_float(training)
+    with pytest.raises(NotImplementedError, match="non-quantizable LSTM"):
+        nnqa.LSTM.from_observed(nnqa.LSTM(2, 3))
+    with pytest.raises(ValueError, match="dropout should be a number in range"):
+        nnqa.LSTM(2, 3, dropout=1.5)
+    with pytest.warns(UserWarning, match="dropout option for quantizable LSTM is ignored"):
+        nnqa.LSTM(2, 3, num_layers=2, dropout=0.3)
+    with pytest.raises(ValueError, match="expected a 3-D input"):
+        nnqa.LSTM(2, 3)(ember.randn(4, 2))
+    # a layer after a bidirectional one reads both directions (2 * hidden inputs), as nn.LSTM's
+    stacked = nnqa.LSTM(2, 3, num_layers=2, bidirectional=True)
+    assert stacked.layers[1].layer_fw.cell.igates.in_features == 6
+    assert tuple(stacked(ember.randn(5, 2, 2))[0].shape) == (5, 2, 6)
+    import ember.nn.quantizable as legacy
+
+    assert legacy.LSTMCell is nnqa.LSTMCell and legacy.MultiheadAttention is nnqa.MultiheadAttention
+
+
+@pytest.mark.parametrize("kw", [{}, {"batch_first": True}, {"kdim": 6, "vdim": 5, "add_bias_kv": True},
+                                {"add_zero_attn": True, "bias": False}], ids=["plain", "batch_first", "kv", "zero"])
+def test_quantizable_multihead_attention_matches_float(kw):
+    from ember.ao.nn import quantizable as nnqa
+
+    rng = np.random.default_rng(21)
+    mha = _fill(nn.MultiheadAttention(8, 2, **kw), seed=22, scale=0.4).eval()
+    mha.qconfig = tq.default_qconfig
+    observed = nnqa.MultiheadAttention.from_float(mha)
+    assert observed._get_name() == "QuantizableMultiheadAttention"
+    for name in ("linear_Q", "linear_K", "linear_V", "out_proj", "quant_attn_output", "quant_attn_output_weights"):
+        assert hasattr(getattr(observed, name), "activation_post_process"), name
+    kdim, vdim = kw.get("kdim", 8), kw.get("vdim", 8)
+    shape = (lambda s, e: (2, s, e)) if kw.get("batch_first") else (lambda s, e: (s, 2, e))
+    q, k, v = (_t(rng.normal(size=shape(s, e)).astype(np.float32)) for s, e in ((3, 8), (4, kdim), (4, vdim)))
+    src = 4  # masks are given for the keys; bias_k and the zero attention pad them
+    mask = _t(rng.uniform(size=(3, src)) > 0.7)
+    padding = _t(np.array([[False] * (src - 1) + [True], [False] * src]))
+    for args in ({}, {"attn_mask": mask}, {"key_padding_mask": padding, "average_attn_weights": False},
+                 {"need_weights": False}):
+        want, want_w = mha(q, k, v, **args)
+        got, got_w = observed(q, k, v, **args)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=0, atol=1e-6)
+        assert (got_w is None) == (want_w is None)
+        if want_w is not None:
+            np.testing.assert_allclose(got_w.detach().numpy(), want_w.detach().numpy(), rtol=0, atol=1e-6)
+    # float64 reference for the plain call (no masks), one head at a time
+    if not kw:
+        e, h = 8, 2
+        wq, wk, wv = (observed.linear_Q.weight, observed.linear_K.weight, observed.linear_V.weight)
+        bq, bk, bv = (observed.linear_Q.bias, observed.linear_K.bias, observed.linear_V.bias)
+        f64 = [t.detach().numpy().astype(np.float64) for t in (q, k, v, wq, wk, wv, bq, bk, bv)]
+        qq, kk, vv = (x @ w.T + b for x, w, b in zip(f64[:3], f64[3:6], f64[6:], strict=True))
+        out = np.zeros((3, 2, e))
+        for n in range(2):
+            for head in range(h):
+                cols = slice(head * e // h, (head + 1) * e // h)
+                s = qq[:, n, cols] @ kk[:, n, cols].T / np.sqrt(e // h)
+                p = np.exp(s - s.max(1, keepdims=True))
+                out[:, n, cols] = (p / p.sum(1, keepdims=True)) @ vv[:, n, cols]
+        wo, bo = (t.detach().numpy().astype(np.float64) for t in (observed.out_proj.weight, observed.out_proj.bias))
+        np.testing.assert_allclose(observed(q, k, v)[0].detach().numpy(), out @ wo.T + bo, rtol=0, atol=2e-6)
+    # dequantize() gives back the float module
+    back = observed.dequantize()
+    assert type(back) is nn.MultiheadAttention
+    np.testing.assert_allclose(back(q, k, v)[0].detach().numpy(), mha(q, k, v)[0].detach().numpy(), rtol=0,
+                               atol=1e-6)
+
+
+def test_quantizable_multihead_attention_errors():
+    from ember.ao.nn import quantizable as nnqa
+
+    with pytest.raises(AssertionError, match="Expected type MultiheadAttention, got Linear"):
+        nnqa.MultiheadAttention.from_float(nn.Linear(2, 2))
+    with pytest.raises(AssertionError, match="must have 'qconfig'"):
+        nnqa.MultiheadAttention.from_float(nn.MultiheadAttention(4, 2))
+    m = nnqa.MultiheadAttention(4, 2)
+    x = ember.randn(3, 1, 4)
+    with pytest.raises(AssertionError, match="causal mask not supported by AO MHA module"):
+        m(x, x, x, is_causal=True)
+    with pytest.raises(RuntimeError, match="The size of the 2D attn_mask is not correct"):
+        m(x, x, x, attn_mask=ember.zeros(2, 2, dtype=ember.bool))
+    with pytest.raises(AssertionError, match="Only float and bool types are supported for attn_mask"):
+        m(x, x, x, attn_mask=ember.zeros(3, 3, dtype=ember.int64))
+    with pytest.raises(AssertionError, match="embed_dim mismatch"):
+        m(ember.randn(3, 1, 5), x, x)
+    with pytest.raises(NotImplementedError, match="trying to prepare an MHA module"):
+        nnqa.MultiheadAttention.from_observed(m)
+    mha = nn.MultiheadAttention(4, 2).eval()
+    model = nn.Sequential()
+    model.add_module("attn", mha)
+    model.qconfig = tq.default_qconfig
+    prepared = tq.prepare(model, prepare_custom_config_dict={"float_to_observed_custom_module_class":
+                                                             {nn.MultiheadAttention: nnqa.MultiheadAttention}})
+    assert type(prepared.attn) is nnqa.MultiheadAttention and not hasattr(prepared.attn, "activation_post_process")
+    with pytest.raises(NotImplementedError, match="QuantizableMultiheadAttention"):
+        tq.convert(prepared)

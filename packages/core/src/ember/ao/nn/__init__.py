@@ -1,6 +1,6 @@
 """ember.ao.nn (torch.ao.nn): the QAT modules (qat), the quantized ones (quantized, and
-quantized.dynamic) and the fused ones (intrinsic)."""
+quantized.dynamic), the fused ones (intrinsic) and the observable LSTM / attention (quantizable)."""
 
-from . import intrinsic, qat, quantized
+from . import intrinsic, qat, quantizable, quantized
 
-__all__ = ["intrinsic", "qat", "quantized"]
+__all__ = ["intrinsic", "qat", "quantizable", "quantized"]

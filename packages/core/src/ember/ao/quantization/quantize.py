@@ -87,22 +87,45 @@ def _has_children(module) -> bool:
     return any(True for _ in module.children())
 
 
+def _no_observer_classes() -> tuple:
+    """Observed custom modules whose output is not one tensor (PyTorch's no_observer_set)."""
+    from ..nn import quantizable
+
+    return (quantizable.LSTM, quantizable.MultiheadAttention)
+
+
+def _insert_output_observer(module) -> None:
+    module.add_module("activation_post_process", module.qconfig.activation())
+    module._observer_hook_handle = module.register_forward_hook(_observer_hook)
+
+
 def add_observer_(module, qconfig_propagation_list=None, non_leaf_module_list=None, device=None,
                   custom_module_class_mapping=None) -> None:
     """Attach `activation_post_process = qconfig.activation()` to each quantizable module with a
-    qconfig, run on its output by a forward hook (FloatFunctional observes through its own slot)."""
+    qconfig, run on its output by a forward hook (FloatFunctional observes through its own slot).
+    A child whose type custom_module_class_mapping names is replaced by that class's
+    from_float(child) (which observes its own insides), with an output observer unless it is a
+    quantizable LSTM or MultiheadAttention."""
     if qconfig_propagation_list is None:
         qconfig_propagation_list = get_default_qconfig_propagation_list()
-    for child in module.children():
-        if isinstance(child, (nnq.FloatFunctional, nnq.QFunctional)):
+    custom_module_class_mapping = custom_module_class_mapping or {}
+    for name, child in list(module.named_children()):
+        if type(child) in custom_module_class_mapping and getattr(child, "qconfig", None) is not None:
+            observed_class = custom_module_class_mapping[type(child)]
+            observed = observed_class.from_float(child)
+            if getattr(observed, "qconfig", None) is None:
+                observed.qconfig = child.qconfig
+            setattr(module, name, observed)
+            if not issubclass(observed_class, _no_observer_classes()):
+                _insert_output_observer(observed)
+        elif isinstance(child, (nnq.FloatFunctional, nnq.QFunctional)):
             if getattr(child, "qconfig", None) is not None:
                 child.activation_post_process = child.qconfig.activation()
         elif isinstance(child, nni._FusedModule) or not _has_children(child) or (
                 non_leaf_module_list is not None and type(child) in non_leaf_module_list):
             if getattr(child, "qconfig", None) is not None and type(child) in qconfig_propagation_list \
                     and not isinstance(child, DeQuantStub):
-                child.add_module("activation_post_process", child.qconfig.activation())
-                child._observer_hook_handle = child.register_forward_hook(_observer_hook)
+                _insert_output_observer(child)
         else:
             add_observer_(child, qconfig_propagation_list, non_leaf_module_list, device, custom_module_class_mapping)
 
@@ -117,9 +140,15 @@ def _remove_observers(module) -> None:
 def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_module_list=None,
             prepare_custom_config_dict=None):
     """The model with observers on every quantizable module that has a qconfig (set `model.qconfig`
-    first); run calibration data through it, then convert."""
+    first); run calibration data through it, then convert. prepare_custom_config_dict's
+    "float_to_observed_custom_module_class" ({float type: observed type}, e.g. {nn.LSTM:
+    ember.ao.nn.quantizable.LSTM}) swaps those modules for their observed forms. Unlike PyTorch's,
+    the default config is empty: Ember has no quantized LSTM or MultiheadAttention to convert the
+    observed ones to, so nn.LSTM and nn.MultiheadAttention stay float unless named."""
     if not inplace:
         model = copy.deepcopy(model)
+    prepare_custom_config_dict = prepare_custom_config_dict or {}
+    custom_module_class_mapping = prepare_custom_config_dict.get("float_to_observed_custom_module_class", {})
     propagate_qconfig_(model)
     if not any(getattr(m, "qconfig", None) for m in model.modules()):
         import warnings
@@ -127,7 +156,8 @@ def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_mod
         warnings.warn("None of the submodule got qconfig applied. Make sure you passed correct configuration "
                       "through `qconfig_dict` or by assigning the `.qconfig` attribute directly on submodules",
                       stacklevel=2)
-    add_observer_(model, allow_list, observer_non_leaf_module_list)
+    add_observer_(model, allow_list, observer_non_leaf_module_list,
+                  custom_module_class_mapping=custom_module_class_mapping)
     return model
 
 
@@ -147,11 +177,18 @@ def prepare_qat(model, mapping=None, inplace: bool = False):
 
 
 def swap_module(mod, mapping: dict, custom_module_class_mapping=None, use_precomputed_fake_quant: bool = False):
-    """mod's quantized twin from mapping (its type's from_float), keeping its forward hooks other
-    than the observer's; mod itself when it has no qconfig or no twin."""
-    if getattr(mod, "qconfig", None) is None or type(mod) not in mapping:
+    """mod's quantized twin from mapping (its type's from_float), or from custom_module_class_mapping
+    (its type's from_observed), keeping its forward hooks other than the observer's; mod itself
+    when it has no qconfig or no twin."""
+    custom_module_class_mapping = custom_module_class_mapping or {}
+    if getattr(mod, "qconfig", None) is None:
         return mod
-    new = mapping[type(mod)].from_float(mod)
+    if type(mod) in custom_module_class_mapping:
+        new = custom_module_class_mapping[type(mod)].from_observed(mod)
+    elif type(mod) in mapping:
+        new = mapping[type(mod)].from_float(mod)
+    else:
+        return mod
     for pre_hook in mod._forward_pre_hooks.values():
         new.register_forward_pre_hook(pre_hook)
     observer_handle = getattr(mod, "_observer_hook_handle", None)
@@ -163,18 +200,31 @@ def swap_module(mod, mapping: dict, custom_module_class_mapping=None, use_precom
 
 def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = True,
             is_reference: bool = False, convert_custom_config_dict=None, use_precomputed_fake_quant: bool = False):
-    """Swap every prepared module for its quantized twin (mapping defaults to the static one)."""
+    """Swap every prepared module for its quantized twin (mapping defaults to the static one);
+    convert_custom_config_dict's "observed_to_quantized_custom_module_class" ({observed type:
+    quantized type}) converts observed custom modules with the quantized type's from_observed.
+    An observed quantizable LSTM / MultiheadAttention it does not name raises: their quantized
+    forms (PyTorch's ao.nn.quantized.LSTM / MultiheadAttention) are not in Ember."""
     if is_reference:
         raise NotImplementedError("reference quantized modules (is_reference=True) are not in Ember")
     if not inplace:
         module = copy.deepcopy(module)
     mapping = get_default_static_quant_module_mappings() if mapping is None else mapping
+    convert_custom_config_dict = convert_custom_config_dict or {}
+    custom = convert_custom_config_dict.get("observed_to_quantized_custom_module_class", {})
 
     def swap(mod) -> None:
         for name, child in list(mod.named_children()):
-            if not isinstance(child, nni._FusedModule) and type(child) not in mapping:
+            if isinstance(child, _no_observer_classes()) and type(child) not in custom \
+                    and getattr(child, "qconfig", None) is not None:
+                raise NotImplementedError(
+                    f"convert: the quantized form of an observed {child._get_name()} (PyTorch's "
+                    f"ao.nn.quantized.{type(child).__name__}) is not in Ember; it needs quantized sigmoid, tanh, stack "
+                    f"and flip (LSTM) or mean (attention). Leave {type(child).__name__} out of "
+                    f"prepare_custom_config_dict to keep it float")
+            if not isinstance(child, nni._FusedModule) and type(child) not in mapping and type(child) not in custom:
                 swap(child)
-            mod._modules[name] = swap_module(child, mapping)
+            mod._modules[name] = swap_module(child, mapping, custom)
 
     swap(module)
     if remove_qconfig:
