@@ -31,8 +31,8 @@ def factory_kwargs(kwargs: dict | None) -> dict:
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562
-    # ember.nn.quantized / intrinsic / qat: the older names of ember.ao.nn's, loaded on first use
-    if name in ("quantized", "intrinsic", "qat"):
+    # ember.nn.quantized / intrinsic / qat / quantizable: the older names of ember.ao.nn's, loaded on first use
+    if name in ("quantized", "intrinsic", "qat", "quantizable"):
         import importlib
 
         return importlib.import_module(f"ember.nn.{name}")
@@ -40,4 +40,4 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562
 
 
 def __dir__() -> list[str]:  # the names loaded on first use are listed too, as dir(torch.nn) lists them
-    return sorted(set(globals()) | {"quantized", "intrinsic", "qat"})
+    return sorted(set(globals()) | {"quantized", "intrinsic", "qat", "quantizable"})
