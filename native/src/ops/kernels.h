@@ -303,6 +303,24 @@ using GemmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, con
                         const Scalar& beta);
 extern DispatchStub<GemmFn> gemm_stub;
 
+// Exact int32 sums of a quantized GEMM (Note [int8 dot products] in int8_gemm_kernels.cpp):
+// C[m * ldc + n] = sum over quads q < ceil(K / 4) of the dot product of the 4 uint8 bytes at
+// base + rows[m] + quads[q] with w[n * ldw + 4q .. 4q + 3] (int8; k >= K counts as 0). The 4 bytes
+// must be readable for every m and q. Returns false (C untouched) where this CPU has no exact
+// int8 dot-product instruction.
+struct Int8GemmArgs {
+  int64_t M, N, K;
+  const uint8_t* base;
+  const int64_t* rows;   // [M] byte offsets
+  const int64_t* quads;  // [ceil(K / 4)] byte offsets
+  const int8_t* w;
+  int64_t ldw;
+  int32_t* C;
+  int64_t ldc;
+};
+using Int8GemmFn = bool (*)(const Int8GemmArgs& args);
+extern DispatchStub<Int8GemmFn> int8_gemm_stub;
+
 // Factorizations of contiguous row-major [B, n, n] matrices, in place, one matrix per task.
 // LU with partial pivoting of [B, m, n]: pivots int32 [B, min(m, n)] (1-based row swaps,
 // LAPACK's convention), info int32 [B]: 0, or the 1-based index of the first zero pivot.

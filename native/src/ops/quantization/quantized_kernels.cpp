@@ -13,20 +13,29 @@
 // in float32, except the multiplier x_s * w_s / out_s, formed in float64 and rounded once; w_s
 // per output channel for a per-channel weight. (These orders reproduce PyTorch 2.13's x86 results
 // bit for bit: tests/test_quantized_torch_parity.py.)
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <type_traits>
+#include <vector>
 
 #include "ember/error.h"
 #include "ember/ops.h"
 #include "ember/parallel.h"
 #include "ember/quantizer.h"
+#include "ops/kernels.h"
 #include "ops/quantization/quantized.h"
 
 namespace ember {
+
+DispatchStub<Int8GemmFn> int8_gemm_stub("int8_gemm");
+
 namespace {
 
 constexpr int64_t kGrain = 1 << 14;
@@ -176,6 +185,11 @@ WeightParams weight_params(const Tensor& w, const char* op) {
   return out;
 }
 
+// An exact sum as float32: each form rounds the exact integer once.
+inline float raw_sum(const int32_t* i32, const float* s32, const double* s64, int64_t i) {
+  return i32 ? static_cast<float>(i32[i]) : s32 ? s32[i] : static_cast<float>(s64[i]);
+}
+
 // acc [rows, out] exact (Note [integer GEMM through float BLAS]) -> output per element.
 // Calls emit(index, acc, act_times_w, multiplier, bias, has_bias) for each element of acc [rows, out];
 // act_times_w = float(x_s) * float(w_s), multiplier = float(x_s * w_s / out_scale) (0 when unused).
@@ -184,9 +198,11 @@ void requantize_rows(const Tensor& acc, const WeightParams& wp, double x_scale,
                      const std::optional<Tensor>& bias, double out_scale, Emit&& emit) {
   const int64_t out_channels = acc.size(-1);
   const int64_t rows = out_channels ? acc.numel() / out_channels : 0;
-  const Tensor a = acc.contiguous();  // float32 or float64 (Note [integer GEMM through float BLAS])
+  // int32 (Note [int8 dot products]), or float32 / float64 (Note [integer GEMM through float BLAS])
+  const Tensor a = acc.contiguous();
+  const int32_t* i32 = a.dtype() == DType::Int32 ? a.data<int32_t>() : nullptr;
   const float* s32 = a.dtype() == DType::Float32 ? a.data<float>() : nullptr;
-  const double* s64 = s32 ? nullptr : a.data<double>();
+  const double* s64 = a.dtype() == DType::Float64 ? a.data<double>() : nullptr;
   std::vector<float> act_times_w(out_channels), multiplier(out_channels);
   const double* ws = wp.per_channel ? wp.scales.data<double>() : nullptr;
   for (int64_t j = 0; j < out_channels; ++j) {
@@ -205,10 +221,19 @@ void requantize_rows(const Tensor& acc, const WeightParams& wp, double x_scale,
                [&](int64_t lo, int64_t hi) {
                  for (int64_t r = lo; r < hi; ++r)
                    for (int64_t j = 0; j < out_channels; ++j)
-                     emit(r * out_channels + j,
-                          s32 ? s32[r * out_channels + j] : static_cast<float>(s64[r * out_channels + j]),
-                          act_times_w[j], multiplier[j], bp ? bp[j] : 0.0f, bp != nullptr);
+                     emit(r * out_channels + j, raw_sum(i32, s32, s64, r * out_channels + j), act_times_w[j],
+                          multiplier[j], bp ? bp[j] : 0.0f, bp != nullptr);
                });
+}
+
+// nearbyint(v) for the requantized values (round half to even, as FBGEMM's vcvtps2dq): v is
+// first clamped into [-2^22, 2^22], beyond which every result clamps to 0 or 255 anyway, and
+// adding and removing 1.5 * 2^23 then rounds it to an integer in the default rounding mode. Plain
+// float arithmetic, so the loops below compile to vectors; a libm call per element took a quarter
+// of a quantized 3x3 convolution's time.
+inline float round_half_even(float v) {
+  v = std::min(std::max(v, -4194304.0f), 4194304.0f);
+  return (v + 12582912.0f) - 12582912.0f;
 }
 
 // The static requantization into quint8 (Note [integer GEMM through float BLAS]).
@@ -218,12 +243,62 @@ Tensor requantize_static(const Tensor& acc, const WeightParams& wp, double x_sca
   Tensor out = empty_quantized(acc.sizes(), DType::QUInt8, affine(out_scale, out_zero_point));
   uint8_t* y = static_cast<uint8_t*>(out.data_ptr());
   const float lo = relu ? static_cast<float>(out_zero_point) : 0.0f;
-  requantize_rows(acc, wp, x_scale, bias, out_scale,
-                  [&](int64_t i, float raw, float act_times_w, float multiplier, float b, bool has_bias) {
-                    if (has_bias) raw += b / act_times_w;
-                    const float v = std::nearbyint(raw * multiplier) + static_cast<float>(out_zero_point);
-                    y[i] = static_cast<uint8_t>(std::min(std::max(v, lo), 255.0f));
-                  });
+  const Tensor a = acc.contiguous();  // int32, float32 or float64: exact sums
+  const int64_t n = a.size(-1), rows = n ? a.numel() / n : 0;
+  const int32_t* i32 = a.dtype() == DType::Int32 ? a.data<int32_t>() : nullptr;
+  const float* s32 = a.dtype() == DType::Float32 ? a.data<float>() : nullptr;
+  const double* s64 = a.dtype() == DType::Float64 ? a.data<double>() : nullptr;
+  const Tensor b = bias && bias->defined() ? to_dtype(*bias, DType::Float32, true).contiguous() : Tensor();
+  EMBER_CHECK(!b.defined() || (b.dim() == 1 && b.size(0) == n), Error, "[quantized] expected a bias of ", n,
+              " values, but got shape with ", b.defined() ? b.numel() : 0, " elements");
+  // per output channel: the bias in units of the sums (b / (x_s * w_s)) and the multiplier
+  std::vector<float> shift(static_cast<size_t>(n), 0.0f), multiplier(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    const double w_scale = wp.per_channel ? wp.scales.data<double>()[j] : wp.scale;
+    const float act_times_w = static_cast<float>(x_scale) * static_cast<float>(w_scale);
+    if (b.defined()) shift[j] = b.data<float>()[j] / act_times_w;
+    multiplier[j] = static_cast<float>(x_scale * w_scale / out_scale);
+  }
+  const float zp = static_cast<float>(out_zero_point);
+  // one loop per type of sums, so each compiles to vectors (restrict: the uint8 stores alias nothing)
+  auto requantize = [&, sh = shift.data(), mul = multiplier.data()](const auto* sums) {
+    parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1)),
+                 [&](int64_t r0, int64_t r1) {
+                   for (int64_t r = r0; r < r1; ++r) {
+                     uint8_t* __restrict dst = y + r * n;
+                     const auto* __restrict src = sums + r * n;
+                     int64_t j = 0;
+                     if constexpr (std::is_same_v<std::decay_t<decltype(*sums)>, int32_t>) {
+                       // four at a time in SSE2 (the compiler kept this loop scalar)
+                       const __m128 big = _mm_set1_ps(4194304.0f), magic = _mm_set1_ps(12582912.0f);
+                       const __m128 zp4 = _mm_set1_ps(zp), lo4 = _mm_set1_ps(lo), hi4 = _mm_set1_ps(255.0f);
+                       for (; j + 4 <= n; j += 4) {
+                         const __m128i ints = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j));
+                         __m128 v = _mm_add_ps(_mm_cvtepi32_ps(ints), _mm_loadu_ps(sh + j));
+                         v = _mm_mul_ps(v, _mm_loadu_ps(mul + j));
+                         v = _mm_min_ps(_mm_max_ps(v, _mm_sub_ps(_mm_setzero_ps(), big)), big);
+                         v = _mm_add_ps(_mm_sub_ps(_mm_add_ps(v, magic), magic), zp4);
+                         const __m128i q = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(v, lo4), hi4));
+                         const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(q, q), _mm_setzero_si128());
+                         const int32_t four = _mm_cvtsi128_si32(bytes);
+                         std::memcpy(dst + j, &four, 4);
+                       }
+                     }
+                     for (; j < n; ++j) {
+                       const float raw = static_cast<float>(src[j]) + sh[j];  // + 0 without a bias
+                       const float v = round_half_even(raw * mul[j]) + zp;
+                       dst[j] = static_cast<uint8_t>(std::min(std::max(v, lo), 255.0f));
+                     }
+                   }
+                 });
+  };
+  if (i32) {
+    requantize(i32);
+  } else if (s32) {
+    requantize(s32);
+  } else {
+    requantize(s64);
+  }
   return out;
 }
 
@@ -242,6 +317,176 @@ void check_activation(const Tensor& x, const char* op) {
   per_tensor(x, op);
 }
 
+// The weight's zero point of output channel n.
+int64_t weight_zero_point(const WeightParams& wp, int64_t n) {
+  return wp.per_channel ? wp.zero_points.data<int64_t>()[n] : wp.zero_point;
+}
+
+// Note [int8 dot products] gives S = sum x w over the raw integers; the centered sums are
+//   sum (x - x_zp)(w - w_zp) = S - x_zp colsum(w) - w_zp (rowsum(x) - K x_zp),
+// with K, colsum and rowsum over the real k only. `row_sums(m)` is needed only for a nonzero w_zp.
+template <typename RowSums>
+void center_sums(int32_t* acc, int64_t rows, int64_t n, int64_t ld, int64_t k, int64_t x_zp,
+                 const std::vector<int64_t>& col_sums, const WeightParams& wp, RowSums&& row_sums) {
+  std::vector<int64_t> w_zp(static_cast<size_t>(n));
+  bool any_w_zp = false;
+  for (int64_t j = 0; j < n; ++j) any_w_zp |= (w_zp[j] = weight_zero_point(wp, j)) != 0;
+  parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t m = lo; m < hi; ++m) {
+      const int64_t centered_rows = any_w_zp ? row_sums(m) - k * x_zp : 0;
+      int32_t* a = acc + m * ld;
+      for (int64_t j = 0; j < n; ++j)
+        a[j] = static_cast<int32_t>(a[j] - x_zp * col_sums[j] - w_zp[j] * centered_rows);
+    }
+  });
+}
+
+// Below this depth the centered int32 sums cannot overflow (|sum| <= K * 255 * 255 < 2^31).
+constexpr int64_t kInt8MaxDepth = 32768;
+
+// x [.., K] quint8, w [N, K] qint8 -> the exact centered sums [.., N] as int32, or nothing where
+// this CPU has no exact int8 kernel (Note [int8 dot products]).
+std::optional<Tensor> int8_linear_sums(const Tensor& input, const Tensor& weight, const WeightParams& wp) {
+  const int64_t k = weight.size(1), n = weight.size(0), m = k ? input.numel() / k : 0;
+  if (k == 0 || k > kInt8MaxDepth) return std::nullopt;
+  const Tensor x = integers(input).contiguous();
+  const Tensor w = integers(weight).contiguous();
+  const uint8_t* xp = static_cast<const uint8_t*>(x.data_ptr());
+  // rows read whole quads: a depth that is not a multiple of 4 reads a zero-padded copy
+  const int64_t k4 = (k + 3) / 4, ld = k % 4 ? k4 * 4 : k;
+  std::vector<uint8_t> padded;
+  if (ld != k) {
+    padded.assign(static_cast<size_t>(m * ld), uint8_t(0));
+    for (int64_t r = 0; r < m; ++r) std::memcpy(padded.data() + r * ld, xp + r * k, k);
+  }
+  const uint8_t* base = ld != k ? padded.data() : xp;
+  std::vector<int64_t> rows(static_cast<size_t>(m)), quads(static_cast<size_t>(k4));
+  for (int64_t r = 0; r < m; ++r) rows[r] = r * ld;
+  for (int64_t q = 0; q < k4; ++q) quads[q] = 4 * q;
+  IntList shape(input.sizes().begin(), input.sizes().end() - 1);
+  shape.push_back(n);
+  Tensor acc = empty(shape, DType::Int32, Device());
+  const int8_t* wp8 = static_cast<const int8_t*>(w.data_ptr());
+  const Int8GemmArgs args{m, n, k, base, rows.data(), quads.data(), wp8, k, acc.data<int32_t>(), n};
+  if (!int8_gemm_stub.get(DeviceType::CPU)(args)) return std::nullopt;
+  std::vector<int64_t> col_sums(static_cast<size_t>(n), 0);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < k; ++i) col_sums[j] += wp8[j * k + i];
+  center_sums(acc.data<int32_t>(), m, n, n, k, quantizer_of(input, "quantized::linear").zero_point, col_sums,
+              wp, [&](int64_t r) {
+                int64_t total = 0;
+                for (int64_t i = 0; i < k; ++i) total += xp[r * k + i];
+                return total;
+              });
+  return acc;
+}
+
+// Note [int8 convolution]: per image and group the input is copied once into a zero-padded
+// channels-last image, [P0, P1, P2, Cp] bytes (P = input + 2 padding, filled with the input's
+// zero point, which is a centered 0; Cp = the group's channels rounded up to 4, the extra ones
+// multiplying zero weights). Output position m's window starts at byte rows[m] and tap t's channel
+// quad c at quads[t, c], so Note [int8 dot products] reads every window in place; the weight is
+// reordered to [Og, taps x Cp]. Any stride, dilation and 1-3 spatial dims. The sums come out as
+// channels-last rows [N, *out, O], the layout the requantization writes from.
+std::optional<Tensor> int8_conv_sums(const Tensor& input, const Tensor& weight, const WeightParams& wp,
+                                     const IntList& stride, const IntList& padding, const IntList& dilation,
+                                     int64_t groups, const IntList& out_size) {
+  const int64_t n = input.dim() - 2, N = input.size(0), C = input.size(1), O = weight.size(0);
+  const int64_t Cg = C / groups, Og = O / groups, Cp = (Cg + 3) / 4 * 4;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, st[3] = {1, 1, 1}, pd[3] = {0, 0, 0},
+          dl[3] = {1, 1, 1};
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t at = 3 - n + i;
+    in[at] = input.size(2 + i);
+    out[at] = out_size[i];
+    k[at] = weight.size(2 + i);
+    st[at] = stride.size() == 1 ? stride[0] : stride[i];
+    pd[at] = padding.size() == 1 ? padding[0] : padding[i];
+    dl[at] = dilation.size() == 1 ? dilation[0] : dilation[i];
+  }
+  const int64_t taps = k[0] * k[1] * k[2], depth = Cg * taps, L = out[0] * out[1] * out[2];
+  if (depth == 0 || taps * Cp > kInt8MaxDepth || Og == 0) return std::nullopt;
+  const int64_t P1 = in[1] + 2 * pd[1], P2 = in[2] + 2 * pd[2], plane = P1 * P2;
+  const int64_t pixels = (in[0] + 2 * pd[0]) * plane, spatial = in[0] * in[1] * in[2];
+  std::vector<int64_t> rows(static_cast<size_t>(L)), quads, tap_pixel;
+  for (int64_t d = 0, m = 0; d < out[0]; ++d)
+    for (int64_t h = 0; h < out[1]; ++h)
+      for (int64_t w = 0; w < out[2]; ++w) rows[m++] = (d * st[0] * plane + h * st[1] * P2 + w * st[2]) * Cp;
+  for (int64_t a = 0; a < k[0]; ++a)
+    for (int64_t b = 0; b < k[1]; ++b)
+      for (int64_t c = 0; c < k[2]; ++c) {
+        tap_pixel.push_back(a * dl[0] * plane + b * dl[1] * P2 + c * dl[2]);
+        for (int64_t q = 0; q < Cp / 4; ++q) quads.push_back(tap_pixel.back() * Cp + 4 * q);
+      }
+  const Tensor x = integers(input).contiguous();
+  const Tensor wt = integers(weight).contiguous();
+  const uint8_t* X = static_cast<const uint8_t*>(x.data_ptr());
+  const int8_t* W = static_cast<const int8_t*>(wt.data_ptr());
+  const int64_t x_zp = quantizer_of(input, "quantized::conv").zero_point;
+  IntList shape{N};
+  for (int64_t i = 0; i < n; ++i) shape.push_back(out_size[i]);
+  shape.push_back(O);
+  Tensor acc = empty(shape, DType::Int32, Device());
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    // the group's weights as [Og, taps x Cp] (tap-major, channels padded with zeros), and their sums
+    std::vector<int8_t> wk(static_cast<size_t>(Og * taps * Cp), int8_t(0));
+    std::vector<int64_t> col_sums(static_cast<size_t>(Og), 0);
+    for (int64_t o = 0; o < Og; ++o)
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t t = 0; t < taps; ++t) {
+          const int8_t v = W[((gi * Og + o) * Cg + c) * taps + t];
+          wk[(o * taps + t) * Cp + c] = v;
+          col_sums[o] += v;
+        }
+    WeightParams group_wp = wp;
+    if (wp.per_channel) group_wp.zero_points = narrow(wp.zero_points, 0, gi * Og, Og).contiguous();
+    std::vector<uint8_t> image(static_cast<size_t>(pixels * Cp + 4));
+    std::vector<int64_t> pixel_sums(static_cast<size_t>(pixels));
+    for (int64_t img = 0; img < N; ++img) {
+      // the padded channels-last image: padding pixels hold the zero point, extra channels 0
+      for (int64_t px = 0; px < pixels; ++px) {
+        uint8_t* dst = image.data() + px * Cp;
+        std::memset(dst, static_cast<int>(x_zp), static_cast<size_t>(Cg));
+        std::memset(dst + Cg, 0, static_cast<size_t>(Cp - Cg));
+      }
+      const uint8_t* src = X + (img * C + gi * Cg) * spatial;
+      parallel_for(0, in[0] * in[1], std::max<int64_t>(1, kGrain / std::max<int64_t>(1, in[2] * Cg)),
+                   [&](int64_t lo, int64_t hi) {
+                     for (int64_t r = lo; r < hi; ++r) {
+                       const int64_t d = r / in[1], h = r % in[1];
+                       uint8_t* row = image.data() + ((d + pd[0]) * plane + (h + pd[1]) * P2 + pd[2]) * Cp;
+                       for (int64_t c = 0; c < Cg; ++c) {
+                         const uint8_t* line = src + c * spatial + r * in[2];
+                         for (int64_t w = 0; w < in[2]; ++w) row[w * Cp + c] = line[w];
+                       }
+                     }
+                   });
+      int32_t* C_img = acc.data<int32_t>() + img * L * O + gi * Og;
+      const Int8GemmArgs args{L,         Og,    taps * Cp, image.data(), rows.data(), quads.data(), wk.data(),
+                              taps * Cp, C_img, O};
+      if (!int8_gemm_stub.get(DeviceType::CPU)(args)) return std::nullopt;
+      const bool any_w_zp = [&] {
+        for (int64_t o = 0; o < Og; ++o)
+          if (weight_zero_point(group_wp, o) != 0) return true;
+        return false;
+      }();
+      if (any_w_zp) {
+        for (int64_t px = 0; px < pixels; ++px) {
+          int64_t total = 0;
+          for (int64_t c = 0; c < Cg; ++c) total += image[px * Cp + c];
+          pixel_sums[px] = total;
+        }
+      }
+      center_sums(C_img, L, Og, O, depth, x_zp, col_sums, group_wp, [&](int64_t m) {
+        int64_t total = 0;
+        for (const int64_t t : tap_pixel) total += pixel_sums[rows[m] / Cp + t];
+        return total;
+      });
+    }
+  }
+  return acc;
+}
+
 // x [.., K] centered, w [N, K] centered -> exact acc [.., N].
 Tensor integer_linear(const Centered& x, const Centered& w) {
   const int64_t k = w.values.size(1);
@@ -251,7 +496,7 @@ Tensor integer_linear(const Centered& x, const Centered& w) {
 
 // One output position's window along a pooled dim: [start, end) inside the input, and its
 // extent counting padding.
-struct Window {
+struct PoolWindow {
   int64_t start, end, padded;
 };
 
@@ -259,14 +504,14 @@ struct Window {
 // requantized as zero_point + nearbyint(float(sum) * float(1 / divisor)) (input and output share
 // their parameters); divisor(padded extent, elements inside) picks the divisor.
 template <typename Divisor>
-Tensor average_windows(const Tensor& self, const std::vector<std::vector<Window>>& windows, const char* op,
-                       Divisor&& divisor) {
+Tensor average_windows(const Tensor& self, const std::vector<std::vector<PoolWindow>>& windows,
+                       const char* op, Divisor&& divisor) {
   const Quantizer& p = per_tensor(self, op);
   const int64_t n = static_cast<int64_t>(windows.size());
   IntList out_shape(self.sizes().begin(), self.sizes().end() - n);
   for (const auto& w : windows) out_shape.push_back(static_cast<int64_t>(w.size()));
   // (planes, D, H, W) with missing leading spatial dims of extent 1
-  std::vector<std::vector<Window>> dims(3 - n, std::vector<Window>{{0, 1, 1}});
+  std::vector<std::vector<PoolWindow>> dims(3 - n, std::vector<PoolWindow>{{0, 1, 1}});
   dims.insert(dims.end(), windows.begin(), windows.end());
   IntList in_extent(3, 1);
   for (int64_t d = 0; d < n; ++d) in_extent[3 - n + d] = self.size(self.dim() - n + d);
@@ -284,9 +529,9 @@ Tensor average_windows(const Tensor& self, const std::vector<std::vector<Window>
       for (int64_t plane = lo; plane < hi; ++plane) {
         const U* xp = x + plane * plane_in;
         U* yp = y + plane * plane_out;
-        for (const Window& wd : dims[0])
-          for (const Window& wh : dims[1])
-            for (const Window& ww : dims[2]) {
+        for (const PoolWindow& wd : dims[0])
+          for (const PoolWindow& wh : dims[1])
+            for (const PoolWindow& ww : dims[2]) {
               int64_t acc = 0;
               for (int64_t i = wd.start; i < wd.end; ++i)
                 for (int64_t j = wh.start; j < wh.end; ++j)
@@ -351,7 +596,7 @@ Tensor avg_pool(const Tensor& self, const IntList& kernel_size, const IntList& s
       "[", op,
       "] expected kernel_size, stride and padding of one to three dims and an input with a channel dim");
   EMBER_CHECK(!divisor_override || *divisor_override != 0, Error, "[", op, "] divisor must be not zero");
-  std::vector<std::vector<Window>> windows;
+  std::vector<std::vector<PoolWindow>> windows;
   for (size_t d = 0; d < n; ++d) {
     const int64_t in = self.size(self.dim() - int64_t(n) + int64_t(d));
     const int64_t k = kernel_size[d], st = stride[d], pad = padding[d];
@@ -360,7 +605,7 @@ Tensor avg_pool(const Tensor& self, const IntList& kernel_size, const IntList& s
     int64_t out = (in + 2 * pad - k + (ceil_mode ? st - 1 : 0)) / st + 1;
     if (ceil_mode && (out - 1) * st >= in + pad) --out;  // the last window must start inside
     EMBER_CHECK(out > 0, Error, "[", op, "] the output would be empty (input ", in, ", kernel ", k, ")");
-    std::vector<Window> w;
+    std::vector<PoolWindow> w;
     for (int64_t o = 0; o < out; ++o) {
       const int64_t start = o * st - pad;
       const int64_t end = std::min(start + k, in + pad);
@@ -378,14 +623,14 @@ Tensor adaptive_avg_pool(const Tensor& self, const IntList& output_size) {
   const size_t n = output_size.size();
   EMBER_CHECK(n >= 1 && n <= 3 && self.dim() >= int64_t(n) + 1, Error, "[", op,
               "] expected an output size of one to three dims and an input with a channel dim");
-  std::vector<std::vector<Window>> windows;
+  std::vector<std::vector<PoolWindow>> windows;
   for (size_t d = 0; d < n; ++d) {
     const int64_t in = self.size(self.dim() - int64_t(n) + int64_t(d)), out = output_size[d];
     EMBER_CHECK(out >= 0 && (in > 0 || out == 0), Error, "[", op,
                 "] expected a non-negative output size over a "
                 "non-empty input, but got ",
                 out, " from ", in);
-    std::vector<Window> w;
+    std::vector<PoolWindow> w;
     for (int64_t o = 0; o < out; ++o) {
       const int64_t start = o * in / out, end = ((o + 1) * in + out - 1) / out;  // PyTorch's adaptive bins
       w.push_back({start, end, end - start});
@@ -428,10 +673,9 @@ Tensor _quantized_linear(const Tensor& input, const Tensor& weight, const std::o
               " features for a weight of shape [", weight.size(0), ", ",
               weight.dim() == 2 ? weight.size(1) : -1, "]");
   check_output_params(op, scale, zero_point);
-  const Centered x = centered(input, Tensor());
-  const Centered w = centered(weight, wp.zero_points);
-  return requantize_static(integer_linear(x, w), wp, per_tensor(input, op).scale, bias, scale, zero_point,
-                           relu);
+  std::optional<Tensor> acc = int8_linear_sums(input, weight, wp);
+  if (!acc) acc = integer_linear(centered(input, Tensor()), centered(weight, wp.zero_points));
+  return requantize_static(*acc, wp, per_tensor(input, op).scale, bias, scale, zero_point, relu);
 }
 
 Tensor _quantized_linear_dynamic(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
@@ -447,7 +691,8 @@ Tensor _quantized_linear_dynamic(const Tensor& input, const Tensor& weight, cons
   // the activation, quantized per call over its own range (FBGEMM's dynamic linear)
   const QParams p = range_qparams(input, 0, 255, reduce_range);
   const Tensor xq = quantize_per_tensor(input, p.scale, p.zero_point, DType::QUInt8);
-  const Tensor acc = integer_linear(centered(xq, Tensor()), centered(weight, wp.zero_points));
+  std::optional<Tensor> sums = int8_linear_sums(xq, weight, wp);
+  const Tensor acc = sums ? *sums : integer_linear(centered(xq, Tensor()), centered(weight, wp.zero_points));
   Tensor out = empty(acc.sizes(), DType::Float32, Device());
   float* y = out.data<float>();
   requantize_rows(acc, wp, p.scale, bias, 0.0,
@@ -465,24 +710,32 @@ Tensor _quantized_conv(const Tensor& input, const Tensor& weight, const std::opt
   check_activation(input, op);
   const WeightParams wp = weight_params(weight, op);
   check_output_params(op, scale, zero_point);
-  // padding with the input's zero point is padding the centered values with 0
-  const Centered x = centered(input, Tensor());
-  const Centered w = centered(weight, wp.zero_points);
-  const int64_t k = weight.numel() / std::max<int64_t>(weight.size(0), 1);
-  const DType d = exact_dtype(k, x.max_abs, w.max_abs);
-  const Tensor acc = convolution(to_dtype(x.values, d, false), to_dtype(w.values, d, false), std::nullopt,
-                                 stride, padding, dilation, false, IntList(stride.size(), 0), groups);
-  // channels last, as a GEMM row per output position: requantize, then back to (N, C, ...)
-  const IntList perm = [&] {
-    IntList p{0};
-    for (int64_t i = 2; i < acc.dim(); ++i) p.push_back(i);
-    p.push_back(1);
-    return p;
-  }();
-  const Tensor rows = permute(acc, perm).contiguous();
-  const Tensor q = requantize_static(rows, wp, per_tensor(input, op).scale, bias, scale, zero_point, relu);
-  IntList back(acc.dim());
-  for (int64_t i = 0; i < acc.dim(); ++i) back[perm[i]] = i;
+  // the geometry checks (PyTorch's messages) and output size of convolution, on an empty batch
+  IntList probe_shape = input.sizes();
+  probe_shape[0] = 0;
+  const Tensor probe = convolution(empty(probe_shape, DType::Float32, Device()),
+                                   empty(weight.sizes(), DType::Float32, Device()), std::nullopt, stride,
+                                   padding, dilation, false, IntList(stride.size(), 0), groups);
+  const IntList out_size(probe.sizes().begin() + 2, probe.sizes().end());
+  // channels last, as a GEMM row per output position: requantized, then viewed as (N, C, ...)
+  const int64_t n = input.dim();
+  IntList perm{0};
+  for (int64_t i = 2; i < n; ++i) perm.push_back(i);
+  perm.push_back(1);
+  std::optional<Tensor> rows = int8_conv_sums(input, weight, wp, stride, padding, dilation, groups, out_size);
+  if (!rows) {
+    // padding with the input's zero point is padding the centered values with 0
+    const Centered x = centered(input, Tensor());
+    const Centered w = centered(weight, wp.zero_points);
+    const int64_t k = weight.numel() / std::max<int64_t>(weight.size(0), 1);
+    const DType d = exact_dtype(k, x.max_abs, w.max_abs);
+    const Tensor acc = convolution(to_dtype(x.values, d, false), to_dtype(w.values, d, false), std::nullopt,
+                                   stride, padding, dilation, false, IntList(stride.size(), 0), groups);
+    rows = permute(acc, perm).contiguous();
+  }
+  const Tensor q = requantize_static(*rows, wp, per_tensor(input, op).scale, bias, scale, zero_point, relu);
+  IntList back(n);
+  for (int64_t i = 0; i < n; ++i) back[perm[i]] = i;
   return permute(q, back);
 }
 
