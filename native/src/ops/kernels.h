@@ -304,10 +304,10 @@ using GemmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, con
 extern DispatchStub<GemmFn> gemm_stub;
 
 // Exact int32 sums of a quantized GEMM (Note [int8 dot products] in int8_gemm_kernels.cpp):
-// C[m * ldc + n] = sum over quads q < ceil(K / 4) of the dot product of the 4 uint8 bytes at
-// base + rows[m] + quads[q] with w[n * ldw + 4q .. 4q + 3] (int8; k >= K counts as 0). The 4 bytes
-// must be readable for every m and q. Returns false (C untouched) where this CPU has no exact
-// int8 dot-product instruction.
+// C[m * ldc + n] = column_offsets[n] (if given) + the sum over quads q < ceil(K / 4) of the dot
+// product of the 4 uint8 bytes at base + rows[m] + quads[q] with w[n * ldw + 4q .. 4q + 3] (int8;
+// k >= K counts as 0). The 4 bytes must be readable for every m and q. Returns false (C untouched) where this
+// CPU has no exact int8 dot-product instruction.
 struct Int8GemmArgs {
   int64_t M, N, K;
   const uint8_t* base;
@@ -317,6 +317,7 @@ struct Int8GemmArgs {
   int64_t ldw;
   int32_t* C;
   int64_t ldc;
+  const int32_t* column_offsets = nullptr;  // [N], added to every row
 };
 using Int8GemmFn = bool (*)(const Int8GemmArgs& args);
 extern DispatchStub<Int8GemmFn> int8_gemm_stub;

@@ -12,6 +12,7 @@
 // offset) instead of building columns. Machines without VNNI (and the AVX2 and baseline builds)
 // answer false and the caller computes the sums in float (Note [integer GEMM through float BLAS]).
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "ember/parallel.h"
@@ -40,7 +41,8 @@ std::vector<int8_t> pack_panels(const Int8GemmArgs& a, int64_t k4, int64_t width
   for (int64_t n = 0; n < a.N; ++n) {
     int8_t* dst = packed.data() + (n / width) * k4 * width * 4 + (n % width) * 4;
     const int8_t* src = a.w + n * a.ldw;
-    for (int64_t k = 0; k < a.K; ++k) dst[(k / 4) * width * 4 + k % 4] = src[k];
+    for (int64_t q = 0; q < k4; ++q)
+      std::memcpy(dst + q * width * 4, src + 4 * q, std::min<int64_t>(4, a.K - 4 * q));
   }
   return packed;
 }
@@ -66,14 +68,15 @@ __attribute__((target("avx512f,avx512vnni"))) void block(const Int8GemmArgs& a, 
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], x, w[v]);
     }
   }
-  for (int64_t i = 0; i < rows; ++i) {
-    int32_t* c = a.C + (m0 + i) * a.ldc + n0;
-    for (int v = 0; v < NV; ++v) {
-      const int64_t left = cols - 16 * v;
-      if (left <= 0) break;
-      const __mmask16 keep = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-      _mm512_mask_storeu_epi32(c + 16 * v, keep, acc[i][v]);
-    }
+  for (int v = 0; v < NV; ++v) {
+    const int64_t left = cols - 16 * v;
+    if (left <= 0) break;
+    const __mmask16 keep = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+    const __m512i offset = a.column_offsets ? _mm512_maskz_loadu_epi32(keep, a.column_offsets + n0 + 16 * v)
+                                            : _mm512_setzero_si512();
+    for (int64_t i = 0; i < rows; ++i)
+      _mm512_mask_storeu_epi32(a.C + (m0 + i) * a.ldc + n0 + 16 * v, keep,
+                               _mm512_add_epi32(acc[i][v], offset));
   }
 }
 

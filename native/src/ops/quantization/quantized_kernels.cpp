@@ -323,26 +323,46 @@ int64_t weight_zero_point(const WeightParams& wp, int64_t n) {
 }
 
 // Note [int8 dot products] gives S = sum x w over the raw integers; the centered sums are
-//   sum (x - x_zp)(w - w_zp) = S - x_zp colsum(w) - w_zp (rowsum(x) - K x_zp),
-// with K, colsum and rowsum over the real k only. `row_sums(m)` is needed only for a nonzero w_zp.
+//   sum (x - x_zp)(w - w_zp) = S + x_zp (K w_zp - colsum(w)) - w_zp rowsum(x),
+// with K, colsum and rowsum over the real k only. The kernel adds the column terms as it stores;
+// the row terms exist only for a weight with nonzero zero points.
+struct CenteringTerms {
+  std::vector<int32_t> columns;  // x_zp (K w_zp[n] - colsum[n])
+  std::vector<int64_t> w_zp;     // per output channel
+  bool rows = false;             // whether any w_zp is nonzero
+};
+// w [n, row_length] (zeros past the depth k: padded channels)
+CenteringTerms centering_terms(const int8_t* w, int64_t n, int64_t row_length, int64_t k, int64_t x_zp,
+                               const WeightParams& wp) {
+  CenteringTerms t;
+  t.columns.resize(static_cast<size_t>(n));
+  t.w_zp.resize(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t col_sum = 0;
+    for (int64_t i = 0; i < row_length; ++i) col_sum += w[j * row_length + i];
+    t.w_zp[j] = weight_zero_point(wp, j);
+    t.rows |= t.w_zp[j] != 0;
+    t.columns[j] = static_cast<int32_t>(x_zp * (k * t.w_zp[j] - col_sum));
+  }
+  return t;
+}
+
+// acc [rows, n] (row stride ld) -= w_zp[n] row_sums(m), when some w_zp is nonzero.
 template <typename RowSums>
-void center_sums(int32_t* acc, int64_t rows, int64_t n, int64_t ld, int64_t k, int64_t x_zp,
-                 const std::vector<int64_t>& col_sums, const WeightParams& wp, RowSums&& row_sums) {
-  std::vector<int64_t> w_zp(static_cast<size_t>(n));
-  bool any_w_zp = false;
-  for (int64_t j = 0; j < n; ++j) any_w_zp |= (w_zp[j] = weight_zero_point(wp, j)) != 0;
+void subtract_row_terms(int32_t* acc, int64_t rows, int64_t n, int64_t ld, const CenteringTerms& t,
+                        RowSums&& row_sums) {
+  if (!t.rows) return;
   parallel_for(0, rows, std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1)), [&](int64_t lo, int64_t hi) {
     for (int64_t m = lo; m < hi; ++m) {
-      const int64_t centered_rows = any_w_zp ? row_sums(m) - k * x_zp : 0;
-      int32_t* a = acc + m * ld;
+      const int64_t sum = row_sums(m);
       for (int64_t j = 0; j < n; ++j)
-        a[j] = static_cast<int32_t>(a[j] - x_zp * col_sums[j] - w_zp[j] * centered_rows);
+        acc[m * ld + j] = static_cast<int32_t>(acc[m * ld + j] - t.w_zp[j] * sum);
     }
   });
 }
 
-// Below this depth the centered int32 sums cannot overflow (|sum| <= K * 255 * 255 < 2^31).
-constexpr int64_t kInt8MaxDepth = 32768;
+// Below this depth no centered sum or term overflows int32 (each is at most K * 255 * 255).
+constexpr int64_t kInt8MaxDepth = 16384;
 
 // x [.., K] quint8, w [N, K] qint8 -> the exact centered sums [.., N] as int32, or nothing where
 // this CPU has no exact int8 kernel (Note [int8 dot products]).
@@ -367,17 +387,16 @@ std::optional<Tensor> int8_linear_sums(const Tensor& input, const Tensor& weight
   shape.push_back(n);
   Tensor acc = empty(shape, DType::Int32, Device());
   const int8_t* wp8 = static_cast<const int8_t*>(w.data_ptr());
-  const Int8GemmArgs args{m, n, k, base, rows.data(), quads.data(), wp8, k, acc.data<int32_t>(), n};
+  const CenteringTerms terms =
+      centering_terms(wp8, n, k, k, quantizer_of(input, "quantized::linear").zero_point, wp);
+  Int8GemmArgs args{m, n, k, base, rows.data(), quads.data(), wp8, k, acc.data<int32_t>(), n};
+  args.column_offsets = terms.columns.data();
   if (!int8_gemm_stub.get(DeviceType::CPU)(args)) return std::nullopt;
-  std::vector<int64_t> col_sums(static_cast<size_t>(n), 0);
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < k; ++i) col_sums[j] += wp8[j * k + i];
-  center_sums(acc.data<int32_t>(), m, n, n, k, quantizer_of(input, "quantized::linear").zero_point, col_sums,
-              wp, [&](int64_t r) {
-                int64_t total = 0;
-                for (int64_t i = 0; i < k; ++i) total += xp[r * k + i];
-                return total;
-              });
+  subtract_row_terms(acc.data<int32_t>(), m, n, n, terms, [&](int64_t r) {
+    int64_t total = 0;
+    for (int64_t i = 0; i < k; ++i) total += xp[r * k + i];
+    return total;
+  });
   return acc;
 }
 
@@ -428,20 +447,18 @@ std::optional<Tensor> int8_conv_sums(const Tensor& input, const Tensor& weight, 
   shape.push_back(O);
   Tensor acc = empty(shape, DType::Int32, Device());
   for (int64_t gi = 0; gi < groups; ++gi) {
-    // the group's weights as [Og, taps x Cp] (tap-major, channels padded with zeros), and their sums
+    // the group's weights as [Og, taps x Cp] (tap-major, channels padded with zeros)
     std::vector<int8_t> wk(static_cast<size_t>(Og * taps * Cp), int8_t(0));
-    std::vector<int64_t> col_sums(static_cast<size_t>(Og), 0);
     for (int64_t o = 0; o < Og; ++o)
       for (int64_t c = 0; c < Cg; ++c)
-        for (int64_t t = 0; t < taps; ++t) {
-          const int8_t v = W[((gi * Og + o) * Cg + c) * taps + t];
-          wk[(o * taps + t) * Cp + c] = v;
-          col_sums[o] += v;
-        }
+        for (int64_t t = 0; t < taps; ++t)
+          wk[(o * taps + t) * Cp + c] = W[((gi * Og + o) * Cg + c) * taps + t];
     WeightParams group_wp = wp;
     if (wp.per_channel) group_wp.zero_points = narrow(wp.zero_points, 0, gi * Og, Og).contiguous();
+    const CenteringTerms terms = centering_terms(wk.data(), Og, taps * Cp, depth, x_zp, group_wp);
     std::vector<uint8_t> image(static_cast<size_t>(pixels * Cp + 4));
-    std::vector<int64_t> pixel_sums(static_cast<size_t>(pixels));
+    std::vector<int64_t> pixel_sums(terms.rows ? static_cast<size_t>(pixels) : 0);
+    std::vector<const uint8_t*> lines(static_cast<size_t>(Cg));
     for (int64_t img = 0; img < N; ++img) {
       // the padded channels-last image: padding pixels hold the zero point, extra channels 0
       for (int64_t px = 0; px < pixels; ++px) {
@@ -450,34 +467,26 @@ std::optional<Tensor> int8_conv_sums(const Tensor& input, const Tensor& weight, 
         std::memset(dst + Cg, 0, static_cast<size_t>(Cp - Cg));
       }
       const uint8_t* src = X + (img * C + gi * Cg) * spatial;
-      parallel_for(0, in[0] * in[1], std::max<int64_t>(1, kGrain / std::max<int64_t>(1, in[2] * Cg)),
-                   [&](int64_t lo, int64_t hi) {
-                     for (int64_t r = lo; r < hi; ++r) {
-                       const int64_t d = r / in[1], h = r % in[1];
-                       uint8_t* row = image.data() + ((d + pd[0]) * plane + (h + pd[1]) * P2 + pd[2]) * Cp;
-                       for (int64_t c = 0; c < Cg; ++c) {
-                         const uint8_t* line = src + c * spatial + r * in[2];
-                         for (int64_t w = 0; w < in[2]; ++w) row[w * Cp + c] = line[w];
-                       }
-                     }
-                   });
+      for (int64_t r = 0; r < in[0] * in[1]; ++r) {  // each input row: its pixels' channels together
+        const int64_t d = r / in[1], h = r % in[1];
+        uint8_t* row = image.data() + ((d + pd[0]) * plane + (h + pd[1]) * P2 + pd[2]) * Cp;
+        for (int64_t c = 0; c < Cg; ++c) lines[c] = src + c * spatial + r * in[2];
+        for (int64_t w = 0; w < in[2]; ++w)
+          for (int64_t c = 0; c < Cg; ++c) row[w * Cp + c] = lines[c][w];
+      }
       int32_t* C_img = acc.data<int32_t>() + img * L * O + gi * Og;
-      const Int8GemmArgs args{L,         Og,    taps * Cp, image.data(), rows.data(), quads.data(), wk.data(),
-                              taps * Cp, C_img, O};
+      Int8GemmArgs args{L,         Og,    taps * Cp, image.data(), rows.data(), quads.data(), wk.data(),
+                        taps * Cp, C_img, O};
+      args.column_offsets = terms.columns.data();
       if (!int8_gemm_stub.get(DeviceType::CPU)(args)) return std::nullopt;
-      const bool any_w_zp = [&] {
-        for (int64_t o = 0; o < Og; ++o)
-          if (weight_zero_point(group_wp, o) != 0) return true;
-        return false;
-      }();
-      if (any_w_zp) {
+      if (terms.rows) {
         for (int64_t px = 0; px < pixels; ++px) {
           int64_t total = 0;
           for (int64_t c = 0; c < Cg; ++c) total += image[px * Cp + c];
           pixel_sums[px] = total;
         }
       }
-      center_sums(C_img, L, Og, O, depth, x_zp, col_sums, group_wp, [&](int64_t m) {
+      subtract_row_terms(C_img, L, Og, O, terms, [&](int64_t m) {
         int64_t total = 0;
         for (const int64_t t : tap_pixel) total += pixel_sums[rows[m] / Cp + t];
         return total;
