@@ -351,7 +351,12 @@ def _direction(mode: str, data, steps: list[int], h0, c0, w: dict, reverse: bool
 
     if not steps:  # an empty sequence leaves the state as given
         return _C.zeros([0, out_size], dtype=data.dtype, device=data.device), h0, c0
-    xs = xp.split(steps, 0)
+    return _over_time(xp.split(steps, 0), steps, h0, c0, lstm, step, reverse)
+
+
+def _over_time(xs, steps: list[int], h0, c0, lstm: bool, step, reverse: bool):
+    """One direction of a layer over time-major packed rows: xs[t] holds the first steps[t]
+    sequences' projected inputs; step(x, h, c) -> (h, c). Returns (the outputs' rows, h_n, c_n)."""
     outs = [None] * len(steps)
     if not reverse:
         # Sequences finish in order from the back of the batch; their final states are set aside.

@@ -34,6 +34,7 @@ from .... import _C
 from ....nn import functional as F
 from ....nn.modules.container import ModuleList
 from ....nn.modules.module import Module
+from ....nn.modules.rnn import _over_time
 from . import modules as nnq
 
 
@@ -253,37 +254,7 @@ def _run_direction(mode: str, data, steps: list[int], h0, c0, params: _CellParam
             return _lstm_step(x, h, c, hh)
         return _gru_step(x, h, hh), None
 
-    outs = [None] * len(steps)
-    if not reverse:
-        done_h, done_c = [], []
-        h, c, active = h0, c0, h0.shape[0]
-        for t, size in enumerate(steps):
-            if size < active:  # the shortest sequences end: their final state is set aside
-                done_h.append(h[size:active])
-                h = h[:size]
-                if lstm:
-                    done_c.append(c[size:active])
-                    c = c[:size]
-                active = size
-            h, c = step(xs[t], h, c)
-            outs[t] = h
-        if done_h:
-            h = _C.cat([h, *reversed(done_h)], 0)
-            c = _C.cat([c, *reversed(done_c)], 0) if lstm else None
-    else:
-        active = steps[-1]
-        h = h0[:active]
-        c = c0[:active] if lstm else None
-        for t in range(len(steps) - 1, -1, -1):
-            size = steps[t]
-            if size > active:  # backwards in time sequences join with their initial state
-                h = _C.cat([h, h0[active:size]], 0)
-                if lstm:
-                    c = _C.cat([c, c0[active:size]], 0)
-                active = size
-            h, c = step(xs[t], h, c)
-            outs[t] = h
-    return _C.cat(outs, 0), h, c
+    return _over_time(xs, steps, h0, c0, lstm, step, reverse)
 
 
 class RNNBase(Module):
