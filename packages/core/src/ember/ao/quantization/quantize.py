@@ -87,11 +87,11 @@ def _has_children(module) -> bool:
     return any(True for _ in module.children())
 
 
-def _no_observer_classes() -> tuple:
-    """Observed custom modules whose output is not one tensor (PyTorch's no_observer_set)."""
-    from ..nn import quantizable
-
-    return (quantizable.LSTM, quantizable.MultiheadAttention)
+def _returns_tuples(module_or_class) -> bool:
+    """Observed custom modules whose output is not one tensor (PyTorch's no_observer_set: the
+    quantizable LSTM and MultiheadAttention, which mark themselves so that this module need not
+    import them)."""
+    return getattr(module_or_class, "_output_is_not_one_tensor", False)
 
 
 def _insert_output_observer(module) -> None:
@@ -116,7 +116,7 @@ def add_observer_(module, qconfig_propagation_list=None, non_leaf_module_list=No
             if getattr(observed, "qconfig", None) is None:
                 observed.qconfig = child.qconfig
             setattr(module, name, observed)
-            if not issubclass(observed_class, _no_observer_classes()):
+            if not _returns_tuples(observed_class):
                 _insert_output_observer(observed)
         elif isinstance(child, (nnq.FloatFunctional, nnq.QFunctional)):
             if getattr(child, "qconfig", None) is not None:
@@ -215,7 +215,7 @@ def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = 
 
     def swap(mod) -> None:
         for name, child in list(mod.named_children()):
-            if isinstance(child, _no_observer_classes()) and type(child) not in custom \
+            if _returns_tuples(child) and type(child) not in custom \
                     and getattr(child, "qconfig", None) is not None:
                 raise NotImplementedError(
                     f"convert: the quantized form of an observed {child._get_name()} (PyTorch's "

@@ -27,6 +27,8 @@ class MultiheadAttention(_nn.MultiheadAttention):
     """nn.MultiheadAttention's constructor and forward through observable parts (module docstring).
     is_causal is refused, as PyTorch's quantizable module refuses it."""
 
+    _output_is_not_one_tensor = True  # prepare puts no output observer on it (ao.quantization.quantize)
+
     _FLOAT_MODULE = _nn.MultiheadAttention
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,

@@ -226,6 +226,8 @@ class LSTM(_nn.Module):
     (from_float refuses a projected nn.LSTM, whose projection PyTorch's would drop). Layers after a
     bidirectional one take 2 * hidden_size inputs, as nn.LSTM's do."""
 
+    _output_is_not_one_tensor = True  # prepare puts no output observer on it (ao.quantization.quantize)
+
     _FLOAT_MODULE = _nn.LSTM
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
