@@ -229,8 +229,8 @@ void requantize_rows(const Tensor& acc, const WeightParams& wp, double x_scale,
 // nearbyint(v) for the requantized values (round half to even, as FBGEMM's vcvtps2dq): v is
 // first clamped into [-2^22, 2^22], beyond which every result clamps to 0 or 255 anyway, and
 // adding and removing 1.5 * 2^23 then rounds it to an integer in the default rounding mode. Plain
-// float arithmetic, so the loops below compile to vectors; a libm call per element took a quarter
-// of a quantized 3x3 convolution's time.
+// float arithmetic, written in SSE2 vectors for int32 sums below: a libm call per element took a
+// quarter of a quantized 3x3 convolution's time.
 inline float round_half_even(float v) {
   v = std::min(std::max(v, -4194304.0f), 4194304.0f);
   return (v + 12582912.0f) - 12582912.0f;
