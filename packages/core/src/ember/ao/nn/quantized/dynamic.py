@@ -32,9 +32,9 @@ import warnings
 
 from .... import _C
 from ....nn import functional as F
+from ....nn.modules import rnn as _nn_rnn
 from ....nn.modules.container import ModuleList
 from ....nn.modules.module import Module
-from ....nn.modules.rnn import _over_time
 from . import modules as nnq
 
 
@@ -254,7 +254,7 @@ def _run_direction(mode: str, data, steps: list[int], h0, c0, params: _CellParam
             return _lstm_step(x, h, c, hh)
         return _gru_step(x, h, hh), None
 
-    return _over_time(xs, steps, h0, c0, lstm, step, reverse)
+    return _nn_rnn._over_time(xs, steps, h0, c0, lstm, step, reverse)
 
 
 class RNNBase(Module):
@@ -349,32 +349,12 @@ class RNNBase(Module):
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{input.shape[-1]}")
 
-    def get_expected_hidden_size(self, input, batch_sizes) -> tuple[int, int, int]:
-        if batch_sizes is not None:
-            mini_batch = int(batch_sizes[0])
-        else:
-            mini_batch = input.shape[0] if self.batch_first else input.shape[1]
-        return (self.num_layers * (2 if self.bidirectional else 1), mini_batch, self.hidden_size)
-
-    def check_hidden_size(self, hx, expected_hidden_size, msg: str = "Expected hidden size {}, got {}") -> None:
-        if tuple(hx.shape) != tuple(expected_hidden_size):
-            raise RuntimeError(msg.format(tuple(expected_hidden_size), list(hx.shape)))
-
-    def check_forward_args(self, input, hidden, batch_sizes) -> None:
-        self.check_input(input, batch_sizes)
-        expected = self.get_expected_hidden_size(input, batch_sizes)
-        if self.mode == "LSTM":
-            self.check_hidden_size(hidden[0], expected, "Expected hidden[0] size {}, got {}")
-            self.check_hidden_size(hidden[1], expected, "Expected hidden[1] size {}, got {}")
-        else:
-            self.check_hidden_size(hidden, expected, "Expected hidden size {}, got {}")
-
-    def permute_hidden(self, hx, permutation):
-        if permutation is None:
-            return hx
-        if self.mode == "LSTM":
-            return _apply_permutation(hx[0], permutation), _apply_permutation(hx[1], permutation)
-        return _apply_permutation(hx, permutation)
+    # nn.RNNBase's own checks and hidden-state permutation (no projections here: proj_size 0)
+    proj_size = 0
+    get_expected_hidden_size = _nn_rnn.RNNBase.get_expected_hidden_size
+    check_hidden_size = _nn_rnn.RNNBase.check_hidden_size
+    check_forward_args = _nn_rnn.RNNBase.check_forward_args
+    permute_hidden = _nn_rnn.RNNBase.permute_hidden
 
     # ---- forward ----
 
