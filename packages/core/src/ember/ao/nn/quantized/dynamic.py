@@ -322,19 +322,7 @@ class RNNBase(Module):
     def _get_name(self) -> str:
         return "DynamicQuantizedRNN"
 
-    def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        if self.bias is not True:
-            s += f", bias={self.bias}"
-        if self.batch_first is not False:
-            s += f", batch_first={self.batch_first}"
-        if self.dropout != 0:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional is not False:
-            s += f", bidirectional={self.bidirectional}"
-        return s
+    extra_repr = _nn_rnn.RNNBase.extra_repr  # proj_size 0: never printed
 
     def __repr__(self) -> str:  # the packed weights' ModuleList stays hidden, as in PyTorch
         return f"{self._get_name()}({self.extra_repr()})"
