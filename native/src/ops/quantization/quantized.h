@@ -25,6 +25,8 @@ namespace quantized {
 Tensor relu(const Tensor& self, const std::optional<Tensor>& out);
 Tensor relu6(const Tensor& self);
 Tensor hardtanh(const Tensor& self, double min_val, double max_val);
+Tensor sigmoid(const Tensor& self, const std::optional<Tensor>& out);
+Tensor tanh(const Tensor& self, const std::optional<Tensor>& out);
 std::tuple<Tensor, Tensor> max_pool_with_indices(const Tensor& self, const IntList& kernel_size,
                                                  const IntList& stride, const IntList& padding,
                                                  const IntList& dilation, bool ceil_mode);
@@ -33,6 +35,8 @@ Tensor avg_pool(const Tensor& self, const IntList& kernel_size, const IntList& s
                 bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override);
 Tensor adaptive_avg_pool(const Tensor& self, const IntList& output_size);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
+Tensor flip(const Tensor& self, const IntList& dims);
 }  // namespace quantized
 
 }  // namespace ember
