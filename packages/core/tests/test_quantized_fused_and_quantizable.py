@@ -445,7 +445,7 @@ def test_quantizable_lstm_cell_against_numpy(split_gates):
         nnqa.LSTMCell.from_params(cell.weight_ih, cell.weight_hh, cell.bias_ih, None)
 
 
-def test_prepare_with_custom_module_config_and_convert_refuses():
+def test_prepare_with_custom_module_config_and_convert():
     from ember.ao.nn import quantizable as nnqa
 
     lstm = _fill(nn.LSTM(4, 5, num_layers=2), seed=13)
@@ -460,10 +460,13 @@ def test_prepare_with_custom_module_config_and_convert_refuses():
     observers = [n for n, m in prepared.named_modules() if n.endswith("activation_post_process")]
     assert len(observers) == 2 * 7  # per layer's cell: igates, hgates and the five FloatFunctionals
     assert "0.activation_post_process" not in observers  # the LSTM's tuple output has none
-    with pytest.raises(NotImplementedError, match="quantized form of an observed QuantizableLSTM"):
-        tq.convert(prepared)
-    # without the config nn.LSTM is not swapped (Ember's default custom config is empty)
-    assert type(tq.prepare(model)[0]) is nn.LSTM
+    # convert makes the quantized LSTM of it (tests/test_quantized_static_lstm.py); an explicit config
+    # that does not name the observed class raises
+    assert type(tq.convert(prepared)[0]) is nnq.LSTM
+    with pytest.raises(NotImplementedError, match="no quantized form is named for an observed QuantizableLSTM"):
+        tq.convert(prepared, convert_custom_config_dict={})
+    # without a config nn.LSTM is swapped all the same (PyTorch's default custom config)
+    assert type(tq.prepare(model)[0]) is nnqa.LSTM
     # an observed module copies with its observers
     copied = copy.deepcopy(prepared)
     np.testing.assert_array_equal(copied(x)[0].detach().numpy(), prepared(x)[0].detach().numpy())

@@ -51,6 +51,7 @@ from .qconfig import (
 from .quantize import (
     add_observer_,
     convert,
+    get_default_custom_config_dict,
     get_default_dynamic_quant_module_mappings,
     get_default_qconfig_propagation_list,
     get_default_static_quant_module_mappings,
@@ -74,7 +75,8 @@ __all__ = [
     "default_placeholder_observer",
     "default_qat_qconfig", "default_qconfig", "default_weight_fake_quant", "default_weight_observer",
     "float16_dynamic_qconfig", "float16_static_qconfig", "float_qparams_weight_only_qconfig", "fuse_known_modules", "fuse_modules",
-    "get_default_dynamic_quant_module_mappings", "get_default_qconfig_propagation_list",
+    "get_default_custom_config_dict", "get_default_dynamic_quant_module_mappings",
+    "get_default_qconfig_propagation_list",
     "get_default_static_quant_module_mappings", "per_channel_affine", "per_channel_affine_float_qparams", "per_channel_dynamic_qconfig",
     "per_channel_symmetric", "per_tensor_affine", "per_tensor_symmetric", "prepare", "prepare_qat",
     "propagate_qconfig_", "quantize", "quantize_dynamic", "swap_module",

@@ -18,6 +18,7 @@ import copy
 from ...nn import modules as _nn
 from ..nn import intrinsic as nni
 from ..nn import qat as nnqat
+from ..nn import quantizable as nnqa
 from ..nn import quantized as nnq
 from ..nn.intrinsic import quantized as nniq
 from ..nn.quantized import dynamic as nnqd
@@ -44,6 +45,22 @@ DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {_nn.Linear: nnqd.Linear, _nn.LSTM: nnqd
                                          _nn.LSTMCell: nnqd.LSTMCell, _nn.RNNCell: nnqd.RNNCell,
                                          _nn.GRUCell: nnqd.GRUCell, _nn.Embedding: nnq.Embedding,
                                          _nn.EmbeddingBag: nnq.EmbeddingBag}
+
+
+# PyTorch's get_default_custom_config_dict: prepare swaps nn.LSTM / nn.MultiheadAttention for their
+# observed (quantizable) forms, convert the observed LSTM for the quantized one. The quantized
+# MultiheadAttention is not in Ember (it needs a quantized mean of the attention weights), so
+# convert raises for an observed one (leave nn.MultiheadAttention out of a custom prepare config,
+# or give it qconfig None, to keep it float).
+_DEFAULT_CUSTOM_CONFIG_DICT = {
+    "float_to_observed_custom_module_class": {_nn.LSTM: nnqa.LSTM, _nn.MultiheadAttention: nnqa.MultiheadAttention},
+    "observed_to_quantized_custom_module_class": {nnqa.LSTM: nnq.LSTM},
+}
+
+
+def get_default_custom_config_dict() -> dict:
+    """The custom-module config prepare and convert take when given none (module comment above)."""
+    return _DEFAULT_CUSTOM_CONFIG_DICT
 
 
 def get_default_static_quant_module_mappings() -> dict:
@@ -89,8 +106,7 @@ def _has_children(module) -> bool:
 
 def _returns_tuples(module_or_class) -> bool:
     """Observed custom modules whose output is not one tensor (PyTorch's no_observer_set: the
-    quantizable LSTM and MultiheadAttention, which mark themselves so that this module need not
-    import them)."""
+    quantizable LSTM and MultiheadAttention, which mark themselves, as a user's observed class can)."""
     return getattr(module_or_class, "_output_is_not_one_tensor", False)
 
 
@@ -141,13 +157,13 @@ def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_mod
             prepare_custom_config_dict=None):
     """The model with observers on every quantizable module that has a qconfig (set `model.qconfig`
     first); run calibration data through it, then convert. prepare_custom_config_dict's
-    "float_to_observed_custom_module_class" ({float type: observed type}, e.g. {nn.LSTM:
-    ember.ao.nn.quantizable.LSTM}) swaps those modules for their observed forms. Unlike PyTorch's,
-    the default config is empty: Ember has no quantized LSTM or MultiheadAttention to convert the
-    observed ones to, so nn.LSTM and nn.MultiheadAttention stay float unless named."""
+    "float_to_observed_custom_module_class" ({float type: observed type}) swaps those modules for
+    their observed forms; without a config, get_default_custom_config_dict()'s (PyTorch's): nn.LSTM
+    and nn.MultiheadAttention become ember.ao.nn.quantizable.LSTM / MultiheadAttention."""
     if not inplace:
         model = copy.deepcopy(model)
-    prepare_custom_config_dict = prepare_custom_config_dict or {}
+    if prepare_custom_config_dict is None:
+        prepare_custom_config_dict = get_default_custom_config_dict()
     custom_module_class_mapping = prepare_custom_config_dict.get("float_to_observed_custom_module_class", {})
     propagate_qconfig_(model)
     if not any(getattr(m, "qconfig", None) for m in model.modules()):
@@ -202,15 +218,17 @@ def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = 
             is_reference: bool = False, convert_custom_config_dict=None, use_precomputed_fake_quant: bool = False):
     """Swap every prepared module for its quantized twin (mapping defaults to the static one);
     convert_custom_config_dict's "observed_to_quantized_custom_module_class" ({observed type:
-    quantized type}) converts observed custom modules with the quantized type's from_observed.
-    An observed quantizable LSTM / MultiheadAttention it does not name raises: their quantized
-    forms (PyTorch's ao.nn.quantized.LSTM / MultiheadAttention) are not in Ember."""
+    quantized type}) converts observed custom modules with the quantized type's from_observed;
+    without a config, get_default_custom_config_dict()'s: the observed quantizable LSTM becomes
+    ember.ao.nn.quantized.LSTM. An observed module it does not name whose output is not one tensor
+    (the quantizable MultiheadAttention, whose quantized form is not in Ember) raises."""
     if is_reference:
         raise NotImplementedError("reference quantized modules (is_reference=True) are not in Ember")
     if not inplace:
         module = copy.deepcopy(module)
     mapping = get_default_static_quant_module_mappings() if mapping is None else mapping
-    convert_custom_config_dict = convert_custom_config_dict or {}
+    if convert_custom_config_dict is None:
+        convert_custom_config_dict = get_default_custom_config_dict()
     custom = convert_custom_config_dict.get("observed_to_quantized_custom_module_class", {})
 
     def swap(mod) -> None:
@@ -218,10 +236,11 @@ def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = 
             if _returns_tuples(child) and type(child) not in custom \
                     and getattr(child, "qconfig", None) is not None:
                 raise NotImplementedError(
-                    f"convert: the quantized form of an observed {child._get_name()} (PyTorch's "
-                    f"ao.nn.quantized.{type(child).__name__}) is not in Ember; it needs quantized sigmoid, tanh, stack "
-                    f"and flip (LSTM) or mean (attention). Leave {type(child).__name__} out of "
-                    f"prepare_custom_config_dict to keep it float")
+                    f"convert: no quantized form is named for an observed {child._get_name()} (PyTorch's "
+                    f"ao.nn.quantized.{type(child).__name__}); Ember has the quantized LSTM but not the quantized "
+                    f"MultiheadAttention, which needs a quantized mean of the attention weights. Give "
+                    f"{type(child).__name__} qconfig None before prepare, or leave it out of "
+                    f"prepare_custom_config_dict, to keep it float")
             if not isinstance(child, nni._FusedModule) and type(child) not in mapping and type(child) not in custom:
                 swap(child)
             mod._modules[name] = swap_module(child, mapping, custom)

@@ -2,15 +2,11 @@
 versions cannot be observed, rebuilt from Linear layers and FloatFunctional ops so that prepare
 can attach an observer to every intermediate result: LSTMCell, LSTM and MultiheadAttention.
 
-prepare swaps them in when `prepare_custom_config_dict` names them:
-
-    config = {"float_to_observed_custom_module_class": {nn.LSTM: quantizable.LSTM}}
-    prepared = ember.ao.quantization.prepare(model, prepare_custom_config_dict=config)
-
-PyTorch's next step, `observed_to_quantized_custom_module_class` to torch.ao.nn.quantized.LSTM /
-MultiheadAttention, is not in Ember: the quantized LSTM needs sigmoid, tanh, stack and flip of
-quantized tensors, and the quantized attention the mean of quantized weights, which Ember's
-quantized tensors do not have. convert says so when it meets one of these observed modules."""
+prepare swaps nn.LSTM and nn.MultiheadAttention for them by default (PyTorch's
+get_default_custom_config_dict; a `prepare_custom_config_dict` replaces that config), and convert
+turns an observed LSTM into ember.ao.nn.quantized.LSTM, whose gates run the quantized sigmoid and
+tanh. The quantized MultiheadAttention is not in Ember (it needs a quantized mean of the attention
+weights): convert raises for an observed one."""
 
 from .activation import MultiheadAttention
 from .rnn import LSTM, LSTMCell

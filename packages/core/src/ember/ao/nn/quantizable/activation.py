@@ -57,7 +57,7 @@ class MultiheadAttention(_nn.MultiheadAttention):
     def from_float(cls, other):
         """The observed twin of an nn.MultiheadAttention with a qconfig: its packed or separate
         projection weights split into linear_Q/K/V, then prepared (observers attached)."""
-        from ...quantization.quantize import prepare
+        import ember  # ember.ao.quantization imports this package (its default custom config)
 
         if type(other) is not cls._FLOAT_MODULE:
             raise AssertionError(f"Expected type {cls._FLOAT_MODULE.__name__}, got {type(other).__name__}")
@@ -83,7 +83,7 @@ class MultiheadAttention(_nn.MultiheadAttention):
                 bias = other.in_proj_bias[i * e:(i + 1) * e]
                 linear.bias = Parameter(bias, other.in_proj_bias.requires_grad)
         observed.eval()
-        return prepare(observed, inplace=True)
+        return ember.ao.quantization.prepare(observed, inplace=True)
 
     @classmethod
     def from_observed(cls, other):

@@ -302,7 +302,7 @@ class LSTM(_nn.Module):
         then prepared, so every intermediate result has its observer. A training LSTM (PyTorch's
         QAT path) is refused: PyTorch's prepare_qat also fake-quantizes the sigmoid and tanh
         outputs with fixed parameters (FixedQParamsFakeQuantize), which Ember's prepare_qat lacks."""
-        from ...quantization.quantize import prepare
+        import ember  # ember.ao.quantization imports this package (its default custom config)
 
         if not isinstance(other, cls._FLOAT_MODULE):
             raise AssertionError(f"Expected module type {cls._FLOAT_MODULE.__name__}, got {type(other).__name__}")
@@ -321,7 +321,7 @@ class LSTM(_nn.Module):
             observed.layers[idx] = _LSTMLayer.from_float(other, idx, qconfig, batch_first=False,
                                                          split_gates=split_gates)
         observed.eval()
-        return prepare(observed, inplace=True)
+        return ember.ao.quantization.prepare(observed, inplace=True)
 
     @classmethod
     def from_observed(cls, other):

@@ -1,5 +1,5 @@
-"""ember.ao.nn.quantized (torch.ao.nn.quantized): modules over quantized tensors; the
-dynamically quantized ones in .dynamic."""
+"""ember.ao.nn.quantized (torch.ao.nn.quantized): modules over quantized tensors (the LSTM among
+them, converted from an observed quantizable one); the dynamically quantized ones in .dynamic."""
 
 from . import dynamic
 from .batchnorm import BatchNorm2d, BatchNorm3d
@@ -18,7 +18,8 @@ from .modules import (
     Quantize,
     ReLU6,
 )
+from .rnn import LSTM
 
 __all__ = ["BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Dropout", "Embedding", "EmbeddingBag", "EmbeddingPackedParams",
-           "FXFloatFunctional", "FloatFunctional", "Hardswish", "Linear", "QFunctional", "Quantize", "ReLU6",
+           "FXFloatFunctional", "FloatFunctional", "Hardswish", "LSTM", "Linear", "QFunctional", "Quantize", "ReLU6",
            "dynamic"]
