@@ -561,115 +561,14 @@ Tensor average_windows(const Tensor& self, const std::vector<std::vector<PoolWin
   return out;
 }
 
-// Note [quantized sigmoid and tanh]: PyTorch's x86 kernels (qsigmoid / qtanh) give the result
-// fixed parameters (sigmoid: scale 1/256, zero point 0 for quint8 and -128 for qint8; tanh: scale
-// 1/128, zero point 128 for quint8 and 0 for qint8) and compute, in float32 vectors,
-//   sigmoid: y = 1 / (1 + exp(-((q - zp) * s)))          exp: SLEEF's expf (u10)
-//   tanh:    y = tanh(fma(q, s, s * -zp))                 tanh: SLEEF's tanhf (u10)
-// then quantize nearbyint(y * (1 / out_scale)) + out_zp, clamped. The two SLEEF functions below
-// are their FMA forms, one lane, operation for operation, so the float32 y is the same bits
-// (checked against PyTorch 2.13 on millions of float inputs through its qint32 kernels, which
-// show y exactly). An 8-bit input has 256 codes: a larger tensor maps through a table of them.
-// (This file is built without -mfma, so the compiler fuses no multiply-add; std::fma is exact.)
-namespace sleef {
-constexpr float kRLn2 = 1.442695040888963407359924681001892137426645954152985934135449406931f;
-constexpr float kL2U = 0.693145751953125f, kL2L = 1.428606765330187045e-06f;
-
-struct F2 {  // a double-float: x + y
-  float x, y;
-};
-inline float pow2i(int q) {
-  const uint32_t bits = static_cast<uint32_t>(q + 0x7f) << 23;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-inline float ldexp2(float d, int e) {
-  return (d * pow2i(e >> 1)) * pow2i(e - (e >> 1));
-}
-inline F2 add2(F2 x, float y) {
-  const float s = x.x + y, v = s - x.x;
-  return {s, ((x.x - (s - v)) + (y - v)) + x.y};
-}
-inline F2 add2(F2 x, F2 y) {
-  const float s = x.x + y.x, v = s - x.x;
-  return {s, ((x.x - (s - v)) + (y.x - v)) + (x.y + y.y)};
-}
-inline F2 add(float x, F2 y) {
-  const float s = x + y.x;
-  return {s, ((x - s) + y.x) + y.y};
-}
-inline F2 add(F2 x, F2 y) {
-  const float s = x.x + y.x;
-  return {s, (((x.x - s) + y.x) + x.y) + y.y};
-}
-inline F2 mul(F2 x, float y) {
-  const float s = x.x * y;
-  return {s, std::fma(x.y, y, std::fma(x.x, y, -s))};
-}
-inline F2 mul(F2 x, F2 y) {
-  const float s = x.x * y.x;
-  return {s, std::fma(x.x, y.y, std::fma(x.y, y.x, std::fma(x.x, y.x, -s)))};
-}
-inline F2 square(F2 x) {
-  const float s = x.x * x.x;
-  return {s, std::fma(x.x + x.x, x.y, std::fma(x.x, x.x, -s))};
-}
-inline F2 reciprocal(F2 d) {
-  const float s = 1.0f / d.x;
-  return {s, s * std::fma(-d.y, s, std::fma(-d.x, s, 1.0f))};
-}
-inline F2 divide(F2 n, F2 d) {
-  const float t = 1.0f / d.x, s = n.x * t;
-  const float u = std::fma(t, n.x, -s);
-  const float v = std::fma(-d.y, t, std::fma(-d.x, t, 1.0f));
-  return {s, std::fma(s, v, std::fma(n.y, t, u))};
-}
-
-// xexpf
-float expf(float d) {
-  if (d < -104.0f) return 0.0f;
-  if (d > 100.0f) return std::numeric_limits<float>::infinity();
-  const int q = static_cast<int>(std::nearbyint(d * kRLn2));
-  float s = std::fma(static_cast<float>(q), -kL2U, d);
-  s = std::fma(static_cast<float>(q), -kL2L, s);
-  float u = 0.000198527617612853646278381f;
-  u = std::fma(u, s, 0.00139304355252534151077271f);
-  u = std::fma(u, s, 0.00833336077630519866943359f);
-  u = std::fma(u, s, 0.0416664853692054748535156f);
-  u = std::fma(u, s, 0.166666671633720397949219f);
-  u = std::fma(u, s, 0.5f);
-  u = 1.0f + std::fma(s * s, u, s);
-  return ldexp2(u, q);
-}
-
-// expk2f, for 0 <= d <= 8.67 (tanhf's range)
-F2 expk2(float d) {
-  const int q = static_cast<int>(std::nearbyint(d * kRLn2));
-  F2 s = add2(F2{d, 0.0f}, static_cast<float>(q) * -kL2U);
-  s = add2(s, static_cast<float>(q) * -kL2L);
-  float u = 0.1980960224e-3f;
-  u = std::fma(u, s.x, 0.1394256484e-2f);
-  u = std::fma(u, s.x, 0.8333456703e-2f);
-  u = std::fma(u, s.x, 0.4166637361e-1f);
-  F2 t = add2(mul(s, u), 0.166666659414234244790680580464e+0f);
-  t = add2(mul(s, t), 0.5f);
-  t = add2(s, mul(square(s), t));
-  t = add(1.0f, t);
-  return {ldexp2(t.x, q), ldexp2(t.y, q)};
-}
-
-// xtanhf
-float tanhf(float x) {
-  const float a = std::fabs(x);
-  if (!(a <= 8.664339742f)) return std::isnan(x) ? x : std::copysign(1.0f, x);
-  F2 d = expk2(a);
-  const F2 e = reciprocal(d);
-  d = divide(add(d, F2{-e.x, -e.y}), add(d, e));
-  return std::copysign(d.x + d.y, x);
-}
-}  // namespace sleef
-
+// Note [quantized sigmoid and tanh]: PyTorch gives the result fixed parameters (sigmoid: scale
+// 1/256, zero point 0 for quint8 and -128 for qint8; tanh: scale 1/128, zero point 128 for quint8
+// and 0 for qint8). Each output code is the float64 function of the dequantized input (the scale
+// read as float32, as PyTorch's kernels read it), rounded half to even: the correctly rounded
+// quantization. PyTorch computes the function in float32, so its code can differ by one where the
+// value lies within float32 rounding of a half step (about 1 code in 10^4). An 8-bit input has 256
+// codes: a larger tensor maps through a table of them.
+//
 // sigmoid / tanh of a per-tensor quint8 or qint8 tensor (Note [quantized sigmoid and tanh]).
 Tensor fixed_qparams_activation(const Tensor& self, const std::optional<Tensor>& out, const char* op,
                                 bool is_tanh) {
@@ -683,16 +582,13 @@ Tensor fixed_qparams_activation(const Tensor& self, const std::optional<Tensor>&
   const double out_scale = is_tanh ? 0.0078125 : 0.00390625;
   const int64_t out_zero_point = is_tanh ? (is_unsigned ? 128 : 0) : (is_unsigned ? 0 : -128);
   const int lo = is_unsigned ? 0 : -128, hi = is_unsigned ? 255 : 127;
-  const float scale = static_cast<float>(p.scale);
-  const float zero_point = static_cast<float>(p.zero_point);
-  const float premultiplied = scale * -zero_point;
-  const float inverse = is_tanh ? 128.0f : 256.0f;
+  const double scale = static_cast<float>(p.scale);
+  const double steps = is_tanh ? 128.0 : 256.0;  // 1 / out_scale
   // the output code (its bits as uint8) of an input code
   auto code = [&](int q) -> uint8_t {
-    const float x = static_cast<float>(q);
-    const float y = is_tanh ? sleef::tanhf(std::fma(x, scale, premultiplied))
-                            : 1.0f / (1.0f + sleef::expf(-((x - zero_point) * scale)));
-    const int64_t v = static_cast<int64_t>(std::nearbyint(y * inverse)) + out_zero_point;
+    const double x = (q - p.zero_point) * scale;
+    const double y = is_tanh ? std::tanh(x) : 1.0 / (1.0 + std::exp(-x));
+    const int64_t v = static_cast<int64_t>(std::nearbyint(y * steps)) + out_zero_point;
     return static_cast<uint8_t>(std::min<int64_t>(std::max<int64_t>(v, lo), hi));
   };
   Tensor result = empty_quantized(self.sizes(), self.dtype(), affine(out_scale, out_zero_point));
