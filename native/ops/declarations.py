@@ -100,9 +100,9 @@ _SPECIAL_NONDIFFERENTIABLE = ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1"
 
 
 def reduction(name: str, ref: str, dtypes="numeric", extra: str = "", dim: str = "int[1]? dim=None",
-              autocast: str | None = None) -> Op:
+              autocast: str | None = None, quantized: bool | str = False) -> Op:
     return Op(f"{name}(Tensor self, {dim}, bool keepdim=False{extra}) -> Tensor",
-              test={"family": "reduction", "ref": ref, "dtypes": dtypes}, autocast=autocast)
+              test={"family": "reduction", "ref": ref, "dtypes": dtypes}, autocast=autocast, quantized=quantized)
 
 
 OPS: list[Op] = [
@@ -524,7 +524,7 @@ OPS: list[Op] = [
     Op("atleast_3d(Tensor self) -> Tensor", method=False, test={"family": "none"}),
     Op("tril(Tensor self, int diagonal=0) -> Tensor", test={"family": "none"}),
     Op("triu(Tensor self, int diagonal=0) -> Tensor", test={"family": "none"}),
-    Op("repeat(Tensor self, int[] repeats) -> Tensor", test={"family": "none"}),
+    Op("repeat(Tensor self, int[] repeats) -> Tensor", test={"family": "none"}, quantized="repeat"),
     Op("tile(Tensor self, int[] dims) -> Tensor", test={"family": "none"}),
     Op("roll(Tensor self, int[1] shifts, int[1] dims=[]) -> Tensor", test={"family": "none"}),
     Op("broadcast_tensors(Tensor[] tensors) -> Tensor[]", test={"family": "none"}),
@@ -707,7 +707,8 @@ OPS: list[Op] = [
     reduction("sum", "np.sum(a, axis=dim, keepdims=keepdim)", dtypes="all", extra=", *, ScalarType? dtype=None"),
     reduction("prod", "np.prod(a, axis=dim, keepdims=keepdim)", extra=", *, ScalarType? dtype=None",
               autocast="fp32"),
-    reduction("mean", "np.mean(a, axis=dim, keepdims=keepdim)", dtypes="float", extra=", *, ScalarType? dtype=None"),
+    reduction("mean", "np.mean(a, axis=dim, keepdims=keepdim)", dtypes="float", extra=", *, ScalarType? dtype=None",
+              quantized="mean"),
     reduction("amax", "np.amax(a, axis=dim, keepdims=keepdim)", dim="int[1] dim=[]"),
     reduction("amin", "np.amin(a, axis=dim, keepdims=keepdim)", dim="int[1] dim=[]"),
     reduction("all", "np.all(a, axis=dim, keepdims=keepdim)", dtypes="all"),

@@ -622,5 +622,7 @@ def test_quantizable_multihead_attention_errors():
     prepared = tq.prepare(model, prepare_custom_config_dict={"float_to_observed_custom_module_class":
                                                              {nn.MultiheadAttention: nnqa.MultiheadAttention}})
     assert type(prepared.attn) is nnqa.MultiheadAttention and not hasattr(prepared.attn, "activation_post_process")
+    # the default convert config turns it into the quantized MultiheadAttention; one without it refuses
+    assert type(tq.convert(prepared).attn) is ember.ao.nn.quantized.MultiheadAttention
     with pytest.raises(NotImplementedError, match="QuantizableMultiheadAttention"):
-        tq.convert(prepared)
+        tq.convert(prepared, convert_custom_config_dict={"observed_to_quantized_custom_module_class": {}})

@@ -280,7 +280,8 @@ def test_default_custom_config_dict():
     config = tq.get_default_custom_config_dict()
     assert config["float_to_observed_custom_module_class"] == {nn.LSTM: nnqa.LSTM,
                                                                nn.MultiheadAttention: nnqa.MultiheadAttention}
-    assert config["observed_to_quantized_custom_module_class"] == {nnqa.LSTM: nnq.LSTM}
+    assert config["observed_to_quantized_custom_module_class"] == {nnqa.LSTM: nnq.LSTM,
+                                                                   nnqa.MultiheadAttention: nnq.MultiheadAttention}
     # qconfig None keeps an nn.LSTM float through both steps
     model = nn.Sequential(tq.QuantStub(), nn.LSTM(4, 5)).eval()
     model.qconfig = tq.default_qconfig
@@ -290,7 +291,7 @@ def test_default_custom_config_dict():
     assert type(tq.convert(prepared)[1]) is nn.LSTM
 
 
-def test_multihead_attention_prepares_but_does_not_convert():
+def test_multihead_attention_prepares_and_converts():
     class A(nn.Module):
         def __init__(self):
             super().__init__()
@@ -304,9 +305,8 @@ def test_multihead_attention_prepares_but_does_not_convert():
     prepared = tq.prepare(model)
     assert type(prepared.mha) is nnqa.MultiheadAttention
     prepared(ember.randn(3, 2, 8))
-    with pytest.raises(NotImplementedError, match="observed QuantizableMultiheadAttention.*not the quantized "
-                                                  "MultiheadAttention"):
-        tq.convert(prepared)
+    # the default config converts it (tests/test_quantized_static_mha.py runs it)
+    assert type(tq.convert(prepared).mha) is nnq.MultiheadAttention
     # qconfig None keeps it float through both steps
     model.mha.qconfig = None
     assert type(tq.convert(tq.prepare(model)).mha) is nn.MultiheadAttention

@@ -37,6 +37,8 @@ Tensor adaptive_avg_pool(const Tensor& self, const IntList& output_size);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 Tensor flip(const Tensor& self, const IntList& dims);
+Tensor repeat(const Tensor& self, const IntList& repeats);
+Tensor mean(const Tensor& self, const std::optional<IntList>& dim, bool keepdim, std::optional<DType> dtype);
 }  // namespace quantized
 
 }  // namespace ember

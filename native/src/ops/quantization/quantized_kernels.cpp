@@ -758,6 +758,113 @@ Tensor flip(const Tensor& self, const IntList& dims) {
   return as_quantized(ember::flip(integers(self), dims), self.dtype(), self.impl()->quantizer);
 }
 
+Tensor repeat(const Tensor& self, const IntList& repeats) {
+  // the integers tiled, the parameters kept (PyTorch refuses a per-channel tensor too)
+  per_tensor(self, "repeat");
+  return as_quantized(ember::repeat(integers(self), repeats), self.dtype(), self.impl()->quantizer);
+}
+
+namespace {
+
+// The integer a float32 mean of integers becomes when stored as U: nearbyint, then x86's
+// float -> int32 conversion (NaN and values beyond int32 give INT32_MIN), narrowed to U. An
+// empty reduction (0 / 0) so gives 0 for the 8-bit types.
+template <typename U>
+U stored_mean(float y) {
+  const float r = std::nearbyint(y);
+  const bool fits = !std::isnan(r) && r >= -2147483648.0f && r < 2147483648.0f;
+  return static_cast<U>(fits ? static_cast<int32_t>(r) : std::numeric_limits<int32_t>::min());
+}
+
+// PyTorch's x86 quantize of one value (FBGEMM's Quantize): the fused multiply-add
+// fma(v, 1 / scale, zero_point) in float32, rounded half to even, clamped; NaN gives the largest
+// code (qint32: the smallest). (ember.quantize_per_tensor adds the product after rounding it, which
+// can differ by one at a value within float32 rounding of a half step.)
+template <typename U>
+U quantize_fused(float v, float inv_scale, float zero_point) {
+  constexpr float lo = static_cast<float>(std::numeric_limits<U>::min());
+  constexpr float hi = static_cast<float>(std::numeric_limits<U>::max());
+  if (std::isnan(v)) return sizeof(U) == 4 ? std::numeric_limits<U>::min() : std::numeric_limits<U>::max();
+  const float r = std::nearbyint(std::fma(v, inv_scale, zero_point));
+  if (r <= lo) return std::numeric_limits<U>::min();
+  if (r >= hi) return std::numeric_limits<U>::max();
+  return static_cast<U>(r);
+}
+
+}  // namespace
+
+Tensor mean(const Tensor& self, const std::optional<IntList>& dim, bool keepdim, std::optional<DType> dtype) {
+  // Note [quantized mean]: PyTorch's (ATen's mean for a quantized tensor). The result keeps the
+  // input's dtype, scale and zero point. Over trailing dims of a contiguous tensor (all dims when
+  // dim is None or empty) each output is its group's integers summed exactly, divided by the
+  // count in float32 and rounded half to even (the zero point is not taken out first). Otherwise
+  // the values are dequantized, averaged in float32 (ember.mean: sum, then divide by the count)
+  // and quantized again with the input's parameters (quantize_fused). The float32 sums follow
+  // PyTorch's order for up to 16 terms per output (one after another); beyond that PyTorch sums in
+  // blocks, and a value within float32 rounding of a half step could round the other way.
+  const char* op = "mean";
+  const Quantizer& p = per_tensor(self, op);
+  EMBER_CHECK(!dtype || *dtype == self.dtype(), Error, "[", op,
+              "] the mean of a quantized tensor keeps its dtype (ember.", dtype_name(self.dtype()),
+              "), but dtype ember.", dtype_name(*dtype), " was given");
+  const int64_t ndim = self.dim();
+  std::vector<bool> reduced(ndim, !dim || dim->empty());
+  if (dim) {
+    for (int64_t d : *dim) {
+      const int64_t w = dims::wrap(op, d, ndim);
+      if (ndim == 0) continue;
+      EMBER_CHECK(!reduced[w] || dim->empty(), Error, "[", op, "] dim ", w,
+                  " appears multiple times in the list of dims");
+      reduced[w] = true;
+    }
+  }
+  int64_t first = ndim;  // the reduced dims are first..ndim-1 on the fast path
+  while (first > 0 && reduced[first - 1]) --first;
+  bool trailing = true;
+  for (int64_t d = 0; d < first; ++d) trailing = trailing && !reduced[d];
+  if (!self.is_contiguous() || !trailing) {
+    const Tensor values = ember::mean(dequantize(self), dim, keepdim, std::nullopt).contiguous();
+    Tensor out = empty_quantized(values.sizes(), self.dtype(), self.impl()->quantizer);
+    const float inv_scale = 1.0f / static_cast<float>(p.scale);
+    const float zero_point = static_cast<float>(p.zero_point);
+    visit_integers(self.dtype(), [&](auto u) {
+      using U = decltype(u);
+      const float* v = values.data<float>();
+      U* y = static_cast<U*>(out.data_ptr());
+      for (int64_t i = 0; i < values.numel(); ++i) y[i] = quantize_fused<U>(v[i], inv_scale, zero_point);
+    });
+    return out;
+  }
+  IntList out_sizes;
+  int64_t groups = 1, count = 1;
+  for (int64_t d = 0; d < ndim; ++d) {
+    const int64_t size = self.sizes()[d];
+    if (d < first) {
+      groups *= size;
+      out_sizes.push_back(size);
+    } else {
+      count *= size;
+      if (keepdim) out_sizes.push_back(1);
+    }
+  }
+  Tensor out = empty_quantized(out_sizes, self.dtype(), self.impl()->quantizer);
+  visit_integers(self.dtype(), [&](auto u) {
+    using U = decltype(u);
+    const U* x = static_cast<const U*>(self.data_ptr());
+    U* y = static_cast<U*>(out.data_ptr());
+    parallel_for(0, groups, std::max<int64_t>(1, kGrain / std::max<int64_t>(count, 1)),
+                 [&](int64_t lo, int64_t hi) {
+                   for (int64_t g = lo; g < hi; ++g) {
+                     const U* row = x + g * count;
+                     int64_t sum = 0;
+                     for (int64_t i = 0; i < count; ++i) sum += row[i];
+                     y[g] = stored_mean<U>(static_cast<float>(sum) / static_cast<float>(count));
+                   }
+                 });
+  });
+  return out;
+}
+
 }  // namespace quantized
 
 Tensor _quantized_linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,

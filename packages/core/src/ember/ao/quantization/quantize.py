@@ -48,13 +48,11 @@ DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {_nn.Linear: nnqd.Linear, _nn.LSTM: nnqd
 
 
 # PyTorch's get_default_custom_config_dict: prepare swaps nn.LSTM / nn.MultiheadAttention for their
-# observed (quantizable) forms, convert the observed LSTM for the quantized one. The quantized
-# MultiheadAttention is not in Ember (it needs a quantized mean of the attention weights), so
-# convert raises for an observed one (leave nn.MultiheadAttention out of a custom prepare config,
-# or give it qconfig None, to keep it float).
+# observed (quantizable) forms, convert the observed ones for the quantized LSTM / MultiheadAttention
+# (give a module qconfig None before prepare to keep it float).
 _DEFAULT_CUSTOM_CONFIG_DICT = {
     "float_to_observed_custom_module_class": {_nn.LSTM: nnqa.LSTM, _nn.MultiheadAttention: nnqa.MultiheadAttention},
-    "observed_to_quantized_custom_module_class": {nnqa.LSTM: nnq.LSTM},
+    "observed_to_quantized_custom_module_class": {nnqa.LSTM: nnq.LSTM, nnqa.MultiheadAttention: nnq.MultiheadAttention},
 }
 
 
@@ -219,9 +217,11 @@ def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = 
     """Swap every prepared module for its quantized twin (mapping defaults to the static one);
     convert_custom_config_dict's "observed_to_quantized_custom_module_class" ({observed type:
     quantized type}) converts observed custom modules with the quantized type's from_observed;
-    without a config, get_default_custom_config_dict()'s: the observed quantizable LSTM becomes
-    ember.ao.nn.quantized.LSTM. An observed module it does not name whose output is not one tensor
-    (the quantizable MultiheadAttention, whose quantized form is not in Ember) raises."""
+    without a config, get_default_custom_config_dict()'s: the observed quantizable LSTM and
+    MultiheadAttention become ember.ao.nn.quantized.LSTM / MultiheadAttention. An observed module
+    the config does not name whose output is not one tensor (a quantizable LSTM or
+    MultiheadAttention under a custom config that leaves it out, or a user's observed class so
+    marked) raises NotImplementedError, where PyTorch would leave it observed."""
     if is_reference:
         raise NotImplementedError("reference quantized modules (is_reference=True) are not in Ember")
     if not inplace:
@@ -236,11 +236,10 @@ def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = 
             if _returns_tuples(child) and type(child) not in custom \
                     and getattr(child, "qconfig", None) is not None:
                 raise NotImplementedError(
-                    f"convert: no quantized form is named for an observed {child._get_name()} (PyTorch's "
-                    f"ao.nn.quantized.{type(child).__name__}); Ember has the quantized LSTM but not the quantized "
-                    f"MultiheadAttention, which needs a quantized mean of the attention weights. Give "
-                    f"{type(child).__name__} qconfig None before prepare, or leave it out of "
-                    f"prepare_custom_config_dict, to keep it float")
+                    f"convert: no quantized form is named for an observed {child._get_name()}: add "
+                    f"{{{type(child).__name__}: <quantized class>}} to convert_custom_config_dict's "
+                    f"\"observed_to_quantized_custom_module_class\" (the default config has the quantizable LSTM "
+                    f"and MultiheadAttention), or give the module qconfig None before prepare to keep it float")
             if not isinstance(child, nni._FusedModule) and type(child) not in mapping and type(child) not in custom:
                 swap(child)
             mod._modules[name] = swap_module(child, mapping, custom)

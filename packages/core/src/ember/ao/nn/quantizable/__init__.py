@@ -5,8 +5,8 @@ can attach an observer to every intermediate result: LSTMCell, LSTM and Multihea
 prepare swaps nn.LSTM and nn.MultiheadAttention for them by default (PyTorch's
 get_default_custom_config_dict; a `prepare_custom_config_dict` replaces that config), and convert
 turns an observed LSTM into ember.ao.nn.quantized.LSTM, whose gates run the quantized sigmoid and
-tanh. The quantized MultiheadAttention is not in Ember (it needs a quantized mean of the attention
-weights): convert raises for an observed one."""
+tanh, and an observed MultiheadAttention into ember.ao.nn.quantized.MultiheadAttention, whose
+averaged attention weights are a quantized mean."""
 
 from .activation import MultiheadAttention
 from .rnn import LSTM, LSTMCell

@@ -102,8 +102,9 @@ class MultiheadAttention(_nn.MultiheadAttention):
             return w.detach(), None if b is None else b.detach()
 
         bias = weight_bias(self.linear_Q)[1] is not None
-        fp = self._FLOAT_MODULE(self.embed_dim, self.num_heads, self.dropout, bias, self.bias_k is not None,
-                                self.add_zero_attn, self.kdim, self.vdim, self.batch_first)
+        # nn.MultiheadAttention itself, also for the quantized subclass (whose _FLOAT_MODULE is this class)
+        fp = _nn.MultiheadAttention(self.embed_dim, self.num_heads, self.dropout, bias, self.bias_k is not None,
+                                    self.add_zero_attn, self.kdim, self.vdim, self.batch_first)
         with no_grad():
             if self.bias_k is not None:
                 fp.bias_k = Parameter(_dequantized(self.bias_k).detach())

@@ -1,7 +1,9 @@
-"""ember.ao.nn.quantized (torch.ao.nn.quantized): modules over quantized tensors (the LSTM among
-them, converted from an observed quantizable one); the dynamically quantized ones in .dynamic."""
+"""ember.ao.nn.quantized (torch.ao.nn.quantized): modules over quantized tensors (the LSTM and the
+MultiheadAttention among them, converted from observed quantizable ones); the dynamically quantized
+ones in .dynamic."""
 
 from . import dynamic
+from .activation import MultiheadAttention
 from .batchnorm import BatchNorm2d, BatchNorm3d
 from .embedding_ops import Embedding, EmbeddingBag, EmbeddingPackedParams
 from .modules import (
@@ -21,5 +23,5 @@ from .modules import (
 from .rnn import LSTM
 
 __all__ = ["BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Dropout", "Embedding", "EmbeddingBag", "EmbeddingPackedParams",
-           "FXFloatFunctional", "FloatFunctional", "Hardswish", "LSTM", "Linear", "QFunctional", "Quantize", "ReLU6",
+           "FXFloatFunctional", "FloatFunctional", "Hardswish", "LSTM", "Linear", "MultiheadAttention", "QFunctional", "Quantize", "ReLU6",
            "dynamic"]
