@@ -49,7 +49,8 @@ REASONS = [
     (r"quant|qint|quint|^q_|int_repr|qparams|^qscheme$|^qat$|^intrinsic$",
      "quantized kernels Ember does not have (the legacy functional RNN cells, which take FBGEMM's packed "
      "weights): quantized tensors, Linear, Conv, pooling, batch norm, embedding tables, the dynamic LSTM/GRU and "
-     "cells, the quantizable LSTM/MultiheadAttention and eager-mode quantization are in (ember.ao)"),
+     "cells, the quantizable and static quantized LSTM/MultiheadAttention and eager-mode quantization are in "
+     "(ember.ao)"),
     (r"^spsolve$|semi_?structured", "device-specific: PyTorch runs these only on CUDA (cuDSS, cuSPARSELt)"),
     (r"sparse|csr|csc|bsr|bsc|coo|to_dense|smm|sspaddmm|hspmm|spmm|saddmm|^(indices|values)(_copy)?$|"
      r"(crow|ccol|col|row)_indices|coalesce|^dense_dim$|^layout$|^strided$",
