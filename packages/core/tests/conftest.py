@@ -1,6 +1,7 @@
 import os
 import pathlib
 import subprocess
+import sys
 import tempfile
 import textwrap
 
@@ -71,5 +72,35 @@ def run_fbgemm():
             assert done.returncode == 0, done.stderr[-4000:]
             with np.load(dst) as out:
                 return {k: out[k] for k in out.files}
+
+    return run
+
+
+# ---- PyTorch as a parity oracle for a whole script ---------------------------------------
+@pytest.fixture(scope="session")
+def run_torch_and_ember():
+    """Runs one script twice through the public API only: under PyTorch in its own interpreter,
+    named by EMBER_TORCH_PYTHON, and under Ember in this one. The script takes the module to import
+    as `T` (argv[1], "torch" or "ember") and writes its results with np.savez to argv[2]. Returns
+    (PyTorch's arrays, Ember's arrays) after checking that both wrote the same keys. A test using
+    this fixture skips without EMBER_TORCH_PYTHON."""
+    python = os.environ.get("EMBER_TORCH_PYTHON")
+    if not python:
+        pytest.skip("EMBER_TORCH_PYTHON names no Python with torch")
+
+    def run(script: str) -> tuple[dict, dict]:
+        results = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "parity.py"
+            path.write_text(script)
+            for lib, interpreter in (("torch", python), ("ember", sys.executable)):
+                out = pathlib.Path(tmp) / f"{lib}.npz"
+                done = subprocess.run([interpreter, str(path), lib, str(out)], capture_output=True, text=True,
+                                      timeout=600)
+                assert done.returncode == 0, done.stderr[-4000:]
+                with np.load(out) as arrays:
+                    results[lib] = {k: arrays[k] for k in arrays.files}
+        assert sorted(results["torch"]) == sorted(results["ember"])
+        return results["torch"], results["ember"]
 
     return run

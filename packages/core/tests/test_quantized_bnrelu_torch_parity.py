@@ -7,15 +7,7 @@ to float32 rounding (unobserved, and observed after prepare with the custom modu
 observers' ranges are compared too). Without EMBER_TORCH_PYTHON these tests are skipped;
 tests/test_quantized_fused_and_quantizable.py holds the NumPy references."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
-import pytest
-
-TORCH_PYTHON = os.environ.get("EMBER_TORCH_PYTHON")
-pytestmark = pytest.mark.skipif(not TORCH_PYTHON, reason="EMBER_TORCH_PYTHON names no Python with torch")
 
 SCRIPT = """
 import sys, warnings
@@ -117,18 +109,9 @@ np.savez(sys.argv[2], **out)
 EXACT_PREFIXES = ("BNReLU", "flow")
 
 
-def test_bn_relu_and_quantizable_lstm_match_torch(tmp_path):
-    path = tmp_path / "bnrelu_parity.py"
-    path.write_text(SCRIPT)
-    results = {}
-    for lib, python in (("torch", TORCH_PYTHON), ("ember", sys.executable)):
-        done = subprocess.run([python, str(path), lib, str(tmp_path / f"{lib}.npz")], capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, done.stderr
-        results[lib] = np.load(tmp_path / f"{lib}.npz")
-    theirs, ours = results["torch"], results["ember"]
-    assert sorted(theirs.files) == sorted(ours.files)
-    for key in theirs.files:
+def test_bn_relu_and_quantizable_lstm_match_torch(run_torch_and_ember):
+    theirs, ours = run_torch_and_ember(SCRIPT)
+    for key in theirs:
         if key.startswith(EXACT_PREFIXES) or key.endswith("_type"):
             np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
         else:  # float32 GEMMs and transcendental functions round in orders of their own

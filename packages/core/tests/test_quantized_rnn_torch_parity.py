@@ -10,15 +10,7 @@ covers one and two layers, both directions, batch_first, hx given or not, Packed
 with its default spec, and the cells run over a sequence. Without EMBER_TORCH_PYTHON these tests
 are skipped; tests/test_quantized_dynamic_rnn.py holds the NumPy references."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
-import pytest
-
-TORCH_PYTHON = os.environ.get("EMBER_TORCH_PYTHON")
-pytestmark = pytest.mark.skipif(not TORCH_PYTHON, reason="EMBER_TORCH_PYTHON names no Python with torch")
 
 SCRIPT = """
 import sys, warnings
@@ -144,17 +136,10 @@ np.savez(sys.argv[2], **out)
 """
 
 
-def test_close_to_torch(tmp_path):
-    path = tmp_path / "rnn_parity.py"
-    path.write_text(SCRIPT)
-    for lib, python in (("torch", TORCH_PYTHON), ("ember", sys.executable)):
-        done = subprocess.run([python, str(path), lib, str(tmp_path / f"{lib}.npz")], capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, done.stderr
-    theirs, ours = np.load(tmp_path / "torch.npz"), np.load(tmp_path / "ember.npz")
-    assert sorted(theirs.files) == sorted(ours.files)
+def test_close_to_torch(run_torch_and_ember):
+    theirs, ours = run_torch_and_ember(SCRIPT)
     worst = {}
-    for key in theirs.files:
+    for key in theirs:
         a, b = ours[key], theirs[key]
         assert a.shape == b.shape, key
         if key.endswith(("/name", "/names", "/batch_sizes")) or "/weight_" in key:

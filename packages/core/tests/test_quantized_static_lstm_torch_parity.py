@@ -12,15 +12,7 @@ EMBER_TORCH_PYTHON these tests are skipped; tests/test_quantized_static_lstm.py 
 references. (Ember rounds the float64 function, PyTorch a float32 one: a value within float32
 rounding of a half step could differ by one code; none of these does.)"""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
-import pytest
-
-TORCH_PYTHON = os.environ.get("EMBER_TORCH_PYTHON")
-pytestmark = pytest.mark.skipif(not TORCH_PYTHON, reason="EMBER_TORCH_PYTHON names no Python with torch")
 
 SCRIPT = """
 import sys, warnings
@@ -116,18 +108,9 @@ MODELS = ("single", "fbgemm", "deep")
 CLOSE = {model + suffix for model in MODELS for suffix in ("", "_h", "_c", "_qparams", "_scales")}
 
 
-def test_static_quantized_lstm_matches_torch(tmp_path):
-    path = tmp_path / "static_lstm_parity.py"
-    path.write_text(SCRIPT)
-    results = {}
-    for lib, python in (("torch", TORCH_PYTHON), ("ember", sys.executable)):
-        done = subprocess.run([python, str(path), lib, str(tmp_path / f"{lib}.npz")], capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, done.stderr
-        results[lib] = np.load(tmp_path / f"{lib}.npz")
-    theirs, ours = results["torch"], results["ember"]
-    assert sorted(theirs.files) == sorted(ours.files)
-    for key in theirs.files:
+def test_static_quantized_lstm_matches_torch(run_torch_and_ember):
+    theirs, ours = run_torch_and_ember(SCRIPT)
+    for key in theirs:
         if key in CLOSE:
             np.testing.assert_allclose(ours[key], theirs[key], rtol=1e-6, atol=1e-6, err_msg=key)
         else:

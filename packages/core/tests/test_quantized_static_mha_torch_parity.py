@@ -25,15 +25,7 @@ batch_first is compared with one head only: PyTorch's quantizable MultiheadAtten
 mixes the heads (its result differs from nn.MultiheadAttention's); Ember's computes what
 nn.MultiheadAttention does, which is the same for one head."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
-import pytest
-
-TORCH_PYTHON = os.environ.get("EMBER_TORCH_PYTHON")
-pytestmark = pytest.mark.skipif(not TORCH_PYTHON, reason="EMBER_TORCH_PYTHON names no Python with torch")
 
 SCRIPT = """
 import sys, warnings
@@ -187,18 +179,9 @@ def _close(key: str) -> bool:
     return any(key == f"{model}_{call}" for model in MODELS for call in CALLS)
 
 
-def test_static_quantized_mha_matches_torch(tmp_path):
-    path = tmp_path / "static_mha_parity.py"
-    path.write_text(SCRIPT)
-    results = {}
-    for lib, python in (("torch", TORCH_PYTHON), ("ember", sys.executable)):
-        done = subprocess.run([python, str(path), lib, str(tmp_path / f"{lib}.npz")], capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, done.stderr
-        results[lib] = np.load(tmp_path / f"{lib}.npz")
-    theirs, ours = results["torch"], results["ember"]
-    assert sorted(theirs.files) == sorted(ours.files)
-    for key in theirs.files:
+def test_static_quantized_mha_matches_torch(run_torch_and_ember):
+    theirs, ours = run_torch_and_ember(SCRIPT)
+    for key in theirs:
         model = next((m for m in MODELS if key.startswith(m + "_")), None)
         if model and key.endswith("_int_weights") and key[len(model) + 1:-len("_int_weights")] in AVERAGED \
                 and ours[model + "_qparams"][5, 0] != theirs[model + "_qparams"][5, 0]:
