@@ -236,9 +236,8 @@ EMBER_ALWAYS_INLINE inline int64_t row_ahead(const I* idx, int64_t i, int64_t ah
 // of 1M x 100 floats (tiles of 64 and 32 floats, then 4 columns), Zen 5, one thread, 15.2 -> 12.6
 // ms. Rows of several tiles are still slower per byte than rows of one (1M x 96: 10.5 ms against
 // 6.4 for 1M x 128): no rows are asked for while the later tiles run.
-// kLocality: Note [row prefetch level].
 enum class Ask { kTileIsRow, kRow, kNothing };
-template <typename T, typename I, int NV, bool kWeighted, bool kChecked, Ask kAsk, int kLocality>
+template <typename T, typename I, int NV, bool kWeighted, bool kChecked, Ask kAsk>
 inline void sum_tile(const T* w, int64_t stride, int64_t rows, const I* idx, const T* psw, int64_t s,
                      int64_t e, int64_t last, int64_t pad, int64_t col, int64_t ahead, int64_t ask, T scale,
                      T* out) {
@@ -261,13 +260,12 @@ inline void sum_tile(const T* w, int64_t stride, int64_t rows, const I* idx, con
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       accumulate<kWeighted>(acc[v], wv, load(r + v * L));
-      if (kAsk == Ask::kTileIsRow && (v * kVecBytes) % 64 == 0)
-        __builtin_prefetch(p + v * kVecBytes, 0, kLocality);
+      if (kAsk == Ask::kTileIsRow && (v * kVecBytes) % 64 == 0) __builtin_prefetch(p + v * kVecBytes, 0, 3);
     }
     if constexpr (kAsk == Ask::kTileIsRow) {
-      if (off_line) __builtin_prefetch(p + NV * kVecBytes - 1, 0, kLocality);
+      if (off_line) __builtin_prefetch(p + NV * kVecBytes - 1, 0, 3);
     } else if constexpr (kAsk == Ask::kRow) {
-      prefetch_lines<false, kLocality>(p, ask);
+      prefetch_lines(p, ask);
     }
   }
   const Vec<T> sv = splat(scale);
@@ -284,7 +282,7 @@ inline void sum_tile(const T* w, int64_t stride, int64_t rows, const I* idx, con
 // of 1M rows, batch 2048, 20 per bag, one thread, Zen 5) 100 floats went from 1.07 to 0.98 and 20
 // floats from 1.46 to 1.16. Rows of whole vectors keep the tiles below (one pass for 1, 2, 4, 8,
 // 16 vectors; at 6 or 10 vectors one pass measured no better than two tiles).
-template <typename T, typename I, int NV, bool kWeighted, bool kChecked, int kLocality>
+template <typename T, typename I, int NV, bool kWeighted, bool kChecked>
 inline void sum_row(const T* w, int64_t stride, int64_t rows, const I* idx, const T* psw, int64_t s,
                     int64_t e, int64_t last, int64_t pad, int64_t tail, int64_t ahead, int64_t row_bytes,
                     T scale, T* out) {
@@ -309,7 +307,7 @@ inline void sum_row(const T* w, int64_t stride, int64_t rows, const I* idx, cons
           acc_tail, wv,
           NV > 0 ? and_mask<T>(load(r + NV * L + tail - L), keep) : load_first(r + NV * L, tail));
     }
-    prefetch_lines<false, kLocality>(w + next * stride, row_bytes);
+    prefetch_lines(w + next * stride, row_bytes);
   }
   const Vec<T> sv = splat(scale);
   if (tail != 0 && NV > 0) store(out + NV * L + tail - L, acc_tail * sv);  // the full vectors then overwrite
@@ -336,9 +334,9 @@ EMBER_ALWAYS_INLINE inline void with_vector_count(int64_t nv, F&& f) {
 // left over. Unless
 // kChecked, the caller has checked every index from the bag's first to `last` (first_bad_index):
 // the check per member and per prefetch cost 3-4% of a 1M-row lookup and 15% of an in-cache one.
-template <typename T, typename I, bool kWeighted, bool kChecked, int kLocality>
-void sum_bag_at(const T* w, int64_t stride, int64_t rows, int64_t width, const I* idx, const T* psw,
-                int64_t s, int64_t e, int64_t last, int64_t pad, T scale, T* out) {
+template <typename T, typename I, bool kWeighted, bool kChecked>
+void sum_bag(const T* w, int64_t stride, int64_t rows, int64_t width, const I* idx, const T* psw, int64_t s,
+             int64_t e, int64_t last, int64_t pad, T scale, T* out) {
   constexpr int64_t L = kLanes<T>;
   constexpr int kMax = kWeighted ? 8 : 16;
   const int64_t row_bytes = width * static_cast<int64_t>(sizeof(T));
@@ -346,8 +344,8 @@ void sum_bag_at(const T* w, int64_t stride, int64_t rows, int64_t width, const I
   const int64_t whole = width / L, tail = width % L;
   if (whole < kMax && tail != 0) {
     with_vector_count<kMax - 1>(whole, [&](auto nv) {
-      sum_row<T, I, decltype(nv)::value, kWeighted, kChecked, kLocality>(
-          w, stride, rows, idx, psw, s, e, last, pad, tail, ahead, row_bytes, scale, out);
+      sum_row<T, I, decltype(nv)::value, kWeighted, kChecked>(w, stride, rows, idx, psw, s, e, last, pad,
+                                                              tail, ahead, row_bytes, scale, out);
     });
     return;
   }
@@ -355,8 +353,8 @@ void sum_bag_at(const T* w, int64_t stride, int64_t rows, int64_t width, const I
   auto tile = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     auto run = [&](auto ask) {
-      sum_tile<T, I, NV, kWeighted, kChecked, decltype(ask)::value, kLocality>(
-          w, stride, rows, idx, psw, s, e, last, pad, col, ahead, row_bytes, scale, out);
+      sum_tile<T, I, NV, kWeighted, kChecked, decltype(ask)::value>(w, stride, rows, idx, psw, s, e, last,
+                                                                    pad, col, ahead, row_bytes, scale, out);
     };
     if (col > 0) {
       run(std::integral_constant<Ask, Ask::kNothing>{});
@@ -385,30 +383,6 @@ void sum_bag_at(const T* w, int64_t stride, int64_t rows, int64_t width, const I
     for (int64_t d = col; d < width; ++d) out[d] += f * w[k * stride + d];
   }
   for (int64_t d = col; d < width; ++d) out[d] *= scale;
-}
-
-// Note [row prefetch level]: which cache the rows asked for ahead are brought to. On Intel cores
-// into L2 (prefetcht1): a prefetcht0 holds one of the core's few L1 fill buffers until its line
-// arrives from memory, which caps the rows in flight; an L2 request does not. EmbeddingBag sum over
-// 8 tables of 1M x 128 floats (16 rows ahead, a standalone copy of sum_tile, one thread, Xeon with
-// AVX-512, interleaved runs): rows on cache lines 22.8 -> 18.9 ms, NumPy rows 16 bytes off a line
-// 25.2 -> 22.7 ms; asking at 24 rows to L2 and 4 rows to L1 as well ran between the two. Against
-// PyTorch 2.13's EmbeddingBag on NumPy rows (bench_vs_torch, alternate runs): 1.22-1.26 -> 0.99-1.07. AMD
-// cores keep prefetcht0 (Zen 4 documents t1 as an L2 prefetch, and it has been seen dropped there).
-inline bool prefetch_rows_to_l2() {
-  static const bool intel = __builtin_cpu_is("intel");
-  return intel;
-}
-
-// A sum/mean bag (sum_bag_at) with the prefetch level of Note [row prefetch level].
-template <typename T, typename I, bool kWeighted, bool kChecked>
-void sum_bag(const T* w, int64_t stride, int64_t rows, int64_t width, const I* idx, const T* psw, int64_t s,
-             int64_t e, int64_t last, int64_t pad, T scale, T* out) {
-  if (prefetch_rows_to_l2()) {
-    sum_bag_at<T, I, kWeighted, kChecked, 2>(w, stride, rows, width, idx, psw, s, e, last, pad, scale, out);
-  } else {
-    sum_bag_at<T, I, kWeighted, kChecked, 3>(w, stride, rows, width, idx, psw, s, e, last, pad, scale, out);
-  }
 }
 
 struct Member {

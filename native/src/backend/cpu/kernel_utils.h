@@ -28,14 +28,13 @@ namespace ember::EMBER_CPU_NS {
 // Asks for every cache line of [p, p + bytes) (Note [prefetch helpers]), counted from p's own line:
 // a row that does not start on a line (a NumPy array's data, rows of 100 floats) spans one line
 // more than bytes / 64, and that last line would otherwise be waited for on every row. kForWrite
-// passes the write hint (prefetchw where the build's target has it, else a plain prefetch);
-// kLocality is __builtin_prefetch's (3: prefetcht0, into L1; 2: prefetcht1, into L2).
-template <bool kForWrite = false, int kLocality = 3>
+// passes the write hint (prefetchw where the build's target has it, else a plain prefetch).
+template <bool kForWrite = false>
 EMBER_ALWAYS_INLINE inline void prefetch_lines(const void* p, int64_t bytes) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(p);
   const uintptr_t end = start + static_cast<uintptr_t>(bytes > 0 ? bytes : 0);
   for (uintptr_t a = start & ~uintptr_t(63); a < end; a += 64)
-    __builtin_prefetch(reinterpret_cast<const char*>(a), kForWrite ? 1 : 0, kLocality);
+    __builtin_prefetch(reinterpret_cast<const char*>(a), kForWrite ? 1 : 0, 3);
 }
 
 template <typename T>
