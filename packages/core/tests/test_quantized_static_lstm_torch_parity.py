@@ -2,7 +2,7 @@
 with `T = torch` (in its own interpreter, named by EMBER_TORCH_PYTHON) and with `T = ember`, through
 the public API only, on the same weights and data. The integers must be equal: quantized
 sigmoid and tanh over every code of quint8 and qint8 inputs at ~190 scales and zero points (a table
-of 256 codes and the element-by-element path), their fixed output parameters, a transposed input;
+of 256 codes and a 37-element prefix), their fixed output parameters, a transposed input;
 stack with equal and different parameters; and the quantized LSTM that prepare (default custom
 config) / calibrate / convert make of nn.LSTM in a QuantStub -> LSTM -> Linear -> DeQuantStub model
 (one layer with the default and the fbgemm qconfig, two bidirectional batch_first layers): its

@@ -567,7 +567,7 @@ Tensor average_windows(const Tensor& self, const std::vector<std::vector<PoolWin
 // read as float32, as PyTorch's kernels read it), rounded half to even: the correctly rounded
 // quantization. PyTorch computes the function in float32, so its code can differ by one where the
 // value lies within float32 rounding of a half step (about 1 code in 10^4). An 8-bit input has 256
-// codes: a larger tensor maps through a table of them.
+// codes: every tensor maps through a table of them.
 //
 // sigmoid / tanh of a per-tensor quint8 or qint8 tensor (Note [quantized sigmoid and tanh]).
 Tensor fixed_qparams_activation(const Tensor& self, const std::optional<Tensor>& out, const char* op,
@@ -599,13 +599,6 @@ Tensor fixed_qparams_activation(const Tensor& self, const std::optional<Tensor>&
   uint8_t* y = static_cast<uint8_t*>(result.data_ptr());
   // a code's index in the table: its value minus the lowest code (for int8, its bits ^ 0x80)
   const uint8_t flip = is_unsigned ? 0 : 0x80;
-  auto to_int = [&](uint8_t bits) {
-    return is_unsigned ? static_cast<int>(bits) : static_cast<int>(static_cast<int8_t>(bits));
-  };
-  if (n < 256) {
-    for (int64_t i = 0; i < n; ++i) y[i] = code(to_int(x[i]));
-    return result;
-  }
   uint8_t table[256];
   for (int q = lo; q <= hi; ++q) table[q - lo] = code(q);
   parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) {
