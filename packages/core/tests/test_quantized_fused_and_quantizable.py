@@ -527,9 +527,11 @@ def test_quantizable_lstm_errors_and_names():
     with pytest.raises(NotImplementedError, match="no projection"):
         nnqa.LSTM.from_float(projected)
     training = nn.LSTM(2, 3)
-    training.qconfig = tq.default_qconfig
-    with pytest.raises(NotImplementedError, match="quantization-aware training"):
-        nnqa.LSTM.from_float(training)
+    training.qconfig = tq.default_qat_qconfig
+    # a training LSTM is prepared for QAT, as PyTorch's (tests/test_quantized_qat_lstm.py)
+    observed = nnqa.LSTM.from_float(training)
+    assert observed.training
+    assert isinstance(observed.layers[0].layer_fw.cell.input_gate.activation_post_process, tq.FixedQParamsFakeQuantize)
     with pytest.raises(NotImplementedError, match="non-quantizable LSTM"):
         nnqa.LSTM.from_observed(nnqa.LSTM(2, 3))
     with pytest.raises(ValueError, match="dropout should be a number in range"):

@@ -10,9 +10,19 @@ from ..._quantized import (
     per_tensor_affine,
     per_tensor_symmetric,
 )
-from .fake_quantize import FakeQuantize, FakeQuantizeBase, FusedMovingAvgObsFakeQuantize
+from .fake_quantize import (
+    FakeQuantize,
+    FakeQuantizeBase,
+    FixedQParamsFakeQuantize,
+    FusedMovingAvgObsFakeQuantize,
+    default_affine_fixed_qparams_fake_quant,
+    default_fixed_qparams_range_0to1_fake_quant,
+    default_fixed_qparams_range_neg1to1_fake_quant,
+    default_symmetric_fixed_qparams_fake_quant,
+)
 from .fuse_modules import fuse_known_modules, fuse_modules
 from .observer import (
+    FixedQParamsObserver,
     HistogramObserver,
     MinMaxObserver,
     MovingAverageMinMaxObserver,
@@ -21,11 +31,15 @@ from .observer import (
     ObserverBase,
     PerChannelMinMaxObserver,
     PlaceholderObserver,
+    default_affine_fixed_qparams_observer,
     default_dynamic_quant_observer,
+    default_fixed_qparams_range_0to1_observer,
+    default_fixed_qparams_range_neg1to1_observer,
     default_float_qparams_observer,
     default_observer,
     default_per_channel_weight_observer,
     default_placeholder_observer,
+    default_symmetric_fixed_qparams_observer,
     default_weight_observer,
 )
 from .qconfig import (
@@ -72,7 +86,11 @@ __all__ = [
     "default_fake_quant", "default_float_qparams_observer", "default_fused_act_fake_quant",
     "default_fused_per_channel_wt_fake_quant", "default_fused_wt_fake_quant", "default_observer",
     "default_per_channel_qconfig", "default_per_channel_weight_fake_quant", "default_per_channel_weight_observer",
-    "default_placeholder_observer",
+    "default_placeholder_observer", "FixedQParamsFakeQuantize", "FixedQParamsObserver",
+    "default_affine_fixed_qparams_fake_quant", "default_affine_fixed_qparams_observer",
+    "default_fixed_qparams_range_0to1_fake_quant", "default_fixed_qparams_range_0to1_observer",
+    "default_fixed_qparams_range_neg1to1_fake_quant", "default_fixed_qparams_range_neg1to1_observer",
+    "default_symmetric_fixed_qparams_fake_quant", "default_symmetric_fixed_qparams_observer",
     "default_qat_qconfig", "default_qconfig", "default_weight_fake_quant", "default_weight_observer",
     "float16_dynamic_qconfig", "float16_static_qconfig", "float_qparams_weight_only_qconfig", "fuse_known_modules", "fuse_modules",
     "get_default_custom_config_dict", "get_default_dynamic_quant_module_mappings",

@@ -10,14 +10,19 @@ from ..._fake_quant import (
     fused_moving_avg_obs_fake_quant,
     per_channel_affine,
     per_channel_symmetric,
+    per_tensor_affine,
+    per_tensor_symmetric,
 )
 from ..._tensor import tensor
 from ...nn.modules.module import Module
 from .observer import (
+    FixedQParamsObserver,
     MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
     _is_symmetric,
     _with_args,
+    default_fixed_qparams_range_0to1_observer,
+    default_fixed_qparams_range_neg1to1_observer,
     dtype_range,
     resize_to_saved,
 )
@@ -103,6 +108,36 @@ class FakeQuantize(FakeQuantizeBase):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
+class FixedQParamsFakeQuantize(FakeQuantize):
+    """Fake quantization with parameters fixed in advance (torch.ao.quantization.FixedQParamsFakeQuantize):
+    observer builds a FixedQParamsObserver, whose scale and zero_point buffers this module's are
+    (the same tensors: the state dict holds them under both names, and loading either sets both).
+    The output is clamp(round(x / scale) + zero_point, quant_min, quant_max) - zero_point, times
+    scale; the gradient passes through where x is inside the range and is 0 outside. prepare and
+    prepare_qat put one after a training nn.Sigmoid, nn.Hardsigmoid, nn.Softmax (scale 1/256,
+    zero_point 0) or nn.Tanh (scale 2/256, zero_point 128). Per tensor only."""
+
+    def __init__(self, observer) -> None:
+        super().__init__(observer=observer)
+        if type(self.activation_post_process) is not FixedQParamsObserver:
+            raise AssertionError(f"{type(self).__name__}'s observer must be a {FixedQParamsObserver.__name__}")
+        self._observer_ctr = observer
+        self.scale = self.activation_post_process.scale
+        self.zero_point = self.activation_post_process.zero_point
+        if self.qscheme not in (per_tensor_affine, per_tensor_symmetric):
+            raise AssertionError("Only per tensor quantization is supported FixedQParamsFakeQuantize module, got "
+                                 f"qscheme:{self.qscheme}")
+
+    def calculate_qparams(self) -> tuple:
+        return self.scale, self.zero_point
+
+    def extra_repr(self) -> str:
+        post = self.activation_post_process
+        return (f"fake_quant_enabled={self.fake_quant_enabled}, observer_enabled={self.observer_enabled}, "
+                f"scale={self.scale}, zero_point={self.zero_point}, dtype={self.dtype}, quant_min={post.quant_min}, "
+                f"quant_max={post.quant_max}, qscheme={self.qscheme}")
+
+
 class FusedMovingAvgObsFakeQuantize(FakeQuantize):
     """FakeQuantize over a moving-average observer in one op (ember.fused_moving_avg_obs_fake_quant),
     as torch.ao.quantization.FusedMovingAvgObsFakeQuantize. Its qparams come from the fused op's
@@ -125,3 +160,12 @@ class FusedMovingAvgObsFakeQuantize(FakeQuantize):
                                                post.max_val, self.scale, self.zero_point, post.averaging_constant,
                                                post.quant_min, post.quant_max, self.ch_axis, self.is_per_channel,
                                                self.is_symmetric_quant)
+
+
+default_fixed_qparams_range_neg1to1_fake_quant = FixedQParamsFakeQuantize.with_args(
+    observer=default_fixed_qparams_range_neg1to1_observer)
+default_fixed_qparams_range_0to1_fake_quant = FixedQParamsFakeQuantize.with_args(
+    observer=default_fixed_qparams_range_0to1_observer)
+# PyTorch's older names for the same two
+default_symmetric_fixed_qparams_fake_quant = default_fixed_qparams_range_neg1to1_fake_quant
+default_affine_fixed_qparams_fake_quant = default_fixed_qparams_range_0to1_fake_quant

@@ -246,6 +246,36 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
         return old + self.averaging_constant * (current - old)
 
 
+class FixedQParamsObserver(ObserverBase):
+    """Observes nothing and always gives the same scale and zero_point (one-element float32 and
+    int32 buffers), as torch.ao.quantization.FixedQParamsObserver: the output parameters of
+    functions whose range is known in advance (sigmoid: [0, 1), tanh: [-1, 1)). Per tensor only.
+    Its only state is the two buffers (no eps, no min/max), as PyTorch's, and quant_min /
+    quant_max are taken as given."""
+
+    def __init__(self, scale, zero_point, dtype=_C.quint8, qscheme=per_tensor_affine, quant_min: int = 0,
+                 quant_max: int = 255, is_dynamic: bool = False, **kwargs) -> None:
+        if is_dynamic:
+            raise NotImplementedError("FixedQParamsObserver doesn't support dynamic quantization")
+        if kwargs:
+            raise TypeError(f"ObserverBase.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        Module.__init__(self)  # not the min/max observers' state: only the fixed parameters
+        self.dtype, self.is_dynamic = dtype, is_dynamic
+        self.quant_min, self.quant_max = quant_min, quant_max
+        self.register_buffer("scale", tensor([scale], dtype=_C.float32))
+        self.register_buffer("zero_point", tensor([zero_point], dtype=_C.int32))
+        self.qscheme = qscheme
+
+    def forward(self, X):
+        return X
+
+    def calculate_qparams(self) -> tuple:
+        return self.scale, self.zero_point
+
+    def extra_repr(self) -> str:
+        return ""
+
+
 class PlaceholderObserver(Module):
     """Observes nothing: it carries the dtype (and is_dynamic) a dynamic qconfig's activation needs."""
 
@@ -283,6 +313,16 @@ default_placeholder_observer = PlaceholderObserver
 default_float_qparams_observer = PerChannelMinMaxObserver.with_args(dtype=_C.quint8,
                                                                     qscheme=per_channel_affine_float_qparams,
                                                                     ch_axis=0)
+
+
+# the output parameters of tanh (range [-1, 1)) and sigmoid (range [0, 1)) on quint8
+default_fixed_qparams_range_neg1to1_observer = FixedQParamsObserver.with_args(
+    scale=2.0 / 256.0, zero_point=128, dtype=_C.quint8, quant_min=0, quant_max=255)
+default_fixed_qparams_range_0to1_observer = FixedQParamsObserver.with_args(
+    scale=1.0 / 256.0, zero_point=0, dtype=_C.quint8, quant_min=0, quant_max=255)
+# PyTorch's older names for the same two
+default_symmetric_fixed_qparams_observer = default_fixed_qparams_range_neg1to1_observer
+default_affine_fixed_qparams_observer = default_fixed_qparams_range_0to1_observer
 
 
 class HistogramObserver(ObserverBase):

@@ -22,6 +22,10 @@ from ..nn import quantizable as nnqa
 from ..nn import quantized as nnq
 from ..nn.intrinsic import quantized as nniq
 from ..nn.quantized import dynamic as nnqd
+from .fake_quantize import (
+    default_fixed_qparams_range_0to1_fake_quant,
+    default_fixed_qparams_range_neg1to1_fake_quant,
+)
 from .qconfig import (  # noqa: F401
     default_dynamic_qconfig,
     float16_dynamic_qconfig,
@@ -45,6 +49,27 @@ DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {_nn.Linear: nnqd.Linear, _nn.LSTM: nnqd
                                          _nn.LSTMCell: nnqd.LSTMCell, _nn.RNNCell: nnqd.RNNCell,
                                          _nn.GRUCell: nnqd.GRUCell, _nn.Embedding: nnq.Embedding,
                                          _nn.EmbeddingBag: nnq.EmbeddingBag}
+
+
+# PyTorch's DEFAULT_MODULE_TO_ACT_POST_PROCESS: what prepare / prepare_qat put after these modules when
+# they are training and have a qconfig, in place of the qconfig's activation (whatever it is, even
+# outside the propagation list): fake quantization with the output parameters the quantized
+# kernels fix for them, so training sees the rounding inference will do.
+DEFAULT_MODULE_TO_ACT_POST_PROCESS = {
+    _nn.Hardsigmoid: default_fixed_qparams_range_0to1_fake_quant,
+    _nn.Sigmoid: default_fixed_qparams_range_0to1_fake_quant,
+    _nn.Softmax: default_fixed_qparams_range_0to1_fake_quant,
+    _nn.Tanh: default_fixed_qparams_range_neg1to1_fake_quant,
+}
+
+
+def _get_special_act_post_process(module):
+    """The fixed-parameter fake quantizer constructor for module's type, or None."""
+    return DEFAULT_MODULE_TO_ACT_POST_PROCESS.get(type(module))
+
+
+def _has_special_act_post_process(module) -> bool:
+    return module.training and type(module) in DEFAULT_MODULE_TO_ACT_POST_PROCESS
 
 
 # PyTorch's get_default_custom_config_dict: prepare swaps nn.LSTM / nn.MultiheadAttention for their
@@ -108,8 +133,9 @@ def _returns_tuples(module_or_class) -> bool:
     return getattr(module_or_class, "_output_is_not_one_tensor", False)
 
 
-def _insert_output_observer(module) -> None:
-    module.add_module("activation_post_process", module.qconfig.activation())
+def _insert_output_observer(module, special_act_post_process=None) -> None:
+    constructor = module.qconfig.activation if special_act_post_process is None else special_act_post_process
+    module.add_module("activation_post_process", constructor())
     module._observer_hook_handle = module.register_forward_hook(_observer_hook)
 
 
@@ -117,6 +143,9 @@ def add_observer_(module, qconfig_propagation_list=None, non_leaf_module_list=No
                   custom_module_class_mapping=None) -> None:
     """Attach `activation_post_process = qconfig.activation()` to each quantizable module with a
     qconfig, run on its output by a forward hook (FloatFunctional observes through its own slot).
+    A training nn.Sigmoid, nn.Hardsigmoid, nn.Softmax or nn.Tanh with a qconfig gets the
+    fixed-parameter fake quantizer DEFAULT_MODULE_TO_ACT_POST_PROCESS names instead (PyTorch's
+    special activation post process), whether or not its type is in the propagation list.
     A child whose type custom_module_class_mapping names is replaced by that class's
     from_float(child) (which observes its own insides), with an output observer unless it is a
     quantizable LSTM or MultiheadAttention."""
@@ -124,7 +153,11 @@ def add_observer_(module, qconfig_propagation_list=None, non_leaf_module_list=No
         qconfig_propagation_list = get_default_qconfig_propagation_list()
     custom_module_class_mapping = custom_module_class_mapping or {}
     for name, child in list(module.named_children()):
-        if type(child) in custom_module_class_mapping and getattr(child, "qconfig", None) is not None:
+        if _has_special_act_post_process(child) and not isinstance(child, (nnq.FloatFunctional, nnq.QFunctional)) \
+                and not (non_leaf_module_list is not None and type(child) in non_leaf_module_list):
+            if getattr(child, "qconfig", None) is not None:
+                _insert_output_observer(child, _get_special_act_post_process(child))
+        elif type(child) in custom_module_class_mapping and getattr(child, "qconfig", None) is not None:
             observed_class = custom_module_class_mapping[type(child)]
             observed = observed_class.from_float(child)
             if getattr(observed, "qconfig", None) is None:
@@ -145,10 +178,13 @@ def add_observer_(module, qconfig_propagation_list=None, non_leaf_module_list=No
 
 
 def _remove_observers(module) -> None:
-    for child in module.modules():
+    """The output observers (hooks and activation_post_process children) of modules convert left in
+    place (a Sigmoid's fixed-parameter fake quantizer, say), as PyTorch's convert removes them."""
+    for child in list(module.modules()):
         handle = child.__dict__.pop("_observer_hook_handle", None)
         if handle is not None:
             handle.remove()
+            child._modules.pop("activation_post_process", None)
 
 
 def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_module_list=None,

@@ -298,20 +298,19 @@ class LSTM(_nn.Module):
 
     @classmethod
     def from_float(cls, other, qconfig=None, split_gates: bool = False):
-        """The observed twin of an nn.LSTM in eval mode with a qconfig: its weights in the cells,
-        then prepared, so every intermediate result has its observer. A training LSTM (PyTorch's
-        QAT path) is refused: PyTorch's prepare_qat also fake-quantizes the sigmoid and tanh
-        outputs with fixed parameters (FixedQParamsFakeQuantize), which Ember's prepare_qat lacks."""
+        """The observed twin of an nn.LSTM with a qconfig: its weights in the cells, then prepared, so
+        every intermediate result has its observer. An LSTM in eval mode is prepared for calibration
+        (prepare); a training one for quantization-aware training (prepare_qat, as PyTorch's): its
+        gate Linear layers become ember.ao.nn.qat.Linear (weights fake-quantized), every
+        intermediate result gets the qconfig's fake quantizer, and the gates' sigmoid and tanh
+        outputs the fixed-parameter one (FixedQParamsFakeQuantize: scale 1/256, zero point 0 and
+        2/256, 128). The result is training or not as other is."""
         import ember  # ember.ao.quantization imports this package (its default custom config)
 
         if not isinstance(other, cls._FLOAT_MODULE):
             raise AssertionError(f"Expected module type {cls._FLOAT_MODULE.__name__}, got {type(other).__name__}")
         if not hasattr(other, "qconfig") and not qconfig:
             raise AssertionError("other must have qconfig or qconfig must be provided")
-        if other.training:
-            raise NotImplementedError("quantizable LSTM.from_float of a training nn.LSTM (quantization-aware "
-                                      "training) is not in Ember: it needs the fixed-parameter fake quantization of "
-                                      "sigmoid and tanh that PyTorch's prepare_qat inserts; call .eval() first")
         if getattr(other, "proj_size", 0):
             raise NotImplementedError(f"quantizable LSTM has no projection (proj_size={other.proj_size})")
         observed = cls(other.input_size, other.hidden_size, other.num_layers, other.bias, other.batch_first,
@@ -320,6 +319,9 @@ class LSTM(_nn.Module):
         for idx in range(other.num_layers):
             observed.layers[idx] = _LSTMLayer.from_float(other, idx, qconfig, batch_first=False,
                                                          split_gates=split_gates)
+        if other.training:
+            observed.train()
+            return ember.ao.quantization.prepare_qat(observed, inplace=True)
         observed.eval()
         return ember.ao.quantization.prepare(observed, inplace=True)
 
