@@ -50,10 +50,14 @@ def _activation_qparams(mod) -> tuple[float, int]:
     return float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
 
 
-def _weight_observer(mod):
+def _weight_observer(mod, observe: bool = True):
     """The observer that quantizes a float (or QAT) module's weight: a QAT module's fake quantizer,
-    else a fresh one from the qconfig, run on the weight."""
+    else a fresh one from the qconfig, run on the weight. PyTorch runs a QAT module's fake
+    quantizer on the weight once more too (its moving averages take the final weight), unless
+    observe is False (Linear's use_precomputed_fake_quant)."""
     if hasattr(mod, "weight_fake_quant"):
+        if observe:
+            mod.weight_fake_quant(mod.weight)
         return mod.weight_fake_quant
     observer = mod.qconfig.weight()
     observer(mod.weight)
@@ -220,7 +224,7 @@ class Linear(_OutputQParamsState):
         if not hasattr(mod, "qconfig") and not hasattr(float_linear, "weight_fake_quant"):
             raise AssertionError("Input float module must have qconfig defined")
         observer = _weight_observer(float_linear if hasattr(float_linear, "weight_fake_quant") else _with_qconfig(
-            float_linear, mod))
+            float_linear, mod), observe=not use_precomputed_fake_quant)
         if observer.dtype not in (_C.qint8, _C.int8, "qint8"):
             raise AssertionError("Weight observer must have dtype torch.qint8")
         scale, zero_point = _activation_qparams(mod)
