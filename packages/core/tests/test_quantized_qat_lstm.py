@@ -446,3 +446,25 @@ def test_qat_lstm_trains_and_converts(kwargs):
     # converted integers equal PyTorch's)
     assert np.corrcoef(out.ravel(), fake.ravel())[0, 1] > 0.8
     assert ((out - target.numpy()) ** 2).mean() < losses[0]
+
+
+@pytest.mark.parametrize("precomputed", [False, True])
+def test_converting_a_qat_linear_observes_its_weight_once_more(precomputed):
+    linear = nn.Linear(3, 2)
+    linear.qconfig = tq.get_default_qat_qconfig("x86")
+    qat_linear = nnqat.Linear.from_float(linear)
+    qat_linear.activation_post_process = tq.default_fake_quant()
+    qat_linear(ember.randn(4, 3))
+    post = qat_linear.weight_fake_quant.activation_post_process
+    before = post.max_val.numpy().copy()
+    with ember.no_grad():
+        qat_linear.weight.mul_(3.0)
+    converted = nnq.Linear.from_float(qat_linear, use_precomputed_fake_quant=precomputed)
+    after = post.max_val.numpy()
+    if precomputed:
+        np.testing.assert_array_equal(after, before)
+    else:  # one more moving-average step towards the new weight's range (PyTorch's from_float)
+        expected = before + 0.01 * (qat_linear.weight.detach().numpy().max(1) - before)
+        np.testing.assert_allclose(after, expected, rtol=1e-6)
+    scales = converted.weight().q_per_channel_scales().numpy()
+    np.testing.assert_allclose(scales, post.calculate_qparams()[0].numpy(), rtol=1e-6)

@@ -213,7 +213,10 @@ def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_mod
 
 def prepare_qat(model, mapping=None, inplace: bool = False):
     """The model with QAT modules (nnqat.Linear, nnqat.Conv2d) in place of float ones and observers
-    (the qconfig's fake quantizers) attached; train it, then convert."""
+    (the qconfig's fake quantizers) attached, a fixed-parameter fake quantizer after each Sigmoid,
+    Hardsigmoid, Softmax and Tanh (DEFAULT_MODULE_TO_ACT_POST_PROCESS), and nn.LSTM made the
+    quantizable LSTM prepared the same way (the default custom config); train it, then .eval() and
+    convert."""
     if not model.training:
         raise AssertionError("prepare_qat only works on models in training mode")
     if not inplace:
