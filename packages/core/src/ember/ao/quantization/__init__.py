@@ -10,6 +10,7 @@ from ..._quantized import (
     per_tensor_affine,
     per_tensor_symmetric,
 )
+from . import quantize_fx
 from .fake_quantize import (
     FakeQuantize,
     FakeQuantizeBase,
@@ -62,6 +63,13 @@ from .qconfig import (
     get_default_qconfig,
     per_channel_dynamic_qconfig,
 )
+from .qconfig_mapping import (
+    QConfigMapping,
+    ReuseInputObserver,
+    default_reuse_input_qconfig,
+    get_default_qat_qconfig_mapping,
+    get_default_qconfig_mapping,
+)
 from .quantize import (
     add_observer_,
     convert,
@@ -76,6 +84,7 @@ from .quantize import (
     quantize_dynamic,
     swap_module,
 )
+from .quantize_fx import convert_fx, fuse_fx, prepare_fx, prepare_qat_fx
 from .stubs import DeQuantStub, QuantStub, QuantWrapper
 
 __all__ = [
@@ -98,4 +107,6 @@ __all__ = [
     "get_default_static_quant_module_mappings", "per_channel_affine", "per_channel_affine_float_qparams", "per_channel_dynamic_qconfig",
     "per_channel_symmetric", "per_tensor_affine", "per_tensor_symmetric", "prepare", "prepare_qat",
     "propagate_qconfig_", "quantize", "quantize_dynamic", "swap_module",
+    "QConfigMapping", "ReuseInputObserver", "default_reuse_input_qconfig", "get_default_qat_qconfig_mapping",
+    "get_default_qconfig_mapping", "quantize_fx", "convert_fx", "fuse_fx", "prepare_fx", "prepare_qat_fx",
 ]
