@@ -10,8 +10,8 @@ runs a graph node by node and ``Transformer`` rebuilds one.
 Where Ember differs from PyTorch: a dead-code pass keeps in-place calls (a method or function whose
 name ends in one underscore), which PyTorch removes when nothing reads their result;
 ``replace_pattern`` takes patterns with one output; ``experimental.proxy_tensor.make_fx`` traces
-on real tensors only; the FX-based quantization, ``split_module``, graph drawing and symbolic
-shapes are not here.
+on real tensors only; ``split_module``, graph drawing and symbolic shapes are not here. FX graph
+mode quantization is ember.ao.quantization.quantize_fx.
 """
 
 from . import (
