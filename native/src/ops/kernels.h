@@ -227,6 +227,12 @@ extern DispatchStub<WhereFn> where_stub;
 using ClampFn = void (*)(const Tensor& out, const Tensor& in, const Scalar* lo, const Scalar* hi);
 extern DispatchStub<ClampFn> clamp_stub;
 
+// quantize_per_tensor's codes for quint8 (is_signed false: uint8) or qint8 (int8), n contiguous
+// values (Note [quantize arithmetic]): clamp(round_half_even(fma(x, inv_scale, zero_point))).
+using QuantizeAffineFn = void (*)(const float* x, void* codes, int64_t n, float inv_scale, float zero_point,
+                                  bool is_signed);
+extern DispatchStub<QuantizeAffineFn> quantize_affine_stub;
+
 using FillFn = void (*)(const Tensor& out, const Scalar& value);
 extern DispatchStub<FillFn> fill_stub;
 // out[i] = start + i * step (computed in double for floats, int64 for integers).

@@ -1,7 +1,7 @@
 """Quantized tensors and eager-mode quantization against PyTorch's CPU build (x86, FBGEMM): one
 script runs with `T = torch` (in its own interpreter, named by EMBER_TORCH_PYTHON) and with
 `T = ember`, through the public API only, and every quantized result must be equal bit for bit:
-quantize/dequantize per tensor, per channel and dynamically; relu, pooling and cat on quantized
+quantize/dequantize per tensor, per channel and dynamically (also at half steps); relu, pooling and cat on quantized
 tensors; the quantized Linear/Conv2d modules with per-tensor and per-channel weights (groups,
 stride, fused relu); quantize_dynamic; HistogramObserver's choice of range; quantized Embedding/EmbeddingBag tables
 (prepare/convert and quantize_dynamic, offsets, weights, empty bags); float32 linspace. A fused conv/BN/relu net through prepare/calibrate/convert
@@ -82,6 +82,16 @@ for name, dtype, zp in (("quint8", T.quint8, 10), ("qint8", T.qint8, -3), ("qint
     q = T.quantize_per_tensor(x, 0.0137, zp, dtype)
     out["pt_" + name] = q.int_repr().numpy().astype(np.int64)
     out["pt_deq_" + name] = q.dequantize().numpy()
+# values at half steps and one float32 step to either side, where the fused multiply-add of
+# quint8/qint8 and the rounded product of qint32 (Note [quantize arithmetic]) part ways
+for scale in (0.0137, 0.3, 0.6373247504234314):
+    halves = ((np.arange(-300, 300) + 0.5) * scale).astype(np.float32)
+    ties = T.tensor(np.concatenate([halves, np.nextafter(halves, np.float32(np.inf)),
+                                    np.nextafter(halves, np.float32(-np.inf))]))
+    for name, dtype, zp in (("quint8", T.quint8, 130), ("qint8", T.qint8, -3), ("qint32", T.qint32, 7)):
+        out[f"ties_{name}_{scale}"] = T.quantize_per_tensor(ties, scale, zp, dtype).int_repr().numpy()
+    out[f"ties_pc_{scale}"] = T.quantize_per_channel(ties.reshape(3, -1), T.tensor([scale, scale / 3, 2 * scale],
+                                                     dtype=T.float64), T.tensor([1, 0, -2]), 0, T.qint8).int_repr().numpy()
 scales = T.tensor(rng.uniform(0.01, 0.2, 5)); points = T.tensor(rng.integers(-10, 10, 5))
 q = T.quantize_per_channel(x, scales, points, 1, T.qint8)
 out["pc"], out["pc_deq"] = q.int_repr().numpy(), q.dequantize().numpy()

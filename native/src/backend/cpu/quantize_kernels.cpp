@@ -1,7 +1,8 @@
-// CPU kernel of the inference TBE (interface in src/ops/fbgemm/quantize_kernels.h; layouts and
-// bounds checks in src/ops/fbgemm/int_nbit_tbe.cpp).
+// CPU kernels of quantization: quantize_per_tensor's codes (interface in src/ops/kernels.h), and
+// the inference TBE (interface in src/ops/fbgemm/quantize_kernels.h; layouts and bounds checks in
+// src/ops/fbgemm/int_nbit_tbe.cpp).
 //
-// Bags are split over parallel_for. A bag is pooled in column tiles of up to 8 vectors whose
+// The TBE's bags are split over parallel_for. A bag is pooled in column tiles of up to 8 vectors whose
 // accumulators stay in registers over all the bag's rows; each row is decoded to floats in
 // registers (codes widened and, for INT4/INT2, spread one code per lane with a shuffle, a
 // variable shift and a mask) and added as FBGEMM's kernels add it: acc = fma(scale, q, acc + bias)
@@ -16,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -30,6 +32,7 @@
 #include "ember/parallel.h"
 #include "kernel_utils.h"
 #include "ops/fbgemm/quantize_kernels.h"
+#include "ops/kernels.h"
 #include "vec.h"
 
 namespace ember::EMBER_CPU_NS {
@@ -520,5 +523,39 @@ void int_nbit_tbe_kernel(const IntNBitTbeArgs& a) {
 }  // namespace
 
 EMBER_REGISTER_CPU_KERNEL(int_nbit_tbe_stub, &int_nbit_tbe_kernel);
+
+namespace {
+
+// Note [quantize arithmetic] (src/ops/quantization/quantized.cpp): FBGEMM's Quantize, the fused
+// multiply-add in float32, clamped in float (a NaN fails both comparisons and becomes the largest
+// code, as FBGEMM's min against its int32 bound leaves it), rounded half to even by rint. The
+// AVX2 and AVX-512 builds turn the loop into vector FMA, min/max, round and narrowing; the
+// baseline build calls fmaf, which is exact everywhere.
+template <typename U>
+void quantize_affine_codes(const float* x, U* q, int64_t n, float inv_scale, float zero_point) {
+  constexpr float lo = static_cast<float>(std::numeric_limits<U>::min());
+  constexpr float hi = static_cast<float>(std::numeric_limits<U>::max());
+  for (int64_t i = 0; i < n; ++i) {
+    float v = __builtin_fmaf(x[i], inv_scale, zero_point);
+    v = v < hi ? v : hi;
+    v = v > lo ? v : lo;
+    q[i] = static_cast<U>(static_cast<int32_t>(__builtin_rintf(v)));
+  }
+}
+
+void quantize_affine_kernel(const float* x, void* codes, int64_t n, float inv_scale, float zero_point,
+                            bool is_signed) {
+  parallel_for(0, n, int64_t(1) << 14, [&](int64_t lo, int64_t hi) {
+    if (is_signed) {
+      quantize_affine_codes(x + lo, static_cast<int8_t*>(codes) + lo, hi - lo, inv_scale, zero_point);
+    } else {
+      quantize_affine_codes(x + lo, static_cast<uint8_t*>(codes) + lo, hi - lo, inv_scale, zero_point);
+    }
+  });
+}
+
+}  // namespace
+
+EMBER_REGISTER_CPU_KERNEL(quantize_affine_stub, &quantize_affine_kernel);
 
 }  // namespace ember::EMBER_CPU_NS

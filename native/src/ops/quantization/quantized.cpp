@@ -2,12 +2,19 @@
 // per_channel / per_tensor_dynamic, dequantize, int_repr and the _make_per_*_quantized_tensor
 // constructors.
 //
-// Note [quantize arithmetic]: as PyTorch's x86 kernels (FBGEMM's Quantize), in float32:
-//   affine:        q = clamp(nearbyint(zero_point + x * (1.0f / float(scale))), qmin, qmax)
+// Note [quantize arithmetic]: as PyTorch's x86 kernels, in float32, rounding half to even:
+//   per tensor, quint8 / qint8 (FBGEMM's Quantize, a fused multiply-add; quantize_affine_stub):
+//                  q = clamp(nearbyint(fma(x, 1.0f / float(scale), zero_point)), qmin, qmax)
+//   per tensor, qint32, and per channel (ATen's loops: the product rounded to float first):
+//                  q = clamp(nearbyint(zero_point + x * (1.0f / float(scale))), qmin, qmax)
 //   float_qparams: q = clamp(nearbyint(x * (1.0f / scale) + zero_point), qmin, qmax)
-// rounding half to even. A NaN becomes qmax (qmin for qint32), as PyTorch's per-tensor kernel
-// leaves it. Dequantizing: (float(q) - zero_point) * float(scale) in float32 per tensor,
-// (q - zero_point) * scale in float64 then float32 per channel (PyTorch's two kernels differ so).
+// The two affine forms differ by one code at a value within float32 rounding of a half step.
+// quantized::cat and the dynamic Linear's activations quantize as quantize_per_tensor (PyTorch's
+// call it); quantized add/mul and single values (quantize_rounded_product) keep the rounded
+// product, not compared with PyTorch at half steps. A NaN becomes qmax (qmin for qint32), as
+// PyTorch's per-tensor kernels leave it. Dequantizing: (float(q) - zero_point) * float(scale) in
+// float32 per tensor, (q - zero_point) * scale in float64 then float32 per channel (PyTorch's two
+// kernels differ so).
 // choose_qparams is FBGEMM's ChooseQuantizationParams (what quantize_per_tensor_dynamic and
 // the dynamic quantized linear use for activations).
 #include "ops/quantization/quantized.h"
@@ -16,13 +23,18 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "ember/error.h"
 #include "ember/ops.h"
 #include "ember/parallel.h"
 #include "ember/quantizer.h"
+#include "ops/kernels.h"
 
 namespace ember {
+
+DispatchStub<QuantizeAffineFn> quantize_affine_stub("quantize_per_tensor");
+
 namespace {
 
 constexpr int64_t kGrain = 1 << 14;
@@ -129,8 +141,11 @@ QParams choose_qparams(float min, float max, int64_t qmin, int64_t qmax, bool re
   return {scale, zero_point};
 }
 
-Tensor quantize_per_tensor(const Tensor& self, double scale, int64_t zero_point, DType dtype) {
-  const char* op = "quantize_per_tensor";
+namespace {
+
+// quantize_per_tensor's two forms (Note [quantize arithmetic]): fused, or the product rounded first.
+Tensor quantize_affine(const char* op, const Tensor& self, double scale, int64_t zero_point, DType dtype,
+                       bool fused) {
   check_float_input(op, self);
   check_scale(op, scale);
   Tensor out;
@@ -146,11 +161,25 @@ Tensor quantize_per_tensor(const Tensor& self, double scale, int64_t zero_point,
     U* q = static_cast<U*>(out.data_ptr());
     const float inv_scale = 1.0f / static_cast<float>(scale);
     const float zp = static_cast<float>(zero_point);
+    if (fused && sizeof(U) == 1) {
+      quantize_affine_stub.get(DeviceType::CPU)(x, q, in.numel(), inv_scale, zp, std::is_signed_v<U>);
+      return;
+    }
     parallel_for(0, in.numel(), kGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) q[i] = clamp_rounded<U>(zp + x[i] * inv_scale);
     });
   });
   return out;
+}
+
+}  // namespace
+
+Tensor quantize_per_tensor(const Tensor& self, double scale, int64_t zero_point, DType dtype) {
+  return quantize_affine("quantize_per_tensor", self, scale, zero_point, dtype, true);
+}
+
+Tensor quantize_rounded_product(const Tensor& self, double scale, int64_t zero_point, DType dtype) {
+  return quantize_affine("quantize_per_tensor", self, scale, zero_point, dtype, false);
 }
 
 Tensor quantize_per_channel(const Tensor& self, const Tensor& scales, const Tensor& zero_points, int64_t axis,

@@ -20,6 +20,9 @@ struct QParams {
 QParams choose_qparams(float min, float max, int64_t qmin, int64_t qmax, bool reduce_range);
 // choose_qparams over x's own range (an empty x: [0, 0]), as the dynamic quantizers take it.
 QParams range_qparams(const Tensor& x, int64_t qmin, int64_t qmax, bool reduce_range);
+// quantize_per_tensor with the product rounded to float32 before the zero point is added, the
+// form ATen's own loops use (Note [quantize arithmetic]); quantize_per_tensor fuses the two.
+Tensor quantize_rounded_product(const Tensor& self, double scale, int64_t zero_point, DType dtype);
 
 namespace quantized {
 Tensor relu(const Tensor& self, const std::optional<Tensor>& out);

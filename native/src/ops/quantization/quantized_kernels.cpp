@@ -118,7 +118,7 @@ Tensor clamp_quantized(const Tensor& q, int64_t lo, int64_t hi, bool inplace) {
 int64_t quantize_value(const Tensor& q, double value, const char* op) {
   const Quantizer& p = per_tensor(q, op);
   const Tensor v =
-      quantize_per_tensor(full({}, value, DType::Float32, Device()), p.scale, p.zero_point, q.dtype());
+      quantize_rounded_product(full({}, value, DType::Float32, Device()), p.scale, p.zero_point, q.dtype());
   return to_dtype(integers(v), DType::Int64, false).data<int64_t>()[0];
 }
 
@@ -771,8 +771,8 @@ U stored_mean(float y) {
 
 // PyTorch's x86 quantize of one value (FBGEMM's Quantize): the fused multiply-add
 // fma(v, 1 / scale, zero_point) in float32, rounded half to even, clamped; NaN gives the largest
-// code (qint32: the smallest). (ember.quantize_per_tensor adds the product after rounding it, which
-// can differ by one at a value within float32 rounding of a half step.)
+// code (qint32: the smallest). quantize_per_tensor's quint8/qint8 form, for one value (its qint32
+// form rounds the product first: Note [quantize arithmetic]).
 template <typename U>
 U quantize_fused(float v, float inv_scale, float zero_point) {
   constexpr float lo = static_cast<float>(std::numeric_limits<U>::min());
@@ -947,7 +947,7 @@ Tensor quantized_binary(const char* op, const Tensor& self, const Tensor& other,
               dtype_name(other.dtype()));
   Tensor value = combine(dequantize(self), dequantize(other));
   if (relu) value = ember::relu(value);
-  return quantize_per_tensor(value, scale, zero_point, self.dtype());
+  return quantize_rounded_product(value, scale, zero_point, self.dtype());
 }
 }  // namespace
 
