@@ -201,6 +201,67 @@ def test_quantized_add_mul_and_cat():
         close_in_steps(got.int_repr().numpy(), quantize_ref(ref, got.q_scale(), got.q_zero_point()))
 
 
+def _add_mul_ref(a, b, scale, zero_point, relu, is_add, lo, hi):
+    """Note [quantized add and mul], in float64 where it is exact: fma(s, q, s * -z) dequantizes
+    (the float32 product plus a float32 addend, rounded once), products round to float32."""
+    f32 = np.float32
+    qa, qb = a.int_repr().numpy().astype(np.int64), b.int_repr().numpy().astype(np.int64)
+    sa, sb, inv = f32(a.q_scale()), f32(b.q_scale()), f32(1) / f32(scale)
+    if is_add:
+        def dequant(q, s, z):
+            return (np.float64(s) * q + np.float64(s * f32(-z))).astype(np.float32)
+        v = (dequant(qa, sa, a.q_zero_point()) + dequant(qb, sb, b.q_zero_point())).astype(np.float32)
+        if relu:
+            v = np.maximum(v, f32(0))
+        codes = np.rint((v * inv).astype(np.float32)).astype(np.int64) + zero_point
+        return np.clip(codes, lo, hi)
+    c = (qa - a.q_zero_point()) * (qb - b.q_zero_point())
+    codes = np.clip(np.rint((c.astype(np.float32) * f32(f32(sa * sb) * inv)).astype(np.float32)).astype(np.int64)
+                    + zero_point, lo, hi)
+    return np.maximum(codes, zero_point) if relu else codes
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [(ember.quint8, 0, 255), (ember.qint8, -128, 127)])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "broadcast", "zero_size", "zero_dim"])
+def test_quantized_add_mul_exact_at_half_steps(dtype, lo, hi, layout):
+    # input scale 0.1 and output scale 0.2: half the sums of codes fall on half steps, where the
+    # order of rounding and adding the zero point decides the code
+    rng = np.random.default_rng(7)
+    shapes = {"contiguous": ((6, 37), (6, 37)), "transposed": ((37, 6), (37, 6)), "broadcast": ((6, 37), (37,)),
+              "zero_size": ((0, 5), (0, 5)), "zero_dim": ((), ())}[layout]
+    a, b = (ember._make_per_tensor_quantized_tensor(
+        ember.from_numpy(np.asarray(rng.integers(lo, hi + 1, shape), np.uint8 if lo == 0 else np.int8)), 0.1, z)
+        for shape, z in zip(shapes, (3, -5 if lo < 0 else 9), strict=True))
+    if layout == "transposed":
+        a, b = a.t(), b.t()
+        assert not a.is_contiguous()
+    for is_add in (True, False):
+        for relu in (False, True):
+            fn = C._quantized_add if is_add else C._quantized_mul
+            scale, zero_point = (0.2, 4) if is_add else (0.4, 2)
+            got = fn(a, b, scale, zero_point, relu)
+            assert got.dtype == dtype and tuple(got.shape) == tuple(np.broadcast_shapes(a.shape, b.shape))
+            assert (got.q_scale(), got.q_zero_point()) == (scale, zero_point)
+            want = _add_mul_ref(a, b, scale, zero_point, relu, is_add, lo, hi)
+            np.testing.assert_array_equal(got.int_repr().numpy().astype(np.int64), want)
+
+
+def test_quantized_add_mul_reject_bad_operands():
+    a = ember.quantize_per_tensor(ember.randn(3, 4), 0.1, 3, ember.quint8)
+    with pytest.raises(RuntimeError, match=r"\[quantized::add\] expected two tensors of one quantized dtype"):
+        C._quantized_add(a, ember.quantize_per_tensor(ember.randn(3, 4), 0.1, 3, ember.qint8), 0.1, 0)
+    with pytest.raises(RuntimeError, match=r"\[quantized::mul\] expected a positive, finite scale"):
+        C._quantized_mul(a, a, 0.0, 0)
+    with pytest.raises(RuntimeError, match=r"\[quantized::add\] zero_point 300 is above upper bound"):
+        C._quantized_add(a, a, 0.1, 300)
+    with pytest.raises(RuntimeError, match="quantized::add"):
+        C._quantized_add(a, ember.quantize_per_tensor(ember.randn(5), 0.1, 3, ember.quint8), 0.1, 0)
+    per_channel = ember.quantize_per_channel(ember.randn(3, 4), ember.tensor([0.1, 0.2, 0.3]), ember.tensor([0, 1, 2]),
+                                             0, ember.quint8)
+    with pytest.raises(NotImplementedError, match="expects a per-tensor quantized tensor"):
+        C._quantized_mul(a, per_channel, 0.1, 0)
+
+
 def test_quantized_kernels_reject_bad_operands():
     x, w, b = _linear_operands()
     with pytest.raises(RuntimeError, match="expected a quint8 input"):

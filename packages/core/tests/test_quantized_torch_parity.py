@@ -92,6 +92,15 @@ for scale in (0.0137, 0.3, 0.6373247504234314):
         out[f"ties_{name}_{scale}"] = T.quantize_per_tensor(ties, scale, zp, dtype).int_repr().numpy()
     out[f"ties_pc_{scale}"] = T.quantize_per_channel(ties.reshape(3, -1), T.tensor([scale, scale / 3, 2 * scale],
                                                      dtype=T.float64), T.tensor([1, 0, -2]), 0, T.qint8).int_repr().numpy()
+# quantized add / mul where codes land on half steps (input scale 0.1, output 0.2), over a multiple
+# of 128 values: PyTorch's last partial block takes its scalar functions (Note [quantized add and mul])
+for dname, dtype, np_dtype, lo, hi in (("quint8", T.quint8, np.uint8, 0, 256), ("qint8", T.qint8, np.int8, -128, 128)):
+    qa = T._make_per_tensor_quantized_tensor(T.tensor(rng.integers(lo, hi, (8, 256)).astype(np_dtype)), 0.1, 3)
+    qb = T._make_per_tensor_quantized_tensor(T.tensor(rng.integers(lo, hi, (8, 256)).astype(np_dtype)), 0.1, -5 if lo else 9)
+    for fname, f in (("add", nnq.QFunctional.add), ("add_relu", nnq.QFunctional.add_relu), ("mul", nnq.QFunctional.mul)):
+        func = nnq.QFunctional()
+        func.scale, func.zero_point = (0.4, 2) if fname == "mul" else (0.2, 4)
+        out[f"ties_{fname}_{dname}"] = f(func, qa, qb).int_repr().numpy()
 scales = T.tensor(rng.uniform(0.01, 0.2, 5)); points = T.tensor(rng.integers(-10, 10, 5))
 q = T.quantize_per_channel(x, scales, points, 1, T.qint8)
 out["pc"], out["pc_deq"] = q.int_repr().numpy(), q.dequantize().numpy()

@@ -182,6 +182,15 @@ Tensor quantize_rounded_product(const Tensor& self, double scale, int64_t zero_p
   return quantize_affine("quantize_per_tensor", self, scale, zero_point, dtype, false);
 }
 
+Tensor empty_per_tensor(const char* op, const IntList& sizes, double scale, int64_t zero_point, DType dtype) {
+  check_scale(op, scale);
+  visit_quantized(dtype, op, [&](auto u) { check_zero_point<decltype(u)>(op, zero_point); });
+  auto quantizer = std::make_shared<Quantizer>();
+  quantizer->scale = scale;
+  quantizer->zero_point = zero_point;
+  return empty_quantized(sizes, dtype, std::move(quantizer));
+}
+
 Tensor quantize_per_channel(const Tensor& self, const Tensor& scales, const Tensor& zero_points, int64_t axis,
                             DType dtype) {
   const char* op = "quantize_per_channel";

@@ -23,6 +23,9 @@ QParams range_qparams(const Tensor& x, int64_t qmin, int64_t qmax, bool reduce_r
 // quantize_per_tensor with the product rounded to float32 before the zero point is added, the
 // form ATen's own loops use (Note [quantize arithmetic]); quantize_per_tensor fuses the two.
 Tensor quantize_rounded_product(const Tensor& self, double scale, int64_t zero_point, DType dtype);
+// An empty per-tensor quantized result of `dtype`, its scale and zero point checked as
+// quantize_per_tensor checks them (errors name `op`).
+Tensor empty_per_tensor(const char* op, const IntList& sizes, double scale, int64_t zero_point, DType dtype);
 
 namespace quantized {
 Tensor relu(const Tensor& self, const std::optional<Tensor>& out);

@@ -31,6 +31,7 @@
 #include "ember/quantizer.h"
 #include "ops/dims.h"
 #include "ops/kernels.h"
+#include "ops/pointwise/pointwise.h"
 #include "ops/quantization/quantized.h"
 
 namespace ember {
@@ -937,28 +938,78 @@ Tensor _quantized_conv(const Tensor& input, const Tensor& weight, const std::opt
 }
 
 namespace {
-// quantized::add / mul: the float32 values combined, relu'd when asked, quantized with (scale, zero_point).
+// Note [quantized add and mul]: as PyTorch's x86 kernels (qadd and qmul, their vectorized form):
+//   add: each input dequantized as fma(s, q, s * -z) in float32 (the scale times the negated zero
+//        point rounded once, ahead), the two summed, relu'd at 0 when asked, and quantized as
+//        clamp(rint(sum * (1 / s_out)) + z_out): the product is rounded before the zero point is
+//        added (not quantize_per_tensor's fused form).
+//   mul: the centered integers' product (qa - za)(qb - zb), exact in int64, converted to float32
+//        and times the float32 multiplier (sa * sb) * (1 / s_out), rounded, plus z_out, clamped;
+//        relu then keeps codes of at least z_out.
+// PyTorch computes the last partial block of a contiguous loop (under 2 x 64 codes) with scalar
+// functions whose add can land one code apart at exact half steps; Ember uses the vector form for
+// every value. Operands broadcast; both must have one quantized dtype.
+template <typename U>
+U clamp_code(int64_t v) {
+  return static_cast<U>(std::clamp<int64_t>(v, std::numeric_limits<U>::min(), std::numeric_limits<U>::max()));
+}
+
+// rint(v) as an integer; v is below 2^31 in magnitude or clamped there first, as the vector
+// conversion's bound is (NaN: the upper bound, as PyTorch's min against it leaves it).
+int64_t rounded(float v) {
+  constexpr float bound = 2147483520.0f;  // the largest float32 below 2^31
+  v = v < bound ? v : bound;
+  v = v > -bound ? v : -bound;
+  return static_cast<int64_t>(std::nearbyint(v));
+}
+
 Tensor quantized_binary(const char* op, const Tensor& self, const Tensor& other, double scale,
-                        int64_t zero_point, bool relu, Tensor (*combine)(const Tensor&, const Tensor&)) {
-  per_tensor(self, op);
-  per_tensor(other, op);
+                        int64_t zero_point, bool relu, bool is_add) {
+  const Quantizer& pa = per_tensor(self, op);
+  const Quantizer& pb = per_tensor(other, op);
   EMBER_CHECK(self.dtype() == other.dtype(), Error, "[", op,
               "] expected two tensors of one quantized dtype, but got ", dtype_name(self.dtype()), " and ",
               dtype_name(other.dtype()));
-  Tensor value = combine(dequantize(self), dequantize(other));
-  if (relu) value = ember::relu(value);
-  return quantize_rounded_product(value, scale, zero_point, self.dtype());
+  const IntList shape = pointwise::broadcast_shapes(op, self.sizes(), other.sizes());
+  Tensor out = empty_per_tensor(op, shape, scale, zero_point, self.dtype());
+  const Tensor a = expand(integers(self), shape).contiguous();
+  const Tensor b = expand(integers(other), shape).contiguous();
+  const float sa = static_cast<float>(pa.scale), sb = static_cast<float>(pb.scale);
+  const float inv = 1.0f / static_cast<float>(scale);
+  const float premul_a = sa * static_cast<float>(-pa.zero_point),
+              premul_b = sb * static_cast<float>(-pb.zero_point);
+  const float multiplier = sa * sb * inv;
+  visit_integers(self.dtype(), [&](auto u) {
+    using U = decltype(u);
+    const U* x = a.data<U>();
+    const U* y = b.data<U>();
+    U* q = static_cast<U*>(out.data_ptr());
+    parallel_for(0, out.numel(), int64_t(1) << 14, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        if (is_add) {
+          float v = std::fma(sa, static_cast<float>(x[i]), premul_a) +
+                    std::fma(sb, static_cast<float>(y[i]), premul_b);
+          if (relu) v = std::max(v, 0.0f);
+          q[i] = clamp_code<U>(rounded(v * inv) + zero_point);
+        } else {
+          const int64_t c = (int64_t(x[i]) - pa.zero_point) * (int64_t(y[i]) - pb.zero_point);
+          U code = clamp_code<U>(rounded(static_cast<float>(c) * multiplier) + zero_point);
+          if (relu) code = std::max(code, clamp_code<U>(zero_point));
+          q[i] = code;
+        }
+      }
+    });
+  });
+  return out;
 }
 }  // namespace
 
 Tensor _quantized_add(const Tensor& self, const Tensor& other, double scale, int64_t zero_point, bool relu) {
-  return quantized_binary("quantized::add", self, other, scale, zero_point, relu,
-                          [](const Tensor& a, const Tensor& b) { return add(a, b); });
+  return quantized_binary("quantized::add", self, other, scale, zero_point, relu, true);
 }
 
 Tensor _quantized_mul(const Tensor& self, const Tensor& other, double scale, int64_t zero_point, bool relu) {
-  return quantized_binary("quantized::mul", self, other, scale, zero_point, relu,
-                          [](const Tensor& a, const Tensor& b) { return mul(a, b); });
+  return quantized_binary("quantized::mul", self, other, scale, zero_point, relu, false);
 }
 
 Tensor _quantized_cat(const std::vector<Tensor>& tensors, int64_t dim, double scale, int64_t zero_point) {
