@@ -41,8 +41,11 @@ std::vector<int8_t> pack_panels(const Int8GemmArgs& a, int64_t k4, int64_t width
   for (int64_t n = 0; n < a.N; ++n) {
     int8_t* dst = packed.data() + (n / width) * k4 * width * 4 + (n % width) * 4;
     const int8_t* src = a.w + n * a.ldw;
-    for (int64_t q = 0; q < k4; ++q)
-      std::memcpy(dst + q * width * 4, src + 4 * q, std::min<int64_t>(4, a.K - 4 * q));
+    // whole quads as one 4-byte move each (a memcpy of a variable size is a library call: it took
+    // most of a 128 x 768 x 768 product's time), then the partial last one
+    const int64_t whole = a.K / 4;
+    for (int64_t q = 0; q < whole; ++q) std::memcpy(dst + q * width * 4, src + 4 * q, 4);
+    if (a.K % 4) std::memcpy(dst + whole * width * 4, src + 4 * whole, static_cast<size_t>(a.K % 4));
   }
   return packed;
 }
@@ -55,28 +58,39 @@ __attribute__((target("avx512f,avx512vnni"))) void block(const Int8GemmArgs& a, 
   constexpr int MR = kRows<NV>;
   const uint8_t* r[MR];
   for (int i = 0; i < MR; ++i) r[i] = a.base + a.rows[m0 + std::min<int64_t>(i, rows - 1)];
+  // Every loop over the block is unrolled, with constant indices, so the accumulators stay in
+  // registers: with a loop over the runtime `rows` in the stores, GCC kept acc in memory and
+  // stored all 24 vectors back on every quad.
   __m512i acc[MR][NV];
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_si512();
   for (int64_t q = 0; q < k4; ++q, panel += NV * 64) {
     const int64_t at = a.quads[q];
     __m512i w[NV];
+#pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) w[v] = _mm512_loadu_si512(panel + v * 64);
+#pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       // read in place, so the broadcast takes its operand from memory (no move through a register)
       const __m512i x = _mm512_set1_epi32(*reinterpret_cast<const Bytes4*>(r[i] + at));
+#pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], x, w[v]);
     }
   }
+#pragma GCC unroll 4
   for (int v = 0; v < NV; ++v) {
     const int64_t left = cols - 16 * v;
-    if (left <= 0) break;
+    if (left <= 0) continue;
     const __mmask16 keep = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
     const __m512i offset = a.column_offsets ? _mm512_maskz_loadu_epi32(keep, a.column_offsets + n0 + 16 * v)
                                             : _mm512_setzero_si512();
-    for (int64_t i = 0; i < rows; ++i)
-      _mm512_mask_storeu_epi32(a.C + (m0 + i) * a.ldc + n0 + 16 * v, keep,
-                               _mm512_add_epi32(acc[i][v], offset));
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+      if (i < rows)
+        _mm512_mask_storeu_epi32(a.C + (m0 + i) * a.ldc + n0 + 16 * v, keep,
+                                 _mm512_add_epi32(acc[i][v], offset));
   }
 }
 
