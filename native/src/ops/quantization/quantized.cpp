@@ -82,6 +82,16 @@ U clamp_rounded(float v) {
   return static_cast<U>(r < lo ? lo : (r > hi ? hi : r));
 }
 
+// A per-tensor quantizer, its scale and zero point checked for dtype (errors name op).
+std::shared_ptr<Quantizer> checked_per_tensor(const char* op, double scale, int64_t zero_point, DType dtype) {
+  check_scale(op, scale);
+  visit_quantized(dtype, op, [&](auto u) { check_zero_point<decltype(u)>(op, zero_point); });
+  auto quantizer = std::make_shared<Quantizer>();
+  quantizer->scale = scale;
+  quantizer->zero_point = zero_point;
+  return quantizer;
+}
+
 // PyTorch takes the channel axis as given: no negative axis.
 int64_t channel_axis(const char* op, const Tensor& self, int64_t axis) {
   EMBER_CHECK(axis >= 0 && axis < self.dim(), Error, "[", op,
@@ -147,15 +157,9 @@ namespace {
 Tensor quantize_affine(const char* op, const Tensor& self, double scale, int64_t zero_point, DType dtype,
                        bool fused) {
   check_float_input(op, self);
-  check_scale(op, scale);
-  Tensor out;
+  Tensor out = empty_quantized(self.sizes(), dtype, checked_per_tensor(op, scale, zero_point, dtype));
   visit_quantized(dtype, op, [&](auto u) {
     using U = decltype(u);
-    check_zero_point<U>(op, zero_point);
-    auto quantizer = std::make_shared<Quantizer>();
-    quantizer->scale = scale;
-    quantizer->zero_point = zero_point;
-    out = empty_quantized(self.sizes(), dtype, std::move(quantizer));
     const Tensor in = self.contiguous();
     const float* x = in.data<float>();
     U* q = static_cast<U*>(out.data_ptr());
@@ -183,12 +187,7 @@ Tensor quantize_rounded_product(const Tensor& self, double scale, int64_t zero_p
 }
 
 Tensor empty_per_tensor(const char* op, const IntList& sizes, double scale, int64_t zero_point, DType dtype) {
-  check_scale(op, scale);
-  visit_quantized(dtype, op, [&](auto u) { check_zero_point<decltype(u)>(op, zero_point); });
-  auto quantizer = std::make_shared<Quantizer>();
-  quantizer->scale = scale;
-  quantizer->zero_point = zero_point;
-  return empty_quantized(sizes, dtype, std::move(quantizer));
+  return empty_quantized(sizes, dtype, checked_per_tensor(op, scale, zero_point, dtype));
 }
 
 Tensor quantize_per_channel(const Tensor& self, const Tensor& scales, const Tensor& zero_points, int64_t axis,
@@ -343,12 +342,7 @@ Tensor with_quantizer(const Tensor& self, DType dtype, std::shared_ptr<const Qua
 Tensor _make_per_tensor_quantized_tensor(const Tensor& self, double scale, int64_t zero_point) {
   const char* op = "_make_per_tensor_quantized_tensor";
   const DType dtype = quantized_of(op, self.dtype());
-  check_scale(op, scale);
-  visit_quantized(dtype, op, [&](auto u) { check_zero_point<decltype(u)>(op, zero_point); });
-  auto quantizer = std::make_shared<Quantizer>();
-  quantizer->scale = scale;
-  quantizer->zero_point = zero_point;
-  return with_quantizer(self, dtype, std::move(quantizer));
+  return with_quantizer(self, dtype, checked_per_tensor(op, scale, zero_point, dtype));
 }
 
 Tensor _make_per_channel_quantized_tensor(const Tensor& self, const Tensor& scale, const Tensor& zero_point,
