@@ -10,8 +10,9 @@
 //   float_qparams: q = clamp(nearbyint(x * (1.0f / scale) + zero_point), qmin, qmax)
 // The two affine forms differ by one code at a value within float32 rounding of a half step.
 // quantized::cat and the dynamic Linear's activations quantize as quantize_per_tensor (PyTorch's
-// call it); quantized add/mul and single values (quantize_rounded_product) keep the rounded
-// product, not compared with PyTorch at half steps. A NaN becomes qmax (qmin for qint32), as
+// call it); the bounds of quantized hardtanh and relu6 as quantize_rounded_product (PyTorch's
+// at a half step too); quantized add and mul round as Note [quantized add and mul] (in
+// quantized_kernels.cpp) says. A NaN becomes qmax (qmin for qint32), as
 // PyTorch's per-tensor kernels leave it. Dequantizing: (float(q) - zero_point) * float(scale) in
 // float32 per tensor, (q - zero_point) * scale in float64 then float32 per channel (PyTorch's two
 // kernels differ so).
