@@ -770,21 +770,6 @@ U stored_mean(float y) {
   return static_cast<U>(fits ? static_cast<int32_t>(r) : std::numeric_limits<int32_t>::min());
 }
 
-// PyTorch's x86 quantize of one value (FBGEMM's Quantize): the fused multiply-add
-// fma(v, 1 / scale, zero_point) in float32, rounded half to even, clamped; NaN gives the largest
-// code (qint32: the smallest). quantize_per_tensor's quint8/qint8 form, for one value (its qint32
-// form rounds the product first: Note [quantize arithmetic]).
-template <typename U>
-U quantize_fused(float v, float inv_scale, float zero_point) {
-  constexpr float lo = static_cast<float>(std::numeric_limits<U>::min());
-  constexpr float hi = static_cast<float>(std::numeric_limits<U>::max());
-  if (std::isnan(v)) return sizeof(U) == 4 ? std::numeric_limits<U>::min() : std::numeric_limits<U>::max();
-  const float r = std::nearbyint(std::fma(v, inv_scale, zero_point));
-  if (r <= lo) return std::numeric_limits<U>::min();
-  if (r >= hi) return std::numeric_limits<U>::max();
-  return static_cast<U>(r);
-}
-
 }  // namespace
 
 Tensor mean(const Tensor& self, const std::optional<IntList>& dim, bool keepdim, std::optional<DType> dtype) {
@@ -793,9 +778,9 @@ Tensor mean(const Tensor& self, const std::optional<IntList>& dim, bool keepdim,
   // dim is None or empty) each output is its group's integers summed exactly, divided by the
   // count in float32 and rounded half to even (the zero point is not taken out first). Otherwise
   // the values are dequantized, averaged in float32 (ember.mean: sum, then divide by the count)
-  // and quantized again with the input's parameters (quantize_fused). The float32 sums follow
-  // PyTorch's order for up to 16 terms per output (one after another); beyond that PyTorch sums in
-  // blocks, and a value within float32 rounding of a half step could round the other way.
+  // and quantized again with the input's parameters (quantize_per_tensor, as PyTorch's fallback). The float32
+  // sums follow PyTorch's order for up to 16 terms per output (one after another); beyond that PyTorch sums
+  // in blocks, and a value within float32 rounding of a half step could round the other way.
   const char* op = "mean";
   const Quantizer& p = per_tensor(self, op);
   EMBER_CHECK(!dtype || *dtype == self.dtype(), Error, "[", op,
@@ -817,17 +802,8 @@ Tensor mean(const Tensor& self, const std::optional<IntList>& dim, bool keepdim,
   bool trailing = true;
   for (int64_t d = 0; d < first; ++d) trailing = trailing && !reduced[d];
   if (!self.is_contiguous() || !trailing) {
-    const Tensor values = ember::mean(dequantize(self), dim, keepdim, std::nullopt).contiguous();
-    Tensor out = empty_quantized(values.sizes(), self.dtype(), self.impl()->quantizer);
-    const float inv_scale = 1.0f / static_cast<float>(p.scale);
-    const float zero_point = static_cast<float>(p.zero_point);
-    visit_integers(self.dtype(), [&](auto u) {
-      using U = decltype(u);
-      const float* v = values.data<float>();
-      U* y = static_cast<U*>(out.data_ptr());
-      for (int64_t i = 0; i < values.numel(); ++i) y[i] = quantize_fused<U>(v[i], inv_scale, zero_point);
-    });
-    return out;
+    return quantize_per_tensor(ember::mean(dequantize(self), dim, keepdim, std::nullopt), p.scale,
+                               p.zero_point, self.dtype());
   }
   IntList out_sizes;
   int64_t groups = 1, count = 1;
