@@ -4,7 +4,9 @@ quantize_dynamic swaps Linear and recurrent layers for dynamically quantized one
 
 The module mappings are PyTorch's defaults for what Ember quantizes: Linear, Conv1d/2d/3d, their
 fused ReLU forms, ReLU6, Hardswish, Dropout, FloatFunctional, Embedding, EmbeddingBag,
-BatchNorm2d/3d and the fused BNReLU2d/3d, the QAT Linear/Conv2d and the stubs (static); Linear,
+BatchNorm2d/3d and the fused BNReLU2d/3d, the QAT Linear/Conv2d/Conv3d, the fused QAT modules of
+ember.ao.nn.intrinsic.qat (ConvBn / ConvBnReLU fold their BatchNorm into the quantized conv) and
+the stubs (static); Linear,
 LSTM, GRU, LSTMCell, GRUCell, RNNCell, Embedding and EmbeddingBag (dynamic; quantize_dynamic's
 default qconfig_spec takes the first six for qint8 and float16, the tables for quint8, as
 PyTorch's). Layers PyTorch also maps that Ember has no quantized kernel for (the other norms, the
@@ -18,6 +20,7 @@ import copy
 from ...nn import modules as _nn
 from ..nn import intrinsic as nni
 from ..nn import qat as nnqat
+from ..nn.intrinsic import qat as nniqat
 from ..nn import quantizable as nnqa
 from ..nn import quantized as nnq
 from ..nn.intrinsic import quantized as nniq
@@ -42,7 +45,22 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     _nn.BatchNorm2d: nnq.BatchNorm2d, _nn.BatchNorm3d: nnq.BatchNorm3d,
     nni.LinearReLU: nniq.LinearReLU, nni.ConvReLU1d: nniq.ConvReLU1d, nni.ConvReLU2d: nniq.ConvReLU2d,
     nni.ConvReLU3d: nniq.ConvReLU3d, nni.BNReLU2d: nniq.BNReLU2d, nni.BNReLU3d: nniq.BNReLU3d,
-    nnqat.Linear: nnq.Linear, nnqat.Conv2d: nnq.Conv2d,
+    # the QAT modules (a BatchNorm folded into the weight first); PyTorch's list, without the 1d
+    # ConvReLU / Conv, which its (and so this) QAT mapping never makes
+    nniqat.ConvBn1d: nnq.Conv1d, nniqat.ConvBn2d: nnq.Conv2d, nniqat.ConvBn3d: nnq.Conv3d,
+    nniqat.ConvBnReLU1d: nniq.ConvReLU1d, nniqat.ConvBnReLU2d: nniq.ConvReLU2d, nniqat.ConvBnReLU3d: nniq.ConvReLU3d,
+    nniqat.ConvReLU2d: nniq.ConvReLU2d, nniqat.ConvReLU3d: nniq.ConvReLU3d, nniqat.LinearReLU: nniq.LinearReLU,
+    nniqat.LinearBn1d: nnq.Linear,
+    nnqat.Linear: nnq.Linear, nnqat.Conv2d: nnq.Conv2d, nnqat.Conv3d: nnq.Conv3d,
+}
+# PyTorch's DEFAULT_QAT_MODULE_MAPPINGS: what prepare_qat swaps for its QAT form (nn.Conv1d and the
+# fused ConvReLU1d are not in it: they train unquantized-weight and convert as post-training ones)
+DEFAULT_QAT_MODULE_MAPPINGS = {
+    _nn.Conv2d: nnqat.Conv2d, _nn.Conv3d: nnqat.Conv3d, _nn.Linear: nnqat.Linear,
+    nni.ConvBn1d: nniqat.ConvBn1d, nni.ConvBn2d: nniqat.ConvBn2d, nni.ConvBn3d: nniqat.ConvBn3d,
+    nni.ConvBnReLU1d: nniqat.ConvBnReLU1d, nni.ConvBnReLU2d: nniqat.ConvBnReLU2d,
+    nni.ConvBnReLU3d: nniqat.ConvBnReLU3d, nni.ConvReLU2d: nniqat.ConvReLU2d, nni.ConvReLU3d: nniqat.ConvReLU3d,
+    nni.LinearReLU: nniqat.LinearReLU, nni.LinearBn1d: nniqat.LinearBn1d,
 }
 # (nn.MultiheadAttention's out_proj is a NonDynamicallyQuantizableLinear precisely to stay out of this)
 DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = {_nn.Linear: nnqd.Linear, _nn.LSTM: nnqd.LSTM, _nn.GRU: nnqd.GRU,
@@ -88,6 +106,11 @@ def get_default_custom_config_dict() -> dict:
 
 def get_default_static_quant_module_mappings() -> dict:
     return dict(DEFAULT_STATIC_QUANT_MODULE_MAPPINGS)
+
+
+def get_default_qat_module_mappings() -> dict:
+    """The float -> QAT module mapping prepare_qat uses by default (DEFAULT_QAT_MODULE_MAPPINGS)."""
+    return dict(DEFAULT_QAT_MODULE_MAPPINGS)
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
@@ -212,8 +235,10 @@ def prepare(model, inplace: bool = False, allow_list=None, observer_non_leaf_mod
 
 
 def prepare_qat(model, mapping=None, inplace: bool = False):
-    """The model with QAT modules (nnqat.Linear, nnqat.Conv2d) in place of float ones and observers
-    (the qconfig's fake quantizers) attached, a fixed-parameter fake quantizer after each Sigmoid,
+    """The model with QAT modules in place of float ones (mapping, default
+    get_default_qat_module_mappings(): nn.Linear / Conv2d / Conv3d become ember.ao.nn.qat's, the
+    fused ConvBn / ConvBnReLU / ConvReLU / LinearReLU / LinearBn1d of fuse_modules_qat become
+    ember.ao.nn.intrinsic.qat's) and observers (the qconfig's fake quantizers) attached, a fixed-parameter fake quantizer after each Sigmoid,
     Hardsigmoid, Softmax and Tanh (DEFAULT_MODULE_TO_ACT_POST_PROCESS), and nn.LSTM made the
     quantizable LSTM prepared the same way (the default custom config); train it, then .eval() and
     convert."""
@@ -221,7 +246,7 @@ def prepare_qat(model, mapping=None, inplace: bool = False):
         raise AssertionError("prepare_qat only works on models in training mode")
     if not inplace:
         model = copy.deepcopy(model)
-    mapping = mapping or {_nn.Linear: nnqat.Linear, _nn.Conv2d: nnqat.Conv2d}
+    mapping = get_default_qat_module_mappings() if mapping is None else mapping
     propagate_qconfig_(model)
     convert(model, mapping=mapping, inplace=True, remove_qconfig=False)
     # a QAT module holds its weight's fake quantizer as a child: observed as a leaf all the same

@@ -1,6 +1,11 @@
 """Fused modules (torch.ao.nn.intrinsic): a float layer and the activation after it as one
 Sequential, which ember.ao.quantization.fuse_modules makes and convert turns into one quantized
-module (ember.ao.nn.intrinsic.quantized) with the activation applied inside its kernel."""
+module (ember.ao.nn.intrinsic.quantized) with the activation applied inside its kernel.
+
+ConvBn1d/2d/3d, ConvBnReLU1d/2d/3d and LinearBn1d keep a conv/linear and the BatchNorm after it
+unfolded: fuse_modules_qat (or prepare_qat_fx) makes them for quantization-aware training, and
+prepare_qat swaps them for their QAT forms (ember.ao.nn.intrinsic.qat), which train with the
+BatchNorm folded into the fake-quantized weight."""
 
 from __future__ import annotations
 
@@ -35,6 +40,34 @@ class LinearReLU(_FusedModule):
     _TYPES = ("Linear", "ReLU")
 
 
+class ConvBn1d(_FusedModule):
+    _TYPES = ("Conv1d", "BatchNorm1d")
+
+
+class ConvBn2d(_FusedModule):
+    _TYPES = ("Conv2d", "BatchNorm2d")
+
+
+class ConvBn3d(_FusedModule):
+    _TYPES = ("Conv3d", "BatchNorm3d")
+
+
+class ConvBnReLU1d(_FusedModule):
+    _TYPES = ("Conv1d", "BatchNorm1d", "ReLU")
+
+
+class ConvBnReLU2d(_FusedModule):
+    _TYPES = ("Conv2d", "BatchNorm2d", "ReLU")
+
+
+class ConvBnReLU3d(_FusedModule):
+    _TYPES = ("Conv3d", "BatchNorm3d", "ReLU")
+
+
+class LinearBn1d(_FusedModule):
+    _TYPES = ("Linear", "BatchNorm1d")
+
+
 class BNReLU2d(_FusedModule):
     _TYPES = ("BatchNorm2d", "ReLU")
 
@@ -43,6 +76,7 @@ class BNReLU3d(_FusedModule):
     _TYPES = ("BatchNorm3d", "ReLU")
 
 
-from . import quantized  # noqa: E402 - needs the classes above
+from . import qat, quantized  # noqa: E402 - needs the classes above
 
-__all__ = ["BNReLU2d", "BNReLU3d", "ConvReLU1d", "ConvReLU2d", "ConvReLU3d", "LinearReLU", "quantized"]
+__all__ = ["BNReLU2d", "BNReLU3d", "ConvBn1d", "ConvBn2d", "ConvBn3d", "ConvBnReLU1d", "ConvBnReLU2d", "ConvBnReLU3d",
+           "ConvReLU1d", "ConvReLU2d", "ConvReLU3d", "LinearBn1d", "LinearReLU", "qat", "quantized"]
