@@ -4,7 +4,10 @@ PyTorch 2.13's does; after calibration, convert_fx swaps the observed ops for qu
 
 What PyTorch's default (native/x86) backend config quantizes and Ember has kernels for:
   * nn.Linear, nn.Conv1d/2d/3d, fused with a BatchNorm (folded, eval mode) and/or a ReLU (module or
-    F.relu) into LinearReLU / ConvReLU1d/2d/3d, and the QAT Linear / Conv2d;
+    F.relu) into LinearReLU / ConvReLU1d/2d/3d; in prepare_qat_fx their QAT forms (ember.ao.nn.qat's
+    Linear / Conv1d/2d/3d, ember.ao.nn.intrinsic.qat's LinearReLU, LinearBn1d, ConvReLU1d/2d/3d,
+    ConvBn1d/2d/3d and ConvBnReLU1d/2d/3d, the BatchNorm kept unfolded while training), which
+    convert_fx quantizes with the BatchNorm folded in;
   * operator.add / ember.add / operator.mul / ember.mul of two tensors (quantized add / mul, the
     ReLU after them fused: nn.ReLU, F.relu or ember.relu), and of a tensor and a number (add_scalar /
     mul_scalar, whose output parameters the kernel derives from the input's);
@@ -23,9 +26,8 @@ embeddings, RNNs - for which Ember has no FX lowering).
 
 The observed model and the converted one compute the integers PyTorch's do (the same qparams from
 the same observers seeing the same tensors, the same quantized kernels); node and observer names may
-differ. Not here: quantization-aware training of fused patterns (ConvBn / ConvReLU / LinearReLU QAT
-modules), standalone and custom modules, equalization, dynamic, weight-only and float16 configs,
-reference (is_reference) models, prepare_custom_config other than non-traceable modules."""
+differ. Not here: standalone and custom modules, equalization, dynamic, weight-only and float16
+configs, reference (is_reference) models, prepare_custom_config other than non-traceable modules."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ from ...nn import functional as F
 from ...nn import modules as _nn
 from ..nn import intrinsic as nni
 from ..nn import qat as nnqat
+from ..nn.intrinsic import qat as nniqat
 from ..nn import quantized as nnq
 from ..nn.intrinsic import quantized as nniq
 from ..nn.quantized.modules import _add_scalar, _mul_scalar
@@ -74,7 +77,20 @@ def _ops():
         nni.ConvReLU2d: nniq.ConvReLU2d,
         nni.ConvReLU3d: nniq.ConvReLU3d,
         nnqat.Linear: nnq.Linear,
+        nnqat.Conv1d: nnq.Conv1d,
         nnqat.Conv2d: nnq.Conv2d,
+        nnqat.Conv3d: nnq.Conv3d,
+        nniqat.LinearReLU: nniq.LinearReLU,
+        nniqat.LinearBn1d: nnq.Linear,
+        nniqat.ConvReLU1d: nniq.ConvReLU1d,
+        nniqat.ConvReLU2d: nniq.ConvReLU2d,
+        nniqat.ConvReLU3d: nniq.ConvReLU3d,
+        nniqat.ConvBn1d: nnq.Conv1d,
+        nniqat.ConvBn2d: nnq.Conv2d,
+        nniqat.ConvBn3d: nnq.Conv3d,
+        nniqat.ConvBnReLU1d: nniq.ConvReLU1d,
+        nniqat.ConvBnReLU2d: nniq.ConvReLU2d,
+        nniqat.ConvBnReLU3d: nniq.ConvReLU3d,
     }
     default = {
         _nn.Dropout: nnq.Dropout,
@@ -361,20 +377,15 @@ def _fuse_graph(gm: GraphModule, is_qat: bool) -> GraphModule:
                 relu.training = gm.training
                 parts.append(relu)
         types = tuple(type(p) for p in parts)
-        if is_qat and types not in ((_nn.BatchNorm2d, _nn.ReLU), (_nn.BatchNorm3d, _nn.ReLU)):
-            raise NotImplementedError(
-                f"prepare_qat_fx: fusing {' + '.join(t.__name__ for t in types)} for "
-                "quantization-aware training needs the intrinsic QAT modules (ConvBn, ConvReLU, "
-                "LinearReLU), which are not in Ember"
-            )
         if (
-            types[0] in (_nn.Conv1d, _nn.Conv2d, _nn.Conv3d)
+            not is_qat
+            and types[0] in (_nn.Conv1d, _nn.Conv2d, _nn.Conv3d)
             and len(types) > 1
             and types[1] is not _nn.ReLU
             and parts[0].training != parts[1].training
         ):
             raise AssertionError("Conv and BN both must be in the same mode (train or eval).")
-        fused = fuse_known_modules(parts)[0]
+        fused = fuse_known_modules(parts, is_qat)[0]
         root = chain[0]
         parent, name = _parent_name(root.target)
         setattr(gm.get_submodule(parent) if parent else gm, name, fused)
@@ -694,6 +705,28 @@ class _Observing:
         output_node.args = tuple(visit(a) for a in output_node.args)
 
 
+def _qat_module_mapping() -> dict:
+    """The native backend config's float (or fused float) -> QAT module pairs: Conv1d and the fused
+    ConvReLU1d included (unlike eager prepare_qat's default mapping)."""
+    return {
+        _nn.Linear: nnqat.Linear,
+        _nn.Conv1d: nnqat.Conv1d,
+        _nn.Conv2d: nnqat.Conv2d,
+        _nn.Conv3d: nnqat.Conv3d,
+        nni.LinearReLU: nniqat.LinearReLU,
+        nni.LinearBn1d: nniqat.LinearBn1d,
+        nni.ConvReLU1d: nniqat.ConvReLU1d,
+        nni.ConvReLU2d: nniqat.ConvReLU2d,
+        nni.ConvReLU3d: nniqat.ConvReLU3d,
+        nni.ConvBn1d: nniqat.ConvBn1d,
+        nni.ConvBn2d: nniqat.ConvBn2d,
+        nni.ConvBn3d: nniqat.ConvBn3d,
+        nni.ConvBnReLU1d: nniqat.ConvBnReLU1d,
+        nni.ConvBnReLU2d: nniqat.ConvBnReLU2d,
+        nni.ConvBnReLU3d: nniqat.ConvBnReLU3d,
+    }
+
+
 def _prepare(model, qconfig_mapping, is_qat: bool, example_inputs, prepare_custom_config, backend_config):
     if backend_config is not None:
         raise NotImplementedError(
@@ -721,7 +754,7 @@ def _prepare(model, qconfig_mapping, is_qat: bool, example_inputs, prepare_custo
     }
     propagate_qconfig_(gm, flattened)
     if is_qat:
-        qat_map = {_nn.Linear: nnqat.Linear, _nn.Conv2d: nnqat.Conv2d}
+        qat_map = _qat_module_mapping()
         _eager_convert(gm, mapping=qat_map, inplace=True, remove_qconfig=False)
         for float_type, qat_type in qat_map.items():
             if float_type in qconfig_mapping.object_type_qconfigs:
@@ -768,10 +801,11 @@ def prepare_fx(
 
 
 def prepare_qat_fx(model, qconfig_mapping, example_inputs, prepare_custom_config=None, backend_config=None):
-    """prepare_fx for quantization-aware training (the model in training mode): nn.Linear and
-    nn.Conv2d become their QAT forms (weights fake-quantized) and the activations get the
-    qconfig's fake quantizers. Fused patterns (conv-bn, conv-relu, linear-relu) raise
-    NotImplementedError: their QAT modules are not in Ember."""
+    """prepare_fx for quantization-aware training (the model in training mode): conv + bn (+ relu)
+    and linear + bn are fused with the BatchNorm kept (nni.ConvBn* / ConvBnReLU* / LinearBn1d),
+    conv / linear + relu into ConvReLU / LinearReLU, and each of these and nn.Linear / Conv1d/2d/3d
+    becomes its QAT form (ember.ao.nn.intrinsic.qat, ember.ao.nn.qat: weights fake-quantized, a
+    BatchNorm folded into the weight); the activations get the qconfig's fake quantizers."""
     return _prepare(model, qconfig_mapping, True, example_inputs, prepare_custom_config, backend_config)
 
 
@@ -922,7 +956,7 @@ def convert_fx(
             module = modules[root.target]
             table = weighted if kind == "weighted" else default
             module.qconfig = qconfig
-            if isinstance(module, nni._FusedModule):
+            if isinstance(module, nni._FusedModule) and not hasattr(module, "weight_fake_quant"):
                 module[0].qconfig = qconfig
             module.activation_post_process = _QParams(scale, zero_point)
             quantized = table[type(module)].from_float(module)
@@ -975,6 +1009,15 @@ def convert_fx(
                 continue
             q.replace_all_uses_with(root)
             graph.erase_node(q)
+    # 3. QAT modules left unquantized (no qconfig, or not between a dequantize and a quantize) become
+    # their float modules, a BatchNorm folded in (PyTorch's convert_weighted_module calls to_float)
+    qat_types = tuple(_qat_module_mapping().values())
+    for node in graph.nodes:
+        if node.op == "call_module" and type(modules.get(node.target)) in qat_types:
+            parent, attr = _parent_name(node.target)
+            owner = model.get_submodule(parent) if parent else model
+            if type(getattr(owner, attr)) in qat_types:
+                setattr(owner, attr, getattr(owner, attr).to_float())
     # size() / shape of a dequantized value read from the quantized one
     for node in graph.nodes:
         if node.op == "call_method" and node.target in ("size", "shape") and _is_dq(node.args[0]):
