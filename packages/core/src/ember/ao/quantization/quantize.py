@@ -20,9 +20,9 @@ import copy
 from ...nn import modules as _nn
 from ..nn import intrinsic as nni
 from ..nn import qat as nnqat
-from ..nn.intrinsic import qat as nniqat
 from ..nn import quantizable as nnqa
 from ..nn import quantized as nnq
+from ..nn.intrinsic import qat as nniqat
 from ..nn.intrinsic import quantized as nniq
 from ..nn.quantized import dynamic as nnqd
 from .fake_quantize import (

@@ -44,8 +44,8 @@ from ...nn import functional as F
 from ...nn import modules as _nn
 from ..nn import intrinsic as nni
 from ..nn import qat as nnqat
-from ..nn.intrinsic import qat as nniqat
 from ..nn import quantized as nnq
+from ..nn.intrinsic import qat as nniqat
 from ..nn.intrinsic import quantized as nniq
 from ..nn.quantized.modules import _add_scalar, _mul_scalar
 from .fake_quantize import FakeQuantizeBase
