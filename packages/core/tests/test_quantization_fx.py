@@ -349,7 +349,5 @@ def test_errors():
         prepare_fx(
             MLP().eval(), QConfigMapping().set_object_type(nn.Linear, default_qconfig), (ember.randn(2, 8),)
         )
-    with pytest.raises(NotImplementedError, match="intrinsic QAT modules"):
-        prepare_qat_fx(MLP().train(), get_default_qat_qconfig_mapping(), (ember.randn(2, 8),))
     with pytest.warns(FutureWarning, match="Passing a QConfig dictionary"):
         prepare_fx(MLP().eval(), {"": default_qconfig}, (ember.randn(2, 8),))

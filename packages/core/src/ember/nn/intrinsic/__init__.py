@@ -2,3 +2,4 @@
 
 from ...ao.nn.intrinsic import *  # noqa: F403
 from ...ao.nn.intrinsic import __all__, quantized  # noqa: F401
+from . import qat  # noqa: F401 - the legacy torch.nn.intrinsic.qat
