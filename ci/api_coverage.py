@@ -41,9 +41,7 @@ REASONS = [
     (r"cuda|cudnn|mps|xpu|hip|mtia|nccl|xla|hpu|ipu|privateuse|vulkan|metal|pin_memory|is_pinned|maia|"
      r"^(stream|event|record_stream|get_device_module|accelerator_?error|dataparallel|is_ort)$",
      "device-specific: Ember runs on CPU (ember.cuda answers truthfully)"),
-    (r"quint4x2|quint2x4", "packed 4-bit and 2-bit quantized dtypes (quint4x2, quint2x4): not in Ember "
-     "(quint8, qint8 and qint32 are)"),
-    (r"^q[u]?int(8|32)storage$", "typed storage classes of the quantized dtypes: Ember's checkpoints read and write "
+    (r"^q[u]?int(8|32|4x2|2x4)storage$", "typed storage classes of the quantized dtypes: Ember's checkpoints read and write "
      "them, but ember has no such class (a quantized tensor's integers are its int_repr())"),
     (r"^choose_qparams_optimized$|^fbgemm_.*quantiz", "a backend library's private kernels"),
     (r"quant|qint|quint|^q_|int_repr|qparams|^qscheme$|^qat$|^intrinsic$",

@@ -589,8 +589,11 @@ OPS: list[Op] = [
         "quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor",
         "quantize_per_channel(Tensor self, Tensor scales, Tensor zero_points, int axis, ScalarType dtype) -> Tensor",
         "quantize_per_tensor_dynamic(Tensor self, ScalarType dtype, bool reduce_range) -> Tensor",
-        "_make_per_tensor_quantized_tensor(Tensor self, float scale, int zero_point) -> Tensor",
-        "_make_per_channel_quantized_tensor(Tensor self, Tensor scale, Tensor zero_point, int axis) -> Tensor",
+        # dtype: Ember's keyword for the sub-byte dtypes, whose integers are one code per uint8
+        "_make_per_tensor_quantized_tensor(Tensor self, float scale, int zero_point, *, ScalarType? dtype=None) "
+        "-> Tensor",
+        "_make_per_channel_quantized_tensor(Tensor self, Tensor scale, Tensor zero_point, int axis, *, "
+        "ScalarType? dtype=None) -> Tensor",
     )],
     # the kernels behind ember.ao.nn.quantized (src/ops/quantization/quantized_kernels.cpp; Note
     # [integer GEMM through float BLAS]): quint8 activations, qint8 weights, quint8 results
@@ -604,8 +607,8 @@ OPS: list[Op] = [
         "_quantized_add(Tensor self, Tensor other, float scale, int zero_point, bool relu=False) -> Tensor",
         "_quantized_mul(Tensor self, Tensor other, float scale, int zero_point, bool relu=False) -> Tensor",
         "_quantized_cat(Tensor[] tensors, int dim, float scale, int zero_point) -> Tensor",
-        # Note [quantized embedding bags]: a quint8 table quantized per row, float32 bags
-        "_quantized_embedding_bag_byte(Tensor weight, Tensor indices, Tensor offsets, Tensor? per_sample_weights=None, "
+        # Note [quantized embedding bags]: a quint8 / quint4x2 / quint2x4 table quantized per row, float32 bags
+        "_quantized_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, Tensor? per_sample_weights=None, "
         "bool include_last_offset=False) -> Tensor",
     )],
     Op("dequantize(Tensor self) -> Tensor", test={"family": "none"}, quantized=True),
@@ -1369,7 +1372,7 @@ NONDIFFERENTIABLE = {"gelu_backward", "silu_backward", "mish_backward", "softplu
                      "quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic", "dequantize",
                      "_make_per_tensor_quantized_tensor", "_make_per_channel_quantized_tensor", "_quantized_linear",
                      "_quantized_linear_dynamic", "_quantized_conv", "_quantized_add", "_quantized_mul", "_quantized_cat",
-                     "_quantized_embedding_bag_byte",
+                     "_quantized_embedding_bag",
                      "_fake_quantize_learnable_local_grads",
                      "bernoulli", "bernoulli_", "multinomial", "poisson", "histc", "bincount",
                      # fbgemm composites: their bodies call the ember::autograd:: ops below, which record

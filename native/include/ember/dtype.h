@@ -35,7 +35,9 @@
   _(Bits4x2, ::ember::Bits4x2, "bits4x2", "")                         \
   _(QInt8, ::ember::QInt8, "qint8", "")                               \
   _(QUInt8, ::ember::QUInt8, "quint8", "")                            \
-  _(QInt32, ::ember::QInt32, "qint32", "")
+  _(QInt32, ::ember::QInt32, "qint32", "")                            \
+  _(QUInt4x2, ::ember::QUInt4x2, "quint4x2", "")                      \
+  _(QUInt2x4, ::ember::QUInt2x4, "quint2x4", "")
 
 namespace ember {
 
@@ -68,9 +70,15 @@ EMBER_API bool is_complex(DType d);         // complex32, complex64, complex128
 EMBER_API bool is_float8(DType d);  // the four float8 formats: storage and conversions only, no arithmetic
 // bits8, bits16, bits1x8, bits2x4, bits4x2: storage, views and same-dtype copies only
 EMBER_API bool is_bits(DType d);
-// qint8, quint8, qint32: integers read through a quantizer (ember/quantizer.h)
+// qint8, quint8, qint32, quint4x2, quint2x4: integers read through a quantizer (ember/quantizer.h)
 EMBER_API bool is_quantized(DType d);
-EMBER_API DType quantized_underlying(DType d);  // qint8 -> int8, quint8 -> uint8, qint32 -> int32
+// qint8 -> int8, quint8 -> uint8, qint32 -> int32, quint4x2 and quint2x4 -> uint8 (their bytes)
+EMBER_API DType quantized_underlying(DType d);
+// Note [sub-byte quantized tensors] (ember/quantizer.h): quint4x2 packs 2 codes per byte,
+// quint2x4 4; every other dtype 1 element per itemsize bytes.
+EMBER_API int64_t elements_per_byte(DType d);
+// The bytes `numel` elements of `d` take: numel * itemsize, or packed for the sub-byte dtypes.
+EMBER_API int64_t storage_nbytes(DType d, int64_t numel);
 EMBER_API bool is_integral(DType d, bool include_bool);
 EMBER_API bool is_signed(DType d);
 EMBER_API DType dtype_from_name(const std::string& name);  // ValueError if unknown

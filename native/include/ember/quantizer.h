@@ -16,6 +16,15 @@
 // Views keep the quantizer. A per-channel tensor's channel axis must survive the view, so only
 // views that keep the shape (an alias) are allowed for it; PyTorch allows more and then reads
 // the scales along the wrong dimension.
+//
+// Note [sub-byte quantized tensors]: quint4x2 and quint2x4 (PyTorch's, for 4- and 2-bit
+// embedding tables) pack 2 or 4 codes per byte in row-major order, element i in bits
+// [(i % k) * b, (i % k + 1) * b) of byte i / k, as PyTorch packs them; the storage holds
+// ceil(numel / k) bytes and element_size() is 1, as in PyTorch. An element's address is not a
+// byte, so such a tensor is always contiguous at storage offset 0: its views only reshape or
+// alias it (view, reshape, flatten, squeeze, ...); slicing, transposing or expanding raise
+// NotImplementedError (PyTorch allows them and then reads the wrong codes). int_repr() gives the
+// packed bytes, 1-D, as PyTorch's does.
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -55,9 +64,10 @@ EMBER_API bool same_quantizer(const Tensor& a, const Tensor& b);
 // A new contiguous quantized tensor (uninitialized integers).
 EMBER_API Tensor empty_quantized(const IntList& sizes, DType dtype,
                                  std::shared_ptr<const Quantizer> quantizer);
-// The quantizer a view of `base` with `sizes` carries (Note [quantized tensors]): the base's;
-// for a per-channel base, only when the view keeps its shape, else NotImplementedError.
-EMBER_API std::shared_ptr<const Quantizer> view_quantizer(const Tensor& base, const IntList& sizes,
+// The quantizer a view `view` of `base` carries (Note [quantized tensors]): the base's; for a
+// per-channel base, only when the view keeps its shape, and for a sub-byte one only when the
+// view is contiguous at the base's offset; else NotImplementedError.
+EMBER_API std::shared_ptr<const Quantizer> view_quantizer(const Tensor& base, const TensorImpl& view,
                                                           const char* op);
 
 namespace quantized {

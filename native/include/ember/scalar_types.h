@@ -221,9 +221,10 @@ constexpr bool is_bits_v =
     std::is_same_v<T, Bits8> || std::is_same_v<T, Bits16> || std::is_same_v<T, Bits1x8> ||
     std::is_same_v<T, Bits2x4> || std::is_same_v<T, Bits4x2>;
 
-// The quantized dtypes' element types (qint8, quint8, qint32): the integer a quantized tensor
-// stores, read through its quantizer (Note [quantized tensors] in ember/quantizer.h). Stored,
-// viewed and copied to the same dtype; arithmetic runs only in the quantized kernels.
+// The quantized dtypes' element types (qint8, quint8, qint32; quint4x2 and quint2x4 name the
+// byte that holds 2 or 4 packed codes): the integer a quantized tensor stores, read through its quantizer
+// (Note [quantized tensors] in ember/quantizer.h). Stored, viewed and copied to the same dtype; arithmetic
+// runs only in the quantized kernels.
 #define EMBER_QUANTIZED_TYPE(Name, U) \
   struct Name {                       \
     using underlying = U;             \
@@ -232,10 +233,13 @@ constexpr bool is_bits_v =
 EMBER_QUANTIZED_TYPE(QInt8, int8_t)
 EMBER_QUANTIZED_TYPE(QUInt8, uint8_t)
 EMBER_QUANTIZED_TYPE(QInt32, int32_t)
+EMBER_QUANTIZED_TYPE(QUInt4x2, uint8_t)
+EMBER_QUANTIZED_TYPE(QUInt2x4, uint8_t)
 #undef EMBER_QUANTIZED_TYPE
 template <typename T>
 constexpr bool is_quantized_v =
-    std::is_same_v<T, QInt8> || std::is_same_v<T, QUInt8> || std::is_same_v<T, QInt32>;
+    std::is_same_v<T, QInt8> || std::is_same_v<T, QUInt8> || std::is_same_v<T, QInt32> ||
+    std::is_same_v<T, QUInt4x2> || std::is_same_v<T, QUInt2x4>;
 
 struct Float8_e4m3fnuz {
   uint8_t bits = 0;

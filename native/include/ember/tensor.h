@@ -114,7 +114,7 @@ class EMBER_API Tensor {
   Device device() const;
   int64_t storage_offset() const;
   int64_t element_size() const { return itemsize(dtype()); }
-  int64_t nbytes() const { return numel() * element_size(); }
+  int64_t nbytes() const { return storage_nbytes(dtype(), numel()); }  // packed for quint4x2, quint2x4
   bool is_contiguous() const;
   bool is_contiguous(MemoryFormat format) const;
   void* data_ptr() const;  // address of element 0 (storage data + offset)

@@ -52,12 +52,22 @@ bool is_bits(DType d) {
          d == DType::Bits4x2;
 }
 bool is_quantized(DType d) {
-  return d == DType::QInt8 || d == DType::QUInt8 || d == DType::QInt32;
+  return d == DType::QInt8 || d == DType::QUInt8 || d == DType::QInt32 || d == DType::QUInt4x2 ||
+         d == DType::QUInt2x4;
+}
+int64_t elements_per_byte(DType d) {
+  return d == DType::QUInt4x2 ? 2 : (d == DType::QUInt2x4 ? 4 : 1);
+}
+int64_t storage_nbytes(DType d, int64_t numel) {
+  const int64_t per = elements_per_byte(d);
+  return per == 1 ? numel * itemsize(d) : numel / per + (numel % per != 0);
 }
 DType quantized_underlying(DType d) {
   switch (d) {
     case DType::QInt8: return DType::Int8;
-    case DType::QUInt8: return DType::UInt8;
+    case DType::QUInt8:
+    case DType::QUInt4x2:
+    case DType::QUInt2x4: return DType::UInt8;
     case DType::QInt32: return DType::Int32;
     default:
       throw ValueError(std::string("[quantized_underlying] expected a quantized dtype, but got ") +

@@ -9,7 +9,7 @@ namespace ember {
 
 const Quantizer& quantizer_of(const Tensor& t, const char* op) {
   EMBER_CHECK(t.defined() && is_quantized(t.dtype()) && t.impl()->quantizer, NotImplementedError, "[", op,
-              "] expected a quantized tensor (quint8, qint8 or qint32), but got ",
+              "] expected a quantized tensor (quint8, qint8, qint32, quint4x2 or quint2x4), but got ",
               t.defined() ? dtype_name(t.dtype()) : "an undefined tensor");
   return *t.impl()->quantizer;
 }
@@ -40,8 +40,20 @@ Tensor empty_quantized(const IntList& sizes, DType dtype, std::shared_ptr<const 
   return t;
 }
 
-std::shared_ptr<const Quantizer> view_quantizer(const Tensor& base, const IntList& sizes, const char* op) {
+std::shared_ptr<const Quantizer> view_quantizer(const Tensor& base, const TensorImpl& view, const char* op) {
   const auto& quantizer = base.impl()->quantizer;
+  const IntList& sizes = view.sizes;
+  if (elements_per_byte(base.dtype()) > 1) {  // Note [sub-byte quantized tensors]
+    const IntList dense = contiguous_strides(sizes);
+    bool contiguous =
+        view.storage_offset == base.storage_offset() && checked_numel(sizes, op) == base.numel();
+    for (size_t d = 0; contiguous && d < sizes.size(); ++d)
+      contiguous = sizes[d] <= 1 || view.strides[d] == dense[d];
+    EMBER_CHECK(contiguous, NotImplementedError, "[", op, "] a ", dtype_name(base.dtype()), " tensor packs ",
+                elements_per_byte(base.dtype()),
+                " codes per byte, so its views only reshape it (a contiguous view of all its elements); "
+                "dequantize() it first");
+  }
   EMBER_CHECK(!quantizer->per_channel() || sizes == base.sizes(), NotImplementedError, "[", op,
               "] a per-channel quantized tensor takes only views that keep its shape ",
               "(its scales run along dim ", quantizer->axis,

@@ -84,6 +84,8 @@ const char* c_type_name(DType d) {
     case DType::Complex32: return "c10::complex<c10::Half>";
     case DType::QInt8: return "c10::qint8";
     case DType::QUInt8: return "c10::quint8";
+    case DType::QUInt4x2: return "c10::quint4x2";
+    case DType::QUInt2x4: return "c10::quint2x4";
     case DType::QInt32: return "c10::qint32";
     case DType::Bits8: return "c10::bits8";
     case DType::Bits16: return "c10::bits16";

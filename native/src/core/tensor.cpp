@@ -262,6 +262,7 @@ Tensor empty(const IntList& sizes, DType dtype, Device device) {
   EMBER_CHECK(!__builtin_mul_overflow(n, itemsize(dtype), &nbytes), ValueError,
               "[empty] expected the tensor's byte size to fit in int64, but ", n, " elements of ",
               dtype_name(dtype), " overflow");
+  nbytes = storage_nbytes(dtype, n);  // packed for the sub-byte dtypes
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), device);
   impl->sizes = sizes;
@@ -306,6 +307,7 @@ void check_view_in_bounds(const IntList& sizes, const IntList& strides, int64_t 
   }
   int64_t needed;
   EMBER_CHECK(!__builtin_mul_overflow(last + 1, itemsize(dtype), &needed) &&
+                  (needed = ::ember::storage_nbytes(dtype, last + 1)) >= 0 &&
                   static_cast<uint64_t>(needed) <= storage_nbytes,
               Error, "[", op, "] expected the view to fit in its storage of ", storage_nbytes,
               " bytes, but it needs ", (last + 1), " elements of ", itemsize(dtype), " bytes");
@@ -321,7 +323,7 @@ Tensor as_strided(const Tensor& base, const IntList& sizes, const IntList& strid
   impl->storage_offset = storage_offset;
   impl->dtype = base.dtype();
   impl->version_counter = base.impl()->version_counter;
-  if (base.impl()->quantizer) impl->quantizer = view_quantizer(base, sizes, "as_strided");
+  if (base.impl()->quantizer) impl->quantizer = view_quantizer(base, *impl, "as_strided");
   return Tensor(std::move(impl));
 }
 

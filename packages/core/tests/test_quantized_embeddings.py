@@ -52,11 +52,11 @@ def test_bags_sum_in_fbgemm_order():
     for index_dtype in (ember.int64, ember.int32):
         i = ember.tensor(idx, dtype=index_dtype)
         o = ember.tensor(offsets, dtype=index_dtype)
-        got = ember._C._quantized_embedding_bag_byte(qw, i, o)
+        got = ember._C._quantized_embedding_bag(qw, i, o)
         np.testing.assert_array_equal(got.numpy(), reference(qw, idx, offsets))
-        got = ember._C._quantized_embedding_bag_byte(qw, i, o, ember.from_numpy(weights))
+        got = ember._C._quantized_embedding_bag(qw, i, o, ember.from_numpy(weights))
         np.testing.assert_array_equal(got.numpy(), reference(qw, idx, offsets, weights))
-    got = ember._C._quantized_embedding_bag_byte(qw, ember.tensor(idx), ember.tensor(offsets + [40]), None, True)
+    got = ember._C._quantized_embedding_bag(qw, ember.tensor(idx), ember.tensor(offsets + [40]), None, True)
     np.testing.assert_array_equal(got.numpy(), reference(qw, idx, offsets + [40], include_last_offset=True))
     # the dequantized rows summed in float64 agree to float32 rounding
     deq = qw.dequantize().numpy().astype(np.float64)
@@ -66,20 +66,20 @@ def test_bags_sum_in_fbgemm_order():
 def test_zero_size_inputs():
     _, qw = table()
     empty = ember.tensor([], dtype=ember.int64)
-    assert ember._C._quantized_embedding_bag_byte(qw, empty, empty).shape == (0, 11)
-    out = ember._C._quantized_embedding_bag_byte(qw, empty, ember.tensor([0, 0]))
+    assert ember._C._quantized_embedding_bag(qw, empty, empty).shape == (0, 11)
+    out = ember._C._quantized_embedding_bag(qw, empty, ember.tensor([0, 0]))
     np.testing.assert_array_equal(out.numpy(), np.zeros((2, 11), np.float32))
     emb = nnq.Embedding(30, 11)
     emb.set_weight(qw)
     assert emb(ember.zeros((0, 3), dtype=ember.int64)).shape == (0, 3, 11)
     narrow = ember._make_per_channel_quantized_tensor(ember.zeros(30, 0, dtype=ember.uint8), ember.ones(30),
                                                       ember.zeros(30), 0)
-    assert ember._C._quantized_embedding_bag_byte(narrow, ember.tensor([1, 2]), ember.tensor([0])).shape == (1, 0)
+    assert ember._C._quantized_embedding_bag(narrow, ember.tensor([1, 2]), ember.tensor([0])).shape == (1, 0)
 
 
 def test_bad_input_raises():
     w, qw = table()
-    bag = ember._C._quantized_embedding_bag_byte
+    bag = ember._C._quantized_embedding_bag
     i, o = ember.tensor([1, 2, 3]), ember.tensor([0, 2])
     with pytest.raises(RuntimeError, match=r"Index 1 is out of bounds: 30, range 0 to 30"):
         bag(qw, ember.tensor([1, 30]), o)

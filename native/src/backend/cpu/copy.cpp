@@ -210,6 +210,10 @@ void copy_same_shape(const Tensor& dst, const Tensor& src) {
               ": a quantized tensor converts through dequantize() and quantize_per_tensor()");
   EMBER_CHECK(!is_quantized(dst.dtype()) || same_quantizer(dst, src), Error,
               "[copy_] a quantized tensor is copied only into one of the same quantization parameters");
+  // Note [sub-byte quantized tensors]: packed codes have no per-element address to copy through
+  EMBER_CHECK(elements_per_byte(dst.dtype()) == 1 || (dst.is_contiguous() && src.is_contiguous()),
+              NotImplementedError, "[copy_] ember.", dtype_name(dst.dtype()),
+              " packs several codes per byte, so it is copied only between contiguous tensors");
   dst.bump_version();
   if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous()) {
     if (dst.nbytes() > 0) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());

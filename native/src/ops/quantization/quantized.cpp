@@ -16,6 +16,14 @@
 // PyTorch's per-tensor kernels leave it. Dequantizing: (float(q) - zero_point) * float(scale) in
 // float32 per tensor, (q - zero_point) * scale in float64 then float32 per channel (PyTorch's two
 // kernels differ so).
+// Sub-byte dtypes (Note [sub-byte quantized tensors] in ember/quantizer.h), as PyTorch's loops:
+//   per tensor:    q = clamp(lrint(nearbyint(x * (1.0f / float(scale))) + zero_point), 0, 2^bits - 1)
+//                  where a NaN, an infinity or a value beyond int64 (x86's lrint answers INT64_MIN
+//                  for them) gives 0
+//   per channel:   float qparams only, as float_qparams above (PyTorch has no other sub-byte form;
+//                  as for quint8, a NaN or a value past int32 saturates here, where PyTorch's loop
+//                  narrows lrintf's answer to int)
+// and dequantize as their byte-sized twins, code by code.
 // choose_qparams is FBGEMM's ChooseQuantizationParams (what quantize_per_tensor_dynamic and
 // the dynamic quantized linear use for activations).
 #include "ops/quantization/quantized.h"
@@ -44,12 +52,52 @@ template <typename F>
 void visit_quantized(DType d, const char* op, F&& f) {
   switch (d) {
     case DType::QInt8: return f(int8_t{});
-    case DType::QUInt8: return f(uint8_t{});
+    case DType::QUInt8:
+    case DType::QUInt4x2:  // the codes, unpacked one per byte (unpack_codes)
+    case DType::QUInt2x4: return f(uint8_t{});
     case DType::QInt32: return f(int32_t{});
     default:
-      throw Error(std::string("[") + op + "] expected a quantized dtype (ember.quint8, ember.qint8 or " +
-                  "ember.qint32), but got ember." + dtype_name(d));
+      throw Error(std::string("[") + op + "] expected a quantized dtype (ember.quint8, ember.qint8, " +
+                  "ember.qint32, ember.quint4x2 or ember.quint2x4), but got ember." + dtype_name(d));
   }
+}
+
+// Note [sub-byte quantized tensors]: the bits of one code of quint4x2 (4) or quint2x4 (2), else 0.
+int sub_byte_bits(DType d) {
+  return d == DType::QUInt4x2 ? 4 : (d == DType::QUInt2x4 ? 2 : 0);
+}
+
+// Packs n codes (one per byte, each below 2^bits) into `packed`, element i in bits
+// (i % k) * bits of byte i / k.
+void pack_codes(const uint8_t* codes, int64_t n, int bits, uint8_t* packed) {
+  const int64_t k = 8 / bits;
+  parallel_for(0, (n + k - 1) / k, kGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b) {
+      uint8_t byte = 0;
+      for (int64_t j = 0; j < k && b * k + j < n; ++j)
+        byte |= static_cast<uint8_t>(codes[b * k + j] << (j * bits));
+      packed[b] = byte;
+    }
+  });
+}
+
+// A sub-byte tensor's codes, one per byte, in its shape.
+Tensor unpack_codes(const Tensor& self) {
+  const int bits = sub_byte_bits(self.dtype());
+  const int64_t k = 8 / bits;
+  const uint8_t mask = static_cast<uint8_t>((1 << bits) - 1);
+  Tensor out = empty(self.sizes(), DType::UInt8, Device());
+  const uint8_t* packed = static_cast<const uint8_t*>(self.data_ptr());
+  uint8_t* codes = out.data<uint8_t>();
+  parallel_for(0, out.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) codes[i] = (packed[i / k] >> ((i % k) * bits)) & mask;
+  });
+  return out;
+}
+
+// The codes of a quantized tensor as its underlying integers, contiguous: unpacked for sub-byte dtypes.
+Tensor contiguous_codes(const Tensor& self) {
+  return sub_byte_bits(self.dtype()) ? unpack_codes(self) : self.contiguous();
 }
 
 void check_float_input(const char* op, const Tensor& self) {
@@ -159,6 +207,25 @@ Tensor quantize_affine(const char* op, const Tensor& self, double scale, int64_t
                        bool fused) {
   check_float_input(op, self);
   Tensor out = empty_quantized(self.sizes(), dtype, checked_per_tensor(op, scale, zero_point, dtype));
+  if (const int bits = sub_byte_bits(dtype)) {
+    const Tensor in = self.contiguous();
+    const float* x = in.data<float>();
+    const float inv_scale = 1.0f / static_cast<float>(scale);
+    const float zp = static_cast<float>(zero_point);
+    const int64_t qmax = (int64_t{1} << bits) - 1;
+    Tensor codes = empty(self.sizes(), DType::UInt8, Device());
+    uint8_t* c = codes.data<uint8_t>();
+    parallel_for(0, in.numel(), kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const float v = std::nearbyint(x[i] * inv_scale) + zp;
+        // lrint's domain: beyond it (NaN, +-inf, |v| >= 2^63) x86 answers INT64_MIN, so qmin
+        const int64_t r = std::fabs(v) < 9.2233715e18f ? std::llrint(v) : std::numeric_limits<int64_t>::min();
+        c[i] = static_cast<uint8_t>(std::clamp<int64_t>(r, 0, qmax));
+      }
+    });
+    pack_codes(c, in.numel(), bits, static_cast<uint8_t*>(out.data_ptr()));
+    return out;
+  }
   visit_quantized(dtype, op, [&](auto u) {
     using U = decltype(u);
     const Tensor in = self.contiguous();
@@ -208,6 +275,11 @@ Tensor quantize_per_channel(const Tensor& self, const Tensor& scales, const Tens
   EMBER_CHECK(float_qparams || is_integral(zero_points.dtype(), false), Error, "[", op,
               "] expected integer (or floating, for float qparams) zero_points, but got ember.",
               dtype_name(zero_points.dtype()));
+  const int bits = sub_byte_bits(dtype);
+  EMBER_CHECK(!bits || float_qparams, NotImplementedError, "[", op, "] ember.", dtype_name(dtype),
+              " is quantized per channel only with floating zero points (per_channel_affine_float_qparams), "
+              "as in PyTorch, but got ember.",
+              dtype_name(zero_points.dtype()), " zero points");
   auto quantizer = std::make_shared<Quantizer>();
   quantizer->qscheme = float_qparams ? QScheme::PerChannelAffineFloatQParams : QScheme::PerChannelAffine;
   quantizer->axis = a;
@@ -230,16 +302,20 @@ Tensor quantize_per_channel(const Tensor& self, const Tensor& scales, const Tens
     out = empty_quantized(self.sizes(), dtype, quantizer);
     const Tensor in = self.contiguous();
     const float* x = in.data<float>();
-    U* q = static_cast<U*>(out.data_ptr());
+    // sub-byte codes go through a byte per code, then pack
+    Tensor codes = bits ? empty(self.sizes(), DType::UInt8, Device()) : out;
+    U* q = static_cast<U*>(codes.data_ptr());
+    const U qmax = bits ? static_cast<U>((1 << bits) - 1) : std::numeric_limits<U>::max();
     const ChannelWalk channel(self.sizes(), a);
     parallel_for(0, in.numel(), kGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t c = channel(i);
         const float inv_scale = 1.0f / s[c];
-        q[i] = float_qparams ? clamp_rounded<U>(x[i] * inv_scale + z[c])
+        q[i] = float_qparams ? std::min(clamp_rounded<U>(x[i] * inv_scale + z[c]), qmax)
                              : clamp_rounded<U>(z[c] + x[i] * inv_scale);
       }
     });
+    if (bits) pack_codes(codes.data<uint8_t>(), in.numel(), bits, static_cast<uint8_t*>(out.data_ptr()));
   });
   return out;
 }
@@ -272,7 +348,7 @@ Tensor dequantize(const Tensor& self) {
     return to_dtype(self, DType::Float32, true);
   }
   const Quantizer& quantizer = quantizer_of(self, "dequantize");
-  const Tensor in = self.contiguous();
+  const Tensor in = contiguous_codes(self);
   Tensor out = empty(self.sizes(), DType::Float32, Device());
   float* y = out.data<float>();
   visit_quantized(self.dtype(), "dequantize", [&](auto u) {
@@ -313,13 +389,24 @@ Tensor dequantize(const Tensor& self) {
 Tensor int_repr(const Tensor& self) {
   quantizer_of(self, "int_repr");
   const Tensor in = self.contiguous();
-  Tensor out = empty(self.sizes(), quantized_underlying(self.dtype()), Device());
+  // a sub-byte tensor's integers are its packed bytes, 1-D (as PyTorch's int_repr gives them)
+  Tensor out = sub_byte_bits(self.dtype())
+                   ? empty({self.nbytes()}, DType::UInt8, Device())
+                   : empty(self.sizes(), quantized_underlying(self.dtype()), Device());
   if (out.nbytes() > 0) std::memcpy(out.data_ptr(), in.data_ptr(), out.nbytes());
   return out;
 }
 
 namespace {
-DType quantized_of(const char* op, DType d) {
+// The quantized dtype of a tensor of integers: `dtype` when given (its underlying integers must be
+// d's), else the one whose integers d holds.
+DType quantized_of(const char* op, DType d, std::optional<DType> dtype) {
+  if (dtype.has_value()) {
+    EMBER_CHECK(is_quantized(*dtype) && quantized_underlying(*dtype) == d, Error, "[", op,
+                "] expected ember.", dtype_name(is_quantized(*dtype) ? quantized_underlying(*dtype) : d),
+                " integers for a quantized dtype ", dtype_name(*dtype), ", but got ember.", dtype_name(d));
+    return *dtype;
+  }
   switch (d) {
     case DType::UInt8: return DType::QUInt8;
     case DType::Int8: return DType::QInt8;
@@ -331,25 +418,36 @@ DType quantized_of(const char* op, DType d) {
   }
 }
 
-// The integers of `self` as a tensor of `dtype` read through `quantizer`.
-Tensor with_quantizer(const Tensor& self, DType dtype, std::shared_ptr<const Quantizer> quantizer) {
+// The integers of `self` as a tensor of `dtype` read through `quantizer` (a sub-byte dtype's
+// codes, one per byte, checked to fit and packed).
+Tensor with_quantizer(const char* op, const Tensor& self, DType dtype,
+                      std::shared_ptr<const Quantizer> quantizer) {
   const Tensor in = self.contiguous();
   Tensor out = empty_quantized(self.sizes(), dtype, std::move(quantizer));
+  if (const int bits = sub_byte_bits(dtype)) {
+    const uint8_t* codes = in.data<uint8_t>();
+    for (int64_t i = 0; i < in.numel(); ++i)
+      EMBER_CHECK(codes[i] < (1 << bits), Error, "[", op, "] ember.", dtype_name(dtype), " holds codes 0 to ",
+                  (1 << bits) - 1, ", but element ", i, " is ", int(codes[i]));
+    pack_codes(codes, in.numel(), bits, static_cast<uint8_t*>(out.data_ptr()));
+    return out;
+  }
   if (out.nbytes() > 0) std::memcpy(out.data_ptr(), in.data_ptr(), out.nbytes());
   return out;
 }
 }  // namespace
 
-Tensor _make_per_tensor_quantized_tensor(const Tensor& self, double scale, int64_t zero_point) {
+Tensor _make_per_tensor_quantized_tensor(const Tensor& self, double scale, int64_t zero_point,
+                                         std::optional<DType> dtype) {
   const char* op = "_make_per_tensor_quantized_tensor";
-  const DType dtype = quantized_of(op, self.dtype());
-  return with_quantizer(self, dtype, checked_per_tensor(op, scale, zero_point, dtype));
+  const DType qdtype = quantized_of(op, self.dtype(), dtype);
+  return with_quantizer(op, self, qdtype, checked_per_tensor(op, scale, zero_point, qdtype));
 }
 
 Tensor _make_per_channel_quantized_tensor(const Tensor& self, const Tensor& scale, const Tensor& zero_point,
-                                          int64_t axis) {
+                                          int64_t axis, std::optional<DType> qdtype) {
   const char* op = "_make_per_channel_quantized_tensor";
-  const DType dtype = quantized_of(op, self.dtype());
+  const DType dtype = quantized_of(op, self.dtype(), qdtype);
   const int64_t a = channel_axis(op, self, axis);
   EMBER_CHECK(scale.dim() == 1 && zero_point.dim() == 1 && scale.numel() == self.size(a) &&
                   zero_point.numel() == self.size(a),
@@ -357,6 +455,9 @@ Tensor _make_per_channel_quantized_tensor(const Tensor& self, const Tensor& scal
               self.size(a), "), but got ", scale.numel(), " and ", zero_point.numel());
   // floating zero points: PyTorch's per_channel_affine_float_qparams (embedding tables)
   const bool float_qparams = is_floating_point(zero_point.dtype());
+  EMBER_CHECK(!sub_byte_bits(dtype) || float_qparams, NotImplementedError, "[", op, "] ember.",
+              dtype_name(dtype),
+              " is quantized per channel only with floating zero points (per_channel_affine_float_qparams)");
   EMBER_CHECK(is_floating_point(scale.dtype()) && (float_qparams || is_integral(zero_point.dtype(), false)),
               Error, "[", op,
               "] expected floating scales and integer (or floating) zero points, but got ember.",
@@ -378,7 +479,7 @@ Tensor _make_per_channel_quantized_tensor(const Tensor& self, const Tensor& scal
       if (!float_qparams) check_zero_point<decltype(u)>(op, static_cast<int64_t>(z[c]));
     }
   });
-  return with_quantizer(self, dtype, std::move(quantizer));
+  return with_quantizer(op, self, dtype, std::move(quantizer));
 }
 
 }  // namespace ember

@@ -58,6 +58,9 @@ std::shared_ptr<Quantizer> affine(double scale, int64_t zero_point) {
 
 // The integers of q: a view of its memory as its underlying dtype.
 Tensor integers(const Tensor& q) {
+  EMBER_CHECK(elements_per_byte(q.dtype()) == 1, NotImplementedError,
+              "[quantized] not implemented for ember.", dtype_name(q.dtype()),
+              ", whose codes are packed several to a byte; dequantize() it first");
   auto impl = std::make_shared<TensorImpl>(*q.impl());
   impl->dtype = quantized_underlying(q.dtype());
   impl->quantizer = nullptr;
@@ -1034,22 +1037,24 @@ Tensor _quantized_cat(const std::vector<Tensor>& tensors, int64_t dim, double sc
 }
 
 // Note [quantized embedding bags]: PyTorch's quantized Embedding and EmbeddingBag (FBGEMM's
-// byte-rowwise kernel) read a quint8 table quantized per row with float qparams: row r holds
-// codes q and a float32 scale s and bias b = -zero_point * s. A bag sums its rows in order as
+// rowwise kernels) read a table quantized per row with float qparams: row r holds codes q and a
+// scale s and bias b = -zero_point * s, float32 for quint8 and rounded to float16 for quint4x2 /
+// quint2x4 (PyTorch's prepack stores them so). A bag sums its rows in order as
 //   acc = fma(s * w, q, acc + b * w)      (w a member's per-sample weight, else 1)
 // and so does this kernel: the same roundings, so the same bits (tests/test_quantized_torch_parity).
+// A sub-byte table's codes are read where Note [sub-byte quantized tensors] packs them.
 // An Embedding lookup is a bag of one. As PyTorch's module does, a bag always sums.
-Tensor _quantized_embedding_bag_byte(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
-                                     const std::optional<Tensor>& per_sample_weights,
-                                     bool include_last_offset) {
-  const char* op = "quantized::embedding_bag_byte";
+Tensor _quantized_embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
+                                const std::optional<Tensor>& per_sample_weights, bool include_last_offset) {
+  const char* op = "quantized::embedding_bag";
   const Quantizer& qz = quantizer_of(weight, op);
-  EMBER_CHECK(weight.dtype() == DType::QUInt8 && qz.qscheme == QScheme::PerChannelAffineFloatQParams &&
-                  qz.axis == 0 && weight.dim() == 2,
+  const DType dt = weight.dtype();
+  EMBER_CHECK((dt == DType::QUInt8 || dt == DType::QUInt4x2 || dt == DType::QUInt2x4) &&
+                  qz.qscheme == QScheme::PerChannelAffineFloatQParams && qz.axis == 0 && weight.dim() == 2,
               Error, "[", op,
-              "] expected a 2-D ember.quint8 weight quantized per row (per_channel_affine_float_qparams, "
-              "axis 0), but got ",
-              weight.dim(), "-D ember.", dtype_name(weight.dtype()));
+              "] expected a 2-D ember.quint8, quint4x2 or quint2x4 weight quantized per row "
+              "(per_channel_affine_float_qparams, axis 0), but got ",
+              weight.dim(), "-D ember.", dtype_name(dt));
   for (const Tensor* t : {&indices, &offsets}) {
     EMBER_CHECK(t->dtype() == DType::Int64 || t->dtype() == DType::Int32, Error,
                 "Expect 32 or 64 bit indices, but found ", dtype_name(t->dtype()), " instead.");
@@ -1081,10 +1086,22 @@ Tensor _quantized_embedding_bag_byte(const Tensor& weight, const Tensor& indices
                 dtype_name(per_sample_weights->dtype()), " of ", per_sample_weights->numel(), " elements");
     psw = per_sample_weights->contiguous();
   }
-  const Tensor codes = integers(weight).contiguous();
-  const uint8_t* q = static_cast<const uint8_t*>(codes.data_ptr());
+  const int64_t per_byte = elements_per_byte(dt), bits = 8 / per_byte;
+  // a sub-byte tensor is always contiguous (Note [sub-byte quantized tensors])
+  const Tensor table = per_byte == 1 ? integers(weight).contiguous() : weight;
+  const uint8_t* q = static_cast<const uint8_t*>(table.data_ptr());
+  const uint8_t mask = static_cast<uint8_t>((1 << bits) - 1);
   const float* scales = qz.scales.data<float>();
   const float* zero_points = qz.zero_points.data<float>();
+  // PyTorch's prepack stores a sub-byte row's scale and bias as float16
+  auto row_qparams = [&](int64_t r, float& s, float& bias) {
+    s = scales[r];
+    bias = -zero_points[r] * s;
+    if (per_byte > 1) {
+      s = static_cast<float>(Half(s));
+      bias = static_cast<float>(Half(bias));
+    }
+  };
   const float* w = psw.defined() ? psw.data<float>() : nullptr;
   Tensor out = empty({bags, width}, DType::Float32, Device());
   float* y = out.data<float>();
@@ -1096,15 +1113,22 @@ Tensor _quantized_embedding_bag_byte(const Tensor& weight, const Tensor& indices
                    const int64_t end = b + 1 < off.numel() ? of[b + 1] : n;
                    for (int64_t i = of[b]; i < end; ++i) {
                      const int64_t r = ix[i];
-                     float s = scales[r];
-                     float bias = -zero_points[r] * s;
+                     float s, bias;
+                     row_qparams(r, s, bias);
                      if (w != nullptr) {
                        s *= w[i];
                        bias *= w[i];
                      }
-                     const uint8_t* row = q + r * width;
-                     for (int64_t d = 0; d < width; ++d)
-                       acc[d] = std::fma(s, static_cast<float>(row[d]), acc[d] + bias);
+                     if (per_byte == 1) {
+                       const uint8_t* row = q + r * width;
+                       for (int64_t d = 0; d < width; ++d)
+                         acc[d] = std::fma(s, static_cast<float>(row[d]), acc[d] + bias);
+                       continue;
+                     }
+                     for (int64_t d = 0, e = r * width; d < width; ++d, ++e) {
+                       const uint8_t code = (q[e / per_byte] >> ((e % per_byte) * bits)) & mask;
+                       acc[d] = std::fma(s, static_cast<float>(code), acc[d] + bias);
+                     }
                    }
                  }
                });

@@ -26,7 +26,7 @@ Tensor make_view(const Tensor& base, IntList sizes, IntList strides, int64_t off
   impl->storage_offset = offset;
   impl->dtype = base.dtype();
   impl->version_counter = base.impl()->version_counter;
-  if (base.impl()->quantizer) impl->quantizer = view_quantizer(base, impl->sizes, "view");
+  if (base.impl()->quantizer) impl->quantizer = view_quantizer(base, *impl, "view");
   return Tensor(std::move(impl));
 }
 

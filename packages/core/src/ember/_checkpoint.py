@@ -87,9 +87,12 @@ _DTYPES = {dtype_name(d): d for d in _C._all_dtypes}
 # PyTorch dtypes Ember lacks: named in the error rather than reported as unknown globals.
 # A quantized tensor's storage: PyTorch's typed class, and the integer dtype its bytes load as
 # (torch._utils._rebuild_qtensor then puts the quantizer back).
+# quint4x2 / quint2x4: the packed bytes (Note [sub-byte quantized tensors]), as PyTorch stores them.
 _QUANTIZED_STORAGES = {"quint8": ("QUInt8Storage", "uint8"), "qint8": ("QInt8Storage", "int8"),
-                       "qint32": ("QInt32Storage", "int32")}
-_TORCH_ONLY_DTYPES = ("uint16", "uint32", "uint64", "float8_e8m0fnu", "float4_e2m1fn_x2", "quint4x2", "quint2x4", "int1", "int2", "int3", "int4", "int5", "int6", "int7", "uint1", "uint2",
+                       "qint32": ("QInt32Storage", "int32"), "quint4x2": ("QUInt4x2Storage", "uint8"),
+                       "quint2x4": ("QUInt2x4Storage", "uint8")}
+_SUB_BYTE_STORAGES = {"QUInt4x2Storage": _DTYPES["quint4x2"], "QUInt2x4Storage": _DTYPES["quint2x4"]}
+_TORCH_ONLY_DTYPES = ("uint16", "uint32", "uint64", "float8_e8m0fnu", "float4_e2m1fn_x2", "int1", "int2", "int3", "int4", "int5", "int6", "int7", "uint1", "uint2",
                       "uint3", "uint4", "uint5", "uint6", "uint7")
 
 
@@ -281,11 +284,15 @@ class _Pickler(pickle._Pickler):  # type: ignore[name-defined] - the pure-Python
         """As PyTorch pickles a quantized tensor: _rebuild_qtensor(storage, offset, size, stride,
         (qscheme, scale, zero_point) or (qscheme, scales, zero_points, axis), requires_grad, hooks),
         its storage a QUInt8Storage (QInt8Storage, QInt32Storage) of the integers."""
-        from ._quantized import _QSCHEMES
+        from ._quantized import _QSCHEMES, SUB_BYTE_BITS
 
         code, scale, zero_point, scales, points, axis = quantizer
-        ints = _C._reinterpret(t, _DTYPES[_QUANTIZED_STORAGES[dtype_name(t.dtype)][1]], list(t.shape),
-                               list(t.stride()), t.storage_offset())
+        if t.dtype in SUB_BYTE_BITS:  # always contiguous at offset 0: its bytes are the storage
+            per_byte = 8 // SUB_BYTE_BITS[t.dtype]
+            ints = _C._reinterpret(t, _C.uint8, [-(-t.numel() // per_byte)], [1], 0)
+        else:
+            ints = _C._reinterpret(t, _DTYPES[_QUANTIZED_STORAGES[dtype_name(t.dtype)][1]], list(t.shape),
+                                   list(t.stride()), t.storage_offset())
         storage, offset = self._storage_of(ints, t.dtype)
         qscheme = _FormatName("torch", _QSCHEMES[code].name)
         params = (qscheme, scale, zero_point) if scales is None else (qscheme, scales, points, axis)
@@ -649,6 +656,16 @@ def _text(value: Any) -> Any:
     return value.decode("ascii", "replace") if isinstance(value, bytes) else value
 
 
+def _dense(size: list[int], stride: list[int]) -> bool:
+    """Whether (size, stride) lays the elements out row-major with no gaps (strides of size-1 dims free)."""
+    expected = 1
+    for s, st in zip(reversed(size), reversed(stride), strict=True):
+        if s > 1 and st != expected:
+            return False
+        expected *= max(s, 1)
+    return True
+
+
 def _check_ints(values: Any, what: str) -> list[int]:
     if type(values) not in (tuple, list) or not all(type(v) is int for v in values):
         raise _invalid(f"a tensor's {what} must be a tuple of integers, but got {_wo._describe(values)}")
@@ -842,23 +859,34 @@ class _Loader:
                         hooks: Any) -> _C.Tensor:
         """torch._utils._rebuild_qtensor: the integers (a copy, contiguous) read through the
         saved quantizer, which the native constructors check (scales positive, zero points in range)."""
-        from ._quantized import _QSCHEMES
+        from ._quantized import _QSCHEMES, codes_from_packed
 
         if not (isinstance(storage, _Stored) and storage.type.name in {c for c, _ in _QUANTIZED_STORAGES.values()}):
-            raise _invalid(f"a quantized tensor's storage must be a QUInt8Storage, QInt8Storage or QInt32Storage, "
-                           f"but got {_wo._describe(storage)}")
+            raise _invalid(f"a quantized tensor's storage must be a QUInt8Storage, QInt8Storage, QInt32Storage, "
+                           f"QUInt4x2Storage or QUInt2x4Storage, but got {_wo._describe(storage)}")
         if requires_grad is not False:
             raise _invalid("a quantized tensor cannot require grad")
         if not isinstance(hooks, dict) or hooks:
             raise _invalid("backward hooks are not restored from checkpoints (PyTorch saves an empty OrderedDict)")
-        ints = self._view(storage, storage.type.dtype, offset, size, stride)
+        dtype = _SUB_BYTE_STORAGES.get(storage.type.name)
+        if dtype is None:
+            ints = self._view(storage, storage.type.dtype, offset, size, stride)
+        else:  # packed codes (Note [sub-byte quantized tensors]): contiguous from the storage's start
+            size, stride = _check_ints(size, "size"), _check_ints(stride, "stride")
+            if offset != 0 or not _dense(size, stride):
+                raise _invalid(f"a {dtype_name(dtype)} tensor must be contiguous at storage offset 0, but got size "
+                               f"{tuple(size)}, stride {tuple(stride)} and offset {_wo._describe(offset)}")
+            try:
+                ints = codes_from_packed(self.flat(storage, _C.uint8), size, dtype, padded=True)
+            except ValueError as err:
+                raise _invalid(str(err)) from None
         if type(quantizer) is tuple and len(quantizer) == 3 and quantizer[0] is _QSCHEMES[0] \
                 and type(quantizer[1]) is float and type(quantizer[2]) is int:
-            return _C._make_per_tensor_quantized_tensor(ints, quantizer[1], quantizer[2])
+            return _C._make_per_tensor_quantized_tensor(ints, quantizer[1], quantizer[2], dtype=dtype)
         if type(quantizer) is tuple and len(quantizer) == 4 and quantizer[0] in (_QSCHEMES[1], _QSCHEMES[4]) \
                 and isinstance(quantizer[1], _C.Tensor) and isinstance(quantizer[2], _C.Tensor) \
                 and type(quantizer[3]) is int:
-            return _C._make_per_channel_quantized_tensor(ints, quantizer[1], quantizer[2], quantizer[3])
+            return _C._make_per_channel_quantized_tensor(ints, quantizer[1], quantizer[2], quantizer[3], dtype=dtype)
         raise _invalid(f"a quantized tensor's parameters must be (per_tensor_affine, scale, zero_point) or "
                        f"(per_channel_affine, scales, zero_points, axis), but got {_wo._describe(quantizer)}")
 

@@ -1,4 +1,4 @@
-"""Quantized tensors (torch.quint8, qint8, qint32): the Python half of Note [quantized tensors]
+"""Quantized tensors (torch.quint8, qint8, qint32, quint4x2, quint2x4): the Python half of Note [quantized tensors]
 (native/include/ember/quantizer.h).
 
 The native ops (declarations.py) quantize, dequantize and read the integers; this module adds what
@@ -66,7 +66,8 @@ def _number(value: object, name: str, kind: type):
 def _quantizer(t: _C.Tensor, what: str) -> tuple:
     info = _C._quantizer(t)
     if info is None:
-        raise NotImplementedError(f"{what}() expects a quantized tensor (ember.quint8, qint8 or qint32), "
+        raise NotImplementedError(f"{what}() expects a quantized tensor (ember.quint8, qint8, qint32, quint4x2 "
+                                  f"or quint2x4), "
                                   f"but got ember.{t.dtype.__repr__().split('.')[-1]}")
     return info
 
@@ -95,15 +96,44 @@ def dequantize(tensor):
     return _C.dequantize(tensor)
 
 
-_UNDERLYING = {_C.quint8: _C.uint8, _C.qint8: _C.int8, _C.qint32: _C.int32}
+_UNDERLYING = {_C.quint8: _C.uint8, _C.qint8: _C.int8, _C.qint32: _C.int32, _C.quint4x2: _C.uint8,
+               _C.quint2x4: _C.uint8}
+# Note [sub-byte quantized tensors] (native/include/ember/quantizer.h): bits per packed code
+SUB_BYTE_BITS = {_C.quint4x2: 4, _C.quint2x4: 2}
 
 
 def integer_range(dtype) -> tuple[int, int]:
-    """(min, max) of the integers a quantized dtype stores (quint8: 0..255, qint8, qint32)."""
+    """(min, max) of the integers a quantized dtype stores (quint8: 0..255, qint8, qint32, quint4x2:
+    0..15, quint2x4: 0..3)."""
     from ._info import iinfo
 
+    if dtype in SUB_BYTE_BITS:
+        return 0, (1 << SUB_BYTE_BITS[dtype]) - 1
     info = iinfo(_UNDERLYING[dtype])
     return info.min, info.max
+
+
+def codes_from_packed(packed: _C.Tensor, shape: list, dtype, padded: bool = False) -> _C.Tensor:
+    """The codes, one per uint8 element in `shape`, that a sub-byte dtype's packed bytes hold (what
+    `_make_per_*_quantized_tensor(..., dtype=dtype)` takes back); ValueError for a wrong byte count.
+    padded: the bytes may run past the codes (PyTorch allocates ceil(cols / 2 or 4) bytes per row
+    of the last dim, and packs the codes from the start)."""
+    bits = SUB_BYTE_BITS[dtype]
+    per_byte = 8 // bits
+    if any(s < 0 for s in shape):
+        raise ValueError(f"negative size in the shape {list(shape)} of a {dtype} tensor")
+    numel = 1
+    for s in shape:
+        numel *= s
+    packed = packed.reshape(-1)
+    if padded and packed.numel() > -(-numel // per_byte):
+        packed = packed[:-(-numel // per_byte)]
+    if packed.numel() != -(-numel // per_byte):
+        raise ValueError(f"{-(-numel // per_byte)} bytes hold the {numel} codes of a {dtype} tensor of shape "
+                         f"{list(shape)}, but got {packed.numel()}")
+    shifts = _C.arange(0, 8, bits, dtype=_C.uint8)
+    codes = (packed.reshape(-1, 1) >> shifts) & ((1 << bits) - 1)
+    return codes.reshape(-1)[:numel].reshape(list(shape))
 
 
 def empty_quantized(size, qtensor, *, dtype=None, layout=None, device=None, pin_memory=False,
@@ -115,8 +145,8 @@ def empty_quantized(size, qtensor, *, dtype=None, layout=None, device=None, pin_
         raise RuntimeError(f"empty_quantized: dtype {dtype} differs from the quantizer's {qtensor.dtype}")
     ints = _C.zeros(list(size), dtype=_UNDERLYING[qtensor.dtype])
     if scales is None:
-        return _C._make_per_tensor_quantized_tensor(ints, scale, zero_point)
-    return _C._make_per_channel_quantized_tensor(ints, scales, points, axis)
+        return _C._make_per_tensor_quantized_tensor(ints, scale, zero_point, dtype=qtensor.dtype)
+    return _C._make_per_channel_quantized_tensor(ints, scales, points, axis, dtype=qtensor.dtype)
 
 
 def _qscheme(self: _C.Tensor):
@@ -179,4 +209,5 @@ def tensor_methods() -> dict[str, object]:
 NAMES = {"quantize_per_tensor": quantize_per_tensor, "dequantize": dequantize, "q_scale": _q_scale,
          "q_zero_point": _q_zero_point, "q_per_channel_scales": q_per_channel_scales,
          "q_per_channel_zero_points": q_per_channel_zero_points, "q_per_channel_axis": q_per_channel_axis,
-         "qint8": _C.qint8, "quint8": _C.quint8, "qint32": _C.qint32, "empty_quantized": empty_quantized}
+         "qint8": _C.qint8, "quint8": _C.quint8, "qint32": _C.qint32, "quint4x2": _C.quint4x2,
+         "quint2x4": _C.quint2x4, "empty_quantized": empty_quantized}

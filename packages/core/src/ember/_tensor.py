@@ -132,7 +132,7 @@ def _as_numpy_for_print(t: _C.Tensor) -> np.ndarray:
     if t.dtype in (_C.bits8, _C.bits16, _C.bits1x8, _C.bits2x4, _C.bits4x2):
         raise NotImplementedError(f"printing or reading a {t.dtype} tensor is not supported: its bits have no "
                                   "value; view it as an integer dtype (x.view(ember.uint8) or ember.int16)")
-    if t.dtype in (_C.qint8, _C.quint8, _C.qint32):
+    if t.dtype in (_C.qint8, _C.quint8, _C.qint32, _C.quint4x2, _C.quint2x4):
         raise TypeError(f"reading a {t.dtype} tensor's values as Python numbers is not supported (as in "
                         "PyTorch): dequantize() gives its values, int_repr() its integers")
     if t.dtype == _C.complex32:  # NumPy has no complex of two halves

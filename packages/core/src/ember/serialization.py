@@ -17,15 +17,16 @@ A record is plain data, so loading one can never run code:
 pickle.dumps(tensor) stores exactly this record (never storage internals or strides), and
 pickle.loads rebuilds a fresh contiguous tensor from it; a view pickles as its values.
 
-A quantized tensor (quint8, qint8, qint32) adds its quantizer to the header, and for a
+A quantized tensor (quint8, qint8, qint32, quint4x2, quint2x4) adds its quantizer to the header, and for a
 per-channel one its scales and zero points to the bytes, so a copy has the same integers,
 qscheme, scale(s), zero point(s) and axis:
 
     header "quantizer"  {"qscheme": "per_tensor_affine", "scale": 0.1, "zero_point": 3}
                      or {"qscheme": "per_channel_affine", "axis": 0,
                          "scales_dtype": "float64", "zero_points_dtype": "int64"}
-    raw bytes           integers (uint8 / int8 / int32), then, per channel only,
-                        the scales and the zero points (shape[axis] elements each)
+    raw bytes           integers (uint8 / int8 / int32; quint4x2 / quint2x4: their packed
+                        bytes, ceil(numel / 2 or 4)), then, per channel only, the scales
+                        and the zero points (shape[axis] elements each)
 
 The native constructors check what they rebuild (scales positive and finite, zero points in
 the dtype's range, axis in range), so a record cannot make an invalid quantized tensor.
@@ -39,6 +40,7 @@ import sys
 
 from . import _C
 from ._checkpoint import DEFAULT_PROTOCOL, get_unsafe_globals_in_checkpoint, load, save
+from ._quantized import SUB_BYTE_BITS, codes_from_packed
 from ._safetensors import save_safetensors
 from ._weights_only_unpickler import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 
@@ -115,7 +117,8 @@ def tensor_from_bytes(record: bytes) -> _C.Tensor:
 
 
 # quantized dtype -> the integer dtype its record's bytes hold
-_QUANTIZED_INTS = {_C.quint8: _C.uint8, _C.qint8: _C.int8, _C.qint32: _C.int32}
+_QUANTIZED_INTS = {_C.quint8: _C.uint8, _C.qint8: _C.int8, _C.qint32: _C.int32, _C.quint4x2: _C.uint8,
+                   _C.quint2x4: _C.uint8}
 _PER_CHANNEL = ("per_channel_affine", "per_channel_affine_float_qparams")
 
 
@@ -127,12 +130,27 @@ def _quantized_from_record(header: dict, body: bytes, shape: list, dtype: _C.dty
                          f"(qscheme, scale(s), zero point(s)), but got {str(quantizer)[:80]}")
     ints_dtype = _QUANTIZED_INTS[dtype]
     qscheme = quantizer.get("qscheme")
+    numel = 1
+    for s in shape:  # a negative size is named by _from_bytes or the byte count below
+        numel *= max(s, 0)
+    # the bytes of the integers: packed for the sub-byte dtypes (Note [sub-byte quantized tensors])
+    per_byte = 8 // SUB_BYTE_BITS.get(dtype, 8)
+    n_ints = -(-numel // per_byte) if per_byte > 1 else numel * ints_dtype.itemsize
+
+    def integers(raw: bytes) -> _C.Tensor:
+        if per_byte == 1:
+            return _C._from_bytes(raw, shape, ints_dtype)
+        try:
+            return codes_from_packed(_C._from_bytes(raw, [len(raw)], _C.uint8), shape, dtype)
+        except ValueError as err:
+            raise ValueError(f"[deserialize] {err}") from None
+
     if qscheme == "per_tensor_affine":
         scale, zero_point = quantizer.get("scale"), quantizer.get("zero_point")
         if type(scale) not in (int, float) or type(zero_point) is not int:
             raise ValueError(f"[deserialize] a per-tensor quantizer needs a number scale and an integer zero_point, "
                              f"but got {scale!r} and {zero_point!r}")
-        return _C._make_per_tensor_quantized_tensor(_C._from_bytes(body, shape, ints_dtype), float(scale), zero_point)
+        return _C._make_per_tensor_quantized_tensor(integers(body), float(scale), zero_point, dtype=dtype)
     if qscheme not in _PER_CHANNEL:
         raise ValueError(f"[deserialize] unknown qscheme {str(qscheme)[:40]!r} in a quantized tensor record")
     axis = quantizer.get("axis")
@@ -145,19 +163,16 @@ def _quantized_from_record(header: dict, body: bytes, shape: list, dtype: _C.dty
         raise ValueError(f"[deserialize] a per-channel quantizer's scales must be float32 or float64 and its zero "
                          f"points int32, int64, float32 or float64, but got {quantizer.get('scales_dtype')!r} and "
                          f"{quantizer.get('zero_points_dtype')!r}")
-    numel = 1
-    for s in shape:
-        numel *= s
     channels = shape[axis]
-    n_ints, n_scales = numel * ints_dtype.itemsize, channels * scales_dtype.itemsize
+    n_scales = channels * scales_dtype.itemsize
     expected = n_ints + n_scales + channels * points_dtype.itemsize
     if len(body) != expected:
         raise ValueError(f"[deserialize] expected {expected} bytes of integers, scales and zero points for a "
                          f"per-channel {header['dtype']} tensor of shape {shape}, but the record holds {len(body)}")
-    ints = _C._from_bytes(body[:n_ints], shape, ints_dtype)
+    ints = integers(body[:n_ints])
     scales = _C._from_bytes(body[n_ints:n_ints + n_scales], [channels], scales_dtype)
     points = _C._from_bytes(body[n_ints + n_scales:], [channels], points_dtype)
-    return _C._make_per_channel_quantized_tensor(ints, scales, points, axis)
+    return _C._make_per_channel_quantized_tensor(ints, scales, points, axis, dtype=dtype)
 
 
 def _reduce_ex(self: _C.Tensor, protocol: int) -> tuple:

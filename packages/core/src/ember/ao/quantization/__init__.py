@@ -21,7 +21,7 @@ from .fake_quantize import (
     default_fixed_qparams_range_neg1to1_fake_quant,
     default_symmetric_fixed_qparams_fake_quant,
 )
-from .fuse_modules import fuse_known_modules, fuse_modules
+from .fuse_modules import fuse_known_modules, fuse_modules, fuse_modules_qat
 from .observer import (
     FixedQParamsObserver,
     HistogramObserver,
@@ -37,6 +37,7 @@ from .observer import (
     default_fixed_qparams_range_0to1_observer,
     default_fixed_qparams_range_neg1to1_observer,
     default_float_qparams_observer,
+    default_float_qparams_observer_4bit,
     default_observer,
     default_per_channel_weight_observer,
     default_placeholder_observer,
@@ -59,6 +60,7 @@ from .qconfig import (
     float16_dynamic_qconfig,
     float16_static_qconfig,
     float_qparams_weight_only_qconfig,
+    float_qparams_weight_only_qconfig_4bit,
     get_default_qat_qconfig,
     get_default_qconfig,
     per_channel_dynamic_qconfig,
@@ -71,10 +73,12 @@ from .qconfig_mapping import (
     get_default_qconfig_mapping,
 )
 from .quantize import (
+    DEFAULT_QAT_MODULE_MAPPINGS,
     add_observer_,
     convert,
     get_default_custom_config_dict,
     get_default_dynamic_quant_module_mappings,
+    get_default_qat_module_mappings,
     get_default_qconfig_propagation_list,
     get_default_static_quant_module_mappings,
     prepare,
@@ -92,7 +96,7 @@ __all__ = [
     "MovingAverageMinMaxObserver", "MovingAveragePerChannelMinMaxObserver", "NoopObserver", "ObserverBase",
     "PerChannelMinMaxObserver", "PlaceholderObserver", "QConfig", "QuantStub", "QuantWrapper", "add_observer_",
     "convert", "default_debug_qconfig", "default_dynamic_qconfig", "default_dynamic_quant_observer",
-    "default_fake_quant", "default_float_qparams_observer", "default_fused_act_fake_quant",
+    "default_fake_quant", "default_float_qparams_observer", "default_float_qparams_observer_4bit", "default_fused_act_fake_quant",
     "default_fused_per_channel_wt_fake_quant", "default_fused_wt_fake_quant", "default_observer",
     "default_per_channel_qconfig", "default_per_channel_weight_fake_quant", "default_per_channel_weight_observer",
     "default_placeholder_observer", "FixedQParamsFakeQuantize", "FixedQParamsObserver",
@@ -101,7 +105,8 @@ __all__ = [
     "default_fixed_qparams_range_neg1to1_fake_quant", "default_fixed_qparams_range_neg1to1_observer",
     "default_symmetric_fixed_qparams_fake_quant", "default_symmetric_fixed_qparams_observer",
     "default_qat_qconfig", "default_qconfig", "default_weight_fake_quant", "default_weight_observer",
-    "float16_dynamic_qconfig", "float16_static_qconfig", "float_qparams_weight_only_qconfig", "fuse_known_modules", "fuse_modules",
+    "float16_dynamic_qconfig", "float16_static_qconfig", "float_qparams_weight_only_qconfig", "float_qparams_weight_only_qconfig_4bit", "fuse_known_modules", "fuse_modules",
+    "fuse_modules_qat", "get_default_qat_module_mappings", "DEFAULT_QAT_MODULE_MAPPINGS",
     "get_default_custom_config_dict", "get_default_dynamic_quant_module_mappings",
     "get_default_qconfig_propagation_list",
     "get_default_static_quant_module_mappings", "per_channel_affine", "per_channel_affine_float_qparams", "per_channel_dynamic_qconfig",

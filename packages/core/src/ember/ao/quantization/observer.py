@@ -3,9 +3,10 @@ recording its min/max, and derive the scale and zero_point a quantized module or
 uses.
 
 The dtype is ember.quint8 / ember.qint8 as in PyTorch; ember.uint8 / ember.int8 and the strings
-"quint8" / "qint8" are taken too (PyTorch's observers accept torch.uint8 / torch.int8 alike). It
-picks the default range ([0, 255] or [-128, 127], halved by reduce_range) and the symmetric zero
-point. Give quant_min and quant_max to choose the range.
+"quint8" / "qint8" are taken too (PyTorch's observers accept torch.uint8 / torch.int8 alike), and
+ember.quint4x2 for 4-bit embedding tables. It picks the default range ([0, 255], [-128, 127] or
+[0, 15], halved by reduce_range) and the symmetric zero point. Give quant_min and quant_max to
+choose the range.
 """
 
 from __future__ import annotations
@@ -30,16 +31,19 @@ _SIGNED = {"qint8": True, "quint8": False}  # the names; ember.qint8 / quint8 an
 
 
 def _is_signed(dtype: object) -> bool:
-    if dtype in (_C.int8, _C.uint8, _C.qint8, _C.quint8):
+    if dtype in (_C.int8, _C.uint8, _C.qint8, _C.quint8, _C.quint4x2):
         return dtype in (_C.int8, _C.qint8)
     if dtype in _SIGNED:
         return _SIGNED[dtype]
-    raise AssertionError(f"Default Observer only works for qint8 and quint8 data type (ember.qint8, ember.quint8, "
-                         f"ember.int8, ember.uint8, 'qint8' or 'quint8'), but got {dtype!r}")
+    raise AssertionError(f"Default Observer only works for qint8, quint8 and quint4x2 data type (ember.qint8, "
+                         f"ember.quint8, ember.quint4x2, ember.int8, ember.uint8, 'qint8' or 'quint8'), but got "
+                         f"{dtype!r}")
 
 
 def dtype_range(dtype: object) -> tuple:
     """(min, max) of the integer type the dtype stands for."""
+    if dtype == _C.quint4x2:
+        return 0, 15
     return (-128, 127) if _is_signed(dtype) else (0, 255)
 
 
@@ -313,6 +317,9 @@ default_placeholder_observer = PlaceholderObserver
 default_float_qparams_observer = PerChannelMinMaxObserver.with_args(dtype=_C.quint8,
                                                                     qscheme=per_channel_affine_float_qparams,
                                                                     ch_axis=0)
+default_float_qparams_observer_4bit = PerChannelMinMaxObserver.with_args(dtype=_C.quint4x2,
+                                                                         qscheme=per_channel_affine_float_qparams,
+                                                                         ch_axis=0)
 
 
 # the output parameters of tanh (range [-1, 1)) and sigmoid (range [0, 1)) on quint8

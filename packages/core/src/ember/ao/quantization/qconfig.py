@@ -21,6 +21,7 @@ from .observer import (
     PlaceholderObserver,
     default_dynamic_quant_observer,
     default_float_qparams_observer,
+    default_float_qparams_observer_4bit,
     default_observer,
     default_per_channel_weight_observer,
     default_placeholder_observer,
@@ -72,6 +73,8 @@ float16_static_qconfig = QConfig(activation=PlaceholderObserver.with_args(dtype=
 # embedding tables: weights quantized per row with float qparams, no activation quantization
 float_qparams_weight_only_qconfig = QConfig(activation=default_placeholder_observer,
                                             weight=default_float_qparams_observer)
+float_qparams_weight_only_qconfig_4bit = QConfig(activation=default_placeholder_observer,
+                                                 weight=default_float_qparams_observer_4bit)
 default_debug_qconfig = QConfig(weight=default_weight_observer, activation=NoopObserver.with_args(dtype=_C.float32))
 
 _BACKENDS = ("fbgemm", "x86", "qnnpack", "onednn")

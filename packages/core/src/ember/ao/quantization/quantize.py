@@ -33,6 +33,7 @@ from .qconfig import (  # noqa: F401
     default_dynamic_qconfig,
     float16_dynamic_qconfig,
     float_qparams_weight_only_qconfig,
+    float_qparams_weight_only_qconfig_4bit,
     per_channel_dynamic_qconfig,
 )
 from .stubs import DeQuantStub, QuantStub
@@ -330,20 +331,25 @@ def quantize(model, run_fn, run_args, mapping=None, inplace: bool = False):
 def quantize_dynamic(model, qconfig_spec=None, dtype=None, mapping=None, inplace: bool = False):
     """The model with its Linear, LSTM, GRU, LSTMCell, GRUCell and RNNCell layers dynamically
     quantized (qint8 weights; float16 with dtype=ember.float16), or with dtype=ember.quint8 its
-    Embedding and EmbeddingBag tables quantized per row. qconfig_spec: a set of module types, or
+    Embedding and EmbeddingBag tables quantized per row (dtype=ember.quint4x2: its EmbeddingBag
+    tables, 4 bits per value, as PyTorch's default). qconfig_spec: a set of module types, or
     {type or qualified name: qconfig}."""
     from ... import _C
 
     dtype = _C.qint8 if dtype is None else dtype
     default = {_C.qint8: default_dynamic_qconfig, _C.float16: float16_dynamic_qconfig,
-               _C.quint8: float_qparams_weight_only_qconfig}.get(dtype)
+               _C.quint8: float_qparams_weight_only_qconfig,
+               _C.quint4x2: float_qparams_weight_only_qconfig_4bit}.get(dtype)
     if qconfig_spec is None:
         if default is None:
             raise ValueError(f"Don't know how to quantize with default settings for {dtype}. Provide full "
                              "qconfig please")
-        tables = (_nn.Embedding, _nn.EmbeddingBag)
-        qconfig_spec = {kind: default for kind in DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS
-                        if (kind in tables) == (dtype == _C.quint8)}
+        tables = {_C.quint8: (_nn.Embedding, _nn.EmbeddingBag), _C.quint4x2: (_nn.EmbeddingBag,)}
+        if dtype in tables:
+            qconfig_spec = dict.fromkeys(tables[dtype], default)
+        else:
+            qconfig_spec = {kind: default for kind in DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS
+                            if kind not in (_nn.Embedding, _nn.EmbeddingBag)}
     elif isinstance(qconfig_spec, set):
         if default is None:
             raise RuntimeError(f"Unknown dtype specified for quantize_dynamic: {dtype}")

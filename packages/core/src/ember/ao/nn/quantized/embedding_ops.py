@@ -1,8 +1,8 @@
-"""Quantized embedding tables (torch.ao.nn.quantized.Embedding and EmbeddingBag): quint8 weights
-quantized per row with float qparams (per_channel_affine_float_qparams, axis 0), looked up and
-summed in float32 by the native kernel of Note [quantized embedding bags], with FBGEMM's roundings,
-so results equal PyTorch's x86 ones bit for bit. quint4x2 tables are not in Ember (no such dtype).
-State dicts use PyTorch's keys (`_packed_params.dtype`, `_packed_params._packed_weight`)."""
+"""Quantized embedding tables (torch.ao.nn.quantized.Embedding and EmbeddingBag): quint8 or quint4x2
+(4 bits per value, two to a byte) weights quantized per row with float qparams
+(per_channel_affine_float_qparams, axis 0), looked up and summed in float32 by the native kernel of
+Note [quantized embedding bags], with FBGEMM's roundings, so results equal PyTorch's x86 ones bit for
+bit. State dicts use PyTorch's keys (`_packed_params.dtype`, `_packed_params._packed_weight`)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,20 @@ from .modules import _quantize_weight
 __all__ = ["Embedding", "EmbeddingBag", "EmbeddingPackedParams"]
 
 
-def _empty_table(num_embeddings: int, embedding_dim: int):
-    """A zero quint8 table with scale 1 and zero point 0 per row (what PyTorch starts from)."""
+_TABLE_DTYPES = (_C.quint8, _C.quint4x2)
+
+
+def _empty_table(num_embeddings: int, embedding_dim: int, dtype):
+    """A zero table with scale 1 and zero point 0 per row (what PyTorch starts from)."""
     return _C._make_per_channel_quantized_tensor(_C.zeros([num_embeddings, embedding_dim], dtype=_C.uint8),
                                                  _C.ones(num_embeddings, dtype=_C.float32),
-                                                 _C.zeros(num_embeddings, dtype=_C.float32), 0)
+                                                 _C.zeros(num_embeddings, dtype=_C.float32), 0, dtype=dtype)
 
 
 def _check_dtype(dtype) -> None:
-    if dtype != _C.quint8:
-        raise NotImplementedError(f"Unsupported dtype on quantized embedding! Supports quint8 (quint4x2 is not in "
-                                  f"Ember). Got dtype: {dtype}")
+    if dtype not in _TABLE_DTYPES:
+        raise NotImplementedError(f"Unsupported dtype on quantized embedding! Supports quint8 and quint4x2. "
+                                  f"Got dtype: {dtype}")
 
 
 class EmbeddingPackedParams(Module):
@@ -37,15 +40,18 @@ class EmbeddingPackedParams(Module):
         super().__init__()
         _check_dtype(dtype)
         self.dtype = dtype
-        self.set_weight(_empty_table(num_embeddings, embedding_dim))
+        self.set_weight(_empty_table(num_embeddings, embedding_dim, dtype))
 
     def set_weight(self, weight) -> None:
-        if (weight.dtype != _C.quint8 or weight.dim() != 2
+        if (weight.dtype not in _TABLE_DTYPES or weight.dim() != 2
                 or weight.qscheme() != per_channel_affine_float_qparams or weight.q_per_channel_axis() != 0):
             qscheme = weight.qscheme() if weight.is_quantized else None
-            raise RuntimeError("a quantized embedding takes a 2-d quint8 weight quantized per row "
+            raise RuntimeError("a quantized embedding takes a 2-d quint8 or quint4x2 weight quantized per row "
                                f"(per_channel_affine_float_qparams, axis 0), but got a {weight.dim()}-d "
                                f"{weight.dtype} ({qscheme})")
+        if weight.dtype != self.dtype:
+            raise RuntimeError(f"a quantized embedding of dtype {self.dtype} takes a {self.dtype} weight, but got "
+                               f"{weight.dtype}")
         self._packed_weight = weight
 
     def _weight(self):
@@ -75,8 +81,9 @@ class EmbeddingPackedParams(Module):
 
 
 class Embedding(Module):
-    """Rows of a quint8 table, dequantized: out[..., :] = scale_r * q_r + bias_r for each index r
-    (bias_r = -zero_point_r * scale_r), float32, of shape indices.shape + (embedding_dim,)."""
+    """Rows of a quint8 or quint4x2 table, dequantized: out[..., :] = scale_r * q_r + bias_r for each
+    index r (bias_r = -zero_point_r * scale_r; both rounded to float16 for quint4x2, as PyTorch's
+    packed rows hold them), float32, of shape indices.shape + (embedding_dim,)."""
 
     _version = 1
 
@@ -94,7 +101,7 @@ class Embedding(Module):
 
     def forward(self, indices):
         flat = indices.reshape(-1)
-        out = _C._quantized_embedding_bag_byte(self.weight(), flat, _C.arange(flat.numel(), dtype=flat.dtype))
+        out = _C._quantized_embedding_bag(self.weight(), flat, _C.arange(flat.numel(), dtype=flat.dtype))
         return out.reshape(*indices.shape, self.embedding_dim)
 
     def _get_name(self) -> str:
@@ -116,7 +123,8 @@ class Embedding(Module):
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
         """The quantized twin of an nn.Embedding (or nn.EmbeddingBag, for EmbeddingBag) whose qconfig
-        quantizes weights per row with float qparams (float_qparams_weight_only_qconfig)."""
+        quantizes weights per row with float qparams (float_qparams_weight_only_qconfig, or
+        float_qparams_weight_only_qconfig_4bit for a quint4x2 table)."""
         float_type = "EmbeddingBag" if cls is EmbeddingBag else "Embedding"
         if type(mod).__name__ != float_type or not hasattr(mod, "weight"):
             raise AssertionError(f"nnq.{cls.__name__}.from_float only works for {float_type}")
@@ -131,19 +139,19 @@ class Embedding(Module):
         if observer.qscheme != per_channel_affine_float_qparams:
             raise AssertionError(f"{float_type} quantization is only supported with "
                                  "float_qparams_weight_only_qconfig.")
-        if observer.dtype != _C.quint8:
-            raise AssertionError(f"The only supported dtype for nnq.{cls.__name__} is torch.quint8 (quint4x2 is "
-                                 f"not in Ember), got {observer.dtype}")
+        if observer.dtype not in _TABLE_DTYPES:
+            raise AssertionError(f"The only supported dtype for nnq.{cls.__name__} is torch.quint8 and "
+                                 f"torch.quint4x2, got {observer.dtype}")
         observer(mod.weight)
         qweight = _quantize_weight(mod.weight.float(), observer)
         extra = {"mode": mod.mode, "include_last_offset": mod.include_last_offset} if cls is EmbeddingBag else {}
-        quantized = cls(mod.num_embeddings, mod.embedding_dim, **extra)
+        quantized = cls(mod.num_embeddings, mod.embedding_dim, **extra, dtype=observer.dtype)
         quantized.set_weight(qweight)
         return quantized
 
 
 class EmbeddingBag(Embedding):
-    """Bags of rows of a quint8 table, each summed in float32 in FBGEMM's order (Note [quantized
+    """Bags of rows of a quint8 or quint4x2 table, each summed in float32 in FBGEMM's order (Note [quantized
     embedding bags]); per_sample_weights scale each member's row. As PyTorch's module does, a bag
     sums whatever `mode` says (its forward always asks the kernel for sums)."""
 
@@ -171,9 +179,9 @@ class EmbeddingBag(Embedding):
             indices = indices.reshape(-1)
             if per_sample_weights is not None:
                 per_sample_weights = per_sample_weights.reshape(-1)
-            return _C._quantized_embedding_bag_byte(self.weight(), indices, offsets, per_sample_weights, False)
-        return _C._quantized_embedding_bag_byte(self.weight(), indices, offsets, per_sample_weights,
-                                                self.include_last_offset)
+            return _C._quantized_embedding_bag(self.weight(), indices, offsets, per_sample_weights, False)
+        return _C._quantized_embedding_bag(self.weight(), indices, offsets, per_sample_weights,
+                                           self.include_last_offset)
 
     def _get_name(self) -> str:
         return "QuantizedEmbeddingBag"

@@ -35,9 +35,9 @@ def _quantize_weight(float_wt, observer):
     if observer.qscheme in (per_channel_affine, per_channel_symmetric):
         return _C.quantize_per_channel(float_wt.detach().float(), scale.to(_C.float64), zero_point.to(_C.int64),
                                        observer.ch_axis, _C.qint8)
-    if observer.qscheme == per_channel_affine_float_qparams:  # embedding tables: quint8 rows, float qparams
+    if observer.qscheme == per_channel_affine_float_qparams:  # embedding tables: quint8 / quint4x2 rows
         return _C.quantize_per_channel(float_wt.detach().float(), scale.to(_C.float32), zero_point.to(_C.float32),
-                                       observer.ch_axis, _C.quint8)
+                                       observer.ch_axis, observer.dtype)
     raise ValueError(f"Unexpected qscheme {observer.qscheme}")
 
 
