@@ -18,11 +18,25 @@ What PyTorch's default (native/x86) backend config quantizes and Ember has kerne
     methods view, reshape, permute, contiguous, detach, repeat, squeeze, unsqueeze, transpose, mean,
     relu;
   * nn.Dropout, nn.BatchNorm2d/3d (and the BNReLU2d/3d fusions), nn.Hardswish, with observers of
-    their own.
-Model inputs are quantized at their first quantized consumer and outputs dequantized. Every other
-op runs in float between a dequantize and the next quantize (PyTorch quantizes some of those -
-LayerNorm, ELU, LeakyReLU, InstanceNorm, PReLU, sigmoid/tanh/softmax, F.linear / F.conv*d, matmul,
-embeddings, RNNs - for which Ember has no FX lowering).
+    their own, and F.hardswish (quantized hardswish);
+  * F.linear and F.conv1d/2d/3d (ember.conv1d/2d/3d) on a get_attr weight, fused with an nn.ReLU /
+    F.relu after them: the weight input gets the qconfig's weight observer and convert_fx quantizes
+    the weight once (PyTorch's prepacked weight) for the quantized linear / conv;
+  * the fixed-qparams ops (sigmoid, tanh, hardsigmoid: modules, functions and methods; nn.Softmax):
+    the qconfig must give a FixedQParamsObserver / FixedQParamsFakeQuantize of the op's range (the
+    default mappings do; another qconfig leaves the op float, with PyTorch's warning); sigmoid and
+    tanh (nn.Sigmoid, nn.Tanh, ember.sigmoid / tanh, F.sigmoid / tanh, the methods) then run on
+    the quantized tensor;
+  * nn.Embedding / nn.EmbeddingBag with a weight-only float_qparams qconfig (quint8 or quint4x2
+    rows; prepare_fx only): nnq.Embedding / EmbeddingBag.
+Model inputs are quantized at their first quantized consumer and outputs dequantized. Ops the backend
+config lists for which Ember has no quantized kernel get PyTorch's observers but run in float
+between a dequantize and a quantize with those parameters: nn.LayerNorm / F.layer_norm, nn.ELU /
+F.elu, nn.LeakyReLU / F.leaky_relu, nn.PReLU, nn.InstanceNorm1d/2d/3d / F.instance_norm,
+F.group_norm (float in PyTorch too), nn.ConvTranspose1d/2d/3d / F.conv_transpose*, ember.matmul,
+the hardsigmoid ops, nn.Softmax, and the in-place sigmoid_ / tanh_ methods. Every other op (nn.GroupNorm,
+F.softmax, F.gelu, RNNs, ...) runs in float between a dequantize and the next quantize, as in
+PyTorch.
 
 The observed model and the converted one compute the integers PyTorch's do (the same qparams from
 the same observers seeing the same tensors, the same quantized kernels); node and observer names may
@@ -153,6 +167,67 @@ def _ops():
     return relus, weighted, default, share_modules, share_functions, share_methods, binary, ember.cat
 
 
+def _extra_ops() -> dict:
+    """The rest of the default backend config: fixed-qparams ops, ops with observers of their own
+    (lowered where Ember has the quantized op, else float between a dequantize and a quantize),
+    functional linear / conv (the weight input observed with the qconfig's weight observer) and the
+    weight-only embeddings."""
+    import ember
+
+    return {
+        "fixed_modules": {_nn.Hardsigmoid, _nn.Sigmoid, _nn.Softmax, _nn.Tanh},
+        "fixed_functions": {F.hardsigmoid, ember.sigmoid, ember.tanh, F.sigmoid, F.tanh},
+        "fixed_methods": {"hardsigmoid", "hardsigmoid_", "sigmoid", "sigmoid_", "tanh", "tanh_"},
+        # fixed-qparams ops with a quantized kernel in Ember (sigmoid / tanh of a quint8 tensor)
+        "fixed_lowered": {
+            _nn.Sigmoid,
+            _nn.Tanh,
+            ember.sigmoid,
+            ember.tanh,
+            F.sigmoid,
+            F.tanh,
+            "sigmoid",
+            "tanh",
+        },
+        "other_modules": {
+            _nn.ELU,
+            _nn.LeakyReLU,
+            _nn.InstanceNorm1d,
+            _nn.InstanceNorm2d,
+            _nn.InstanceNorm3d,
+            _nn.LayerNorm,
+            _nn.PReLU,
+        },
+        "other_functions": {
+            F.elu,
+            F.hardswish,
+            F.leaky_relu,
+            F.layer_norm,
+            F.group_norm,
+            F.instance_norm,
+            ember.matmul,
+        },
+        "transposed_modules": {_nn.ConvTranspose1d, _nn.ConvTranspose2d, _nn.ConvTranspose3d},
+        "transposed_functions": {F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d},
+        "weighted_functions": {
+            F.linear: 0,
+            F.conv1d: 1,
+            F.conv2d: 2,
+            F.conv3d: 3,
+            ember.conv1d: 1,
+            ember.conv2d: 2,
+            ember.conv3d: 3,
+        },
+        "embeddings": {_nn.Embedding: nnq.Embedding, _nn.EmbeddingBag: nnq.EmbeddingBag},
+    }
+
+
+def _function_as_method(target):
+    """F.sigmoid / F.tanh: PyTorch's are Python functions calling the tensor method, so its tracer
+    records the method; Ember's tracer records the function, looked up as that method."""
+    return {F.sigmoid: "sigmoid", F.tanh: "tanh"}.get(target) if callable(target) else None
+
+
 def _is_obs(module) -> bool:
     return isinstance(module, (ObserverBase, FakeQuantizeBase, PlaceholderObserver, ReuseInputObserver))
 
@@ -238,6 +313,10 @@ def _node_name_to_qconfig(gm: GraphModule, mapping: QConfigMapping, scopes: dict
         if node.op == "get_attr":
             parent = _parent_name(node.target)[0]
             qconfig = _type_or_name_qconfig(mapping, type(modules[parent]), parent, glob)
+        elif node.op == "call_function" and _function_as_method(node.target) is not None:
+            path, scope_type = scopes.get(node.name, ("", None))
+            qconfig = _type_or_name_qconfig(mapping, _function_as_method(node.target), path, glob)
+            qconfig = _type_or_name_qconfig(mapping, scope_type, path, qconfig)
         elif node.op == "call_function":
             fn_qconfig = mapping.object_type_qconfigs.get(node.target, glob)
             path, scope_type = scopes.get(node.name, ("", None))
@@ -466,6 +545,7 @@ def _tensor_arg_count(node) -> int:
 
 def _find_matches(gm: GraphModule, node_qconfig: dict) -> dict:
     relus, weighted, default, share_modules, share_functions, share_methods, binary, cat = _ops()
+    extra = _extra_ops()
     modules = dict(gm.named_modules(remove_duplicate=False))
     matches: dict = {}
 
@@ -478,6 +558,14 @@ def _find_matches(gm: GraphModule, node_qconfig: dict) -> dict:
                 return "default"
             if kind in share_modules:
                 return "share"
+            if kind in extra["fixed_modules"]:
+                return "fixed"
+            if kind in extra["other_modules"]:
+                return "other"
+            if kind in extra["transposed_modules"]:
+                return "transposed"
+            if kind in extra["embeddings"]:
+                return "embedding"
         elif node.op == "call_function":
             if node.target is cat:
                 return "share"
@@ -485,8 +573,19 @@ def _find_matches(gm: GraphModule, node_qconfig: dict) -> dict:
                 return "share"
             if node.target in binary and not node.kwargs and len(node.args) == 2:
                 return "binary"
-        elif node.op == "call_method" and node.target in share_methods:
-            return "share"
+            if node.target in extra["fixed_functions"]:
+                return "fixed"
+            if node.target in extra["other_functions"]:
+                return "other"
+            if node.target in extra["transposed_functions"]:
+                return "transposed"
+            if node.target in extra["weighted_functions"]:
+                return "wfunc"
+        elif node.op == "call_method":
+            if node.target in share_methods:
+                return "share"
+            if node.target in extra["fixed_methods"]:
+                return "fixed"
         return None
 
     def is_relu(node):
@@ -501,6 +600,17 @@ def _find_matches(gm: GraphModule, node_qconfig: dict) -> dict:
             prev = node.args[0]
             if prev.name not in matches and len(prev.users) <= 1 and single(prev) == "binary":
                 m = _Match("binary", [prev, node], node_qconfig.get(node.name), _tensor_arg_count(prev))
+                matches[prev.name] = matches[node.name] = m
+                continue
+        # functional linear / conv + nn.ReLU or F.relu (PyTorch's (F.linear, F.relu) patterns)
+        if (
+            (_node_is(node, _nn.ReLU, modules) or _node_is(node, F.relu, modules))
+            and len(node.args) == 1
+            and isinstance(node.args[0], Node)
+        ):
+            prev = node.args[0]
+            if prev.name not in matches and len(prev.users) <= 1 and single(prev) == "wfunc":
+                m = _Match("wfunc", [prev, node], node_qconfig.get(node.name), _tensor_arg_count(prev))
                 matches[prev.name] = matches[node.name] = m
                 continue
         kind = single(node)
@@ -539,15 +649,66 @@ def _no_tensors(node, modules, cache) -> bool:
     return result
 
 
-def _supported(qconfig, kind: str) -> bool:
+_FIXED_SUGGESTION = (
+    "Please use ember.ao.quantization.get_default_qconfig_mapping or "
+    "ember.ao.quantization.get_default_qat_qconfig_mapping. Example:\n"
+    '    qconfig_mapping = get_default_qconfig_mapping("fbgemm")\n'
+    "    model = prepare_fx(model, qconfig_mapping, example_inputs)"
+)
+
+
+def _fixed_qparams_of(node, modules) -> tuple[float, int]:
+    """The output parameters the backend requires of a fixed-qparams op: tanh's (2/256, 128), the
+    others' (1/256, 0)."""
+    import ember
+
+    tanh = node.target in ("tanh", "tanh_", ember.tanh, F.tanh) or (
+        node.op == "call_module" and type(modules[node.target]) is _nn.Tanh
+    )
+    return (2.0 / 256.0, 128) if tanh else (1.0 / 256.0, 0)
+
+
+def _supported(qconfig, kind: str, fixed=None) -> bool:
     """Whether the default backend config has a static quint8 entry (qint8 weights for the
-    weighted ops) that the qconfig's dtypes match."""
+    weighted ops) that the qconfig's dtypes match; for the embeddings, a weight-only quint8 /
+    quint4x2 entry (float activations, per-row float qparams); for a fixed-qparams op, a
+    FixedQParamsObserver / FixedQParamsFakeQuantize with the op's (scale, zero point)."""
+    from ..._quantized import per_channel_affine_float_qparams
+    from .fake_quantize import FixedQParamsFakeQuantize
+    from .observer import FixedQParamsObserver
+
     activation = qconfig.activation()
+    if kind == "embedding":
+        weight = qconfig.weight() if qconfig.weight is not None else None
+        return (
+            activation.dtype == _C.float32
+            and weight is not None
+            and weight.dtype in (_C.quint8, _C.quint4x2)
+            and getattr(weight, "qscheme", None) == per_channel_affine_float_qparams
+        )
+    if kind == "fixed" and activation.dtype == _C.quint8:
+        if not isinstance(activation, (FixedQParamsObserver, FixedQParamsFakeQuantize)):
+            warnings.warn(
+                f"QConfig must specify a FixedQParamsObserver or a FixedQParamsFakeQuantize for fixed "
+                f"qparams ops, ignoring {qconfig}.\n{_FIXED_SUGGESTION}",
+                stacklevel=4,
+            )
+            return False
+        scale, zero_point = float(activation.scale.reshape(-1)[0]), int(activation.zero_point.reshape(-1)[0])
+        if (scale, zero_point) != fixed:
+            warnings.warn(
+                f"QConfig fixed scale ({scale}) and zero point ({zero_point}) do not match the backend's "
+                f"({fixed[0]} and {fixed[1]}), ignoring {qconfig}.\n{_FIXED_SUGGESTION}",
+                stacklevel=4,
+            )
+            return False
     if isinstance(activation, ReuseInputObserver):
         return True
     if activation.dtype != _C.quint8 or getattr(activation, "is_dynamic", False):
         return False
-    return kind != "weighted" or _ctr_dtype(qconfig.weight)[0] == _C.qint8
+    if kind in ("weighted", "wfunc", "transposed"):
+        return _ctr_dtype(qconfig.weight)[0] == _C.qint8
+    return True
 
 
 class _Observing:
@@ -597,13 +758,32 @@ class _Observing:
         with self.graph.inserting_after(node):
             return self.graph.create_node("call_module", name, (node,), {})
 
-    def input_observer(self, node, arg):
+    def arg_ctr(self, match, node, key):
+        """The observer constructor for input `key` (a position or a keyword) of a match's root:
+        the activation's for every input of the ops above; for the fixed-qparams and other
+        single-input ops only the first input (weights, biases and the like stay float); for
+        functional linear / conv the qconfig's weight observer on the weight, the bias float."""
+        import ember
+
+        in_ctr = self.info[node]["in"]
+        if match.kind in ("weighted", "default", "share", "binary") or (
+            match.kind == "other" and node.op == "call_function" and node.target is ember.matmul
+        ):
+            return in_ctr
+        if key in (0, "input"):
+            return in_ctr
+        if match.kind == "wfunc" and key in (1, "weight"):
+            return match.qconfig.weight
+        return None
+
+    def input_observer(self, node, arg, in_ctr=None):
+        if in_ctr is None:
+            in_ctr = self.info[node]["in"]
         if isinstance(arg, (list, tuple)):
-            return type(arg)(self.input_observer(node, a) for a in arg)
+            return type(arg)(self.input_observer(node, a, in_ctr) for a in arg)
         if not isinstance(arg, Node):
             return arg
         info = self.info[node]
-        in_ctr = info["in"]
         in_dtype, in_dynamic = _ctr_dtype(in_ctr)
         out_dtype, _ = self.output_dtype(arg)
         if in_dynamic or info["reuse"]:
@@ -622,6 +802,10 @@ class _Observing:
             ):
                 return user
         return self.insert(arg, new_obs)
+
+    def observe_input(self, match, node, key, arg):
+        ctr = self.arg_ctr(match, node, key)
+        return arg if ctr is None else self.input_observer(node, arg, ctr)
 
     def share(self, node) -> bool:
         first = next((a for a in node.args if isinstance(a, (Node, list, tuple))), None)
@@ -663,8 +847,8 @@ class _Observing:
             if match is None or match.qconfig is None or self.info[node]["out"] is None:
                 continue
             if node is match.root:
-                node.args = tuple(self.input_observer(node, a) for a in node.args)
-                node.kwargs = {k: self.input_observer(node, v) for k, v in node.kwargs.items()}
+                node.args = tuple(self.observe_input(match, node, i, a) for i, a in enumerate(node.args))
+                node.kwargs = {k: self.observe_input(match, node, k, v) for k, v in node.kwargs.items()}
             if node is not match.last:
                 continue
             out_dtype, out_dynamic = _ctr_dtype(self.info[node]["out"])
@@ -763,8 +947,16 @@ def _prepare(model, qconfig_mapping, is_qat: bool, example_inputs, prepare_custo
                 ]
     node_qconfig = _node_name_to_qconfig(gm, qconfig_mapping, scopes)
     matches = _find_matches(gm, node_qconfig)
+    modules = dict(gm.named_modules(remove_duplicate=False))
     for match in set(matches.values()):
-        if match.qconfig is not None and not _supported(match.qconfig, match.kind):
+        if match.qconfig is None:
+            continue
+        if match.kind == "embedding" and is_qat:
+            # PyTorch trains an nnqat.Embedding here, which Ember does not have: left float
+            match.qconfig = None
+            continue
+        fixed = _fixed_qparams_of(match.root, modules) if match.kind == "fixed" else None
+        if not _supported(match.qconfig, match.kind, fixed):
             match.qconfig = None
     _Observing(gm, matches).run()
     prepared = GraphModule(gm, gm.graph, type(model).__name__)
@@ -864,6 +1056,93 @@ def _quantized_mul_scalar_relu(x, c):
     return F.relu(_mul_scalar(x, float(c)))
 
 
+def _quantized_linear(x, weight, bias, scale: float, zero_point: int):
+    """PyTorch's quantized::linear (weight: the qint8 tensor its packed parameters hold)."""
+    return _C._quantized_linear(x, weight, bias, scale, zero_point, False)
+
+
+def _quantized_linear_relu(x, weight, bias, scale: float, zero_point: int):
+    """PyTorch's quantized::linear_relu."""
+    return _C._quantized_linear(x, weight, bias, scale, zero_point, True)
+
+
+def _quantized_conv(x, weight, bias, stride, padding, dilation, groups: int, scale: float, zero_point: int):
+    """PyTorch's quantized::conv1d / conv2d / conv3d."""
+    return _C._quantized_conv(x, weight, bias, stride, padding, dilation, groups, scale, zero_point, False)
+
+
+def _quantized_conv_relu(
+    x, weight, bias, stride, padding, dilation, groups: int, scale: float, zero_point: int
+):
+    """PyTorch's quantized::conv1d_relu / conv2d_relu / conv3d_relu."""
+    return _C._quantized_conv(x, weight, bias, stride, padding, dilation, groups, scale, zero_point, True)
+
+
+def _quantized_hardswish(x, scale: float, zero_point: int):
+    """PyTorch's quantized::hardswish: as nnq.Hardswish, hardswish of the dequantized values
+    quantized with the output parameters."""
+    return _C.quantize_per_tensor(F.hardswish(x.dequantize()), scale, zero_point, x.dtype)
+
+
+def _func_arg(node, index: int, name: str, default):
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def _lower_weighted_function(model, graph, root, relu, q, weight_observer) -> bool:
+    """Replaces dequantize -> F.linear / F.conv*d (-> relu) -> quantize with the quantized op on
+    the weight quantized once (a get_attr weight; PyTorch folds its prepacked weight the same way)."""
+    from ...nn.modules.utils import _ntuple
+    from ..nn.quantized.modules import _quantize_weight
+
+    x, weight = root.args[0] if root.args else root.kwargs.get("input"), _func_arg(root, 1, "weight", None)
+    if not _is_dq(x) or q.args[3] != _C.quint8 or weight_observer is None:
+        return False
+    if not isinstance(weight, Node) or weight.op != "get_attr":
+        return False
+    n = _extra_ops()["weighted_functions"][root.target]
+    bias = _func_arg(root, 2, "bias", None)
+    if n:
+        stride, padding, dilation = (
+            _func_arg(root, i, k, d) for i, k, d in ((3, "stride", 1), (4, "padding", 0), (5, "dilation", 1))
+        )
+        groups = _func_arg(root, 6, "groups", 1)
+        if isinstance(padding, str) or any(isinstance(v, Node) for v in (stride, padding, dilation, groups)):
+            return False
+        conv_args = [list(_ntuple(n)(v)) for v in (stride, padding, dilation)] + [int(groups)]
+    qweight = _quantize_weight(_get_attr(model, weight.target), weight_observer)
+    if qweight.dtype != _C.qint8:
+        return False
+    i = 0
+    while hasattr(model, f"_packed_weight_{i}"):
+        i += 1
+    name = f"_packed_weight_{i}"
+    model.register_buffer(name, qweight)
+    with graph.inserting_after(q):
+        packed = graph.get_attr(name)
+    with graph.inserting_after(packed):
+        if n:
+            fn = _quantized_conv_relu if relu else _quantized_conv
+            call = graph.call_function(fn, (x.args[0], packed, bias, *conv_args, q.args[1], q.args[2]))
+        else:
+            fn = _quantized_linear_relu if relu else _quantized_linear
+            call = graph.call_function(fn, (x.args[0], packed, bias, q.args[1], q.args[2]))
+    q.replace_all_uses_with(call)
+    graph.erase_node(q)
+    if relu:
+        graph.erase_node(relu)
+    graph.erase_node(root)
+    return True
+
+
+def _get_attr(model, target: str):
+    value = model
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
 def _is_dq(node) -> bool:
     return isinstance(node, Node) and node.op == "call_method" and node.target == "dequantize"
 
@@ -919,11 +1198,28 @@ def convert_fx(
     def none_qconfig(n) -> bool:
         return isinstance(n, Node) and n.name in node_qconfig and node_qconfig[n.name] is None
 
+    # 0. the weight observers of functional linear / conv: their weights are quantized when the op
+    # is lowered (otherwise the op stays float on its float weight)
+    weight_observer_of: dict = {}
+    for kind, names, qconfig, _ in attrs["matches"].values():
+        if kind != "wfunc" or qconfig is None or names[0] not in nodes:
+            continue
+        root = nodes[names[0]]
+        weight = _func_arg(root, 1, "weight", None)
+        if isinstance(weight, Node) and weight.op == "call_module" and _is_obs(modules[weight.target]):
+            weight_observer_of[weight] = root
+    weight_observers: dict = {}
+
     # 1. observers -> quantize_per_tensor + dequantize
     for node in list(graph.nodes):
         if node.op != "call_module" or not _is_obs(modules[node.target]):
             continue
         obs = modules[node.target]
+        if node in weight_observer_of:
+            weight_observers[weight_observer_of[node].name] = obs
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+            continue
         dtype = obs.dtype
         skip = all(none_qconfig(n) for n in list(node.args) + list(node.users))
         if skip or dtype not in _QUANT_DTYPES or getattr(obs, "is_dynamic", False):
@@ -940,17 +1236,51 @@ def convert_fx(
 
     # 2. lower each observed pattern between a dequantize and a quantize
     _, weighted, default, _, _, _, _, _ = _ops()
+    extra = _extra_ops()
     seen = set()
     for kind, names, qconfig, num_tensor_args in attrs["matches"].values():
         if qconfig is None or names[-1] in seen or names[0] not in nodes or names[-1] not in nodes:
             continue
         seen.add(names[-1])
         root, last = nodes[names[0]], nodes[names[-1]]
+        if kind == "embedding":  # weight-only: the float module's weight quantized per row
+            module = modules[root.target]
+            module.qconfig = qconfig
+            parent, attr = _parent_name(root.target)
+            setattr(
+                model.get_submodule(parent) if parent else model,
+                attr,
+                extra["embeddings"][type(module)].from_float(module),
+            )
+            continue
         q = _single_q_user(last)
         if q is None:
             continue
         scale, zero_point = q.args[1], q.args[2]
-        if kind in ("weighted", "default"):
+        if kind == "wfunc":
+            _lower_weighted_function(
+                model, graph, root, last if last is not root else None, q, weight_observers.get(root.name)
+            )
+        elif kind == "fixed":
+            # sigmoid / tanh run on the quantized input: the kernel's output parameters are the
+            # fixed ones the observer gave (PyTorch's special_pattern_replacement)
+            op = type(modules[root.target]) if root.op == "call_module" else root.target
+            first = root.args[0] if root.args else None
+            if op not in extra["fixed_lowered"] or not _is_dq(first) or q.args[3] != _C.quint8:
+                continue
+            root.replace_input_with(first, first.args[0])
+            q.replace_all_uses_with(root)
+            graph.erase_node(q)
+        elif kind == "other":
+            first = root.args[0] if root.args else None
+            if root.target is not F.hardswish or not _is_dq(first) or q.args[3] != _C.quint8:
+                continue
+            with graph.inserting_after(q):
+                qop = graph.call_function(_quantized_hardswish, (first.args[0], scale, zero_point))
+            q.replace_all_uses_with(qop)
+            graph.erase_node(q)
+            graph.erase_node(root)
+        elif kind in ("weighted", "default"):
             if not root.args or not _is_dq(root.args[0]) or q.args[3] != _C.quint8:
                 continue
             module = modules[root.target]
