@@ -1238,7 +1238,9 @@ def convert_fx(
     _, weighted, default, _, _, _, _, _ = _ops()
     extra = _extra_ops()
     seen = set()
-    for kind, names, qconfig, num_tensor_args in attrs["matches"].values():
+    position = {n.name: i for i, n in enumerate(graph.nodes)}
+    in_graph_order = sorted(attrs["matches"].values(), key=lambda m: position.get(m[1][0], -1))
+    for kind, names, qconfig, num_tensor_args in in_graph_order:
         if qconfig is None or names[-1] in seen or names[0] not in nodes or names[-1] not in nodes:
             continue
         seen.add(names[-1])
