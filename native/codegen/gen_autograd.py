@@ -41,6 +41,13 @@ def uses(formulas: dict[str, str], word: str) -> bool:
 
 JVP_KEYS = ("result",)
 
+# Note [view replay] (ember/autograd.h): the view ops whose results record how to remake them from
+# their base while view replay is on.
+VIEW_REPLAY_OPS = {"view", "reshape", "flatten", "unflatten", "permute", "transpose", "t", "expand", "broadcast_to",
+                   "squeeze", "unsqueeze", "narrow", "select", "slice", "as_strided", "movedim", "diagonal",
+                   "unfold", "real", "imag", "view_as_real", "view_as_complex", "unbind", "split", "chunk",
+                   "tensor_split"}
+
 
 def in_place_lines(name: str, has_out: bool, by_name: bool, unsupported: str) -> list[str]:
     """`in_place`: the op writes self (out=self, or a name ending in _); another out= raises."""
@@ -62,9 +69,28 @@ def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_
     jvp = derivatives.get("result")
     if vjps and jvp is None:
         raise SystemExit(f"gen_ops: {name} declares reverse-mode derivatives but no JVP ('result')")
+    replay = generate_view_replay(name, args, rets, cpp_param, cpp_return)
     return (generate_reverse(name, args, rets, cpp_param, cpp_return, vjps, nondifferentiable, op_names, kernel)
-            + generate_forward(name, args, rets, cpp_param, cpp_return, vjps, jvp, nondifferentiable, op_names,
-                               autocast))
+            + replay + generate_forward(name, args, rets, cpp_param, cpp_return, vjps, jvp, nondifferentiable,
+                                        op_names, autocast, "_replayable" if replay else "_reverse"))
+
+
+def generate_view_replay(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str) -> str:
+    """<name>_replayable for a view op (Note [view replay]): <name>_reverse, then, with view replay
+    on, the result records how to remake it from its base (this op on self remade)."""
+    if name not in VIEW_REPLAY_OPS:
+        return ""
+    if rets not in (["Tensor"], ["Tensor[]"]) or not args or args[0]["name"] != "self" or args[0]["type"] != "Tensor":
+        raise SystemExit(f"gen_ops: {name} is in VIEW_REPLAY_OPS but is not a view op of self with one result")
+    params = ", ".join(cpp_param[a["type"]] + " " + a["name"] for a in args)
+    call = ", ".join(a["name"] for a in args)
+    again = ", ".join(["view"] + [a["name"] for a in args[1:]])
+    record = "record_view_fn" if rets == ["Tensor"] else "record_view_fns"
+    return (f"static {cpp_return} {name}_replayable({params}) {{\n"
+            f"  auto result = {name}_reverse({call});\n"
+            f"  if (ViewReplay::is_enabled())\n"
+            f"    {record}(result, self, [=](const Tensor& view) {{ return autograd::{name}({again}); }});\n"
+            f"  return result;\n}}\n")
 
 
 AUTOCAST_POLICIES = {"lower_precision_fp": "LowerPrecisionFp", "fp32": "Fp32", "promote": "Promote"}
@@ -280,12 +306,12 @@ def jvp_expression(name: str, args: list[dict], vjps: dict, jvp: str, op_names: 
 
 def generate_forward(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str,
                      vjps: dict, jvp: str | None, nondifferentiable: bool, op_names: set[str],
-                     autocast: str | None = None) -> str:
+                     autocast: str | None = None, reverse_suffix: str = "_reverse") -> str:
     """ember::autograd::<name>: without tangents it is <name>_reverse; with them it also computes
     the result's tangent (formulas run paused, on primals, but still record reverse-mode graphs)."""
     params = ", ".join(cpp_param[a["type"]] + " " + a["name"] for a in args)
     call = ", ".join(a["name"] for a in args)
-    reverse = f"{name}_reverse({call})"
+    reverse = f"{name}{reverse_suffix}({call})"
     tensors = [a for a in args if a["type"] in DIFF_TENSOR and a["name"] != "out"]
     ptrs = ", ".join(f"{a['name']} ? &*{a['name']} : nullptr" if a["type"] == "Tensor?" else f"&{a['name']}"
                      for a in tensors)

@@ -37,9 +37,11 @@ struct EMBER_API AutogradMeta {
   // keeps that memory's base (the first tensor of the chain of views) and the version at which
   // its grad_fn was set. Writing the view in place rebases the base onto a CopySlices node; a
   // view whose version moved on (its memory was written through another alias) gets its grad_fn
-  // regenerated as as_strided of the base when asked for it.
+  // regenerated as as_strided of the base when asked for it, or by replaying the view ops that
+  // made it (view_fn) when it was made with view replay on (Note [view replay]).
   Tensor view_base;
   uint32_t view_version = 0;
+  std::function<Tensor(const Tensor&)> view_fn;
   // register_post_accumulate_grad_hook: run after a leaf's .grad was updated.
   std::vector<std::function<void()>> post_accumulate_hooks;
   // A leaf's register_hook hooks (by id): run on each gradient before it is accumulated.
@@ -176,6 +178,24 @@ struct EMBER_API GradLayoutPolicy {
   static bool is_enforced();
   static void set_enforced(bool enforced);
 };
+
+// Note [view replay]: torch.autograd._force_original_view_tracking (thread-local, off by default).
+// A view made while it is on records how to remake it from its base: its chain of view ops
+// (record_view_fn, called by the generated wrappers of the view ops). When the view must be
+// regenerated (its memory was written in place through another alias, or it was written itself),
+// that chain is replayed on the base, so its grad_fn is the last view op's backward
+// (TransposeBackward0, ...) rather than AsStridedBackward0, and a view whose dtype differs from
+// its base's (view_as_real) can be regenerated at all. A link made with replay off is remade as
+// as_strided of the base with its geometry, as PyTorch does.
+struct EMBER_API ViewReplay {
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
+};
+// Records on `out`, when it is a view of `self`, how to remake it from its base: `fn` applied to
+// self remade from that base (Note [view replay]). The list form records output i as fn(...)[i].
+EMBER_API void record_view_fn(const Tensor& out, const Tensor& self, std::function<Tensor(const Tensor&)> fn);
+EMBER_API void record_view_fns(const std::vector<Tensor>& outs, const Tensor& self,
+                               std::function<std::vector<Tensor>(const Tensor&)> fn);
 
 // ember.autograd.set_detect_anomaly (process-wide, as PyTorch's): nodes record the stack of the
 // forward call that created them; backward raises when a node returns NaN (check_nan) and names

@@ -20,6 +20,7 @@ namespace {
 std::atomic<uint64_t> next_sequence_nr{0};
 thread_local bool grad_enabled = true;
 thread_local bool grad_layout_enforced = true;
+thread_local bool view_replay_enabled = false;  // Note [view replay]
 
 std::string dims_text(const IntList& sizes) {
   std::string shape = "[";
@@ -186,10 +187,22 @@ class CopySlices final : public Node {
 };
 
 // Gives a view whose memory was written through another alias the history "as_strided of the
-// base" (Note [in-place on views]).
+// base" (Note [in-place on views]), or its recorded view ops replayed on the base (Note [view replay]).
 void regenerate_view(const Tensor& view, AutogradMeta& m) {
   m.view_version = view.version();
   const Tensor base = m.view_base;
+  if (m.view_fn) {
+    GradModeGuard recording(true);
+    forward_ad::PauseGuard no_tangents;
+    const Tensor fresh = m.view_fn(base);
+    EMBER_CHECK(fresh.sizes() == view.sizes() && fresh.strides() == view.strides() &&
+                    fresh.storage_offset() == view.storage_offset() && fresh.impl()->autograd_meta,
+                Error, "[autograd] replaying a view's ops on its base (view replay) did not give the view back");
+    m.grad_fn = fresh.impl()->autograd_meta->grad_fn;
+    m.output_nr = fresh.impl()->autograd_meta->output_nr;
+    view.impl()->requires_grad = true;
+    return;
+  }
   EMBER_CHECK(
       base.dtype() == view.dtype(), NotImplementedError,
       "[autograd] a view whose dtype differs from its base's (view_as_real, view_as_complex) cannot be "
@@ -389,6 +402,45 @@ bool GradLayoutPolicy::is_enforced() {
 }
 void GradLayoutPolicy::set_enforced(bool enforced) {
   grad_layout_enforced = enforced;
+}
+
+bool ViewReplay::is_enabled() {
+  return view_replay_enabled;
+}
+void ViewReplay::set_enabled(bool enabled) {
+  view_replay_enabled = enabled;
+}
+
+namespace {
+// How to remake `self` (a view, or its base) from its base: its recorded chain, else as_strided
+// with its geometry, or nothing to do for the base itself.
+std::function<Tensor(const Tensor&)> remake_of(const Tensor& self) {
+  const AutogradMeta* sm = self.impl()->autograd_meta.get();
+  if (!sm || !sm->view_base.defined()) return nullptr;  // self is the base
+  if (sm->view_fn) return sm->view_fn;
+  return [sizes = self.sizes(), strides = self.strides(), offset = self.storage_offset()](const Tensor& base) {
+    return autograd::as_strided(base, sizes, strides, offset);
+  };
+}
+
+// The recorded chain, when `out` is a view whose memory `self` shares.
+bool records_view_of(const Tensor& out, const Tensor& self) {
+  const AutogradMeta* m = out.defined() ? out.impl()->autograd_meta.get() : nullptr;
+  return m && m->view_base.defined() && !out.is_same(self) && shares_memory(out, self);
+}
+}  // namespace
+
+void record_view_fn(const Tensor& out, const Tensor& self, std::function<Tensor(const Tensor&)> fn) {
+  if (!records_view_of(out, self)) return;
+  auto parent = remake_of(self);
+  out.impl()->autograd_meta->view_fn =
+      parent ? [parent, fn](const Tensor& base) { return fn(parent(base)); } : std::move(fn);
+}
+
+void record_view_fns(const std::vector<Tensor>& outs, const Tensor& self,
+                     std::function<std::vector<Tensor>(const Tensor&)> fn) {
+  for (size_t i = 0; i < outs.size(); ++i)
+    record_view_fn(outs[i], self, [fn, i](const Tensor& view) { return fn(view).at(i); });
 }
 
 namespace autograd {

@@ -401,6 +401,9 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
   m.def("_pop_saved_tensors_hooks", &SavedTensorHooks::pop);
   m.def("_is_grad_layout_enforcement_enabled", &GradLayoutPolicy::is_enforced);
   m.def("_set_grad_layout_enforcement_enabled", &GradLayoutPolicy::set_enforced, py::arg("enabled"));
+  // torch._C's names for the view replay switch (Note [view replay] in ember/autograd.h)
+  m.def("_is_view_replay_enabled", &ViewReplay::is_enabled);
+  m.def("_set_view_replay_enabled", &ViewReplay::set_enabled, py::arg("enabled"));
   bind_autocast(m);
   m.def(
       "_run_backward",

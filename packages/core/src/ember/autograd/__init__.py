@@ -20,12 +20,14 @@ from .anomaly_mode import (
 )
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (
+    _force_original_view_tracking,  # noqa: F401 - torch.autograd has it outside __all__
     enable_grad,
     enforce_grad_layout_policy,
     inference_mode,
     is_grad_enabled,
     is_inference_mode_enabled,
     is_multithreading_enabled,
+    is_view_replay_enabled,  # noqa: F401 - as above
     no_grad,
     set_grad_enabled,
     set_multithreading_enabled,

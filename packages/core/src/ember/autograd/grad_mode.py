@@ -3,7 +3,7 @@ lives in C++), and ember.inference_mode (torch.inference_mode): no_grad, plus te
 tensors, which Ember never tracks. Outside inference mode they cannot be written in place, saved
 for backward or made to require grad (each raises PyTorch's error); clone() one to get a normal
 tensor. The mode and the flag live in C++ (ember::InferenceMode). Also the thread-local switches
-set_multithreading_enabled and enforce_grad_layout_policy."""
+set_multithreading_enabled, enforce_grad_layout_policy and _force_original_view_tracking."""
 
 from __future__ import annotations
 
@@ -173,6 +173,25 @@ class set_multithreading_enabled(_ThreadSwitch):
 
     _get = staticmethod(is_multithreading_enabled)
     _set = staticmethod(_set_multithreading)
+
+
+def is_view_replay_enabled() -> bool:
+    """Whether views made now record their view ops for replay (Note [view replay] in
+    ember/autograd.h; thread-local, off by default)."""
+    return _C._is_view_replay_enabled()
+
+
+class _force_original_view_tracking(_ThreadSwitch):
+    """torch.autograd._force_original_view_tracking(mode): while on, a view records the view ops
+    that made it, and when it must be regenerated (its memory was written in place through another
+    alias, or it was written itself) those ops are replayed on its base instead of an as_strided
+    of the base: its grad_fn is then the last view op's backward (TransposeBackward0, ...), not
+    AsStridedBackward0, and a view_as_real / view_as_complex view can be regenerated. Set now;
+    a context manager restores the previous mode on exit, a decorator applies it while the
+    function runs. Thread-local."""
+
+    _get = staticmethod(is_view_replay_enabled)
+    _set = staticmethod(_C._set_view_replay_enabled)
 
 
 class enforce_grad_layout_policy(_ThreadSwitch):
