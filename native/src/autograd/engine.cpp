@@ -197,7 +197,8 @@ void regenerate_view(const Tensor& view, AutogradMeta& m) {
     const Tensor fresh = m.view_fn(base);
     EMBER_CHECK(fresh.sizes() == view.sizes() && fresh.strides() == view.strides() &&
                     fresh.storage_offset() == view.storage_offset() && fresh.impl()->autograd_meta,
-                Error, "[autograd] replaying a view's ops on its base (view replay) did not give the view back");
+                Error,
+                "[autograd] replaying a view's ops on its base (view replay) did not give the view back");
     m.grad_fn = fresh.impl()->autograd_meta->grad_fn;
     m.output_nr = fresh.impl()->autograd_meta->output_nr;
     view.impl()->requires_grad = true;
@@ -418,9 +419,8 @@ std::function<Tensor(const Tensor&)> remake_of(const Tensor& self) {
   const AutogradMeta* sm = self.impl()->autograd_meta.get();
   if (!sm || !sm->view_base.defined()) return nullptr;  // self is the base
   if (sm->view_fn) return sm->view_fn;
-  return [sizes = self.sizes(), strides = self.strides(), offset = self.storage_offset()](const Tensor& base) {
-    return autograd::as_strided(base, sizes, strides, offset);
-  };
+  return [sizes = self.sizes(), strides = self.strides(), offset = self.storage_offset()](
+             const Tensor& base) { return autograd::as_strided(base, sizes, strides, offset); };
 }
 
 // The recorded chain, when `out` is a view whose memory `self` shares.
