@@ -65,8 +65,6 @@ REASONS = [
      "__torch_dispatch__ handlers run below autograd throughout"),
     (r"^redispatch_function$",
      "skipping one level of __torch_function__ dispatch (torch._C._skip_one_hop_torch_function): not in Ember"),
-    (r"^is_view_replay_enabled$", "view replay: Ember regenerates a view written through another alias by "
-     "as_strided only"),
     (r"^to_padded_tensor$", "nested tensors: a method of ember.nested's NestedTensor, not of a dense tensor"),
     (r"^dimordims$", "a module or helper PyTorch's own source imports, not API (os, sys, math, typing, ...)"),
     (r"^index$", "first-class dimensions (functorch.dim): not in Ember"),
