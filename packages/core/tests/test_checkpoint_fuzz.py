@@ -48,7 +48,11 @@ def _seed_object(quantized: bool = True):
         # quantized tensors: the zip format only (the legacy loader refuses them)
         **({"q": ember.quantize_per_tensor(base[:6], 0.5, 3, ember.quint8),
             "pc": ember.quantize_per_channel(base[:6].reshape(2, 3), ember.tensor([0.5, 0.25]), ember.tensor([0, 1]), 0,
-                                             ember.qint8)} if quantized else {}),
+                                             ember.qint8),
+            # packed sub-byte codes (Note [sub-byte quantized tensors])
+            "q4": ember.quantize_per_tensor(base[:7], 0.5, 3, ember.quint4x2),
+            "pc2": ember.quantize_per_channel(base[:6].reshape(2, 3), ember.tensor([0.5, 0.25]), ember.tensor([0.0, 1.5]),
+                                              0, ember.quint2x4)} if quantized else {}),
     }
 
 
