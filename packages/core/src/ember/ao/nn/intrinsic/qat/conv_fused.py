@@ -57,7 +57,33 @@ class _QuantizedAsLayer:
         return super().__getitem__(idx)
 
 
-class _ConvBnNd(_QuantizedAsLayer):
+class _FoldedBn:
+    """The BatchNorm switches of a module that folds a BatchNorm (`self.bn`) into its weight while
+    training: ConvBnNd and LinearBn1d."""
+
+    def reset_running_stats(self) -> None:
+        self.bn.reset_running_stats()
+
+    def reset_bn_parameters(self) -> None:
+        """Reset the BatchNorm's statistics, draw its weight uniform in [0, 1), zero its bias."""
+        self.bn.reset_running_stats()
+        init.uniform_(self.bn.weight)
+        init.zeros_(self.bn.bias)
+
+    def update_bn_stats(self):
+        """Let the BatchNorm train: batch statistics, running statistics updated."""
+        self.freeze_bn = False
+        self.bn.training = True
+        return self
+
+    def freeze_bn_stats(self):
+        """Freeze the BatchNorm: running statistics used and no longer updated."""
+        self.freeze_bn = True
+        self.bn.training = False
+        return self
+
+
+class _ConvBnNd(_QuantizedAsLayer, _FoldedBn):
     """The shared ConvBn parts; each ConvBnNd also derives from nn.ConvNd and nni._FusedModule."""
 
     _version = 2
@@ -92,31 +118,14 @@ class _ConvBnNd(_QuantizedAsLayer):
             self.freeze_bn_stats()
         self._enable_slow_path_for_better_numerical_stability = False
 
-    def reset_running_stats(self) -> None:
-        self.bn.reset_running_stats()
-
     def reset_bn_parameters(self) -> None:
-        """Reset the BatchNorm's statistics, draw its weight uniform in [0, 1), zero its bias, and
-        draw the conv bias uniform in +-1/sqrt(fan_in) (PyTorch's initialization)."""
-        self.bn.reset_running_stats()
-        init.uniform_(self.bn.weight)
-        init.zeros_(self.bn.bias)
+        """The BatchNorm's reset (_FoldedBn), and the conv bias drawn uniform in +-1/sqrt(fan_in)
+        (PyTorch's initialization)."""
+        super().reset_bn_parameters()
         if self.bias is not None:
             fan_in = init._fan_in_and_fan_out(self.weight)[0]
             bound = 1 / math.sqrt(fan_in)
             init.uniform_(self.bias, -bound, bound)
-
-    def update_bn_stats(self):
-        """Let the BatchNorm train: batch statistics, running statistics updated."""
-        self.freeze_bn = False
-        self.bn.training = True
-        return self
-
-    def freeze_bn_stats(self):
-        """Freeze the BatchNorm: running statistics used and no longer updated."""
-        self.freeze_bn = True
-        self.bn.training = False
-        return self
 
     def _shapes(self) -> tuple[list, list]:
         n = self.weight.dim()

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from ..... import _C
 from .....nn import functional as F
-from .....nn import init
 from .....nn import modules as nn
 from .....nn.utils.fusion import fuse_linear_bn_weights
 from ... import intrinsic as nni
 from ... import qat as nnqat
-from .conv_fused import _QuantizedAsLayer
+from .conv_fused import _FoldedBn, _QuantizedAsLayer
 
 __all__ = ["LinearBn1d", "LinearReLU"]
 
 
-class LinearBn1d(_QuantizedAsLayer, nn.Linear, nni._FusedModule):
+class LinearBn1d(_QuantizedAsLayer, _FoldedBn, nn.Linear, nni._FusedModule):
     """Linear + BatchNorm1d for quantization-aware training: y = bn(linear(x, fq(W s)) / s + b),
     s = bn.weight / sqrt(bn.running_var + eps)."""
 
@@ -41,24 +40,6 @@ class LinearBn1d(_QuantizedAsLayer, nn.Linear, nni._FusedModule):
         else:
             self.freeze_bn_stats()
 
-    def reset_running_stats(self) -> None:
-        self.bn.reset_running_stats()
-
-    def reset_bn_parameters(self) -> None:
-        """Reset the BatchNorm's statistics, draw its weight uniform in [0, 1), zero its bias."""
-        self.bn.reset_running_stats()
-        init.uniform_(self.bn.weight)
-        init.zeros_(self.bn.bias)
-
-    def update_bn_stats(self):
-        self.freeze_bn = False
-        self.bn.training = True
-        return self
-
-    def freeze_bn_stats(self):
-        self.freeze_bn = True
-        self.bn.training = False
-        return self
 
     def forward(self, input):
         if self.bn.running_var is None:
