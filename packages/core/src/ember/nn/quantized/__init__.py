@@ -2,4 +2,4 @@
 
 from ...ao.nn.quantized import *  # noqa: F403
 from ...ao.nn.quantized import __all__  # noqa: F401
-from . import dynamic  # noqa: F401
+from . import dynamic, functional  # noqa: F401

@@ -2,7 +2,7 @@
 MultiheadAttention among them, converted from observed quantizable ones); the dynamically quantized
 ones in .dynamic."""
 
-from . import dynamic
+from . import dynamic, functional
 from .activation import MultiheadAttention
 from .batchnorm import BatchNorm2d, BatchNorm3d
 from .embedding_ops import Embedding, EmbeddingBag, EmbeddingPackedParams
@@ -20,8 +20,12 @@ from .modules import (
     Quantize,
     ReLU6,
 )
+from .more_modules import ELU, LeakyReLU, PReLU, Sigmoid, Softmax
+from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm
 from .rnn import LSTM
 
-__all__ = ["BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Dropout", "Embedding", "EmbeddingBag", "EmbeddingPackedParams",
-           "FXFloatFunctional", "FloatFunctional", "Hardswish", "LSTM", "Linear", "MultiheadAttention", "QFunctional", "Quantize", "ReLU6",
-           "dynamic"]
+__all__ = ["BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Dropout", "ELU", "Embedding",
+           "EmbeddingBag", "EmbeddingPackedParams", "FXFloatFunctional", "FloatFunctional", "GroupNorm", "Hardswish",
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LSTM", "LayerNorm", "LeakyReLU", "Linear",
+           "MultiheadAttention", "PReLU", "QFunctional", "Quantize", "ReLU6", "Sigmoid", "Softmax", "dynamic",
+           "functional"]
