@@ -44,6 +44,9 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     _nn.ReLU6: nnq.ReLU6, _nn.Hardswish: nnq.Hardswish, _nn.Dropout: nnq.Dropout,
     nnq.FloatFunctional: nnq.QFunctional, _nn.Embedding: nnq.Embedding, _nn.EmbeddingBag: nnq.EmbeddingBag,
     _nn.BatchNorm2d: nnq.BatchNorm2d, _nn.BatchNorm3d: nnq.BatchNorm3d,
+    _nn.ELU: nnq.ELU, _nn.LeakyReLU: nnq.LeakyReLU, _nn.PReLU: nnq.PReLU, _nn.LayerNorm: nnq.LayerNorm,
+    _nn.GroupNorm: nnq.GroupNorm, _nn.InstanceNorm1d: nnq.InstanceNorm1d, _nn.InstanceNorm2d: nnq.InstanceNorm2d,
+    _nn.InstanceNorm3d: nnq.InstanceNorm3d,
     nni.LinearReLU: nniq.LinearReLU, nni.ConvReLU1d: nniq.ConvReLU1d, nni.ConvReLU2d: nniq.ConvReLU2d,
     nni.ConvReLU3d: nniq.ConvReLU3d, nni.BNReLU2d: nniq.BNReLU2d, nni.BNReLU3d: nniq.BNReLU3d,
     # the QAT modules (a BatchNorm folded into the weight first); PyTorch's list, without the 1d

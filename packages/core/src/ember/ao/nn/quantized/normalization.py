@@ -67,6 +67,10 @@ class LayerNorm(_FloatLayerNorm):
     def _get_name(self) -> str:
         return "QuantizedLayerNorm"
 
+    def extra_repr(self) -> str:  # PyTorch 2.13's LayerNorm repr, bias included
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
+
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
         scale, zero_point = _observed(mod)
@@ -97,6 +101,9 @@ class GroupNorm(_FloatGroupNorm):
     def _get_name(self) -> str:
         return "QuantizedGroupNorm"
 
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
+
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
         scale, zero_point = _observed(mod)
@@ -118,6 +125,10 @@ def _instance_norm(float_cls, name: str):
 
         def _get_name(self) -> str:
             return f"Quantized{name}"
+
+        def extra_repr(self) -> str:
+            return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                    f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
         @classmethod
         def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
