@@ -489,7 +489,7 @@ def test_observer_bad_arguments():
         q.MinMaxObserver(quant_min=1, quant_max=10)
     with pytest.raises(AssertionError, match="qmin must be strictly less than qmax"):
         q.MinMaxObserver(quant_min=0, quant_max=0)
-    with pytest.raises(AssertionError, match="Default Observer only works for qint8 and quint8"):
+    with pytest.raises(AssertionError, match="Default Observer only works for qint8, quint8 and quint4x2"):
         q.MinMaxObserver(dtype=ember.float32)
     with pytest.raises(NotImplementedError, match="Cannot reduce range for symmetric quantization for quint8"), \
             pytest.warns(UserWarning, match="reduce_range will be deprecated"):
@@ -571,12 +571,17 @@ def test_qat_from_float_and_back():
     float_linear.qconfig = q.default_qat_qconfig
     linear = qat.Linear.from_float(float_linear)
     assert linear.weight is float_linear.weight and isinstance(linear, qat.Linear)
-    back = linear.to_float()
-    assert type(back) is ember.nn.Linear and back.weight is float_linear.weight
+    back = linear.to_float()  # as PyTorch's: new Parameters over the same memory, detached
+    assert type(back) is ember.nn.Linear and back.weight is not float_linear.weight
+    assert back.weight.data_ptr() == float_linear.weight.data_ptr() and back.weight.grad_fn is None
     with pytest.raises(AssertionError, match="qconfig must be provided for QAT module"):
         qat.Linear(3, 2)
-    with pytest.raises(AssertionError, match="Input float module must have a valid qconfig"):
+    with pytest.raises(AssertionError, match="Input float module must have qconfig defined"):
         qat.Conv2d.from_float(ember.nn.Conv2d(1, 1, 1))
+    unset = ember.nn.Conv2d(1, 1, 1)
+    unset.qconfig = None
+    with pytest.raises(AssertionError, match="Input float module must have a valid qconfig"):
+        qat.Conv2d.from_float(unset)
 
 
 def test_qscheme_constants():

@@ -14,7 +14,7 @@ from ....nn.parameter import Parameter
 
 
 def _is_fused_float(mod) -> bool:
-    from ..intrinsic import _FusedModule
+    from ..intrinsic.modules import _FusedModule
 
     return isinstance(mod, _FusedModule)
 

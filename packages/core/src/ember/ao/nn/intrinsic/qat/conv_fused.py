@@ -26,8 +26,8 @@ from .....nn import init
 from .....nn import modules as nn
 from .....nn.parameter import Parameter
 from .....nn.utils.fusion import fuse_conv_bn_weights
-from ... import intrinsic as nni
 from ... import qat as nnqat
+from ...intrinsic import modules as nni
 
 __all__ = ["ConvBn1d", "ConvBn2d", "ConvBn3d", "ConvBnReLU1d", "ConvBnReLU2d", "ConvBnReLU3d", "ConvReLU1d",
            "ConvReLU2d", "ConvReLU3d", "freeze_bn_stats", "update_bn_stats"]

@@ -12,8 +12,8 @@ from ..... import _C
 from .....nn import functional as F
 from .....nn import modules as nn
 from .....nn.utils.fusion import fuse_linear_bn_weights
-from ... import intrinsic as nni
 from ... import qat as nnqat
+from ...intrinsic import modules as nni
 from .conv_fused import _FoldedBn, _QuantizedAsLayer
 
 __all__ = ["LinearBn1d", "LinearReLU"]
