@@ -9,6 +9,9 @@ the float32 reciprocal of the scale, rounded half to even). Where PyTorch's vect
 dequantize with a fused multiply-add or take their own exp, a value that falls within a float32
 rounding of a half step can round the other way: such codes are one apart at most (see
 tests/test_quantized_more_modules_torch_parity.py for what is equal bit for bit).
+
+inplace=True (leaky_relu, hardtanh, hardsigmoid) raises NotImplementedError: Ember's quantized
+tensors cannot be written in place (their copy_ is not implemented).
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ def _requantize(values, scale: float, zero_point: int, dtype):
     """Float32 values quantized per tensor (PyTorch's quantize_val: value * (1 / scale) in float32,
     rounded half to even, plus the zero point, clamped to the dtype's range)."""
     return _C.quantize_per_tensor(values.contiguous(), float(scale), int(zero_point), dtype)
+
+
+def _no_inplace(name: str) -> None:
+    raise NotImplementedError(f"quantized.{name}(inplace=True): Ember's quantized tensors are not written in place; "
+                              f"use inplace=False (the default) and the returned tensor")
 
 
 def _elementwise(input, fn, scale: float, zero_point: int):
@@ -283,17 +291,17 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False, scale
         if inplace:
             raise AssertionError("Cannot rescale with `inplace`")
         return _elementwise(input, lambda x: F.leaky_relu(x, negative_slope), scale, zero_point)
-    result = _elementwise(input, lambda x: F.leaky_relu(x, negative_slope), input.q_scale(), input.q_zero_point())
     if inplace:
-        input.copy_(result)
-        return input
-    return result
+        _no_inplace("leaky_relu")
+    return _elementwise(input, lambda x: F.leaky_relu(x, negative_slope), input.q_scale(), input.q_zero_point())
 
 
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
     """hardtanh of a quantized tensor (its parameters kept)."""
     _require_quantized(input, "hardtanh")
-    return F.hardtanh(input, min_val, max_val, inplace)
+    if inplace:
+        _no_inplace("hardtanh")
+    return F.hardtanh(input, min_val, max_val)
 
 
 def hardswish(input, scale: float, zero_point: int):
@@ -324,11 +332,9 @@ def hardsigmoid(input, inplace: bool = False):
     point -128 for qint8, else 0."""
     _require_quantized(input, "hardsigmoid")
     scale = 2.0 ** -32 if input.dtype == _C.qint32 else 1.0 / 256.0
-    result = _elementwise(input, F.hardsigmoid, scale, -128 if input.dtype == _C.qint8 else 0)
     if inplace:
-        input.copy_(result)
-        return input
-    return result
+        _no_inplace("hardsigmoid")
+    return _elementwise(input, F.hardsigmoid, scale, -128 if input.dtype == _C.qint8 else 0)
 
 
 def clamp(input, min_: float, max_: float):
