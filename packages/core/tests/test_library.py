@@ -502,3 +502,62 @@ value = torch.ops.{ns}.mysin(torch.zeros(2))
     assert scope["ok"]
     assert set(scope["checks"].values()) == {"SUCCESS"}
     np.testing.assert_array_equal(scope["value"].numpy(), [0.0, 0.0])
+
+
+# --- register_autocast ---------------------------------------------------------------------------
+
+
+def test_register_autocast_casts_inputs_and_runs_the_op_with_autocast_off():
+    ns = fresh("autocast")
+
+    @custom_op(f"{ns}::mm_sum", mutates_args=())
+    def mm_sum(x: ember.Tensor, ys: Sequence[ember.Tensor], n: ember.Tensor) -> ember.Tensor:
+        # mm would run in bfloat16 if autocast were still on inside
+        return ember.mm(x, ys[0]) + ys[1] + n.to(x.dtype)
+
+    ember.library.register_autocast(f"{ns}::mm_sum", "cpu", ember.float16)
+    op = getattr(ember.ops, ns).mm_sum
+    rng = np.random.default_rng(0)
+    a, b, c = (ember.from_numpy(rng.normal(size=(3, 3)).astype(np.float32)) for _ in range(3))
+    n = ember.tensor([1, 2, 3])
+    plain = op(a, [b, c], n)
+    assert plain.dtype == ember.float32  # outside autocast: untouched
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        got = op(a, [b, c], n)
+        assert ember.is_autocast_enabled("cpu")  # back on after the op
+        doubles = mm_sum(a.double(), [b.double(), c.double()], n)
+    assert got.dtype == ember.float16 and doubles.dtype == ember.float64  # float64 is never cast
+    want = (a.half().float() @ b.half().float() + c.half().float() + n.float()).numpy()
+    np.testing.assert_allclose(got.float().numpy(), want, rtol=2e-3, atol=2e-3)
+    # a rule for CUDA never applies to Ember's CPU tensors; registering again replaces the dtype
+    mm_sum.register_autocast("cuda", ember.bfloat16)
+    mm_sum.register_autocast("cpu", ember.bfloat16)
+    with ember.autocast("cpu"):
+        assert mm_sum(a, [b, c], n).dtype == ember.bfloat16
+
+
+def test_register_autocast_with_autograd_and_bad_arguments():
+    ns = fresh("autocast")
+
+    @custom_op(f"{ns}::twice", mutates_args=())
+    def twice(x: ember.Tensor) -> ember.Tensor:
+        return x * 2
+
+    twice.register_autograd(lambda ctx, g: g * 2)
+    twice.register_autocast("cpu", ember.bfloat16)
+    leaf = ember.ones(3, requires_grad=True)
+    with ember.autocast("cpu"):
+        out = twice(leaf)
+    assert out.dtype == ember.bfloat16 and out.requires_grad
+    out.float().sum().backward()
+    assert leaf.grad.dtype == ember.float32 and leaf.grad.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(ValueError, match="Device type 'meta' does not support autocast"):
+        twice.register_autocast("meta", ember.float16)
+    with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
+        ember.library.register_autocast(f"{ns}::twice", 3, ember.float16)
+    with pytest.raises(ValueError, match="got unexpected type for op"):
+        ember.library.register_autocast(5, "cpu", ember.float16)
+    with pytest.raises(ValueError, match="expected a defined op"):
+        ember.library.register_autocast(f"{ns}::missing", "cpu", ember.float16)
+    with pytest.raises(TypeError, match="cast_inputs must be a floating dtype"):
+        twice.register_autocast("cpu", ember.int32)

@@ -7,6 +7,35 @@ from typing import Any
 
 from . import _C
 
+# ember.library.register_autocast's rules: op name -> {device type: dtype}. OpOverload.__call__
+# applies them, where PyTorch's dispatcher runs the op's Autocast<device> kernel.
+_AUTOCAST_RULES: dict[str, dict[str, Any]] = {}
+
+
+def _autocast_cast(value: Any, device_type: str, dtype: Any) -> Any:
+    """`value` with its floating tensors on `device_type` (float64 aside) cast to `dtype`, inside
+    lists, tuples and dict values too (PyTorch's custom-op autocast cast)."""
+    if isinstance(value, _C.Tensor):
+        eligible = value.is_floating_point() and value.device.type == device_type and value.dtype != _C.float64
+        return value.to(dtype) if eligible else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_autocast_cast(v, device_type, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _autocast_cast(v, device_type, dtype) for k, v in value.items()}
+    return value
+
+
+def _call_with_autocast(op: _C.Operator, rules: dict, args: tuple, kwargs: dict) -> Any:
+    """Inside an autocast region of a device type the op has a rule for: its floating inputs cast
+    to the rule's dtype, and the op run with autocast off (its inner ops are not cast again)."""
+    from .amp.autocast_mode import autocast, is_autocast_enabled
+
+    for device_type, dtype in rules.items():
+        if is_autocast_enabled(device_type):
+            with autocast(device_type, enabled=False):
+                return op(*_autocast_cast(args, device_type, dtype), **_autocast_cast(kwargs, device_type, dtype))
+    return op(*args, **kwargs)
+
 
 class OpOverload:
     """One registered op, as ``torch.ops.<ns>.<op>``: calling it runs the op through the registry
@@ -23,6 +52,10 @@ class OpOverload:
         self.__name__ = self._opname
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _AUTOCAST_RULES:
+            rules = _AUTOCAST_RULES.get(self._op.name)
+            if rules:
+                return _call_with_autocast(self._op, rules, args, kwargs)
         return self._op(*args, **kwargs)
 
     @property

@@ -6,7 +6,8 @@ called as ``ember.ops.<ns>.<name>(...)``, reaches dispatch modes, and goes throu
 - ``custom_op("ns::name", mutates_args=...)`` turns a type-annotated function into an op (its
   schema inferred by ``infer_schema``); ``register_kernel`` gives it a per-device kernel,
   ``register_autograd`` its backward, ``register_fake`` its shape function,
-  ``register_torch_dispatch`` a rule for a dispatch mode.
+  ``register_torch_dispatch`` a rule for a dispatch mode, ``register_autocast`` the dtype its
+  floating inputs take inside an autocast region (the op then runs with autocast off).
 - ``Library(ns, "DEF" | "FRAGMENT" | "IMPL")`` with ``define(schema)`` and ``impl(name, fn, key)``
   is the older, lower-level form; ``define`` / ``impl`` / ``impl_abstract`` are its function forms.
 - ``opcheck(op, args)`` checks an op's registrations on sample inputs.
@@ -18,14 +19,17 @@ Where Ember differs (decisions, not omissions of a call):
 - Dispatch keys: ``CPU``, ``CUDA``, ``Autograd`` (and ``AutogradCPU`` / ``AutogradCUDA``),
   ``CompositeExplicitAutograd`` (every backend), ``CompositeImplicitAutograd`` (the function is
   composed of other ops: autograd records those), ``Meta`` (the fake implementation). Others
-  (``Python``, ``AutocastCPU``, ...) raise ValueError.
+  (``Python``, ``AutocastCPU``, ...) raise ValueError: ``register_autocast`` is the autocast rule.
 - Ember has no fake tensors, so a fake implementation (``register_fake``) is never run on fake
   inputs; ``opcheck`` runs it on the real sample inputs and checks that its outputs' shapes,
   dtypes and devices are those of the real kernel.
 - Schemas: alias annotations are read for mutation (``Tensor(a!) x`` marks ``x`` mutated) and
   otherwise dropped; ``SymInt`` is ``int``. Types Ember's schemas lack (``Layout``,
   ``MemoryFormat``, ``bool[]``) raise ValueError at ``define``.
-- ``register_vmap``, ``register_autocast``, ``triton_op`` and ``get_ctx`` (symbolic sizes inside
+- ``register_autocast`` accepts device types "cpu" and "cuda" (a CUDA rule never applies: Ember's
+  tensors are on the CPU); registering again for a device type replaces the dtype (PyTorch keeps
+  a custom_op's first one); keyword arguments are cast too (PyTorch's rule refuses them).
+- ``register_vmap``, ``triton_op`` and ``get_ctx`` (symbolic sizes inside
   a fake implementation) are not in Ember.
 """
 
@@ -40,12 +44,13 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _C
-from ._ops import OpOverload, _find
+from ._ops import _AUTOCAST_RULES, OpOverload, _find
 from .utils._pytree import tree_leaves, tree_map
 
 __all__ = [
     "CustomOpDef", "Library", "custom_op", "define", "fallthrough_kernel", "impl", "impl_abstract", "infer_schema",
-    "opcheck", "register_autograd", "register_fake", "register_kernel", "register_torch_dispatch",
+    "opcheck", "register_autocast", "register_autograd", "register_fake", "register_kernel",
+    "register_torch_dispatch",
 ]
 
 _DEVICE_KEYS = {"cpu": "CPU", "cuda": "CUDA"}
@@ -481,6 +486,24 @@ def register_kernel(op, device_types, func: Callable | None = None, /, *, lib: L
     return register if func is None else register(func)
 
 
+def register_autocast(op, device_type: str, cast_inputs, /, *, lib: Library | None = None) -> None:
+    """Inside an autocast region of `device_type` ("cpu" or "cuda"), the op's floating tensor
+    inputs on that device (float64 ones aside) are cast to `cast_inputs` and the op runs with
+    autocast off, so the ops inside it are not cast again (torch.library.register_autocast).
+    Outside such a region the op runs as it is."""
+    if not isinstance(op, (str, OpOverload, CustomOpDef)):
+        raise ValueError(f"register_autocast({op}): got unexpected type for op: {type(op)}")
+    name = _qualname(op)
+    _op(name)
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if device_type not in _DEVICE_KEYS:
+        raise ValueError(f"Device type '{device_type}' does not support autocast.")
+    if not isinstance(cast_inputs, _C.dtype) or not cast_inputs.is_floating_point:
+        raise TypeError(f"register_autocast: cast_inputs must be a floating dtype, but got {cast_inputs!r}")
+    _AUTOCAST_RULES.setdefault(name, {})[device_type] = cast_inputs
+
+
 def register_torch_dispatch(op, torch_dispatch_class: type, func: Callable | None = None, /, *,
                             lib: Library | None = None):
     """While a dispatch mode of `torch_dispatch_class` is entered, `op` goes to
@@ -567,6 +590,10 @@ class CustomOpDef:
 
     def register_torch_dispatch(self, torch_dispatch_class: type, fn: Callable | None = None, /):
         return register_torch_dispatch(self._qualname, torch_dispatch_class, fn)
+
+    def register_autocast(self, device_type: str, cast_inputs, /) -> None:
+        """As ``ember.library.register_autocast``."""
+        register_autocast(self._qualname, device_type, cast_inputs)
 
 
 def _where(fn: Callable) -> str:
