@@ -68,18 +68,54 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return F.avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
+def _adaptive_avg_pool(input, output_size, n: int):
+    """Adaptive average pooling of the last n dimensions in codes, as PyTorch's quantized kernel:
+    window i of a dimension of size L into O spans [floor(i L / O), ceil((i + 1) L / O)); with
+    acc = sum(codes) - zp * size, q = round_half_even(float32(acc * float32(1 / size)) + zp)
+    (the zero point added in float32 before rounding, which decides exact halves)."""
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(f"adaptive_avg_pool{n}d(): Expected {n + 1}D or {n + 2}D tensor, but got {input.dim()}D")
+    sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * n
+    if len(sizes) != n:
+        raise RuntimeError(f"adaptive_avg_pool{n}d: output_size must be {n}")
+    in_sizes = list(input.shape[-n:])
+    sizes = [in_sizes[k] if sizes[k] is None else int(sizes[k]) for k in range(n)]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"adaptive_avg_pool{n}d: elements of output_size must be greater than or equal to 0 but "
+                           f"received {tuple(sizes)}")
+    codes = input.int_repr().numpy().astype(np.int64)
+    lead = codes.shape[:-n]
+    zp = input.q_zero_point()
+    lo, hi = integer_range(input.dtype)
+    f32 = np.float32
+    result = np.zeros(lead + tuple(sizes), dtype=np.int64)
+    for index in np.ndindex(*sizes):
+        window = tuple(slice((i * size_in) // size_out, -((-(i + 1) * size_in) // size_out))
+                       for i, size_in, size_out in zip(index, in_sizes, sizes, strict=True))
+        block = codes[(Ellipsis, *window)]
+        count = int(np.prod([w.stop - w.start for w in window]))
+        if count == 0:
+            continue
+        acc = block.reshape(lead + (-1,)).sum(axis=-1) - zp * count
+        value = (acc.astype(f32) * f32(f32(1.0) / f32(count))).astype(f32) + f32(zp)
+        result[(Ellipsis, *index)] = np.clip(np.rint(value.astype(f32)).astype(np.int64), lo, hi)
+    raw = result.astype(input.int_repr().numpy().dtype)
+    return _C._make_per_tensor_quantized_tensor(tensor(np.ascontiguousarray(raw)), input.q_scale(), zp)
+
+
 def adaptive_avg_pool2d(input, output_size):
-    """2-d adaptive average pooling of a quantized tensor; the input's parameters kept."""
+    """2-d adaptive average pooling of a quantized tensor; the input's parameters kept (the codes
+    as PyTorch's kernel computes them, see _adaptive_avg_pool)."""
     if not getattr(input, "is_quantized", False):
         raise ValueError("Input to 'quantized.functional.adaptive_avg_pool2d' must be quantized!")
-    return F.adaptive_avg_pool2d(input.contiguous(), output_size)
+    return _adaptive_avg_pool(input, output_size, 2)
 
 
 def adaptive_avg_pool3d(input, output_size):
     """3-d adaptive average pooling of a quantized tensor; the input's parameters kept."""
     if not getattr(input, "is_quantized", False):
         raise ValueError("Input to 'quantized.functional.adaptive_avg_pool3d' must be quantized!")
-    return F.adaptive_avg_pool3d(input.contiguous(), output_size)
+    return _adaptive_avg_pool(input, output_size, 3)
 
 
 def _conv(n: int, input, weight, bias, stride, padding, dilation, groups, padding_mode, scale, zero_point, dtype):
