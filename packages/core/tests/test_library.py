@@ -561,3 +561,68 @@ def test_register_autocast_with_autograd_and_bad_arguments():
         ember.library.register_autocast(f"{ns}::missing", "cpu", ember.float16)
     with pytest.raises(TypeError, match="cast_inputs must be a floating dtype"):
         twice.register_autocast("cpu", ember.int32)
+
+
+# --- register_vmap -------------------------------------------------------------------------------
+
+
+def test_register_vmap_rule_gets_the_batch_dims_and_its_outputs_are_rebatched():
+    ns = fresh("vmap")
+
+    @custom_op(f"{ns}::scale_add", mutates_args=())
+    def scale_add(x: ember.Tensor, ys: Sequence[ember.Tensor], k: float) -> ember.Tensor:
+        return x * k + ys[0]
+
+    calls = []
+
+    @scale_add.register_vmap
+    def rule(info, in_dims, x, ys, k):
+        calls.append((info.batch_size, info.randomness, in_dims, tuple(x.shape), [tuple(y.shape) for y in ys]))
+        x = x.movedim(in_dims[0], 0) if in_dims[0] is not None else x.unsqueeze(0)
+        y = ys[0].movedim(in_dims[1][0], 0) if in_dims[1][0] is not None else ys[0].unsqueeze(0)
+        return x * k + y, 0
+
+    x, y = ember.arange(6.0).reshape(2, 3), ember.ones(3)
+    assert scale_add(x, [y], 2.0).tolist() == (x * 2 + 1).tolist() and calls == []  # no vmap: the kernel
+    out = ember.vmap(lambda a: scale_add(a, [y], 2.0))(x)
+    assert out.tolist() == (x * 2 + 1).tolist()
+    assert calls == [(2, "error", (0, [None], None), (2, 3), [(3,)])]
+    out = ember.vmap(lambda a, b: scale_add(a, [b], 3.0), in_dims=(1, 0))(x.t().contiguous(), ember.ones(2, 3))
+    assert out.tolist() == (x * 3 + 1).tolist()
+    assert calls[-1] == (2, "error", (1, [0], None), (3, 2), [(2, 3)])  # the batch dim stays where it was
+    # nested vmap: the rule runs at the innermost level, the outer level batches the ops it calls
+    out = ember.vmap(ember.vmap(lambda a: scale_add(a, [y], 1.0)), randomness="same")(ember.ones(2, 2, 3))
+    assert out.shape == (2, 2, 3) and out.tolist() == [[[2.0] * 3] * 2] * 2 and len(calls) == 3
+
+
+def test_register_vmap_outputs_gradients_and_errors():
+    ns = fresh("vmap")
+
+    @custom_op(f"{ns}::pair", mutates_args=())
+    def pair(x: ember.Tensor, w: ember.Tensor) -> tuple[ember.Tensor, ember.Tensor]:
+        return x * w, w.clone()
+
+    # w is not batched: its copy is the same for every element (out_dim None, expanded)
+    ember.library.register_vmap(f"{ns}::pair", lambda info, in_dims, x, w: ((x * w, w.clone()), (in_dims[0], None)))
+    x = ember.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+    w = ember.tensor([10.0, 100.0])
+    prod, copies = ember.vmap(lambda a: pair(a, w))(x)
+    assert prod.tolist() == [[10.0, 200.0], [30.0, 400.0], [50.0, 600.0]]
+    assert copies.tolist() == [[10.0, 100.0]] * 3
+    prod.sum().backward()  # through the rule's own ops
+    assert x.grad.tolist() == [[10.0, 100.0]] * 3
+
+    @custom_op(f"{ns}::bad", mutates_args=())
+    def bad(x: ember.Tensor) -> ember.Tensor:
+        return x.clone()
+
+    bad.register_vmap(lambda info, in_dims, x: x)
+    with pytest.raises(RuntimeError, match="the vmap rule of .*::bad must return a tuple \\(outputs, out_dims\\)"):
+        ember.vmap(bad)(ember.ones(2, 3))
+    bad.register_vmap(lambda info, in_dims, x: ((x, x), (0, 0, 0)))
+    with pytest.raises(RuntimeError, match="returned 2 outputs but 3 out_dims"):
+        ember.vmap(bad)(ember.ones(2, 3))
+    with pytest.raises(ValueError, match="got unexpected type for op"):
+        ember.library.register_vmap(3.5, lambda *a: a)
+    with pytest.raises(ValueError, match="expected a defined op"):
+        ember.library.register_vmap(f"{ns}::missing", lambda *a: a)

@@ -25,7 +25,12 @@ def _autocast_cast(value: Any, device_type: str, dtype: Any) -> Any:
     return value
 
 
-def _call_with_autocast(op: _C.Operator, rules: dict, args: tuple, kwargs: dict) -> Any:
+# ember.library.register_vmap's rules: op name -> rule(op, args, kwargs), which calls op itself
+# unless an argument is batched by vmap, and then answers with the registered batching rule.
+_VMAP_RULES: dict[str, Any] = {}
+
+
+def _call_with_autocast(op: Any, rules: dict, args: tuple, kwargs: dict) -> Any:
     """Inside an autocast region of a device type the op has a rule for: its floating inputs cast
     to the rule's dtype, and the op run with autocast off (its inner ops are not cast again)."""
     from .amp.autocast_mode import autocast, is_autocast_enabled
@@ -52,10 +57,17 @@ class OpOverload:
         self.__name__ = self._opname
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _AUTOCAST_RULES:
+        if _AUTOCAST_RULES:  # autocast first, then vmap, as PyTorch's dispatch keys order them
             rules = _AUTOCAST_RULES.get(self._op.name)
             if rules:
-                return _call_with_autocast(self._op, rules, args, kwargs)
+                return _call_with_autocast(self._batched_call, rules, args, kwargs)
+        return self._batched_call(*args, **kwargs)
+
+    def _batched_call(self, *args: Any, **kwargs: Any) -> Any:
+        if _VMAP_RULES:
+            rule = _VMAP_RULES.get(self._op.name)
+            if rule is not None:
+                return rule(self._op, args, kwargs)
         return self._op(*args, **kwargs)
 
     @property

@@ -7,7 +7,8 @@ called as ``ember.ops.<ns>.<name>(...)``, reaches dispatch modes, and goes throu
   schema inferred by ``infer_schema``); ``register_kernel`` gives it a per-device kernel,
   ``register_autograd`` its backward, ``register_fake`` its shape function,
   ``register_torch_dispatch`` a rule for a dispatch mode, ``register_autocast`` the dtype its
-  floating inputs take inside an autocast region (the op then runs with autocast off).
+  floating inputs take inside an autocast region (the op then runs with autocast off),
+  ``register_vmap`` its batching rule under ``ember.vmap``.
 - ``Library(ns, "DEF" | "FRAGMENT" | "IMPL")`` with ``define(schema)`` and ``impl(name, fn, key)``
   is the older, lower-level form; ``define`` / ``impl`` / ``impl_abstract`` are its function forms.
 - ``opcheck(op, args)`` checks an op's registrations on sample inputs.
@@ -29,7 +30,7 @@ Where Ember differs (decisions, not omissions of a call):
 - ``register_autocast`` accepts device types "cpu" and "cuda" (a CUDA rule never applies: Ember's
   tensors are on the CPU); registering again for a device type replaces the dtype (PyTorch keeps
   a custom_op's first one); keyword arguments are cast too (PyTorch's rule refuses them).
-- ``register_vmap``, ``triton_op`` and ``get_ctx`` (symbolic sizes inside
+- ``triton_op`` and ``get_ctx`` (symbolic sizes inside
   a fake implementation) are not in Ember.
 """
 
@@ -44,13 +45,13 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _C
-from ._ops import _AUTOCAST_RULES, OpOverload, _find
+from ._ops import _AUTOCAST_RULES, _VMAP_RULES, OpOverload, _find
 from .utils._pytree import tree_leaves, tree_map
 
 __all__ = [
     "CustomOpDef", "Library", "custom_op", "define", "fallthrough_kernel", "impl", "impl_abstract", "infer_schema",
     "opcheck", "register_autocast", "register_autograd", "register_fake", "register_kernel",
-    "register_torch_dispatch",
+    "register_torch_dispatch", "register_vmap",
 ]
 
 _DEVICE_KEYS = {"cpu": "CPU", "cuda": "CUDA"}
@@ -504,6 +505,70 @@ def register_autocast(op, device_type: str, cast_inputs, /, *, lib: Library | No
     _AUTOCAST_RULES.setdefault(name, {})[device_type] = cast_inputs
 
 
+def register_vmap(op, func: Callable | None = None, /, *, lib: Library | None = None):
+    """The op's batching rule (torch.library.register_vmap): when the op is called under
+    ``ember.vmap`` with a batched argument, ``func(info, in_dims, *args, **kwargs)`` runs instead,
+    on the unbatched tensors of the innermost vmap level: ``info.batch_size`` and
+    ``info.randomness`` describe that vmap, ``in_dims`` holds each positional argument's batch
+    dimension (None when it is not batched; a list of them for a list of tensors), and it returns
+    ``(outputs, out_dims)``, an out_dim None meaning the output is the same for every batch
+    element. Outer vmap levels batch the ops the rule calls. Decorator form when `func` is
+    omitted."""
+    if not isinstance(op, (str, OpOverload, CustomOpDef)):
+        raise ValueError(f"register_vmap({op}): got unexpected type for op: {type(op)}")
+    name = _qualname(op)
+    _op(name)
+
+    def register(f):
+        if not callable(f):
+            raise TypeError(f"register_vmap: expected a function, but got {f!r}")
+        _VMAP_RULES[name] = lambda call, args, kwargs: _apply_vmap_rule(name, f, call, args, kwargs)
+        return f
+    return register if func is None else register(func)
+
+
+def _vmap_level(value: Any) -> int:
+    """The innermost vmap level batching `value` (a tensor or a list of them), 0 for none."""
+    if isinstance(value, _C.Tensor):
+        info = _C._vmap_info(value)
+        return info[0] if info is not None else 0
+    if isinstance(value, (list, tuple)):
+        return max((_vmap_level(v) for v in value), default=0)
+    return 0
+
+
+def _unbatch(value: Any, level: int, sizes: list) -> tuple[Any, Any]:
+    """`value` without the batch of `level` (its batch dimension left where it is), and that
+    dimension (None when `level` does not batch it; a list for a list of tensors)."""
+    if isinstance(value, _C.Tensor):
+        info = _C._vmap_info(value)
+        if info is None or info[0] != level:
+            return value, None
+        _, bdim, physical = info
+        sizes.append(physical.shape[bdim])
+        return _C._remove_batch_dim(value, level, physical.shape[bdim], bdim), bdim
+    if isinstance(value, (list, tuple)) and any(isinstance(v, _C.Tensor) for v in value):
+        pairs = [_unbatch(v, level, sizes) for v in value]
+        return type(value)(p[0] for p in pairs), [p[1] for p in pairs]
+    return value, None
+
+
+def _apply_vmap_rule(name: str, rule: Callable, call: Callable, args: tuple, kwargs: dict) -> Any:
+    from .autograd.function import VmapInfo, _rebatch
+    from .func._vmap import RANDOMNESS_OF_LEVEL
+
+    level = max((_vmap_level(a) for a in args), default=0)
+    if any(_vmap_level(v) for v in kwargs.values()):
+        raise ValueError(f"{name}: vmap over a keyword-only argument is not supported (pass it positionally)")
+    if not level:
+        return call(*args, **kwargs)
+    sizes: list = []
+    pairs = [_unbatch(a, level, sizes) for a in args]
+    result = rule(VmapInfo(sizes[0], RANDOMNESS_OF_LEVEL.get(level, "error")), tuple(p[1] for p in pairs),
+                  *(p[0] for p in pairs), **kwargs)
+    return _rebatch(f"the vmap rule of {name}", result, level, sizes[0])
+
+
 def register_torch_dispatch(op, torch_dispatch_class: type, func: Callable | None = None, /, *,
                             lib: Library | None = None):
     """While a dispatch mode of `torch_dispatch_class` is entered, `op` goes to
@@ -594,6 +659,10 @@ class CustomOpDef:
     def register_autocast(self, device_type: str, cast_inputs, /) -> None:
         """As ``ember.library.register_autocast``."""
         register_autocast(self._qualname, device_type, cast_inputs)
+
+    def register_vmap(self, func: Callable | None = None, /):
+        """As ``ember.library.register_vmap``."""
+        return register_vmap(self._qualname, func)
 
 
 def _where(fn: Callable) -> str:

@@ -203,14 +203,20 @@ def _apply_vmap_staticmethod(cls, level: int, args, kwargs):
             unwrapped.append(a)
             in_dims.append(None)
     result = cls.vmap(VmapInfo(size, RANDOMNESS_OF_LEVEL.get(level, "error")), tuple(in_dims), *unwrapped, **kwargs)
+    return _rebatch(f"{cls.__name__}.vmap", result, level, size)
+
+
+def _rebatch(what: str, result, level: int, size: int):
+    """A vmap rule's (outputs, out_dims) with the batch of `level` put back on the outputs (an
+    output whose out_dim is None is the same for every element: expanded)."""
     if not (isinstance(result, tuple) and len(result) == 2):
-        raise RuntimeError(f"{cls.__name__}.vmap must return a tuple (outputs, out_dims), got {type(result).__name__}")
+        raise RuntimeError(f"{what} must return a tuple (outputs, out_dims), got {type(result).__name__}")
     outputs, out_dims = result
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
     dims = (out_dims,) * len(outs) if out_dims is None or isinstance(out_dims, int) else tuple(out_dims)
     if len(dims) != len(outs):
-        raise RuntimeError(f"{cls.__name__}.vmap returned {len(outs)} outputs but {len(dims)} out_dims")
+        raise RuntimeError(f"{what} returned {len(outs)} outputs but {len(dims)} out_dims")
     wrapped = []
     for out, d in zip(outs, dims, strict=True):
         if not isinstance(out, _C.Tensor):
