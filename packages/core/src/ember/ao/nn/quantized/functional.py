@@ -10,6 +10,10 @@ dequantize with a fused multiply-add or take their own exp, a value that falls w
 rounding of a half step can round the other way: such codes are one apart at most (see
 tests/test_quantized_more_modules_torch_parity.py for what is equal bit for bit).
 
+avg_pool2d/avg_pool3d use Ember's quantized pooling kernel, which rounds an exact half of the
+centered average to even where PyTorch rounds the whole code (the zero point added first): with
+an odd zero point such codes are one apart. adaptive_avg_pool2d/3d compute PyTorch's way.
+
 inplace=True (leaky_relu, hardtanh, hardsigmoid) raises NotImplementedError: Ember's quantized
 tensors cannot be written in place (their copy_ is not implemented).
 """
