@@ -88,8 +88,8 @@ REASONS = [
      "symbolic shapes: Ember exports with the example inputs' shapes"),
     (r"^(unflatten|unflattenedmodule|flatargsadapter|modulecallentry|modulecallsignature)$",
      "an exported program's module call graph and unflatten: not in Ember"),
-    (r"^(passresult|passmanager|passtype)$", "FX's pass infrastructure (torch.fx.passes.infra), left in "
-     "torch.export by an import: not in Ember"),
+    (r"^(passresult|passmanager|passtype)$", "FX's pass infrastructure, left in torch.export by an import, not "
+     "API (ember.fx.passes.infra has PassBase, PassResult and PassManager)"),
     (r"^(customdecomptable|decomp_utils)$", "decomposition-table helpers (PyTorch 2.6+): Ember's "
      "run_decompositions takes a plain dict"),
     (r"^(log|pytree|fx_pytree|compatibility)$",

@@ -1,5 +1,6 @@
-"""Graph passes (torch.fx.passes): ``shape_prop.ShapeProp`` records each node's tensor shape."""
+"""Graph passes (torch.fx.passes): ``shape_prop.ShapeProp`` records each node's tensor shape;
+``infra`` is the pass infrastructure (PassBase, PassResult, PassManager)."""
 
-from . import shape_prop
+from . import infra, shape_prop
 
-__all__ = ["shape_prop"]
+__all__ = ["infra", "shape_prop"]
