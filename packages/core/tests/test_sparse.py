@@ -410,6 +410,17 @@ def test_hspmm_smm_dsmm_sspaddmm_match_numpy(nnz):
     assert out.is_sparse
     np.testing.assert_allclose(_np(out.to_dense()), 0.5 * _dense_ref(ci, cv, (5, 3)) + 2 * product, rtol=1e-12,
                                atol=1e-14)
+    # the method forms and torch.saddmm (sspaddmm's older name) give the same entries
+    np.testing.assert_array_equal(_np(s.smm(_t(d)).indices()), _np(m.indices()))
+    np.testing.assert_allclose(_np(s.smm(_t(d)).values()), _np(m.values()))
+    method = c.sspaddmm(s, _t(d), beta=0.5, alpha=2.0)
+    older = ember.saddmm(c, s, _t(d), beta=0.5, alpha=2.0)
+    for other in (method, older):
+        np.testing.assert_array_equal(_np(other._indices()), _np(out._indices()))
+        np.testing.assert_allclose(_np(other._values()), _np(out._values()))
+    for dense_call in (lambda: _t(d).smm(_t(d)), lambda: _t(d).sspaddmm(s, _t(d))):
+        with pytest.raises(RuntimeError, match=r"tensor.sspaddmm\(...\) can only be called on sparse tensors"):
+            dense_call()
 
 
 def test_gradcheck_mm_wrt_dense_and_values():

@@ -17,15 +17,16 @@ from .. import _C
 from ._more import LEGACY_TYPES, as_sparse_gradcheck, check_sparse_tensor_invariants, sampled_addmm, spdiags
 from ._tensor import (
     SparseTensor,
-    _check_mm_operands,
     _check_sparse,
     _dense_add_,
     _dense_to_compressed,
     _dense_to_sparse,
     _group_sorted,
     _sparse_mask,
+    hspmm,
     layout,
     mm,
+    smm,
     sparse_bsc,
     sparse_bsc_tensor,
     sparse_bsr,
@@ -37,6 +38,7 @@ from ._tensor import (
     sparse_csc_tensor,
     sparse_csr,
     sparse_csr_tensor,
+    sspaddmm,
     strided,
     sum,
 )
@@ -57,40 +59,6 @@ LongTensor = LEGACY_TYPES["LongTensor"]
 __all__ += list(LEGACY_TYPES)
 
 
-def hspmm(mat1, mat2):
-    """sparse @ dense as a hybrid COO tensor: one sparse dimension (mat1's nonempty rows, sorted)
-    and the dense rows of the product. Only those rows are computed."""
-    mat1 = _check_sparse(mat1, "hspmm")
-    _check_mm_operands(mat1, mat2)
-    coo = mat1._coo_form().coalesce()
-    rows, inverse = ember.unique(coo._idx[0], sorted=True, return_inverse=True)
-    contrib = coo._vals.unsqueeze(1) * mat2.index_select(0, coo._idx[1])
-    values = _C.zeros([rows.shape[0], mat2.shape[1]], dtype=mat2.dtype).index_add(0, inverse, contrib)
-    return SparseTensor._coo(rows.unsqueeze(0), values, (mat1.shape[0], mat2.shape[1]), True)
-
-
-def smm(input, mat):  # noqa: A002 - PyTorch's argument name
-    """sparse @ dense as a 2-D COO tensor: every column of each of input's nonempty rows is stored
-    (explicit zeros included, as PyTorch stores them)."""
-    h = hspmm(input, mat)
-    rows, values = h._idx[0], h._vals
-    ncols = values.shape[1]
-    indices = ember.stack([rows.repeat_interleave(ncols), _C.arange(0, ncols, 1, dtype=_C.int64).repeat(rows.shape[0])])
-    return SparseTensor._coo(indices, values.reshape([-1]), h.shape, True)
-
-
-def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002 - PyTorch's argument name
-    """beta * input + alpha * smm(mat1, mat2), input sparse: the entries of both, uncoalesced."""
-    input = _check_sparse(input, "sspaddmm")
-    product = smm(mat1, mat2)
-    if tuple(input.shape) != product.shape:
-        raise RuntimeError(f"sspaddmm: Argument #1: Expected dim 0 size {product.shape[0]} and dim 1 size "
-                           f"{product.shape[1]}, got {list(input.shape)}")
-    coo = input._coo_form()
-    return SparseTensor._coo(ember.cat([coo._idx, product._idx], 1),
-                             ember.cat([coo._vals * beta, product._vals * alpha]), product.shape)
-
-
 def spmm(mat1, mat2):
     """torch.spmm: sparse @ dense, as mm."""
     return mm(mat1, mat2)
@@ -98,6 +66,7 @@ def spmm(mat1, mat2):
 
 dsmm = spmm  # torch.dsmm: the dense product
 hsmm = hspmm  # torch.hsmm: the hybrid product
+saddmm = sspaddmm  # torch.saddmm: sspaddmm's older name
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
@@ -275,6 +244,10 @@ def _set_grad(self, value) -> None:
     _ENGINE_GRAD.__set__(self, value)
 
 
+def _sparse_only_product(self, *args, **kwargs):
+    raise RuntimeError("tensor.sspaddmm(...) can only be called on sparse tensors")
+
+
 def tensor_methods() -> dict[str, object]:
     """The dense Tensor's side of sparse support, for ember/_tensor_methods.py to attach: its layout
     methods, mm / matmul / addmm taking a sparse operand, the sparse-only methods (which raise) and
@@ -306,6 +279,8 @@ def tensor_methods() -> dict[str, object]:
     for name in ("ccol_indices", "row_indices"):
         methods[name] = _not_sparse(name, "sparse column compressed tensor")
     methods["values"] = _not_sparse("values", "sparse tensor")
+    for name in ("smm", "sspaddmm"):  # PyTorch's message names sspaddmm for both
+        methods[name] = _sparse_only_product
     methods["grad"] = property(_get_grad, _set_grad, doc=_ENGINE_GRAD.__doc__)
     return methods
 

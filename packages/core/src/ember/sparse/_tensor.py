@@ -560,6 +560,12 @@ class SparseTensor:
     def mm(self, mat2):
         return mm(self, mat2)
 
+    def smm(self, mat):
+        return smm(self, mat)
+
+    def sspaddmm(self, mat1, mat2, *, beta=1, alpha=1):
+        return sspaddmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
     def matmul(self, other):
         return self @ other
 
@@ -1095,3 +1101,38 @@ def sum(input, dim=None, dtype=None):  # noqa: A001 - PyTorch's name
         return values.sum(0)
     indices = coo._idx.index_select(0, ember.tensor(kept, dtype=_C.int64))
     return SparseTensor._coo(indices, values, size).coalesce()
+
+
+def hspmm(mat1, mat2):
+    """sparse @ dense as a hybrid COO tensor: one sparse dimension (mat1's nonempty rows, sorted)
+    and the dense rows of the product. Only those rows are computed."""
+    mat1 = _check_sparse(mat1, "hspmm")
+    _check_mm_operands(mat1, mat2)
+    coo = mat1._coo_form().coalesce()
+    rows, inverse = ember.unique(coo._idx[0], sorted=True, return_inverse=True)
+    contrib = coo._vals.unsqueeze(1) * mat2.index_select(0, coo._idx[1])
+    values = _C.zeros([rows.shape[0], mat2.shape[1]], dtype=mat2.dtype).index_add(0, inverse, contrib)
+    return SparseTensor._coo(rows.unsqueeze(0), values, (mat1.shape[0], mat2.shape[1]), True)
+
+
+def smm(input, mat):  # noqa: A002 - PyTorch's argument name
+    """sparse @ dense as a 2-D COO tensor: every column of each of input's nonempty rows is stored
+    (explicit zeros included, as PyTorch stores them)."""
+    h = hspmm(input, mat)
+    rows, values = h._idx[0], h._vals
+    ncols = values.shape[1]
+    indices = ember.stack([rows.repeat_interleave(ncols), _C.arange(0, ncols, 1, dtype=_C.int64).repeat(rows.shape[0])])
+    return SparseTensor._coo(indices, values.reshape([-1]), h.shape, True)
+
+
+def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002 - PyTorch's argument name
+    """beta * input + alpha * smm(mat1, mat2), input sparse: the entries of both, uncoalesced
+    (also torch.saddmm, PyTorch's older name)."""
+    input = _check_sparse(input, "sspaddmm")
+    product = smm(mat1, mat2)
+    if tuple(input.shape) != product.shape:
+        raise RuntimeError(f"sspaddmm: Argument #1: Expected dim 0 size {product.shape[0]} and dim 1 size "
+                           f"{product.shape[1]}, got {list(input.shape)}")
+    coo = input._coo_form()
+    return SparseTensor._coo(ember.cat([coo._idx, product._idx], 1),
+                             ember.cat([coo._vals * beta, product._vals * alpha]), product.shape)
