@@ -844,3 +844,36 @@ def test_torch_level_products_take_a_sparse_operand():
     dense = ember.tensor(RNG.normal(size=(5, 3)), requires_grad=True)
     assert gradcheck(lambda m: ember.mm(s, m), (dense,))
     assert gradcheck(lambda m: ember.mm(m.t(), s.t()), (dense,))
+
+
+def test_sparse_resize_in_place():
+    s = ember.sparse_coo_tensor(ember.tensor([[0, 1], [1, 0]]), ember.tensor([[1.0, 2.0], [3.0, 4.0]]), (2, 3, 2))
+    assert s.sparse_resize_((4, 5, 2), 2, 1) is s and s.shape == (4, 5, 2) and s._nnz() == 2
+    assert _np(s.to_dense())[0, 1].tolist() == [1.0, 2.0] and _np(s.to_dense())[3:].sum() == 0
+    s.sparse_resize_((4, 5, 3), 2, 1)  # a dense dimension grows: the new column is zero (PyTorch leaves it unset)
+    assert _np(s._values()).tolist() == [[1.0, 2.0, 0.0], [3.0, 4.0, 0.0]]
+    for args, message in ((((1, 5, 3), 2, 1), r"shrinking the size of sparse dimensions \(from \[4, 5\] to \[1, 5\]\)"),
+                          (((4, 5, 2), 2, 1), r"shrinking the size of dense dimensions \(from \[3\] to \[2\]\)"),
+                          (((4, 5, 3, 1), 3, 1), r"changing the number of sparse dimensions \(from 2 to 3\)"),
+                          (((4, 5), 2, 0), r"changing the number of dense dimensions \(from 1 to 0\)"),
+                          (((4, 5, 3), 2, 2), r"'len\(size\) == sparse_dim \+ dense_dim' is not satisfied")):
+        with pytest.raises(RuntimeError, match=message):
+            s.sparse_resize_(*args)
+    assert s.shape == (4, 5, 3) and s._nnz() == 2  # untouched by the refused calls
+    # with no stored elements any consistent size goes
+    empty = ember.sparse_coo_tensor(ember.zeros(2, 0, dtype=ember.int64), ember.zeros(0), (3, 3))
+    empty.sparse_resize_((2, 2, 4), 1, 2)
+    assert empty.shape == (2, 2, 4) and empty.sparse_dim() == 1 and tuple(empty._values().shape) == (0, 2, 4)
+    s.sparse_resize_and_clear_((7, 7, 3), 1, 2)
+    assert s.shape == (7, 7, 3) and s._nnz() == 0 and s.sparse_dim() == 1 and s.is_coalesced()
+    # resize_as_sparse_: to another tensor's size and dimensions
+    a = ember.sparse_coo_tensor(ember.tensor([[0, 1], [1, 0]]), ember.tensor([[1.0, 2.0], [3.0, 4.0]]), (2, 3, 2))
+    template = ember.sparse_coo_tensor(ember.zeros(2, 0, dtype=ember.int64), ember.zeros(0, 2), (9, 5, 2))
+    assert ember.resize_as_sparse_(a, template) is a and a.shape == (9, 5, 2) and float(a.to_dense().sum()) == 10.0
+    with pytest.raises(RuntimeError, match=r"changing the number of sparse dimensions \(from 2 to 0\)"):
+        a.resize_as_sparse_(ember.ones(2))
+    with pytest.raises(NotImplementedError, match="Could not run 'aten::sparse_resize_' with arguments from the 'CPU'"):
+        ember.ones(2).sparse_resize_((2,), 1, 0)
+    with pytest.raises(NotImplementedError, match="it resizes a sparse COO tensor"):
+        ember.sparse_csr_tensor(ember.tensor([0, 1]), ember.tensor([0]), ember.tensor([1.0]), (1, 1)).sparse_resize_(
+            (2, 2), 2, 0)

@@ -400,6 +400,7 @@ from .sparse import (  # noqa: E402
     hspmm,
     indices_copy,
     layout,
+    resize_as_sparse_,
     row_indices_copy,
     saddmm,
     smm,
@@ -421,7 +422,7 @@ from .sparse import (  # noqa: E402
 )
 from .sparse._tensor import jagged  # noqa: E402 - the layout of ember.nested's jagged nested tensors
 
-__all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "saddmm", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
+__all__ += ["sparse", "dsmm", "hsmm", "hspmm", "layout", "resize_as_sparse_", "saddmm", "smm", "sparse_coo", "sparse_coo_tensor", "sparse_csr",
             "sparse_csr_tensor", "spmm", "sspaddmm", "strided"]
 # the compressed layouts CSC, BSR and BSC, their parts' copies (issue 18, item 5)
 __all__ += ["sparse_csc", "sparse_bsr", "sparse_bsc", "sparse_csc_tensor", "sparse_bsr_tensor", "sparse_bsc_tensor",

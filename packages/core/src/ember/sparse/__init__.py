@@ -244,6 +244,20 @@ def _set_grad(self, value) -> None:
     _ENGINE_GRAD.__set__(self, value)
 
 
+def _dense_cannot_resize(name: str):
+    def refuse(self, *args, **kwargs):
+        raise NotImplementedError(f"Could not run 'aten::{name}' with arguments from the 'CPU' backend: it resizes a "
+                                  "sparse COO tensor")
+    refuse.__name__ = name
+    return refuse
+
+
+def resize_as_sparse_(input, the_template):  # noqa: A002 - PyTorch's argument name
+    """torch.resize_as_sparse_: input (sparse COO) resized in place as the_template (see
+    SparseTensor.resize_as_sparse_)."""
+    return input.resize_as_sparse_(the_template)
+
+
 def _sparse_only_product(self, *args, **kwargs):
     raise RuntimeError("tensor.sspaddmm(...) can only be called on sparse tensors")
 
@@ -281,6 +295,8 @@ def tensor_methods() -> dict[str, object]:
     methods["values"] = _not_sparse("values", "sparse tensor")
     for name in ("smm", "sspaddmm"):  # PyTorch's message names sspaddmm for both
         methods[name] = _sparse_only_product
+    for name in ("sparse_resize_", "sparse_resize_and_clear_", "resize_as_sparse_"):
+        methods[name] = _dense_cannot_resize(name)
     methods["grad"] = property(_get_grad, _set_grad, doc=_ENGINE_GRAD.__doc__)
     return methods
 

@@ -54,6 +54,16 @@ _MAJOR_WORD = {sparse_csr: "rows", sparse_csc: "columns", sparse_bsr: "row block
 _TRANSPOSED = {sparse_csr: sparse_csc, sparse_csc: sparse_csr, sparse_bsr: sparse_bsc, sparse_bsc: sparse_bsr}
 
 
+# what PyTorch's resize errors suggest instead
+_RESIZE_OPTIONS = (
+    "You could try the following options:\n"
+    "1. If you need an empty sparse tensor of this size, call `x = torch.sparse_coo_tensor(size)`.\n"
+    "2. If you need to resize this tensor, you have the following options:\n"
+    "    1. For both sparse and dense dimensions, keep the number of them constant and the size of them "
+    "non-shrinking, and then try the same call again.\n"
+    "    2. Or, create a new sparse tensor with the correct indices and values from this sparse tensor.")
+
+
 def _layout_error(fn: str, wanted: str, actual: layout) -> RuntimeError:
     return RuntimeError(f"{fn} expected {wanted} layout but got {_LAYOUT_WORD[actual]}")
 
@@ -562,6 +572,64 @@ class SparseTensor:
 
     def smm(self, mat):
         return smm(self, mat)
+
+    # ---- in-place resizing (COO) ---------------------------------------------------------------
+
+    def sparse_resize_(self, size, sparse_dim: int, dense_dim: int) -> SparseTensor:
+        """Resizes this COO tensor in place to `size` with `sparse_dim` sparse and `dense_dim`
+        dense dimensions. With no stored elements anything consistent goes; with some, the
+        numbers of sparse and dense dimensions stay and no size shrinks (RuntimeError, with
+        PyTorch's message). Values grown along a dense dimension get zeros there (PyTorch leaves
+        their memory unset)."""
+        size = self._checked_resize("sparse_resize_", size, sparse_dim, dense_dim)
+        if self._nnz() == 0:
+            return self._clear_to(size, sparse_dim)
+        for what, old, new in (("sparse dimensions", self.sparse_dim(), sparse_dim),
+                               ("dense dimensions", self.dense_dim(), dense_dim)):
+            if old != new:
+                raise RuntimeError(f"changing the number of {what} (from {old} to {new}) on a non-empty sparse "
+                                   f"tensor is not supported.\n{_RESIZE_OPTIONS}")
+        for what, old, new in (("sparse", self._size[:sparse_dim], size[:sparse_dim]),
+                               ("dense", self._size[sparse_dim:], size[sparse_dim:])):
+            if any(n < o for o, n in zip(old, new, strict=True)):
+                raise RuntimeError(f"shrinking the size of {what} dimensions (from {list(old)} to {list(new)}) on a "
+                                   f"non-empty sparse tensor is not supported.\n{_RESIZE_OPTIONS}")
+        if size[sparse_dim:] != self._size[sparse_dim:]:
+            grown = _C.zeros([self._nnz(), *size[sparse_dim:]], dtype=self._vals.dtype)
+            grown[(slice(None), *(slice(0, n) for n in self._size[sparse_dim:]))] = self._vals
+            self._vals = grown
+        self._size = size
+        return self
+
+    def sparse_resize_and_clear_(self, size, sparse_dim: int, dense_dim: int) -> SparseTensor:
+        """Removes every stored element, then resizes as sparse_resize_ (any consistent size)."""
+        size = self._checked_resize("sparse_resize_and_clear_", size, sparse_dim, dense_dim)
+        return self._clear_to(size, sparse_dim)
+
+    def resize_as_sparse_(self, other) -> SparseTensor:
+        """sparse_resize_ to `other`'s size and numbers of sparse and dense dimensions."""
+        target = (tuple(other.shape), other.sparse_dim(), other.dense_dim())
+        if target != (self._size, self.sparse_dim(), self.dense_dim()):
+            self.sparse_resize_(*target)
+        return self
+
+    def _checked_resize(self, fn: str, size, sparse_dim: int, dense_dim: int) -> tuple:
+        if self._layout is not sparse_coo:
+            raise NotImplementedError(f"Could not run 'aten::{fn}' with arguments from the "
+                                      f"'{_LAYOUT_WORD[self._layout]}' layout: it resizes a sparse COO tensor")
+        size = tuple(int(n) for n in size)
+        if len(size) != sparse_dim + dense_dim:
+            raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = {len(size)}, "
+                               f"sparse_dim = {sparse_dim}, dense_dim = {dense_dim}")
+        if any(n < 0 for n in size):
+            raise RuntimeError(f"{fn}: negative size in {list(size)}")
+        return size
+
+    def _clear_to(self, size: tuple, sparse_dim: int) -> SparseTensor:
+        self._idx = _C.zeros([sparse_dim, 0], dtype=_C.int64)
+        self._vals = _C.zeros([0, *size[sparse_dim:]], dtype=self._vals.dtype)
+        self._size, self._coalesced = size, True
+        return self
 
     def sspaddmm(self, mat1, mat2, *, beta=1, alpha=1):
         return sspaddmm(self, mat1, mat2, beta=beta, alpha=alpha)
