@@ -52,8 +52,7 @@ REASONS = [
     (r"^spsolve$|semi_?structured", "device-specific: PyTorch runs these only on CUDA (cuDSS, cuSPARSELt)"),
     (r"sparse|csr|csc|bsr|bsc|coo|to_dense|smm|sspaddmm|hspmm|spmm|saddmm|^(indices|values)(_copy)?$|"
      r"(crow|ccol|col|row)_indices|coalesce|^dense_dim$|^layout$|^strided$",
-     "sparse tensors: Ember has COO and 2-D CSR/CSC/BSR/BSC (ember.sparse), not in-place sparse resizing "
-     "or the older sparse @ sparse helpers"),
+     "sparse tensors: Ember has COO and 2-D CSR/CSC/BSR/BSC (ember.sparse)"),
     (r"^hash_tensor$", "a dtype Ember does not have (hash_tensor answers in uint64)"),
     (r"tensormode$|^capture_logs$",
      "PyTorch's test helpers (torch.testing._internal.logging_tensor), left in torch.utils.checkpoint by an "
@@ -79,9 +78,6 @@ REASONS = [
     (r"^get_ctx$", "fake tensors and symbolic sizes: Ember has none (an ember.library fake implementation "
      "is run by opcheck on real inputs)"),
     (r"^get_kernel$", "a registered kernel as a callable, by dispatch key (PyTorch 2.9+): not in Ember"),
-    (r"^register_vmap$", "custom vmap rules: vmap runs an ember.library op's kernel on the batched tensors, "
-     "whose ops batch themselves"),
-    (r"^register_autocast$", "autocast rules for ops defined in Python: not in Ember"),
     (r"triton", "device-specific: Triton kernels run on GPUs"),
     (r"^device_types_t$", "a type alias of PyTorch's source, not API"),
     (r"^(dim|dims|dynamic_dim|dynamic_shapes|constraint|shapescollection|additionalinputs)$",
