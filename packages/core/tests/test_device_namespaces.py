@@ -453,3 +453,20 @@ def test_cpu_reductions_are_deterministic_across_thread_counts():
     finally:
         ember.set_num_threads(threads)
     assert results[0] == results[1] == results[2]
+
+
+def test_other_device_kinds_answer_as_a_cpu_only_build():
+    t = ember.ones(2)
+    for kind in ("mps", "xpu", "ipu", "maia", "mtia", "vulkan", "xla", "mkldnn"):
+        assert getattr(t, "is_" + kind) is False
+    assert t.is_pinned() is False and t.is_distributed() is False
+    with pytest.raises(RuntimeError, match="Cannot access accelerator device when none is available"):
+        t.pin_memory()
+    with pytest.raises(AssertionError, match="Ember not compiled with XPU enabled"):
+        t.xpu()
+    with pytest.raises(AssertionError, match="Ember not compiled with MTIA enabled"):
+        t.mtia()
+    with pytest.raises(RuntimeError, match="not linked with support for ipu devices"):
+        t.ipu()
+    with pytest.raises(RuntimeError, match="Ember has no device streams"):
+        t.record_stream(None)

@@ -452,6 +452,26 @@ def _cuda(self: _C.Tensor, device: object = None, non_blocking: builtins.bool = 
     return cuda._tensor_cuda(self, device, non_blocking)
 
 
+def _no_accelerator(self, device=None) -> _C.Tensor:
+    """Tensor.pin_memory(): PyTorch's CPU build has no accelerator to pin memory for."""
+    raise RuntimeError("Cannot access accelerator device when none is available.")
+
+
+def _no_streams(self, stream) -> None:
+    raise RuntimeError("record_stream: Ember has no device streams (its tensors live on the CPU)")
+
+
+def _not_compiled(backend: str):
+    def move(self, *args, **kwargs):
+        raise AssertionError(f"Ember not compiled with {backend} enabled")
+    move.__name__ = backend.lower()
+    return move
+
+
+def _not_linked_ipu(self, *args, **kwargs):
+    raise RuntimeError("Ember is not linked with support for ipu devices")
+
+
 def _sizes(args: tuple) -> object:
     """PyTorch's size arguments: f(2, 3) and f((2, 3)) alike."""
     return list(args) if len(args) != 1 else args[0]
@@ -599,6 +619,18 @@ def tensor_methods() -> dict[str, object]:
     methods["cpu"] = lambda self, memory_format=None: self if self.device.type == "cpu" else _to(self, "cpu")
     methods["is_cuda"] = property(lambda self: self.device.type == "cuda")
     methods["is_cpu"] = property(lambda self: self.device.type == "cpu")
+    # The other device kinds and memory kinds PyTorch names: answered as PyTorch's CPU-only build
+    # answers them (Ember's tensors live in ordinary CPU memory), and moving to them raises its errors.
+    for _kind in ("mps", "xpu", "ipu", "maia", "mtia", "vulkan", "xla"):
+        methods["is_" + _kind] = property(lambda self, _kind=_kind: self.device.type == _kind)
+    methods["is_mkldnn"] = property(lambda self: False)  # no MKL-DNN layout in Ember
+    methods["is_pinned"] = lambda self, device=None: False  # page-locked memory exists only beside a GPU
+    methods["is_distributed"] = lambda self: False
+    methods["pin_memory"] = _no_accelerator
+    methods["record_stream"] = _no_streams
+    methods["xpu"] = _not_compiled("XPU")
+    methods["mtia"] = _not_compiled("MTIA")
+    methods["ipu"] = _not_linked_ipu
     for _name, _dt in [("float", _C.float32), ("double", _C.float64), ("half", _C.float16),
                        ("bfloat16", _C.bfloat16), ("int", _C.int32), ("long", _C.int64), ("short", _C.int16),
                        ("bool", _C.bool), ("byte", _C.uint8), ("char", _C.int8), ("chalf", _C.complex32), ("cfloat", _C.complex64),
