@@ -104,3 +104,33 @@ def run_torch_and_ember():
         return results["torch"], results["ember"]
 
     return run
+
+
+@pytest.fixture(scope="session")
+def cross_checkpoints():
+    """Checkpoints both ways between PyTorch (EMBER_TORCH_PYTHON) and Ember: the script, run as
+    `script lib results source`, writes a checkpoint to `results` when source is "-", else loads
+    `source` and saves what it read with np.savez to `results` (+ ".npz"). Returns {reader: arrays} for
+    Ember reading PyTorch's checkpoint and PyTorch reading Ember's. Skips without EMBER_TORCH_PYTHON."""
+    python = os.environ.get("EMBER_TORCH_PYTHON")
+    if not python:
+        pytest.skip("EMBER_TORCH_PYTHON names no Python with torch")
+    pythons = {"torch": python, "ember": sys.executable}
+
+    def run(script: str) -> dict:
+        results = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "checkpoint.py"
+            path.write_text(script)
+            for writer, reader in (("torch", "ember"), ("ember", "torch")):
+                written = pathlib.Path(tmp) / f"{writer}.pt"
+                read = pathlib.Path(tmp) / reader  # np.savez adds .npz
+                for lib, args in ((writer, [str(written), "-"]), (reader, [str(read), str(written)])):
+                    done = subprocess.run([pythons[lib], str(path), lib, *args], capture_output=True, text=True,
+                                          timeout=600)
+                    assert done.returncode == 0, done.stderr[-4000:]
+                with np.load(read.with_suffix(".npz")) as arrays:
+                    results[reader] = {k: arrays[k] for k in arrays.files}
+        return results
+
+    return run

@@ -7,15 +7,7 @@ per-sample weights, include_last_offset and empty bags. Checkpoints of those ten
 dicts cross both ways. Without EMBER_TORCH_PYTHON these tests are skipped;
 tests/test_quantized_sub_byte.py holds the NumPy references."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
-import pytest
-
-TORCH_PYTHON = os.environ.get("EMBER_TORCH_PYTHON")
-pytestmark = pytest.mark.skipif(not TORCH_PYTHON, reason="EMBER_TORCH_PYTHON names no Python with torch")
 
 SCRIPT = """
 import sys, warnings
@@ -109,29 +101,13 @@ else:  # read
 """
 
 
-def test_same_bits_as_torch(tmp_path):
-    path = tmp_path / "sub_byte_parity.py"
-    path.write_text(SCRIPT)
-    for lib, python in (("torch", TORCH_PYTHON), ("ember", sys.executable)):
-        done = subprocess.run([python, str(path), lib, str(tmp_path / f"{lib}.npz")], capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, done.stderr
-    theirs, ours = np.load(tmp_path / "torch.npz"), np.load(tmp_path / "ember.npz")
-    assert sorted(theirs.files) == sorted(ours.files)
-    for key in theirs.files:
+def test_same_bits_as_torch(run_torch_and_ember):
+    theirs, ours = run_torch_and_ember(SCRIPT)
+    for key in theirs:
         np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
 
 
-def test_checkpoints_cross_both_ways(tmp_path):
-    pythons = {"torch": TORCH_PYTHON, "ember": sys.executable}
-    path = tmp_path / "sub_byte_checkpoint.py"
-    path.write_text(CHECKPOINT)
-    results = {}
-    for writer, reader in (("torch", "ember"), ("ember", "torch")):
-        written = tmp_path / f"{writer}.pt"
-        for lib, args in ((writer, [str(written), "-"]), (reader, [str(tmp_path / reader), str(written)])):
-            done = subprocess.run([pythons[lib], str(path), lib, *args], capture_output=True, text=True, timeout=600)
-            assert done.returncode == 0, done.stderr
-        results[reader] = np.load(tmp_path / f"{reader}.npz")
+def test_checkpoints_cross_both_ways(cross_checkpoints):
+    results = cross_checkpoints(CHECKPOINT)
     for key in ("q4", "q2", "pc", "q4_params", "bag"):
         np.testing.assert_array_equal(results["ember"][key], results["torch"][key], err_msg=key)

@@ -270,17 +270,8 @@ def test_same_bits_as_torch(tmp_path):
             np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
 
 
-def test_checkpoints_cross_both_ways(tmp_path):
-    pythons = {"torch": TORCH_PYTHON, "ember": sys.executable}
-    path = tmp_path / "quantized_checkpoint.py"
-    path.write_text(CHECKPOINT)
-    results = {}
-    for writer, reader in (("torch", "ember"), ("ember", "torch")):
-        written = tmp_path / f"{writer}.pt"
-        for lib, args in ((writer, [str(written), "-"]), (reader, [str(tmp_path / reader), str(written)])):
-            done = subprocess.run([pythons[lib], str(path), lib, *args], capture_output=True, text=True, timeout=600)
-            assert done.returncode == 0, done.stderr
-        results[reader] = np.load(tmp_path / f"{reader}.npz")
+def test_checkpoints_cross_both_ways(cross_checkpoints):
+    results = cross_checkpoints(CHECKPOINT)
     for key in ("q", "q_params", "pc", "bag"):
         np.testing.assert_array_equal(results["ember"][key], results["torch"][key], err_msg=key)
     # each library calibrated its own writer's net: scales may differ in the last float32 bit

@@ -82,6 +82,16 @@ class _FoldedBn:
         self.bn.training = False
         return self
 
+    def train(self, mode: bool = True):
+        """Set the training mode; a frozen BatchNorm stays in eval mode."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        if not self.freeze_bn:
+            for module in self.children():
+                module.train(mode)
+        return self
+
 
 class _ConvBnNd(_QuantizedAsLayer, _FoldedBn):
     """The shared ConvBn parts; each ConvBnNd also derives from nn.ConvNd and nni._FusedModule."""
@@ -191,16 +201,6 @@ class _ConvBnNd(_QuantizedAsLayer, _FoldedBn):
 
     def forward(self, input):
         return self._forward(input)
-
-    def train(self, mode: bool = True):
-        """Set the training mode; a frozen BatchNorm stays in eval mode."""
-        if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
-        self.training = mode
-        if not self.freeze_bn:
-            for module in self.children():
-                module.train(mode)
-        return self
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs) -> None:

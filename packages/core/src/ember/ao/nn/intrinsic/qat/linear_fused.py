@@ -57,16 +57,6 @@ class LinearBn1d(_QuantizedAsLayer, _FoldedBn, nn.Linear, nni._FusedModule):
             linear_out_orig = linear_out_orig + self.bias.reshape([1, -1])
         return self.bn(linear_out_orig)
 
-    def train(self, mode: bool = True):
-        """Set the training mode; a frozen BatchNorm stays in eval mode."""
-        if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
-        self.training = mode
-        if not self.freeze_bn:
-            for module in self.children():
-                module.train(mode)
-        return self
-
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant: bool = False):
         """The QAT module of a float nni.LinearBn1d that has a .qconfig, sharing its Linear's weight
