@@ -30,8 +30,7 @@ Where Ember differs (decisions, not omissions of a call):
 - ``register_autocast`` accepts device types "cpu" and "cuda" (a CUDA rule never applies: Ember's
   tensors are on the CPU); registering again for a device type replaces the dtype (PyTorch keeps
   a custom_op's first one); keyword arguments are cast too (PyTorch's rule refuses them).
-- ``triton_op`` and ``get_ctx`` (symbolic sizes inside
-  a fake implementation) are not in Ember.
+- ``triton_op`` and ``get_ctx`` (symbolic sizes inside a fake implementation) are not in Ember.
 """
 
 from __future__ import annotations
