@@ -5,7 +5,7 @@
 using namespace ember;
 
 EMBER_TEST(names_and_sizes_come_from_one_list) {
-  CHECK_EQ(kNumDTypes, 25);
+  CHECK_EQ(kNumDTypes, 27);
   CHECK_EQ(std::string(dtype_name(DType::BFloat16)), "bfloat16");
   CHECK_EQ(itemsize(DType::Complex128), 16);
   CHECK_EQ(itemsize(DType::Float8_e5m2), 1);
@@ -24,6 +24,16 @@ EMBER_TEST(names_and_sizes_come_from_one_list) {
   CHECK(!is_integral(DType::QInt8, false) && !is_floating_point(DType::QInt8));
   CHECK_EQ(quantized_underlying(DType::QUInt8), DType::UInt8);
   CHECK_THROWS(ValueError, quantized_underlying(DType::Int8), "expected a quantized dtype");
+  // Note [sub-byte quantized tensors]: quint4x2 / quint2x4 pack 2 / 4 codes per byte
+  CHECK(is_quantized(DType::QUInt4x2) && is_quantized(DType::QUInt2x4) && itemsize(DType::QUInt4x2) == 1);
+  CHECK_EQ(quantized_underlying(DType::QUInt2x4), DType::UInt8);
+  CHECK_EQ(elements_per_byte(DType::QUInt4x2), 2);
+  CHECK_EQ(elements_per_byte(DType::QUInt2x4), 4);
+  CHECK_EQ(elements_per_byte(DType::Float32), 1);
+  CHECK_EQ(storage_nbytes(DType::QUInt4x2, 35), 18);
+  CHECK_EQ(storage_nbytes(DType::QUInt2x4, 9), 3);
+  CHECK_EQ(storage_nbytes(DType::QUInt2x4, 0), 0);
+  CHECK_EQ(storage_nbytes(DType::Float64, 5), 40);
 }
 
 EMBER_TEST(complex_half_rounds_each_part_as_a_half) {
