@@ -45,6 +45,9 @@ NOT_WRITES = {
     "requires_grad_": "sets a flag",
     "share_memory_": "moves the storage into shared memory, values unchanged (read-only memory is refused "
                      "with its own message: test_shared_memory.py)",
+    # a sparse COO tensor's in-place resizing: a dense tensor refuses it (NotImplementedError)
+    **{name: "resizes a sparse tensor; a dense one raises NotImplementedError" for name in (
+        "resize_as_sparse_", "sparse_resize_", "sparse_resize_and_clear_")},
     # in-place view ops: they change the tensor's shape, strides or storage, never an element
     **{name: "changes the view; the data is untouched" for name in (
         "as_strided_", "resize_", "resize_as_", "set_", "squeeze_", "swapaxes_", "swapdims_", "t_", "transpose_",
