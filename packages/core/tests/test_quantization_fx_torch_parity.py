@@ -14,7 +14,8 @@ EMBER_TORCH_PYTHON."""
 
 import numpy as np
 
-SCRIPT = """
+# what both scripts start with: the library as T, its FX quantization, a generator (SCRIPT_MORE reseeds it)
+PRELUDE = """
 import sys, warnings
 import numpy as np
 warnings.filterwarnings("ignore")
@@ -29,7 +30,9 @@ rng = np.random.default_rng(0)
 
 def arr(*shape, scale=1.0):
     return T.tensor(rng.normal(size=shape).astype(np.float32) * scale)
+"""
 
+SCRIPT = PRELUDE + """
 
 def init(model):
     with T.no_grad():
@@ -157,21 +160,8 @@ def test_quantize_fx_matches_torch(run_torch_and_ember):
             np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6, err_msg=key)
 
 
-SCRIPT_MORE = """
-import sys, warnings
-import numpy as np
-warnings.filterwarnings("ignore")
-T = __import__(sys.argv[1])
-nn = T.nn
-F = T.nn.functional
-tq = T.ao.quantization
-from importlib import import_module
-qfx = import_module(sys.argv[1] + ".ao.quantization.quantize_fx")
+SCRIPT_MORE = PRELUDE + """
 rng = np.random.default_rng(1)
-
-
-def arr(*shape, scale=1.0):
-    return T.tensor(rng.normal(size=shape).astype(np.float32) * scale)
 
 
 def init(model):
