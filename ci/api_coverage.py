@@ -57,8 +57,6 @@ REASONS = [
     (r"tensormode$|^capture_logs$",
      "PyTorch's test helpers (torch.testing._internal.logging_tensor), left in torch.utils.checkpoint by an "
      "import, not API"),
-    (r"^graphexecgroup$", "checkpoint's GraphExecGroup (several backward calls sharing one recomputation, "
-     "PyTorch 2.9+): not in Ember"),
     (r"^enable_reentrant_dispatch$",
      "re-entering autograd from inside __torch_dispatch__ (PyTorch's Python TLS snapshot): Ember's "
      "__torch_dispatch__ handlers run below autograd throughout"),

@@ -304,3 +304,50 @@ def test_hooked_saves_read_what_the_hooks_kept():
         w.add_(1)
     y.backward()
     assert x.grad.tolist() == [2.0, 4.0]
+
+
+# ---- GraphExecGroup ----------------------------------------------------------------------------------
+
+
+def _two_outputs(calls):
+    def f(x):
+        calls.append(1)
+        return x.sin().exp(), x.cos().exp()
+    return f
+
+
+def test_graph_exec_group_shares_one_rerun_between_backward_calls():
+    calls = []
+    a = t64([0.5, 1.0, -2.0], requires_grad=True)
+    y1, y2 = cp.checkpoint(_two_outputs(calls), a, use_reentrant=False)
+    with cp.GraphExecGroup() as group:
+        assert cp.GraphExecGroup._get_current_group() is group
+        (g1,) = ember.autograd.grad(y1.sum(), a, retain_graph=True)
+        (g2,) = ember.autograd.grad(y2.sum(), a, retain_graph=True)
+    assert cp.GraphExecGroup._get_current_group() is None
+    assert len(calls) == 2  # the forward and one rerun for both backward calls
+    x = np.array([0.5, 1.0, -2.0])
+    np.testing.assert_allclose(g1.numpy(), np.cos(x) * np.exp(np.sin(x)), rtol=1e-12)
+    np.testing.assert_allclose(g2.numpy(), -np.sin(x) * np.exp(np.cos(x)), rtol=1e-12)
+    # a backward after the block reruns the region again
+    (g3,) = ember.autograd.grad(y1.sum(), a, retain_graph=True)
+    assert len(calls) == 3
+    np.testing.assert_allclose(g3.numpy(), g1.numpy(), rtol=0)
+
+
+def test_graph_exec_group_refuses_overlapping_backward_calls_and_nesting():
+    a = t64([0.5, 1.0], requires_grad=True)
+    y = cp.checkpoint(lambda x: x.sin().exp(), a, use_reentrant=False)
+    with pytest.raises(cp.CheckpointError, match="already unpacked once. Performing two backward calls that overlap"):
+        with cp.GraphExecGroup():
+            y.sum().backward(retain_graph=True)
+            y.sum().backward(retain_graph=True)
+    # outside a group the same two calls each rerun the region
+    a.grad = None
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), 2 * np.cos([0.5, 1.0]) * np.exp(np.sin([0.5, 1.0])), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="GraphExecGroup contexts cannot be nested"):
+        with cp.GraphExecGroup(), cp.GraphExecGroup():
+            pass
+    assert cp.GraphExecGroup._get_current_group() is None

@@ -14,6 +14,8 @@ Two ways, as in PyTorch (`use_reentrant`):
   order, and stops as soon as all are in (early_stop). The graph is the ordinary one, so
   autograd.grad, kwargs and nested checkpoints work. With determinism_check="default" a
   recomputed tensor whose shape, dtype or device differs from the original raises CheckpointError.
+  Inside a `GraphExecGroup` block, several backward calls over disjoint parts of the graph share
+  one rerun.
 
 Both restore the CPU random state (preserve_rng_state) and the autocast state for the rerun, and
 run `context_fn`'s second context around it. `debug=True` adds the full list of saved tensors,
@@ -30,7 +32,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum as _enum  # (private names: this module's namespace holds its API, as the coverage page counts it)
+import threading as _threading
 import warnings
+import weakref as _weakref
 from collections import defaultdict as _defaultdict
 from collections.abc import Callable as _Callable
 
@@ -47,7 +51,8 @@ from ._pytree import tree_map_only
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction", "DefaultDeviceType",
            "check_backward_validity", "detach_variable", "get_device_states", "set_device_states",
            "noop_context_fn", "set_checkpoint_debug_enabled", "set_checkpoint_early_stop", "CheckpointPolicy",
-           "SelectiveCheckpointContext", "create_selective_checkpoint_contexts", "SAC_IGNORED_OPS"]
+           "SelectiveCheckpointContext", "create_selective_checkpoint_contexts", "SAC_IGNORED_OPS",
+           "GraphExecGroup"]
 
 
 class CheckpointError(RuntimeError):
@@ -201,6 +206,32 @@ def set_checkpoint_debug_enabled(enabled: bool | None):
         _Switches.debug = prev
 
 
+class GraphExecGroup:
+    """Backward calls made inside one ``with GraphExecGroup():`` block rerun each non-reentrant
+    checkpointed region at most once between them, as torch.utils.checkpoint.GraphExecGroup
+    (PyTorch 2.9+): the calls must use disjoint saved activations (a second use raises
+    CheckpointError), e.g. ``autograd.grad`` of one output and then of another with
+    ``retain_graph=True``. Blocks do not nest; the current one is per thread. Reentrant
+    checkpoints ignore it."""
+
+    def __enter__(self) -> GraphExecGroup:
+        current = GraphExecGroup._get_current_group()
+        if current is not None:
+            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside group {current}")
+        _current_group.value = self
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        _current_group.value = None
+
+    @classmethod
+    def _get_current_group(cls) -> GraphExecGroup | None:
+        return getattr(_current_group, "value", None)
+
+
+_current_group = _threading.local()
+
+
 class _StopRecomputation(Exception):  # noqa: N818 - a signal, not an error
     pass
 
@@ -229,17 +260,34 @@ class _Frame:
         self.debug = debug
         self.saved: list = []
         self.recomputed: dict = {}
+        # a GraphExecGroup's rerun, kept while the group lives
+        self.by_group: _weakref.WeakKeyDictionary = _weakref.WeakKeyDictionary()
 
     def pack(self, tensor) -> _Placeholder:
         self.saved.append(_metadata(tensor))
         return _Placeholder(len(self.saved) - 1)
 
     def unpack(self, placeholder: _Placeholder):
-        if placeholder.index not in self.recomputed:
-            self._recompute()
-        return self.recomputed.pop(placeholder.index)
+        group = GraphExecGroup._get_current_group()
+        if group is None:
+            if placeholder.index not in self.recomputed:
+                self.recomputed = self._recompute()
+            return self.recomputed.pop(placeholder.index)
+        # Inside a GraphExecGroup every backward call shares one rerun, and each tensor it kept
+        # is handed out once.
+        kept = self.by_group.get(group)
+        if kept is None:
+            kept = self.by_group[group] = self._recompute()
+        if placeholder.index not in kept:
+            raise CheckpointError(
+                "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. "
+                "Performing two backward calls that overlap (i.e. require the same saved activation in order to "
+                "compute gradients) is not allowed while under the torch.utils.checkpoint.GraphExecGroup context. "
+                "If you are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise please "
+                "open an issue with details on your use case.")
+        return kept.pop(placeholder.index)
 
-    def _recompute(self) -> None:
+    def _recompute(self) -> dict:
         got: list = []
 
         def pack(tensor):
@@ -271,7 +319,7 @@ class _Frame:
                                 f"recomputed metadata: {self._describe(_metadata(got[i]))}" for i in wrong)
                 raise CheckpointError("torch.utils.checkpoint: Recomputed values for the following tensors have "
                                       "different metadata than during the forward pass." + lines + self._listing(got))
-        self.recomputed = dict(enumerate(got))
+        return dict(enumerate(got))
 
     @staticmethod
     def _describe(meta) -> str:
