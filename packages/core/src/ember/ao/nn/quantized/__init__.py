@@ -5,6 +5,7 @@ ones in .dynamic."""
 from . import dynamic, functional
 from .activation import MultiheadAttention
 from .batchnorm import BatchNorm2d, BatchNorm3d
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .embedding_ops import Embedding, EmbeddingBag, EmbeddingPackedParams
 from .modules import (
     Conv1d,
@@ -24,7 +25,8 @@ from .more_modules import ELU, LeakyReLU, PReLU, Sigmoid, Softmax
 from .normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm
 from .rnn import LSTM
 
-__all__ = ["BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "DeQuantize", "Dropout", "ELU", "Embedding",
+__all__ = ["BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d", "DeQuantize", "Dropout", "ELU", "Embedding",
            "EmbeddingBag", "EmbeddingPackedParams", "FXFloatFunctional", "FloatFunctional", "GroupNorm", "Hardswish",
            "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LSTM", "LayerNorm", "LeakyReLU", "Linear",
            "MultiheadAttention", "PReLU", "QFunctional", "Quantize", "ReLU6", "Sigmoid", "Softmax", "dynamic",
