@@ -18,6 +18,7 @@ from .observer import (
     MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
     NoopObserver,
+    PerChannelMinMaxObserver,
     PlaceholderObserver,
     default_dynamic_quant_observer,
     default_float_qparams_observer,
@@ -78,6 +79,18 @@ float_qparams_weight_only_qconfig_4bit = QConfig(activation=default_placeholder_
 default_debug_qconfig = QConfig(weight=default_weight_observer, activation=NoopObserver.with_args(dtype=_C.float32))
 
 _BACKENDS = ("fbgemm", "x86", "qnnpack", "onednn")
+
+
+def _assert_valid_qconfig(qconfig, mod) -> None:
+    """PyTorch's check as propagate_qconfig_ hands a module its qconfig: a transposed convolution
+    takes no per-channel weight observer (its quantized kernels quantize the weight per tensor)."""
+    if qconfig is None or qconfig.weight is None:
+        return
+    from ...nn import modules as _nn
+
+    if isinstance(mod, (_nn.ConvTranspose1d, _nn.ConvTranspose2d, _nn.ConvTranspose3d)) and isinstance(
+            qconfig.weight(), PerChannelMinMaxObserver):  # MovingAveragePerChannelMinMaxObserver included
+        raise AssertionError("Per channel weight observer is not supported yet for ConvTranspose{n}d.")
 
 
 def _check_backend(backend: str) -> None:

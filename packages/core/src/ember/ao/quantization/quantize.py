@@ -3,14 +3,14 @@ observers, a calibration run feeds them, convert swaps each float module for its
 quantize_dynamic swaps Linear and recurrent layers for dynamically quantized ones in one step.
 
 The module mappings are PyTorch's defaults for what Ember quantizes: Linear, Conv1d/2d/3d, their
-fused ReLU forms, ReLU6, Hardswish, Dropout, FloatFunctional, Embedding, EmbeddingBag,
-BatchNorm2d/3d and the fused BNReLU2d/3d, the QAT Linear/Conv2d/Conv3d, the fused QAT modules of
-ember.ao.nn.intrinsic.qat (ConvBn / ConvBnReLU fold their BatchNorm into the quantized conv) and
-the stubs (static); Linear,
-LSTM, GRU, LSTMCell, GRUCell, RNNCell, Embedding and EmbeddingBag (dynamic; quantize_dynamic's
-default qconfig_spec takes the first six for qint8 and float16, the tables for quint8, as
-PyTorch's). Layers PyTorch also maps that Ember has no quantized kernel for (the other norms, the
-dynamic convs and LinearReLU) stay float.
+fused ReLU forms, ConvTranspose1d/2d/3d (weights per tensor only, as in PyTorch: propagate_qconfig_
+refuses a per-channel weight observer for them), ReLU6, Hardswish, Dropout, FloatFunctional,
+Embedding, EmbeddingBag, BatchNorm2d/3d and the fused BNReLU2d/3d, the QAT Linear/Conv2d/Conv3d, the
+fused QAT modules of ember.ao.nn.intrinsic.qat (ConvBn / ConvBnReLU fold their BatchNorm into the
+quantized conv) and the stubs (static); Linear, LSTM, GRU, LSTMCell, GRUCell, RNNCell, Embedding and
+EmbeddingBag (dynamic; quantize_dynamic's default qconfig_spec takes the first six for qint8 and
+float16, the tables for quint8, as PyTorch's). Layers PyTorch also maps that Ember has no quantized
+kernel for (the other norms, the dynamic convs and LinearReLU) stay float.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from .fake_quantize import (
     default_fixed_qparams_range_neg1to1_fake_quant,
 )
 from .qconfig import (  # noqa: F401
+    _assert_valid_qconfig,
     default_dynamic_qconfig,
     float16_dynamic_qconfig,
     float_qparams_weight_only_qconfig,
@@ -47,6 +48,8 @@ DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = {
     _nn.ELU: nnq.ELU, _nn.LeakyReLU: nnq.LeakyReLU, _nn.PReLU: nnq.PReLU, _nn.LayerNorm: nnq.LayerNorm,
     _nn.GroupNorm: nnq.GroupNorm, _nn.InstanceNorm1d: nnq.InstanceNorm1d, _nn.InstanceNorm2d: nnq.InstanceNorm2d,
     _nn.InstanceNorm3d: nnq.InstanceNorm3d,
+    _nn.ConvTranspose1d: nnq.ConvTranspose1d, _nn.ConvTranspose2d: nnq.ConvTranspose2d,
+    _nn.ConvTranspose3d: nnq.ConvTranspose3d,
     nni.LinearReLU: nniq.LinearReLU, nni.ConvReLU1d: nniq.ConvReLU1d, nni.ConvReLU2d: nniq.ConvReLU2d,
     nni.ConvReLU3d: nniq.ConvReLU3d, nni.BNReLU2d: nniq.BNReLU2d, nni.BNReLU3d: nniq.BNReLU3d,
     # the QAT modules (a BatchNorm folded into the weight first); PyTorch's list, without the 1d
@@ -139,6 +142,7 @@ def propagate_qconfig_(module, qconfig_dict=None, prepare_custom_config_dict=Non
 
     def walk(mod, name: str, parent_qconfig) -> None:
         qconfig = _qconfig_for(mod, name, qconfig_dict, parent_qconfig)
+        _assert_valid_qconfig(qconfig, mod)
         mod.qconfig = qconfig
         for child_name, child in mod.named_children():
             walk(child, f"{name}.{child_name}" if name else child_name, qconfig)
