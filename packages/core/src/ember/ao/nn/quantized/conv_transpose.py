@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from .... import _C
 from ...._quantized import per_tensor_affine, per_tensor_symmetric
+from ....nn import modules as _nn
 from ....nn.modules.module import Module
 from ....nn.modules.utils import _ntuple
-from ....nn import modules as _nn
 from .modules import _ConvNd, _quantize_weight
 
 
@@ -36,13 +36,13 @@ def _scalar_type(dtype) -> str:
 def _spread(ints, stride, before, after, zero_point: int):
     """The integers of an (N, C, *in) input with each position i moved to i * stride, the gaps and
     `before` / `after` extra positions per spatial dim holding zero_point; a negative count crops."""
-    spread = [(size - 1) * s + 1 for size, s in zip(ints.shape[2:], stride)]
-    sizes = [max(b, 0) + length + max(a, 0) for b, length, a in zip(before, spread, after)]
+    spread = [(size - 1) * s + 1 for size, s in zip(ints.shape[2:], stride, strict=True)]
+    sizes = [max(b, 0) + length + max(a, 0) for b, length, a in zip(before, spread, after, strict=True)]
     out = _C.full([*ints.shape[:2], *sizes], zero_point, dtype=ints.dtype)
-    places = tuple(slice(max(b, 0), max(b, 0) + length, s) for b, length, s in zip(before, spread, stride))
+    places = tuple(slice(max(b, 0), max(b, 0) + length, s) for b, length, s in zip(before, spread, stride, strict=True))
     out[(slice(None), slice(None), *places)] = ints
-    crops = tuple(slice(max(-b, 0), size - max(-a, 0)) for b, size, a in zip(before, sizes, after))
-    if any(c.start or c.stop != size for c, size in zip(crops, sizes)):
+    crops = tuple(slice(max(-b, 0), size - max(-a, 0)) for b, size, a in zip(before, sizes, after, strict=True))
+    if any(c.start or c.stop != size for c, size in zip(crops, sizes, strict=True)):
         out = out[(slice(None), slice(None), *crops)]
     return out.contiguous()
 
@@ -114,7 +114,7 @@ class _ConvTransposeNd(_ConvNd):
 
     def _input_padding(self, kernel_size, dilation, padding) -> list[int]:
         """The padding of the equivalent direct convolution: dilation * (kernel - 1) - padding."""
-        return [d * (k - 1) - p for k, d, p in zip(kernel_size, dilation, padding)]
+        return [d * (k - 1) - p for k, d, p in zip(kernel_size, dilation, padding, strict=True)]
 
     def forward(self, input):
         op = f"quantized::conv_transpose{self._n}d"
@@ -132,10 +132,10 @@ class _ConvTransposeNd(_ConvNd):
                                f"input {list(input.shape)} to have {self._weight.shape[0]} channels, but got "
                                f"{input.shape[1]} channels instead")
         before = self._input_padding(self.kernel_size, self.dilation, self.padding)
-        after = [b + op_ for b, op_ in zip(before, self.output_padding)]
+        after = [b + op_ for b, op_ in zip(before, self.output_padding, strict=True)]
         out_size = [(size - 1) * s - 2 * p + d * (k - 1) + o + 1 for size, s, p, d, k, o in
                     zip(input.shape[2:], self.stride, self.padding, self.dilation, self.kernel_size,
-                        self.output_padding)]
+                        self.output_padding, strict=True)]
         if any(size < 1 for size in input.shape[2:]) or any(size < 1 for size in out_size):
             raise RuntimeError(f"{op}: input spatial size {list(input.shape[2:])} gives output size {out_size}, "
                                "which is too small")
