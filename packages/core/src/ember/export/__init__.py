@@ -7,7 +7,8 @@ parameters, buffers and constants lifted to inputs, and a file format for it.
 (``c_<name>``) and user input, as ``graph_signature`` lists; ``module()`` gives back an
 ``nn.Module`` that takes the user's inputs. ``save``/``load`` write and read a program as plain
 data: loading one runs no code, and resolves only registered ops (``ember.ops.<ns>.<op>``) and
-``operator.getitem``.
+``operator.getitem``. ``unflatten(ep)`` rebuilds the original module hierarchy, each submodule
+running its part of the graph (``nn_module_stack`` on each node, ``module_call_graph``).
 
 Where Ember differs from PyTorch: shapes are those of the example inputs (``dynamic_shapes`` and
 ``Dim`` raise NotImplementedError: Ember has no symbolic shapes); control flow is taken as the
@@ -17,10 +18,13 @@ file format is Ember's own, not PyTorch's ``.pt2`` archive.
 
 from __future__ import annotations
 
-from . import graph_signature
+from . import decomp_utils, graph_signature
+from .decomp_utils import CustomDecompTable
 from .exported_program import (
     DEFAULT_PICKLE_PROTOCOL,
     ExportedProgram,
+    ModuleCallEntry,
+    ModuleCallSignature,
     default_decompositions,
     export,
     load,
@@ -28,6 +32,8 @@ from .exported_program import (
     save,
 )
 from .graph_signature import ExportGraphSignature
+from .unflatten import FlatArgsAdapter, UnflattenedModule, unflatten
 
-__all__ = ["DEFAULT_PICKLE_PROTOCOL", "ExportGraphSignature", "ExportedProgram", "default_decompositions", "export",
-           "graph_signature", "load", "register_dataclass", "save"]
+__all__ = ["DEFAULT_PICKLE_PROTOCOL", "CustomDecompTable", "ExportGraphSignature", "ExportedProgram", "FlatArgsAdapter",
+           "ModuleCallEntry", "ModuleCallSignature", "UnflattenedModule", "decomp_utils", "default_decompositions",
+           "export", "graph_signature", "load", "register_dataclass", "save", "unflatten"]

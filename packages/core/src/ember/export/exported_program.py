@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import operator
 from typing import Any
 
-from .. import Tensor, nn
+from .. import _C, Tensor, nn
 from ..fx.experimental.proxy_tensor import _OpRecorder, _plain_structure, _PyTreeCodeGen
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
+from ..fx.interpreter import Interpreter
 from ..fx.node import Node, has_side_effect, map_aggregate
 from ..utils._pytree import LeafSpec, TreeSpec, tree_flatten, tree_unflatten
+from .decomp_utils import CustomDecompTable
 from .graph_signature import (
     ConstantArgument,
     ExportGraphSignature,
@@ -22,8 +25,8 @@ from .graph_signature import (
     TensorArgument,
 )
 
-__all__ = ["DEFAULT_PICKLE_PROTOCOL", "ExportedProgram", "default_decompositions", "export", "load",
-           "register_dataclass", "save"]
+__all__ = ["DEFAULT_PICKLE_PROTOCOL", "ExportedProgram", "ModuleCallEntry", "ModuleCallSignature",
+           "default_decompositions", "export", "load", "register_dataclass", "save"]
 
 _FORMAT = "ember.export/1"
 DEFAULT_PICKLE_PROTOCOL = 2
@@ -43,10 +46,38 @@ def register_dataclass(cls: type, *, serialized_type_name: str | None = None) ->
                          lambda values, context: cls(**dict(zip(context, values, strict=True))))
 
 
-def default_decompositions() -> dict:
-    """The decompositions ``run_decompositions()`` applies by default: none, since Ember's ops are
-    its own core set (pass a table of op -> function to decompose some)."""
-    return {}
+def default_decompositions() -> CustomDecompTable:
+    """The decompositions ``run_decompositions()`` applies by default, as a ``CustomDecompTable``:
+    empty, since Ember's ops are its own core set (add an op -> function entry to decompose it)."""
+    return CustomDecompTable()
+
+
+@dataclasses.dataclass
+class ModuleCallSignature:
+    """How a module was called during export: the graph values (``TensorArgument`` by node name,
+    or ``ConstantArgument``) of its flattened inputs and outputs, the structure of its
+    ``(args, kwargs)`` (``in_spec``) and of its result (``out_spec``), and for the root module
+    the names of ``forward``'s arguments."""
+
+    inputs: list[TensorArgument | ConstantArgument]
+    outputs: list[TensorArgument | ConstantArgument]
+    in_spec: TreeSpec
+    out_spec: TreeSpec
+    forward_arg_names: list[str] | None = None
+
+    def replace_all_uses_with(self, original_node: Node, new_node: Node) -> None:
+        for arg in (*self.inputs, *self.outputs):
+            if arg.name == original_node.name:
+                arg.name = new_node.name
+
+
+@dataclasses.dataclass
+class ModuleCallEntry:
+    """A module the exported forward called (``fqn`` is its path, ``""`` the root), with its call
+    signature where export kept it (the root, and the modules of ``preserve_module_call_signature``)."""
+
+    fqn: str
+    signature: ModuleCallSignature | None = None
 
 
 class ExportedProgram:
@@ -68,6 +99,10 @@ class ExportedProgram:
         self._out_spec = out_spec
         self._arg_names = arg_names or []
         self._keyword_only = tuple(keyword_only)
+        # other names of the same parameter or buffer (tied weights), and of the same submodule,
+        # as {alias: name the graph uses}: unflatten() restores the first and refuses the second
+        self._state_aliases: dict[str, str] = {}
+        self._module_aliases: dict[str, str] = {}
 
     graph_module = property(lambda self: self._graph_module, doc="The graph, taking every lifted input.")
     graph = property(lambda self: self._graph_module.graph)
@@ -142,13 +177,22 @@ class ExportedProgram:
                                              self._out_spec if custom_out else None))
         return GraphModule(attrs, graph)
 
-    def run_decompositions(self, decomp_table: dict | None = None) -> ExportedProgram:
-        """The program re-traced with ``decomp_table``'s functions in place of their ops."""
+    def run_decompositions(self, decomp_table: dict | CustomDecompTable | None = None, *,
+                           decompose_custom_triton_ops: bool = False) -> ExportedProgram:
+        """The program re-traced with ``decomp_table``'s functions in place of their ops (a dict
+        or the ``CustomDecompTable`` of ``default_decompositions()``, the default). Each new node
+        keeps the module stack of the node it came from, and the module call graph is carried
+        over with its signatures' values renamed to the new nodes."""
         if self._example_inputs is None:
             raise RuntimeError("run_decompositions needs the example inputs the program was exported with")
+        if decomp_table is None:
+            decomp_table = default_decompositions()
+        table = decomp_table.materialize() if isinstance(decomp_table, CustomDecompTable) else dict(decomp_table)
         args, kwargs = self._example_inputs
-        return _export(self.module(), args, kwargs, decomp_table or default_decompositions(),
-                       forward_names=self._arg_names)
+        program = _export(self.module(), args, kwargs, table, forward_names=self._arg_names, source=self)
+        program._state_aliases = dict(self._state_aliases)
+        program._module_aliases = dict(self._module_aliases)
+        return program
 
     def validate(self) -> None:
         self.graph.lint()
@@ -176,9 +220,12 @@ def _is_flat(spec: TreeSpec) -> bool:
 
 
 def export(mod: nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes: Any = None,
-           strict: bool = False, preserve_module_call_signature: tuple = ()) -> ExportedProgram:
+           strict: bool = False, preserve_module_call_signature: tuple[str, ...] = ()) -> ExportedProgram:
     """Runs ``mod(*args, **kwargs)`` once and returns its ExportedProgram (see the module's
-    docstring). Shapes are those of the example inputs."""
+    docstring). Shapes are those of the example inputs. Each op node's
+    ``meta["nn_module_stack"]`` names the modules it ran in; ``module_call_graph`` lists the
+    modules called, with the call signature of the root and of each submodule named in
+    ``preserve_module_call_signature`` (so that ``unflatten`` can let it be swapped)."""
     if not isinstance(mod, nn.Module):
         raise TypeError(f"Expected `mod` to be an instance of `ember.nn.Module`, got {type(mod).__name__}.")
     if not isinstance(args, tuple):
@@ -188,13 +235,143 @@ def export(mod: nn.Module, args: tuple, kwargs: dict | None = None, *, dynamic_s
     if dynamic_shapes is not None:
         raise NotImplementedError("export: dynamic_shapes needs symbolic shapes, which Ember does not have; the "
                                   "program is traced with the example inputs' shapes")
-    if preserve_module_call_signature:
-        raise NotImplementedError("export: preserve_module_call_signature is not in Ember")
-    return _export(mod, args, kwargs or {}, {})
+    if isinstance(preserve_module_call_signature, str):
+        raise TypeError("export: preserve_module_call_signature takes a tuple of module paths, got a str")
+    for fqn in preserve_module_call_signature:
+        _submodule(mod, fqn)
+    return _export(mod, args, kwargs or {}, {}, preserve=tuple(preserve_module_call_signature))
+
+
+def _submodule(mod: nn.Module, fqn: str) -> nn.Module:
+    """The submodule at ``fqn``, raising AttributeError as PyTorch's lookup does."""
+    if not isinstance(fqn, str) or not fqn:
+        raise ValueError(f"export: preserve_module_call_signature names submodules by path, got {fqn!r}")
+    found = mod
+    for atom in fqn.split("."):
+        child = getattr(found, atom, None)
+        if not isinstance(child, nn.Module):
+            raise AttributeError(f"'{type(found).__name__}' object has no attribute '{atom}'")
+        found = child
+    return found
+
+
+def _type_name(module: Any) -> str:
+    cls = type(module)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+_ROOT_KEY = "L__self__"
+
+
+class _ExportRecorder(_OpRecorder):
+    """_OpRecorder that stamps each node it adds with the module stack it ran in:
+    ``node.meta["nn_module_stack"]``, key -> (module path, module type), from the root down."""
+
+    def __init__(self, graph: Graph, decompositions: dict, root_type: str) -> None:
+        super().__init__(graph, decompositions)
+        self.stack: dict[str, tuple[str, str]] = {_ROOT_KEY: ("", root_type)}
+
+    def __torch_dispatch__(self, func: Any, types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        root = self.graph._root
+        node = root.prev
+        while node is not root and node.op != "placeholder" and "nn_module_stack" not in node.meta:
+            node.meta["nn_module_stack"] = dict(self.stack)
+            node = node.prev
+        return out
+
+    def argument_of(self, value: Any) -> Node | ConstantArgument:
+        """The node standing for a call's input or output ``value``, or a ConstantArgument."""
+        if isinstance(value, Tensor):
+            return self.node_of(value)
+        return ConstantArgument("", value)
+
+
+class _CallTracker:
+    """Hooks on every submodule while export runs the forward: they keep the recorder's module
+    stack, list the modules called (first calls, in order) and record the inputs and outputs of
+    the calls of the modules whose signature is preserved."""
+
+    def __init__(self, mod: nn.Module, recorder: _ExportRecorder, preserve: tuple[str, ...]) -> None:
+        from functools import partial
+
+        self.recorder = recorder
+        self.preserve = set(preserve)
+        self.called: list[str] = [""]
+        self.counts: dict[str, int] = {}
+        self.open: list[tuple[str, Any]] = []
+        self.signatures: list[tuple[str, list, TreeSpec, list, TreeSpec]] = []
+        self.handles = []
+        for name, sub in mod.named_modules():
+            if name:
+                self.handles.append(sub.register_forward_pre_hook(partial(self.enter, name), prepend=True,
+                                                                  with_kwargs=True))
+                self.handles.append(sub.register_forward_hook(partial(self.leave, name), with_kwargs=True))
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def enter(self, name: str, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        index = self.counts.get(name, 0)
+        self.counts[name] = index + 1
+        key = f"{_ROOT_KEY}{name}" + (f"@{index}" if index else "")
+        self.recorder.stack[key] = (name, _type_name(module))
+        if index == 0:
+            self.called.append(name)
+        inputs = None
+        if name in self.preserve:
+            leaves, in_spec = tree_flatten((args, kwargs))
+            inputs = ([self.recorder.argument_of(v) for v in leaves], in_spec)
+        self.open.append((key, inputs))
+
+    def leave(self, name: str, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
+        key, inputs = self.open.pop()
+        del self.recorder.stack[key]
+        if inputs is not None:
+            leaves, out_spec = tree_flatten(output)
+            index = self.counts[name] - 1
+            fqn = f"{name}@{index}" if index else name
+            self.signatures.append((fqn, inputs[0], inputs[1], [self.recorder.argument_of(v) for v in leaves],
+                                    out_spec))
+
+
+class _StackInterpreter(Interpreter):
+    """Runs an exported program's module() graph under the recorder (run_decompositions): the
+    nodes each old node gives keep its module stack, and each old node's new node is noted."""
+
+    def __init__(self, module: GraphModule, recorder: _ExportRecorder) -> None:
+        super().__init__(module, garbage_collect_values=False)
+        self.recorder = recorder
+        self.root_stack = dict(recorder.stack)
+        self.new_nodes: dict[str, Node] = {}
+
+    def run_node(self, n: Node) -> Any:
+        self.recorder.stack = dict(n.meta.get("nn_module_stack") or self.root_stack)
+        value = super().run_node(n)
+        if isinstance(value, Tensor):
+            found = self.recorder.nodes.get(_C._tensor_id(value))
+            if found is not None:
+                self.new_nodes[n.name] = found
+        return value
+
+
+def _call_in_spec(args: tuple, kwargs: dict, bound: inspect.BoundArguments) -> TreeSpec:
+    """The structure of ``(args, kwargs)`` with the keywords in the order the graph takes them
+    (forward's parameter order, then ``**kwargs``'s own), so that its leaves are the graph's
+    user inputs in order."""
+    order: list[str] = []
+    for name, value in bound.arguments.items():
+        if name in kwargs:
+            order.append(name)
+        elif bound.signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+            order.extend(value)
+    return tree_flatten((tuple(args), {k: kwargs[k] for k in order}))[1]
 
 
 def _export(mod: nn.Module, args: tuple, kwargs: dict, decompositions: dict,
-            forward_names: list[str] | None = None) -> ExportedProgram:
+            forward_names: list[str] | None = None, *, preserve: tuple[str, ...] = (),
+            source: ExportedProgram | None = None) -> ExportedProgram:
     try:
         bound = inspect.signature(mod.forward).bind(*args, **kwargs)
     except TypeError as e:
@@ -204,7 +381,7 @@ def _export(mod: nn.Module, args: tuple, kwargs: dict, decompositions: dict,
     flat_inputs = _is_flat(in_spec)
 
     graph = Graph()
-    recorder = _OpRecorder(graph, dict(decompositions))
+    recorder = _ExportRecorder(graph, dict(decompositions), _root_type(source) if source else _type_name(mod))
     input_specs: list[InputSpec] = []
     state_dict: dict[str, Any] = {}
     seen: dict[int, str] = {}
@@ -244,9 +421,22 @@ def _export(mod: nn.Module, args: tuple, kwargs: dict, decompositions: dict,
         copy = b.clone()
         recorder.bind(copy, buffer_nodes[name])
         working[name] = copy
-    with recorder:
-        result = functional_call(mod, working, bound.args, bound.kwargs)
-    out_leaves, out_spec = tree_flatten(result)
+    tracker = interpreter = None
+    if source is None:
+        tracker = _CallTracker(mod, recorder, preserve)
+    else:  # the module() graph, run node by node so that the new nodes keep their module stacks
+        interpreter = _StackInterpreter(mod, recorder)
+        mod.forward = lambda *_args, **_kwargs: interpreter.run(*leaves)
+    try:
+        with recorder:
+            result = functional_call(mod, working, bound.args, bound.kwargs)
+    finally:
+        if tracker is not None:
+            tracker.remove()
+    if source is None:
+        out_leaves, out_spec = tree_flatten(result)
+    else:  # the graph gives the flat outputs (or their plain structure): the program's own out_spec
+        out_leaves, out_spec = tree_flatten(result)[0], source._out_spec
     outputs = [recorder.as_argument(v) for v in out_leaves]
     graph.output(tuple(outputs))
     output_specs = [OutputSpec(OutputKind.USER_OUTPUT,
@@ -256,12 +446,14 @@ def _export(mod: nn.Module, args: tuple, kwargs: dict, decompositions: dict,
     # tensors the forward read that are neither inputs nor parameters/buffers: lifted constants
     first_user = user_nodes[0] if user_nodes else None
     lifted_specs = []
+    lifted: dict[Node, Node] = {}
     for i, node in enumerate(graph.find_nodes(op="get_attr")):
         tensor = recorder.constants[node.target]
         name = f"lifted_tensor_{i}"
         with graph.inserting_before(first_user if first_user is not None else _first_non_placeholder(graph)):
             placeholder = graph.placeholder(f"c_{name}")
         node.replace_all_uses_with(placeholder)
+        lifted[node] = placeholder
         graph.erase_node(node)
         constants[name] = tensor
         lifted_specs.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(placeholder.name), name))
@@ -270,10 +462,73 @@ def _export(mod: nn.Module, args: tuple, kwargs: dict, decompositions: dict,
     signature = ExportGraphSignature(input_specs, output_specs)
     keyword_only = tuple(name for name, p in inspect.signature(mod.forward).parameters.items()
                          if p.kind is inspect.Parameter.KEYWORD_ONLY and name in arg_names)
-    program = ExportedProgram({}, graph, signature, state_dict, example_inputs=(args, kwargs), constants=constants,
-                              in_spec=in_spec, out_spec=out_spec, arg_names=arg_names, keyword_only=keyword_only)
+    if source is None:
+        root = ModuleCallEntry("", ModuleCallSignature([], [], _call_in_spec(args, kwargs, bound), out_spec,
+                                                       list(arg_names)))
+        module_call_graph = [root, *_call_entries(tracker, lifted)]
+    else:
+        module_call_graph = _renamed_call_graph(source.module_call_graph, interpreter.new_nodes, lifted)
+    program = ExportedProgram({}, graph, signature, state_dict, module_call_graph=module_call_graph,
+                              example_inputs=(args, kwargs), constants=constants, in_spec=in_spec, out_spec=out_spec,
+                              arg_names=arg_names, keyword_only=keyword_only)
+    if source is None:
+        program._state_aliases, program._module_aliases = _aliases(mod)
     program.validate()
     return program
+
+
+def _root_type(program: ExportedProgram) -> str:
+    for node in program.graph.nodes:
+        stack = node.meta.get("nn_module_stack")
+        if stack:
+            return next(iter(stack.values()))[1]
+    return "ember.nn.modules.module.Module"
+
+
+def _call_entries(tracker: _CallTracker, lifted: dict[Node, Node]) -> list[ModuleCallEntry]:
+    """The submodules called, in call order, with the signatures recorded for the preserved ones
+    (a second call of a preserved module is its own entry, ``fqn@1``, as in PyTorch)."""
+
+    def arguments(values: list) -> list[TensorArgument | ConstantArgument]:
+        return [TensorArgument(lifted.get(v, v).name) if isinstance(v, Node) else v for v in values]
+
+    signatures = {fqn: ModuleCallSignature(arguments(inputs), arguments(outputs), in_spec, out_spec)
+                  for fqn, inputs, in_spec, outputs, out_spec in tracker.signatures}
+    entries = [ModuleCallEntry(fqn, signatures.pop(fqn, None)) for fqn in tracker.called[1:]]
+    return entries + [ModuleCallEntry(fqn, signature) for fqn, signature in signatures.items()]
+
+
+def _renamed_call_graph(entries: list[ModuleCallEntry], new_nodes: dict[str, Node],
+                        lifted: dict[Node, Node]) -> list[ModuleCallEntry]:
+    """``entries`` with each signature's values renamed to the nodes that stand for them now."""
+    import copy
+
+    renamed = copy.deepcopy(entries)
+    for entry in renamed:
+        if entry.signature is None:
+            continue
+        for arg in (*entry.signature.inputs, *entry.signature.outputs):
+            node = new_nodes.get(arg.name) if isinstance(arg, TensorArgument) else None
+            if node is not None:
+                arg.name = lifted.get(node, node).name
+    return renamed
+
+
+def _aliases(mod: nn.Module) -> tuple[dict[str, str], dict[str, str]]:
+    """({other name: first name} of tied parameters and buffers, same of shared submodules)."""
+    state: dict[str, str] = {}
+    first: dict[int, str] = {}
+    for name, t in [*mod.named_parameters(remove_duplicate=False), *mod.named_buffers(remove_duplicate=False)]:
+        if id(t) in first and first[id(t)] != name:
+            state[name] = first[id(t)]
+        first.setdefault(id(t), name)
+    modules: dict[str, str] = {}
+    first = {}
+    for name, m in mod.named_modules(remove_duplicate=False):
+        if id(m) in first:
+            modules[name] = first[id(m)]
+        first.setdefault(id(m), name)
+    return state, modules
 
 
 def _first_non_placeholder(graph: Graph) -> Node:
