@@ -670,8 +670,12 @@ def save(ep: ExportedProgram, f: Any, *, extra_files: dict | None = None, opset_
     nodes = []
     for node in ep.graph.nodes:
         target = node.target if node.op in ("placeholder", "output", "get_attr") else _target_name(node.target)
-        nodes.append({"name": node.name, "op": node.op, "target": target, "args": _encode(node.args),
-                      "kwargs": _encode(node.kwargs)})
+        record = {"name": node.name, "op": node.op, "target": target, "args": _encode(node.args),
+                  "kwargs": _encode(node.kwargs)}
+        stack = node.meta.get("nn_module_stack")
+        if stack:
+            record["nn_module_stack"] = [[key, fqn, ty] for key, (fqn, ty) in stack.items()]
+        nodes.append(record)
     signature = {
         "inputs": [[s.kind.name, s.arg.name, s.target, s.persistent,
                     _encode(s.arg.value) if isinstance(s.arg, ConstantArgument) else None,
@@ -685,7 +689,67 @@ def save(ep: ExportedProgram, f: Any, *, extra_files: dict | None = None, opset_
                 "parameters": list(ep.graph_signature.parameters),
                 "constants": dict(ep.constants), "in_spec": _encode_spec(ep._in_spec) if ep._in_spec else None,
                 "out_spec": _encode_spec(ep._out_spec) if ep._out_spec else None, "arg_names": ep._arg_names,
-                "keyword_only": list(ep._keyword_only)}, f, pickle_protocol=pickle_protocol)
+                "keyword_only": list(ep._keyword_only),
+                "module_call_graph": [_encode_call_entry(e) for e in ep.module_call_graph],
+                "state_aliases": dict(ep._state_aliases), "module_aliases": dict(ep._module_aliases)},
+               f, pickle_protocol=pickle_protocol)
+
+
+def _encode_call_entry(entry: ModuleCallEntry) -> dict:
+    sig = entry.signature
+    if sig is None:
+        return {"fqn": entry.fqn, "signature": None}
+
+    def arguments(args: list) -> list:
+        return [[a.name, True, _encode(a.value)] if isinstance(a, ConstantArgument) else [a.name, False, None]
+                for a in args]
+
+    return {"fqn": entry.fqn, "signature": {
+        "inputs": arguments(sig.inputs), "outputs": arguments(sig.outputs), "in_spec": _encode_spec(sig.in_spec),
+        "out_spec": _encode_spec(sig.out_spec),
+        "forward_arg_names": None if sig.forward_arg_names is None else list(sig.forward_arg_names)}}
+
+
+def _decode_call_entry(data: Any) -> ModuleCallEntry:
+    if not isinstance(data, dict) or not isinstance(data.get("fqn"), str):
+        raise ValueError("export.load: malformed module call graph")
+    sig = data.get("signature")
+    if sig is None:
+        return ModuleCallEntry(data["fqn"])
+    if not isinstance(sig, dict):
+        raise ValueError("export.load: malformed module call signature")
+
+    def arguments(records: Any) -> list:
+        found = []
+        for record in _as_list(records):
+            name, is_constant, value = _as_list(record, 3)
+            if not isinstance(name, str):
+                raise ValueError("export.load: malformed module call signature")
+            found.append(ConstantArgument(name, _decode(value, {})) if is_constant else TensorArgument(name))
+        return found
+
+    names = sig.get("forward_arg_names")
+    if names is not None and not all(isinstance(n, str) for n in _as_list(names)):
+        raise ValueError("export.load: malformed module call signature")
+    return ModuleCallEntry(data["fqn"], ModuleCallSignature(
+        arguments(sig.get("inputs")), arguments(sig.get("outputs")), _decode_spec(sig.get("in_spec")),
+        _decode_spec(sig.get("out_spec")), None if names is None else list(names)))
+
+
+def _decode_stack(data: Any) -> dict[str, tuple[str, str]]:
+    stack = {}
+    for record in _as_list(data):
+        key, fqn, ty = _as_list(record, 3)
+        if not all(isinstance(v, str) for v in (key, fqn, ty)):
+            raise ValueError("export.load: malformed nn_module_stack")
+        stack[key] = (fqn, ty)
+    return stack
+
+
+def _string_map(data: Any) -> dict[str, str]:
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise ValueError("export.load: malformed alias table")
+    return dict(data)
 
 
 def load(f: Any) -> ExportedProgram:
@@ -710,6 +774,8 @@ def load(f: Any) -> ExportedProgram:
         if not isinstance(args, tuple) or not isinstance(kwargs, dict):
             raise ValueError("export.load: malformed node arguments")
         env[name] = graph.create_node(op, target, args, kwargs, name)
+        if record.get("nn_module_stack") is not None:
+            env[name].meta["nn_module_stack"] = _decode_stack(record["nn_module_stack"])
     signature = data.get("signature")
     if not isinstance(signature, dict):
         raise ValueError("export.load: missing graph signature")
@@ -731,6 +797,10 @@ def load(f: Any) -> ExportedProgram:
                               in_spec=_decode_spec(data["in_spec"]) if data.get("in_spec") else None,
                               out_spec=_decode_spec(data["out_spec"]) if data.get("out_spec") else None,
                               arg_names=list(data.get("arg_names") or []),
-                              keyword_only=tuple(data.get("keyword_only") or ()))
+                              keyword_only=tuple(data.get("keyword_only") or ()),
+                              module_call_graph=[_decode_call_entry(e) for e in _as_list(data.get("module_call_graph",
+                                                                                                  []))])
+    program._state_aliases = _string_map(data.get("state_aliases", {}))
+    program._module_aliases = _string_map(data.get("module_aliases", {}))
     program.validate()
     return program

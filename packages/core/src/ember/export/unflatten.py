@@ -127,8 +127,12 @@ class UnflattenedModule(nn.Module):
             module_at(entry.fqn)
         for fqn in outline.frames:
             module_at(fqn)
-        # parameters, buffers and constants, copied (as PyTorch copies them) to their paths
+        # parameters, buffers and constants, copied (as PyTorch copies them) to their paths; a
+        # tied weight's other names get the same tensor, placed after the name the graph uses
         placed: dict[str, Any] = {}
+        aliases: dict[str, list[str]] = {}
+        for alias, name in ep._state_aliases.items():
+            aliases.setdefault(name, []).append(alias)
         for spec in self.graph_signature.input_specs:
             if spec.kind is InputKind.USER_INPUT:
                 continue
@@ -137,23 +141,20 @@ class UnflattenedModule(nn.Module):
             if spec.kind is InputKind.PARAMETER:
                 param = ep.state_dict[spec.target]
                 placed[spec.target] = nn.Parameter(param.detach().clone(), requires_grad=param.requires_grad)
-                owner.register_parameter(name, placed[spec.target])
+                for path in (spec.target, *aliases.get(spec.target, ())):
+                    prefix, _, leaf = path.rpartition(".")
+                    module_at(prefix).register_parameter(leaf, placed[spec.target])
             elif spec.kind is InputKind.BUFFER:
                 placed[spec.target] = ep._lifted(spec.target).clone()
-                owner.register_buffer(name, placed[spec.target], persistent=spec.persistent is not False)
+                for path in (spec.target, *aliases.get(spec.target, ())):
+                    prefix, _, leaf = path.rpartition(".")
+                    module_at(prefix).register_buffer(leaf, placed[spec.target], persistent=spec.persistent is not False)
             else:
                 placed[spec.target] = ep.constants[spec.target].clone()
                 setattr(owner, name, placed[spec.target])
         for fqn, targets in outline.attached.items():  # constants a preserved submodule reads
             for target in targets:
                 setattr(made[fqn], target, placed[target])
-        non_persistent = set(self.graph_signature.non_persistent_buffers)
-        for alias, name in ep._state_aliases.items():  # tied weights: the same tensor at each name
-            prefix, _, leaf = alias.rpartition(".")
-            if isinstance(placed[name], nn.Parameter):
-                module_at(prefix).register_parameter(leaf, placed[name])
-            else:
-                module_at(prefix).register_buffer(leaf, placed[name], persistent=name not in non_persistent)
 
     def _adapt_flat_args(self, flat_args: list, in_spec: TreeSpec, input: Any) -> list:
         signature = self.module_call_graph[0].signature
