@@ -11,6 +11,7 @@ from .. import _C, Tensor, nn
 from ..fx.experimental.proxy_tensor import _OpRecorder, _plain_structure, _PyTreeCodeGen
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
+from ..fx.immutable_collections import immutable_list
 from ..fx.interpreter import Interpreter
 from ..fx.node import Node, has_side_effect, map_aggregate
 from ..utils._pytree import LeafSpec, TreeSpec, tree_flatten, tree_unflatten
@@ -346,6 +347,10 @@ class _StackInterpreter(Interpreter):
         self.root_stack = dict(recorder.stack)
         self.new_nodes: dict[str, Node] = {}
 
+    def output(self, target: str, args: tuple, kwargs: dict) -> Any:
+        # the graph holds its output's containers as immutable ones, which are no pytree nodes
+        return _mutable(args[0])
+
     def run_node(self, n: Node) -> Any:
         self.recorder.stack = dict(n.meta.get("nn_module_stack") or self.root_stack)
         value = super().run_node(n)
@@ -354,6 +359,16 @@ class _StackInterpreter(Interpreter):
             if found is not None:
                 self.new_nodes[n.name] = found
         return value
+
+
+def _mutable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _mutable(v) for k, v in value.items()}
+    if type(value) in (list, immutable_list):
+        return [_mutable(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_mutable(v) for v in value)
+    return value
 
 
 def _call_in_spec(args: tuple, kwargs: dict, bound: inspect.BoundArguments) -> TreeSpec:
