@@ -111,6 +111,22 @@ def test_preserved_signature_names_the_graph_values_of_the_call():
     assert names[head.outputs[0].name].op == "call_function"
 
 
+def test_export_leaves_the_module_s_hooks_as_they_were():
+    net = _net()
+    handle = net.head.register_forward_hook(lambda module, args, output: output * 3)
+    ep = export(net, (_x(),), preserve_module_call_signature=("head",))
+    for module in net.modules():
+        assert len(module._forward_pre_hooks) == len(module._forward_pre_hooks_with_kwargs) == 0
+        assert len(module._forward_hooks_with_kwargs) == 0
+    assert list(net.head._forward_hooks) == [handle.id]
+    # the user's hook ran inside the head's call: its output is the signature's output
+    head = {e.fqn: e.signature for e in ep.module_call_graph}["head"]
+    last = {n.name: n for n in ep.graph.nodes}[head.outputs[0].name]
+    assert last.target is ember.ops.aten.mul and last.args[1] == 3
+    assert list(last.meta["nn_module_stack"]) == ["L__self__", "L__self__head"]
+    _same(unflatten(ep)(_x()), net(_x()))
+
+
 def test_preserve_module_call_signature_bad_paths():
     with pytest.raises(AttributeError, match="'Net' object has no attribute 'nope'"):
         export(_net(), (_x(),), preserve_module_call_signature=("nope",))

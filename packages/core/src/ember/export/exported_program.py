@@ -178,12 +178,13 @@ class ExportedProgram:
                                              self._out_spec if custom_out else None))
         return GraphModule(attrs, graph)
 
-    def run_decompositions(self, decomp_table: dict | CustomDecompTable | None = None, *,
+    def run_decompositions(self, decomp_table: dict | CustomDecompTable | None = None,
                            decompose_custom_triton_ops: bool = False) -> ExportedProgram:
         """The program re-traced with ``decomp_table``'s functions in place of their ops (a dict
         or the ``CustomDecompTable`` of ``default_decompositions()``, the default). Each new node
         keeps the module stack of the node it came from, and the module call graph is carried
-        over with its signatures' values renamed to the new nodes."""
+        over with its signatures' values renamed to the new nodes. (Ember has no Triton ops:
+        ``decompose_custom_triton_ops`` changes nothing.)"""
         if self._example_inputs is None:
             raise RuntimeError("run_decompositions needs the example inputs the program was exported with")
         if decomp_table is None:
@@ -302,16 +303,18 @@ class _CallTracker:
         self.counts: dict[str, int] = {}
         self.open: list[tuple[str, Any]] = []
         self.signatures: list[tuple[str, list, TreeSpec, list, TreeSpec]] = []
-        self.handles = []
+        self.handles: list[tuple[Any, dict]] = []  # (handle, the module's with_kwargs table of it)
         for name, sub in mod.named_modules():
             if name:
-                self.handles.append(sub.register_forward_pre_hook(partial(self.enter, name), prepend=True,
-                                                                  with_kwargs=True))
-                self.handles.append(sub.register_forward_hook(partial(self.leave, name), with_kwargs=True))
+                handle = sub.register_forward_pre_hook(partial(self.enter, name), prepend=True, with_kwargs=True)
+                self.handles.append((handle, sub._forward_pre_hooks_with_kwargs))
+                handle = sub.register_forward_hook(partial(self.leave, name), with_kwargs=True)
+                self.handles.append((handle, sub._forward_hooks_with_kwargs))
 
     def remove(self) -> None:
-        for handle in self.handles:
+        for handle, with_kwargs in self.handles:
             handle.remove()
+            with_kwargs.pop(handle.id, None)
 
     def enter(self, name: str, module: nn.Module, args: tuple, kwargs: dict) -> None:
         index = self.counts.get(name, 0)
