@@ -8,7 +8,14 @@ graph, found from the ``nn_module_stack`` export writes on each node, and its pa
 The parts are cut where PyTorch cuts them: a submodule takes the values it reads from outside
 (its own state it reads as attributes) and returns the ones read after it. A submodule named in
 ``export(..., preserve_module_call_signature=...)`` instead takes the arguments and returns the
-result its forward had, so ``unflat.sub = Other()`` swaps in another module.
+result its forward had, so ``unflat.sub = Other()`` swaps in another module. Parameters, buffers
+and constants are copies of the program's; a tied weight is one tensor at each of its names.
+
+Where Ember differs: a module path that ran no op (a container such as a ModuleList, an Identity)
+is a plain ``nn.Module``; lifted constants sit at the root under Ember's names
+(``lifted_tensor_<i>``), and a preserved submodule reading one holds it too; inputs' shapes are
+not checked against the exported ones (as ``ep.module()`` does not check them), and adapting the
+inputs prints nothing.
 
 Not in Ember (NotImplementedError): a module called more than once in the forward, a submodule
 shared under two paths, and a preserved submodule that reads values other than its inputs and
@@ -105,9 +112,7 @@ class UnflattenedModule(nn.Module):
         outline = _Outline(export_module, self.module_call_graph)
         self._ty = outline.root.ty
         self.graph = outline.build(outline.root)
-        self.arg_names = [n.target for n in self.graph.nodes if n.op == "placeholder"]
         self._place_modules_and_state(export_module, outline)
-        self.graph.lint()
 
     def type_name(self) -> str | None:
         return self._ty
