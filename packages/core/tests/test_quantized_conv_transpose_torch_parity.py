@@ -187,3 +187,52 @@ def test_checkpoints_cross_both_ways(cross_checkpoints):
     for key in torch_read:
         np.testing.assert_array_equal(ember_read[key], torch_read[key], err_msg=key)
     assert list(torch_read["c1_keys"]) == ["bias", "scale", "weight", "zero_point"]
+
+
+FX = PRELUDE + """
+from importlib import import_module
+qfx = import_module(sys.argv[1] + ".ao.quantization.quantize_fx")
+engine("fbgemm")
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.up = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2)
+        self.up1 = nn.ConvTranspose1d(6, 2, 2, stride=3, dilation=2)
+        self.up3 = nn.ConvTranspose3d(2, 2, (1, 2, 2), stride=(1, 2, 1), bias=False)
+
+    def forward(self, x):
+        y = self.up1(self.up(self.conv(x)).flatten(2))
+        return self.up3(y.reshape(2, 2, 1, 12, 16))
+
+
+model = Net().eval()
+with T.no_grad():
+    for key, p in sorted(model.state_dict().items()):
+        p.copy_(arr(*p.shape, scale=0.4))
+prepared = qfx.prepare_fx(model, tq.get_default_qconfig_mapping("x86"), (arr(2, 3, 6, 6),))
+for _ in range(3):
+    prepared(arr(2, 3, 6, 6))
+converted = qfx.convert_fx(prepared)
+mods = dict(converted.named_modules())
+out = {"types": np.array([type(mods[k]).__name__ for k in ("conv", "up", "up1", "up3")])}
+assert all(mods[k]._get_name().startswith("Quantized") for k in ("conv", "up", "up1", "up3"))
+for k in ("up", "up1", "up3"):
+    out[k + "_weight"] = mods[k].weight().int_repr().numpy()
+    out[k + "_qparams"] = np.array([mods[k].weight().q_scale(), mods[k].scale, mods[k].zero_point])
+out["out"] = converted(arr(2, 3, 6, 6)).numpy()
+np.savez(sys.argv[2], **out)
+"""
+
+
+def test_convert_fx_lowers_transposed_modules(run_torch_and_ember):
+    theirs, ours = run_torch_and_ember(FX)
+    np.testing.assert_array_equal(theirs["types"], ["Conv2d", "ConvTranspose2d", "ConvTranspose1d", "ConvTranspose3d"])
+    np.testing.assert_array_equal(ours["types"], theirs["types"])  # the quantized modules' class names
+    for key in theirs:
+        if key.endswith("_weight"):
+            np.testing.assert_array_equal(ours[key], theirs[key], err_msg=key)
+        elif key.endswith("_qparams") or key == "out":  # calibration may move an output scale in its last bit
+            np.testing.assert_allclose(ours[key], theirs[key], rtol=1e-6, atol=1e-6, err_msg=key)

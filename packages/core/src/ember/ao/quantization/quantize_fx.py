@@ -19,6 +19,8 @@ What PyTorch's default (native/x86) backend config quantizes and Ember has kerne
     relu;
   * nn.Dropout, nn.BatchNorm2d/3d (and the BNReLU2d/3d fusions), nn.Hardswish, with observers of
     their own, and F.hardswish (quantized hardswish);
+  * nn.ConvTranspose1d/2d/3d (nnq.ConvTranspose1d/2d/3d, the weight quantized per tensor at
+    convert: the default qconfig mappings give them a per-tensor weight observer);
   * F.linear and F.conv1d/2d/3d (ember.conv1d/2d/3d) on a get_attr weight, fused with an nn.ReLU /
     F.relu after them: the weight input gets the qconfig's weight observer and convert_fx quantizes
     the weight once (PyTorch's prepacked weight) for the quantized linear / conv;
@@ -33,10 +35,10 @@ Model inputs are quantized at their first quantized consumer and outputs dequant
 config lists for which Ember has no quantized kernel get PyTorch's observers but run in float
 between a dequantize and a quantize with those parameters: nn.LayerNorm / F.layer_norm, nn.ELU /
 F.elu, nn.LeakyReLU / F.leaky_relu, nn.PReLU, nn.InstanceNorm1d/2d/3d / F.instance_norm,
-F.group_norm (float in PyTorch too), nn.ConvTranspose1d/2d/3d / F.conv_transpose*, ember.matmul,
-the hardsigmoid ops, nn.Softmax, and the in-place sigmoid_ / tanh_ methods. Every other op (nn.GroupNorm,
-F.softmax, F.gelu, RNNs, ...) runs in float between a dequantize and the next quantize, as in
-PyTorch.
+F.group_norm (float in PyTorch too), F.conv_transpose1d/2d/3d (PyTorch 2.13's convert_fx raises on
+them: its prepacking call misses arguments), ember.matmul, the hardsigmoid ops, nn.Softmax, and
+the in-place sigmoid_ / tanh_ methods. Every other op (nn.GroupNorm, F.softmax, F.gelu, RNNs, ...)
+runs in float between a dequantize and the next quantize, as in PyTorch.
 
 The observed model and the converted one compute the integers PyTorch's do (the same qparams from
 the same observers seeing the same tensors, the same quantized kernels); node and observer names may
@@ -207,7 +209,11 @@ def _extra_ops() -> dict:
             F.instance_norm,
             ember.matmul,
         },
-        "transposed_modules": {_nn.ConvTranspose1d, _nn.ConvTranspose2d, _nn.ConvTranspose3d},
+        "transposed_modules": {
+            _nn.ConvTranspose1d: nnq.ConvTranspose1d,
+            _nn.ConvTranspose2d: nnq.ConvTranspose2d,
+            _nn.ConvTranspose3d: nnq.ConvTranspose3d,
+        },
         "transposed_functions": {F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d},
         "weighted_functions": {
             F.linear: 0,
@@ -1282,11 +1288,11 @@ def convert_fx(
             q.replace_all_uses_with(qop)
             graph.erase_node(q)
             graph.erase_node(root)
-        elif kind in ("weighted", "default"):
+        elif kind in ("weighted", "default") or (kind == "transposed" and root.op == "call_module"):
             if not root.args or not _is_dq(root.args[0]) or q.args[3] != _C.quint8:
                 continue
             module = modules[root.target]
-            table = weighted if kind == "weighted" else default
+            table = {"weighted": weighted, "default": default, "transposed": extra["transposed_modules"]}[kind]
             module.qconfig = qconfig
             if isinstance(module, nni._FusedModule) and not hasattr(module, "weight_fake_quant"):
                 module[0].qconfig = qconfig

@@ -161,7 +161,7 @@ class _ConvTransposeNd(_ConvNd):
                     mod.groups, mod.bias is not None, mod.dilation, mod.padding_mode)
         qconv.set_weight_bias(_quantize_weight(mod.weight.float(), observer), mod.bias)
         post = getattr(mod, "activation_post_process", None)
-        if post is None or post.dtype == _C.float32:
+        if post is None or getattr(post, "dtype", None) == _C.float32:
             return qconv  # weight-only: no output parameters observed
         scale, zero_point = post.calculate_qparams()
         qconv.scale, qconv.zero_point = float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
