@@ -80,12 +80,8 @@ REASONS = [
     (r"^device_types_t$", "a type alias of PyTorch's source, not API"),
     (r"^(dim|dims|dynamic_dim|dynamic_shapes|constraint|shapescollection|additionalinputs)$",
      "symbolic shapes: Ember exports with the example inputs' shapes"),
-    (r"^(unflatten|unflattenedmodule|flatargsadapter|modulecallentry|modulecallsignature)$",
-     "an exported program's module call graph and unflatten: not in Ember"),
     (r"^(passresult|passmanager|passtype)$", "FX's pass infrastructure, left in torch.export by an import, not "
      "API (ember.fx.passes.infra has PassBase, PassResult and PassManager)"),
-    (r"^(customdecomptable|decomp_utils)$", "decomposition-table helpers (PyTorch 2.6+): Ember's "
-     "run_decompositions takes a plain dict"),
     (r"^(log|pytree|fx_pytree|compatibility)$",
      "a variable or module left in the namespace by PyTorch's own source (a loop variable, an import), not API"),
     (r"^operator_schemas$", "FX's argument normalization against TorchScript schemas: not in Ember"),
