@@ -234,3 +234,37 @@ def test_make_fx_and_save_with_a_dataclass_output():
 
     with pytest.raises(ValueError, match="cannot store inputs or outputs nested in Out"):
         ember.export.save(ember.export.export(M(), (ember.ones(1),)), io.BytesIO())
+
+
+def test_one_tensor_given_twice_is_two_inputs():
+    class Pair(nn.Module):
+        def forward(self, a, b):
+            return a * 2 + b
+
+    x = ember.ones(3, dtype=ember.float64)
+    ep = ember.export.export(Pair(), (x, x))
+    users = [n for n in ep.graph.nodes if n.op == "placeholder"]
+    assert len(users) == 2 and all(len(n.users) == 1 for n in users)
+    a, b = ember.ones(3, dtype=ember.float64), ember.zeros(3, dtype=ember.float64)
+    # PyTorch 2.13 binds both to b's placeholder here and answers 0
+    assert ep.module()(a, b).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_var_positional_and_var_keyword_inputs():
+    class Varargs(nn.Module):
+        def forward(self, a, *rest, k=None, **kw):
+            return a * 2 + sum(rest) + k + kw["z"]
+
+    def full(v):
+        return ember.full((3,), v, dtype=ember.float64)
+
+    ep = ember.export.export(Varargs(), (full(1), full(1), full(1)), {"k": full(1), "z": full(1)})
+    args, kwargs = (full(1), full(5), full(1)), {"k": full(7), "z": full(100)}
+    assert ep.module()(*args, **kwargs).tolist() == [115.0] * 3
+    assert ep.run_decompositions().module()(*args, **kwargs).tolist() == [115.0] * 3
+    buffer = io.BytesIO()
+    ember.export.save(ep, buffer)
+    buffer.seek(0)
+    assert ember.export.load(buffer).module()(*args, **kwargs).tolist() == [115.0] * 3
+    with pytest.raises(TypeError, match="the inputs' structure differs from the traced one"):
+        ep.module()(full(1), full(5), **kwargs)  # one positional fewer than traced

@@ -394,9 +394,23 @@ def _export(mod: nn.Module, args: tuple, kwargs: dict, decompositions: dict,
         bound = inspect.signature(mod.forward).bind(*args, **kwargs)
     except TypeError as e:
         raise TypeError(f"export: the example inputs do not fit {type(mod).__name__}.forward: {e}") from None
-    arg_names = forward_names or list(bound.arguments)
+    # *args and **kwargs keep their stars, so that module()'s forward takes them the same way
+    stars = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    parameters = inspect.signature(mod.forward).parameters
+    arg_names = forward_names or [stars.get(parameters[n].kind, "") + n for n in bound.arguments]
     leaves, in_spec = tree_flatten(list(bound.arguments.values()))
     flat_inputs = _is_flat(in_spec)
+    # One tensor given as two inputs is still two inputs: each repeat runs as an alias of its own.
+    # (PyTorch binds both to the last one's placeholder, so its program reads that input twice.)
+    seen_inputs: set[int] = set()
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Tensor):
+            if _C._tensor_id(leaf) in seen_inputs:
+                leaves[i] = leaf.view_as(leaf)
+            seen_inputs.add(_C._tensor_id(leaves[i]))
+    if any(new is not old for new, old in zip(leaves, tree_flatten(list(bound.arguments.values()))[0], strict=True)):
+        for key, value in zip(list(bound.arguments), tree_unflatten(leaves, in_spec), strict=True):
+            bound.arguments[key] = value
 
     graph = Graph()
     recorder = _ExportRecorder(graph, dict(decompositions), _root_type(source) if source else _type_name(mod))
@@ -478,11 +492,11 @@ def _export(mod: nn.Module, args: tuple, kwargs: dict, decompositions: dict,
     n_lifted_before = len([s for s in input_specs if s.kind is not InputKind.USER_INPUT])
     input_specs[n_lifted_before:n_lifted_before] = lifted_specs
     signature = ExportGraphSignature(input_specs, output_specs)
-    keyword_only = tuple(name for name, p in inspect.signature(mod.forward).parameters.items()
+    keyword_only = tuple(name for name, p in parameters.items()
                          if p.kind is inspect.Parameter.KEYWORD_ONLY and name in arg_names)
     if source is None:
         root = ModuleCallEntry("", ModuleCallSignature([], [], _call_in_spec(args, kwargs, bound), out_spec,
-                                                       list(arg_names)))
+                                                       [n.lstrip("*") for n in arg_names]))
         module_call_graph = [root, *_call_entries(tracker, lifted)]
     else:
         module_call_graph = _renamed_call_graph(source.module_call_graph, interpreter.new_nodes, lifted)

@@ -47,7 +47,7 @@ class _PyTreeCodeGen(CodeGen):
     def gen_fn_def(self, free_vars: list[str], root_module: str) -> str:
         if self.in_spec is None:
             return super().gen_fn_def(free_vars, root_module)
-        args = ", ".join(self.arg_names)
+        args = ", ".join(n.lstrip("*") for n in self.arg_names)  # (*args and **kwargs keep their stars)
         flat = "".join(f"{v}, " for v in free_vars)
         return (f"def forward({', '.join([root_module, *self.arg_names])}):\n"
                 f"    {flat}= _flatten_spec([{args}], _in_spec)")
