@@ -47,6 +47,9 @@ VIEW_REPLAY_OPS = {"view", "reshape", "flatten", "unflatten", "permute", "transp
                    "squeeze", "unsqueeze", "narrow", "select", "slice", "as_strided", "movedim", "diagonal",
                    "unfold", "real", "imag", "view_as_real", "view_as_complex", "unbind", "split", "chunk",
                    "tensor_split"}
+# Note [view creation] (ember/autograd.h): the view ops with several results, whose views may not
+# be written in place while autograd tracks their base.
+MULTI_OUTPUT_VIEW_OPS = {"unbind", "split", "chunk", "tensor_split"}
 
 
 def in_place_lines(name: str, has_out: bool, by_name: bool, unsupported: str) -> list[str]:
@@ -77,7 +80,8 @@ def generate(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_
 
 def generate_view_replay(name: str, args: list[dict], rets: list[str], cpp_param: dict, cpp_return: str) -> str:
     """<name>_replayable for a view op (Note [view replay]): <name>_reverse, then, with view replay
-    on, the result records how to remake it from its base (this op on self remade)."""
+    on, the result records how to remake it from its base (this op on self remade). The results of
+    a multi-output view op are marked as such (Note [view creation])."""
     if name not in VIEW_REPLAY_OPS:
         return ""
     if rets not in (["Tensor"], ["Tensor[]"]) or not args or args[0]["name"] != "self" or args[0]["type"] != "Tensor":
@@ -86,8 +90,11 @@ def generate_view_replay(name: str, args: list[dict], rets: list[str], cpp_param
     call = ", ".join(a["name"] for a in args)
     again = ", ".join(["view"] + [a["name"] for a in args[1:]])
     record = "record_view_fn" if rets == ["Tensor"] else "record_view_fns"
+    if (name in MULTI_OUTPUT_VIEW_OPS) != (rets == ["Tensor[]"]):
+        raise SystemExit(f"gen_ops: {name}: MULTI_OUTPUT_VIEW_OPS must list exactly the view ops returning Tensor[]")
+    mark = "  mark_view_creation(result, ViewCreation::MultiOutput);\n" if name in MULTI_OUTPUT_VIEW_OPS else ""
     return (f"static {cpp_return} {name}_replayable({params}) {{\n"
-            f"  auto result = {name}_reverse({call});\n"
+            f"  auto result = {name}_reverse({call});\n{mark}"
             f"  if (ViewReplay::is_enabled())\n"
             f"    {record}(result, self, [=](const Tensor& view) {{ return autograd::{name}({again}); }});\n"
             f"  return result;\n}}\n")
@@ -155,7 +162,7 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
         return "\n".join(body) + "\n}\n"
     body += in_place_lines(name, has_out, by_name, "automatic differentiation, but one of the arguments requires grad")
     if has_self:
-        body.append(f'  if (in_place) check_inplace("{name}", self);')
+        body.append(f'  if (in_place) check_inplace("{name}", self, true);')
     rebase = "rebase_history(self, node)" if has_self else "(void)0"
     history = f"  if (in_place) {rebase}; else set_history({{&result}}, node, inputs);"
     all_inputs = f"std::vector<Tensor> inputs{{{inputs}}};"

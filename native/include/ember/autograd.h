@@ -27,6 +27,14 @@ struct Edge {
 };
 
 // Per-tensor autograd state (TensorImpl::autograd_meta; absent for tensors that never took part).
+// Note [view creation]: PyTorch's CreationMeta. A view made under no_grad, one of the several
+// views one op returns (split, chunk, unbind, tensor_split), or a view a custom Function returned
+// cannot get a correct history from an in-place write: CopySlices would track what no_grad hid,
+// leave the sibling views' nodes stale, or bypass the custom backward. So while autograd tracks
+// its base, writing such a view in place, or using it after its base or another view of it was
+// written, raises PyTorch's RuntimeError. A view of a view inherits its kind (Default gives way).
+enum class ViewCreation : uint8_t { Default, NoGrad, MultiOutput, CustomFunction };
+
 struct EMBER_API AutogradMeta {
   Tensor grad;
   std::shared_ptr<Node> grad_fn;  // null for leaves
@@ -42,6 +50,7 @@ struct EMBER_API AutogradMeta {
   Tensor view_base;
   uint32_t view_version = 0;
   std::function<Tensor(const Tensor&)> view_fn;
+  ViewCreation view_creation = ViewCreation::Default;  // Note [view creation]
   // register_post_accumulate_grad_hook: run after a leaf's .grad was updated.
   std::vector<std::function<void()>> post_accumulate_hooks;
   // A leaf's register_hook hooks (by id): run on each gradient before it is accumulated.
@@ -236,9 +245,13 @@ EMBER_API void set_history(std::vector<Tensor*> outputs, const std::shared_ptr<N
 EMBER_API void note_views(std::initializer_list<Tensor*> outputs,
                           std::initializer_list<const Tensor*> inputs);
 EMBER_API void note_views(std::vector<Tensor>& outputs, std::initializer_list<const Tensor*> inputs);
+// Marks the views among `outputs` as made by `kind` (Note [view creation]): the outputs of a
+// multi-output view op (while grad mode is on) or of a custom Function.
+EMBER_API void mark_view_creation(const std::vector<Tensor>& outputs, ViewCreation kind);
 // In-place op on `self`: checks it is allowed, then makes `node` self's history (through
-// CopySlices on the base when self is a view).
-EMBER_API void check_inplace(const char* op, const Tensor& self);
+// CopySlices on the base when self is a view). `op_requires_grad`: another input of the op
+// requires grad (then a view's creation is checked even when its base does not).
+EMBER_API void check_inplace(const char* op, const Tensor& self, bool op_requires_grad = false);
 EMBER_API void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node);
 // Raises (at backward) for a floating output of an op whose derivative is not declared yet.
 EMBER_API std::shared_ptr<Node> not_implemented(const char* op);

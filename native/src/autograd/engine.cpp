@@ -4,6 +4,8 @@
 #include <atomic>
 #include <map>
 #include <queue>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -152,6 +154,12 @@ Tensor root_of(const Tensor& t) {
   return m && m->view_base.defined() ? m->view_base : t;
 }
 
+// What a view of `t` inherits of how `t` was made (Note [view creation]).
+ViewCreation inherited_creation(const Tensor& t) {
+  const auto& m = t.impl()->autograd_meta;
+  return m && m->view_base.defined() ? m->view_creation : ViewCreation::Default;
+}
+
 // Note [in-place on views]: the history of a base after one of its views was written in place.
 // The base's gradient passes through unchanged, except on the view's elements, where it becomes
 // what the in-place op's backward (`fn`) gives for the view's previous values. Gradients move
@@ -216,14 +224,75 @@ void regenerate_view(const Tensor& view, AutogradMeta& m) {
   view.impl()->requires_grad = true;
 }
 
-void refresh_view(const Tensor& t) {
+// "Output 0 of Split": a node's name without its "Backward<n>" ending, as PyTorch's messages say it.
+std::string short_node_name(const Node& fn) {
+  std::string name = fn.name();
+  size_t end = name.size();
+  while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
+  constexpr std::string_view kBackward = "Backward";
+  if (end >= kBackward.size() && name.compare(end - kBackward.size(), kBackward.size(), kBackward) == 0)
+    name.resize(end - kBackward.size());
+  return name;
+}
+
+// Raises PyTorch's error when `view` may not be written in place (indirect: its base or a sibling
+// was written) because of how it was made (Note [view creation]).
+void check_view_creation(const char* op, const Tensor& view, bool indirect) {
+  const AutogradMeta* m = view.impl()->autograd_meta.get();
+  if (!m || m->view_creation == ViewCreation::Default) return;
+  const std::string what = indirect ? "its base or another view of its base has been" : "is being";
+  const Node* fn = m->grad_fn.get();
+  const std::string output =
+      fn ? "Output " + std::to_string(m->output_nr) + " of " + short_node_name(*fn) : "";
+  std::string msg;
+  if (m->view_creation == ViewCreation::NoGrad || !fn) {
+    msg = (fn ? output + " is a view of a view which was created in" : std::string("A view was created in")) +
+          " no_grad mode and " + what + " modified inplace with grad mode enabled.";
+  } else {
+    msg = output + " is a view and " + what + " modified inplace.";
+  }
+  switch (m->view_creation) {
+    case ViewCreation::MultiOutput:
+      msg +=
+          " This view is the output of a function that returns multiple views. Such functions do not allow "
+          "the output views to be modified inplace. You should replace the inplace operation by an "
+          "out-of-place one.";
+      break;
+    case ViewCreation::NoGrad:
+      msg +=
+          " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+          "code by moving both the view and the inplace either both inside the no_grad block (if you "
+          "don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+      break;
+    case ViewCreation::CustomFunction:
+      msg +=
+          " This view was created inside a custom Function (or because an input was returned as-is) and "
+          "the autograd logic to handle view+inplace would override the custom backward associated with "
+          "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+          "this by cloning the output of the custom Function.";
+      break;
+    case ViewCreation::Default: break;
+  }
+  throw Error("[" + std::string(op ? op : "autograd") + "] " + msg);
+}
+
+// Brings a view's history up to date after its memory was written through another alias. For a
+// view whose kind forbids that (Note [view creation]) while its base requires grad, nothing is
+// remade: asking for the history (`for_history`) raises, and otherwise the answer is false ("not
+// remade"), the view then counting as requiring grad, as PyTorch's does.
+bool refresh_view(const Tensor& t, bool for_history) {
   const auto& m = t.impl()->autograd_meta;
-  if (!m || !m->view_base.defined() || m->view_version == t.version()) return;
+  if (!m || !m->view_base.defined() || m->view_version == t.version()) return true;
   if (autograd::requires_grad(m->view_base)) {
+    if (m->view_creation != ViewCreation::Default) {
+      if (!for_history) return false;
+      check_view_creation(nullptr, t, /*indirect=*/true);
+    }
     regenerate_view(t, *m);
   } else {
     m->view_version = t.version();
   }
+  return true;
 }
 
 }  // namespace
@@ -447,7 +516,7 @@ namespace autograd {
 
 bool requires_grad(const Tensor& t) {
   if (!t.defined()) return false;
-  refresh_view(t);
+  if (!refresh_view(t, /*for_history=*/false)) return true;
   return t.impl()->requires_grad;
 }
 
@@ -474,7 +543,7 @@ AutogradMeta& meta(const Tensor& t) {
 
 std::shared_ptr<Node> grad_fn(const Tensor& t) {
   if (!t.defined() || !t.impl()->autograd_meta) return nullptr;
-  refresh_view(t);
+  refresh_view(t, /*for_history=*/true);
   return t.impl()->autograd_meta->grad_fn;
 }
 
@@ -538,6 +607,7 @@ void set_history(std::vector<Tensor*> outputs, const std::shared_ptr<Node>& node
     m.grad_fn = node;
     m.output_nr = static_cast<uint32_t>(i);
     m.view_base = viewed ? root_of(*viewed) : Tensor();
+    m.view_creation = viewed ? inherited_creation(*viewed) : ViewCreation::Default;
     m.view_version = out.version();
     out.impl()->requires_grad = true;
     node->output_meta[i] = meta_of(out);
@@ -551,7 +621,10 @@ void note_views(std::initializer_list<Tensor*> outputs, std::initializer_list<co
     for (const Tensor* in : inputs) {
       if (!in || !in->defined() || in->is_same(*out) || !shares_memory(*in, *out)) continue;
       AutogradMeta& m = meta(*out);
-      if (!m.view_base.defined()) m.view_base = root_of(*in);
+      if (!m.view_base.defined()) {
+        m.view_base = root_of(*in);
+        m.view_creation = GradMode::is_enabled() ? inherited_creation(*in) : ViewCreation::NoGrad;
+      }
       m.view_version = out->version();
       break;
     }
@@ -562,18 +635,22 @@ void note_views(std::vector<Tensor>& outputs, std::initializer_list<const Tensor
   for (Tensor& out : outputs) note_views({&out}, inputs);
 }
 
-void check_inplace(const char* op, const Tensor& self) {
+void mark_view_creation(const std::vector<Tensor>& outputs, ViewCreation kind) {
+  if (!GradMode::is_enabled()) return;  // made under no_grad: NoGrad already (note_views)
+  for (const Tensor& out : outputs) {
+    AutogradMeta* m = out.defined() ? out.impl()->autograd_meta.get() : nullptr;
+    if (m && m->view_base.defined()) m->view_creation = kind;
+  }
+}
+
+void check_inplace(const char* op, const Tensor& self, bool op_requires_grad) {
   if (!GradMode::is_enabled()) return;
   const Tensor base = view_base(self);
-  if (base.defined() && requires_grad(base)) {
+  const bool tracked_base = base.defined() && requires_grad(base);
+  if (base.defined() && (op_requires_grad || tracked_base)) check_view_creation(op, self, /*indirect=*/false);
+  if (tracked_base) {
     EMBER_CHECK(!is_leaf(base), Error, "[", op,
                 "] a view of a leaf Variable that requires grad is being used in an in-place operation.");
-    EMBER_CHECK(
-        requires_grad(self), Error, "[", op,
-        "] A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
-        "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
-        "code by moving both the view and the inplace either both inside the no_grad block (if you "
-        "don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).");
     EMBER_CHECK(base.dtype() == self.dtype(), NotImplementedError, "[", op,
                 "] in-place operations on a view whose dtype differs from its base's (view_as_real, "
                 "view_as_complex) are not supported when the base requires grad; apply the op out of place");

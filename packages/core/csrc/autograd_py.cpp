@@ -524,17 +524,25 @@ void bind_python_function(py::module_& m) {
         for (size_t i = 0; i < outputs.size(); ++i) {
           Tensor& out = outputs[i];
           if (dirty[i]) {  // modified in place: its history moves onto this node
-            autograd::check_inplace(name.c_str(), out);
+            autograd::check_inplace(name.c_str(), out, true);
             out.bump_version();
           } else {
             for (const Tensor& in : inputs) {
-              if (in.is_same(out)) out = autograd::alias(out);  // an input returned as is
+              if (!in.is_same(out)) continue;
+              // an input returned as is: an alias, a view of the input's base (Note [view creation])
+              const Tensor base = autograd::view_base(in);
+              out = autograd::alias(out);
+              AutogradMeta& am = autograd::meta(out);
+              am.view_base = base.defined() ? base : in;
+              am.view_version = out.version();
             }
           }
           if (non_differentiable[i] || !(is_floating_point(out.dtype()) || is_complex(out.dtype()))) continue;
           AutogradMeta& meta = autograd::meta(out);
           meta.grad_fn = node;
           meta.output_nr = static_cast<uint32_t>(i);
+          // a view (or an input returned as is) must not be written in place: Note [view creation]
+          if (!dirty[i] && meta.view_base.defined()) meta.view_creation = ViewCreation::CustomFunction;
           out.impl()->requires_grad = true;
           node->output_meta[i] = InputMeta{out.sizes(), out.dtype(), out.device()};
         }

@@ -86,21 +86,21 @@ def _base_written_after_view(a, c):
     return v * c
 
 
-def _unbind_output_written(a, c):
+def _row_written(a, c):
+    # (unbind's rows may not be written while b is tracked: Note [view creation])
     b = a.reshape(3, 4) * 1.0
-    rows = b.unbind(0)
-    rows[1].mul_(c.sum())
-    return b, rows[0]
+    b.select(0, 1).mul_(c.sum())
+    return b, b[0]
 
 
 @pytest.mark.parametrize("fn, c_shape", [
     (_write_slice, [2]), (_write_chain_of_views, [2]), (_write_transposed, [3]),
-    (_sibling_view_sees_the_write, [2]), (_base_written_after_view, [2]), (_unbind_output_written, [2]),
+    (_sibling_view_sees_the_write, [2]), (_base_written_after_view, [2]), (_row_written, [2]),
 ])
 def test_gradcheck_through_in_place_view_writes(fn, c_shape):
     gen = ember.Generator()
     gen.manual_seed(1)
-    n = 12 if fn in (_write_chain_of_views, _write_transposed, _unbind_output_written) else 4
+    n = 12 if fn in (_write_chain_of_views, _write_transposed, _row_written) else 4
     a = ember.randn([n], generator=gen, dtype=ember.float64).requires_grad_()
     c = ember.randn(c_shape, generator=gen, dtype=ember.float64).requires_grad_()
     assert gradcheck(fn, (a, c), check_forward_ad=True)  # forward mode: Note [tangents of views]
