@@ -97,21 +97,6 @@ class _ConvTransposeNd(_ConvNd):
         flipped = swapped.flip(list(range(2, 2 + self._n))).contiguous()
         self._conv_weight = _C._make_per_tensor_quantized_tensor(flipped, w.q_scale(), w.q_zero_point())
 
-    def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
-             f"scale={self.scale}, zero_point={self.zero_point}")
-        if self.padding != (0,) * self._n:
-            s += f", padding={self.padding}"
-        if self.dilation != (1,) * self._n:
-            s += f", dilation={self.dilation}"
-        if self.output_padding != (0,) * self._n:
-            s += f", output_padding={self.output_padding}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self._bias is None:
-            s += ", bias=False"
-        return s
-
     def _input_padding(self, kernel_size, dilation, padding) -> list[int]:
         """The padding of the equivalent direct convolution: dilation * (kernel - 1) - padding."""
         return [d * (k - 1) - p for k, d, p in zip(kernel_size, dilation, padding, strict=True)]
