@@ -188,3 +188,9 @@ def test_timer_runs_the_statement_in_its_namespace_with_pinned_threads():
         Timer("pass", language="c++")
     with pytest.raises(NameError):
         Timer("undefined_name").timeit(1)
+
+
+def test_autograd_has_the_profilers_activity_enum():
+    # torch.autograd.ProfilerActivity is torch.profiler's
+    assert ember.autograd.ProfilerActivity is ember.profiler.ProfilerActivity
+    assert [a.name for a in ember.autograd.ProfilerActivity] == ["CPU", "CUDA"]

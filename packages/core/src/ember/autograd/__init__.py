@@ -9,6 +9,7 @@ forward_ad, functional and the older profiler API (profiler, over ember.profiler
 from __future__ import annotations
 
 from ..overrides import handle_torch_function, has_torch_function, is_tensor_like  # noqa: F401 - as torch.autograd
+from ..profiler import ProfilerActivity  # noqa: F401 - torch.autograd has torch.profiler's, outside __all__
 from . import forward_ad, functional, graph, profiler, profiler_legacy, profiler_util
 from ._engine import backward, grad
 from ._variable import Variable
