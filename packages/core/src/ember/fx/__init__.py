@@ -5,7 +5,9 @@
 whose ``graph`` lists the recorded ``Node``s and whose ``code`` is the Python generated from it.
 A pass edits the graph (``Graph.inserting_after``, ``Node.replace_all_uses_with``,
 ``Graph.eliminate_dead_code``, ``replace_pattern``) and calls ``recompile()``; ``Interpreter``
-runs a graph node by node and ``Transformer`` rebuilds one.
+runs a graph node by node and ``Transformer`` rebuilds one. ``Node.normalized_arguments``
+(``operator_schemas``) matches a call's arguments to its target's signature; ``tensor_type`` has
+the gradual types ``TensorType`` and ``Dyn``.
 
 Where Ember differs from PyTorch: a dead-code pass keeps in-place calls (a method or function whose
 name ends in one underscore), which PyTorch removes when nothing reads their result;
@@ -21,9 +23,11 @@ from . import (
     immutable_collections,
     interpreter,
     node,
+    operator_schemas,
     passes,
     proxy,
     subgraph_rewriter,
+    tensor_type,
 )
 from ._symbolic_trace import PH, PHBase, ProxyableClassMeta, Tracer, symbolic_trace, wrap
 from .graph import CodeGen, Graph, PythonCode
@@ -35,5 +39,5 @@ from .subgraph_rewriter import replace_pattern
 
 __all__ = ["CodeGen", "Graph", "GraphModule", "Interpreter", "Node", "PH", "PHBase", "Proxy", "ProxyableClassMeta",
            "PythonCode", "TraceError", "Tracer", "Transformer", "experimental", "graph", "graph_module", "has_side_effect",
-           "immutable_collections", "interpreter", "map_arg", "node", "passes", "proxy", "replace_pattern",
-           "subgraph_rewriter", "symbolic_trace", "wrap"]
+           "immutable_collections", "interpreter", "map_arg", "node", "operator_schemas", "passes", "proxy",
+           "replace_pattern", "subgraph_rewriter", "symbolic_trace", "tensor_type", "wrap"]

@@ -28,6 +28,7 @@ from .immutable_collections import immutable_dict, immutable_list
 
 if TYPE_CHECKING:
     from .graph import Graph
+    from .operator_schemas import ArgsKwargsPair
 
 __all__ = ["Node", "has_side_effect", "map_aggregate", "map_arg"]
 
@@ -245,6 +246,26 @@ class Node:
         """Makes this node read ``new_input`` wherever it read ``old_input``."""
         swap = lambda n: new_input if n is old_input else n  # noqa: E731
         self._update_args_kwargs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
+
+    def normalized_arguments(self, root: Any, arg_types: tuple | None = None, kwarg_types: dict | None = None,
+                             normalize_to_only_use_kwargs: bool = False) -> ArgsKwargsPair | None:
+        """This call's arguments matched to its target's signature (``operator_schemas``): for a
+        ``call_function`` node normalize_function's answer, for a ``call_module`` node
+        normalize_module's on `root`; None for the other ops or when no signature fits.
+        `arg_types` / `kwarg_types` pick among overloads that all match."""
+        from .operator_schemas import normalize_function, normalize_module
+
+        if self.op == "call_function":
+            if not callable(self.target):
+                raise AssertionError(f"Expected callable target, got {type(self.target)}")
+            return normalize_function(self.target, self.args, self.kwargs, arg_types, kwarg_types,
+                                      normalize_to_only_use_kwargs=normalize_to_only_use_kwargs)
+        if self.op == "call_module":
+            if not isinstance(self.target, str):
+                raise AssertionError(f"Expected str target for call_module, got {type(self.target)}")
+            return normalize_module(root, self.target, self.args, self.kwargs,
+                                    normalize_to_only_use_kwargs=normalize_to_only_use_kwargs)
+        return None
 
     # ---- properties --------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from .graph import Graph
 from .node import Node, map_aggregate
+from .operator_schemas import check_for_mutable_operation
 
 __all__ = ["Attribute", "GraphAppendingTracer", "ParameterProxy", "Proxy", "TraceError", "TracerBase"]
 
@@ -38,9 +39,13 @@ class TracerBase:
     proxy_buffer_attributes: bool = False
     # The function name the traced program's code gets in generated code.
     traced_func_name: str = "forward"
+    # Whether recording a call of an op that writes to an argument raises (check_for_mutable_operation).
+    check_mutable_operations: bool = False
 
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, name: str | None = None,
                     type_expr: Any = None) -> Node:
+        if kind == "call_function" and self.check_mutable_operations:
+            check_for_mutable_operation(target, args, kwargs)
         return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
 
     def proxy(self, node: Node) -> Proxy:
