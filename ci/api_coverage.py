@@ -39,7 +39,7 @@ NAMESPACES = [
 # Why a name is absent, first match wins (patterns over the lower-cased name).
 REASONS = [
     (r"cuda|cudnn|mps|xpu|hip|mtia|nccl|xla|hpu|ipu|privateuse|vulkan|metal|pin_memory|is_pinned|maia|"
-     r"^(stream|event|record_stream|get_device_module|accelerator_?error|dataparallel|is_ort)$",
+     r"^(record_stream|accelerator_?error|dataparallel|is_ort)$",
      "device-specific: Ember runs on CPU (ember.cuda answers truthfully)"),
     (r"^q[u]?int(8|32|4x2|2x4)storage$", "typed storage classes of the quantized dtypes: Ember's checkpoints read and write "
      "them, but ember has no such class (a quantized tensor's integers are its int_repr())"),

@@ -470,3 +470,41 @@ def test_other_device_kinds_answer_as_a_cpu_only_build():
         t.ipu()
     with pytest.raises(RuntimeError, match="Ember has no device streams"):
         t.record_stream(None)
+
+
+def test_generic_streams_and_events_are_cpu_ones():
+    s = ember.Stream()
+    assert (s.device, s.device_type, s.device_index, s.stream_id) == (ember.device("cpu"), "cpu", -1, 0)
+    assert s.query() is True and s.synchronize() is None
+    assert s == ember.Stream("cpu") == ember.Stream(ember.device("cpu"), priority=-1)
+    assert hash(s) == hash(ember.Stream("cpu:0"))
+    assert repr(s) == "ember.Stream device_type=cpu, device_index=-1, stream_id=0"
+    with s as entered:
+        assert entered is s
+    e = ember.Event("cpu")
+    assert e.query() is True and e.synchronize() is None and e.wait() is None and s.wait_event(e) is None
+    assert repr(ember.Event(enable_timing=True)) == "ember.Event device_type=cpu, device_index=-1, event_flag=1, event_id=0"
+    for record in (e.record, s.record_event, lambda: s.wait_stream(s)):
+        with pytest.raises(RuntimeError, match="cpu backend doesn't support events"):
+            record()
+    with pytest.raises(ValueError, match="created with argument 'enable_timing=True'"):
+        e.elapsed_time(e)
+    timed = ember.Event(enable_timing=True)
+    with pytest.raises(ValueError, match="must be recorded before calculating elapsed time"):
+        timed.elapsed_time(ember.Event(enable_timing=True))
+    for device in (0, "cuda"):
+        with pytest.raises(RuntimeError, match="accelerator device when none is available|not supported"):
+            ember.Stream(device)
+        with pytest.raises(RuntimeError, match="accelerator device when none is available|not supported"):
+            ember.Event(device)
+    with pytest.raises(TypeError, match="expected a device"):
+        ember.Stream(1.5)
+
+
+def test_get_device_module():
+    assert ember.get_device_module() is ember.cpu  # no accelerator
+    assert ember.get_device_module("cpu") is ember.cpu and ember.get_device_module(ember.device("cuda")) is ember.cuda
+    with pytest.raises(RuntimeError, match="Invalid value of device '3', expect ember.device, str, or None"):
+        ember.get_device_module(3)
+    with pytest.raises(RuntimeError, match="Device 'mps' does not have a corresponding module registered as 'ember.mps'"):
+        ember.get_device_module("mps")

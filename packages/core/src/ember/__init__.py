@@ -361,6 +361,7 @@ from ._determinism import (  # noqa: E402
     set_deterministic_debug_mode,
     use_deterministic_algorithms,
 )
+from ._streams import Event, Stream, get_device_module  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .amp.autocast_mode import (  # noqa: E402
     autocast_decrement_nesting,
@@ -385,6 +386,7 @@ __all__ += ["autocast", "autocast_decrement_nesting", "autocast_increment_nestin
             "is_autocast_cpu_enabled", "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_cpu_dtype",
             "set_autocast_cpu_enabled", "set_autocast_dtype", "set_autocast_enabled", "set_autocast_gpu_dtype"]
 __all__ += ["accelerator", "amp", "backends", "cpu", "cuda", "distributions", "special", "testing", "compile", "use_deterministic_algorithms",
+            "Event", "Stream", "get_device_module",
             "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
             "set_deterministic_debug_mode", "get_deterministic_debug_mode"]
 
