@@ -30,8 +30,8 @@ Where Ember differs from PyTorch: Ember's ops have no other overloads (PyTorch's
 without ``arg_types``, where PyTorch reports an ambiguous match; ``ember.nonzero`` takes no
 ``as_tuple`` and normalizes by its schema (PyTorch gives torch.nonzero no signature). Several
 functions that are native in PyTorch are Python in Ember (``ember.nn.functional.conv2d``,
-``ember.max``...) and normalize through their Python signature; native aliases without an op of
-their own (``ember.divide``, ``ember.clip``) and ``math`` functions have no signature. The schemas
+``ember.max``...) and normalize through their Python signature; ``math`` functions have no
+signature (PyTorch's TorchScript maps ``math.sqrt`` to ``aten::sqrt``). The schemas
 ``get_signature_for_torch_op(..., return_schemas=True)`` returns are parsed views of the schema
 text (``name``, ``overload_name``, ``arguments``, ``returns``, ``is_mutable``; ``str()`` is the
 text), not ``torch._C.FunctionSchema`` objects. Ember's schema text carries no alias annotations,
