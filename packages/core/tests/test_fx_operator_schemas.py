@@ -9,6 +9,7 @@ import inspect
 import numbers
 import operator
 import typing
+import uuid
 
 import pytest
 
@@ -196,6 +197,8 @@ def test_python_function_arguments_that_do_not_fit_raise(xy):
         normalize_function(F.relu, ())
     with pytest.raises(TypeError, match="Multiple values for argument 'input'"):
         normalize_function(F.relu, (x,), {"input": x})
+    with pytest.raises(AssertionError, match="target_for_analysis must be callable, got <class 'str'>"):
+        normalize_function("relu", (x,))
 
 
 def test_varargs_and_positional_only_signatures_give_none():
@@ -345,10 +348,11 @@ def test_tracer_checks_mutable_operations_when_asked():
 
 
 def test_library_ops_declared_mutating_are_mutable():
-    lib = ember.library.Library("fx_schemas_test", "DEF")
+    namespace = f"fx_schemas_{uuid.uuid4().hex[:8]}"  # Ember's registry keeps ops for the process
+    lib = ember.library.Library(namespace, "DEF")
     lib.define("scale_(Tensor(a!) x, float factor) -> ()")
     lib.define("scaled(Tensor x, float factor) -> Tensor")
-    op, pure = ember.ops.fx_schemas_test.scale_, ember.ops.fx_schemas_test.scaled
+    op, pure = getattr(ember.ops, namespace).scale_, getattr(ember.ops, namespace).scaled
     sigs, (schema,) = get_signature_for_torch_op(op, return_schemas=True)
     assert schema.is_mutable and [a.is_write for a in schema.arguments] == [True, False]
     assert sigs[0].return_annotation is None  # no returns
@@ -437,6 +441,7 @@ def test_is_more_precise():
 
 PARITY = r'''
 import sys, operator
+import numpy as np
 
 T = __import__(sys.argv[1])
 import importlib
