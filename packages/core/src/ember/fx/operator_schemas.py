@@ -192,15 +192,9 @@ def _read_type(text: str) -> tuple[str, bool, str]:
     return out, written, text[i:].strip()
 
 
-def _tensor_type() -> type:
-    from .. import Tensor
-
-    return Tensor
-
-
 def _python_type(type_text: str) -> Any:
     """PyTorch's Python annotation for a schema type (``Tensor?[]`` is list[Optional[Tensor]])."""
-    from .. import Generator, device
+    from .. import Generator, Tensor, device
 
     base_end = len(type_text)
     for marker in ("[", "?"):
@@ -209,7 +203,7 @@ def _python_type(type_text: str) -> Any:
             base_end = min(base_end, pos)
     base, suffix = type_text[:base_end], type_text[base_end:]
     result: Any = {
-        "Tensor": _tensor_type(), "int": int, "SymInt": int, "float": float, "bool": bool, "str": str,
+        "Tensor": Tensor, "int": int, "SymInt": int, "float": float, "bool": bool, "str": str,
         "Scalar": numbers.Number, "ScalarType": int, "Layout": int, "MemoryFormat": int, "Device": device,
         "Generator": Generator, "Dimname": str, "complex": complex, "Any": Any,
     }.get(base, Any)
