@@ -84,8 +84,6 @@ REASONS = [
      "API (ember.fx.passes.infra has PassBase, PassResult and PassManager)"),
     (r"^(log|pytree|fx_pytree|compatibility)$",
      "a variable or module left in the namespace by PyTorch's own source (a loop variable, an import), not API"),
-    (r"^operator_schemas$", "FX's argument normalization against TorchScript schemas: not in Ember"),
-    (r"^tensor_type$", "FX's gradual-typing annotations (TensorType, Dyn): not in Ember"),
     (r"^(config|traceback)$", "graph capture and compilers (FX, export, torch.compile "
      "internals, symbolic shapes)"),
     (r"jit|script|onnx|export|fx|dynamo|inductor|compiler|symint|^sym|guard|library|ops$|^cond$|"
