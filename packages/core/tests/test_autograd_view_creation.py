@@ -49,6 +49,7 @@ def test_multi_output_views_after_their_base_was_written():
     with pytest.raises(RuntimeError, match=re.escape(indirect)):
         _ = first.grad_fn
     assert first.requires_grad  # answered without remaking the history, as PyTorch's
+    assert repr(first) == "tensor([2., 4.], dtype=ember.float64, grad_fn=<Invalid>)"  # PyTorch's way too
     with pytest.raises(RuntimeError, match=re.escape(indirect)):
         first.sum()
     # written through a sibling under no_grad: the same

@@ -229,8 +229,12 @@ def _tensor_repr(self: _C.Tensor) -> str:
         extras.append(f"dtype={self.dtype!r}")
     if self.numel() == 0 and self.dim() != 1:
         extras.append(f"size={tuple(self.shape)}")
-    if self.grad_fn is not None:
-        extras.append(f"grad_fn=<{self.grad_fn.name()}>")
+    try:
+        fn = self.grad_fn
+    except RuntimeError:  # a view whose history may not be rebuilt (Note [view creation]), as PyTorch prints it
+        fn = "Invalid"
+    if fn is not None:
+        extras.append(f"grad_fn=<{fn if isinstance(fn, str) else fn.name()}>")
     elif self.requires_grad:
         extras.append("requires_grad=True")
     return "tensor(" + body + "".join(", " + e for e in extras) + ")"
