@@ -9,7 +9,6 @@ entry added decomposes that op, and ``materialize`` gives the plain dict a re-tr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["CustomDecompTable"]
@@ -24,17 +23,10 @@ class CustomDecompTable(dict):
         super().__init__()
         self.has_materialized = False
 
-    # reading, writing, iterating and len() are a dict's
+    # reading, writing, updating, iterating and len() are a dict's
 
     def __delitem__(self, key: Any) -> None:
         self.pop(key)
-
-    def update(self, other: Any = (), /, **kwargs: Any) -> None:
-        pairs: Iterable = other.items() if hasattr(other, "items") else other
-        for key, value in pairs:
-            self[key] = value
-        for key, value in kwargs.items():
-            self[key] = value
 
     def pop(self, key: Any, default: Any = _MISSING) -> Any:
         """Removes ``key`` (that op is then kept as it is) and returns its decomposition; a key

@@ -403,12 +403,13 @@ def _export(mod: nn.Module, args: tuple, kwargs: dict, decompositions: dict,
     # One tensor given as two inputs is still two inputs: each repeat runs as an alias of its own.
     # (PyTorch binds both to the last one's placeholder, so its program reads that input twice.)
     seen_inputs: set[int] = set()
+    repeated = False
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, Tensor):
             if _C._tensor_id(leaf) in seen_inputs:
-                leaves[i] = leaf.view_as(leaf)
+                leaves[i], repeated = leaf.view_as(leaf), True
             seen_inputs.add(_C._tensor_id(leaves[i]))
-    if any(new is not old for new, old in zip(leaves, tree_flatten(list(bound.arguments.values()))[0], strict=True)):
+    if repeated:
         for key, value in zip(list(bound.arguments), tree_unflatten(leaves, in_spec), strict=True):
             bound.arguments[key] = value
 
