@@ -345,6 +345,69 @@ def test_tied_weights_keep_every_name():
     assert ember.allclose(unflat(x), net(x), rtol=1e-6, atol=0)
 
 
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("n", ember.zeros(()))
+
+    def forward(self, x, twice=False):
+        y = self.lin(x).relu()
+        return y * 2 if twice else y
+
+
+def test_a_module_called_twice_the_same_way_is_one_submodule_called_twice():
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Scaled()
+            self.b = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.b(self.a(self.a(x)) + 1)
+
+    net = Twice()
+    x = ember.randn(2, 4, dtype=ember.float64)
+    net.double()
+    ep = export(net, (x,))
+    keys = [list(n.meta["nn_module_stack"]) for n in ep.graph.nodes if n.op == "call_function"]
+    assert ["L__self__", "L__self__a@1", "L__self__a.lin@1"] in keys  # the second call is told apart, as in PyTorch
+    unflat = unflatten(ep)
+    # as PyTorch 2.13's: the calls ran the same graph, so the root calls one module twice
+    assert [name for name, _ in unflat.named_modules()] == ["", "a", "a.lin", "b"]
+    assert [n.target for n in unflat.graph.nodes if n.op == "call_module"] == ["a", "a", "b"]
+    assert list(unflat.state_dict()) == list(net.state_dict())
+    np.testing.assert_allclose(unflat(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-12)
+
+
+def test_calls_that_ran_other_graphs_get_a_module_each_sharing_the_state():
+    class Differently(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Scaled()
+            self.b = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.b(self.a(self.a(x), twice=True) + 1)
+
+    net = Differently().double()
+    x = ember.randn(2, 4, dtype=ember.float64)
+    unflat = unflatten(export(net, (x,)))
+    # PyTorch 2.13 gives these names: the second call's module at a@1, its Linear (which ran as
+    # in the first call) the first call's
+    assert [name for name, _ in unflat.named_modules()] == ["", "a", "a.lin", "b", "a@1"]
+    assert [name for name, _ in unflat.named_parameters()] == ["a.lin.weight", "a.lin.bias", "b.weight", "b.bias"]
+    assert list(unflat.state_dict()) == ["a.n", "a.lin.weight", "a.lin.bias", "b.weight", "b.bias", "a@1.n",
+                                         "a@1.lin.weight", "a@1.lin.bias"]
+    copy_of_a = getattr(unflat, "a@1")
+    assert copy_of_a.lin is unflat.a.lin and copy_of_a.n is unflat.a.n
+    assert [n.target for n in unflat.graph.nodes if n.op == "call_module"] == ["a", "a@1", "b"]
+    np.testing.assert_allclose(unflat(x).detach().numpy(), net(x).detach().numpy(), rtol=1e-12)
+    # training through it reaches the one set of parameters
+    unflat(x).sum().backward()
+    assert unflat.a.lin.weight.grad is not None
+
+
 def test_what_unflatten_leaves_out_raises():
     class Twice(nn.Module):
         def __init__(self):
@@ -355,14 +418,9 @@ def test_what_unflatten_leaves_out_raises():
             return self.lin(self.lin(x))
 
     x = ember.randn(2, 3)
-    ep = export(Twice(), (x,))
-    keys = [list(n.meta["nn_module_stack"]) for n in ep.graph.nodes if n.op == "call_function"]
-    assert ["L__self__", "L__self__lin@1"] in keys  # the second call is told apart, as in PyTorch
-    with pytest.raises(NotImplementedError, match="submodule 'lin' is called more than once"):
-        unflatten(ep)
     ep = export(Twice(), (x,), preserve_module_call_signature=("lin",))
     assert [e.fqn for e in ep.module_call_graph] == ["", "lin", "lin@1"]
-    with pytest.raises(NotImplementedError, match="submodule 'lin' is called more than once"):
+    with pytest.raises(NotImplementedError, match="preserved submodule 'lin' is called more than once"):
         unflatten(ep)
 
     class Shared(nn.Module):

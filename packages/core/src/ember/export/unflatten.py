@@ -17,8 +17,12 @@ is a plain ``nn.Module``; lifted constants sit at the root under Ember's names
 not checked against the exported ones (as ``ep.module()`` does not check them), and adapting the
 inputs prints nothing.
 
-Not in Ember (NotImplementedError): a module called more than once in the forward, a submodule
-shared under two paths, and a preserved submodule that reads values other than its inputs and
+A module called more than once is one submodule called at each place when its calls ran the same
+graph, as PyTorch's; calls that ran different graphs (another branch, other arguments) each get a
+module, the later ones at ``<name>@<n>`` beside it, sharing its parameters and buffers.
+
+Not in Ember (NotImplementedError): a submodule shared under two paths, a preserved submodule
+called more than once, and a preserved submodule that reads values other than its inputs and
 state, or returns a value it did not compute.
 """
 
@@ -112,6 +116,7 @@ class UnflattenedModule(nn.Module):
         outline = _Outline(export_module, self.module_call_graph)
         self._ty = outline.root.ty
         self.graph = outline.build(outline.root)
+        outline.place(outline.root)
         self._place_modules_and_state(export_module, outline)
 
     def type_name(self) -> str | None:
@@ -120,18 +125,23 @@ class UnflattenedModule(nn.Module):
     def _place_modules_and_state(self, ep: ExportedProgram, outline: _Outline) -> None:
         made: dict[str, nn.Module] = {"": self}
 
-        def module_at(fqn: str) -> nn.Module:
-            if fqn not in made:
-                parent, _, name = fqn.rpartition(".")
-                frame = outline.frames.get(fqn)
-                made[fqn] = InterpreterModule(frame.graph, frame.ty) if frame is not None else nn.Module()
-                module_at(parent).add_module(name, made[fqn])
-            return made[fqn]
+        def module_at(path: str) -> nn.Module:
+            if path not in made:
+                parent, _, name = path.rpartition(".")
+                frame = outline.modules.get(path)
+                if path in outline.same:
+                    made[path] = module_at(outline.same[path])
+                else:
+                    made[path] = InterpreterModule(frame.graph, frame.ty) if frame is not None else nn.Module()
+                module_at(parent).add_module(name, made[path])
+            return made[path]
 
         for entry in self.module_call_graph:
             module_at(entry.fqn)
-        for fqn in outline.frames:
-            module_at(fqn)
+        for path in (*outline.modules, *outline.same):
+            module_at(path)
+        # a module's later calls that ran another graph (at <name>@<n>) share its state
+        copies = {path: frame.fqn for path, frame in outline.modules.items() if path != frame.fqn}
         # parameters, buffers and constants, copied (as PyTorch copies them) to their paths; a
         # tied weight's other names get the same tensor, placed after the name the graph uses
         placed: dict[str, Any] = {}
@@ -141,22 +151,25 @@ class UnflattenedModule(nn.Module):
         for spec in self.graph_signature.input_specs:
             if spec.kind is InputKind.USER_INPUT:
                 continue
-            prefix, _, name = spec.target.rpartition(".")
-            owner = module_at(prefix)
             if spec.kind is InputKind.PARAMETER:
                 param = ep.state_dict[spec.target]
                 placed[spec.target] = nn.Parameter(param.detach().clone(), requires_grad=param.requires_grad)
-                for path in (spec.target, *aliases.get(spec.target, ())):
+                for path in _state_paths(spec.target, aliases.get(spec.target, ()), copies):
                     prefix, _, leaf = path.rpartition(".")
-                    module_at(prefix).register_parameter(leaf, placed[spec.target])
+                    if getattr(module_at(prefix), leaf, None) is not placed[spec.target]:
+                        module_at(prefix).register_parameter(leaf, placed[spec.target])
             elif spec.kind is InputKind.BUFFER:
                 placed[spec.target] = ep._lifted(spec.target).clone()
-                for path in (spec.target, *aliases.get(spec.target, ())):
+                for path in _state_paths(spec.target, aliases.get(spec.target, ()), copies):
                     prefix, _, leaf = path.rpartition(".")
-                    module_at(prefix).register_buffer(leaf, placed[spec.target], persistent=spec.persistent is not False)
+                    if getattr(module_at(prefix), leaf, None) is not placed[spec.target]:
+                        module_at(prefix).register_buffer(leaf, placed[spec.target],
+                                                          persistent=spec.persistent is not False)
             else:
                 placed[spec.target] = ep.constants[spec.target].clone()
-                setattr(owner, name, placed[spec.target])
+                for path in _state_paths(spec.target, (), copies):
+                    prefix, _, leaf = path.rpartition(".")
+                    setattr(module_at(prefix), leaf, placed[spec.target])
         for fqn, targets in outline.attached.items():  # constants a preserved submodule reads
             for target in targets:
                 setattr(made[fqn], target, placed[target])
@@ -201,6 +214,15 @@ def unflatten(module: ExportedProgram, flat_args_adapter: FlatArgsAdapter | None
     return UnflattenedModule(module, flat_args_adapter)
 
 
+def _state_paths(target: str, aliases, copies: dict[str, str]) -> list[str]:
+    """Every path a parameter, buffer or constant is placed at: its own, a tied weight's other
+    names, and the same name in each copy of a module holding it (a later call's ``<name>@<n>``)."""
+    paths = [target, *aliases]
+    for copy_path, fqn in copies.items():
+        paths += [copy_path + p[len(fqn):] for p in list(paths) if p.startswith(fqn + ".")]
+    return list(dict.fromkeys(paths))
+
+
 def _reorder_kwargs(user_kwargs: dict[str, Any], spec: TreeSpec) -> dict[str, Any]:
     """``user_kwargs`` in the order of the keywords of ``spec``, the structure of ``(args, kwargs)``."""
     expected = spec.children_specs[1].context
@@ -228,16 +250,19 @@ def _flatten_call_inputs(positional: tuple, keywords: dict, spec: TreeSpec, what
 class _Frame:
     """One module call in the exported graph: its nodes and the calls it made, in order."""
 
-    def __init__(self, fqn: str, ty: str | None, parent: _Frame | None) -> None:
+    def __init__(self, fqn: str, ty: str | None, parent: _Frame | None, call: str = "") -> None:
         self.fqn = fqn
+        self.call = call or fqn  # "<fqn>@<n>" for the module's call after its first
         self.ty = ty
         self.parent = parent
         self.items: list[Node | _Frame] = []
+        self.targets: dict[_Frame, str] = {}  # each call it makes -> the submodule it calls (relative)
         self.nodes: set[Node] = set()  # its own and its calls' nodes
         self.signature: ModuleCallSignature | None = None
         self.inputs: list[Node] = []
         self.outputs: list[Node] = []
         self.graph: Graph | None = None
+        self.form: tuple = ()  # _graph_form of its graph
 
     def in_scope(self, target: str) -> bool:
         return not self.fqn or target.startswith(self.fqn + ".")
@@ -265,15 +290,18 @@ class _Outline:
                 self.state[node] = (spec.kind, spec.target)
         self.output = graph.output_node()
         self.root = _Frame("", None, None)
-        self.frames: dict[str, _Frame] = {}
+        self.frames: dict[str, _Frame] = {}  # by call ("a", "a@1")
+        self.modules: dict[str, _Frame] = {}  # module path -> the call whose graph it runs (set by place)
+        self.same: dict[str, str] = {}  # module path -> the path of the module it is (set by place)
+        self._forms: dict[tuple, str] = {}
         self.attached: dict[str, list[str]] = {}
         self._cut(graph)
         signatures = {e.fqn: e.signature for e in entries}
-        for fqn in signatures:
-            if "@" in fqn:
-                raise NotImplementedError(_called_twice(fqn.split("@")[0]))
         for fqn, signature in signatures.items():
             if fqn and signature is not None:
+                if "@" in fqn or f"{fqn}@1" in self.frames:
+                    raise NotImplementedError(f"unflatten: the preserved submodule {fqn.split('@')[0]!r} is called "
+                                              "more than once, which Ember's unflatten does not rebuild")
                 if fqn not in self.frames:
                     raise NotImplementedError(f"unflatten: the call of the preserved submodule {fqn!r} left no node "
                                               "in the graph (it only returns values it was given), which Ember's "
@@ -292,29 +320,27 @@ class _Outline:
             stack = node.meta.get("nn_module_stack")
             if not stack:
                 raise RuntimeError(f"Unable to find nn_module_stack for node {node}")
-            for key, (fqn, _) in stack.items():
-                if "@" in key:
-                    raise NotImplementedError(_called_twice(fqn))
-            levels = list(stack.values())
+            levels = [(_call_of(key, fqn), fqn, ty) for key, (fqn, ty) in stack.items()]
             if self.root.ty is None:
-                self.root.ty = levels[0][1]
+                self.root.ty = levels[0][2]
             path = levels[1:]
             depth = 0
-            while depth < len(path) and depth + 1 < len(chain) and chain[depth + 1].fqn == path[depth][0]:
+            while depth < len(path) and depth + 1 < len(chain) and chain[depth + 1].call == path[depth][0]:
                 depth += 1
             for frame in chain[depth + 1:]:
-                ended.add(frame.fqn)
+                ended.add(frame.call)
             del chain[depth + 1:]
-            for fqn, ty in path[depth:]:
+            for call, fqn, ty in path[depth:]:
                 parent = chain[-1]
-                if fqn in ended or fqn in self.frames:
-                    raise NotImplementedError(_called_twice(fqn))
+                if call in ended or call in self.frames:
+                    raise NotImplementedError(f"unflatten: the nodes of the call {call!r} are not contiguous in the "
+                                              "graph, which Ember's unflatten does not rebuild")
                 if not parent.in_scope(fqn):
                     raise NotImplementedError(f"unflatten: the submodule {fqn!r} is called from {parent.fqn!r}, "
                                               "which does not hold it; Ember's unflatten does not rebuild such calls")
-                frame = _Frame(fqn, ty, parent)
+                frame = _Frame(fqn, ty, parent, call)
                 parent.items.append(frame)
-                self.frames[fqn] = frame
+                self.frames[call] = frame
                 chain.append(frame)
             chain[-1].items.append(node)
             for frame in chain:
@@ -421,12 +447,21 @@ class _Outline:
             for node in frame.inputs:
                 env[node] = graph.placeholder(node.name)
 
+        calls: dict[str, list[tuple[str, tuple]]] = {}  # submodule -> (target, graph's form) of its calls so far
         for item in frame.items:
             if isinstance(item, Node):
                 env[item] = graph.node_copy(item, value)
                 continue
             item.graph = self.build(item)
-            target = frame.relative(item.fqn)
+            name = frame.relative(item.fqn)
+            form = item.form = _graph_form(item.graph)
+            # a later call that ran the same graph calls the same submodule; another graph gets its own
+            earlier = calls.setdefault(name, [])
+            target = next((t for t, f in earlier if f == form), None)
+            if target is None:
+                target = name if not earlier else f"{name}@{len(earlier)}"
+                earlier.append((target, form))
+            frame.targets[item] = target
             if item.signature is not None:
                 tree = graph.call_function(tree_unflatten, (flat(item.signature.inputs), item.signature.in_spec))
                 args_node = graph.call_function(operator.getitem, (tree, 0))
@@ -461,6 +496,37 @@ class _Outline:
         return graph
 
 
-def _called_twice(fqn: str) -> str:
-    return (f"unflatten: the submodule {fqn!r} is called more than once in the exported forward, which Ember's "
-            "unflatten does not rebuild (PyTorch's shares one InterpreterModule between the calls)")
+    def place(self, frame: _Frame, path: str = "") -> None:
+        """Records ``frame`` as the graph the module at ``path`` runs, and its calls' modules below
+        it; a module whose graph an earlier module of the same path ran is that module again (the
+        submodules of a module's ``@<n>`` copy that ran as in its first call)."""
+        key = (frame.fqn, frame.form)
+        if path and key in self._forms:
+            self.same[path] = self._forms[key]
+            return
+        self._forms.setdefault(key, path)
+        self.modules[path] = frame
+        for item, target in frame.targets.items():
+            child = f"{path}.{target}" if path else target
+            if child not in self.modules and child not in self.same:
+                self.place(item, child)
+
+
+def _call_of(key: str, fqn: str) -> str:
+    """The call an ``nn_module_stack`` key names: the module path, with ``@<n>`` from the key for
+    its (n+1)-th call."""
+    _, at, n = key.rpartition("@")
+    return f"{fqn}@{n}" if at and n.isdigit() else fqn
+
+
+def _graph_form(graph: Graph) -> tuple:
+    """A graph's ops and how they connect, without node names: equal for two calls of a module
+    that ran the same computation."""
+    index: dict[Node, int] = {}
+    form = []
+    for i, node in enumerate(graph.nodes):
+        index[node] = i
+        ref = lambda n: ("node", index[n])  # noqa: E731
+        form.append((node.op, node.target if node.op != "placeholder" else None,
+                     repr(map_arg(node.args, ref)), repr(map_arg(node.kwargs, ref))))
+    return tuple(form)
