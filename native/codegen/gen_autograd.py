@@ -132,6 +132,7 @@ def generate_reverse(name: str, args: list[dict], rets: list[str], cpp_param: di
     head = f"static {cpp_return} {name}_reverse({params}) {{"
     if not rets or any(r not in ("Tensor", "Tensor[]") for r in rets):
         return f"{head}\n  return {raw};\n}}\n"
+    raw = f"fresh_result({raw})"  # Note [fresh versions]
 
     tensors = [a for a in args if a["type"] in DIFF_TENSOR and a["name"] != "out"]
     lists = [a for a in args if a["type"] == "Tensor[]"]

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ember/export.h"
@@ -187,6 +188,24 @@ struct EMBER_API GradLayoutPolicy {
   static bool is_enforced();
   static void set_enforced(bool enforced);
 };
+
+// A generated op's results, each back at version 0 when it is new (Note [fresh versions]).
+inline void rewind_if_new(const Tensor& t) {
+  t.rewind_version_if_unshared();
+}
+inline void rewind_if_new(const std::vector<Tensor>& ts) {
+  for (const Tensor& t : ts) t.rewind_version_if_unshared();
+}
+template <typename R>
+R fresh_result(R result) {
+  rewind_if_new(result);
+  return result;
+}
+template <typename... T>
+std::tuple<T...> fresh_result(std::tuple<T...> results) {
+  std::apply([](const T&... r) { (rewind_if_new(r), ...); }, results);
+  return results;
+}
 
 // Note [view replay]: torch.autograd._force_original_view_tracking (thread-local, off by default).
 // A view made while it is on records how to remake it from its base: its chain of view ops

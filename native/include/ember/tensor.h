@@ -127,6 +127,9 @@ class EMBER_API Tensor {
   // Every in-place write and out= calls this first: raises for an inference tensor outside
   // inference mode and for read-only memory (Note [read-only storage]).
   void bump_version() const;
+  // Version 0 again when nothing but this Tensor holds its impl and version counter: the writes an
+  // op made into a result it built are not counted (Note [fresh versions]).
+  void rewind_version_if_unshared() const;
   bool is_inference() const;
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
   TensorImpl* impl() const { return impl_.get(); }

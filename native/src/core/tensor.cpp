@@ -122,6 +122,16 @@ void Tensor::bump_version() const {
   }
   counter.version.fetch_add(1);
 }
+// Note [fresh versions]: kernels bump the version on every write, the writes into the outputs they
+// build included (cat's copies into its parts, eye's fill of its diagonal). PyTorch counts only
+// the writes a user can see, so a tensor an op returns new is at version 0. The generated op
+// layer (autograd_ops.cpp) therefore rewinds each result that nothing else holds yet: not an
+// input returned as is or written in place (the caller holds it), nor a view of one (it shares the
+// counter), nor anything saved or cached (it is called before autograd records the result).
+void Tensor::rewind_version_if_unshared() const {
+  if (impl_ && impl_.use_count() == 1 && impl_->version_counter.use_count() == 1)
+    impl_->version_counter->version.store(0);
+}
 bool Tensor::is_inference() const {
   return checked(impl_).version_counter->inference;
 }

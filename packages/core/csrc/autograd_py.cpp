@@ -267,6 +267,14 @@ void bind_autograd(py::module_& m, py::class_<Tensor>& tensor) {
                                return fn ? py::cast(fn) : py::none();
                              })
       .def_property_readonly("is_leaf", [](const Tensor& t) { return autograd::is_leaf(t); })
+      // The tensor a view's memory belongs to (the first non-view in its chain), as PyTorch's
+      // _base; None for a tensor that is not a view, detach()'s result included.
+      .def_property_readonly("_base",
+                             [](const Tensor& t) -> py::object {
+                               const Tensor base = autograd::view_base(t);
+                               return base.defined() ? py::cast(base) : py::none();
+                             })
+      .def("_is_view", [](const Tensor& t) { return autograd::view_base(t).defined(); })
       .def_property_readonly(
           "retains_grad",
           [](const Tensor& t) { return t.impl()->autograd_meta && t.impl()->autograd_meta->retains_grad; })

@@ -18,7 +18,9 @@ int64_t to_int(py::handle obj, const std::string& where) {
     throw TypeError(where + " to be int, but got " + type_name(obj));
   }
   int overflow = 0;
+  // __index__ may raise (a tensor of several elements): that error is the answer
   py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+  if (!index) throw py::error_already_set();
   const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
   EMBER_CHECK(overflow == 0, ValueError, where, " to fit in int64, but got ", std::string(py::str(obj)));
   return v;

@@ -176,3 +176,58 @@ def test_gather_backward_adds_grad_at_the_indices(dim):
     e = t(A).requires_grad_()
     (ge,) = ember.autograd.grad(ember.gather(e, dim, ember.zeros(0, 6, dtype=ember.int64)).sum(), e)
     np.testing.assert_array_equal(ge.numpy(), np.zeros_like(A))
+
+
+# ---- scatter's src as a Python number or a 0-d tensor (a 0-d src once read past its strides) ----
+
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_add"])
+def test_scatter_takes_a_python_number_as_one_value_for_every_index(op):
+    idx = np.array([[0, 2, 1, 0], [3, 3, 0, 1]])
+    ref = A.copy()
+    for (_, c), k in np.ndenumerate(idx):
+        ref[k, c] = 2.5 if op == "scatter" else ref[k, c] + 2.5
+    np.testing.assert_array_equal(getattr(ember, op)(t(A), 0, t(idx), 2.5).numpy(), ref)
+    # a non-contiguous self and index, and the in-place form
+    x = t(A.T.copy()).t()
+    getattr(x, op + "_")(0, t(idx.T.copy()).t(), 2.5)
+    np.testing.assert_array_equal(x.numpy(), ref)
+
+
+def test_scatter_reduce_takes_a_python_number_too():
+    idx = np.array([[0, 2, 1, 0], [0, 3, 0, 1]])
+    hit = np.zeros_like(A, dtype=bool)
+    counts = np.zeros_like(A)
+    for (_, c), k in np.ndenumerate(idx):
+        hit[k, c] = True
+        counts[k, c] += 1
+    np.testing.assert_array_equal(ember.scatter_reduce(t(A), 0, t(idx), 9.5, "amax").numpy(),
+                                  np.where(hit, np.maximum(A, 9.5), A))
+    np.testing.assert_allclose(ember.scatter_reduce(t(A), 0, t(idx), 9.5, "mean").numpy(),
+                               (A + 9.5 * counts) / (counts + 1))
+
+
+def test_scatter_and_gather_treat_a_0d_tensor_as_1d_of_one_element():
+    # PyTorch's ensure_nonempty_dim: 0-d self or src meets a 1-d index of at most one element
+    np.testing.assert_array_equal(ember.gather(t(2.0), 0, t([0, 0])).numpy(), [2.0, 2.0])
+    assert ember.scatter(t(2.0), 0, t([0]), t(3.0)).item() == 3.0
+    np.testing.assert_array_equal(ember.scatter(t([0.0, 0.0, 0.0]), 0, t([2]), t(3.0)).numpy(), [0, 0, 3])
+    np.testing.assert_array_equal(ember.scatter_add(t([1.0, 1.0]), 0, t([1]), t(3.0)).numpy(), [1, 4])
+    # an empty index is not checked, and changes nothing
+    np.testing.assert_array_equal(ember.scatter(t(A), 0, t(np.zeros(0, np.int64)), t(3.0)).numpy(), A)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: ember.scatter(t(A), 0, t([[0, 1]]), t(1.0)), r"same number of dimensions as src tensor"),
+        (lambda: ember.scatter_add(t(A), 0, t([[0, 1]]), t(1.0)), r"same number of dimensions as src tensor"),
+        (lambda: ember.scatter_reduce(t(A), 0, t([[0, 1]]), t(1.0), "sum"), r"same number of dimensions as src"),
+        (lambda: ember.scatter(t(2.0), 0, t([0, 0]), t(3.0)), r"expected index 2 to be smaller than src 1"),
+        (lambda: ember.gather(t(2.0), 0, t([1])), r"index 1 is out of bounds for dimension 0 with size 1"),
+        (lambda: ember.scatter(t(A), 0, t([0, 1]), t([1.0, 2.0])), r"same number of dimensions as input tensor"),
+    ],
+)
+def test_scatter_src_of_other_rank_is_a_clear_error(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call()

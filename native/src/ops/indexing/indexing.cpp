@@ -6,6 +6,7 @@
 // embedding_bag check the same in their kernels). take, take_along_dim(dim=...), index_fill and
 // advanced indexing (x[idx], index_put_) count a negative index from the end, in [-size, size);
 // they hand the kernel indices already made non-negative.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -31,32 +32,45 @@ void check_index(const char* op, const Tensor& index) {
               "(): Expected dtype int64 for index, but got ", dtype_name(index.dtype()));
 }
 
-// Gather/scatter preconditions (PyTorch's): same ndim, and index no larger than the others
-// outside `dim`.
+// Gather/scatter preconditions (PyTorch's): as many dims (a 0-d tensor counting as 1-d), and
+// index no larger than self outside `dim` nor than src anywhere. An empty index is not checked.
+int64_t nonempty_dim(const Tensor& t) {
+  return std::max<int64_t>(t.dim(), 1);
+}
+int64_t nonempty_size(const Tensor& t, int64_t d) {
+  return t.dim() == 0 ? 1 : t.sizes()[d];
+}
+
 void check_shapes(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src) {
   check_index(op, index);
-  EMBER_CHECK(index.dim() == self.dim() || (index.dim() <= 1 && self.dim() <= 1), Error, "[", op,
+  if (index.numel() == 0) return;
+  EMBER_CHECK(nonempty_dim(index) == nonempty_dim(self), Error, "[", op,
               "] Index tensor must have the same number of dimensions as input tensor");
+  EMBER_CHECK(!src || nonempty_dim(index) == nonempty_dim(*src), Error, "[", op,
+              "] Index tensor must have the same number of dimensions as src tensor");
   for (int64_t d = 0; d < index.dim(); ++d) {
-    if (d != dim) {
-      EMBER_CHECK(self.dim() == 0 || index.sizes()[d] <= self.sizes()[d], Error, "[", op,
-                  "] Size does not match at "
-                  "dimension ",
-                  d, " expected index ", index.sizes()[d], " to be smaller than self ", self.sizes()[d],
-                  " apart from dimension ", dim);
-    }
-    EMBER_CHECK(!src || src->dim() == 0 || index.sizes()[d] <= src->sizes()[d], Error, "[", op,
+    EMBER_CHECK(d == dim || index.sizes()[d] <= nonempty_size(self, d), Error, "[", op,
                 "] Size does not match at dimension ", d, " expected index ", index.sizes()[d],
-                " to be smaller than src ", src->sizes()[d]);
+                " to be smaller than self ", nonempty_size(self, d), " apart from dimension ", dim);
+    EMBER_CHECK(!src || index.sizes()[d] <= nonempty_size(*src, d), Error, "[", op,
+                "] Size does not match at dimension ", d, " expected index ", index.sizes()[d],
+                " to be smaller than src ", nonempty_size(*src, d));
   }
+}
+
+// src given as a Python number (PyTorch's scatter(dim, index, value)) is one value for every
+// position of index.
+Tensor source_for(const Tensor& src, const Tensor& index) {
+  return src.impl()->is_wrapped_number ? expand(src, index.sizes()) : src;
 }
 
 Tensor scatter_with(IndexOp op, const char* name, const Tensor& self, int64_t dim, const Tensor& index,
                     const Tensor& src) {
   const int64_t d = dims::wrap(name, dim, self.dim());
-  check_shapes(name, self, d, index, &src);
+  const Tensor source = source_for(src, index);
+  check_shapes(name, self, d, index, &source);
   Tensor out = self.clone();
-  const Tensor values = pointwise::cast_to(src, self.dtype());
+  const Tensor values = pointwise::cast_to(source, self.dtype());
   if (index.numel() > 0) index_stub.get(self.device().type)(op, out, self, d, index, values);
   return out;
 }
@@ -153,8 +167,9 @@ Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const T
   return scatter_with(IndexOp::ScatterAdd, "scatter_add", self, dim, index, src);
 }
 
-Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+Tensor scatter_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src_arg,
                       const std::string& reduce, bool include_self) {
+  const Tensor src = source_for(src_arg, index);
   IndexOp op;
   double identity;
   if (reduce == "sum" || reduce == "mean") {
