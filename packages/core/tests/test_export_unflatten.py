@@ -356,19 +356,23 @@ class Scaled(nn.Module):
         return y * 2 if twice else y
 
 
+class CallsTwice(nn.Module):
+    """Calls its submodule `a` twice: the same way, or (differently=True) the second time with
+    another argument, which runs another graph."""
+
+    def __init__(self, differently):
+        super().__init__()
+        self.a = Scaled()
+        self.b = nn.Linear(4, 4)
+        self.differently = differently
+
+    def forward(self, x):
+        return self.b(self.a(self.a(x), twice=self.differently) + 1)
+
+
 def test_a_module_called_twice_the_same_way_is_one_submodule_called_twice():
-    class Twice(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.a = Scaled()
-            self.b = nn.Linear(4, 4)
-
-        def forward(self, x):
-            return self.b(self.a(self.a(x)) + 1)
-
-    net = Twice()
+    net = CallsTwice(differently=False).double()
     x = ember.randn(2, 4, dtype=ember.float64)
-    net.double()
     ep = export(net, (x,))
     keys = [list(n.meta["nn_module_stack"]) for n in ep.graph.nodes if n.op == "call_function"]
     assert ["L__self__", "L__self__a@1", "L__self__a.lin@1"] in keys  # the second call is told apart, as in PyTorch
@@ -381,16 +385,7 @@ def test_a_module_called_twice_the_same_way_is_one_submodule_called_twice():
 
 
 def test_calls_that_ran_other_graphs_get_a_module_each_sharing_the_state():
-    class Differently(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.a = Scaled()
-            self.b = nn.Linear(4, 4)
-
-        def forward(self, x):
-            return self.b(self.a(self.a(x), twice=True) + 1)
-
-    net = Differently().double()
+    net = CallsTwice(differently=True).double()
     x = ember.randn(2, 4, dtype=ember.float64)
     unflat = unflatten(export(net, (x,)))
     # PyTorch 2.13 gives these names: the second call's module at a@1, its Linear (which ran as
