@@ -381,9 +381,16 @@ static Tensor prod_factor_derivative(const Tensor& x, const Tensor& result, cons
   return autograd::where(x_zero, lone_zero, autograd::div(result, safe_x, std::nullopt, std::nullopt));
 }
 
+// src given as a Python number (or a 0-d src met by a 1-d index) is one value per index
+// position, as the forward takes it (source_for in src/ops/indexing/indexing.cpp).
+static Tensor src_per_position(const Tensor& src, const Tensor& index) {
+  return src.dim() == 0 && index.dim() > 0 ? autograd::expand(src, index.sizes()) : src;
+}
+
 Tensor scatter_reduce_self_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& index,
-                                    const Tensor& src, const std::string& reduce, bool include_self,
+                                    const Tensor& src_arg, const std::string& reduce, bool include_self,
                                     const Tensor& result) {
+  const Tensor src = src_per_position(src_arg, index);
   const ScatterReduceParts p = scatter_reduce_parts(self, dim, index, src, reduce, include_self, result);
   if (reduce == "prod") {  // self took part where include_self; else untouched places pass grad on
     if (!include_self) return autograd::where(p.touched, zeros_of(grad), grad);
@@ -395,8 +402,9 @@ Tensor scatter_reduce_self_backward(const Tensor& grad, const Tensor& self, int6
 }
 
 Tensor scatter_reduce_src_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& index,
-                                   const Tensor& src, const std::string& reduce, bool include_self,
+                                   const Tensor& src_arg, const std::string& reduce, bool include_self,
                                    const Tensor& result) {
+  const Tensor src = src_per_position(src_arg, index);
   const ScatterReduceParts p = scatter_reduce_parts(self, dim, index, src, reduce, include_self, result);
   if (reduce == "prod") {
     const ScatterProdParts q = scatter_prod_parts(self, dim, index, src, include_self);
@@ -408,9 +416,11 @@ Tensor scatter_reduce_src_backward(const Tensor& grad, const Tensor& self, int64
   return autograd::mul(autograd::gather(grad, dim, index), p.src_share, std::nullopt);
 }
 
-Tensor scatter_reduce_jvp(const Tensor& self_t, const Tensor& src_t, const Tensor& self, int64_t dim,
-                          const Tensor& index, const Tensor& src, const std::string& reduce,
+Tensor scatter_reduce_jvp(const Tensor& self_t, const Tensor& src_t_arg, const Tensor& self, int64_t dim,
+                          const Tensor& index, const Tensor& src_arg, const std::string& reduce,
                           bool include_self, const Tensor& result) {
+  const Tensor src = src_per_position(src_arg, index);
+  const Tensor src_t = src_t_arg.defined() ? src_per_position(src_t_arg, index) : src_t_arg;
   const ScatterReduceParts p = scatter_reduce_parts(self, dim, index, src, reduce, include_self, result);
   if (reduce == "prod") {  // d result = sum over the factors that took part of t * (d result / d x)
     const ScatterProdParts q = scatter_prod_parts(self, dim, index, src, include_self);

@@ -146,7 +146,10 @@ Tensor tangent_or_zeros(const Tensor& t) {
   Tensor found = tangent(t);
   if (found.defined()) return found;
   PauseGuard pause;
-  return autograd::zeros_like(t, std::nullopt);
+  Tensor zero = autograd::zeros_like(t, std::nullopt);
+  // a Python number's tangent is a number too, so ops that take one (scatter's value) take it
+  zero.impl()->is_wrapped_number = t.impl()->is_wrapped_number;
+  return zero;
 }
 
 std::vector<Tensor> tangents_or_zeros(const std::vector<Tensor>& ts) {

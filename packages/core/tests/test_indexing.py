@@ -231,3 +231,37 @@ def test_scatter_and_gather_treat_a_0d_tensor_as_1d_of_one_element():
 def test_scatter_src_of_other_rank_is_a_clear_error(call, message):
     with pytest.raises(RuntimeError, match=message):
         call()
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_with_a_number_differentiates_as_with_a_full_src(reduce, include_self):
+    idx = t([[0, 2, 1, 0], [0, 1, 0, 1]])
+    x = ember.randn(3, 4, dtype=ember.float64, requires_grad=True)
+    full = ember.full((2, 4), 0.5, dtype=ember.float64)
+    ember.scatter_reduce(x, 0, idx, 0.5, reduce, include_self=include_self).pow(2).sum().backward()
+    by_number, x.grad = x.grad, None
+    ember.scatter_reduce(x, 0, idx, full, reduce, include_self=include_self).pow(2).sum().backward()
+    np.testing.assert_allclose(by_number.numpy(), x.grad.numpy(), rtol=1e-12)
+    assert ember.autograd.gradcheck(lambda a: ember.scatter_reduce(a, 0, idx, 0.5, reduce, include_self=include_self),
+                                    (x.detach().requires_grad_(),))
+
+
+def test_scatter_with_a_number_or_a_0d_src_under_both_autograd_modes():
+    import ember.autograd.forward_ad as fwAD
+
+    idx = t([[0, 2, 1, 0], [0, 1, 0, 1]])
+    x = ember.randn(3, 4, dtype=ember.float64, requires_grad=True)
+    for op in (ember.scatter, ember.scatter_add):
+        assert ember.autograd.gradcheck(lambda a, op=op: op(a, 0, idx, 0.5), (x,))
+        with fwAD.dual_level():
+            out = op(fwAD.make_dual(x.detach(), ember.ones(3, 4, dtype=ember.float64)), 0, idx, 0.5)
+            tangent = fwAD.unpack_dual(out).tangent.numpy()
+        # the number has no tangent: scatter zeroes the written places, scatter_add leaves all
+        expected = op(ember.ones(3, 4, dtype=ember.float64), 0, idx, 0.0).numpy()
+        np.testing.assert_array_equal(tangent, expected)
+    # a 0-d src that requires grad, met by a one-element index
+    s = ember.tensor(2.0, dtype=ember.float64, requires_grad=True)
+    y = ember.zeros(3, dtype=ember.float64)
+    assert ember.autograd.gradcheck(lambda a: ember.scatter(y, 0, t([1]), a), (s,))
+    assert ember.autograd.gradcheck(lambda a: ember.scatter_reduce(y, 0, t([1]), a, "prod"), (s,))
