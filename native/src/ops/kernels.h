@@ -282,6 +282,13 @@ enum class IndexOp { Gather, Scatter, ScatterAdd, ScatterMul, ScatterMax, Scatte
 using IndexFn = void (*)(IndexOp, const Tensor& out, const Tensor& self, int64_t dim, const Tensor& index,
                          const Tensor& src);
 extern DispatchStub<IndexFn> index_stub;
+// A 0-d tensor met by a 1-d index counts as 1-d of one element (PyTorch's ensure_nonempty_size).
+inline int64_t nonempty_size(const Tensor& t, int64_t d) {
+  return t.dim() == 0 ? 1 : t.sizes()[d];
+}
+inline int64_t nonempty_stride(const Tensor& t, int64_t d) {
+  return t.dim() == 0 ? 0 : t.strides()[d];
+}
 
 // Advanced indexing (x[i, j], x[i, j] = v, index_put_): for every pair (b, r),
 //   dst[dst_b[b] + dst_r[r]]  (=, or += when accumulating)  src[src_b[b] + src_r[r]]

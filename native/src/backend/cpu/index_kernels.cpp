@@ -9,15 +9,6 @@
 namespace ember::EMBER_CPU_NS {
 namespace {
 
-// A 0-d tensor met by a 1-d index acts as one element of a 1-d one (PyTorch's
-// ensure_nonempty_size): stride 0, size 1.
-int64_t stride_of(const Tensor& t, int64_t d) {
-  return t.dim() == 0 ? 0 : t.strides()[d];
-}
-int64_t size_of(const Tensor& t, int64_t d) {
-  return t.dim() == 0 ? 1 : t.sizes()[d];
-}
-
 // Visits every position p of `index` (row-major), giving p's element offset in each of the three
 // tensors with dim `dim` left out of the third (where the index value goes instead).
 template <typename F>
@@ -30,8 +21,8 @@ void for_each_position(const Tensor& index, const Tensor& a, const Tensor& b, in
   for (int64_t k = 0; k < n; ++k) {
     f(oi, oa, ob);
     for (int64_t d = nd - 1; d >= 0; --d) {
-      const int64_t sa = stride_of(a, d);
-      const int64_t sb = d == dim ? 0 : stride_of(b, d);
+      const int64_t sa = nonempty_stride(a, d);
+      const int64_t sb = d == dim ? 0 : nonempty_stride(b, d);
       if (++pos[d] < index.sizes()[d]) {
         oi += index.strides()[d];
         oa += sa;
@@ -51,8 +42,8 @@ void index_kernel(IndexOp op, const Tensor& out, const Tensor& self, int64_t dim
   const int64_t* idx = index.data<int64_t>();
   const int64_t nd = index.dim();
   const Tensor& indexed = op == IndexOp::Gather ? self : out;  // the tensor the index values address
-  const int64_t size = nd == 0 ? 1 : size_of(indexed, dim);
-  const int64_t stride = nd == 0 ? 0 : stride_of(indexed, dim);
+  const int64_t size = nd == 0 ? 1 : nonempty_size(indexed, dim);
+  const int64_t stride = nd == 0 ? 0 : nonempty_stride(indexed, dim);
   auto checked = [&](int64_t i) {  // Note [negative indices] in src/ops/indexing/indexing.cpp
     EMBER_CHECK(static_cast<uint64_t>(i) < static_cast<uint64_t>(size), Error, "[",
                 op == IndexOp::Gather ? "gather" : "scatter", "] index ", i,

@@ -37,9 +37,6 @@ void check_index(const char* op, const Tensor& index) {
 int64_t nonempty_dim(const Tensor& t) {
   return std::max<int64_t>(t.dim(), 1);
 }
-int64_t nonempty_size(const Tensor& t, int64_t d) {
-  return t.dim() == 0 ? 1 : t.sizes()[d];
-}
 
 void check_shapes(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src) {
   check_index(op, index);
